@@ -1,0 +1,325 @@
+// The `tp` dialect: tensor-parallel transformer blocks.
+//
+// This file is the only definition of the dialect. It is embedded into every tpc binary at build
+// time, loaded with mlirLoadIRDLDialects, and read by dialect/tpc_irdl_gen.c to generate the
+// op-name constants and typed accessors in tp_ops.h. docs/dialect.md documents every op.
+//
+// Conventions (rely on them when editing):
+// - Every operand, result and attribute is named. An SSA constraint value is an equality
+//   variable in IRDL, so two slots share one value only when their types must be identical.
+// - IRDL 22 has no optional attributes. Attributes that must always be present are listed in
+//   `irdl.attributes`; optional ones are declared in the discardable dictionary
+//   `tp.optional_attributes` on the `irdl.operation`, whose values are the defaults. An array of
+//   strings declares an enumeration whose first element is the default.
+// - Rules IRDL cannot express (shapes, element types, divisibility, mesh axes) live in the C
+//   verifier (dialect/tpc_verify*.c), one named rule per message.
+irdl.dialect @tp {
+
+  //===--------------------------------------------------------------------===//
+  // Types
+  //===--------------------------------------------------------------------===//
+
+  // The pending result of an asynchronous collective; consumed by tp.wait.
+  irdl.type @future {
+    %value = irdl.base "!builtin.tensor"
+    irdl.parameters(value: %value)
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Mesh
+  //===--------------------------------------------------------------------===//
+
+  // A named device mesh: ranks are the row-major coordinates of `shape` over `axes`.
+  irdl.operation @mesh {
+    %name = irdl.base "#builtin.string"
+    %axes = irdl.base "#builtin.array"
+    %shape = irdl.base "#builtin.dense_array"
+    irdl.attributes {"sym_name" = %name, "axes" = %axes, "shape" = %shape}
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Compute
+  //===--------------------------------------------------------------------===//
+
+  // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]).
+  irdl.operation @linear attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, bias: optional %bias)
+    irdl.results(y: %y)
+  }
+
+  // y[T,N] = x[T,K] · w[e,N,K]ᵀ for the rows of expert e; rows are sorted by expert and
+  // group_sizes[E] counts them.
+  irdl.operation @grouped_linear attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row", "expert"], partial = false}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, group_sizes: %group_sizes)
+    irdl.results(y: %y)
+  }
+
+  // Gated linear unit: y[...,F] = act(gate) * up from x[...,2F].
+  irdl.operation @glu attributes {tp.optional_attributes = {
+      interleave = 0 : i64, alpha = 1.702 : f32, limit = 7.0 : f32}} {
+    %swiglu = irdl.is "swiglu"
+    %geglu = irdl.is "geglu"
+    %quick_geglu = irdl.is "quick_geglu"
+    %kind = irdl.any_of(%swiglu, %geglu, %quick_geglu)
+    %x = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x)
+    irdl.results(y: %y)
+    irdl.attributes {"kind" = %kind}
+  }
+
+  // y[M,H] = x / sqrt(mean(x²) + eps) * gamma.
+  irdl.operation @rmsnorm {
+    %eps = irdl.base "#builtin.float"
+    %x = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, gamma: %gamma)
+    irdl.results(y: %x)
+    irdl.attributes {"eps" = %eps}
+  }
+
+  // y[M,H] = (x - mean) / sqrt(var + eps) * gamma + beta.
+  irdl.operation @layernorm {
+    %eps = irdl.base "#builtin.float"
+    %x = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    %beta = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, gamma: %gamma, beta: %beta)
+    irdl.results(y: %x)
+    irdl.attributes {"eps" = %eps}
+  }
+
+  // Elementwise c = a + b; all three have one type.
+  irdl.operation @add {
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %t, rhs: %t)
+    irdl.results(result: %t)
+  }
+
+  // Elementwise c = a * b; all three have one type.
+  irdl.operation @mul {
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %t, rhs: %t)
+    irdl.results(result: %t)
+  }
+
+  // Casts x[M,K] to a quantized format: data, block or tensor scales, and for NVFP4 the
+  // per-tensor global scale.
+  irdl.operation @quantize attributes {tp.optional_attributes = {
+      axis = ["rowwise", "columnwise"]}} {
+    %fp8_e4m3 = irdl.is "fp8_e4m3"
+    %fp8_e5m2 = irdl.is "fp8_e5m2"
+    %mxfp8 = irdl.is "mxfp8"
+    %nvfp4 = irdl.is "nvfp4"
+    %format = irdl.any_of(%fp8_e4m3, %fp8_e5m2, %mxfp8, %nvfp4)
+    %x = irdl.base "!builtin.tensor"
+    %data = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %global_scale = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x)
+    irdl.results(data: %data, scale: %scale, global_scale: optional %global_scale)
+    irdl.attributes {"format" = %format}
+  }
+
+  // The inverse of tp.quantize.
+  irdl.operation @dequantize attributes {tp.optional_attributes = {
+      axis = ["rowwise", "columnwise"]}} {
+    %fp8_e4m3 = irdl.is "fp8_e4m3"
+    %fp8_e5m2 = irdl.is "fp8_e5m2"
+    %mxfp8 = irdl.is "mxfp8"
+    %nvfp4 = irdl.is "nvfp4"
+    %format = irdl.any_of(%fp8_e4m3, %fp8_e5m2, %mxfp8, %nvfp4)
+    %data = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %global_scale = irdl.base "!builtin.tensor"
+    %x = irdl.base "!builtin.tensor"
+    irdl.operands(data: %data, scale: %scale, global_scale: optional %global_scale)
+    irdl.results(x: %x)
+    irdl.attributes {"format" = %format}
+  }
+
+  // Top-k routing: softmax over logits[T,E], the k largest per token (ties to the lower expert).
+  irdl.operation @moe_route attributes {tp.optional_attributes = {normalize = false}} {
+    %top_k = irdl.base "#builtin.integer"
+    %logits = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    irdl.operands(logits: %logits)
+    irdl.results(indices: %indices, weights: %weights)
+    irdl.attributes {"top_k" = %top_k}
+  }
+
+  // Copies each token once per selected expert into expert-sorted rows y[T*k,H]; row_map[T*k]
+  // gives the source slot t*k+j of every row, group_sizes[E] the rows per expert.
+  irdl.operation @moe_permute {
+    %x = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %row_map = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, indices: %indices)
+    irdl.results(y: %y, group_sizes: %group_sizes, row_map: %row_map)
+  }
+
+  // out[t] = Σ_j weights[t,j] · y[row of slot (t,j)], summed in increasing j in f32.
+  irdl.operation @moe_unpermute {
+    %y = irdl.base "!builtin.tensor"
+    %row_map = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    irdl.operands(y: %y, row_map: %row_map, weights: %weights)
+    irdl.results(out: %out)
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Collectives (all have side effects; none is Pure)
+  //===--------------------------------------------------------------------===//
+
+  // Sums `input` over the ranks of the group; the result has the input's type.
+  irdl.operation @all_reduce attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(input: %t)
+    irdl.results(output: %t)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes}
+  }
+
+  // Concatenates the group's inputs along `dim` in rank order.
+  irdl.operation @all_gather attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(output: %output)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
+  }
+
+  // Sums the group's inputs and keeps this rank's slice along `dim`.
+  irdl.operation @reduce_scatter attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(output: %output)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
+  }
+
+  // Splits `input` along split_dim, sends slice r to rank r and concatenates what arrives along
+  // concat_dim in rank order.
+  irdl.operation @all_to_all attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %split_dim = irdl.base "#builtin.integer"
+    %concat_dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(output: %output)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "split_dim" = %split_dim,
+                     "concat_dim" = %concat_dim}
+  }
+
+  // Starts tp.all_gather asynchronously; tp.wait yields its result.
+  irdl.operation @all_gather_start attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %value = irdl.base "!builtin.tensor"
+    %future = irdl.parametric @tp::@future<%value>
+    irdl.operands(input: %input)
+    irdl.results(future: %future)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
+  }
+
+  // Starts tp.reduce_scatter asynchronously; tp.wait yields its result.
+  irdl.operation @reduce_scatter_start attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %value = irdl.base "!builtin.tensor"
+    %future = irdl.parametric @tp::@future<%value>
+    irdl.operands(input: %input)
+    irdl.results(future: %future)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
+  }
+
+  // Blocks until an asynchronous collective completes; the result is the future's tensor.
+  irdl.operation @wait {
+    %value = irdl.base "!builtin.tensor"
+    %future = irdl.parametric @tp::@future<%value>
+    irdl.operands(future: %future)
+    irdl.results(value: %value)
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Fused ops (produced by tp-fuse, also writable by hand)
+  //===--------------------------------------------------------------------===//
+
+  // residual_out = all_reduce(partial) + residual; normed = rmsnorm(residual_out, gamma).
+  irdl.operation @fused_allreduce_add_rmsnorm attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %eps = irdl.base "#builtin.float"
+    %partial = irdl.base "!builtin.tensor"
+    %residual = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    irdl.operands(partial: %partial, residual: %residual, gamma: %gamma)
+    irdl.results(normed: %residual, residual_out: %residual)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "eps" = %eps}
+  }
+
+  // The sequence-parallel form: reduce_scatter(partial) along dim 0, then add and RMSNorm on this
+  // rank's token shard.
+  irdl.operation @fused_reduce_scatter_add_rmsnorm attributes {tp.optional_attributes = {
+      order = ["any", "canonical"]}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %eps = irdl.base "#builtin.float"
+    %partial = irdl.base "!builtin.tensor"
+    %residual = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    irdl.operands(partial: %partial, residual: %residual, gamma: %gamma)
+    irdl.results(normed: %residual, residual_out: %residual)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "eps" = %eps}
+  }
+
+  // y = grouped_linear(glu(grouped_linear(x, w1)), w2) with FC1 rows laid out for the GLU.
+  irdl.operation @fused_grouped_mlp attributes {tp.optional_attributes = {
+      interleave = 0 : i64, alpha = 1.702 : f32, limit = 7.0 : f32}} {
+    %swiglu = irdl.is "swiglu"
+    %geglu = irdl.is "geglu"
+    %quick_geglu = irdl.is "quick_geglu"
+    %kind = irdl.any_of(%swiglu, %geglu, %quick_geglu)
+    %x = irdl.base "!builtin.tensor"
+    %w1 = irdl.base "!builtin.tensor"
+    %w2 = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w1: %w1, w2: %w2, group_sizes: %group_sizes)
+    irdl.results(y: %x)
+    irdl.attributes {"kind" = %kind}
+  }
+}

@@ -1,0 +1,45 @@
+// Loading the tp dialect into an MLIR context, and the names of its module-level attributes.
+#ifndef TPC_DIALECT_H_
+#define TPC_DIALECT_H_
+
+#include "mlir-c/IR.h"
+#include "tp_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Module attribute selecting the numerics mode: "fast", "invariant" or "exact".
+#define TPC_MODULE_ATTR_NUMERICS "tp.numerics"
+/// Module attribute giving the number of canonical K chunks (a power of two, default 8).
+#define TPC_MODULE_ATTR_CHUNKS "tp.chunks"
+/// Module attribute naming the quantization recipe.
+#define TPC_MODULE_ATTR_RECIPE "tp.recipe"
+/// The default of tp.chunks when a module does not set it.
+#define TPC_DEFAULT_CHUNKS 8
+
+/// The values of tp.numerics, in the order of tpc_numerics_t.
+typedef enum tpc_numerics_e {
+  TPC_NUMERICS_FAST = 0,
+  TPC_NUMERICS_INVARIANT = 1,
+  TPC_NUMERICS_EXACT = 2,
+} tpc_numerics_t;
+extern const char* const tpc_numerics_names[3];
+
+/// The text of dialect/tp.irdl.mlir, embedded at build time (NUL-terminated).
+extern const char tpc_tp_irdl_text[];
+extern const size_t tpc_tp_irdl_text_size;
+
+/// Registers every upstream dialect with |ctx| and loads the tp dialect from the embedded IRDL.
+/// Returns failure (after emitting a diagnostic) if the embedded definition does not load.
+MlirLogicalResult tpc_dialect_load(MlirContext ctx);
+
+/// Creates a context with all upstream dialects and tp loaded; transfers ownership to the
+/// caller. Returns a null context if loading fails.
+MlirContext tpc_context_create(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPC_DIALECT_H_

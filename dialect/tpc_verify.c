@@ -1,0 +1,281 @@
+// The tp verifier: rules IRDL cannot express. This file holds the walk, the rules every tp op
+// shares (static shapes, element types, optional attributes), the mesh and the module
+// attributes; the op families are in tpc_verify_{compute,quant,collective}.c.
+#include "tpc_verify.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "tpc_dialect.h"
+#include "tpc_verify_util.h"
+
+//===----------------------------------------------------------------------===//
+// Rules shared by every tp op
+//===----------------------------------------------------------------------===//
+
+// The element types of DESIGN.md §3.
+static bool tpc__is_allowed_element(MlirType t) {
+  return mlirTypeIsABF16(t) || mlirTypeIsAF16(t) || mlirTypeIsAF32(t) || mlirTypeIsAFloat8E4M3FN(t) ||
+         mlirTypeIsAFloat8E5M2(t) || mlirTypeIsAFloat8E8M0FNU(t) || mlirTypeIsAFloat4E2M1FN(t) || tpc__is_i32(t) ||
+         tpc__is_i64(t);
+}
+
+static MlirLogicalResult tpc__verify_tensor_type(MlirOperation op, MlirType t, const char* role, const char* name) {
+  char ts[256];
+  if (!mlirTypeIsARankedTensor(t)) return mlirLogicalResultSuccess();  // IRDL checks the type base
+  if (!mlirShapedTypeHasStaticShape(t))
+    return tpc__rule_error(op, "tensor.static", "%s '%s' has type %s; tp ops need static shapes", role, name,
+                           tpc__type_str(t, ts, sizeof ts));
+  if (mlirShapedTypeGetRank(t) > TPC_MAX_RANK)
+    return tpc__rule_error(op, "tensor.static", "%s '%s' has rank %lld; tp ops support rank <= %d", role, name,
+                           (long long)mlirShapedTypeGetRank(t), TPC_MAX_RANK);
+  if (!tpc__is_allowed_element(mlirShapedTypeGetElementType(t)))
+    return tpc__rule_error(op, "tensor.element-type",
+                           "%s '%s' has type %s; element types are bf16, f16, f32, f8E4M3FN, f8E5M2, "
+                           "f8E8M0FNU, f4E2M1FN, i32, i64",
+                           role, name, tpc__type_str(t, ts, sizeof ts));
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult tpc__verify_slots(MlirOperation op, int kind) {
+  const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
+  bool ok = true;
+  for (int s = 0; s < spec->num_operands; ++s) {
+    MlirValue v = tpc_op_get_operand(op, kind, s);
+    if (mlirValueIsNull(v)) continue;
+    MlirType t = mlirValueGetType(v);
+    MlirType inner = tpc_future_get_value_type(t);
+    ok &= mlirLogicalResultIsSuccess(
+        tpc__verify_tensor_type(op, mlirTypeIsNull(inner) ? t : inner, "operand", spec->operands[s].name));
+  }
+  for (int s = 0; s < spec->num_results; ++s) {
+    MlirValue v = tpc_op_get_result(op, kind, s);
+    if (mlirValueIsNull(v)) continue;
+    MlirType t = mlirValueGetType(v);
+    MlirType inner = tpc_future_get_value_type(t);
+    ok &= mlirLogicalResultIsSuccess(
+        tpc__verify_tensor_type(op, mlirTypeIsNull(inner) ? t : inner, "result", spec->results[s].name));
+  }
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+static const char* const tpc__attr_kind_words[] = {
+    "any attribute", "a bool", "an integer", "a float", "a string", "a string", "a symbol reference",
+    "an array", "a dense i64 array",
+};
+
+static bool tpc__attr_has_kind(MlirAttribute a, tpc_attr_kind_t k) {
+  switch (k) {
+    case TPC_ATTR_BOOL:
+      return mlirAttributeIsABool(a);
+    case TPC_ATTR_I64:
+      return mlirAttributeIsAInteger(a) && !mlirAttributeIsABool(a);
+    case TPC_ATTR_F32:
+      return mlirAttributeIsAFloat(a);
+    case TPC_ATTR_STRING:
+    case TPC_ATTR_ENUM:
+      return mlirAttributeIsAString(a);
+    case TPC_ATTR_SYMBOL:
+      return mlirAttributeIsAFlatSymbolRef(a);
+    case TPC_ATTR_ARRAY:
+      return mlirAttributeIsAArray(a);
+    case TPC_ATTR_DENSE_I64:
+      return mlirAttributeIsADenseI64Array(a);
+    default:
+      return true;
+  }
+}
+
+// Optional attributes are invisible to IRDL, and required ones are only checked for their base
+// there; both get kind and enumeration checks here so a misspelt value is named precisely.
+static MlirLogicalResult tpc__verify_attrs(MlirOperation op, int kind) {
+  const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
+  bool ok = true;
+  for (int i = 0; i < spec->num_attrs; ++i) {
+    const tpc_attr_spec_t* as = &spec->attrs[i];
+    MlirAttribute a = tpc_op_get_attr(op, kind, i);
+    if (mlirAttributeIsNull(a)) continue;  // a missing required attribute is an IRDL error
+    if (!tpc__attr_has_kind(a, as->kind)) {
+      ok = false;
+      tpc__rule_error(op, "attr.kind", "attribute '%s' must be %s", as->name, tpc__attr_kind_words[as->kind]);
+      continue;
+    }
+    if (as->kind == TPC_ATTR_ENUM && tpc_op_get_enum(op, kind, i) < 0) {
+      char allowed[256] = "";
+      int n = 0;
+      for (const int* v = as->enum_values; *v >= 0 && n < (int)sizeof allowed; ++v)
+        n += snprintf(allowed + n, sizeof allowed - (size_t)n, "%s\"%s\"", v == as->enum_values ? "" : ", ",
+                      as->enum_names[*v]);
+      MlirStringRef s = mlirStringAttrGetValue(a);
+      ok = false;
+      tpc__rule_error(op, "attr.enum", "attribute '%s' is \"%.*s\"; allowed values are %s", as->name,
+                      (int)s.length, s.data, allowed);
+    }
+  }
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+static MlirLogicalResult tpc__verify_mesh(MlirOperation op) {
+  MlirAttribute axes = tpc_mesh_get_axes_attr(op);
+  MlirAttribute shape = tpc_mesh_get_shape_attr(op);
+  if (mlirAttributeIsNull(axes) || mlirAttributeIsNull(shape)) return mlirLogicalResultFailure();
+  intptr_t n = mlirArrayAttrGetNumElements(axes);
+  if (n == 0) return tpc__rule_error(op, "mesh.axes", "a mesh needs at least one axis");
+  for (intptr_t i = 0; i < n; ++i) {
+    MlirAttribute a = mlirArrayAttrGetElement(axes, i);
+    if (!mlirAttributeIsAString(a) || mlirStringAttrGetValue(a).length == 0)
+      return tpc__rule_error(op, "mesh.axes", "axis %lld must be a non-empty string", (long long)i);
+    for (intptr_t j = 0; j < i; ++j)
+      if (mlirAttributeEqual(a, mlirArrayAttrGetElement(axes, j))) {
+        MlirStringRef s = mlirStringAttrGetValue(a);
+        return tpc__rule_error(op, "mesh.axes", "axis \"%.*s\" appears twice", (int)s.length, s.data);
+      }
+  }
+  if (mlirDenseArrayGetNumElements(shape) != n)
+    return tpc__rule_error(op, "mesh.shape", "shape has %lld entries but there are %lld axes",
+                           (long long)mlirDenseArrayGetNumElements(shape), (long long)n);
+  for (intptr_t i = 0; i < n; ++i)
+    if (mlirDenseI64ArrayGetElement(shape, i) < 1) {
+      MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
+      return tpc__rule_error(op, "mesh.shape", "axis \"%.*s\" has size %lld; sizes must be >= 1", (int)s.length,
+                             s.data, (long long)mlirDenseI64ArrayGetElement(shape, i));
+    }
+  MlirOperation parent = mlirOperationGetParentOperation(op);
+  MlirStringRef pname = mlirIdentifierStr(mlirOperationGetName(parent));
+  if (mlirOperationIsNull(parent) || pname.length != 14 || memcmp(pname.data, "builtin.module", 14) != 0)
+    return tpc__rule_error(op, "mesh.placement", "a mesh must be declared directly in a module");
+  MlirStringRef name = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(op));
+  for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc_is_mesh(o)) continue;
+    MlirAttribute other = tpc_mesh_get_sym_name_attr(o);
+    if (!mlirAttributeIsNull(other) && mlirStringRefEqual(mlirStringAttrGetValue(other), name))
+      return tpc__rule_error(o, "mesh.placement", "mesh \"%.*s\" is declared twice in this module", (int)name.length,
+                             name.data);
+  }
+  return mlirLogicalResultSuccess();
+}
+
+MlirOperation tpc_mesh_lookup(MlirOperation from, MlirStringRef name) {
+  MlirOperation none = {NULL};
+  for (MlirOperation p = mlirOperationGetParentOperation(from); !mlirOperationIsNull(p);
+       p = mlirOperationGetParentOperation(p)) {
+    MlirModule m = mlirModuleFromOperation(p);
+    if (mlirModuleIsNull(m)) continue;
+    for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(m)); !mlirOperationIsNull(o);
+         o = mlirOperationGetNextInBlock(o)) {
+      if (!tpc_is_mesh(o)) continue;
+      MlirAttribute n = tpc_mesh_get_sym_name_attr(o);
+      if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n) && mlirStringRefEqual(mlirStringAttrGetValue(n), name))
+        return o;
+    }
+  }
+  return none;
+}
+
+//===----------------------------------------------------------------------===//
+// Futures
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  char buf[512];
+  size_t len;
+  bool overflow;
+} tpc__text_t;
+
+static void tpc__text_append(MlirStringRef s, void* user) {
+  tpc__text_t* t = user;
+  if (t->len + s.length >= sizeof t->buf) {
+    t->overflow = true;
+    return;
+  }
+  memcpy(t->buf + t->len, s.data, s.length);
+  t->len += s.length;
+  t->buf[t->len] = '\0';
+}
+
+// IRDL types have no C accessor for their parameters, so the tensor type is recovered from
+// the printed form "!tp.future<tensor<...>>".
+MlirType tpc_future_get_value_type(MlirType t) {
+  MlirType none = {NULL};
+  static const char prefix[] = "!tp.future<";
+  if (mlirTypeIsNull(t) || mlirTypeIsARankedTensor(t) || mlirTypeIsAUnrankedTensor(t)) return none;
+  tpc__text_t text = {{0}, 0, false};
+  mlirTypePrint(t, tpc__text_append, &text);
+  size_t plen = sizeof prefix - 1;
+  if (text.overflow || text.len <= plen + 1 || memcmp(text.buf, prefix, plen) != 0 || text.buf[text.len - 1] != '>')
+    return none;
+  MlirStringRef inner = {text.buf + plen, text.len - plen - 1};
+  return mlirTypeParseGet(mlirTypeGetContext(t), inner);
+}
+
+//===----------------------------------------------------------------------===//
+// Module attributes
+//===----------------------------------------------------------------------===//
+
+static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
+  bool ok = true;
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_NUMERICS));
+  if (!mlirAttributeIsNull(numerics)) {
+    bool valid = mlirAttributeIsAString(numerics);
+    MlirStringRef s = valid ? mlirStringAttrGetValue(numerics) : mlirStringRefCreate("", 0);
+    valid = valid && tpc_numerics_parse(s) >= 0;
+    if (!valid) {
+      ok = false;
+      tpc__rule_error(module, "module.numerics", TPC_MODULE_ATTR_NUMERICS " must be \"fast\", \"invariant\" or \"exact\"");
+    }
+  }
+  MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
+  if (!mlirAttributeIsNull(chunks)) {
+    int64_t c = mlirAttributeIsAInteger(chunks) && !mlirAttributeIsABool(chunks) ? mlirIntegerAttrGetValueInt(chunks) : 0;
+    if (c < 1 || (c & (c - 1)) != 0) {
+      ok = false;
+      tpc__rule_error(module, "module.chunks",
+                      TPC_MODULE_ATTR_CHUNKS " must be a power of two >= 1 (the canonical K chunk count); got %lld",
+                      (long long)c);
+    }
+  }
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+int tpc_numerics_parse(MlirStringRef s) {
+  for (int i = 0; i < 3; ++i)
+    if (s.length == strlen(tpc_numerics_names[i]) && memcmp(s.data, tpc_numerics_names[i], s.length) == 0) return i;
+  return -1;
+}
+
+//===----------------------------------------------------------------------===//
+// Walk
+//===----------------------------------------------------------------------===//
+
+MlirLogicalResult tpc_verify_op(MlirOperation op) {
+  int kind = tpc_op_get_kind(op);
+  if (kind == TPC_OP_UNKNOWN) {
+    MlirModule m = mlirModuleFromOperation(op);
+    return mlirModuleIsNull(m) ? mlirLogicalResultSuccess() : tpc__verify_module_attrs(op);
+  }
+  // Per-op rules assume well-formed slots and attributes; stop at the first family that fails.
+  if (mlirLogicalResultIsFailure(tpc__verify_slots(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_attrs(op, kind))) return mlirLogicalResultFailure();
+  if (kind == TPC_OP_MESH) return tpc__verify_mesh(op);
+  if (mlirLogicalResultIsFailure(tpc__verify_compute(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_quant(op, kind))) return mlirLogicalResultFailure();
+  return tpc__verify_collective(op, kind);
+}
+
+static MlirWalkResult tpc__verify_walk(MlirOperation op, void* user) {
+  bool* ok = user;
+  *ok &= mlirLogicalResultIsSuccess(tpc_verify_op(op));
+  return MlirWalkResultAdvance;
+}
+
+MlirLogicalResult tpc_verify(MlirOperation root) {
+  bool ok = true;
+  mlirOperationWalk(root, tpc__verify_walk, &ok, MlirWalkPreOrder);
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}

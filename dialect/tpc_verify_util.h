@@ -1,0 +1,57 @@
+// Internal helpers shared by the tp verifier files: static tensor shapes, element-type classes
+// and rule diagnostics. Not part of the dialect's public API.
+#ifndef TPC_VERIFY_UTIL_H_
+#define TPC_VERIFY_UTIL_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+
+/// Largest tensor rank the dialect accepts.
+#define TPC_MAX_RANK 8
+
+/// A static ranked tensor type, unpacked.
+typedef struct tpc_shape_t {
+  bool valid;  // false for a null value or a non-tensor / dynamic / too-deep type
+  int rank;
+  int64_t dims[TPC_MAX_RANK];
+  MlirType element;
+  MlirType type;
+} tpc_shape_t;
+
+/// Unpacks the type of |v|; .valid is false for anything but a static ranked tensor.
+tpc_shape_t tpc__shape_of(MlirValue v);
+
+/// Element type classes used by the rules.
+bool tpc__is_storage_float(MlirType t);  // bf16, f16, f32
+bool tpc__is_f32(MlirType t);
+bool tpc__is_i32(MlirType t);
+bool tpc__is_i64(MlirType t);
+
+/// Formats |s| as "[8,64]" into |buf|; returns |buf|.
+const char* tpc__dims_str(const tpc_shape_t* s, char* buf, int size);
+
+/// Formats |t| as MLIR prints it ("tensor<8x64xbf16>") into |buf|; returns |buf|.
+const char* tpc__type_str(MlirType t, char* buf, int size);
+
+/// Emits "'<op name>' op violates rule <rule>: <message>" at |op|'s location and returns
+/// failure. Every rule id is listed in docs/dialect.md and has a negative test.
+MlirLogicalResult tpc__rule_error(MlirOperation op, const char* rule, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/// Rounds |x| up to a multiple of |m| (m > 0).
+static inline int64_t tpc__round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// Divides rounding up (m > 0).
+static inline int64_t tpc__ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+/// Per-op verifiers, one family per file. Each returns failure after emitting its diagnostics.
+MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind);
+MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind);
+MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind);
+
+/// Rules shared by every normalization: x[M,H] float, gamma[H], beta[H] (optional), eps > 0.
+MlirLogicalResult tpc__verify_norm_params(MlirOperation op, MlirValue x, MlirValue gamma, MlirValue beta, double eps);
+
+#endif  // TPC_VERIFY_UTIL_H_

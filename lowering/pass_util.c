@@ -1,0 +1,46 @@
+// External pass glue shared by every tpc pass.
+#include "pass_util.h"
+
+#include <string.h>
+
+typedef struct {
+  tpc_pass_info_t* info;
+  void* options;
+} tpc__pass_state_t;
+
+// The state is immutable and owned by the pass info table, so the pass's construct/destruct
+// pair (run once per clone) has nothing to do and clones share it.
+static void tpc__pass_construct(void* user) { (void)user; }
+static void tpc__pass_destruct(void* user) { (void)user; }
+static void* tpc__pass_clone(void* user) { return user; }
+
+static void tpc__pass_run(MlirOperation op, MlirExternalPass pass, void* user) {
+  tpc__pass_state_t* state = user;
+  if (mlirLogicalResultIsFailure(state->info->run(op, state->options))) mlirExternalPassSignalFailure(pass);
+}
+
+// Each (info, options) pair needs state that outlives the pass. Tools create a handful of
+// passes per run, so a small fixed pool avoids an ownership protocol for them.
+#define TPC_MAX_PASS_INSTANCES 256
+static tpc__pass_state_t tpc__pass_states[TPC_MAX_PASS_INSTANCES];
+static int tpc__num_pass_states;
+
+MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options) {
+  tpc__pass_state_t* state = NULL;
+  for (int i = 0; i < tpc__num_pass_states && !state; ++i)
+    if (tpc__pass_states[i].info == info && tpc__pass_states[i].options == options) state = &tpc__pass_states[i];
+  if (!state) {
+    if (tpc__num_pass_states == TPC_MAX_PASS_INSTANCES) {
+      MlirPass none = {NULL};
+      return none;
+    }
+    state = &tpc__pass_states[tpc__num_pass_states++];
+    state->info = info;
+    state->options = options;
+  }
+  MlirExternalPassCallbacks callbacks = {tpc__pass_construct, tpc__pass_destruct, NULL, tpc__pass_clone, tpc__pass_run};
+  MlirStringRef arg = mlirStringRefCreateFromCString(info->argument);
+  return mlirCreateExternalPass(mlirTypeIDCreate(info->type_id_storage), arg, arg,
+                                mlirStringRefCreateFromCString(info->description), mlirStringRefCreate("", 0), 0,
+                                NULL, callbacks, state);
+}

@@ -1,0 +1,37 @@
+// Building external MLIR passes from plain C functions.
+//
+// LLVM 22's C API has external passes but no pass registry, so every tpc pass is an external
+// pass made here and listed in pipeline.c, which the tools consult to map flags to passes.
+#ifndef TPC_PASS_UTIL_H_
+#define TPC_PASS_UTIL_H_
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The body of a pass: transforms or checks |op| and returns failure to stop the pipeline.
+/// Diagnostics are emitted at the ops concerned before returning failure.
+typedef MlirLogicalResult (*tpc_pass_run_fn_t)(MlirOperation op, void* options);
+
+/// What a pass is; one static instance per pass file.
+typedef struct tpc_pass_info_t {
+  const char* argument;     // command-line name, e.g. "tp-verify"
+  const char* description;  // one sentence for --help
+  tpc_pass_run_fn_t run;
+  /// Unique per pass and 8-byte aligned: its address is the pass's MlirTypeID.
+  _Alignas(8) char type_id_storage[8];
+} tpc_pass_info_t;
+
+/// Creates a pass over any op (normally the top-level module) that calls |info|->run with
+/// |options|; ownership of the pass goes to the caller (usually a pass manager). |info| and
+/// |options| must outlive the pass.
+MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPC_PASS_UTIL_H_

@@ -1,0 +1,18 @@
+// Constructors of every tpc pass. Each returns a pass owned by the caller.
+#ifndef TPC_PASSES_H_
+#define TPC_PASSES_H_
+
+#include "mlir-c/Pass.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// tp-verify: checks every rule of the tp dialect that IRDL cannot express.
+MlirPass tpc_create_verify_pass(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPC_PASSES_H_

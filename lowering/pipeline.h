@@ -1,0 +1,46 @@
+// The registry of passes and named pipelines that tools expose as flags.
+//
+// LLVM 22's C API cannot register passes by name, so this table is the single place that maps
+// a command-line argument ("tp-verify") to a pass constructor, and a pipeline name to its passes.
+#ifndef TPC_PIPELINE_H_
+#define TPC_PIPELINE_H_
+
+#include <stdbool.h>
+
+#include "mlir-c/Pass.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One registered pass.
+typedef struct tpc_pass_entry_t {
+  const char* argument;
+  const char* description;
+  MlirPass (*create)(void);
+} tpc_pass_entry_t;
+
+/// One named pipeline: a comma-separated list of pass arguments.
+typedef struct tpc_pipeline_entry_t {
+  const char* name;
+  const char* description;
+  const char* passes;
+} tpc_pipeline_entry_t;
+
+/// The registered passes, terminated by an entry whose argument is NULL.
+extern const tpc_pass_entry_t tpc_pass_registry[];
+
+/// The named pipelines, terminated by an entry whose name is NULL.
+extern const tpc_pipeline_entry_t tpc_pipeline_registry[];
+
+/// Returns the pass registered as |argument|, or NULL.
+const tpc_pass_entry_t* tpc_pass_lookup(const char* argument);
+
+/// Returns the pipeline named |name|, or NULL.
+const tpc_pipeline_entry_t* tpc_pipeline_lookup(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPC_PIPELINE_H_

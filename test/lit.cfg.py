@@ -1,0 +1,26 @@
+# lit configuration for tpc. Run through `make test` (or `lit build/test` after a build).
+import os
+
+import lit.formats
+
+config.name = "tpc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tpc_build_dir, "test")
+# Inputs/ holds files that tests read; they are not tests themselves.
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "gpu"]
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.tpc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Sanitizer builds: fail on the first report, and do not let leaks inside libMLIR's global
+# registries (never freed by design) hide ours.
+config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+lsan_supp = os.path.join(config.test_source_root, "lsan.supp")
+config.environment["LSAN_OPTIONS"] = "suppressions=" + lsan_supp
+
+config.substitutions.append(("%tp_irdl", os.path.join(config.tpc_source_dir, "dialect", "tp.irdl.mlir")))
+config.substitutions.append(("%tpc_src", config.tpc_source_dir))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
