@@ -341,8 +341,8 @@ static void write_source(FILE* c) {
     fprintf(c, "static const tpc_attr_spec_t tpc__%s_attrs[] = {\n", op->name);
     for (int a = 0; a < op->num_attrs; ++a) {
       const attr_t* at = &op->attrs[a];
-      char values[NAME_LEN * 2] = "0";
-      char names[NAME_LEN * 2] = "0";
+      char values[NAME_LEN * 4] = "0";
+      char names[NAME_LEN * 4] = "0";
       int def = 0;
       if (at->kind == KIND_ENUM) {
         snprintf(values, sizeof values, "tpc__%s_%s_values", op->name, at->name);

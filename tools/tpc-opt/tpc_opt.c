@@ -15,6 +15,7 @@
 #include "pipeline.h"
 #include "split_input.h"
 #include "tpc_dialect.h"
+#include "tpc_parse.h"
 #include "tpc_verify.h"
 
 #define TPC_MAX_PASSES 64
@@ -229,10 +230,10 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   memcpy(text + pad, chunk->text, chunk->length);
   text[pad + chunk->length] = '\0';
   int errors_before = diags->errors;
-  // mlirModuleCreateParse wraps several top-level ops (a tp.mesh and a func.func, say) into an
+  // Parsing wraps several top-level ops (a tp.mesh and a func.func, say) into an
   // implicit module as mlir-opt does; its locations carry an empty file name, which the
   // diagnostic handler replaces by |source_name|.
-  MlirModule module = mlirModuleCreateParse(ctx, mlirStringRefCreate(text, pad + chunk->length));
+  MlirModule module = tpc_parse_module(ctx, text, pad + chunk->length, source_name);
   free(text);
   if (mlirModuleIsNull(module)) {
     if (diags->errors == errors_before) fprintf(stderr, "%s: error: cannot parse the input\n", source_name);
