@@ -62,7 +62,7 @@ static MlirLogicalResult tpc__verify_slots(MlirOperation op, int kind) {
 }
 
 static const char* const tpc__attr_kind_words[] = {
-    "any attribute", "a bool", "an integer", "a float", "a string", "a string", "a symbol reference",
+    "any attribute", "a bool", "an integer", "a float", "a string", "a string", "a flat symbol reference (@name)",
     "an array", "a dense i64 array",
 };
 
@@ -86,6 +86,56 @@ static bool tpc__attr_has_kind(MlirAttribute a, tpc_attr_kind_t k) {
     default:
       return true;
   }
+}
+
+// Edit distance between two short names, for "did you mean" suggestions.
+static int tpc__edit_distance(MlirStringRef a, const char* b) {
+  int n = (int)strlen(b), prev[64], cur[64];
+  if (a.length >= 63 || n >= 63) return 99;
+  for (int j = 0; j <= n; ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.length; ++i) {
+    cur[0] = (int)i;
+    for (int j = 1; j <= n; ++j) {
+      int sub = prev[j - 1] + (a.data[i - 1] != b[j - 1]);
+      int del = prev[j] + 1, ins = cur[j - 1] + 1;
+      cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+    memcpy(prev, cur, sizeof(int) * (size_t)(n + 1));
+  }
+  return prev[n];
+}
+
+// An attribute the op does not define is almost always a misspelling ("paralel") that would
+// otherwise be ignored silently. Discardable attributes carry a dialect prefix (tp.shard,
+// mhlo.sharding) and are left alone, as are IRDL's segment-size attributes.
+static MlirLogicalResult tpc__verify_unknown_attrs(MlirOperation op, int kind) {
+  const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
+  bool ok = true;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op); ++i) {
+    MlirStringRef name = mlirIdentifierStr(mlirOperationGetAttribute(op, i).name);
+    if (memchr(name.data, '.', name.length) || tpc_op_spec_find_attr(spec, name) >= 0 ||
+        mlirStringRefEqual(name, mlirStringRefCreateFromCString("operandSegmentSizes")) ||
+        mlirStringRefEqual(name, mlirStringRefCreateFromCString("resultSegmentSizes")))
+      continue;
+    const char* best = NULL;
+    int best_d = 3;  // suggest only close names
+    char known[256] = "";
+    int n = 0;
+    for (int j = 0; j < spec->num_attrs; ++j) {
+      int d = tpc__edit_distance(name, spec->attrs[j].name);
+      if (d < best_d) best_d = d, best = spec->attrs[j].name;
+      if (n < (int)sizeof known)
+        n += snprintf(known + n, sizeof known - (size_t)n, "%s%s", j ? ", " : "", spec->attrs[j].name);
+    }
+    ok = false;
+    if (best)
+      tpc__rule_error(op, "attr.unknown", "unknown attribute '%.*s'; did you mean '%s'?", (int)name.length,
+                      name.data, best);
+    else
+      tpc__rule_error(op, "attr.unknown", "unknown attribute '%.*s'; this op has %s", (int)name.length, name.data,
+                      spec->num_attrs ? known : "no attributes");
+  }
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 
 // Optional attributes are invisible to IRDL, and required ones are only checked for their base
@@ -147,8 +197,7 @@ static MlirLogicalResult tpc__verify_mesh(MlirOperation op) {
                              s.data, (long long)mlirDenseI64ArrayGetElement(shape, i));
     }
   MlirOperation parent = mlirOperationGetParentOperation(op);
-  MlirStringRef pname = mlirIdentifierStr(mlirOperationGetName(parent));
-  if (mlirOperationIsNull(parent) || pname.length != 14 || memcmp(pname.data, "builtin.module", 14) != 0)
+  if (mlirOperationIsNull(parent) || mlirModuleIsNull(mlirModuleFromOperation(parent)))
     return tpc__rule_error(op, "mesh.placement", "a mesh must be declared directly in a module");
   MlirStringRef name = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(op));
   for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
@@ -218,6 +267,12 @@ MlirType tpc_future_get_value_type(MlirType t) {
 // Module attributes
 //===----------------------------------------------------------------------===//
 
+// Prints |a| as MLIR does ("8 : i64", "\"slow\"") into |text|; returns the text.
+static const char* tpc__attr_text(MlirAttribute a, tpc__text_t* text) {
+  mlirAttributePrint(a, tpc__text_append, text);
+  return text->overflow ? "<attribute too long to print>" : text->buf;
+}
+
 static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
   bool ok = true;
   MlirAttribute numerics = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_NUMERICS));
@@ -226,18 +281,22 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
     MlirStringRef s = valid ? mlirStringAttrGetValue(numerics) : mlirStringRefCreate("", 0);
     valid = valid && tpc_numerics_parse(s) >= 0;
     if (!valid) {
+      tpc__text_t text = {{0}, 0, false};
       ok = false;
-      tpc__rule_error(module, "module.numerics", TPC_MODULE_ATTR_NUMERICS " must be \"fast\", \"invariant\" or \"exact\"");
+      tpc__rule_error(module, "module.numerics",
+                      TPC_MODULE_ATTR_NUMERICS " must be \"fast\", \"invariant\" or \"exact\"; got %s",
+                      tpc__attr_text(numerics, &text));
     }
   }
   MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
   if (!mlirAttributeIsNull(chunks)) {
     int64_t c = mlirAttributeIsAInteger(chunks) && !mlirAttributeIsABool(chunks) ? mlirIntegerAttrGetValueInt(chunks) : 0;
     if (c < 1 || (c & (c - 1)) != 0) {
+      tpc__text_t text = {{0}, 0, false};
       ok = false;
       tpc__rule_error(module, "module.chunks",
-                      TPC_MODULE_ATTR_CHUNKS " must be a power of two >= 1 (the canonical K chunk count); got %lld",
-                      (long long)c);
+                      TPC_MODULE_ATTR_CHUNKS " must be a power of two >= 1 (the canonical K chunk count); got %s",
+                      tpc__attr_text(chunks, &text));
     }
   }
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
@@ -261,6 +320,7 @@ MlirLogicalResult tpc_verify_op(MlirOperation op) {
   }
   // Per-op rules assume well-formed slots and attributes; stop at the first family that fails.
   if (mlirLogicalResultIsFailure(tpc__verify_slots(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_unknown_attrs(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_attrs(op, kind))) return mlirLogicalResultFailure();
   if (kind == TPC_OP_MESH) return tpc__verify_mesh(op);
   if (mlirLogicalResultIsFailure(tpc__verify_compute(op, kind))) return mlirLogicalResultFailure();

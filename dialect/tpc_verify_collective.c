@@ -43,9 +43,13 @@ static MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_
       MlirAttribute m = mlirArrayAttrGetElement(mesh_axes, j);
       if (mlirAttributeIsAString(m) && mlirStringRefEqual(mlirStringAttrGetValue(m), s)) found = j;
     }
-    if (found < 0 || found >= mlirDenseArrayGetNumElements(mesh_shape))
+    if (found < 0)
       return tpc__rule_error(op, "collective.axes", "mesh @%.*s has no axis \"%.*s\"", (int)name.length, name.data,
                              (int)s.length, s.data);
+    // A shape entry that is missing or < 1 is the mesh's own error (mesh.shape); a group size
+    // of 0 would divide by zero below.
+    if (found >= mlirDenseArrayGetNumElements(mesh_shape) || mlirDenseI64ArrayGetElement(mesh_shape, found) < 1)
+      return FAIL;
     group *= mlirDenseI64ArrayGetElement(mesh_shape, found);
   }
   *out_group_size = group;

@@ -30,24 +30,25 @@ static MlirLogicalResult tpc__verify_linear(MlirOperation op) {
   bool partial = tpc_linear_get_partial(op);
   if (!x.valid || !w.valid || !y.valid || (has_bias && !b.valid)) return FAIL;
   if (x.rank != 2 || w.rank != 2 || y.rank != 2 || (has_bias && b.rank != 1))
-    return tpc__rule_error(op, "linear.rank", "expects x[M,K], w[N,K], bias[N], y[M,N]; got x %s, w %s, y %s",
-                           DIMS(x, s.a), DIMS(w, s.b), DIMS(y, s.c));
+    return tpc__rule_error(op, "linear.rank", "expects x[M,K], w[N,K], bias[N], y[M,N]; got x %s, w %s, bias %s, y %s",
+                           DIMS(x, s.a), DIMS(w, s.b), has_bias ? DIMS(b, s.d) : "none", DIMS(y, s.c));
   if (!tpc__is_storage_float(x.element) || !mlirTypeEqual(x.element, w.element) ||
       (has_bias && !mlirTypeEqual(b.element, x.element)))
     return tpc__rule_error(op, "linear.dtype",
-                           "x, w and bias must share one bf16, f16 or f32 element type; got x %s, w %s",
-                           TYPE(x.type, s.a), TYPE(w.type, s.b));
+                           "x, w and bias must share one bf16, f16 or f32 element type; got x %s, w %s, bias %s",
+                           TYPE(x.type, s.a), TYPE(w.type, s.b), has_bias ? TYPE(b.type, s.c) : "none");
   if (x.dims[1] != w.dims[1])
     return tpc__rule_error(op, "linear.k", "x[M,K] and w[N,K] disagree on K: x %s has K=%lld, w %s has K=%lld",
                            DIMS(x, s.a), (long long)x.dims[1], DIMS(w, s.b), (long long)w.dims[1]);
   if (partial && has_bias)
     return tpc__rule_error(op, "linear.partial",
                            "a partial linear cannot add a bias; the bias is added once, after the reduction");
-  if (partial ? !tpc__is_f32(y.element) : !mlirTypeEqual(y.element, x.element))
-    return tpc__rule_error(op, partial ? "linear.partial" : "linear.dtype",
-                           partial ? "a partial linear returns an unreduced f32 sum; y is %s"
-                                   : "y must have x's element type; y is %s",
+  if (partial && !tpc__is_f32(y.element))
+    return tpc__rule_error(op, "linear.partial", "a partial linear returns an unreduced f32 sum; y is %s",
                            TYPE(y.type, s.a));
+  if (!partial && !mlirTypeEqual(y.element, x.element))
+    return tpc__rule_error(op, "linear.dtype", "y must have x's element type %s; y is %s", TYPE(x.element, s.a),
+                           TYPE(y.type, s.b));
   if (y.dims[0] != x.dims[0] || y.dims[1] != w.dims[0])
     return tpc__rule_error(op, "linear.result", "y must be [M,N]=[%lld,%lld] for x %s and w %s; got %s",
                            (long long)x.dims[0], (long long)w.dims[0], DIMS(x, s.a), DIMS(w, s.b), DIMS(y, s.c));
@@ -91,11 +92,12 @@ static MlirLogicalResult tpc__verify_grouped_linear(MlirOperation op) {
   if (mlirLogicalResultIsFailure(tpc__verify_group_sizes(op, "grouped_linear.groups", tpc_grouped_linear_get_group_sizes(op), w.dims[0])))
     return FAIL;
   bool partial = tpc_grouped_linear_get_partial(op);
-  if (partial ? !tpc__is_f32(y.element) : !mlirTypeEqual(y.element, x.element))
-    return tpc__rule_error(op, partial ? "grouped_linear.partial" : "grouped_linear.dtype",
-                           partial ? "a partial grouped linear returns an unreduced f32 sum; y is %s"
-                                   : "y must have x's element type; y is %s",
-                           TYPE(y.type, s.a));
+  if (partial && !tpc__is_f32(y.element))
+    return tpc__rule_error(op, "grouped_linear.partial",
+                           "a partial grouped linear returns an unreduced f32 sum; y is %s", TYPE(y.type, s.a));
+  if (!partial && !mlirTypeEqual(y.element, x.element))
+    return tpc__rule_error(op, "grouped_linear.dtype", "y must have x's element type %s; y is %s",
+                           TYPE(x.element, s.a), TYPE(y.type, s.b));
   if (y.dims[0] != x.dims[0] || y.dims[1] != w.dims[1])
     return tpc__rule_error(op, "grouped_linear.result", "y must be [T,N]=[%lld,%lld] for x %s and w %s; got %s",
                            (long long)x.dims[0], (long long)w.dims[1], DIMS(x, s.a), DIMS(w, s.b), DIMS(y, s.c));
@@ -248,12 +250,13 @@ static MlirLogicalResult tpc__verify_moe_unpermute(MlirOperation op) {
   tpc_shape_t y = tpc__shape_of(tpc_moe_unpermute_get_y(op)), map = tpc__shape_of(tpc_moe_unpermute_get_row_map(op));
   tpc_shape_t w = tpc__shape_of(tpc_moe_unpermute_get_weights(op)), out = tpc__shape_of(tpc_moe_unpermute_get_out(op));
   if (!y.valid || !map.valid || !w.valid || !out.valid) return FAIL;
-  bool ok = y.rank == 2 && w.rank == 2 && tpc__is_f32(w.element) && y.dims[0] == w.dims[0] * w.dims[1] &&
+  bool ok = y.rank == 2 && tpc__is_storage_float(y.element) && w.rank == 2 && tpc__is_f32(w.element) &&
+            y.dims[0] == w.dims[0] * w.dims[1] &&
             map.rank == 1 && map.dims[0] == y.dims[0] && tpc__is_i32(map.element) && out.rank == 2 &&
             out.dims[0] == w.dims[0] && out.dims[1] == y.dims[1] && mlirTypeEqual(out.element, y.element);
   if (!ok)
     return tpc__rule_error(op, "moe_unpermute.shapes",
-                           "expects y[T*k,H], row_map[T*k] i32, weights[T,k] f32 and out[T,H] with y's type; "
+                           "expects a float y[T*k,H], row_map[T*k] i32, weights[T,k] f32 and out[T,H] with y's type; "
                            "got y %s, row_map %s, weights %s, out %s",
                            TYPE(y.type, s.a), TYPE(map.type, s.b), TYPE(w.type, s.c), TYPE(out.type, s.d));
   return OK;
