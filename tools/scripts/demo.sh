@@ -11,4 +11,4 @@ echo "-- round trip: print -> parse -> print is stable:"
 "$BUILD/bin/tpc-opt" "$EX" | "$BUILD/bin/tpc-opt" | diff -q - <("$BUILD/bin/tpc-opt" "$EX") && echo "stable"
 echo
 echo "Partitioning (tp-shard) and execution on the CPU backend (tpc-run) are not built yet;"
-echo "this demo partitions nothing and runs nothing. See the open issues in README.md."
+echo "this demo partitions nothing and runs nothing. See the "What works today" table in README.md."
