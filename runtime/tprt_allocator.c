@@ -1,0 +1,46 @@
+// The system allocator and the allocation helpers (see tprt_allocator.h).
+#include "tprt_allocator.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tprt_status_t tprt__system_fn(void* self, size_t size, size_t alignment, void* ptr, void** out_ptr) {
+  (void)self;
+  if (size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "alignment %zu is not a power of two >= %zu", alignment,
+                            sizeof(void*));
+  // aligned_alloc needs a size that is a multiple of the alignment.
+  if (size > SIZE_MAX - alignment)
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "cannot allocate %zu bytes", size);
+  size_t rounded = (size + alignment - 1) / alignment * alignment;
+  void* p = aligned_alloc(alignment, rounded);
+  if (!p) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "cannot allocate %zu bytes", size);
+  *out_ptr = p;
+  return NULL;
+}
+
+tprt_allocator_t tprt_allocator_system(void) {
+  tprt_allocator_t a = {NULL, tprt__system_fn};
+  return a;
+}
+
+tprt_status_t tprt_allocator_malloc_uninitialized(tprt_allocator_t a, size_t size, size_t alignment, void** out_ptr) {
+  *out_ptr = NULL;
+  if (alignment < 16) alignment = 16;
+  return a.fn(a.self, size ? size : 1, alignment, NULL, out_ptr);
+}
+
+tprt_status_t tprt_allocator_malloc(tprt_allocator_t a, size_t size, size_t alignment, void** out_ptr) {
+  TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(a, size, alignment, out_ptr), "allocating %zu bytes", size);
+  memset(*out_ptr, 0, size);
+  return NULL;
+}
+
+void tprt_allocator_free(tprt_allocator_t a, void* ptr) {
+  if (ptr) tprt_status_ignore(a.fn(a.self, 0, 0, ptr, NULL));
+}
