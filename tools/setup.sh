@@ -14,6 +14,7 @@ have python3 || need+=(python3)
 [ -f "$LLVM/include/mlir-c/IR.h" ] && [ -f "$LLVM/lib/libMLIRCAPIIR.a" ] || need+=(libmlir-22-dev)
 [ -x "$LLVM/bin/mlir-opt" ] || need+=(mlir-22-tools)
 [ -f "$LLVM/lib/libLLVM.so" ] || need+=(llvm-22-dev)
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
 
 if [ ${#need[@]} -eq 0 ]; then
