@@ -23,5 +23,6 @@ config.environment["LSAN_OPTIONS"] = "suppressions=" + lsan_supp
 config.substitutions.append(("%tp_irdl", os.path.join(config.tpc_source_dir, "dialect", "tp.irdl.mlir")))
 config.substitutions.append(("%tpc_src", config.tpc_source_dir))
 config.substitutions.append(("%unit", os.path.join(config.tpc_build_dir, "unit")))
+config.substitutions.append(("%tpc_build", config.tpc_build_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
