@@ -1,18 +1,26 @@
 // The pass and pipeline registry. Later passes add a line here and a constructor in passes.h.
+#define _POSIX_C_SOURCE 200809L  // strtok_r
 #include "pipeline.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "mlir-c/RegisterEverything.h"
 
 #include "passes.h"
 
 const tpc_pass_entry_t tpc_pass_registry[] = {
     {"tp-verify", "Check the tp dialect's shape, type, mesh, quantization and module-attribute rules",
      tpc_create_verify_pass},
+    {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
+     tpc_create_lower_runtime_pass},
     {NULL, NULL, NULL},
 };
 
 const tpc_pipeline_entry_t tpc_pipeline_registry[] = {
     {"verify", "Verify a module and print it unchanged", "tp-verify"},
+    {"lower-cpu", "Lower a per-rank module to LLVM dialect calling the runtime ABI",
+     "tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {NULL, NULL, NULL},
 };
 
@@ -26,4 +34,48 @@ const tpc_pipeline_entry_t* tpc_pipeline_lookup(const char* name) {
   for (const tpc_pipeline_entry_t* e = tpc_pipeline_registry; e->name; ++e)
     if (strcmp(e->name, name) == 0) return e;
   return NULL;
+}
+
+void tpc_pipeline_init(void) {
+  static bool done = false;
+  if (!done) mlirRegisterAllPasses();
+  done = true;
+}
+
+typedef struct {
+  char* buf;
+  size_t size;
+} tpc__error_sink_t;
+
+static void tpc__error_append(MlirStringRef s, void* user) {
+  tpc__error_sink_t* e = user;
+  size_t len = strlen(e->buf);
+  if (e->size > len + 1) snprintf(e->buf + len, e->size - len, "%.*s", (int)s.length, s.data);
+}
+
+bool tpc_pipeline_add(MlirPassManager pm, const char* csv, bool verify_each, char* error, size_t error_size) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", csv);
+  if (error_size) error[0] = '\0';
+  char* save = NULL;
+  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (strncmp(tok, "mlir:", 5) == 0) {
+      tpc__error_sink_t sink = {error, error_size};
+      if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(mlirPassManagerGetAsOpPassManager(pm),
+                                                                  mlirStringRefCreateFromCString(tok + 5),
+                                                                  tpc__error_append, &sink))) {
+        if (error_size && !error[0]) snprintf(error, error_size, "unknown MLIR pipeline '%s'", tok + 5);
+        return false;
+      }
+      continue;
+    }
+    const tpc_pass_entry_t* p = tpc_pass_lookup(tok);
+    if (!p) {
+      snprintf(error, error_size, "unknown pass '%s'", tok);
+      return false;
+    }
+    mlirPassManagerAddOwnedPass(pm, p->create());
+    if (verify_each && strcmp(tok, "tp-verify") != 0) mlirPassManagerAddOwnedPass(pm, tpc_create_verify_pass());
+  }
+  return true;
 }

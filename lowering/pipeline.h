@@ -6,6 +6,7 @@
 #define TPC_PIPELINE_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "mlir-c/Pass.h"
 
@@ -20,7 +21,8 @@ typedef struct tpc_pass_entry_t {
   MlirPass (*create)(void);
 } tpc_pass_entry_t;
 
-/// One named pipeline: a comma-separated list of pass arguments.
+/// One named pipeline: a comma-separated list of pass arguments. An element "mlir:<pipeline>"
+/// names an upstream MLIR pass pipeline (e.g. "mlir:convert-to-llvm").
 typedef struct tpc_pipeline_entry_t {
   const char* name;
   const char* description;
@@ -38,6 +40,14 @@ const tpc_pass_entry_t* tpc_pass_lookup(const char* argument);
 
 /// Returns the pipeline named |name|, or NULL.
 const tpc_pipeline_entry_t* tpc_pipeline_lookup(const char* name);
+
+/// Appends the passes of |csv| (pass arguments and "mlir:" elements, comma-separated) to |pm|;
+/// with |verify_each|, tp-verify runs after every tpc pass. On an unknown element, writes a
+/// message to |error| (of |error_size| bytes) and returns false. Call tpc_pipeline_init first.
+bool tpc_pipeline_add(MlirPassManager pm, const char* csv, bool verify_each, char* error, size_t error_size);
+
+/// Registers the upstream MLIR passes so that "mlir:" elements resolve. Idempotent.
+void tpc_pipeline_init(void);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,7 @@ typedef struct {
   bool verify_each;
   bool print_debuginfo;
   bool generic;
-  const tpc_pass_entry_t* passes[TPC_MAX_PASSES];
+  char pipeline[2048];  // comma-separated pass arguments and "mlir:" elements, in order
   int num_passes;
 } tpc_opt_options_t;
 
@@ -58,12 +58,14 @@ static void tpc__usage(FILE* out) {
     fprintf(out, "  %-26s %s [%s]\n", p->name, p->description, p->passes);
 }
 
-static int tpc__add_pass(tpc_opt_options_t* o, const tpc_pass_entry_t* p) {
-  if (o->num_passes == TPC_MAX_PASSES) {
-    fprintf(stderr, "tpc-opt: error: more than %d passes requested\n", TPC_MAX_PASSES);
+static int tpc__append(tpc_opt_options_t* o, const char* csv) {
+  size_t len = strlen(o->pipeline);
+  if (len + strlen(csv) + 2 > sizeof o->pipeline || o->num_passes == TPC_MAX_PASSES) {
+    fprintf(stderr, "tpc-opt: error: too many passes requested\n");
     return 0;
   }
-  o->passes[o->num_passes++] = p;
+  snprintf(o->pipeline + len, sizeof o->pipeline - len, "%s%s", len ? "," : "", csv);
+  ++o->num_passes;
   return 1;
 }
 
@@ -73,17 +75,7 @@ static int tpc__add_pipeline(tpc_opt_options_t* o, const char* name) {
     fprintf(stderr, "tpc-opt: error: unknown pipeline '%s' (see --help for the list)\n", name);
     return 0;
   }
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", pl->passes);
-  for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    const tpc_pass_entry_t* p = tpc_pass_lookup(tok);
-    if (!p) {
-      fprintf(stderr, "tpc-opt: internal error: pipeline '%s' names unknown pass '%s'\n", name, tok);
-      return 0;
-    }
-    if (!tpc__add_pass(o, p)) return 0;
-  }
-  return 1;
+  return tpc__append(o, pl->passes);
 }
 
 // Returns 1 to continue, 0 to exit with success (help/version), -1 on a usage error.
@@ -142,7 +134,7 @@ static int tpc__parse_args(int argc, char** argv, tpc_opt_options_t* o) {
       }
       if (!tpc__add_pipeline(o, value)) return -1;
     } else if (tpc_pass_lookup(name)) {
-      if (!tpc__add_pass(o, tpc_pass_lookup(name))) return -1;
+      if (!tpc__append(o, name)) return -1;
     } else if (strcmp(a, "-") == 0) {
       o->input = a;
     } else {
@@ -243,12 +235,10 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   bool ok = mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_passes > 0) {
     MlirPassManager pm = mlirPassManagerCreate(ctx);
-    for (int i = 0; i < o->num_passes; ++i) {
-      mlirPassManagerAddOwnedPass(pm, o->passes[i]->create());
-      if (o->verify_each && strcmp(o->passes[i]->argument, "tp-verify") != 0)
-        mlirPassManagerAddOwnedPass(pm, tpc_pass_lookup("tp-verify")->create());
-    }
-    ok = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, root));
+    char error[512];
+    ok = tpc_pipeline_add(pm, o->pipeline, o->verify_each, error, sizeof error);
+    if (!ok) fprintf(stderr, "tpc-opt: error: %s\n", error);
+    ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, root));
     mlirPassManagerDestroy(pm);
   }
   if (ok) {
@@ -284,6 +274,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  tpc_pipeline_init();
   MlirContext ctx = mlirContextCreate();
   tpc_diag_counts_t diags = {0, 0, source_name};
   tpc_diagnostics_attach(ctx, &diags);

@@ -1,0 +1,618 @@
+// tp-lower-runtime: lowers every function of tp ops to a function that calls the runtime ABI
+// (runtime/tprt_abi.h), with all intermediate tensors placed statically in one arena.
+//
+//   IN:  func.func @mlp(%x: tensor<16x128xbf16>, ...) -> tensor<16x128xbf16> {
+//          %h = "tp.rmsnorm"(%x, %gamma) {eps = ...} : ...
+//          ...
+//   OUT: llvm.mlir.global internal constant @__tpc_desc_mlp_0(dense<[...]> : tensor<Nxi64>) ...
+//        func.func @tpc_entry_mlp(%exec: !llvm.ptr, %args: !llvm.ptr, %results: !llvm.ptr,
+//                                 %arena: !llvm.ptr) -> i32 {
+//          ... %rc = func.call @tprt_abi_rmsnorm(%exec, %slots, %desc) ...; cf.cond_br ...
+//        llvm.mlir.global external constant @tpc_module_info("{...json...}\00")
+//        module attributes {tp.arena_bytes = N : i64, ...}
+//
+// One mechanism serves every op: the op's slots (operands then results) and attributes are
+// encoded from the generated op specification (dialect/tp_ops.h) into a static descriptor, so
+// no op needs lowering code of its own. The pass builds the new functions as text and parses
+// them (the C API has no builders for LLVM-dialect ops); upstream convert-to-llvm finishes.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory_plan.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "pass_util.h"
+#include "passes.h"
+#include "text_buffer.h"
+#include "tpc_dialect.h"
+#include "tpc_verify.h"
+#include "tprt_abi.h"
+#include "tprt_dtype.h"
+
+#define TPC_MAX_VALUES 4096
+
+typedef enum { TPC_STORE_ARG, TPC_STORE_RESULT, TPC_STORE_ARENA, TPC_STORE_ALIAS } tpc__store_t;
+
+typedef struct {
+  MlirValue value;
+  tpc__store_t store;
+  int index;        // argument / result index, plan buffer index, or aliased value index
+  MlirType tensor;  // the tensor type (for a future, the carried one)
+} tpc__value_t;
+
+typedef struct {
+  MlirOperation func;
+  MlirOperation module;
+  tpc__value_t values[TPC_MAX_VALUES];
+  int num_values;
+  tpc_plan_buffer_t buffers[TPC_MAX_VALUES];
+  int num_buffers;
+  int64_t arena_bytes;
+} tpc__lowering_t;
+
+//===----------------------------------------------------------------------===//
+// Types and values
+//===----------------------------------------------------------------------===//
+
+static int tpc__dtype_of(MlirType t) {
+  if (mlirTypeIsABF16(t)) return TPRT_DTYPE_BF16;
+  if (mlirTypeIsAF16(t)) return TPRT_DTYPE_F16;
+  if (mlirTypeIsAF32(t)) return TPRT_DTYPE_F32;
+  if (mlirTypeIsAFloat8E4M3FN(t)) return TPRT_DTYPE_F8E4M3FN;
+  if (mlirTypeIsAFloat8E5M2(t)) return TPRT_DTYPE_F8E5M2;
+  if (mlirTypeIsAFloat8E8M0FNU(t)) return TPRT_DTYPE_F8E8M0FNU;
+  if (mlirTypeIsAFloat4E2M1FN(t)) return TPRT_DTYPE_F4E2M1FN;
+  if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32) return TPRT_DTYPE_I32;
+  if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 64) return TPRT_DTYPE_I64;
+  return -1;
+}
+
+// The tensor a value holds: its own type, or the one a !tp.future carries. Null if neither.
+static MlirType tpc__tensor_type(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  if (mlirTypeIsARankedTensor(t) && mlirShapedTypeHasStaticShape(t)) return t;
+  MlirType inner = tpc_future_get_value_type(t);
+  MlirType none = {NULL};
+  return !mlirTypeIsNull(inner) && mlirTypeIsARankedTensor(inner) && mlirShapedTypeHasStaticShape(inner) ? inner
+                                                                                                          : none;
+}
+
+static int64_t tpc__tensor_bytes(MlirType t) {
+  int64_t n = 1;
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
+  return (int64_t)tprt_dtype_bytes(tpc__dtype_of(mlirShapedTypeGetElementType(t)), n);
+}
+
+static int tpc__find_value(const tpc__lowering_t* L, MlirValue v) {
+  for (int i = 0; i < L->num_values; ++i)
+    if (mlirValueEqual(L->values[i].value, v)) return i;
+  return -1;
+}
+
+// Follows tp.wait aliases to the value that owns the storage.
+static int tpc__storage_of(const tpc__lowering_t* L, int i) {
+  while (L->values[i].store == TPC_STORE_ALIAS) i = L->values[i].index;
+  return i;
+}
+
+static MlirLogicalResult tpc__add_value(tpc__lowering_t* L, MlirOperation at, MlirValue v, tpc__store_t store,
+                                        int index) {
+  MlirType t = tpc__tensor_type(v);
+  if (mlirTypeIsNull(t) || tpc__dtype_of(mlirShapedTypeGetElementType(t)) < 0) {
+    mlirEmitError(mlirOperationGetLocation(at),
+                  "tp-lower-runtime: every value must be a static tensor of a tp element type");
+    return mlirLogicalResultFailure();
+  }
+  if (L->num_values == TPC_MAX_VALUES) {
+    mlirEmitError(mlirOperationGetLocation(at), "tp-lower-runtime: more than 4096 values in one function");
+    return mlirLogicalResultFailure();
+  }
+  L->values[L->num_values++] = (tpc__value_t){v, store, index, t};
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Analysis: values, liveness, memory plan
+//===----------------------------------------------------------------------===//
+
+static bool tpc__op_is(MlirOperation op, const char* name) {
+  return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString(name));
+}
+
+static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOperation* out_return) {
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i)
+    if (mlirLogicalResultIsFailure(tpc__add_value(L, L->func, mlirBlockGetArgument(body, i), TPC_STORE_ARG, (int)i)))
+      return mlirLogicalResultFailure();
+  int index = 0;
+  out_return->ptr = NULL;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op), ++index) {
+    if (tpc__op_is(op, "func.return")) {
+      *out_return = op;
+      break;
+    }
+    int kind = tpc_op_get_kind(op);
+    if (kind == TPC_OP_UNKNOWN || kind == TPC_OP_MESH) {
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "tp-lower-runtime: '%.*s' cannot be lowered; function bodies may hold only tp ops and func.return",
+               (int)n.length, n.data);
+      mlirEmitError(mlirOperationGetLocation(op), msg);
+      return mlirLogicalResultFailure();
+    }
+    for (intptr_t o = 0; o < mlirOperationGetNumOperands(op); ++o) {
+      int v = tpc__find_value(L, mlirOperationGetOperand(op, o));
+      if (v < 0) {
+        mlirEmitError(mlirOperationGetLocation(op), "tp-lower-runtime: operand defined outside the function body");
+        return mlirLogicalResultFailure();
+      }
+      int s = tpc__storage_of(L, v);
+      if (L->values[s].store == TPC_STORE_ARENA && L->buffers[L->values[s].index].last_use < index)
+        L->buffers[L->values[s].index].last_use = index;
+    }
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      MlirValue res = mlirOperationGetResult(op, r);
+      if (kind == TPC_OP_WAIT) {
+        int src = tpc__find_value(L, tpc_wait_get_future(op));
+        if (mlirLogicalResultIsFailure(tpc__add_value(L, op, res, TPC_STORE_ALIAS, src)))
+          return mlirLogicalResultFailure();
+        continue;
+      }
+      if (mlirLogicalResultIsFailure(tpc__add_value(L, op, res, TPC_STORE_ARENA, L->num_buffers)))
+        return mlirLogicalResultFailure();
+      L->buffers[L->num_buffers++] = (tpc_plan_buffer_t){tpc__tensor_bytes(L->values[L->num_values - 1].tensor),
+                                                         index, index, 0};
+    }
+  }
+  if (mlirOperationIsNull(*out_return)) {
+    mlirEmitError(mlirOperationGetLocation(L->func), "tp-lower-runtime: the function has no func.return");
+    return mlirLogicalResultFailure();
+  }
+  // A returned value that is produced by an op (and returned once) is written straight into the
+  // caller's result buffer; arguments, aliases and repeats are copied at the end.
+  for (intptr_t j = 0; j < mlirOperationGetNumOperands(*out_return); ++j) {
+    int v = tpc__find_value(L, mlirOperationGetOperand(*out_return, j));
+    if (v >= 0 && L->values[v].store == TPC_STORE_ARENA) {
+      L->values[v].store = TPC_STORE_RESULT;
+      L->values[v].index = (int)j;
+    }
+  }
+  // Plan only the values that live in the arena.
+  tpc_plan_buffer_t* plan = malloc(sizeof *plan * (size_t)(L->num_buffers ? L->num_buffers : 1));
+  int* owner = malloc(sizeof *owner * (size_t)(L->num_buffers ? L->num_buffers : 1));
+  int n = 0;
+  for (int v = 0; plan && owner && v < L->num_values; ++v)
+    if (L->values[v].store == TPC_STORE_ARENA) {
+      owner[n] = L->values[v].index;
+      plan[n++] = L->buffers[L->values[v].index];
+    }
+  L->arena_bytes = plan && owner ? tpc_memory_plan(plan, n, TPRT_ABI_ARENA_ALIGNMENT) : -1;
+  for (int i = 0; i < n && L->arena_bytes >= 0; ++i) L->buffers[owner[i]].offset = plan[i].offset;
+  free(plan);
+  free(owner);
+  if (L->arena_bytes < 0) {
+    mlirEmitError(mlirOperationGetLocation(L->func), "tp-lower-runtime: memory planning failed");
+    return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Descriptors
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  int64_t v[512];
+  int n;
+  bool overflow;
+} tpc__desc_t;
+
+static void tpc__desc_push(tpc__desc_t* d, int64_t x) {
+  if (d->n == (int)(sizeof d->v / sizeof d->v[0]))
+    d->overflow = true;
+  else
+    d->v[d->n++] = x;
+}
+
+static void tpc__desc_tensor(tpc__desc_t* d, MlirType t) {
+  if (mlirTypeIsNull(t)) {
+    tpc__desc_push(d, -1);
+    tpc__desc_push(d, 0);
+    return;
+  }
+  tpc__desc_push(d, tpc__dtype_of(mlirShapedTypeGetElementType(t)));
+  tpc__desc_push(d, mlirShapedTypeGetRank(t));
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) tpc__desc_push(d, mlirShapedTypeGetDimSize(t, i));
+}
+
+static uint32_t tpc__f32_bits(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// The mesh an op names through its symbol attribute, or a null op.
+static MlirOperation tpc__op_mesh(MlirOperation op, const tpc_op_spec_t* spec) {
+  for (int a = 0; a < spec->num_attrs; ++a) {
+    MlirAttribute s = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(spec->attrs[a].name));
+    if (spec->attrs[a].kind == TPC_ATTR_SYMBOL && !mlirAttributeIsNull(s) && mlirAttributeIsAFlatSymbolRef(s))
+      return tpc_mesh_lookup(op, mlirFlatSymbolRefAttrGetValue(s));
+  }
+  MlirOperation none = {NULL};
+  return none;
+}
+
+static void tpc__desc_attrs(tpc__desc_t* d, MlirOperation op, int kind) {
+  const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
+  MlirOperation mesh = tpc__op_mesh(op, spec);
+  tpc__desc_push(d, spec->num_attrs);
+  for (int a = 0; a < spec->num_attrs; ++a) {
+    const tpc_attr_spec_t* as = &spec->attrs[a];
+    MlirAttribute v = tpc_op_get_attr(op, kind, a);
+    switch (as->kind) {
+      case TPC_ATTR_BOOL:
+        tpc__desc_push(d, 1);
+        tpc__desc_push(d, tpc_op_get_bool(op, kind, a));
+        break;
+      case TPC_ATTR_I64:
+        tpc__desc_push(d, 1);
+        tpc__desc_push(d, tpc_op_get_i64(op, kind, a));
+        break;
+      case TPC_ATTR_ENUM:
+        tpc__desc_push(d, 1);
+        tpc__desc_push(d, tpc_op_get_enum(op, kind, a));
+        break;
+      case TPC_ATTR_F32:
+        tpc__desc_push(d, 1);
+        tpc__desc_push(d, tpc__f32_bits(tpc_op_get_f64(op, kind, a)));
+        break;
+      case TPC_ATTR_SYMBOL: {
+        MlirAttribute shape = mlirOperationIsNull(mesh) ? (MlirAttribute){NULL} : tpc_mesh_get_shape_attr(mesh);
+        intptr_t r = mlirAttributeIsNull(shape) ? 0 : mlirDenseArrayGetNumElements(shape);
+        tpc__desc_push(d, r + 1);
+        tpc__desc_push(d, r);
+        for (intptr_t i = 0; i < r; ++i) tpc__desc_push(d, mlirDenseI64ArrayGetElement(shape, i));
+        break;
+      }
+      case TPC_ATTR_ARRAY: {
+        // Collective axes become a bitmask over the mesh's axes.
+        int64_t mask = 0;
+        MlirAttribute axes = mlirOperationIsNull(mesh) ? (MlirAttribute){NULL} : tpc_mesh_get_axes_attr(mesh);
+        for (intptr_t i = 0; !mlirAttributeIsNull(v) && i < mlirArrayAttrGetNumElements(v); ++i)
+          for (intptr_t j = 0; !mlirAttributeIsNull(axes) && j < mlirArrayAttrGetNumElements(axes); ++j)
+            if (mlirAttributeEqual(mlirArrayAttrGetElement(v, i), mlirArrayAttrGetElement(axes, j)))
+              mask |= (int64_t)1 << j;
+        tpc__desc_push(d, 1);
+        tpc__desc_push(d, mask);
+        break;
+      }
+      case TPC_ATTR_DENSE_I64: {
+        intptr_t n = mlirAttributeIsNull(v) ? 0 : mlirDenseArrayGetNumElements(v);
+        tpc__desc_push(d, n);
+        for (intptr_t i = 0; i < n; ++i) tpc__desc_push(d, mlirDenseI64ArrayGetElement(v, i));
+        break;
+      }
+      default:
+        tpc__desc_push(d, 0);
+        break;
+    }
+  }
+}
+
+static void tpc__emit_desc_global(tpc_text_t* t, const char* name, const tpc__desc_t* d) {
+  tpc_text_printf(t, "  llvm.mlir.global internal constant @%s(dense<[", name);
+  for (int i = 0; i < d->n; ++i) tpc_text_printf(t, "%s%lld", i ? ", " : "", (long long)d->v[i]);
+  tpc_text_printf(t, "]> : tensor<%dxi64>) {addr_space = 0 : i32} : !llvm.array<%d x i64>\n", d->n, d->n);
+}
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+// Writes the SSA name of the pointer that holds value |v| into |buf|.
+static const char* tpc__pointer_of(const tpc__lowering_t* L, int v, char* buf, size_t size) {
+  int s = tpc__storage_of(L, v);
+  const tpc__value_t* val = &L->values[s];
+  switch (val->store) {
+    case TPC_STORE_ARG:
+      snprintf(buf, size, "%%a%d", val->index);
+      break;
+    case TPC_STORE_RESULT:
+      snprintf(buf, size, "%%r%d", val->index);
+      break;
+    default:
+      snprintf(buf, size, "%%m%d", s);
+      break;
+  }
+  return buf;
+}
+
+// Emits one runtime call with a slot array and a descriptor, branching to ^fail on error.
+static void tpc__emit_call(tpc_text_t* body, int* block, const char* callee, char (*slots)[32], int num_slots,
+                           const char* desc_global) {
+  for (int s = 0; s < num_slots; ++s) tpc_text_printf(body, "    llvm.store %s, %%slot%d : !llvm.ptr, !llvm.ptr\n", slots[s], s);
+  tpc_text_printf(body,
+                  "    %%d%d = llvm.mlir.addressof @%s : !llvm.ptr\n"
+                  "    %%rc%d = func.call @%s(%%exec, %%slots, %%d%d) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n"
+                  "    %%ok%d = arith.cmpi eq, %%rc%d, %%zero : i32\n"
+                  "    cf.cond_br %%ok%d, ^bb%d, ^fail(%%rc%d : i32)\n"
+                  "  ^bb%d:\n",
+                  *block, desc_global, *block, callee, *block, *block, *block, *block, *block + 1, *block, *block + 1);
+  ++*block;
+}
+
+static void tpc__json_tensor(cJSON* list, const char* name, MlirType t) {
+  cJSON* o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "dtype", tprt_dtype_name(tpc__dtype_of(mlirShapedTypeGetElementType(t))));
+  cJSON* shape = cJSON_AddArrayToObject(o, "shape");
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mlirShapedTypeGetDimSize(t, i)));
+  cJSON_AddItemToArray(list, o);
+}
+
+// The name of argument or result |i|: its tp.name attribute, or "arg<i>" / "result<i>".
+static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, char* buf, size_t size) {
+  MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
+  if (!mlirAttributeIsNull(attrs) && mlirAttributeIsAArray(attrs) && i < mlirArrayAttrGetNumElements(attrs)) {
+    MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
+    MlirAttribute n = mlirAttributeIsADictionary(dict)
+                          ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString("tp.name"))
+                          : (MlirAttribute){NULL};
+    if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
+      MlirStringRef s = mlirStringAttrGetValue(n);
+      snprintf(buf, size, "%.*s", (int)s.length, s.data);
+      return;
+    }
+  }
+  snprintf(buf, size, "%s%ld", result ? "result" : "arg", (long)i);
+}
+
+// Lowers one function; appends globals and declarations to |globals| and the entry to |funcs|.
+static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals, tpc_text_t* funcs,
+                                         bool declared[TPC_OP_COUNT + 1], cJSON* json_funcs) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(L->func, 0));
+  MlirOperation ret;
+  if (mlirLogicalResultIsFailure(tpc__analyze(L, body, &ret))) return mlirLogicalResultFailure();
+  MlirStringRef fname = mlirStringAttrGetValue(
+      mlirOperationGetAttributeByName(L->func, mlirStringRefCreateFromCString("sym_name")));
+  int nargs = (int)mlirBlockGetNumArguments(body), nres = (int)mlirOperationGetNumOperands(ret);
+
+  int max_slots = 2;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, ret); op = mlirOperationGetNextInBlock(op)) {
+    const tpc_op_spec_t* spec = tpc_op_get_spec(tpc_op_get_kind(op));
+    if (spec->num_operands + spec->num_results > max_slots) max_slots = spec->num_operands + spec->num_results;
+  }
+  tpc_text_t b = {0};
+  tpc_text_printf(&b, "  func.func @" TPRT_ABI_ENTRY_PREFIX "%.*s(%%exec: !llvm.ptr, %%args: !llvm.ptr, %%results: !llvm.ptr, %%arena: !llvm.ptr) -> i32 {\n",
+                  (int)fname.length, fname.data);
+  tpc_text_printf(&b, "    %%zero = arith.constant 0 : i32\n    %%nslots = arith.constant %d : i64\n"
+                      "    %%null = llvm.mlir.zero : !llvm.ptr\n"
+                      "    %%slots = llvm.alloca %%nslots x !llvm.ptr : (i64) -> !llvm.ptr\n", max_slots);
+  for (int s = 0; s < max_slots; ++s)
+    tpc_text_printf(&b, "    %%slot%d = llvm.getelementptr %%slots[%d] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n", s, s);
+  for (int i = 0; i < nargs; ++i)
+    tpc_text_printf(&b, "    %%ap%d = llvm.getelementptr %%args[%d] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+                        "    %%a%d = llvm.load %%ap%d : !llvm.ptr -> !llvm.ptr\n", i, i, i, i);
+  for (int j = 0; j < nres; ++j)
+    tpc_text_printf(&b, "    %%rp%d = llvm.getelementptr %%results[%d] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+                        "    %%r%d = llvm.load %%rp%d : !llvm.ptr -> !llvm.ptr\n", j, j, j, j);
+  for (int v = 0; v < L->num_values; ++v)
+    if (L->values[v].store == TPC_STORE_ARENA)
+      tpc_text_printf(&b, "    %%m%d = llvm.getelementptr %%arena[%lld] : (!llvm.ptr) -> !llvm.ptr, i8\n", v,
+                      (long long)L->buffers[L->values[v].index].offset);
+
+  int block = 0, desc_index = 0;
+  char slots[64][32];
+  char gname[128];
+  bool ok = true;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, ret); op = mlirOperationGetNextInBlock(op)) {
+    int kind = tpc_op_get_kind(op);
+    const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
+    tpc__desc_t d = {{0}, 0, false};
+    tpc__desc_push(&d, TPRT_ABI_DESC_MAGIC);
+    tpc__desc_push(&d, spec->num_operands + spec->num_results);
+    int s = 0;
+    for (int k = 0; k < spec->num_operands + spec->num_results; ++k, ++s) {
+      MlirValue v = k < spec->num_operands ? tpc_op_get_operand(op, kind, k) : tpc_op_get_result(op, kind, k - spec->num_operands);
+      if (mlirValueIsNull(v)) {
+        snprintf(slots[s], sizeof slots[s], "%%null");
+        tpc__desc_tensor(&d, (MlirType){NULL});
+        continue;
+      }
+      int vi = tpc__find_value(L, v);
+      tpc__pointer_of(L, vi, slots[s], sizeof slots[s]);
+      tpc__desc_tensor(&d, L->values[vi].tensor);
+    }
+    tpc__desc_attrs(&d, op, kind);
+    if (d.overflow) {
+      mlirEmitError(mlirOperationGetLocation(op), "tp-lower-runtime: op descriptor exceeds 512 entries");
+      ok = false;
+      break;
+    }
+    snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+    tpc__emit_desc_global(globals, gname, &d);
+    char callee[96];
+    snprintf(callee, sizeof callee, "tprt_abi_%s", spec->name + 3);
+    if (!declared[kind]) {
+      tpc_text_printf(globals, "  func.func private @%s(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n", callee);
+      declared[kind] = true;
+    }
+    tpc__emit_call(&b, &block, callee, slots, s, gname);
+  }
+  // Results that are arguments, future aliases or returned twice are copied into place.
+  for (int j = 0; ok && j < nres; ++j) {
+    int v = tpc__find_value(L, mlirOperationGetOperand(ret, j));
+    if (L->values[v].store == TPC_STORE_RESULT && L->values[v].index == j) continue;
+    tpc__desc_t d = {{0}, 0, false};
+    tpc__desc_push(&d, TPRT_ABI_DESC_MAGIC);
+    tpc__desc_push(&d, 2);
+    tpc__desc_tensor(&d, L->values[v].tensor);
+    tpc__desc_tensor(&d, L->values[v].tensor);
+    tpc__desc_push(&d, 0);
+    snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+    tpc__emit_desc_global(globals, gname, &d);
+    if (!declared[TPC_OP_COUNT]) {
+      tpc_text_printf(globals, "  func.func private @tprt_abi_copy(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n");
+      declared[TPC_OP_COUNT] = true;
+    }
+    tpc__pointer_of(L, v, slots[0], sizeof slots[0]);
+    snprintf(slots[1], sizeof slots[1], "%%r%d", j);
+    tpc__emit_call(&b, &block, "tprt_abi_copy", slots, 2, gname);
+  }
+  tpc_text_printf(&b, "    return %%zero : i32\n  ^fail(%%code: i32):\n    return %%code : i32\n  }\n");
+  if (ok) tpc_text_append_ref((MlirStringRef){b.data ? b.data : "", b.len}, funcs);
+  tpc_text_free(&b);
+  if (!ok) return mlirLogicalResultFailure();
+
+  cJSON* f = cJSON_CreateObject();
+  char name[128];
+  snprintf(name, sizeof name, "%.*s", (int)fname.length, fname.data);
+  cJSON_AddStringToObject(f, "name", name);
+  snprintf(name, sizeof name, TPRT_ABI_ENTRY_PREFIX "%.*s", (int)fname.length, fname.data);
+  cJSON_AddStringToObject(f, "entry", name);
+  cJSON_AddNumberToObject(f, "arena_bytes", (double)L->arena_bytes);
+  cJSON* args = cJSON_AddArrayToObject(f, "args");
+  for (int i = 0; i < nargs; ++i) {
+    tpc__slot_name(L->func, false, i, name, sizeof name);
+    tpc__json_tensor(args, name, L->values[i].tensor);
+  }
+  cJSON* results = cJSON_AddArrayToObject(f, "results");
+  for (int j = 0; j < nres; ++j) {
+    tpc__slot_name(L->func, true, j, name, sizeof name);
+    tpc__json_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor);
+  }
+  cJSON_AddItemToArray(json_funcs, f);
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass callbacks
+//===----------------------------------------------------------------------===//
+
+static void tpc__json_module_attrs(cJSON* root, MlirOperation module) {
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_NUMERICS));
+  MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
+  char buf[64] = "fast";
+  if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics)) {
+    MlirStringRef s = mlirStringAttrGetValue(numerics);
+    snprintf(buf, sizeof buf, "%.*s", (int)s.length, s.data);
+  }
+  cJSON_AddStringToObject(root, "numerics", buf);
+  cJSON_AddNumberToObject(root, "chunks",
+                          !mlirAttributeIsNull(chunks) && mlirAttributeIsAInteger(chunks)
+                              ? (double)mlirIntegerAttrGetValueInt(chunks)
+                              : TPC_DEFAULT_CHUNKS);
+  cJSON* meshes = cJSON_AddArrayToObject(root, "meshes");
+  for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(module)));
+       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc_is_mesh(o)) continue;
+    cJSON* m = cJSON_CreateObject();
+    MlirStringRef n = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
+    snprintf(buf, sizeof buf, "%.*s", (int)n.length, n.data);
+    cJSON_AddStringToObject(m, "name", buf);
+    cJSON* axes = cJSON_AddArrayToObject(m, "axes");
+    cJSON* shape = cJSON_AddArrayToObject(m, "shape");
+    MlirAttribute a = tpc_mesh_get_axes_attr(o), s = tpc_mesh_get_shape_attr(o);
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i) {
+      MlirStringRef an = mlirStringAttrGetValue(mlirArrayAttrGetElement(a, i));
+      snprintf(buf, sizeof buf, "%.*s", (int)an.length, an.data);
+      cJSON_AddItemToArray(axes, cJSON_CreateString(buf));
+      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(s, i)));
+    }
+    cJSON_AddItemToArray(meshes, m);
+  }
+}
+
+static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
+  (void)options;
+  MlirModule m = mlirModuleFromOperation(module);
+  if (mlirModuleIsNull(m)) {
+    mlirEmitError(mlirOperationGetLocation(module), "tp-lower-runtime runs on a builtin.module");
+    return mlirLogicalResultFailure();
+  }
+  MlirBlock top = mlirModuleGetBody(m);
+  tpc__lowering_t* L = calloc(1, sizeof *L);
+  cJSON* root = cJSON_CreateObject();
+  if (!L || !root) {
+    free(L);
+    cJSON_Delete(root);
+    return mlirLogicalResultFailure();
+  }
+  cJSON_AddNumberToObject(root, "abi", TPRT_ABI_VERSION);
+  tpc__json_module_attrs(root, module);
+  cJSON* json_funcs = cJSON_AddArrayToObject(root, "functions");
+  tpc_text_t globals = {0}, funcs = {0};
+  bool declared[TPC_OP_COUNT + 1] = {false};
+  bool ok = true;
+  int64_t arena = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(top); ok && !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc__op_is(o, "func.func") || mlirRegionIsNull(mlirOperationGetRegion(o, 0)) ||
+        mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
+      continue;
+    memset(L, 0, sizeof *L);
+    L->func = o;
+    L->module = module;
+    ok = mlirLogicalResultIsSuccess(tpc__lower_func(L, &globals, &funcs, declared, json_funcs));
+    if (L->arena_bytes > arena) arena = L->arena_bytes;
+  }
+  char* json = ok ? cJSON_PrintUnformatted(root) : NULL;
+  tpc_text_t text = {0};
+  if (ok && json) {
+    tpc_text_printf(&text, "module {\n%s%s", globals.data ? globals.data : "", funcs.data ? funcs.data : "");
+    tpc_text_printf(&text, "  llvm.mlir.global external constant @" TPRT_ABI_MODULE_INFO_SYMBOL "(\"");
+    tpc_text_append_mlir_escaped(&text, json, strlen(json));
+    tpc_text_printf(&text, "\\00\") {addr_space = 0 : i32} : !llvm.array<%zu x i8>\n}\n", strlen(json) + 1);
+  }
+  ok = ok && json && !text.oom && !globals.oom && !funcs.oom;
+  MlirModule lowered = {NULL};
+  if (ok) {
+    lowered = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
+    if (mlirModuleIsNull(lowered)) {
+      mlirEmitError(mlirOperationGetLocation(module), "tp-lower-runtime: internal error: the lowered IR does not parse");
+      ok = false;
+    }
+  }
+  if (ok) {
+    // Replace the tp functions and meshes by the lowered ops.
+    MlirOperation o = mlirBlockGetFirstOperation(top);
+    while (!mlirOperationIsNull(o)) {
+      MlirOperation next = mlirOperationGetNextInBlock(o);
+      if (tpc__op_is(o, "func.func") || tpc_is_mesh(o)) mlirOperationDestroy(o);
+      o = next;
+    }
+    MlirBlock src = mlirModuleGetBody(lowered);
+    for (MlirOperation n = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(n); n = mlirBlockGetFirstOperation(src)) {
+      mlirOperationRemoveFromParent(n);
+      mlirBlockAppendOwnedOperation(top, n);
+    }
+    mlirModuleDestroy(lowered);
+    MlirContext ctx = mlirOperationGetContext(module);
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("tp.arena_bytes"),
+                                    mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), arena));
+  }
+  cJSON_free(json);
+  cJSON_Delete(root);
+  tpc_text_free(&globals);
+  tpc_text_free(&funcs);
+  tpc_text_free(&text);
+  free(L);
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+//===----------------------------------------------------------------------===//
+// Public constructor
+//===----------------------------------------------------------------------===//
+
+static tpc_pass_info_t tpc__lower_runtime_info = {
+    .argument = "tp-lower-runtime",
+    .description = "Plan all intermediate tensors into one arena and lower tp ops to runtime ABI calls",
+    .run = tpc__lower_run,
+};
+
+MlirPass tpc_create_lower_runtime_pass(void) { return tpc_pass_create(&tpc__lower_runtime_info, NULL); }
