@@ -13,7 +13,7 @@ endif()
 # The C API archives tpc uses. RegisterEverything lets user input mix any upstream dialect
 # with `tp`; its code lives in libMLIR.so, so it costs nothing at link time.
 set(TPC_MLIR_CAPI_COMPONENTS
-    RegisterEverything IR IRDL Func Arith Tensor Transforms Conversion Interfaces)
+    RegisterEverything IR IRDL Func Arith Tensor Transforms Conversion Interfaces Target)
 set(TPC_MLIR_CAPI_ARCHIVES "")
 foreach(c ${TPC_MLIR_CAPI_COMPONENTS})
   list(APPEND TPC_MLIR_CAPI_ARCHIVES "${TPC_MLIR_LIB_DIR}/libMLIRCAPI${c}.a")

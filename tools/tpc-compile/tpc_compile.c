@@ -1,0 +1,270 @@
+// tpc-compile: textual tp IR -> shared object, ahead of time.
+//
+// Parses and verifies the module, runs a lowering pipeline (default lower-cpu: tp-lower-runtime,
+// convert-to-llvm), translates to LLVM IR, emits a position-independent object for x86-64 with
+// LLVM's C API and links it into a shared object with the system C compiler. The .so exports
+// tpc_entry_<function> and tpc_module_info (runtime/tprt_abi.h) and resolves the tprt_abi_*
+// calls from the process that loads it (tpc-run, or anything linked with libtprt).
+#define _POSIX_C_SOURCE 200809L  // mkdtemp, fdopen
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "diagnostics.h"
+#include "llvm-c/Analysis.h"
+#include "llvm-c/Core.h"
+#include "llvm-c/Target.h"
+#include "llvm-c/TargetMachine.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/RegisterEverything.h"
+#include "mlir-c/Target/LLVMIR.h"
+#include "pipeline.h"
+#include "tpc_dialect.h"
+#include "tpc_parse.h"
+#include "tpc_verify.h"
+
+typedef struct {
+  const char* input;
+  const char* output;
+  const char* pipeline;
+  const char* emit;  // "so" (default), "obj", "llvm", "mlir"
+  const char* cpu;
+} tpc_compile_options_t;
+
+static void tpc__usage(FILE* out) {
+  fprintf(out,
+          "OVERVIEW: tpc-compile — compile a tp module ahead of time into a shared object\n\n"
+          "USAGE: tpc-compile <input.mlir> -o <output> [options]\n\n"
+          "OPTIONS:\n"
+          "  -o <file>              Output path (required)\n"
+          "  --pipeline=<name>      Lowering pipeline (default: lower-cpu; see tpc-opt --help)\n"
+          "  --emit=<kind>          so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)\n"
+          "  --cpu=<name>           Target CPU (default: x86-64, portable to any x86-64 host)\n"
+          "  -h, --help             Print this help\n");
+}
+
+static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
+  o->pipeline = "lower-cpu";
+  o->emit = "so";
+  o->cpu = "x86-64";
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      tpc__usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "-o") && i + 1 < argc) {
+      o->output = argv[++i];
+    } else if (!strncmp(a, "--pipeline=", 11)) {
+      o->pipeline = a + 11;
+    } else if (!strncmp(a, "--emit=", 7)) {
+      o->emit = a + 7;
+    } else if (!strncmp(a, "--cpu=", 6)) {
+      o->cpu = a + 6;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "tpc-compile: error: unknown option '%s' (see --help)\n", a);
+      return -1;
+    } else if (o->input) {
+      fprintf(stderr, "tpc-compile: error: more than one input ('%s' and '%s')\n", o->input, a);
+      return -1;
+    } else {
+      o->input = a;
+    }
+  }
+  if (!o->input || !o->output) {
+    fprintf(stderr, "tpc-compile: error: need an input file and -o <output> (see --help)\n");
+    return -1;
+  }
+  if (strcmp(o->emit, "so") && strcmp(o->emit, "obj") && strcmp(o->emit, "llvm") && strcmp(o->emit, "mlir")) {
+    fprintf(stderr, "tpc-compile: error: --emit must be so, obj, llvm or mlir; got '%s'\n", o->emit);
+    return -1;
+  }
+  if (!tpc_pipeline_lookup(o->pipeline)) {
+    fprintf(stderr, "tpc-compile: error: unknown pipeline '%s' (see tpc-opt --help)\n", o->pipeline);
+    return -1;
+  }
+  return 1;
+}
+
+static char* tpc__read_file(const char* path, size_t* out_len) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "tpc-compile: error: cannot open '%s': %s\n", path, strerror(errno));
+    return NULL;
+  }
+  char* buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      char* b = realloc(buf, cap);
+      if (!b) break;
+      buf = b;
+    }
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+    if (n == 0) break;
+  }
+  bool err = ferror(f) || !buf;
+  fclose(f);
+  if (err) {
+    fprintf(stderr, "tpc-compile: error: cannot read '%s'\n", path);
+    free(buf);
+    return NULL;
+  }
+  buf[len] = '\0';
+  *out_len = len;
+  return buf;
+}
+
+static void tpc__write_cb(MlirStringRef s, void* user) { fwrite(s.data, 1, s.length, (FILE*)user); }
+
+// Runs `$CC -shared -o out obj` (CC defaults to cc); returns true on success.
+static bool tpc__link(const char* object, const char* output) {
+  const char* cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "tpc-compile: error: cannot start the linker: %s\n", strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    execlp(cc, cc, "-shared", "-o", output, object, (char*)NULL);
+    fprintf(stderr, "tpc-compile: error: cannot run '%s': %s\n", cc, strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "tpc-compile: error: linking '%s' with '%s -shared' failed\n", output, cc);
+    return false;
+  }
+  return true;
+}
+
+// Translates the lowered module to LLVM IR and writes the requested artifact.
+static bool tpc__emit_native(MlirOperation module, const tpc_compile_options_t* o) {
+  bool ok = false;
+  LLVMContextRef llctx = LLVMContextCreate();
+  LLVMModuleRef mod = mlirTranslateModuleToLLVMIR(module, llctx);
+  LLVMTargetMachineRef tm = NULL;
+  char* triple = LLVMGetDefaultTargetTriple();
+  char* error = NULL;
+  char tmpdir[] = "/tmp/tpc-compile-XXXXXX";
+  char object[sizeof tmpdir + 16] = "";
+  if (!mod) {
+    fprintf(stderr, "%s: error: cannot translate the lowered module to LLVM IR\n", o->input);
+    goto done;
+  }
+  if (!strcmp(o->emit, "llvm")) {
+    if (LLVMPrintModuleToFile(mod, o->output, &error)) {
+      fprintf(stderr, "tpc-compile: error: cannot write '%s': %s\n", o->output, error);
+      goto done;
+    }
+    ok = true;
+    goto done;
+  }
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  LLVMTargetRef target;
+  if (LLVMGetTargetFromTriple(triple, &target, &error)) {
+    fprintf(stderr, "tpc-compile: error: no LLVM target for '%s': %s\n", triple, error);
+    goto done;
+  }
+  tm = LLVMCreateTargetMachine(target, triple, o->cpu, "", LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+  if (!tm) {
+    fprintf(stderr, "tpc-compile: error: cannot create a target machine for %s (cpu %s)\n", triple, o->cpu);
+    goto done;
+  }
+  LLVMSetTarget(mod, triple);
+  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+  char* layout_str = LLVMCopyStringRepOfTargetData(layout);
+  LLVMSetDataLayout(mod, layout_str);
+  LLVMDisposeMessage(layout_str);
+  LLVMDisposeTargetData(layout);
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &error)) {
+    fprintf(stderr, "tpc-compile: internal error: invalid LLVM IR: %s\n", error);
+    goto done;
+  }
+  const char* obj_path = o->output;
+  if (!strcmp(o->emit, "so")) {
+    if (!mkdtemp(tmpdir)) {
+      fprintf(stderr, "tpc-compile: error: cannot create a temporary directory: %s\n", strerror(errno));
+      goto done;
+    }
+    snprintf(object, sizeof object, "%s/module.o", tmpdir);
+    obj_path = object;
+  }
+  if (LLVMTargetMachineEmitToFile(tm, mod, (char*)obj_path, LLVMObjectFile, &error)) {
+    fprintf(stderr, "tpc-compile: error: cannot emit '%s': %s\n", obj_path, error);
+    goto done;
+  }
+  ok = strcmp(o->emit, "so") != 0 || tpc__link(object, o->output);
+
+done:
+  if (object[0]) {
+    unlink(object);
+    rmdir(tmpdir);
+  }
+  if (error) LLVMDisposeMessage(error);
+  if (tm) LLVMDisposeTargetMachine(tm);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMDisposeMessage(triple);
+  LLVMContextDispose(llctx);
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  tpc_compile_options_t opts;
+  memset(&opts, 0, sizeof opts);
+  int parsed = tpc__parse_args(argc, argv, &opts);
+  if (parsed <= 0) return parsed == 0 ? 0 : 2;
+  size_t len = 0;
+  char* text = tpc__read_file(opts.input, &len);
+  if (!text) return 1;
+
+  tpc_pipeline_init();
+  MlirContext ctx = mlirContextCreate();
+  tpc_diag_counts_t diags = {0, 0, opts.input};
+  tpc_diagnostics_attach(ctx, &diags);
+  int rc = 1;
+  MlirModule module = {NULL};
+  if (mlirLogicalResultIsFailure(tpc_dialect_load(ctx))) {
+    fprintf(stderr, "tpc-compile: internal error: the embedded tp dialect definition does not load\n");
+    goto done;
+  }
+  mlirRegisterAllLLVMTranslations(ctx);
+  module = tpc_parse_module(ctx, text, len, opts.input);
+  if (mlirModuleIsNull(module)) goto done;
+  MlirOperation op = mlirModuleGetOperation(module);
+  if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  char error[512];
+  bool ok = tpc_pipeline_add(pm, tpc_pipeline_lookup(opts.pipeline)->passes, false, error, sizeof error);
+  if (!ok) fprintf(stderr, "tpc-compile: error: %s\n", error);
+  ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, op));
+  mlirPassManagerDestroy(pm);
+  if (!ok) goto done;
+  if (!strcmp(opts.emit, "mlir")) {
+    FILE* f = fopen(opts.output, "w");
+    if (!f) {
+      fprintf(stderr, "tpc-compile: error: cannot write '%s': %s\n", opts.output, strerror(errno));
+      goto done;
+    }
+    mlirOperationPrint(op, tpc__write_cb, f);
+    fputc('\n', f);
+    rc = fclose(f) == 0 ? 0 : 1;
+    goto done;
+  }
+  rc = tpc__emit_native(op, &opts) ? 0 : 1;
+
+done:
+  if (!mlirModuleIsNull(module)) mlirModuleDestroy(module);
+  mlirContextDestroy(ctx);
+  free(text);
+  return rc;
+}
