@@ -34,6 +34,13 @@
 
 #define TPC_MAX_VALUES 4096
 
+/// Pass options: |poison| makes the lowered code overwrite every arena buffer with 0xFF bytes
+/// right after its last use, so that a plan that lets a live buffer share bytes with a dead one
+/// shows up as NaNs / wrong results (the memory-plan tests run both ways and compare).
+typedef struct {
+  bool poison;
+} tpc__lower_options_t;
+
 typedef enum { TPC_STORE_ARG, TPC_STORE_RESULT, TPC_STORE_ARENA, TPC_STORE_ALIAS } tpc__store_t;
 
 typedef struct {
@@ -375,7 +382,7 @@ static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, char* bu
 
 // Lowers one function; appends globals and declarations to |globals| and the entry to |funcs|.
 static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals, tpc_text_t* funcs,
-                                         bool declared[TPC_OP_COUNT + 1], cJSON* json_funcs) {
+                                         bool declared[TPC_OP_COUNT + 2], cJSON* json_funcs, bool poison) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(L->func, 0));
   MlirOperation ret;
   if (mlirLogicalResultIsFailure(tpc__analyze(L, body, &ret))) return mlirLogicalResultFailure();
@@ -407,7 +414,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
       tpc_text_printf(&b, "    %%m%d = llvm.getelementptr %%arena[%lld] : (!llvm.ptr) -> !llvm.ptr, i8\n", v,
                       (long long)L->buffers[L->values[v].index].offset);
 
-  int block = 0, desc_index = 0;
+  int block = 0, desc_index = 0, op_index = 0;
   char slots[64][32];
   char gname[128];
   bool ok = true;
@@ -444,6 +451,24 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
       declared[kind] = true;
     }
     tpc__emit_call(&b, &block, callee, slots, s, gname);
+    ++op_index;
+    // Debug mode: poison the arena buffers that died with this op.
+    for (int v = 0; poison && v < L->num_values; ++v) {
+      if (L->values[v].store != TPC_STORE_ARENA || L->buffers[L->values[v].index].last_use != op_index - 1) continue;
+      tpc__desc_t pd = {{0}, 0, false};
+      tpc__desc_push(&pd, TPRT_ABI_DESC_MAGIC);
+      tpc__desc_push(&pd, 1);
+      tpc__desc_tensor(&pd, L->values[v].tensor);
+      tpc__desc_push(&pd, 0);
+      snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+      tpc__emit_desc_global(globals, gname, &pd);
+      if (!declared[TPC_OP_COUNT + 1]) {
+        tpc_text_printf(globals, "  func.func private @tprt_abi_poison(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n");
+        declared[TPC_OP_COUNT + 1] = true;
+      }
+      tpc__pointer_of(L, v, slots[0], sizeof slots[0]);
+      tpc__emit_call(&b, &block, "tprt_abi_poison", slots, 1, gname);
+    }
   }
   // Results that are arguments, future aliases or returned twice are copied into place.
   for (int j = 0; ok && j < nres; ++j) {
@@ -530,7 +555,6 @@ static void tpc__json_module_attrs(cJSON* root, MlirOperation module) {
 }
 
 static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
-  (void)options;
   MlirModule m = mlirModuleFromOperation(module);
   if (mlirModuleIsNull(m)) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-lower-runtime runs on a builtin.module");
@@ -548,7 +572,7 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
   tpc__json_module_attrs(root, module);
   cJSON* json_funcs = cJSON_AddArrayToObject(root, "functions");
   tpc_text_t globals = {0}, funcs = {0};
-  bool declared[TPC_OP_COUNT + 1] = {false};
+  bool declared[TPC_OP_COUNT + 2] = {false};
   bool ok = true;
   int64_t arena = 0;
   for (MlirOperation o = mlirBlockGetFirstOperation(top); ok && !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
@@ -558,7 +582,8 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
     memset(L, 0, sizeof *L);
     L->func = o;
     L->module = module;
-    ok = mlirLogicalResultIsSuccess(tpc__lower_func(L, &globals, &funcs, declared, json_funcs));
+    ok = mlirLogicalResultIsSuccess(
+        tpc__lower_func(L, &globals, &funcs, declared, json_funcs, options && ((tpc__lower_options_t*)options)->poison));
     if (L->arena_bytes > arena) arena = L->arena_bytes;
   }
   char* json = ok ? cJSON_PrintUnformatted(root) : NULL;
@@ -616,3 +641,14 @@ static tpc_pass_info_t tpc__lower_runtime_info = {
 };
 
 MlirPass tpc_create_lower_runtime_pass(void) { return tpc_pass_create(&tpc__lower_runtime_info, NULL); }
+
+static tpc__lower_options_t tpc__poison_options = {.poison = true};
+static tpc_pass_info_t tpc__lower_runtime_poison_info = {
+    .argument = "tp-lower-runtime-poison",
+    .description = "tp-lower-runtime, plus poisoning of every arena buffer after its last use (memory-plan debugging)",
+    .run = tpc__lower_run,
+};
+
+MlirPass tpc_create_lower_runtime_poison_pass(void) {
+  return tpc_pass_create(&tpc__lower_runtime_poison_info, &tpc__poison_options);
+}

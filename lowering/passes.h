@@ -15,6 +15,10 @@ MlirPass tpc_create_verify_pass(void);
 /// of the runtime ABI (runtime/tprt_abi.h); run upstream convert-to-llvm after it.
 MlirPass tpc_create_lower_runtime_pass(void);
 
+/// tp-lower-runtime-poison: tp-lower-runtime that also overwrites each arena buffer with 0xFF
+/// after its last use, to prove in tests that the memory plan never reuses live bytes.
+MlirPass tpc_create_lower_runtime_poison_pass(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,8 @@ const tpc_pass_entry_t tpc_pass_registry[] = {
      tpc_create_verify_pass},
     {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
      tpc_create_lower_runtime_pass},
+    {"tp-lower-runtime-poison", "tp-lower-runtime that poisons every arena buffer after its last use (debugging)",
+     tpc_create_lower_runtime_poison_pass},
     {NULL, NULL, NULL},
 };
 
@@ -21,6 +23,8 @@ const tpc_pipeline_entry_t tpc_pipeline_registry[] = {
     {"verify", "Verify a module and print it unchanged", "tp-verify"},
     {"lower-cpu", "Lower a per-rank module to LLVM dialect calling the runtime ABI",
      "tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
+    {"lower-cpu-poison", "lower-cpu with dead arena buffers poisoned after their last use (memory-plan checks)",
+     "tp-lower-runtime-poison,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {NULL, NULL, NULL},
 };
 

@@ -56,6 +56,10 @@ TPRT_ABI_OPS(TPRT__ABI_DECLARE)
 /// or the same value twice.
 int32_t tprt_abi_copy(tprt_exec_t* exec, void* const* buffers, const int64_t* desc);
 
+/// Fills slot 0 with 0xFF bytes (NaN for floats); emitted after a buffer's last use by the
+/// tp-lower-runtime-poison pass to prove that the memory plan never reuses live bytes.
+int32_t tprt_abi_poison(tprt_exec_t* exec, void* const* buffers, const int64_t* desc);
+
 #ifdef __cplusplus
 }
 #endif

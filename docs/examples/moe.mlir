@@ -2,8 +2,9 @@
 // permuted into expert order, a grouped SwiGLU FFN per expert, and the weighted combine.
 // 16 tokens, hidden 128, expert FFN 64 (FC1 has 2 x 64 rows per expert).
 module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
-  func.func @moe(%x: tensor<16x128xbf16>, %router: tensor<4x128xbf16>,
-                 %w1: tensor<4x128x128xbf16>, %w2: tensor<4x128x64xbf16>) -> tensor<16x128xbf16> {
+  func.func @moe(%x: tensor<16x128xbf16> {tp.name = "x"}, %router: tensor<4x128xbf16> {tp.name = "router"},
+                 %w1: tensor<4x128x128xbf16> {tp.name = "w1"}, %w2: tensor<4x128x64xbf16> {tp.name = "w2"})
+      -> (tensor<16x128xbf16> {tp.name = "y"}) {
     %logits = "tp.linear"(%x, %router)
         : (tensor<16x128xbf16>, tensor<4x128xbf16>) -> tensor<16x4xbf16>
     %idx, %wts = "tp.moe_route"(%logits) {top_k = 2 : i64, normalize = true}

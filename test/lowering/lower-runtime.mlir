@@ -1,0 +1,71 @@
+// RUN: tpc-opt %s --tp-lower-runtime --split-input-file | FileCheck %s
+
+/// [Pattern: every tp op -> one runtime ABI call with a static descriptor]
+/// IN:  "tp.rmsnorm", "tp.linear", "tp.glu", "tp.linear", "tp.add"
+/// OUT: func.call @tprt_abi_<op>(%exec, %slots, @__tpc_desc_*) in program order, each checked.
+
+/// The arena holds the four intermediates; FC2's output reuses the rmsnorm output's bytes
+/// (dead once FC1 has read it), so the arena is 4096 + 16384 + 8192 bytes, not 4 buffers' worth.
+// CHECK-LABEL: module attributes {tp.arena_bytes = 28672 : i64
+// CHECK-DAG:   func.func private @tprt_abi_rmsnorm(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-DAG:   func.func private @tprt_abi_linear(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-LABEL: func.func @tpc_entry_mlp(
+// CHECK-DAG:     %[[NORM:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-DAG:     %[[FC1:.*]] = llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-DAG:     %[[ACT:.*]] = llvm.getelementptr %{{.*}}[20480] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         call @tprt_abi_rmsnorm(
+// CHECK:         call @tprt_abi_linear(
+// CHECK:         call @tprt_abi_glu(
+// CHECK:         call @tprt_abi_linear(
+// CHECK:         call @tprt_abi_add(
+// CHECK:         return
+// CHECK:       llvm.mlir.global external constant @tpc_module_info("{\22abi\22:1,
+module {
+  func.func @mlp(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>,
+                 %w1: tensor<512x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
+    %h = "tp.rmsnorm"(%x, %gamma) {eps = 1.0e-05 : f32} : (tensor<16x128xbf16>, tensor<128xbf16>) -> tensor<16x128xbf16>
+    %u = "tp.linear"(%h, %w1) : (tensor<16x128xbf16>, tensor<512x128xbf16>) -> tensor<16x512xbf16>
+    %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
+    %d = "tp.linear"(%a, %w2) : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+    %y = "tp.add"(%x, %d) : (tensor<16x128xbf16>, tensor<16x128xbf16>) -> tensor<16x128xbf16>
+    return %y : tensor<16x128xbf16>
+  }
+}
+
+// -----
+
+/// A returned argument and a value returned twice are copied into the result buffers; the
+/// first return of an op result is written in place (no arena, no copy).
+// CHECK-LABEL: module attributes {tp.arena_bytes = 0 : i64
+// CHECK-LABEL: func.func @tpc_entry_returns(
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_copy(
+// CHECK:         call @tprt_abi_copy(
+// CHECK-NOT:     call @tprt_abi_copy(
+// CHECK:         return
+func.func @returns(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %y = "tp.add"(%x, %x) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y, %y, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+/// tp.wait's result shares the storage the future names; the collective's mesh and axes become
+/// the descriptor entries: slots [f32 4x8] [f32 16x8], then 4 attributes: mesh [rank 2: 2, 4],
+/// axes as a bitmask (tp is axis 1 -> 2), dim 0 and the default order "any" (0).
+// CHECK-LABEL: module attributes {tp.arena_bytes = 512 : i64
+// CHECK:       llvm.mlir.global internal constant @__tpc_desc_gather_0(dense<[{{[0-9]+}}, 2, 2, 2, 4, 8, 2, 2, 16, 8, 4, 3, 2, 2, 4, 1, 2, 1, 0, 1, 0]>
+// CHECK-LABEL: func.func @tpc_entry_gather(
+// CHECK:         %[[BUF:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         call @tprt_abi_all_gather_start(
+// CHECK:         llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:         call @tprt_abi_wait(
+// CHECK:         call @tprt_abi_copy(
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 4>} : () -> ()
+func.func @gather(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  %f = "tp.all_gather_start"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<4x8xf32>) -> !tp.future<tensor<16x8xf32>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<16x8xf32>>) -> tensor<16x8xf32>
+  return %y : tensor<16x8xf32>
+}
+
