@@ -330,7 +330,8 @@ static void write_runtime_header(FILE* h) {
   for (int i = 0; i < num_ops; ++i) {
     const op_t* op = &ops[i];
     upper(up, op->name);
-    fprintf(h, "\n// tp.%s\n#define TPRT_%s_NUM_SLOTS %d\n", op->name, up, op->num_operands + op->num_results);
+    fprintf(h, "\n// tp.%s\n#define TPRT_%s_NAME \"tp.%s\"\n#define TPRT_%s_NUM_SLOTS %d\n", op->name, up, op->name,
+            up, op->num_operands + op->num_results);
     for (int s = 0; s < op->num_operands; ++s) {
       upper(up2, op->operands[s].name);
       fprintf(h, "#define TPRT_%s_SLOT_%s %d\n", up, up2, s);

@@ -22,6 +22,7 @@
 #define TPRT_ORDER_CANONICAL 1
 
 // tp.mesh
+#define TPRT_MESH_NAME "tp.mesh"
 #define TPRT_MESH_NUM_SLOTS 0
 #define TPRT_MESH_NUM_ATTRS 3
 #define TPRT_MESH_ATTR_SYM_NAME 0
@@ -29,6 +30,7 @@
 #define TPRT_MESH_ATTR_SHAPE 2
 
 // tp.linear
+#define TPRT_LINEAR_NAME "tp.linear"
 #define TPRT_LINEAR_NUM_SLOTS 4
 #define TPRT_LINEAR_SLOT_X 0
 #define TPRT_LINEAR_SLOT_W 1
@@ -40,6 +42,7 @@
 #define TPRT_LINEAR_ATTR_SEQUENCE_PARALLEL 2
 
 // tp.grouped_linear
+#define TPRT_GROUPED_LINEAR_NAME "tp.grouped_linear"
 #define TPRT_GROUPED_LINEAR_NUM_SLOTS 4
 #define TPRT_GROUPED_LINEAR_SLOT_X 0
 #define TPRT_GROUPED_LINEAR_SLOT_W 1
@@ -50,6 +53,7 @@
 #define TPRT_GROUPED_LINEAR_ATTR_PARTIAL 1
 
 // tp.glu
+#define TPRT_GLU_NAME "tp.glu"
 #define TPRT_GLU_NUM_SLOTS 2
 #define TPRT_GLU_SLOT_X 0
 #define TPRT_GLU_SLOT_Y 1
@@ -60,6 +64,7 @@
 #define TPRT_GLU_ATTR_LIMIT 3
 
 // tp.rmsnorm
+#define TPRT_RMSNORM_NAME "tp.rmsnorm"
 #define TPRT_RMSNORM_NUM_SLOTS 3
 #define TPRT_RMSNORM_SLOT_X 0
 #define TPRT_RMSNORM_SLOT_GAMMA 1
@@ -68,6 +73,7 @@
 #define TPRT_RMSNORM_ATTR_EPS 0
 
 // tp.layernorm
+#define TPRT_LAYERNORM_NAME "tp.layernorm"
 #define TPRT_LAYERNORM_NUM_SLOTS 4
 #define TPRT_LAYERNORM_SLOT_X 0
 #define TPRT_LAYERNORM_SLOT_GAMMA 1
@@ -77,6 +83,7 @@
 #define TPRT_LAYERNORM_ATTR_EPS 0
 
 // tp.add
+#define TPRT_ADD_NAME "tp.add"
 #define TPRT_ADD_NUM_SLOTS 3
 #define TPRT_ADD_SLOT_LHS 0
 #define TPRT_ADD_SLOT_RHS 1
@@ -84,6 +91,7 @@
 #define TPRT_ADD_NUM_ATTRS 0
 
 // tp.mul
+#define TPRT_MUL_NAME "tp.mul"
 #define TPRT_MUL_NUM_SLOTS 3
 #define TPRT_MUL_SLOT_LHS 0
 #define TPRT_MUL_SLOT_RHS 1
@@ -91,6 +99,7 @@
 #define TPRT_MUL_NUM_ATTRS 0
 
 // tp.quantize
+#define TPRT_QUANTIZE_NAME "tp.quantize"
 #define TPRT_QUANTIZE_NUM_SLOTS 4
 #define TPRT_QUANTIZE_SLOT_X 0
 #define TPRT_QUANTIZE_SLOT_DATA 1
@@ -101,6 +110,7 @@
 #define TPRT_QUANTIZE_ATTR_AXIS 1
 
 // tp.dequantize
+#define TPRT_DEQUANTIZE_NAME "tp.dequantize"
 #define TPRT_DEQUANTIZE_NUM_SLOTS 4
 #define TPRT_DEQUANTIZE_SLOT_DATA 0
 #define TPRT_DEQUANTIZE_SLOT_SCALE 1
@@ -111,6 +121,7 @@
 #define TPRT_DEQUANTIZE_ATTR_AXIS 1
 
 // tp.moe_route
+#define TPRT_MOE_ROUTE_NAME "tp.moe_route"
 #define TPRT_MOE_ROUTE_NUM_SLOTS 3
 #define TPRT_MOE_ROUTE_SLOT_LOGITS 0
 #define TPRT_MOE_ROUTE_SLOT_INDICES 1
@@ -120,6 +131,7 @@
 #define TPRT_MOE_ROUTE_ATTR_NORMALIZE 1
 
 // tp.moe_permute
+#define TPRT_MOE_PERMUTE_NAME "tp.moe_permute"
 #define TPRT_MOE_PERMUTE_NUM_SLOTS 5
 #define TPRT_MOE_PERMUTE_SLOT_X 0
 #define TPRT_MOE_PERMUTE_SLOT_INDICES 1
@@ -129,6 +141,7 @@
 #define TPRT_MOE_PERMUTE_NUM_ATTRS 0
 
 // tp.moe_unpermute
+#define TPRT_MOE_UNPERMUTE_NAME "tp.moe_unpermute"
 #define TPRT_MOE_UNPERMUTE_NUM_SLOTS 4
 #define TPRT_MOE_UNPERMUTE_SLOT_Y 0
 #define TPRT_MOE_UNPERMUTE_SLOT_ROW_MAP 1
@@ -137,6 +150,7 @@
 #define TPRT_MOE_UNPERMUTE_NUM_ATTRS 0
 
 // tp.all_reduce
+#define TPRT_ALL_REDUCE_NAME "tp.all_reduce"
 #define TPRT_ALL_REDUCE_NUM_SLOTS 2
 #define TPRT_ALL_REDUCE_SLOT_INPUT 0
 #define TPRT_ALL_REDUCE_SLOT_OUTPUT 1
@@ -146,6 +160,7 @@
 #define TPRT_ALL_REDUCE_ATTR_ORDER 2
 
 // tp.all_gather
+#define TPRT_ALL_GATHER_NAME "tp.all_gather"
 #define TPRT_ALL_GATHER_NUM_SLOTS 2
 #define TPRT_ALL_GATHER_SLOT_INPUT 0
 #define TPRT_ALL_GATHER_SLOT_OUTPUT 1
@@ -156,6 +171,7 @@
 #define TPRT_ALL_GATHER_ATTR_ORDER 3
 
 // tp.reduce_scatter
+#define TPRT_REDUCE_SCATTER_NAME "tp.reduce_scatter"
 #define TPRT_REDUCE_SCATTER_NUM_SLOTS 2
 #define TPRT_REDUCE_SCATTER_SLOT_INPUT 0
 #define TPRT_REDUCE_SCATTER_SLOT_OUTPUT 1
@@ -166,6 +182,7 @@
 #define TPRT_REDUCE_SCATTER_ATTR_ORDER 3
 
 // tp.all_to_all
+#define TPRT_ALL_TO_ALL_NAME "tp.all_to_all"
 #define TPRT_ALL_TO_ALL_NUM_SLOTS 2
 #define TPRT_ALL_TO_ALL_SLOT_INPUT 0
 #define TPRT_ALL_TO_ALL_SLOT_OUTPUT 1
@@ -177,6 +194,7 @@
 #define TPRT_ALL_TO_ALL_ATTR_ORDER 4
 
 // tp.all_gather_start
+#define TPRT_ALL_GATHER_START_NAME "tp.all_gather_start"
 #define TPRT_ALL_GATHER_START_NUM_SLOTS 2
 #define TPRT_ALL_GATHER_START_SLOT_INPUT 0
 #define TPRT_ALL_GATHER_START_SLOT_FUTURE 1
@@ -187,6 +205,7 @@
 #define TPRT_ALL_GATHER_START_ATTR_ORDER 3
 
 // tp.reduce_scatter_start
+#define TPRT_REDUCE_SCATTER_START_NAME "tp.reduce_scatter_start"
 #define TPRT_REDUCE_SCATTER_START_NUM_SLOTS 2
 #define TPRT_REDUCE_SCATTER_START_SLOT_INPUT 0
 #define TPRT_REDUCE_SCATTER_START_SLOT_FUTURE 1
@@ -197,12 +216,14 @@
 #define TPRT_REDUCE_SCATTER_START_ATTR_ORDER 3
 
 // tp.wait
+#define TPRT_WAIT_NAME "tp.wait"
 #define TPRT_WAIT_NUM_SLOTS 2
 #define TPRT_WAIT_SLOT_FUTURE 0
 #define TPRT_WAIT_SLOT_VALUE 1
 #define TPRT_WAIT_NUM_ATTRS 0
 
 // tp.fused_allreduce_add_rmsnorm
+#define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NAME "tp.fused_allreduce_add_rmsnorm"
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NUM_SLOTS 5
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL 0
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL 1
@@ -216,6 +237,7 @@
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER 3
 
 // tp.fused_reduce_scatter_add_rmsnorm
+#define TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_NAME "tp.fused_reduce_scatter_add_rmsnorm"
 #define TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_NUM_SLOTS 5
 #define TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_PARTIAL 0
 #define TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL 1
@@ -229,6 +251,7 @@
 #define TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER 3
 
 // tp.fused_grouped_mlp
+#define TPRT_FUSED_GROUPED_MLP_NAME "tp.fused_grouped_mlp"
 #define TPRT_FUSED_GROUPED_MLP_NUM_SLOTS 5
 #define TPRT_FUSED_GROUPED_MLP_SLOT_X 0
 #define TPRT_FUSED_GROUPED_MLP_SLOT_W1 1

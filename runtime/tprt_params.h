@@ -1,0 +1,41 @@
+// Environment knobs of libtprt. Every knob is declared once, here, and defined once in
+// tprt_params.c with TPRT_PARAM (NCCL's NCCL_PARAM): the variable is TPRT_<ENV>, read on first
+// use and cached, so there are no scattered getenv calls. docs/runtime.md lists every knob.
+// Thread safety: the getters are thread-safe; the environment is read once per process, so
+// setting a variable after its first use has no effect.
+#ifndef TPRT_PARAMS_H_
+#define TPRT_PARAMS_H_
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Returns the integer value of environment variable |name|, or |default_value| when it is unset,
+/// empty or not an integer (the latter with a warning on stderr). Caches the result in |cache|
+/// and |state| (used by TPRT_PARAM).
+int64_t tprt__param_load(const char* name, int64_t default_value, _Atomic int64_t* cache, atomic_int* state);
+
+/// Declares the getter of a knob: int64_t tprt_param_<name>(void).
+#define TPRT_PARAM_DECLARE(name) int64_t tprt_param_##name(void)
+
+/// Defines the getter of knob |name| read from environment variable "TPRT_" |env|, defaulting
+/// to |default_value|. Use once per knob, in tprt_params.c.
+#define TPRT_PARAM(name, env, default_value)                                           \
+  int64_t tprt_param_##name(void) {                                                    \
+    static _Atomic int64_t tprt__cache;                                                \
+    static atomic_int tprt__state;                                                     \
+    return tprt__param_load("TPRT_" env, (default_value), &tprt__cache, &tprt__state); \
+  }
+
+/// Seconds a collective waits for the rest of its group before it fails with
+/// DEADLINE_EXCEEDED (TPRT_COLLECTIVE_TIMEOUT_S, default 600; 0 or less waits forever).
+TPRT_PARAM_DECLARE(collective_timeout_s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPRT_PARAMS_H_
