@@ -15,6 +15,10 @@ extern "C" {
 #define TPC_MODULE_ATTR_CHUNKS "tp.chunks"
 /// Module attribute naming the quantization recipe.
 #define TPC_MODULE_ATTR_RECIPE "tp.recipe"
+/// Module attribute set by tp-lower-runtime: the arena bytes one rank needs.
+#define TPC_MODULE_ATTR_ARENA_BYTES "tp.arena_bytes"
+/// Argument / result attribute naming a function's tensors (safetensors keys, output names).
+#define TPC_ARG_ATTR_NAME "tp.name"
 /// The default of tp.chunks when a module does not set it.
 #define TPC_DEFAULT_CHUNKS 8
 

@@ -369,7 +369,7 @@ static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, char* bu
   if (!mlirAttributeIsNull(attrs) && mlirAttributeIsAArray(attrs) && i < mlirArrayAttrGetNumElements(attrs)) {
     MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
     MlirAttribute n = mlirAttributeIsADictionary(dict)
-                          ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString("tp.name"))
+                          ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
                           : (MlirAttribute){NULL};
     if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
       MlirStringRef s = mlirStringAttrGetValue(n);
@@ -618,7 +618,7 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
     }
     mlirModuleDestroy(lowered);
     MlirContext ctx = mlirOperationGetContext(module);
-    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("tp.arena_bytes"),
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_ARENA_BYTES),
                                     mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), arena));
   }
   cJSON_free(json);
