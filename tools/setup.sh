@@ -15,6 +15,7 @@ have python3 || need+=(python3)
 [ -x "$LLVM/bin/mlir-opt" ] || need+=(mlir-22-tools)
 [ -f "$LLVM/lib/libLLVM.so" ] || need+=(llvm-22-dev)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+/usr/bin/python3 -c "import numpy" 2>/dev/null || need+=(python3-numpy)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
 
 if [ ${#need[@]} -eq 0 ]; then

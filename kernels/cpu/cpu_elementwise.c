@@ -1,0 +1,65 @@
+// Elementwise kernels: tprt_cpu_add, tprt_cpu_mul (f32 result of the two widened operands,
+// rounded once) and the counter-based initialiser tprt_cpu_fill_philox.
+#include <math.h>
+#include <stdio.h>
+
+#include "tprt_cpu_internal.h"
+#include "tprt_cpu_kernels.h"
+
+static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
+                                       bool mul) {
+  char sa[96], sb[96];
+  tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "b", b, a->rank, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
+  if (s) return s;
+  if (!tprt_tensor_same_layout(a, b))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
+                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
+  if (!tprt_tensor_same_layout(a, c))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s; got %s", op,
+                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(c, sb, sizeof sb));
+  int64_t n = tprt_tensor_numel(a);
+  for (int64_t i = 0; i < n; ++i) {
+    float x = tprt__ld(a->data, a->dtype, i), y = tprt__ld(b->data, b->dtype, i);
+    tprt__st(c->data, c->dtype, i, mul ? x * y : x + y);
+  }
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
+  return tprt__elementwise("add", a, b, c, false);
+}
+
+tprt_status_t tprt_cpu_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
+  return tprt__elementwise("mul", a, b, c, true);
+}
+
+tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
+                                   int64_t row_offset, int64_t col_offset, int64_t logical_cols) {
+  const char* op = "fill_philox";
+  char a[96];
+  tprt_status_t s = tprt__check(op, "t", t, -1, TPRT__FLOATS);
+  if (s) return s;
+  if (!isfinite(lo) || !isfinite(hi))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lo=%g and hi=%g must be finite", op, (double)lo,
+                            (double)hi);
+  int64_t cols = t->dims[t->rank - 1];
+  int64_t rows = cols == 0 ? 0 : tprt_tensor_numel(t) / cols;
+  if (row_offset < 0 || col_offset < 0 || logical_cols < 0 || col_offset + cols > logical_cols)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: the block at (row_offset=%lld, col_offset=%lld) of t %s does not fit in "
+                            "logical_cols=%lld",
+                            op, (long long)row_offset, (long long)col_offset, tprt__shape_str(t, a, sizeof a),
+                            (long long)logical_cols);
+  float range = hi - lo;
+  for (int64_t i = 0; i < rows; ++i) {
+    uint64_t base = (uint64_t)(row_offset + i) * (uint64_t)logical_cols + (uint64_t)col_offset;
+    for (int64_t j = 0; j < cols; ++j) {
+      float u = tprt_philox_uniform(seed, stream, base + (uint64_t)j);
+      tprt__st(t->data, t->dtype, i * cols + j, fmaf(range, u, lo));
+    }
+  }
+  return NULL;
+}

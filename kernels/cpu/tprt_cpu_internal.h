@@ -1,0 +1,73 @@
+// Helpers shared by the CPU kernel files (not part of libtprt's API): element loads and stores
+// through f32, argument validation with precise messages, scratch memory.
+#ifndef TPRT_CPU_INTERNAL_H_
+#define TPRT_CPU_INTERNAL_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tprt_dtype.h"
+#include "tprt_numerics.h"
+#include "tprt_status.h"
+#include "tprt_tensor.h"
+
+/// Dtype masks for validation.
+#define TPRT__M(d) (1u << (d))
+#define TPRT__FLOATS (TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32))
+
+/// Loads element |i| of float storage |p| of |dtype| (bf16, f16 or f32) as f32, exactly.
+static inline float tprt__ld(const void* p, int dtype, int64_t i) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      return tprt_bf16_to_f32(((const uint16_t*)p)[i]);
+    case TPRT_DTYPE_F16:
+      return tprt_f16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const float*)p)[i];
+  }
+}
+
+/// Stores |v| rounded (RNE) to |dtype| at element |i| of |p|.
+static inline void tprt__st(void* p, int dtype, int64_t i, float v) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      ((uint16_t*)p)[i] = tprt_f32_to_bf16(v);
+      break;
+    case TPRT_DTYPE_F16:
+      ((uint16_t*)p)[i] = tprt_f32_to_f16(v);
+      break;
+    default:
+      ((float*)p)[i] = v;
+      break;
+  }
+}
+
+/// Widens n elements starting at element |offset| of |p| into out[0..n).
+void tprt__ld_row(const void* p, int dtype, int64_t offset, int64_t n, float* out);
+
+/// Rounds in[0..n) into n elements of |p| starting at element |offset|.
+void tprt__st_row(void* p, int dtype, int64_t offset, int64_t n, const float* in);
+
+/// Formats |t|'s shape and dtype as "[16,64] bf16" into |buf| and returns it.
+const char* tprt__shape_str(const tprt_tensor_t* t, char* buf, size_t size);
+
+/// Checks that |t| is non-NULL, has |rank| (or any rank >= 1 when rank < 0), a dtype in |dtypes|,
+/// non-negative dims and data unless empty. Messages read "<op>: <name> must be ...; got ...".
+tprt_status_t tprt__check(const char* op, const char* name, const tprt_tensor_t* t, int rank, unsigned dtypes);
+
+/// Checks that |t| has exactly |rank| dims equal to |dims|; |what| says where they come from
+/// ("[M,N] = [4,8]"). Message: "<op>: <name> must be <what>; got [..] dtype".
+tprt_status_t tprt__check_dims(const char* op, const char* name, const tprt_tensor_t* t, int rank, const int64_t* dims,
+                               const char* what);
+
+/// Returns the spelling of a set of dtypes ("bf16, f16 or f32").
+const char* tprt__dtypes_str(unsigned dtypes, char* buf, size_t size);
+
+/// Allocates |bytes| of uninitialized scratch with the system allocator (RESOURCE_EXHAUSTED).
+tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr);
+
+/// Frees scratch from tprt__scratch (NULL-safe).
+void tprt__scratch_free(void* ptr);
+
+#endif  // TPRT_CPU_INTERNAL_H_

@@ -1,0 +1,139 @@
+// The CPU kernels of libtprt: reference implementations of every tp op in exact mode. Their
+// results are tpc's bits: every CUDA exact-mode kernel must reproduce them (docs/numerics.md).
+//
+// Conventions shared by every kernel:
+// - Tensors are dense row-major views (tprt_tensor.h) that the caller owns; inputs are const.
+//   Float storage is bf16, f16 or f32; values are widened to f32 exactly, computed in f32 in the
+//   order docs/numerics.md defines, and rounded once (RNE) to the output's dtype.
+// - Shapes and dtypes are validated first; a violation returns INVALID_ARGUMENT with a message
+//   that names the op, the tensor and the values, and leaves the outputs untouched. A failed
+//   scratch allocation returns RESOURCE_EXHAUSTED. Kernels never abort.
+// - Outputs must not overlap inputs, except tprt_cpu_add / tprt_cpu_mul, where c may be a or b.
+// - Thread safety: a kernel runs on the calling thread only (each rank is a thread already), so
+//   results cannot depend on a thread count; concurrent calls on disjoint outputs are safe.
+#ifndef TPRT_CPU_KERNELS_H_
+#define TPRT_CPU_KERNELS_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tprt_status.h"
+#include "tprt_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Activation of tprt_cpu_glu and tprt_cpu_fused_grouped_mlp (the dialect's `kind`).
+typedef enum tprt_glu_kind_e {
+  TPRT_GLU_SWIGLU = 0,       // silu(gate) * up
+  TPRT_GLU_GEGLU = 1,        // gelu_tanh(gate) * up
+  TPRT_GLU_QUICK_GEGLU = 2,  // TE ClampedQGeGLU: g·sigmoid(alpha·g)·(u + 1), g, u clamped by limit
+} tprt_glu_kind_t;
+
+/// Formats of tprt_cpu_quantize / tprt_cpu_dequantize (the dialect's `format`).
+typedef enum tprt_quant_format_e {
+  TPRT_QUANT_FP8_E4M3 = 0,  // per-tensor current scaling, scale = scale_inv f32[1]
+  TPRT_QUANT_FP8_E5M2 = 1,
+  TPRT_QUANT_MXFP8 = 2,  // E4M3 data, E8M0 (RCEIL) scale per 32-element block
+  TPRT_QUANT_NVFP4 = 3,  // E2M1 data, E4M3 scale per 16-element block, f32 global scale
+} tprt_quant_format_t;
+
+/// Scaled axis of a quantization (the dialect's `axis`).
+typedef enum tprt_quant_axis_e {
+  TPRT_QUANT_ROWWISE = 0,     // blocks along K
+  TPRT_QUANT_COLUMNWISE = 1,  // blocks along M
+} tprt_quant_axis_t;
+
+/// y[M,N] = x[M,K]·w[N,K]ᵀ (+ bias[N]) with the canonical K accumulation over |chunks| (a power
+/// of two in [1, TPRT_MAX_CHUNKS]; K need not divide: chunk size ceil(K/chunks), short or empty
+/// trailing chunks act as zero padding). x, w and bias share a float dtype D; y has D, or is f32:
+/// an unreduced partial (the tree sum, unrounded; bias must then be NULL). The bias is added in
+/// f32 after the tree, then the sum is rounded once.
+tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                              tprt_tensor_t* y, int chunks) TPRT_MUST_USE_RESULT;
+
+/// y[T,N] = x[T,K]·w[e,N,K]ᵀ for the rows of each expert e: rows are sorted by expert and
+/// group_sizes[E] (i64, each >= 0, summing to T) counts them. Every row is computed as by
+/// tprt_cpu_linear; y has x's dtype or is an f32 partial.
+tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                      tprt_tensor_t* y, int chunks) TPRT_MUST_USE_RESULT;
+
+/// Gated linear unit over the last dimension: x[...,2F] -> y[...,F] of the same dtype.
+/// |interleave| 0: gate = x[..., 0:F], up = x[..., F:2F]; b > 0 (dividing F): x alternates blocks
+/// of b gate and b up columns. |kind| a tprt_glu_kind_t; |alpha| and |limit| (finite, > 0) are
+/// read only by TPRT_GLU_QUICK_GEGLU.
+tprt_status_t tprt_cpu_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                           float limit) TPRT_MUST_USE_RESULT;
+
+/// y[M,H] = x · rsqrt(mean(x²) + eps) · gamma, row by row with the canonical row reduction.
+/// gamma[H] may have any float dtype; y has x's dtype and shape; eps finite and > 0.
+tprt_status_t tprt_cpu_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y,
+                               float eps) TPRT_MUST_USE_RESULT;
+
+/// y[M,H] = (x - mean) · rsqrt(var + eps) · gamma + beta, two passes (mean, then the variance of
+/// x - mean) with the canonical row reduction; beta has gamma's dtype.
+tprt_status_t tprt_cpu_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
+                                 tprt_tensor_t* y, float eps) TPRT_MUST_USE_RESULT;
+
+/// c = a + b elementwise (same shapes and float dtype; f32 sum rounded once). c may alias a or b.
+tprt_status_t tprt_cpu_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) TPRT_MUST_USE_RESULT;
+
+/// c = a · b elementwise, as tprt_cpu_add.
+tprt_status_t tprt_cpu_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) TPRT_MUST_USE_RESULT;
+
+/// Quantizes x[M,K] (bf16/f16/f32) to |format| (a tprt_quant_format_t) along |axis| (a
+/// tprt_quant_axis_t), writing data, scale (and, for nvfp4, global_scale f32[1]; NULL
+/// otherwise) with the layouts of docs/dialect.md: data [M,K] or, columnwise fp8 / nvfp4, [K,M];
+/// f4 packed two per byte, element 2j in the low nibble; block scales unswizzled and
+/// zero-padded to the dialect's shapes. The amax of fp8 and nvfp4 is taken over x.
+tprt_status_t tprt_cpu_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
+                                tprt_tensor_t* global_scale, int format, int axis) TPRT_MUST_USE_RESULT;
+
+/// The inverse of tprt_cpu_quantize: x = data · scale (· global_scale), rounded once to x's dtype
+/// (bf16/f16/f32, independent of the quantized input's).
+tprt_status_t tprt_cpu_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
+                                  const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format,
+                                  int axis) TPRT_MUST_USE_RESULT;
+
+/// Top-k routing: f32 softmax of logits[T,E] (max-subtracted, canonical row sum), then the
+/// |top_k| largest probabilities in decreasing order (ties to the lower expert index) into
+/// indices[T,k] i32 and weights[T,k] f32, renormalized over the k when |normalize|.
+tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k,
+                                 bool normalize) TPRT_MUST_USE_RESULT;
+
+/// Copies each token once per selected expert: y[T*k,H] (x's dtype) holds the rows ordered by
+/// expert, then token, then slot; group_sizes[E] (i64; E is its length) counts each expert's
+/// rows; row_map[T*k] (i32) gives the source slot t*k+j of every row. indices must be in [0, E).
+tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
+                                   tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) TPRT_MUST_USE_RESULT;
+
+/// The weighted combine: out[t] = sum_j weights[t,j] · y[row of slot (t,j)] with acc = fmaf(w,
+/// y, acc) from +0.0 in increasing j, rounded once to out's dtype (y's). row_map must be a
+/// permutation of the T*k slots.
+tprt_status_t tprt_cpu_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                     tprt_tensor_t* out) TPRT_MUST_USE_RESULT;
+
+/// y[T,H] = grouped_linear(glu(grouped_linear(x, w1)), w2) with x[T,H], w1[E,2F,H], w2[E,H,F]
+/// and the intermediates rounded to x's dtype: bitwise equal to the three kernels in sequence.
+tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                         int64_t interleave, float alpha, float limit, int chunks) TPRT_MUST_USE_RESULT;
+
+/// Copies src to dst (same shape): a byte copy when the dtypes match, otherwise a conversion
+/// between float dtypes through f32 (RNE).
+tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) TPRT_MUST_USE_RESULT;
+
+/// Fills |t| (bf16/f16/f32; rank >= 1, viewed as 2-D [rows, cols] with cols its last dimension)
+/// as the block at (row_offset, col_offset) of a logical [*, logical_cols] tensor: element (i,j)
+/// gets fmaf(hi - lo, u, lo), u = tprt_philox_uniform(seed, stream, (row_offset+i)·logical_cols +
+/// col_offset+j), rounded to t's dtype. Every sharding of a logical tensor therefore sees the same
+/// values.
+tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
+                                   int64_t row_offset, int64_t col_offset, int64_t logical_cols) TPRT_MUST_USE_RESULT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPRT_CPU_KERNELS_H_

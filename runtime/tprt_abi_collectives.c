@@ -1,0 +1,165 @@
+// The runtime ABI of the collectives and the fused collective + add + RMSNorm ops (see
+// tprt_abi.h): descriptor decoding is shared with tprt_abi.c through tprt_abi_impl.h.
+#include <string.h>
+
+#include "tprt_abi_impl.h"
+#include "tprt_collectives.h"
+#include "tprt_cpu_internal.h"
+#include "tprt_cpu_kernels.h"
+
+static void tprt__count_comm(tprt_exec_t* exec, const tprt_tensor_t* in, const tprt_tensor_t* out, uint32_t mask) {
+  // Data-movement accounting for --stats: every rank sends its input once to each peer and
+  // receives each peer's share (an upper bound for tree and ring schedules alike).
+  int g = tprt_rank_group_size(tprt_exec_rank(exec), mask);
+  tprt_exec_stats_t* st = tprt_exec_stats(exec);
+  st->bytes_sent += (int64_t)tprt_tensor_bytes(in) * (g - 1);
+  st->bytes_received += (int64_t)tprt_tensor_bytes(out) * (g - 1) / (g ? g : 1);
+}
+
+#define TPRT__COLLECTIVE_PROLOGUE(OP)                                                   \
+  tprt_call_t c;                                                                        \
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_##OP##_NUM_SLOTS, &c);              \
+  if (!s) s = tprt__check_mesh(exec, &c, TPRT_##OP##_ATTR_MESH);                         \
+  tprt_rank_t* rank = tprt_exec_rank(exec);                                             \
+  (void)rank;                                                                           \
+  uint32_t mask = (uint32_t)tprt__attr(&c, TPRT_##OP##_ATTR_AXES)
+
+int32_t tprt_abi_all_reduce(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(ALL_REDUCE);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_ALL_REDUCE_SLOT_INPUT];
+    s = tprt_all_reduce(rank, mask, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT],
+                        (tprt_order_t)tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_ORDER));
+    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT], mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_ALL_REDUCE_NAME);
+}
+
+int32_t tprt_abi_all_gather(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(ALL_GATHER);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_SLOT_INPUT];
+    s = tprt_all_gather(rank, mask, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM));
+    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_ALL_GATHER_NAME);
+}
+
+int32_t tprt_abi_reduce_scatter(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(REDUCE_SCATTER);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_SLOT_INPUT];
+    s = tprt_reduce_scatter(rank, mask, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT],
+                            (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_DIM),
+                            (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_ORDER));
+    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT], mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_NAME);
+}
+
+int32_t tprt_abi_all_to_all(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(ALL_TO_ALL);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_ALL_TO_ALL_SLOT_INPUT];
+    s = tprt_all_to_all(rank, mask, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT],
+                        (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_SPLIT_DIM),
+                        (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_CONCAT_DIM));
+    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT], mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_ALL_TO_ALL_NAME);
+}
+
+int32_t tprt_abi_all_gather_start(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(ALL_GATHER_START);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_START_SLOT_INPUT];
+    tprt_tensor_t* out = &c.slot[TPRT_ALL_GATHER_START_SLOT_FUTURE];
+    tprt_future_t* f = NULL;
+    s = tprt_all_gather_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM), &f);
+    if (!s) s = tprt_exec_push_future(exec, out->data, f);
+    if (!s) tprt__count_comm(exec, in, out, mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_ALL_GATHER_START_NAME);
+}
+
+int32_t tprt_abi_reduce_scatter_start(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(REDUCE_SCATTER_START);
+  if (!s) {
+    const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_INPUT];
+    tprt_tensor_t* out = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_FUTURE];
+    tprt_future_t* f = NULL;
+    s = tprt_reduce_scatter_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM),
+                                  (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_ORDER), &f);
+    if (!s) s = tprt_exec_push_future(exec, out->data, f);
+    if (!s) tprt__count_comm(exec, in, out, mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_START_NAME);
+}
+
+int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_WAIT_NUM_SLOTS, &c);
+  if (!s) {
+    tprt_future_t* f = tprt_exec_pop_future(exec, c.slot[TPRT_WAIT_SLOT_FUTURE].data);
+    s = f ? tprt_wait(tprt_exec_rank(exec), f)
+          : tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION, "no collective is in flight for this future");
+  }
+  return tprt_exec_record(exec, s, TPRT_WAIT_NAME);
+}
+
+// out = round(residual + sum), sum in f32: the add of the fused norm ops, where the sum of the
+// partials stays f32 and the residual is in storage precision.
+static void tprt__add_f32_sum(const tprt_tensor_t* residual, const tprt_tensor_t* sum, tprt_tensor_t* out) {
+  int64_t n = tprt_tensor_numel(residual);
+  const float* s = sum->data;
+  for (int64_t i = 0; i < n; ++i) tprt__st(out->data, out->dtype, i, tprt__ld(residual->data, residual->dtype, i) + s[i]);
+}
+
+// residual_out = round(residual + Σ partial) in f32; normed = rmsnorm(residual_out). The sum is
+// the collective's f32 result (reduce-scatter along tokens when |scatter|).
+static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order, bool scatter,
+                                      int slot_partial, int slot_residual, int slot_gamma, int slot_normed,
+                                      int slot_residual_out, float eps) {
+  tprt_rank_t* rank = tprt_exec_rank(exec);
+  const tprt_tensor_t* residual = &c->slot[slot_residual];
+  tprt_tensor_t* out = &c->slot[slot_residual_out];
+  tprt_tensor_t sum = tprt_tensor_make(NULL, TPRT_DTYPE_F32, residual->rank, residual->dims);
+  tprt_allocator_t a = tprt_rank_allocator(rank);
+  TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(a, tprt_tensor_bytes(&sum), 64, &sum.data), "fused norm");
+  tprt_status_t s = scatter ? tprt_reduce_scatter(rank, mask, &c->slot[slot_partial], &sum, 0, order)
+                            : tprt_all_reduce(rank, mask, &c->slot[slot_partial], &sum, order);
+  if (!s) {
+    tprt__count_comm(exec, &c->slot[slot_partial], &sum, mask);
+    if (!tprt_tensor_same_layout(residual, out))
+      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "residual_out must have the residual's shape and dtype");
+    else
+      tprt__add_f32_sum(residual, &sum, out);
+  }
+  if (!s) s = tprt_cpu_rmsnorm(out, &c->slot[slot_gamma], &c->slot[slot_normed], eps);
+  tprt_allocator_free(a, sum.data);
+  return s;
+}
+
+int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(FUSED_ALLREDUCE_ADD_RMSNORM);
+  if (!s)
+    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER), false,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_GAMMA, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_NORMED,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
+                         tprt__attr_f32(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_EPS));
+  return tprt_exec_record(exec, s, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NAME);
+}
+
+int32_t tprt_abi_fused_reduce_scatter_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(FUSED_REDUCE_SCATTER_ADD_RMSNORM);
+  if (!s)
+    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER), true,
+                         TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_PARTIAL,
+                         TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL,
+                         TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_GAMMA,
+                         TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_NORMED,
+                         TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
+                         tprt__attr_f32(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_EPS));
+  return tprt_exec_record(exec, s, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_NAME);
+}

@@ -1,0 +1,82 @@
+// Per-rank execution state (see tprt_exec.h).
+#include "tprt_exec.h"
+
+// In-flight async collectives per rank; lowered code keeps few (one per prefetch distance).
+#define TPRT_EXEC_MAX_FUTURES 64
+
+struct tprt_exec_t {
+  tprt_allocator_t allocator;
+  void* future_keys[TPRT_EXEC_MAX_FUTURES];
+  tprt_future_t* futures[TPRT_EXEC_MAX_FUTURES];
+  tprt_rank_t* rank;
+  int chunks;
+  tprt_status_t status;
+  tprt_exec_stats_t stats;
+};
+
+tprt_status_t tprt_exec_create(tprt_rank_t* rank, int chunks, tprt_allocator_t allocator, tprt_exec_t** out_exec) {
+  *out_exec = NULL;
+  if (chunks < 1 || (chunks & (chunks - 1)) != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "tp.chunks=%d must be a power of two >= 1", chunks);
+  tprt_exec_t* e = NULL;
+  TPRT_RETURN_IF_ERROR(tprt_allocator_malloc(allocator, sizeof *e, 16, (void**)&e), "creating an exec");
+  e->allocator = allocator;
+  e->rank = rank;
+  e->chunks = chunks;
+  *out_exec = e;
+  return NULL;
+}
+
+void tprt_exec_destroy(tprt_exec_t* exec) {
+  if (!exec) return;
+  tprt_allocator_t a = exec->allocator;
+  // A step that failed between a start and its wait leaves the collective in flight; complete
+  // it so that its resources are released (its status no longer matters).
+  for (int i = 0; i < TPRT_EXEC_MAX_FUTURES; ++i)
+    if (exec->futures[i]) tprt_status_ignore(tprt_wait(exec->rank, exec->futures[i]));
+  tprt_status_free(exec->status);
+  tprt_allocator_free(a, exec);
+}
+
+tprt_rank_t* tprt_exec_rank(const tprt_exec_t* exec) { return exec->rank; }
+int tprt_exec_chunks(const tprt_exec_t* exec) { return exec->chunks; }
+tprt_exec_stats_t* tprt_exec_stats(tprt_exec_t* exec) { return &exec->stats; }
+
+int32_t tprt_exec_record(tprt_exec_t* exec, tprt_status_t status, const char* op) {
+  exec->stats.ops++;
+  if (!status) return 0;
+  int32_t code = (int32_t)tprt_status_code(status);
+  if (exec->status)
+    tprt_status_free(status);
+  else
+    exec->status = tprt_status_annotate(status, "%s", op);
+  return code ? code : (int32_t)TPRT_STATUS_INTERNAL;
+}
+
+tprt_status_t tprt_exec_take_status(tprt_exec_t* exec) {
+  tprt_status_t s = exec->status;
+  exec->status = NULL;
+  return s;
+}
+
+tprt_status_t tprt_exec_push_future(tprt_exec_t* exec, void* key, tprt_future_t* future) {
+  for (int i = 0; i < TPRT_EXEC_MAX_FUTURES; ++i)
+    if (!exec->futures[i]) {
+      exec->future_keys[i] = key;
+      exec->futures[i] = future;
+      return NULL;
+    }
+  tprt_status_ignore(tprt_wait(exec->rank, future));
+  return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "more than %d collectives in flight on one rank",
+                          TPRT_EXEC_MAX_FUTURES);
+}
+
+tprt_future_t* tprt_exec_pop_future(tprt_exec_t* exec, void* key) {
+  for (int i = 0; i < TPRT_EXEC_MAX_FUTURES; ++i)
+    if (exec->futures[i] && exec->future_keys[i] == key) {
+      tprt_future_t* f = exec->futures[i];
+      exec->futures[i] = NULL;
+      return f;
+    }
+  return NULL;
+}

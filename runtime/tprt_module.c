@@ -1,0 +1,136 @@
+// Loading compiled modules (see tprt_module.h).
+#define _POSIX_C_SOURCE 200809L
+#include "tprt_module.h"
+
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, const char* what,
+                                        tprt_module_tensor_t* out, int* out_count) {
+  int n = cJSON_GetArraySize(list);
+  if (!cJSON_IsArray(list) || n > TPRT_MODULE_MAX_TENSORS)
+    return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: '%s' must be an array of at most %d tensors",
+                            path, what, TPRT_MODULE_MAX_TENSORS);
+  for (int i = 0; i < n; ++i) {
+    const cJSON* t = cJSON_GetArrayItem(list, i);
+    const cJSON* name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    const cJSON* dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+    const cJSON* shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+    int d = cJSON_IsString(dtype) ? tprt_dtype_parse(dtype->valuestring) : -1;
+    if (!cJSON_IsString(name) || d < 0 || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > TPRT_MAX_RANK)
+      return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: %s %d is malformed", path, what, i);
+    snprintf(out[i].name, sizeof out[i].name, "%s", name->valuestring);
+    int64_t dims[TPRT_MAX_RANK];
+    int rank = cJSON_GetArraySize(shape);
+    for (int k = 0; k < rank; ++k) dims[k] = (int64_t)cJSON_GetArrayItem(shape, k)->valuedouble;
+    out[i].layout = tprt_tensor_make(NULL, d, rank, dims);
+  }
+  *out_count = n;
+  return NULL;
+}
+
+static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
+  cJSON* root = cJSON_Parse(json);
+  tprt_status_t status = NULL;
+  if (!root) return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info is not valid JSON", m->path);
+  const cJSON* abi = cJSON_GetObjectItemCaseSensitive(root, "abi");
+  if (!cJSON_IsNumber(abi) || abi->valueint != TPRT_ABI_VERSION) {
+    status = tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                              "%s: compiled for runtime ABI %d but this libtprt has ABI %d; recompile it with tpc-compile",
+                              m->path, cJSON_IsNumber(abi) ? abi->valueint : -1, TPRT_ABI_VERSION);
+    goto done;
+  }
+  const cJSON* numerics = cJSON_GetObjectItemCaseSensitive(root, "numerics");
+  snprintf(m->numerics, sizeof m->numerics, "%s", cJSON_IsString(numerics) ? numerics->valuestring : "fast");
+  const cJSON* chunks = cJSON_GetObjectItemCaseSensitive(root, "chunks");
+  m->chunks = cJSON_IsNumber(chunks) ? chunks->valueint : 8;
+  const cJSON* meshes = cJSON_GetObjectItemCaseSensitive(root, "meshes");
+  if (cJSON_IsArray(meshes) && cJSON_GetArraySize(meshes) > 0) {
+    const cJSON* mesh = cJSON_GetArrayItem(meshes, 0);
+    const cJSON* axes = cJSON_GetObjectItemCaseSensitive(mesh, "axes");
+    const cJSON* shape = cJSON_GetObjectItemCaseSensitive(mesh, "shape");
+    int n = cJSON_GetArraySize(axes);
+    if (n > 4 || n != cJSON_GetArraySize(shape)) {
+      status = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s: meshes with more than 4 axes are not supported", m->path);
+      goto done;
+    }
+    m->num_mesh_axes = n;
+    for (int i = 0; i < n; ++i) {
+      snprintf(m->mesh_axes[i], sizeof m->mesh_axes[i], "%s", cJSON_GetArrayItem(axes, i)->valuestring);
+      m->mesh_shape[i] = cJSON_GetArrayItem(shape, i)->valueint;
+    }
+  }
+  const cJSON* funcs = cJSON_GetObjectItemCaseSensitive(root, "functions");
+  int nf = cJSON_GetArraySize(funcs);
+  if (!cJSON_IsArray(funcs) || nf == 0 || nf > TPRT_MODULE_MAX_FUNCTIONS) {
+    status = tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info lists no usable functions", m->path);
+    goto done;
+  }
+  for (int i = 0; i < nf && !status; ++i) {
+    const cJSON* f = cJSON_GetArrayItem(funcs, i);
+    tprt_module_function_t* mf = &m->functions[i];
+    const cJSON* name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    const cJSON* entry = cJSON_GetObjectItemCaseSensitive(f, "entry");
+    const cJSON* arena = cJSON_GetObjectItemCaseSensitive(f, "arena_bytes");
+    if (!cJSON_IsString(name) || !cJSON_IsString(entry) || !cJSON_IsNumber(arena)) {
+      status = tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: function %d is malformed", m->path, i);
+      break;
+    }
+    snprintf(mf->name, sizeof mf->name, "%s", name->valuestring);
+    mf->arena_bytes = (int64_t)arena->valuedouble;
+    void* sym = dlsym(m->handle, entry->valuestring);
+    if (!sym) {
+      status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: entry point '%s' is missing", m->path, entry->valuestring);
+      break;
+    }
+    memcpy(&mf->entry, &sym, sizeof sym);  // ISO C forbids casting object pointers to functions
+    status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "args"), "argument", mf->args, &mf->num_args);
+    if (!status)
+      status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "results"), "result", mf->results,
+                                  &mf->num_results);
+    m->num_functions = i + 1;
+  }
+done:
+  cJSON_Delete(root);
+  return status;
+}
+
+tprt_status_t tprt_module_load(const char* path, tprt_allocator_t allocator, tprt_module_t** out_module) {
+  *out_module = NULL;
+  tprt_module_t* m = NULL;
+  TPRT_RETURN_IF_ERROR(tprt_allocator_malloc(allocator, sizeof *m, 16, (void**)&m), "loading %s", path);
+  snprintf(m->path, sizeof m->path, "%s", path);
+  // A path without a slash would make dlopen search the library path instead of the file.
+  char resolved[1100];
+  snprintf(resolved, sizeof resolved, "%s%s", strchr(path, '/') ? "" : "./", path);
+  m->handle = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
+  if (!m->handle) {
+    const char* err = dlerror();
+    tprt_allocator_free(allocator, m);
+    return tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: cannot load the module: %s", path, err ? err : "unknown error");
+  }
+  const char* info = dlsym(m->handle, TPRT_ABI_MODULE_INFO_SYMBOL);
+  tprt_status_t status = info ? tprt__parse_info(m, info)
+                              : tprt_make_status(TPRT_STATUS_DATA_LOSS,
+                                                 "%s: not a tpc module (no " TPRT_ABI_MODULE_INFO_SYMBOL " symbol)", path);
+  if (status) {
+    tprt_module_unload(m, allocator);
+    return status;
+  }
+  *out_module = m;
+  return NULL;
+}
+
+void tprt_module_unload(tprt_module_t* module, tprt_allocator_t allocator) {
+  if (!module) return;
+  if (module->handle) dlclose(module->handle);
+  tprt_allocator_free(allocator, module);
+}
+
+const tprt_module_function_t* tprt_module_function(const tprt_module_t* module, const char* name) {
+  for (int i = 0; i < module->num_functions; ++i)
+    if (!name || strcmp(module->functions[i].name, name) == 0) return &module->functions[i];
+  return NULL;
+}

@@ -1,0 +1,398 @@
+// tpc-run: runs a compiled tp module (or a .mlir, compiled on the fly with tpc-compile) on a
+// world of ranks on the CPU backend.
+//
+//   tpc-run model.so|model.mlir [--world N] [--function F] [--weights ckpt.safetensors]
+//           [--inputs in.safetensors] [--seed S] [--outputs out.safetensors] [--hash]
+//           [--repeat R] [--backend cpu]
+//
+// Arguments come from --inputs, then --weights (by name), then seeded Philox initialisation
+// (element (i,j) of a tensor depends only on the seed, the tensor's name and (i,j)). Prints the
+// hash of every output of rank 0, step timings and the arena size.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tprt_cpu_kernels.h"
+#include "tprt_exec.h"
+#include "tprt_module.h"
+#include "tprt_safetensors.h"
+#include "tprt_world.h"
+
+#define TPC_RUN_MAX_RANKS 64
+
+typedef struct {
+  const char* module_path;
+  const char* function;
+  const char* weights;
+  const char* inputs;
+  const char* outputs;
+  const char* dump_args;
+  uint64_t seed;
+  int world;
+  int repeat;
+  bool hash;
+} tpc_run_options_t;
+
+typedef struct {
+  void* args[TPRT_MODULE_MAX_TENSORS];
+  void* results[TPRT_MODULE_MAX_TENSORS];
+  void* arena;
+  double* step_seconds;
+  tprt_exec_stats_t stats;
+} tpc_rank_state_t;
+
+typedef struct {
+  const tpc_run_options_t* opts;
+  const tprt_module_t* module;
+  const tprt_module_function_t* fn;
+  tpc_rank_state_t ranks[TPC_RUN_MAX_RANKS];
+} tpc_run_t;
+
+static void tpc__usage(FILE* out) {
+  fprintf(out,
+          "OVERVIEW: tpc-run — run a compiled tp module on a world of ranks (CPU backend)\n\n"
+          "USAGE: tpc-run <module.so | module.mlir> [options]\n\n"
+          "OPTIONS:\n"
+          "  --world N               Number of ranks (default: the module's mesh size, else 1)\n"
+          "  --function F            Function to run (default: the first)\n"
+          "  --weights FILE          safetensors file with arguments by name\n"
+          "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
+          "  --seed S                Seed for arguments found in neither file (default 0)\n"
+          "  --outputs FILE          Write rank 0's results to this safetensors file\n"
+          "  --dump-args FILE        Write rank 0's arguments (as initialised) to this safetensors file\n"
+          "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
+          "  --repeat R              Run the step R times (default 1) and report timings\n"
+          "  --backend cpu           The backend (only cpu in this build)\n"
+          "  -h, --help              Print this help\n");
+}
+
+static int tpc__parse_u64(const char* s, uint64_t* out) {
+  char* end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || !end || *end || s[0] == '-') return 0;
+  *out = v;
+  return 1;
+}
+
+static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
+  o->repeat = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t n = 0;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      tpc__usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--hash")) {
+      o->hash = true;
+      continue;
+    }
+    if (a[0] == '-' && !v) {
+      fprintf(stderr, "tpc-run: error: %s needs a value\n", a);
+      return -1;
+    }
+    if (!strcmp(a, "--world")) {
+      if (!tpc__parse_u64(v, &n) || n < 1 || n > TPC_RUN_MAX_RANKS) {
+        fprintf(stderr, "tpc-run: error: --world must be 1..%d; got '%s'\n", TPC_RUN_MAX_RANKS, v);
+        return -1;
+      }
+      o->world = (int)n;
+    } else if (!strcmp(a, "--repeat")) {
+      if (!tpc__parse_u64(v, &n) || n < 1 || n > 1000000) {
+        fprintf(stderr, "tpc-run: error: --repeat must be 1..1000000; got '%s'\n", v);
+        return -1;
+      }
+      o->repeat = (int)n;
+    } else if (!strcmp(a, "--seed")) {
+      if (!tpc__parse_u64(v, &o->seed)) {
+        fprintf(stderr, "tpc-run: error: --seed must be a non-negative integer; got '%s'\n", v);
+        return -1;
+      }
+    } else if (!strcmp(a, "--function")) {
+      o->function = v;
+    } else if (!strcmp(a, "--weights")) {
+      o->weights = v;
+    } else if (!strcmp(a, "--inputs")) {
+      o->inputs = v;
+    } else if (!strcmp(a, "--outputs")) {
+      o->outputs = v;
+    } else if (!strcmp(a, "--dump-args")) {
+      o->dump_args = v;
+    } else if (!strcmp(a, "--backend")) {
+      if (strcmp(v, "cpu") != 0) {
+        fprintf(stderr, "tpc-run: error: backend '%s' is not available in this build (only cpu)\n", v);
+        return -1;
+      }
+    } else if (a[0] == '-') {
+      fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
+      return -1;
+    } else {
+      if (o->module_path) {
+        fprintf(stderr, "tpc-run: error: more than one module ('%s' and '%s')\n", o->module_path, a);
+        return -1;
+      }
+      o->module_path = a;
+      continue;
+    }
+    ++i;
+  }
+  if (!o->module_path) {
+    fprintf(stderr, "tpc-run: error: no module given (see --help)\n");
+    return -1;
+  }
+  return 1;
+}
+
+// Compiles a .mlir with the tpc-compile that sits next to this executable.
+static int tpc__compile(const char* mlir, char* out_so, size_t size, char* tmpdir) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    fprintf(stderr, "tpc-run: error: cannot locate tpc-compile\n");
+    return 0;
+  }
+  self[n] = '\0';
+  char* slash = strrchr(self, '/');
+  if (slash) slash[1] = '\0';
+  char compiler[PATH_MAX + 16];
+  snprintf(compiler, sizeof compiler, "%stpc-compile", self);
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "tpc-run: error: cannot create a temporary directory: %s\n", strerror(errno));
+    return 0;
+  }
+  snprintf(out_so, size, "%s/module.so", tmpdir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(compiler, compiler, mlir, "-o", out_so, (char*)NULL);
+    fprintf(stderr, "tpc-run: error: cannot run %s: %s\n", compiler, strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static uint64_t tpc__fnv1a(const void* data, size_t n) {
+  const unsigned char* p = data;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+// The Philox stream of an argument: a hash of its name, so that every sharding and every
+// rank derives the same values for the same logical tensor.
+static uint64_t tpc__stream_of(const char* name) { return tpc__fnv1a(name, strlen(name)); }
+
+// Fills argument |t| named |name| from the input files or Philox.
+static tprt_status_t tpc__init_arg(const tpc_run_options_t* o, tprt_safetensors_t* inputs, tprt_safetensors_t* weights,
+                                   const char* name, tprt_tensor_t* t) {
+  tprt_safetensors_t* files[2] = {inputs, weights};
+  for (int f = 0; f < 2; ++f)
+    if (files[f] && tprt_safetensors_find(files[f], name) >= 0) return tprt_safetensors_read(files[f], name, t);
+  if (t->dtype == TPRT_DTYPE_I32 || t->dtype == TPRT_DTYPE_I64)
+    return tprt_make_status(TPRT_STATUS_NOT_FOUND,
+                            "argument '%s' (%s) has no random initialisation; give it in --inputs or --weights", name,
+                            tprt_dtype_name(t->dtype));
+  // Matrices get U(-1/sqrt(cols), 1/sqrt(cols)) (a fan-in scale); vectors, the norm scales and
+  // biases, get U(0.5, 1.5).
+  int64_t cols = t->rank ? t->dims[t->rank - 1] : 1;
+  float a = t->rank >= 2 ? 1.0f / sqrtf((float)cols) : 0.5f;
+  float lo = t->rank >= 2 ? -a : 0.5f, hi = t->rank >= 2 ? a : 1.5f;
+  tprt_tensor_t view = *t;
+  // Philox fills a 2-D view; fold leading dimensions into rows.
+  int64_t rows = tprt_tensor_numel(t) / (cols ? cols : 1);
+  int64_t dims[2] = {rows, cols};
+  view = tprt_tensor_make(t->data, t->dtype, 2, dims);
+  return tprt_cpu_fill_philox(&view, o->seed, tpc__stream_of(name), lo, hi, 0, 0, cols);
+}
+
+static double tpc__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
+  tpc_run_t* run = user;
+  int r = tprt_rank_index(rank);
+  tpc_rank_state_t* st = &run->ranks[r];
+  tprt_exec_t* exec = NULL;
+  TPRT_RETURN_IF_ERROR(tprt_exec_create(rank, run->module->chunks, tprt_rank_allocator(rank), &exec), "rank %d", r);
+  tprt_status_t status = NULL;
+  double last_report = tpc__now();
+  for (int i = 0; i < run->opts->repeat && !status; ++i) {
+    double t0 = tpc__now();
+    int32_t rc = run->fn->entry(exec, st->args, st->results, st->arena);
+    st->step_seconds[i] = tpc__now() - t0;
+    if (rc) {
+      status = tprt_exec_take_status(exec);
+      if (!status) status = tprt_make_status(TPRT_STATUS_INTERNAL, "step failed with code %d", rc);
+    }
+    // Long runs report progress every few seconds (rank 0 speaks for the world).
+    if (r == 0 && tpc__now() - last_report > 5.0 && i + 1 < run->opts->repeat) {
+      fprintf(stderr, "tpc-run: step %d/%d\n", i + 1, run->opts->repeat);
+      last_report = tpc__now();
+    }
+  }
+  st->stats = *tprt_exec_stats(exec);
+  tprt_exec_destroy(exec);
+  return status;
+}
+
+static int tpc__cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char** argv) {
+  tpc_run_options_t opts;
+  memset(&opts, 0, sizeof opts);
+  int parsed = tpc__parse_args(argc, argv, &opts);
+  if (parsed <= 0) return parsed == 0 ? 0 : 2;
+
+  tprt_allocator_t alloc = tprt_allocator_system();
+  char tmpdir[] = "/tmp/tpc-run-XXXXXX";
+  char so_path[PATH_MAX];
+  const char* path = opts.module_path;
+  size_t plen = strlen(path);
+  bool compiled = plen > 5 && strcmp(path + plen - 5, ".mlir") == 0;
+  if (compiled) {
+    if (!tpc__compile(path, so_path, sizeof so_path, tmpdir)) return 1;
+    path = so_path;
+  }
+  tpc_run_t* run = calloc(1, sizeof *run);
+  tprt_module_t* module = NULL;
+  tprt_world_t* world = NULL;
+  tprt_safetensors_t *inputs = NULL, *weights = NULL;
+  int rc = 1;
+  tprt_status_t status = tprt_module_load(path, alloc, &module);
+  if (status) goto fail;
+  run->opts = &opts;
+  run->module = module;
+  run->fn = tprt_module_function(module, opts.function);
+  if (!run->fn) {
+    status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: no function named '%s'", opts.module_path,
+                              opts.function ? opts.function : "");
+    goto fail;
+  }
+  // The world: the module's mesh, or a 1-D world of --world ranks that all run the same step.
+  tprt_world_options_t wopts;
+  memset(&wopts, 0, sizeof wopts);
+  int mesh_size = 1;
+  for (int i = 0; i < module->num_mesh_axes; ++i) mesh_size *= module->mesh_shape[i];
+  if (module->num_mesh_axes > 0) {
+    if (opts.world && opts.world != mesh_size) {
+      status = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "--world %d does not match the module's mesh of %d ranks",
+                                opts.world, mesh_size);
+      goto fail;
+    }
+    wopts.num_axes = module->num_mesh_axes;
+    for (int i = 0; i < module->num_mesh_axes; ++i)
+      wopts.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
+  } else {
+    wopts.num_axes = 1;
+    wopts.axes[0] = (tprt_mesh_axis_t){"world", opts.world ? opts.world : 1};
+  }
+  status = tprt_world_create(&wopts, alloc, &world);
+  if (status) goto fail;
+  int nranks = tprt_world_size(world);
+  if (opts.inputs && (status = tprt_safetensors_open(opts.inputs, alloc, &inputs))) goto fail;
+  if (opts.weights && (status = tprt_safetensors_open(opts.weights, alloc, &weights))) goto fail;
+  for (int r = 0; r < nranks; ++r) {
+    tpc_rank_state_t* st = &run->ranks[r];
+    st->step_seconds = calloc((size_t)opts.repeat, sizeof(double));
+    if (!st->step_seconds) {
+      status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      goto fail;
+    }
+    if ((status = tprt_allocator_malloc(alloc, (size_t)run->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &st->arena)))
+      goto fail;
+    for (int a = 0; a < run->fn->num_args; ++a) {
+      tprt_tensor_t t = run->fn->args[a].layout;
+      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&t), 64, &st->args[a]))) goto fail;
+      t.data = st->args[a];
+      if ((status = tpc__init_arg(&opts, inputs, weights, run->fn->args[a].name, &t))) goto fail;
+    }
+    for (int j = 0; j < run->fn->num_results; ++j)
+      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&run->fn->results[j].layout), 64, &st->results[j])))
+        goto fail;
+  }
+  if (opts.dump_args) {
+    tprt_tensor_t args[TPRT_MODULE_MAX_TENSORS];
+    const char* arg_names[TPRT_MODULE_MAX_TENSORS];
+    for (int a = 0; a < run->fn->num_args; ++a) {
+      args[a] = run->fn->args[a].layout;
+      args[a].data = run->ranks[0].args[a];
+      arg_names[a] = run->fn->args[a].name;
+    }
+    if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
+  }
+  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (cpu), arena %lld bytes per rank, numerics %s\n",
+          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", (long long)run->fn->arena_bytes,
+          module->numerics);
+  double t0 = tpc__now();
+  status = tprt_world_run(world, tpc__rank_main, run);
+  double wall = tpc__now() - t0;
+  if (status) goto fail;
+
+  tprt_tensor_t outs[TPRT_MODULE_MAX_TENSORS];
+  const char* names[TPRT_MODULE_MAX_TENSORS];
+  for (int j = 0; j < run->fn->num_results; ++j) {
+    outs[j] = run->fn->results[j].layout;
+    outs[j].data = run->ranks[0].results[j];
+    names[j] = run->fn->results[j].name;
+    if (opts.hash) {
+      char shape[128] = "[";
+      for (int d = 0; d < outs[j].rank; ++d)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d ? ",%lld" : "%lld", (long long)outs[j].dims[d]);
+      strcat(shape, "]");
+      printf("%s %s %s %016llx\n", names[j], shape, tprt_dtype_name(outs[j].dtype),
+             (unsigned long long)tpc__fnv1a(outs[j].data, tprt_tensor_bytes(&outs[j])));
+    }
+  }
+  if (opts.outputs && (status = tprt_safetensors_write(opts.outputs, run->fn->num_results, names, outs, NULL)))
+    goto fail;
+  double* s = run->ranks[0].step_seconds;
+  qsort(s, (size_t)opts.repeat, sizeof *s, tpc__cmp_double);
+  double sum = 0;
+  for (int i = 0; i < opts.repeat; ++i) sum += s[i];
+  fprintf(stderr, "tpc-run: %d step%s: min %.3f ms, median %.3f ms, mean %.3f ms (wall %.3f s); rank 0: %lld GEMM FLOPs/step\n",
+          opts.repeat, opts.repeat == 1 ? "" : "s", 1e3 * s[0], 1e3 * s[opts.repeat / 2], 1e3 * sum / opts.repeat, wall,
+          (long long)(run->ranks[0].stats.gemm_flops / opts.repeat));
+  rc = 0;
+  goto done;
+
+fail:
+  fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
+  tprt_status_free(status);
+done:
+  for (int r = 0; r < TPC_RUN_MAX_RANKS; ++r) {
+    tpc_rank_state_t* st = &run->ranks[r];
+    for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {
+      tprt_allocator_free(alloc, st->args[a]);
+      tprt_allocator_free(alloc, st->results[a]);
+    }
+    tprt_allocator_free(alloc, st->arena);
+    free(st->step_seconds);
+  }
+  tprt_safetensors_close(inputs);
+  tprt_safetensors_close(weights);
+  tprt_world_destroy(world);
+  tprt_module_unload(module, alloc);
+  free(run);
+  if (compiled) {
+    unlink(so_path);
+    rmdir(tmpdir);
+  }
+  return rc;
+}
