@@ -36,6 +36,7 @@ typedef struct {
   const char* outputs;
   const char* dump_args;
   uint64_t seed;
+  bool seed_given;
   int world;
   int repeat;
   bool hash;
@@ -65,7 +66,8 @@ static void tpc__usage(FILE* out) {
           "  --function F            Function to run (default: the first)\n"
           "  --weights FILE          safetensors file with arguments by name\n"
           "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
-          "  --seed S                Seed for arguments found in neither file (default 0)\n"
+          "  --seed S                Seed of the Philox initialisation of arguments found in no file (default 0;\n"
+          "                          with --weights/--inputs, missing arguments are an error unless --seed is given)\n"
           "  --outputs FILE          Write rank 0's results to this safetensors file\n"
           "  --dump-args FILE        Write rank 0's arguments (as initialised) to this safetensors file\n"
           "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
@@ -117,6 +119,7 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
         fprintf(stderr, "tpc-run: error: --seed must be a non-negative integer; got '%s'\n", v);
         return -1;
       }
+      o->seed_given = true;
     } else if (!strcmp(a, "--function")) {
       o->function = v;
     } else if (!strcmp(a, "--weights")) {
@@ -199,6 +202,13 @@ static tprt_status_t tpc__init_arg(const tpc_run_options_t* o, tprt_safetensors_
   tprt_safetensors_t* files[2] = {inputs, weights};
   for (int f = 0; f < 2; ++f)
     if (files[f] && tprt_safetensors_find(files[f], name) >= 0) return tprt_safetensors_read(files[f], name, t);
+  // With a checkpoint, a missing tensor is an error (a silently random weight would be lost
+  // work); --seed states that the remaining arguments may be drawn at random.
+  if ((inputs || weights) && !o->seed_given)
+    return tprt_make_status(TPRT_STATUS_NOT_FOUND,
+                            "argument '%s' is in neither %s%s%s; add it, or pass --seed to initialise missing arguments",
+                            name, inputs ? tprt_safetensors_path(inputs) : "", inputs && weights ? " nor " : "",
+                            weights ? tprt_safetensors_path(weights) : "");
   if (t->dtype == TPRT_DTYPE_I32 || t->dtype == TPRT_DTYPE_I64)
     return tprt_make_status(TPRT_STATUS_NOT_FOUND,
                             "argument '%s' (%s) has no random initialisation; give it in --inputs or --weights", name,
