@@ -6,7 +6,7 @@ signal, hang, exit with another status, print a sanitizer report, or exit 0 whil
 error. Mutations are deterministic for a given --seed, so a failure is reproducible: the failing
 input is written next to the report.
 
-Usage: mutate.py --tool tpc-opt [--count N] [--seed S] [--out DIR] FILE_OR_DIR...
+Usage: mutate.py --tool tpc-opt [--tool-args "..."] [--count N] [--seed S] [--out DIR] FILE_OR_DIR...
 """
 import argparse
 import concurrent.futures
@@ -81,9 +81,9 @@ def collect(paths):
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|SUMMARY: UndefinedBehavior")
 
 
-def run_one(tool, path, timeout):
+def run_one(tool, path, timeout, tool_args):
     try:
-        r = subprocess.run([tool, "--split-input-file", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        r = subprocess.run([tool] + tool_args + [path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
         return "hang (over %ds)" % timeout
@@ -108,6 +108,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--out", default=os.environ.get("TMPDIR", "/tmp"))
+    ap.add_argument("--tool-args", default="--split-input-file",
+                    help="arguments before the input file, space-separated")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
     files = collect(a.paths)
@@ -129,7 +131,8 @@ def main():
     failures = []
     rejected = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = pool.map(lambda j: (j, run_one(a.tool, j[0], a.timeout)), jobs)
+        tool_args = a.tool_args.split()
+        results = pool.map(lambda j: (j, run_one(a.tool, j[0], a.timeout, tool_args)), jobs)
         for (path, src), problem in results:
             if problem:
                 failures.append((path, src, problem))
