@@ -445,7 +445,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
     snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
     tpc__emit_desc_global(globals, gname, &d);
     char callee[96];
-    snprintf(callee, sizeof callee, "tprt_abi_%s", spec->name + 3);
+    snprintf(callee, sizeof callee, TPRT_ABI_OP_PREFIX "%s", spec->name + 3);
     if (!declared[kind]) {
       tpc_text_printf(globals, "  func.func private @%s(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n", callee);
       declared[kind] = true;

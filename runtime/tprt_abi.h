@@ -39,6 +39,8 @@ extern "C" {
 #define TPRT_ABI_ARENA_ALIGNMENT 256
 /// Name of the module's JSON description.
 #define TPRT_ABI_MODULE_INFO_SYMBOL "tpc_module_info"
+/// Prefix of every op's runtime function: tprt_abi_<op name without "tp.">.
+#define TPRT_ABI_OP_PREFIX "tprt_abi_"
 /// Prefix of every entry point.
 #define TPRT_ABI_ENTRY_PREFIX "tpc_entry_"
 
