@@ -185,14 +185,16 @@ irdl.dialect @tp {
   // Collectives (all have side effects; none is Pure)
   //===--------------------------------------------------------------------===//
 
-  // Sums `input` over the ranks of the group; the result has the input's type.
+  // Sums `input` over the ranks of the group; the result has the input's shape and may round
+  // to another float type (f32 partials -> bf16).
   irdl.operation @all_reduce attributes {tp.optional_attributes = {
       order = ["any", "canonical"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
-    %t = irdl.base "!builtin.tensor"
-    irdl.operands(input: %t)
-    irdl.results(output: %t)
+    %input = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(output: %output)
     irdl.attributes {"mesh" = %mesh, "axes" = %axes}
   }
 

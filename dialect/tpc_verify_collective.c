@@ -74,20 +74,25 @@ static MlirLogicalResult tpc__check_divisible(MlirOperation op, const char* whic
 }
 
 // The result must be the input with dims[dim] multiplied (gather) or divided (scatter); for
-// all_to_all both apply. |out_type| is the tensor type (for futures, the carried one).
+// all_to_all both apply. |out_type| is the tensor type (for futures, the carried one). A
+// reduction (|sum|) may change the float type: f32 partials summed into a bf16 result is the
+// row-parallel linear's completion, rounded once after the sum.
 static MlirLogicalResult tpc__check_result(MlirOperation op, const tpc_shape_t* in, MlirType out_type, int64_t mul_dim,
-                                           int64_t div_dim, int64_t group) {
+                                           int64_t div_dim, int64_t group, bool sum) {
   char a[96], b[96], c[96];
   tpc_shape_t expect = *in;
   if (mul_dim >= 0) expect.dims[mul_dim] *= group;
   if (div_dim >= 0) expect.dims[div_dim] /= group;
   bool ok = !mlirTypeIsNull(out_type) && mlirTypeIsARankedTensor(out_type) &&
-            mlirShapedTypeHasStaticShape(out_type) && mlirShapedTypeGetRank(out_type) == in->rank &&
-            mlirTypeEqual(mlirShapedTypeGetElementType(out_type), in->element);
+            mlirShapedTypeHasStaticShape(out_type) && mlirShapedTypeGetRank(out_type) == in->rank;
+  MlirType out_element = ok ? mlirShapedTypeGetElementType(out_type) : (MlirType){NULL};
+  ok = ok && (mlirTypeEqual(out_element, in->element) ||
+              (sum && tpc__is_storage_float(in->element) && tpc__is_storage_float(out_element)));
   for (int i = 0; ok && i < in->rank; ++i) ok = mlirShapedTypeGetDimSize(out_type, i) == expect.dims[i];
   if (!ok)
-    return tpc__rule_error(op, "collective.result", "the result must be %s of %s over a group of %lld ranks; got %s",
+    return tpc__rule_error(op, "collective.result", "the result must be %s of %s%s over a group of %lld ranks; got %s",
                            tpc__dims_str(&expect, a, sizeof a), tpc__type_str(in->element, b, sizeof b),
+                           sum && tpc__is_storage_float(in->element) ? " (or another float type)" : "",
                            (long long)group, tpc__type_str(out_type, c, sizeof c));
   return OK;
 }
@@ -117,8 +122,13 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
   MlirValue input = {NULL}, output = {NULL};
   int64_t dim = -1;
   switch (kind) {
-    case TPC_OP_ALL_REDUCE:
-      return tpc__verify_group(op, tpc_all_reduce_get_mesh_attr(op), tpc_all_reduce_get_axes_attr(op), &g);
+    case TPC_OP_ALL_REDUCE: {
+      if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_all_reduce_get_mesh_attr(op), tpc_all_reduce_get_axes_attr(op), &g)))
+        return FAIL;
+      tpc_shape_t in = tpc__shape_of(tpc_all_reduce_get_input(op));
+      if (!in.valid) return FAIL;
+      return tpc__check_result(op, &in, mlirValueGetType(tpc_all_reduce_get_output(op)), -1, -1, g, true);
+    }
     case TPC_OP_ALL_GATHER:
     case TPC_OP_REDUCE_SCATTER:
       mesh = tpc_op_get_attr(op, kind, kind == TPC_OP_ALL_GATHER ? TPC_ALL_GATHER_ATTR_MESH : TPC_REDUCE_SCATTER_ATTR_MESH);
@@ -150,7 +160,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
           mlirLogicalResultIsFailure(tpc__check_dim(op, "concat_dim", concat, &in)) ||
           mlirLogicalResultIsFailure(tpc__check_divisible(op, "split", split, &in, g)))
         return FAIL;
-      return tpc__check_result(op, &in, mlirValueGetType(tpc_all_to_all_get_output(op)), concat, split, g);
+      return tpc__check_result(op, &in, mlirValueGetType(tpc_all_to_all_get_output(op)), concat, split, g, false);
     }
     case TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM:
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_allreduce_add_rmsnorm_get_mesh_attr(op),
@@ -179,5 +189,6 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
   if (!gather && mlirLogicalResultIsFailure(tpc__check_divisible(op, "scattered", dim, &in, g))) return FAIL;
   MlirType out = mlirValueGetType(output);
   MlirType carried = tpc_future_get_value_type(out);
-  return tpc__check_result(op, &in, mlirTypeIsNull(carried) ? out : carried, gather ? dim : -1, gather ? -1 : dim, g);
+  return tpc__check_result(op, &in, mlirTypeIsNull(carried) ? out : carried, gather ? dim : -1, gather ? -1 : dim, g,
+                           !gather);
 }

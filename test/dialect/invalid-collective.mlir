@@ -106,7 +106,7 @@ func.func @all_gather_wrong_dim_grown(%x: tensor<8x64xbf16>) -> tensor<8x256xbf1
 /// collective.result: the future of reduce_scatter_start carries the scattered tensor, [32,64] / 4 ranks = [8,64].
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @reduce_scatter_start_wrong_future(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
-  // CHECK: invalid-collective.mlir:[[@LINE+1]]:8: error: 'tp.reduce_scatter_start' op violates rule collective.result: the result must be [8,64] of f32 over a group of 4 ranks; got tensor<32x64xf32>
+  // CHECK: invalid-collective.mlir:[[@LINE+1]]:8: error: 'tp.reduce_scatter_start' op violates rule collective.result: the result must be [8,64] of f32 (or another float type) over a group of 4 ranks; got tensor<32x64xf32>
   %f = "tp.reduce_scatter_start"(%x) {mesh = @mesh, axes = ["tp"], dim = 0 : i64} : (tensor<32x64xf32>) -> !tp.future<tensor<32x64xf32>>
   %y = "tp.wait"(%f) : (!tp.future<tensor<32x64xf32>>) -> tensor<32x64xf32>
   return %y : tensor<32x64xf32>
@@ -152,4 +152,24 @@ func.func @fused_reduce_scatter_unscattered_partial(%p: tensor<16x128xf32>, %r: 
 func.func @reduce_scatter_over_empty_axis(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %y = "tp.reduce_scatter"(%x) {mesh = @mesh, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
+}
+
+// -----
+
+/// collective.result: an all-reduce keeps the shape; only the float type may change.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @all_reduce_shape_change(%x: tensor<8x64xf32>) -> tensor<8x32xbf16> {
+  // CHECK: invalid-collective.mlir:[[@LINE+1]]:8: error: 'tp.all_reduce' op violates rule collective.result: the result must be [8,64] of f32 (or another float type) over a group of 4 ranks; got tensor<8x32xbf16>
+  %y = "tp.all_reduce"(%x) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x32xbf16>
+  return %y : tensor<8x32xbf16>
+}
+
+// -----
+
+/// collective.result: an all-gather moves data and cannot change its type.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @all_gather_type_change(%x: tensor<8x64xf32>) -> tensor<32x64xbf16> {
+  // CHECK: invalid-collective.mlir:[[@LINE+1]]:8: error: 'tp.all_gather' op violates rule collective.result: the result must be [32,64] of f32 over a group of 4 ranks; got tensor<32x64xbf16>
+  %y = "tp.all_gather"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<32x64xbf16>
+  return %y : tensor<32x64xbf16>
 }

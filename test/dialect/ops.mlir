@@ -696,3 +696,15 @@ func.func @fused_grouped_mlp_quick_geglu_interleave_32(%x: tensor<32x64xbf16>,
       : (tensor<32x64xbf16>, tensor<4x256x64xbf16>, tensor<4x64x128xbf16>, tensor<4xi64>) -> tensor<32x64xbf16>
   return %y : tensor<32x64xbf16>
 }
+
+// -----
+
+/// all_reduce completing f32 partials into a bf16 result (the row-parallel linear's reduction).
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+// CHECK-LABEL: func.func @all_reduce_f32_partials_to_bf16(
+// CHECK-SAME:      %[[P:.*]]: tensor<8x64xf32>)
+// CHECK-NEXT:    %[[Y:.*]] = "tp.all_reduce"(%[[P]]) {axes = ["tp"], mesh = @world} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+func.func @all_reduce_f32_partials_to_bf16(%p: tensor<8x64xf32>) -> tensor<8x64xbf16> {
+  %y = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  return %y : tensor<8x64xbf16>
+}
