@@ -19,6 +19,9 @@ extern "C" {
 #define TPC_MODULE_ATTR_ARENA_BYTES "tp.arena_bytes"
 /// Argument / result attribute naming a function's tensors (safetensors keys, output names).
 #define TPC_ARG_ATTR_NAME "tp.name"
+/// Argument / result attribute recording a per-rank tensor's place in the logical tensor
+/// (written by tp-shard; see lowering/shard_layout.h).
+#define TPC_ARG_ATTR_SHARD "tp.shard"
 /// The default of tp.chunks when a module does not set it.
 #define TPC_DEFAULT_CHUNKS 8
 

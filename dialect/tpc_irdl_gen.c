@@ -280,6 +280,11 @@ static void write_header(FILE* h) {
       upper(up2, op->attrs[a].name);
       fprintf(h, "#define TPC_%s_ATTR_%s %d\n", up, up2, a);
     }
+    // Operand and result slot indices (operand positions when no optional slot precedes them).
+    for (int k = 0; k < op->num_operands; ++k) {
+      upper(up2, op->operands[k].name);
+      fprintf(h, "#define TPC_%s_SLOT_%s %d\n", up, up2, k);
+    }
     for (int a = 0; a < op->num_attrs; ++a) {
       const attr_t* at = &op->attrs[a];
       fprintf(h, "static inline MlirAttribute tpc_%s_get_%s_attr(MlirOperation op) { return tpc_op_get_attr(op, TPC_OP_%s, %d); }\n",

@@ -353,14 +353,55 @@ static void tpc__emit_call(tpc_text_t* body, int* block, const char* callee, cha
   ++*block;
 }
 
-static void tpc__json_tensor(cJSON* list, const char* name, MlirType t) {
+// Copies a tp.shard attribute ({axes, blocks, logical}) into |o| as "shard".
+static void tpc__json_shard(cJSON* o, MlirAttribute shard) {
+  if (mlirAttributeIsNull(shard) || !mlirAttributeIsADictionary(shard)) return;
+  MlirAttribute axes = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("axes"));
+  MlirAttribute blocks = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("blocks"));
+  MlirAttribute logical = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("logical"));
+  if (mlirAttributeIsNull(axes) || mlirAttributeIsNull(blocks) || mlirAttributeIsNull(logical) ||
+      !mlirAttributeIsAArray(axes) || !mlirAttributeIsADenseI64Array(blocks) || !mlirAttributeIsADenseI64Array(logical))
+    return;
+  cJSON* s = cJSON_AddObjectToObject(o, "shard");
+  cJSON* ja = cJSON_AddArrayToObject(s, "axes");
+  for (intptr_t d = 0; d < mlirArrayAttrGetNumElements(axes); ++d) {
+    MlirAttribute dim = mlirArrayAttrGetElement(axes, d);
+    char buf[128] = "";
+    size_t n = 0;
+    for (intptr_t k = 0; mlirAttributeIsAArray(dim) && k < mlirArrayAttrGetNumElements(dim); ++k) {
+      MlirStringRef a = mlirStringAttrGetValue(mlirArrayAttrGetElement(dim, k));
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s", k ? "," : "", (int)a.length, a.data);
+      if (n >= sizeof buf) break;
+    }
+    cJSON_AddItemToArray(ja, cJSON_CreateString(buf));
+  }
+  cJSON* jb = cJSON_AddArrayToObject(s, "blocks");
+  cJSON* jl = cJSON_AddArrayToObject(s, "logical");
+  for (intptr_t d = 0; d < mlirDenseArrayGetNumElements(logical); ++d) {
+    cJSON_AddItemToArray(jb, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(blocks, d)));
+    cJSON_AddItemToArray(jl, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(logical, d)));
+  }
+}
+
+static void tpc__json_tensor(cJSON* list, const char* name, MlirType t, MlirAttribute shard) {
   cJSON* o = cJSON_CreateObject();
+  tpc__json_shard(o, shard);
   cJSON_AddStringToObject(o, "name", name);
   cJSON_AddStringToObject(o, "dtype", tprt_dtype_name(tpc__dtype_of(mlirShapedTypeGetElementType(t))));
   cJSON* shape = cJSON_AddArrayToObject(o, "shape");
   for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
     cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mlirShapedTypeGetDimSize(t, i)));
   cJSON_AddItemToArray(list, o);
+}
+
+// Attribute |name| of argument or result |i| of |func|, or a null attribute.
+static MlirAttribute tpc__slot_attr(MlirOperation func, bool result, intptr_t i, const char* name) {
+  MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
+  if (mlirAttributeIsNull(attrs) || !mlirAttributeIsAArray(attrs) || i >= mlirArrayAttrGetNumElements(attrs))
+    return (MlirAttribute){NULL};
+  MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
+  return mlirAttributeIsADictionary(dict) ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(name))
+                                          : (MlirAttribute){NULL};
 }
 
 // The name of argument or result |i|: its tp.name attribute, or "arg<i>" / "result<i>".
@@ -505,12 +546,13 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
     tpc__slot_name(L->func, false, i, name, sizeof name);
-    tpc__json_tensor(args, name, L->values[i].tensor);
+    tpc__json_tensor(args, name, L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
   }
   cJSON* results = cJSON_AddArrayToObject(f, "results");
   for (int j = 0; j < nres; ++j) {
     tpc__slot_name(L->func, true, j, name, sizeof name);
-    tpc__json_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor);
+    tpc__json_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
+                     tpc__slot_attr(L->func, true, j, TPC_ARG_ATTR_SHARD));
   }
   cJSON_AddItemToArray(json_funcs, f);
   return mlirLogicalResultSuccess();

@@ -11,6 +11,9 @@ extern "C" {
 /// tp-verify: checks every rule of the tp dialect that IRDL cannot express.
 MlirPass tpc_create_verify_pass(void);
 
+/// tp-shard: partitions a logical module over its tp.mesh into the per-rank program.
+MlirPass tpc_create_shard_pass(void);
+
 /// tp-lower-runtime: plans intermediate tensors into one arena and lowers every tp op to a call
 /// of the runtime ABI (runtime/tprt_abi.h); run upstream convert-to-llvm after it.
 MlirPass tpc_create_lower_runtime_pass(void);

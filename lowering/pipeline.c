@@ -12,6 +12,8 @@
 const tpc_pass_entry_t tpc_pass_registry[] = {
     {"tp-verify", "Check the tp dialect's shape, type, mesh, quantization and module-attribute rules",
      tpc_create_verify_pass},
+    {"tp-shard", "Partition a logical module over the module's mesh into the per-rank program",
+     tpc_create_shard_pass},
     {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
      tpc_create_lower_runtime_pass},
     {"tp-lower-runtime-poison", "tp-lower-runtime that poisons every arena buffer after its last use (debugging)",
@@ -21,6 +23,9 @@ const tpc_pass_entry_t tpc_pass_registry[] = {
 
 const tpc_pipeline_entry_t tpc_pipeline_registry[] = {
     {"verify", "Verify a module and print it unchanged", "tp-verify"},
+    {"shard", "Partition a logical module over its mesh (declare one with --mesh)", "tp-shard"},
+    {"infer", "Partition a logical module and lower it for the CPU runtime (tpc-run --pipeline infer)",
+     "tp-shard,tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {"lower-cpu", "Lower a per-rank module to LLVM dialect calling the runtime ABI",
      "tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {"lower-cpu-poison", "lower-cpu with dead arena buffers poisoned after their last use (memory-plan checks)",

@@ -26,6 +26,23 @@ static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, con
     int rank = cJSON_GetArraySize(shape);
     for (int k = 0; k < rank; ++k) dims[k] = (int64_t)cJSON_GetArrayItem(shape, k)->valuedouble;
     out[i].layout = tprt_tensor_make(NULL, d, rank, dims);
+    out[i].sharded = false;
+    const cJSON* shard = cJSON_GetObjectItemCaseSensitive(t, "shard");
+    if (shard) {
+      const cJSON* axes = cJSON_GetObjectItemCaseSensitive(shard, "axes");
+      const cJSON* blocks = cJSON_GetObjectItemCaseSensitive(shard, "blocks");
+      const cJSON* logical = cJSON_GetObjectItemCaseSensitive(shard, "logical");
+      if (cJSON_GetArraySize(axes) != rank || cJSON_GetArraySize(blocks) != rank || cJSON_GetArraySize(logical) != rank)
+        return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: %s '%s' has a malformed shard", path, what,
+                                out[i].name);
+      for (int k = 0; k < rank; ++k) {
+        const cJSON* a = cJSON_GetArrayItem(axes, k);
+        snprintf(out[i].axes[k], sizeof out[i].axes[k], "%s", cJSON_IsString(a) ? a->valuestring : "");
+        out[i].blocks[k] = (int64_t)cJSON_GetArrayItem(blocks, k)->valuedouble;
+        out[i].logical[k] = (int64_t)cJSON_GetArrayItem(logical, k)->valuedouble;
+      }
+      out[i].sharded = true;
+    }
   }
   *out_count = n;
   return NULL;

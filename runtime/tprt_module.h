@@ -17,10 +17,15 @@ extern "C" {
 #define TPRT_MODULE_MAX_FUNCTIONS 16
 #define TPRT_MODULE_NAME_LEN 128
 
-/// An argument or result: its name and layout (tensor.data is NULL).
+/// An argument or result: its name and per-rank layout (tensor.data is NULL), and, for modules
+/// partitioned by tp-shard, where the local tensor sits in the logical one (see tprt_shard.h).
 typedef struct tprt_module_tensor_t {
   char name[TPRT_MODULE_NAME_LEN];
   tprt_tensor_t layout;
+  bool sharded;                          // false: the local tensor is the logical tensor
+  int64_t logical[TPRT_MAX_RANK];        // the logical shape
+  char axes[TPRT_MAX_RANK][32];          // per dim: comma-separated mesh axes ("" replicated)
+  int64_t blocks[TPRT_MAX_RANK];
 } tprt_module_tensor_t;
 
 typedef struct tprt_module_function_t {

@@ -1,6 +1,7 @@
 // A logical Mixtral-style MoE block: a replicated router, top-2 routing over 4 experts, tokens
 // permuted into expert order, a grouped SwiGLU FFN per expert, and the weighted combine.
-// 16 tokens, hidden 128, expert FFN 64 (FC1 has 2 x 64 rows per expert).
+// 16 tokens, hidden 128, expert FFN 64 (FC1 has 2 x 64 rows per expert). Each expert's FFN is
+// tensor parallel (Megatron's expert tensor parallelism): FC1 column-parallel, FC2 row-parallel.
 module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
   func.func @moe(%x: tensor<16x128xbf16> {tp.name = "x"}, %router: tensor<4x128xbf16> {tp.name = "router"},
                  %w1: tensor<4x128x128xbf16> {tp.name = "w1"}, %w2: tensor<4x128x64xbf16> {tp.name = "w2"})
@@ -11,10 +12,10 @@ module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
         : (tensor<16x4xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
     %xp, %sizes, %map = "tp.moe_permute"(%x, %idx)
         : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<4xi64>, tensor<32xi32>)
-    %h1 = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "expert"}
+    %h1 = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column"}
         : (tensor<32x128xbf16>, tensor<4x128x128xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
     %a = "tp.glu"(%h1) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
-    %h2 = "tp.grouped_linear"(%a, %w2, %sizes) {parallel = "expert"}
+    %h2 = "tp.grouped_linear"(%a, %w2, %sizes) {parallel = "row"}
         : (tensor<32x64xbf16>, tensor<4x128x64xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
     %y = "tp.moe_unpermute"(%h2, %map, %wts)
         : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>

@@ -25,6 +25,7 @@
 #include "mlir-c/Target/LLVMIR.h"
 #include "pipeline.h"
 #include "tpc_dialect.h"
+#include "tpc_mesh.h"
 #include "tpc_parse.h"
 #include "tpc_verify.h"
 
@@ -34,6 +35,8 @@ typedef struct {
   const char* pipeline;
   const char* emit;  // "so" (default), "obj", "llvm", "mlir"
   const char* cpu;
+  bool has_mesh;
+  tpc_mesh_spec_t mesh;
 } tpc_compile_options_t;
 
 static void tpc__usage(FILE* out) {
@@ -42,7 +45,8 @@ static void tpc__usage(FILE* out) {
           "USAGE: tpc-compile <input.mlir> -o <output> [options]\n\n"
           "OPTIONS:\n"
           "  -o <file>              Output path (required)\n"
-          "  --pipeline=<name>      Lowering pipeline (default: lower-cpu; see tpc-opt --help)\n"
+          "  --pipeline=<name>      Lowering pipeline (default: lower-cpu; infer = tp-shard + lower-cpu)\n"
+          "  --mesh=tp=4[,dp=2]     Declare the device mesh (tp.mesh @world) before the pipeline runs\n"
           "  --emit=<kind>          so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)\n"
           "  --cpu=<name>           Target CPU (default: x86-64, portable to any x86-64 host)\n"
           "  -h, --help             Print this help\n");
@@ -61,6 +65,14 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
       o->output = argv[++i];
     } else if (!strncmp(a, "--pipeline=", 11)) {
       o->pipeline = a + 11;
+    } else if (!strncmp(a, "--mesh", 6) && (a[6] == '=' || (a[6] == '\0' && i + 1 < argc))) {
+      const char* value = a[6] == '=' ? a + 7 : argv[++i];
+      char error[256];
+      if (!tpc_mesh_spec_parse(value, &o->mesh, error, sizeof error)) {
+        fprintf(stderr, "tpc-compile: error: %s\n", error);
+        return -1;
+      }
+      o->has_mesh = true;
     } else if (!strncmp(a, "--emit=", 7)) {
       o->emit = a + 7;
     } else if (!strncmp(a, "--cpu=", 6)) {
@@ -241,6 +253,7 @@ int main(int argc, char** argv) {
   module = tpc_parse_module(ctx, text, len, opts.input);
   if (mlirModuleIsNull(module)) goto done;
   MlirOperation op = mlirModuleGetOperation(module);
+  if (opts.has_mesh && mlirLogicalResultIsFailure(tpc_mesh_declare(op, &opts.mesh))) goto done;
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char error[512];

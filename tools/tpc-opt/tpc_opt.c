@@ -15,6 +15,7 @@
 #include "pipeline.h"
 #include "split_input.h"
 #include "tpc_dialect.h"
+#include "tpc_mesh.h"
 #include "tpc_parse.h"
 #include "tpc_verify.h"
 
@@ -32,6 +33,8 @@ typedef struct {
   bool verify_each;
   bool print_debuginfo;
   bool generic;
+  bool has_mesh;
+  tpc_mesh_spec_t mesh;
   char pipeline[2048];  // comma-separated pass arguments and "mlir:" elements, in order
   int num_passes;
 } tpc_opt_options_t;
@@ -44,6 +47,7 @@ static void tpc__usage(FILE* out) {
           "  -o <file>                  Write the output to <file> (default: stdout)\n"
           "  --split-input-file         Process each `// -----` separated chunk on its own\n"
           "  --tp-pipeline=<name>       Run a named pipeline (see below)\n"
+          "  --mesh tp=4[,dp=2]         Declare the device mesh as tp.mesh @world (replacing one of that name)\n"
           "  --verify-each              Run tp-verify after every pass (default in Debug builds)\n"
           "  --no-verify-each           Do not run tp-verify between passes\n"
           "  --mlir-print-debuginfo     Print locations\n"
@@ -126,6 +130,14 @@ static int tpc__parse_args(int argc, char** argv, tpc_opt_options_t* o) {
       o->print_debuginfo = true;
     } else if (strcmp(name, "mlir-print-op-generic") == 0) {
       o->generic = true;
+    } else if (strncmp(name, "mesh", 4) == 0 && (name[4] == '=' || name[4] == '\0')) {
+      const char* value = name[4] == '=' ? name + 5 : i + 1 < argc ? argv[++i] : NULL;
+      char error[256];
+      if (!value || !tpc_mesh_spec_parse(value, &o->mesh, error, sizeof error)) {
+        fprintf(stderr, "tpc-opt: error: %s\n", value ? error : "--mesh needs a value like tp=4");
+        return -1;
+      }
+      o->has_mesh = true;
     } else if (strncmp(name, "tp-pipeline", 11) == 0) {
       const char* value = name[11] == '=' ? name + 12 : name[11] == '\0' && i + 1 < argc ? argv[++i] : NULL;
       if (!value || (name[11] != '=' && name[11] != '\0')) {
@@ -232,7 +244,8 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
     return false;
   }
   MlirOperation root = mlirModuleGetOperation(module);
-  bool ok = mlirLogicalResultIsSuccess(tpc_verify(root));
+  bool ok = !o->has_mesh || mlirLogicalResultIsSuccess(tpc_mesh_declare(root, &o->mesh));
+  ok = ok && mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_passes > 0) {
     MlirPassManager pm = mlirPassManagerCreate(ctx);
     char error[512];

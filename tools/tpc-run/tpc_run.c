@@ -24,6 +24,7 @@
 #include "tprt_exec.h"
 #include "tprt_module.h"
 #include "tprt_safetensors.h"
+#include "tprt_shard.h"
 #include "tprt_world.h"
 
 #define TPC_RUN_MAX_RANKS 64
@@ -35,6 +36,8 @@ typedef struct {
   const char* inputs;
   const char* outputs;
   const char* dump_args;
+  const char* mesh;      // --mesh, passed to tpc-compile
+  const char* pipeline;  // --pipeline, passed to tpc-compile
   uint64_t seed;
   bool seed_given;
   int world;
@@ -55,7 +58,24 @@ typedef struct {
   const tprt_module_t* module;
   const tprt_module_function_t* fn;
   tpc_rank_state_t ranks[TPC_RUN_MAX_RANKS];
+  // Logical (whole) arguments and results: what checkpoints hold, what --hash and --outputs see.
+  void* logical_args[TPRT_MODULE_MAX_TENSORS];
+  void* logical_results[TPRT_MODULE_MAX_TENSORS];
 } tpc_run_t;
+
+// The logical tensor of a module argument or result (its local layout when not sharded), and the
+// shard that maps it to ranks.
+static tprt_status_t tpc__logical(const tprt_module_tensor_t* mt, const tprt_world_t* world, tprt_tensor_t* out,
+                                  tprt_shard_t* out_shard) {
+  *out = mt->layout;
+  if (!mt->sharded) return NULL;
+  const char* names[TPRT_MAX_RANK];
+  for (int d = 0; d < mt->layout.rank; ++d) names[d] = mt->axes[d];
+  TPRT_RETURN_IF_ERROR(tprt_shard_from_names(mt->layout.rank, mt->logical, names, mt->blocks, world, out_shard),
+                       "'%s'", mt->name);
+  *out = tprt_tensor_make(NULL, mt->layout.dtype, mt->layout.rank, mt->logical);
+  return NULL;
+}
 
 static void tpc__usage(FILE* out) {
   fprintf(out,
@@ -63,6 +83,8 @@ static void tpc__usage(FILE* out) {
           "USAGE: tpc-run <module.so | module.mlir> [options]\n\n"
           "OPTIONS:\n"
           "  --world N               Number of ranks (default: the module's mesh size, else 1)\n"
+          "  --mesh tp=4[,dp=2]      Partition a .mlir for this mesh (implies --pipeline infer)\n"
+          "  --pipeline infer        Compile a .mlir with this pipeline: infer = tp-shard + lowering\n"
           "  --function F            Function to run (default: the first)\n"
           "  --weights FILE          safetensors file with arguments by name\n"
           "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
@@ -128,6 +150,14 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       o->inputs = v;
     } else if (!strcmp(a, "--outputs")) {
       o->outputs = v;
+    } else if (!strcmp(a, "--mesh")) {
+      o->mesh = v;
+    } else if (!strcmp(a, "--pipeline")) {
+      if (!strcmp(v, "train")) {
+        fprintf(stderr, "tpc-run: error: --pipeline train needs tp-autodiff, which is not built yet; use infer\n");
+        return -1;
+      }
+      o->pipeline = v;
     } else if (!strcmp(a, "--dump-args")) {
       o->dump_args = v;
     } else if (!strcmp(a, "--backend")) {
@@ -152,11 +182,19 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     fprintf(stderr, "tpc-run: error: no module given (see --help)\n");
     return -1;
   }
+  size_t n = strlen(o->module_path);
+  bool mlir = n > 5 && !strcmp(o->module_path + n - 5, ".mlir");
+  if ((o->mesh || o->pipeline) && !mlir) {
+    fprintf(stderr, "tpc-run: error: --mesh and --pipeline apply to a .mlir input; '%s' is already compiled\n",
+            o->module_path);
+    return -1;
+  }
+  if (o->mesh && !o->pipeline) o->pipeline = "infer";
   return 1;
 }
 
 // Compiles a .mlir with the tpc-compile that sits next to this executable.
-static int tpc__compile(const char* mlir, char* out_so, size_t size, char* tmpdir) {
+static int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, size_t size, char* tmpdir) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) {
@@ -175,7 +213,10 @@ static int tpc__compile(const char* mlir, char* out_so, size_t size, char* tmpdi
   snprintf(out_so, size, "%s/module.so", tmpdir);
   pid_t pid = fork();
   if (pid == 0) {
-    execl(compiler, compiler, mlir, "-o", out_so, (char*)NULL);
+    char pipeline[128], mesh[128];
+    snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
+    snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
+    execl(compiler, compiler, mlir, "-o", out_so, pipeline, o->mesh ? mesh : (char*)NULL, (char*)NULL);
     fprintf(stderr, "tpc-run: error: cannot run %s: %s\n", compiler, strerror(errno));
     _exit(127);
   }
@@ -277,7 +318,7 @@ int main(int argc, char** argv) {
   size_t plen = strlen(path);
   bool compiled = plen > 5 && strcmp(path + plen - 5, ".mlir") == 0;
   if (compiled) {
-    if (!tpc__compile(path, so_path, sizeof so_path, tmpdir)) return 1;
+    if (!tpc__compile(&opts, path, so_path, sizeof so_path, tmpdir)) return 1;
     path = so_path;
   }
   tpc_run_t* run = calloc(1, sizeof *run);
@@ -327,22 +368,38 @@ int main(int argc, char** argv) {
     }
     if ((status = tprt_allocator_malloc(alloc, (size_t)run->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &st->arena)))
       goto fail;
-    for (int a = 0; a < run->fn->num_args; ++a) {
-      tprt_tensor_t t = run->fn->args[a].layout;
-      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&t), 64, &st->args[a]))) goto fail;
-      t.data = st->args[a];
-      if ((status = tpc__init_arg(&opts, inputs, weights, run->fn->args[a].name, &t))) goto fail;
-    }
     for (int j = 0; j < run->fn->num_results; ++j)
       if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&run->fn->results[j].layout), 64, &st->results[j])))
         goto fail;
+  }
+  // Every argument is made once as a logical tensor (from the files or Philox), then each rank
+  // receives its shard, so one checkpoint and one seed serve every mesh.
+  for (int a = 0; a < run->fn->num_args; ++a) {
+    const tprt_module_tensor_t* mt = &run->fn->args[a];
+    tprt_tensor_t logical;
+    tprt_shard_t shard;
+    if ((status = tpc__logical(mt, world, &logical, &shard))) goto fail;
+    if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&logical), 64, &run->logical_args[a]))) goto fail;
+    logical.data = run->logical_args[a];
+    if ((status = tpc__init_arg(&opts, inputs, weights, mt->name, &logical))) goto fail;
+    for (int r = 0; r < nranks; ++r) {
+      tprt_tensor_t local = mt->layout;
+      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&local), 64, &run->ranks[r].args[a]))) goto fail;
+      local.data = run->ranks[r].args[a];
+      if (mt->sharded)
+        status = tprt_shard_extract(&shard, world, r, &logical, &local);
+      else
+        memcpy(local.data, logical.data, tprt_tensor_bytes(&local));
+      if (status) goto fail;
+    }
   }
   if (opts.dump_args) {
     tprt_tensor_t args[TPRT_MODULE_MAX_TENSORS];
     const char* arg_names[TPRT_MODULE_MAX_TENSORS];
     for (int a = 0; a < run->fn->num_args; ++a) {
-      args[a] = run->fn->args[a].layout;
-      args[a].data = run->ranks[0].args[a];
+      tprt_shard_t shard;
+      if ((status = tpc__logical(&run->fn->args[a], world, &args[a], &shard))) goto fail;
+      args[a].data = run->logical_args[a];
       arg_names[a] = run->fn->args[a].name;
     }
     if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
@@ -358,9 +415,23 @@ int main(int argc, char** argv) {
   tprt_tensor_t outs[TPRT_MODULE_MAX_TENSORS];
   const char* names[TPRT_MODULE_MAX_TENSORS];
   for (int j = 0; j < run->fn->num_results; ++j) {
-    outs[j] = run->fn->results[j].layout;
-    outs[j].data = run->ranks[0].results[j];
-    names[j] = run->fn->results[j].name;
+    // Reassemble sharded results from every rank; replicated ones are rank 0's.
+    const tprt_module_tensor_t* mt = &run->fn->results[j];
+    tprt_shard_t shard;
+    if ((status = tpc__logical(mt, world, &outs[j], &shard))) goto fail;
+    if (mt->sharded) {
+      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&outs[j]), 64, &run->logical_results[j]))) goto fail;
+      outs[j].data = run->logical_results[j];
+      for (int r = 0; r < nranks && !status; ++r) {
+        tprt_tensor_t local = mt->layout;
+        local.data = run->ranks[r].results[j];
+        status = tprt_shard_insert(&shard, world, r, &local, &outs[j]);
+      }
+      if (status) goto fail;
+    } else {
+      outs[j].data = run->ranks[0].results[j];
+    }
+    names[j] = mt->name;
     if (opts.hash) {
       char shape[128] = "[";
       for (int d = 0; d < outs[j].rank; ++d)
@@ -386,6 +457,10 @@ fail:
   fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
   tprt_status_free(status);
 done:
+  for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {
+    tprt_allocator_free(alloc, run->logical_args[a]);
+    tprt_allocator_free(alloc, run->logical_results[a]);
+  }
   for (int r = 0; r < TPC_RUN_MAX_RANKS; ++r) {
     tpc_rank_state_t* st = &run->ranks[r];
     for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {

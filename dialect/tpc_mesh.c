@@ -1,0 +1,88 @@
+// --mesh specifications and their tp.mesh declaration (see tpc_mesh.h).
+#define _POSIX_C_SOURCE 200809L  // strtok_r
+#include "tpc_mesh.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/Diagnostics.h"
+#include "tp_ops.h"
+
+static int tpc__axis_rank(const char* name) {
+  static const char* const order[] = {"dp", "ep", "tp"};
+  for (int i = 0; i < 3; ++i)
+    if (strcmp(name, order[i]) == 0) return i;
+  return 3;
+}
+
+int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, size_t error_size) {
+  memset(out, 0, sizeof *out);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  char* save = NULL;
+  for (char* item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char* eq = strchr(item, '=');
+    char* end = NULL;
+    long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (!eq || eq == item || !end || *end || size < 1 || size > 1024 || eq - item >= 16) {
+      snprintf(error, error_size, "--mesh expects axis=size pairs like tp=4,dp=2; got '%s'", item);
+      return 0;
+    }
+    *eq = '\0';
+    for (int i = 0; i < out->num_axes; ++i)
+      if (strcmp(out->axes[i], item) == 0) {
+        snprintf(error, error_size, "--mesh names axis '%s' twice", item);
+        return 0;
+      }
+    if (out->num_axes == TPC_MESH_MAX_AXES) {
+      snprintf(error, error_size, "--mesh allows at most %d axes", TPC_MESH_MAX_AXES);
+      return 0;
+    }
+    snprintf(out->axes[out->num_axes], sizeof out->axes[0], "%s", item);
+    out->shape[out->num_axes++] = size;
+  }
+  if (out->num_axes == 0) {
+    snprintf(error, error_size, "--mesh is empty; expected axis=size pairs like tp=4");
+    return 0;
+  }
+  // Stable insertion sort into dp, ep, tp, others order.
+  for (int i = 1; i < out->num_axes; ++i)
+    for (int j = i; j > 0 && tpc__axis_rank(out->axes[j]) < tpc__axis_rank(out->axes[j - 1]); --j) {
+      char tmp[16];
+      memcpy(tmp, out->axes[j], sizeof tmp);
+      memcpy(out->axes[j], out->axes[j - 1], sizeof tmp);
+      memcpy(out->axes[j - 1], tmp, sizeof tmp);
+      int64_t s = out->shape[j];
+      out->shape[j] = out->shape[j - 1];
+      out->shape[j - 1] = s;
+    }
+  return 1;
+}
+
+MlirLogicalResult tpc_mesh_declare(MlirOperation module, const tpc_mesh_spec_t* spec) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirBlock body = mlirModuleGetBody(mlirModuleFromOperation(module));
+  char text[512];
+  int n = snprintf(text, sizeof text, "\"%s\"() {sym_name = \"%s\", axes = [", TPC_OP_NAME_MESH, TPC_MESH_DEFAULT_NAME);
+  for (int i = 0; i < spec->num_axes; ++i) n += snprintf(text + n, sizeof text - (size_t)n, "%s\"%s\"", i ? ", " : "", spec->axes[i]);
+  n += snprintf(text + n, sizeof text - (size_t)n, "], shape = array<i64: ");
+  for (int i = 0; i < spec->num_axes; ++i)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%s%lld", i ? ", " : "", (long long)spec->shape[i]);
+  snprintf(text + n, sizeof text - (size_t)n, ">} : () -> ()");
+  MlirOperation mesh = mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(text),
+                                                mlirStringRefCreateFromCString("--mesh"));
+  if (mlirOperationIsNull(mesh)) return mlirLogicalResultFailure();
+  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc_is_mesh(o)) continue;
+    MlirAttribute name = tpc_mesh_get_sym_name_attr(o);
+    if (!mlirAttributeIsNull(name) &&
+        mlirStringRefEqual(mlirStringAttrGetValue(name), mlirStringRefCreateFromCString(TPC_MESH_DEFAULT_NAME))) {
+      mlirOperationDestroy(o);
+      break;
+    }
+  }
+  mlirBlockInsertOwnedOperation(body, 0, mesh);
+  return mlirLogicalResultSuccess();
+}

@@ -1,0 +1,37 @@
+// Meshes from the command line: `--mesh tp=4,dp=2` becomes the module's tp.mesh @world.
+#ifndef TPC_MESH_H_
+#define TPC_MESH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPC_MESH_MAX_AXES 4
+/// The name of the mesh that --mesh declares.
+#define TPC_MESH_DEFAULT_NAME "world"
+
+typedef struct tpc_mesh_spec_t {
+  int num_axes;
+  char axes[TPC_MESH_MAX_AXES][16];
+  int64_t shape[TPC_MESH_MAX_AXES];
+} tpc_mesh_spec_t;
+
+/// Parses "tp=4,dp=2" into |out|. Axes are ordered dp, ep, tp (tp varies fastest, so
+/// tensor-parallel peers are adjacent ranks, as in Megatron-LM), then any others as written.
+/// Returns 0 and writes a message to |error| on a malformed spec.
+int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, size_t error_size);
+
+/// Declares |spec| as tp.mesh @world in |module|, replacing a mesh of that name. Returns failure
+/// (with a diagnostic) if the module's ops use another mesh shape incompatibly.
+MlirLogicalResult tpc_mesh_declare(MlirOperation module, const tpc_mesh_spec_t* spec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPC_MESH_H_

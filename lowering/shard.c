@@ -1,0 +1,652 @@
+// tp-shard: a logical module with a sharding plan -> the program every rank runs.
+//
+//   IN:  %u = "tp.linear"(%h, %w1) {parallel = "column"} : (...x128xbf16, 512x128xbf16) -> 16x512xbf16
+//        %a = "tp.glu"(%u) {kind = "swiglu"} ...
+//        %d = "tp.linear"(%a, %w2) {parallel = "row"} : (16x256xbf16, 128x256xbf16) -> 16x128xbf16
+//   OUT (--mesh tp=4):
+//        func.func @mlp(..., %w1: tensor<128x128xbf16> {tp.shard = {axes = [["tp"], []], blocks = array<i64: 2, 1>, ...}}, ...)
+//        %u = "tp.linear"(%h, %w1) {parallel = "column"} : (16x128, 128x128) -> 16x128
+//        %a = "tp.glu"(%u) ...                                               -> 16x64
+//        %p = "tp.linear"(%a, %w2) {parallel = "row", partial = true} : (16x64, 128x64) -> 16x128xf32
+//        %d = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (16x128xf32) -> 16x128xbf16
+//
+// The mesh is the module's first tp.mesh (tpc-opt/tpc-compile --mesh declares it). Its axes have
+// roles by name: "tp" shards linears (column: N, row: K; sequence parallel: tokens), "dp" shards
+// the tokens of activations. A layout is tracked for every value (shard_layout.h); each op's rule
+// checks its operands' layouts, inserts the collectives the plan implies and gives its results
+// their layouts. Function arguments take the layout of their first use (weights as the op's
+// parallel attribute says, activations sharded over dp, and over tp under sequence parallelism),
+// and every argument and result records it as `tp.shard`, from which the runtime slices
+// checkpoints and reassembles outputs. A plan that cannot be realised is an error at the op.
+// Like tp-lower-runtime, the pass writes the new function as text and parses it.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "pass_util.h"
+#include "passes.h"
+#include "shard_layout.h"
+#include "text_buffer.h"
+#include "tpc_dialect.h"
+#include "tpc_verify.h"
+
+#define TPC_SHARD_MAX_VALUES 2048
+
+typedef struct {
+  MlirValue value;
+  char name[48];  // SSA name in the emitted text
+  tpc_layout_t layout;
+} tpc__sval_t;
+
+typedef struct {
+  tpc_mesh_t mesh;
+  int tp, dp;  // mesh axis indices of the roles, or -1
+  bool sp;     // some linear of the function is sequence parallel
+  MlirOperation func;
+  tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
+  int num_vals;
+  int counter;
+  tpc_text_t body;
+} tpc__shard_t;
+
+static uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
+
+static tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v) {
+  for (int i = 0; i < S->num_vals; ++i)
+    if (mlirValueEqual(S->vals[i].value, v)) return &S->vals[i];
+  return NULL;
+}
+
+static MlirLogicalResult tpc__error(MlirOperation op, tpc_text_t* msg) {
+  mlirEmitError(mlirOperationGetLocation(op), msg->data ? msg->data : "tp-shard: error");
+  tpc_text_free(msg);
+  return mlirLogicalResultFailure();
+}
+
+// "tp-shard: <op> <what>: has layout [...]; <why>" at |op|.
+static MlirLogicalResult tpc__layout_error(tpc__shard_t* S, MlirOperation op, const char* what,
+                                           const tpc_layout_t* l, const char* why) {
+  tpc_text_t m = {0};
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  tpc_text_printf(&m, "tp-shard: '%.*s' %s is laid out ", (int)n.length, n.data, what);
+  tpc_layout_describe(l, &S->mesh, &m);
+  tpc_text_printf(&m, "; %s", why);
+  return tpc__error(op, &m);
+}
+
+static MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op, const char* what,
+                                              const tpc_layout_t* l) {
+  for (int d = 0; d < l->rank; ++d)
+    if (tpc_layout_local_dim(l, &S->mesh, d) < 0) {
+      tpc_text_t m = {0};
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+      tpc_text_printf(&m, "tp-shard: '%.*s' %s: dimension %d (size %lld) is not divisible by ", (int)n.length, n.data,
+                      what, d, (long long)l->logical[d]);
+      tpc_layout_t one = *l;
+      for (int e = 0; e < one.rank; ++e) one.mask[e] = e == d ? l->mask[d] : 0, one.blocks[e] = e == d ? l->blocks[d] : 1;
+      tpc_layout_describe(&one, &S->mesh, &m);
+      tpc_text_printf(&m, " = %lld ranks × %lld blocks", (long long)tpc_mesh_group_size(&S->mesh, l->mask[d]),
+                      (long long)l->blocks[d]);
+      return tpc__error(op, &m);
+    }
+  return mlirLogicalResultSuccess();
+}
+
+static tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l) {
+  if (S->num_vals == TPC_SHARD_MAX_VALUES) return NULL;
+  tpc__sval_t* s = &S->vals[S->num_vals++];
+  s->value = v;
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->layout = *l;
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument layouts
+//===----------------------------------------------------------------------===//
+
+// With interleave 0 a GLU reads [gate; up] halves, so the rows that feed it are sharded in two
+// blocks (stride 2): every rank then holds gate rows and the up rows that pair with them.
+static int64_t tpc__glu_blocks(MlirValue produced) {
+  MlirOpOperand use = mlirValueGetFirstUse(produced);
+  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return 1;
+  MlirOperation user = mlirOpOperandGetOwner(use);
+  if (tpc_is_glu(user)) return tpc_glu_get_interleave(user) == 0 ? 2 : 1;
+  return 1;
+}
+
+// The layout a weight-like operand must have, or false for activation operands.
+static bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l) {
+  uint32_t tp = tpc__bit(S->tp);
+  switch (kind) {
+    case TPC_OP_LINEAR: {
+      if (slot == TPC_LINEAR_SLOT_X) return false;
+      int par = tpc_linear_get_parallel(op);
+      int64_t blocks = tpc__glu_blocks(tpc_linear_get_y(op));
+      if (par == TPC_PARALLEL_COLUMN) {
+        l->mask[0] = tp;
+        l->blocks[0] = tp ? blocks : 1;
+      } else if (par == TPC_PARALLEL_ROW && slot == TPC_LINEAR_SLOT_W) {
+        l->mask[1] = tp;
+      }
+      return true;
+    }
+    case TPC_OP_GROUPED_LINEAR: {
+      if (slot == TPC_GROUPED_LINEAR_SLOT_X) return false;
+      if (slot == TPC_GROUPED_LINEAR_SLOT_GROUP_SIZES) return true;
+      int par = tpc_grouped_linear_get_parallel(op);
+      if (par == TPC_PARALLEL_COLUMN) {
+        l->mask[1] = tp;
+        l->blocks[1] = tp ? tpc__glu_blocks(tpc_grouped_linear_get_y(op)) : 1;
+      } else if (par == TPC_PARALLEL_ROW) {
+        l->mask[2] = tp;
+      }
+      return true;
+    }
+    case TPC_OP_RMSNORM:
+      return slot == TPC_RMSNORM_SLOT_GAMMA;
+    case TPC_OP_LAYERNORM:
+      return slot != TPC_LAYERNORM_SLOT_X;
+    default:
+      return false;
+  }
+}
+
+// Gives every block argument the layout of its first use in program order.
+static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
+  intptr_t nargs = mlirBlockGetNumArguments(body);
+  if (nargs > 64) {
+    mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: more than 64 function arguments");
+    return mlirLogicalResultFailure();
+  }
+  bool decided[64] = {false};
+  tpc_layout_t layouts[64];
+  for (intptr_t i = 0; i < nargs; ++i) {
+    MlirType t = mlirValueGetType(mlirBlockGetArgument(body, i));
+    if (!mlirTypeIsARankedTensor(t)) {
+      mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: function arguments must be tensors");
+      return mlirLogicalResultFailure();
+    }
+    layouts[i] = tpc_layout_replicated(t);
+  }
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    int kind = tpc_op_get_kind(op);
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+      MlirValue v = mlirOperationGetOperand(op, k);
+      if (!mlirValueIsABlockArgument(v)) continue;
+      intptr_t i = mlirBlockArgumentGetArgNumber(v);
+      if (i >= nargs || decided[i]) continue;
+      decided[i] = true;
+      tpc_layout_t* l = &layouts[i];
+      if (!tpc__weight_layout(S, op, kind, (int)k, l) && l->rank >= 1)
+        // Activations: tokens over dp, and over tp too when the residual stream is sequence parallel.
+        l->mask[0] = tpc__bit(S->dp) | (S->sp ? tpc__bit(S->tp) : 0u);
+    }
+  }
+  for (intptr_t i = 0; i < nargs; ++i) {
+    char name[32];
+    snprintf(name, sizeof name, "%%a%ld", (long)i);
+    if (!decided[i] && layouts[i].rank >= 1) layouts[i].mask[0] = tpc__bit(S->dp) | (S->sp ? tpc__bit(S->tp) : 0u);
+    if (!tpc__new_value(S, mlirBlockGetArgument(body, i), name, &layouts[i]) ||
+        mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, name + 1, &layouts[i])))
+      return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Emission helpers
+//===----------------------------------------------------------------------===//
+
+// Prints the op's attributes (minus |skip|) as dictionary entries; returns how many.
+static int tpc__print_attr_entries(tpc_text_t* t, MlirOperation op, const char* skip) {
+  bool first = true;
+  int count = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op); ++i) {
+    MlirNamedAttribute na = mlirOperationGetAttribute(op, i);
+    MlirStringRef n = mlirIdentifierStr(na.name);
+    if (skip && mlirStringRefEqual(n, mlirStringRefCreateFromCString(skip))) continue;
+    tpc_text_printf(t, "%s%.*s = ", first ? "" : ", ", (int)n.length, n.data);
+    mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
+    first = false;
+    ++count;
+  }
+  return count;
+}
+
+// Emits a collective and returns the value it defines.
+static tpc__sval_t* tpc__emit_collective(tpc__shard_t* S, const char* op_name, const tpc__sval_t* in,
+                                         const char* extra_attrs, const tpc_layout_t* out) {
+  char name[32];
+  snprintf(name, sizeof name, "%%s%d", S->counter++);
+  tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = @%s, axes = [\"%s\"]%s} : (", name, op_name, in->name,
+                  S->mesh.name, S->mesh.axes[S->tp], extra_attrs);
+  tpc_layout_print_local_type(&in->layout, &S->mesh, &S->body);
+  tpc_text_printf(&S->body, ") -> ");
+  tpc_layout_print_local_type(out, &S->mesh, &S->body);
+  tpc_text_printf(&S->body, "\n");
+  MlirValue none = {NULL};
+  return tpc__new_value(S, none, name, out);
+}
+
+// Emits |op| with operands |ins| and results |outs| (local types), extra attributes appended.
+static void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin,
+                         const tpc_layout_t* outs, int nout, const char* extra_attrs, const char* skip_attr) {
+  char base[32];
+  snprintf(base, sizeof base, "%%o%d", S->counter++);
+  tpc_text_printf(&S->body, "    ");
+  if (nout == 1) tpc_text_printf(&S->body, "%s = ", base);
+  if (nout > 1) tpc_text_printf(&S->body, "%s:%d = ", base, nout);
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  tpc_text_printf(&S->body, "\"%.*s\"(", (int)n.length, n.data);
+  for (int i = 0; i < nin; ++i) tpc_text_printf(&S->body, "%s%s", i ? ", " : "", ins[i]->name);
+  tpc_text_printf(&S->body, ") {");
+  int printed = tpc__print_attr_entries(&S->body, op, skip_attr);
+  if (extra_attrs && *extra_attrs) tpc_text_printf(&S->body, "%s%s", printed ? ", " : "", extra_attrs);
+  tpc_text_printf(&S->body, "} : (");
+  for (int i = 0; i < nin; ++i) {
+    if (i) tpc_text_printf(&S->body, ", ");
+    tpc_layout_print_local_type(&ins[i]->layout, &S->mesh, &S->body);
+  }
+  tpc_text_printf(&S->body, ") -> (");
+  for (int i = 0; i < nout; ++i) {
+    if (i) tpc_text_printf(&S->body, ", ");
+    tpc_layout_print_local_type(&outs[i], &S->mesh, &S->body);
+  }
+  tpc_text_printf(&S->body, ")\n");
+  for (int i = 0; i < nout; ++i) {
+    char name[48];
+    if (nout == 1)
+      snprintf(name, sizeof name, "%s", base);
+    else
+      snprintf(name, sizeof name, "%s#%d", base, i);
+    tpc__new_value(S, mlirOperationGetResult(op, i), name, &outs[i]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Op rules
+//===----------------------------------------------------------------------===//
+
+static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin) {
+  uint32_t tp = tpc__bit(S->tp);
+  int64_t tp_size = tpc_mesh_group_size(&S->mesh, tp);
+  int par = tpc_linear_get_parallel(op);
+  bool sp = tpc_linear_get_sequence_parallel(op);
+  tpc__sval_t* x = ins[0];
+  MlirType yt = mlirValueGetType(tpc_linear_get_y(op));
+  tpc_layout_t y = tpc_layout_replicated(yt);
+  if (x->layout.mask[1] && par != TPC_PARALLEL_ROW)
+    return tpc__layout_error(S, op, "input x", &x->layout,
+                             "only a row-parallel linear takes an input sharded along K (set parallel = \"row\")");
+  if (sp && tp_size > 1 && par == TPC_PARALLEL_COLUMN) {
+    if (!(x->layout.mask[0] & tp))
+      return tpc__layout_error(S, op, "input x", &x->layout,
+                               "sequence parallelism needs the tokens sharded over tp before the column-parallel linear");
+    tpc_layout_t gathered = x->layout;
+    gathered.mask[0] &= ~tp;
+    x = tpc__emit_collective(S, TPC_OP_NAME_ALL_GATHER, x, ", dim = 0 : i64", &gathered);
+    ins[0] = x;
+  } else if ((x->layout.mask[0] & tp) && tp_size > 1) {
+    return tpc__layout_error(S, op, "input x", &x->layout,
+                             "its tokens are sharded over tp; set sequence_parallel = true on this linear");
+  }
+  y.mask[0] = x->layout.mask[0];
+  if (par == TPC_PARALLEL_COLUMN) {
+    y.mask[1] = ins[1]->layout.mask[0];
+    y.blocks[1] = ins[1]->layout.blocks[0];
+    tpc__emit_op(S, op, ins, nin, &y, 1, NULL, NULL);
+    return mlirLogicalResultSuccess();
+  }
+  if (par != TPC_PARALLEL_ROW || tp_size == 1) {
+    tpc__emit_op(S, op, ins, nin, &y, 1, NULL, NULL);
+    return mlirLogicalResultSuccess();
+  }
+  // Row parallel: each rank sums its K slice into an f32 partial; the collective completes it.
+  if (!(x->layout.mask[1] & tp) || x->layout.blocks[1] != 1)
+    return tpc__layout_error(S, op, "input x", &x->layout,
+                             "a row-parallel linear needs its input sharded along K over tp (the output of a "
+                             "column-parallel linear or of the GLU after it)");
+  if (nin > 2) {
+    mlirEmitError(mlirOperationGetLocation(op),
+                  "tp-shard: a bias on a row-parallel linear is not supported yet (it must be added once, after "
+                  "the reduction)");
+    return mlirLogicalResultFailure();
+  }
+  tpc_layout_t partial = y;
+  partial.element = mlirF32TypeGet(mlirOperationGetContext(op));
+  tpc__emit_op(S, op, ins, nin, &partial, 1, "partial = true", "partial");
+  tpc__sval_t* p = &S->vals[S->num_vals - 1];
+  p->value = (MlirValue){NULL};  // the op's result is the reduced value below, not the partial
+  tpc_layout_t out = y;
+  const char* coll = TPC_OP_NAME_ALL_REDUCE;
+  const char* extra = "";
+  if (sp) {
+    out.mask[0] |= tp;
+    coll = TPC_OP_NAME_REDUCE_SCATTER;
+    extra = ", dim = 0 : i64";
+  }
+  if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &out))) return mlirLogicalResultFailure();
+  tpc__sval_t* r = tpc__emit_collective(S, coll, p, extra, &out);
+  r->value = tpc_linear_get_y(op);
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin) {
+  uint32_t tp = tpc__bit(S->tp);
+  int64_t tp_size = tpc_mesh_group_size(&S->mesh, tp);
+  int par = tpc_grouped_linear_get_parallel(op);
+  tpc__sval_t* x = ins[0];
+  if (x->layout.mask[0] & tp)
+    return tpc__layout_error(S, op, "input x", &x->layout,
+                             "expert tensor parallelism needs every tp rank to hold the same tokens");
+  tpc_layout_t y = tpc_layout_replicated(mlirValueGetType(tpc_grouped_linear_get_y(op)));
+  y.mask[0] = x->layout.mask[0];
+  if (par == TPC_PARALLEL_COLUMN) {
+    y.mask[1] = ins[1]->layout.mask[1];
+    y.blocks[1] = ins[1]->layout.blocks[1];
+  }
+  if (par != TPC_PARALLEL_ROW || tp_size == 1) {
+    if (x->layout.mask[1] && par != TPC_PARALLEL_ROW)
+      return tpc__layout_error(S, op, "input x", &x->layout, "only a row-parallel grouped linear takes K sharded");
+    tpc__emit_op(S, op, ins, nin, &y, 1, NULL, NULL);
+    return mlirLogicalResultSuccess();
+  }
+  if (!(x->layout.mask[1] & tp))
+    return tpc__layout_error(S, op, "input x", &x->layout,
+                             "a row-parallel grouped linear needs its input sharded along K over tp");
+  tpc_layout_t partial = y;
+  partial.element = mlirF32TypeGet(mlirOperationGetContext(op));
+  tpc__emit_op(S, op, ins, nin, &partial, 1, "partial = true", "partial");
+  S->vals[S->num_vals - 1].value = (MlirValue){NULL};  // the result is the reduced value
+  tpc__sval_t* r = tpc__emit_collective(S, TPC_OP_NAME_ALL_REDUCE, &S->vals[S->num_vals - 1], "", &y);
+  r->value = tpc_grouped_linear_get_y(op);
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult tpc__shard_glu(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins) {
+  const tpc_layout_t* x = &ins[0]->layout;
+  int last = x->rank - 1;
+  int64_t interleave = tpc_glu_get_interleave(op);
+  tpc_layout_t y = *x;
+  y.logical[last] /= 2;
+  y.blocks[last] = 1;
+  if (x->mask[last]) {
+    if (interleave == 0 && x->blocks[last] != 2)
+      return tpc__layout_error(S, op, "input x", x,
+                               "with interleave = 0 the gate and up halves must be sharded in 2 blocks (stride 2)");
+    if (interleave > 0 && (x->blocks[last] != 1 || tpc_layout_local_dim(x, &S->mesh, last) % (2 * interleave) != 0))
+      return tpc__layout_error(S, op, "input x", x, "each rank must hold whole interleaved gate/up blocks");
+  }
+  tpc__emit_op(S, op, ins, 1, &y, 1, NULL, NULL);
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
+  const tpc_layout_t* x = &ins[0]->layout;
+  tpc_layout_t outs[4];
+  int nout = (int)mlirOperationGetNumResults(op);
+  for (int i = 0; i < nout && i < 4; ++i) outs[i] = tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, i)));
+  switch (kind) {
+    case TPC_OP_RMSNORM:
+    case TPC_OP_LAYERNORM:
+      if (x->mask[1]) return tpc__layout_error(S, op, "input x", x, "a norm needs whole rows (hidden unsharded)");
+      for (int i = 1; i < nin; ++i)
+        if (ins[i]->layout.mask[0])
+          return tpc__layout_error(S, op, "gamma/beta", &ins[i]->layout, "norm parameters are replicated");
+      outs[0] = *x;
+      break;
+    case TPC_OP_ADD:
+    case TPC_OP_MUL:
+      if (!tpc_layout_equal(x, &ins[1]->layout)) {
+        tpc_text_t m = {0};
+        tpc_text_printf(&m, "tp-shard: the operands are laid out differently: lhs ");
+        tpc_layout_describe(x, &S->mesh, &m);
+        tpc_text_printf(&m, ", rhs ");
+        tpc_layout_describe(&ins[1]->layout, &S->mesh, &m);
+        return tpc__error(op, &m);
+      }
+      outs[0] = *x;
+      break;
+    case TPC_OP_MOE_ROUTE:
+      if (x->mask[1]) return tpc__layout_error(S, op, "logits", x, "routing needs every expert's logit");
+      for (int i = 0; i < 2; ++i) outs[i].mask[0] = x->mask[0];
+      break;
+    case TPC_OP_MOE_PERMUTE:
+      if (x->mask[1]) return tpc__layout_error(S, op, "input x", x, "permuting needs whole rows");
+      outs[0].mask[0] = x->mask[0];
+      outs[2].mask[0] = x->mask[0];
+      break;
+    case TPC_OP_MOE_UNPERMUTE:
+      if (x->mask[1]) return tpc__layout_error(S, op, "input y", x, "the combine needs whole rows");
+      outs[0].mask[0] = x->mask[0];
+      break;
+    default: {
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+      tpc_text_t m = {0};
+      tpc_text_printf(&m, "tp-shard: '%.*s' has no sharding rule; a logical module holds compute ops only "
+                          "(tp-shard inserts the collectives)", (int)n.length, n.data);
+      return tpc__error(op, &m);
+    }
+  }
+  for (int i = 0; i < nout; ++i)
+    if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &outs[i]))) return mlirLogicalResultFailure();
+  tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+static void tpc__print_slot_attrs(tpc__shard_t* S, tpc_text_t* t, MlirOperation func, const char* which, intptr_t i,
+                                  const tpc_layout_t* l) {
+  tpc_text_printf(t, " {");
+  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(which));
+  bool first = true;
+  if (!mlirAttributeIsNull(all) && mlirAttributeIsAArray(all) && i < mlirArrayAttrGetNumElements(all)) {
+    MlirAttribute dict = mlirArrayAttrGetElement(all, i);
+    for (intptr_t k = 0; mlirAttributeIsADictionary(dict) && k < mlirDictionaryAttrGetNumElements(dict); ++k) {
+      MlirNamedAttribute na = mlirDictionaryAttrGetElement(dict, k);
+      MlirStringRef n = mlirIdentifierStr(na.name);
+      if (mlirStringRefEqual(n, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))) continue;
+      tpc_text_printf(t, "%s%.*s = ", first ? "" : ", ", (int)n.length, n.data);
+      mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
+      first = false;
+    }
+  }
+  tpc_text_printf(t, "%s" TPC_ARG_ATTR_SHARD " = ", first ? "" : ", ");
+  tpc_layout_print_attr(l, &S->mesh, t);
+  tpc_text_printf(t, "}");
+}
+
+static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(S->func, 0));
+  S->sp = false;
+  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
+    if (tpc_is_linear(o) && tpc_linear_get_sequence_parallel(o)) S->sp = true;
+  if (mlirLogicalResultIsFailure(tpc__arg_layouts(S, body))) return mlirLogicalResultFailure();
+  MlirOperation ret = {NULL};
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    if (mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.return"))) {
+      ret = op;
+      break;
+    }
+    int kind = tpc_op_get_kind(op);
+    tpc__sval_t* ins[16];
+    int nin = (int)mlirOperationGetNumOperands(op);
+    if (kind == TPC_OP_UNKNOWN || nin > 16) {
+      mlirEmitError(mlirOperationGetLocation(op), "tp-shard: only tp ops can be sharded");
+      return mlirLogicalResultFailure();
+    }
+    for (int i = 0; i < nin; ++i) {
+      ins[i] = tpc__find(S, mlirOperationGetOperand(op, i));
+      if (!ins[i]) {
+        mlirEmitError(mlirOperationGetLocation(op), "tp-shard: operand defined outside the function");
+        return mlirLogicalResultFailure();
+      }
+    }
+    // Weight operands must have the layout the op's plan gives them.
+    for (int i = 0; i < nin; ++i) {
+      tpc_layout_t want = tpc_layout_replicated(mlirValueGetType(mlirOperationGetOperand(op, i)));
+      if (tpc__weight_layout(S, op, kind, i, &want) && !tpc_layout_equal(&want, &ins[i]->layout)) {
+        tpc_text_t m = {0};
+        tpc_text_printf(&m, "tp-shard: operand %d is laid out ", i);
+        tpc_layout_describe(&ins[i]->layout, &S->mesh, &m);
+        tpc_text_printf(&m, " but this op's plan needs ");
+        tpc_layout_describe(&want, &S->mesh, &m);
+        tpc_text_printf(&m, " (a weight shared by ops with different plans?)");
+        return tpc__error(op, &m);
+      }
+    }
+    MlirLogicalResult r;
+    if (kind == TPC_OP_LINEAR)
+      r = tpc__shard_linear(S, op, ins, nin);
+    else if (kind == TPC_OP_GROUPED_LINEAR)
+      r = tpc__shard_grouped_linear(S, op, ins, nin);
+    else if (kind == TPC_OP_GLU)
+      r = tpc__shard_glu(S, op, ins);
+    else
+      r = tpc__shard_other(S, op, kind, ins, nin);
+    if (mlirLogicalResultIsFailure(r)) return r;
+  }
+  if (mlirOperationIsNull(ret)) {
+    mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: the function has no func.return");
+    return mlirLogicalResultFailure();
+  }
+  MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("sym_name")));
+  tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i) {
+    const tpc__sval_t* a = &S->vals[i];
+    tpc_text_printf(out, "%s%s: ", i ? ", " : "", a->name);
+    tpc_layout_print_local_type(&a->layout, &S->mesh, out);
+    tpc__print_slot_attrs(S, out, S->func, "arg_attrs", i, &a->layout);
+  }
+  tpc_text_printf(out, ") -> (");
+  intptr_t nres = mlirOperationGetNumOperands(ret);
+  for (intptr_t j = 0; j < nres; ++j) {
+    const tpc__sval_t* v = tpc__find(S, mlirOperationGetOperand(ret, j));
+    if (j) tpc_text_printf(out, ", ");
+    tpc_layout_print_local_type(&v->layout, &S->mesh, out);
+    tpc__print_slot_attrs(S, out, S->func, "res_attrs", j, &v->layout);
+  }
+  tpc_text_printf(out, ") {\n%s    return", S->body.data ? S->body.data : "");
+  for (intptr_t j = 0; j < nres; ++j) tpc_text_printf(out, "%s %s", j ? "," : "", tpc__find(S, mlirOperationGetOperand(ret, j))->name);
+  if (nres) tpc_text_printf(out, " :");
+  for (intptr_t j = 0; j < nres; ++j) {
+    tpc_text_printf(out, "%s ", j ? "," : "");
+    tpc_layout_print_local_type(&tpc__find(S, mlirOperationGetOperand(ret, j))->layout, &S->mesh, out);
+  }
+  tpc_text_printf(out, "\n  }\n");
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass callbacks
+//===----------------------------------------------------------------------===//
+
+static MlirLogicalResult tpc__read_mesh(MlirOperation module, tpc_mesh_t* mesh, MlirOperation* out_mesh) {
+  MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
+  for (MlirOperation o = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc_is_mesh(o)) continue;
+    MlirAttribute axes = tpc_mesh_get_axes_attr(o), shape = tpc_mesh_get_shape_attr(o);
+    MlirStringRef name = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
+    snprintf(mesh->name, sizeof mesh->name, "%.*s", (int)name.length, name.data);
+    mesh->num_axes = (int)mlirArrayAttrGetNumElements(axes);
+    if (mesh->num_axes > TPC_LAYOUT_MAX_AXES) break;
+    for (int i = 0; i < mesh->num_axes; ++i) {
+      MlirStringRef a = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
+      snprintf(mesh->axes[i], sizeof mesh->axes[i], "%.*s", (int)a.length, a.data);
+      mesh->sizes[i] = mlirDenseI64ArrayGetElement(shape, i);
+    }
+    *out_mesh = o;
+    return mlirLogicalResultSuccess();
+  }
+  mlirEmitError(mlirOperationGetLocation(module),
+                "tp-shard: the module declares no tp.mesh; pass --mesh tp=N (and dp=M) or declare one");
+  return mlirLogicalResultFailure();
+}
+
+static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
+  (void)options;
+  tpc__shard_t* S = calloc(1, sizeof *S);
+  if (!S) return mlirLogicalResultFailure();
+  MlirOperation mesh_op = {NULL};
+  bool ok = mlirLogicalResultIsSuccess(tpc__read_mesh(module, &S->mesh, &mesh_op));
+  S->tp = S->dp = -1;
+  for (int i = 0; ok && i < S->mesh.num_axes; ++i) {
+    if (!strcmp(S->mesh.axes[i], "tp")) {
+      S->tp = i;
+    } else if (!strcmp(S->mesh.axes[i], "dp")) {
+      S->dp = i;
+    } else if (S->mesh.sizes[i] > 1) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp and dp",
+               S->mesh.axes[i], (long long)S->mesh.sizes[i]);
+      mlirEmitError(mlirOperationGetLocation(mesh_op), msg);
+      ok = false;
+    }
+  }
+  tpc_text_t funcs = {0};
+  MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
+  for (MlirOperation o = mlirBlockGetFirstOperation(top); ok && !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(o));
+    if (!mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.func")) ||
+        mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
+      continue;
+    tpc_mesh_t mesh = S->mesh;
+    int tp = S->tp, dp = S->dp;
+    memset(S, 0, sizeof *S);
+    S->mesh = mesh;
+    S->tp = tp;
+    S->dp = dp;
+    S->func = o;
+    ok = mlirLogicalResultIsSuccess(tpc__shard_func(S, &funcs));
+    tpc_text_free(&S->body);
+  }
+  if (ok) {
+    tpc_text_t text = {0};
+    tpc_text_printf(&text, "module {\n%s}\n", funcs.data ? funcs.data : "");
+    MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
+    if (mlirModuleIsNull(parsed)) {
+      // The diagnostics above point into this text; print it so the bug can be reported.
+      fprintf(stderr, "tp-shard: the sharded IR that failed to parse:\n%s", text.data ? text.data : "");
+      mlirEmitError(mlirOperationGetLocation(module), "tp-shard: internal error: the sharded IR does not parse");
+      ok = false;
+    } else {
+      MlirOperation o = mlirBlockGetFirstOperation(top);
+      while (!mlirOperationIsNull(o)) {
+        MlirOperation next = mlirOperationGetNextInBlock(o);
+        MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(o));
+        if (mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.func"))) mlirOperationDestroy(o);
+        o = next;
+      }
+      MlirBlock src = mlirModuleGetBody(parsed);
+      for (MlirOperation f = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(f); f = mlirBlockGetFirstOperation(src)) {
+        mlirOperationRemoveFromParent(f);
+        mlirBlockAppendOwnedOperation(top, f);
+      }
+      mlirModuleDestroy(parsed);
+    }
+    tpc_text_free(&text);
+  }
+  tpc_text_free(&funcs);
+  free(S);
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+//===----------------------------------------------------------------------===//
+// Public constructor
+//===----------------------------------------------------------------------===//
+
+static tpc_pass_info_t tpc__shard_info = {
+    .argument = "tp-shard",
+    .description = "Partition a logical module over the module's mesh into the per-rank program",
+    .run = tpc__shard_run,
+};
+
+MlirPass tpc_create_shard_pass(void) { return tpc_pass_create(&tpc__shard_info, NULL); }

@@ -1,0 +1,99 @@
+// RUN: tpc-opt %s --split-input-file --tp-shard | FileCheck %s
+
+///---------------------------------------------------------------------------
+/// [Rule: column-parallel linear -> GLU -> row-parallel linear]
+/// IN:  logical FC1 [512,128], FC2 [128,256] on a tp=4 mesh
+/// OUT: FC1 sharded in 2 blocks (stride 2: matching gate/up rows), FC2 sharded along K, an f32
+///      partial completed by tp.all_reduce into bf16; activations replicated.
+///---------------------------------------------------------------------------
+
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+// CHECK-LABEL: func.func @mlp_column_row(
+// CHECK-SAME:      %[[X:.*]]: tensor<16x128xbf16> {tp.shard = {axes = {{\[\[\], \[\]\]}}, blocks = array<i64: 1, 1>, logical = array<i64: 16, 128>}},
+// CHECK-SAME:      %[[W1:.*]]: tensor<128x128xbf16> {tp.shard = {axes = {{\[\["tp"\], \[\]\]}}, blocks = array<i64: 2, 1>, logical = array<i64: 512, 128>}},
+// CHECK-SAME:      %[[W2:.*]]: tensor<128x64xbf16> {tp.shard = {axes = {{\[\[\], \["tp"\]\]}}, blocks = array<i64: 1, 1>, logical = array<i64: 128, 256>}})
+// CHECK-SAME:      -> (tensor<16x128xbf16> {tp.shard = {axes = {{\[\[\], \[\]\]}}
+// CHECK-NEXT:    %[[U:.*]] = "tp.linear"(%[[X]], %[[W1]]) {parallel = "column"} : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    %[[A:.*]] = "tp.glu"(%[[U]]) {kind = "swiglu"} : (tensor<16x128xbf16>) -> tensor<16x64xbf16>
+// CHECK-NEXT:    %[[P:.*]] = "tp.linear"(%[[A]], %[[W2]]) {parallel = "row", partial = true} : (tensor<16x64xbf16>, tensor<128x64xbf16>) -> tensor<16x128xf32>
+// CHECK-NEXT:    %[[Y:.*]] = "tp.all_reduce"(%[[P]]) {axes = ["tp"], mesh = @world} : (tensor<16x128xf32>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    return %[[Y]]
+func.func @mlp_column_row(%x: tensor<16x128xbf16>, %w1: tensor<512x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
+  %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<512x128xbf16>) -> tensor<16x512xbf16>
+  %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
+  %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+  return %d : tensor<16x128xbf16>
+}
+
+// -----
+
+/// [Rule: sequence parallelism] tokens are sharded over tp around the block: an all-gather
+/// before the column-parallel linear, a reduce-scatter after the row-parallel one, and the norm
+/// and the residual add on the local tokens.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+// CHECK-LABEL: func.func @sequence_parallel(
+// CHECK-SAME:      %[[X:.*]]: tensor<8x128xbf16> {tp.shard = {axes = {{\[\["tp"\], \[\]\]}}
+// CHECK:         %[[H:.*]] = "tp.rmsnorm"(%[[X]], %{{.*}}) {{.*}} -> tensor<8x128xbf16>
+// CHECK-NEXT:    %[[G:.*]] = "tp.all_gather"(%[[H]]) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    %[[U:.*]] = "tp.linear"(%[[G]], %{{.*}}) {parallel = "column", sequence_parallel = true} : (tensor<16x128xbf16>, tensor<256x128xbf16>) -> tensor<16x256xbf16>
+// CHECK-NEXT:    %[[A:.*]] = "tp.glu"(%[[U]])
+// CHECK-NEXT:    %[[P:.*]] = "tp.linear"(%[[A]], %{{.*}}) {parallel = "row", partial = true, sequence_parallel = true} : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xf32>
+// CHECK-NEXT:    %[[D:.*]] = "tp.reduce_scatter"(%[[P]]) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<16x128xf32>) -> tensor<8x128xbf16>
+// CHECK-NEXT:    %[[Y:.*]] = "tp.add"(%[[X]], %[[D]]) : (tensor<8x128xbf16>, tensor<8x128xbf16>) -> tensor<8x128xbf16>
+func.func @sequence_parallel(%x: tensor<16x128xbf16>, %g: tensor<128xbf16>, %w1: tensor<512x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
+  %h = "tp.rmsnorm"(%x, %g) {eps = 1.0e-05 : f32} : (tensor<16x128xbf16>, tensor<128xbf16>) -> tensor<16x128xbf16>
+  %u = "tp.linear"(%h, %w1) {parallel = "column", sequence_parallel = true} : (tensor<16x128xbf16>, tensor<512x128xbf16>) -> tensor<16x512xbf16>
+  %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
+  %d = "tp.linear"(%a, %w2) {parallel = "row", sequence_parallel = true} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+  %y = "tp.add"(%x, %d) : (tensor<16x128xbf16>, tensor<16x128xbf16>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}
+
+// -----
+
+/// [Rule: data parallelism] activations are split along tokens over dp; weights are replicated
+/// over dp; an interleaved GLU (blocks of 32) needs no stride-2 sharding.
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+// CHECK-LABEL: func.func @data_parallel_interleaved(
+// CHECK-SAME:      %[[X:.*]]: tensor<8x128xbf16> {tp.shard = {axes = {{\[\["dp"\], \[\]\]}}
+// CHECK-SAME:      %[[W1:.*]]: tensor<256x128xbf16> {tp.shard = {axes = {{\[\["tp"\], \[\]\]}}, blocks = array<i64: 1, 1>
+// CHECK:         "tp.glu"({{.*}}) {interleave = 32 : i64, kind = "swiglu"} : (tensor<8x256xbf16>) -> tensor<8x128xbf16>
+func.func @data_parallel_interleaved(%x: tensor<16x128xbf16>, %w1: tensor<512x128xbf16>) -> tensor<16x256xbf16> {
+  %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<512x128xbf16>) -> tensor<16x512xbf16>
+  %a = "tp.glu"(%u) {kind = "swiglu", interleave = 32 : i64} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
+  return %a : tensor<16x256xbf16>
+}
+
+// -----
+
+/// [Rule: expert tensor parallelism] each expert's FC1 is column-sharded (stride 2 within every
+/// expert), FC2 row-sharded and completed by an all-reduce; routing and permutation replicated.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+// CHECK-LABEL: func.func @expert_tensor_parallel(
+// CHECK-SAME:      %{{.*}}: tensor<4x64x128xbf16> {tp.shard = {axes = {{\[\[\], \["tp"\], \[\]\]}}, blocks = array<i64: 1, 2, 1>
+// CHECK-SAME:      %{{.*}}: tensor<4x128x32xbf16> {tp.shard = {axes = {{\[\[\], \[\], \["tp"\]\]}}
+// CHECK:         "tp.grouped_linear"({{.*}}) {parallel = "column"} : (tensor<32x128xbf16>, tensor<4x64x128xbf16>, tensor<4xi64>) -> tensor<32x64xbf16>
+// CHECK:         "tp.grouped_linear"({{.*}}) {parallel = "row", partial = true} : (tensor<32x32xbf16>, tensor<4x128x32xbf16>, tensor<4xi64>) -> tensor<32x128xf32>
+// CHECK-NEXT:    "tp.all_reduce"
+func.func @expert_tensor_parallel(%x: tensor<16x128xbf16>, %r: tensor<4x128xbf16>, %w1: tensor<4x128x128xbf16>, %w2: tensor<4x128x64xbf16>) -> tensor<16x128xbf16> {
+  %l = "tp.linear"(%x, %r) : (tensor<16x128xbf16>, tensor<4x128xbf16>) -> tensor<16x4xbf16>
+  %i, %w = "tp.moe_route"(%l) {top_k = 2 : i64} : (tensor<16x4xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
+  %p, %s, %m = "tp.moe_permute"(%x, %i) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<4xi64>, tensor<32xi32>)
+  %h = "tp.grouped_linear"(%p, %w1, %s) {parallel = "column"} : (tensor<32x128xbf16>, tensor<4x128x128xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %a = "tp.glu"(%h) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
+  %o = "tp.grouped_linear"(%a, %w2, %s) {parallel = "row"} : (tensor<32x64xbf16>, tensor<4x128x64xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %y = "tp.moe_unpermute"(%o, %m, %w) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}
+
+// -----
+
+/// On a mesh of size 1 the per-rank program is the logical one: no collectives, no partials.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 1>} : () -> ()
+// CHECK-LABEL: func.func @tp1_is_logical(
+// CHECK-NOT:     "tp.all_reduce"
+// CHECK:         "tp.linear"({{.*}}) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+func.func @tp1_is_logical(%a: tensor<16x256xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
+  %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+  return %d : tensor<16x128xbf16>
+}
