@@ -53,7 +53,9 @@ irdl.dialect @tp {
   }
 
   // y[T,N] = x[T,K] · w[e,N,K]ᵀ for the rows of expert e; rows are sorted by expert and
-  // group_sizes[E] counts them.
+  // group_sizes counts them. With group_sizes[S*E] for w[E,N,K] the rows form S equal segments
+  // (what an expert-parallel rank receives from S peers), each holding its experts' rows in order
+  // and then zero padding, whose outputs are zero.
   irdl.operation @grouped_linear attributes {tp.optional_attributes = {
       parallel = ["none", "column", "row", "expert"], partial = false}} {
     %x = irdl.base "!builtin.tensor"
@@ -179,6 +181,30 @@ irdl.dialect @tp {
     %out = irdl.base "!builtin.tensor"
     irdl.operands(y: %y, row_map: %row_map, weights: %weights)
     irdl.results(out: %out)
+  }
+
+  // Expert-parallel dispatch: copies the expert-sorted rows x[R,H] into `buckets` fixed-capacity
+  // buckets y[buckets*R, H]; bucket b holds the rows of experts [b*E/buckets, (b+1)*E/buckets)
+  // followed by zero rows, ready for an all-to-all along dim 0.
+  irdl.operation @moe_bucket {
+    %buckets = irdl.base "#builtin.integer"
+    %x = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, group_sizes: %group_sizes)
+    irdl.results(y: %y)
+    irdl.attributes {"buckets" = %buckets}
+  }
+
+  // The inverse of tp.moe_bucket: gathers the real rows of every bucket back into expert order.
+  irdl.operation @moe_unbucket {
+    %buckets = irdl.base "#builtin.integer"
+    %x = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, group_sizes: %group_sizes)
+    irdl.results(y: %y)
+    irdl.attributes {"buckets" = %buckets}
   }
 
   //===--------------------------------------------------------------------===//

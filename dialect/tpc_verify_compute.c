@@ -89,8 +89,14 @@ static MlirLogicalResult tpc__verify_grouped_linear(MlirOperation op) {
   if (x.dims[1] != w.dims[2])
     return tpc__rule_error(op, "grouped_linear.k", "x[T,K] and w[E,N,K] disagree on K: x %s has K=%lld, w %s has K=%lld",
                            DIMS(x, s.a), (long long)x.dims[1], DIMS(w, s.b), (long long)w.dims[2]);
-  if (mlirLogicalResultIsFailure(tpc__verify_group_sizes(op, "grouped_linear.groups", tpc_grouped_linear_get_group_sizes(op), w.dims[0])))
-    return FAIL;
+  tpc_shape_t g = tpc__shape_of(tpc_grouped_linear_get_group_sizes(op));
+  if (!g.valid) return FAIL;
+  if (g.rank != 1 || !tpc__is_i64(g.element) || g.dims[0] < 1 || g.dims[0] % w.dims[0] != 0 ||
+      x.dims[0] % (g.dims[0] / w.dims[0]) != 0)
+    return tpc__rule_error(op, "grouped_linear.groups",
+                           "group_sizes must be tensor<Gxi64> with G a multiple of the %lld experts of w and the %lld "
+                           "rows of x divisible into G/%lld segments; got %s",
+                           (long long)w.dims[0], (long long)x.dims[0], (long long)w.dims[0], TYPE(g.type, s.a));
   bool partial = tpc_grouped_linear_get_partial(op);
   if (partial && !tpc__is_f32(y.element))
     return tpc__rule_error(op, "grouped_linear.partial",
@@ -245,6 +251,30 @@ static MlirLogicalResult tpc__verify_moe_permute(MlirOperation op) {
   return OK;
 }
 
+// Rules of tp.moe_bucket (|bucket|) and tp.moe_unbucket: rows [R,H] <-> buckets [B*R,H].
+static MlirLogicalResult tpc__verify_moe_bucket(MlirOperation op, bool bucket) {
+  tpc__bufs_t s;
+  MlirValue xv = bucket ? tpc_moe_bucket_get_x(op) : tpc_moe_unbucket_get_x(op);
+  MlirValue yv = bucket ? tpc_moe_bucket_get_y(op) : tpc_moe_unbucket_get_y(op);
+  MlirValue gv = bucket ? tpc_moe_bucket_get_group_sizes(op) : tpc_moe_unbucket_get_group_sizes(op);
+  int64_t b = bucket ? tpc_moe_bucket_get_buckets(op) : tpc_moe_unbucket_get_buckets(op);
+  tpc_shape_t x = tpc__shape_of(xv), y = tpc__shape_of(yv), g = tpc__shape_of(gv);
+  if (!x.valid || !y.valid || !g.valid) return FAIL;
+  const tpc_shape_t* rows = bucket ? &x : &y;
+  const tpc_shape_t* buckets = bucket ? &y : &x;
+  if (b < 1 || g.rank != 1 || !tpc__is_i64(g.element) || g.dims[0] % b != 0)
+    return tpc__rule_error(op, "moe_bucket.groups",
+                           "group_sizes must be tensor<Exi64> with E divisible by buckets=%lld; got %s",
+                           (long long)b, TYPE(g.type, s.a));
+  bool ok = rows->rank == 2 && buckets->rank == 2 && buckets->dims[0] == b * rows->dims[0] &&
+            buckets->dims[1] == rows->dims[1] && mlirTypeEqual(x.element, y.element);
+  if (!ok)
+    return tpc__rule_error(op, "moe_bucket.shapes",
+                           "expects rows [R,H] and buckets [%lld*R,H] of one element type; got x %s, y %s", (long long)b,
+                           TYPE(x.type, s.a), TYPE(y.type, s.b));
+  return OK;
+}
+
 static MlirLogicalResult tpc__verify_moe_unpermute(MlirOperation op) {
   tpc__bufs_t s;
   tpc_shape_t y = tpc__shape_of(tpc_moe_unpermute_get_y(op)), map = tpc__shape_of(tpc_moe_unpermute_get_row_map(op));
@@ -292,6 +322,10 @@ MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind) {
       return tpc__verify_moe_permute(op);
     case TPC_OP_MOE_UNPERMUTE:
       return tpc__verify_moe_unpermute(op);
+    case TPC_OP_MOE_BUCKET:
+      return tpc__verify_moe_bucket(op, true);
+    case TPC_OP_MOE_UNBUCKET:
+      return tpc__verify_moe_bucket(op, false);
     default:
       return OK;
   }

@@ -35,15 +35,20 @@
 
 #define TPC_SHARD_MAX_VALUES 2048
 
-typedef struct {
+typedef struct tpc__sval_t tpc__sval_t;
+struct tpc__sval_t {
   MlirValue value;
   char name[48];  // SSA name in the emitted text
   tpc_layout_t layout;
-} tpc__sval_t;
+  // Expert parallelism: rows that were dispatched to the ranks owning their experts carry the
+  // received counts (for the grouped linears) and the rank's own counts (to bring them back).
+  tpc__sval_t* recv_sizes;
+  tpc__sval_t* own_sizes;
+};
 
 typedef struct {
   tpc_mesh_t mesh;
-  int tp, dp;  // mesh axis indices of the roles, or -1
+  int tp, dp, ep;  // mesh axis indices of the roles, or -1
   bool sp;     // some linear of the function is sequence parallel
   MlirOperation func;
   tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
@@ -101,6 +106,7 @@ static tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* nam
   s->value = v;
   snprintf(s->name, sizeof s->name, "%s", name);
   s->layout = *l;
+  s->recv_sizes = s->own_sizes = NULL;
   return s;
 }
 
@@ -138,6 +144,7 @@ static bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int 
       if (slot == TPC_GROUPED_LINEAR_SLOT_X) return false;
       if (slot == TPC_GROUPED_LINEAR_SLOT_GROUP_SIZES) return true;
       int par = tpc_grouped_linear_get_parallel(op);
+      l->mask[0] = tpc__bit(S->ep);  // whole experts over ep
       if (par == TPC_PARALLEL_COLUMN) {
         l->mask[1] = tp;
         l->blocks[1] = tp ? tpc__glu_blocks(tpc_grouped_linear_get_y(op)) : 1;
@@ -183,13 +190,14 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
       tpc_layout_t* l = &layouts[i];
       if (!tpc__weight_layout(S, op, kind, (int)k, l) && l->rank >= 1)
         // Activations: tokens over dp, and over tp too when the residual stream is sequence parallel.
-        l->mask[0] = tpc__bit(S->dp) | (S->sp ? tpc__bit(S->tp) : 0u);
+        l->mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     }
   }
   for (intptr_t i = 0; i < nargs; ++i) {
     char name[32];
     snprintf(name, sizeof name, "%%a%ld", (long)i);
-    if (!decided[i] && layouts[i].rank >= 1) layouts[i].mask[0] = tpc__bit(S->dp) | (S->sp ? tpc__bit(S->tp) : 0u);
+    if (!decided[i] && layouts[i].rank >= 1)
+      layouts[i].mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     if (!tpc__new_value(S, mlirBlockGetArgument(body, i), name, &layouts[i]) ||
         mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, name + 1, &layouts[i])))
       return mlirLogicalResultFailure();
@@ -218,13 +226,48 @@ static int tpc__print_attr_entries(tpc_text_t* t, MlirOperation op, const char* 
 }
 
 // Emits a collective and returns the value it defines.
-static tpc__sval_t* tpc__emit_collective(tpc__shard_t* S, const char* op_name, const tpc__sval_t* in,
-                                         const char* extra_attrs, const tpc_layout_t* out) {
+static tpc__sval_t* tpc__emit_collective_on(tpc__shard_t* S, int axis, const char* op_name, const tpc__sval_t* in,
+                                            const char* extra_attrs, const tpc_layout_t* out) {
   char name[32];
   snprintf(name, sizeof name, "%%s%d", S->counter++);
   tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = @%s, axes = [\"%s\"]%s} : (", name, op_name, in->name,
-                  S->mesh.name, S->mesh.axes[S->tp], extra_attrs);
+                  S->mesh.name, S->mesh.axes[axis], extra_attrs);
   tpc_layout_print_local_type(&in->layout, &S->mesh, &S->body);
+  tpc_text_printf(&S->body, ") -> ");
+  tpc_layout_print_local_type(out, &S->mesh, &S->body);
+  tpc_text_printf(&S->body, "\n");
+  MlirValue none = {NULL};
+  return tpc__new_value(S, none, name, out);
+}
+
+// A collective over the tp axis.
+static tpc__sval_t* tpc__emit_collective(tpc__shard_t* S, const char* op_name, const tpc__sval_t* in,
+                                         const char* extra_attrs, const tpc_layout_t* out) {
+  return tpc__emit_collective_on(S, S->tp, op_name, in, extra_attrs, out);
+}
+
+// A layout for values that exist on one rank only (dispatched expert rows): its local shape.
+static tpc_layout_t tpc__local_only(const tpc_layout_t* like, int64_t rows, int64_t cols, MlirType element) {
+  tpc_layout_t l = *like;
+  l.rank = 2;
+  l.logical[0] = rows;
+  l.logical[1] = cols;
+  l.mask[0] = l.mask[1] = 0;
+  l.blocks[0] = l.blocks[1] = 1;
+  l.element = element;
+  return l;
+}
+
+// Emits "tp.moe_bucket" / "tp.moe_unbucket" of |x| with |sizes| into |buckets| buckets.
+static tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const tpc__sval_t* x,
+                                     const tpc__sval_t* sizes, int64_t buckets, const tpc_layout_t* out) {
+  char name[32];
+  snprintf(name, sizeof name, "%%s%d", S->counter++);
+  tpc_text_printf(&S->body, "    %s = \"%s\"(%s, %s) {buckets = %lld : i64} : (", name, op_name, x->name, sizes->name,
+                  (long long)buckets);
+  tpc_layout_print_local_type(&x->layout, &S->mesh, &S->body);
+  tpc_text_printf(&S->body, ", ");
+  tpc_layout_print_local_type(&sizes->layout, &S->mesh, &S->body);
   tpc_text_printf(&S->body, ") -> ");
   tpc_layout_print_local_type(out, &S->mesh, &S->body);
   tpc_text_printf(&S->body, "\n");
@@ -335,16 +378,50 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
   return mlirLogicalResultSuccess();
 }
 
+// Expert parallelism: sends the expert-sorted rows |x| (counts |sizes|) to the ranks that own
+// their experts: fixed-capacity buckets, an all-to-all of the rows and one of the counts.
+static tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes) {
+  int64_t P = S->mesh.sizes[S->ep];
+  int64_t rows = tpc_layout_local_dim(&x->layout, &S->mesh, 0), cols = tpc_layout_local_dim(&x->layout, &S->mesh, 1);
+  tpc_layout_t buf = tpc__local_only(&x->layout, P * rows, cols, x->layout.element);
+  tpc__sval_t* b = tpc__emit_bucket(S, TPC_OP_NAME_MOE_BUCKET, x, sizes, P, &buf);
+  tpc__sval_t* recv = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, b, ", split_dim = 0 : i64, concat_dim = 0 : i64", &buf);
+  tpc__sval_t* counts = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, sizes,
+                                                ", split_dim = 0 : i64, concat_dim = 0 : i64", &sizes->layout);
+  if (!recv || !counts) return NULL;
+  recv->recv_sizes = counts;
+  recv->own_sizes = sizes;
+  return recv;
+}
+
 static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin) {
   uint32_t tp = tpc__bit(S->tp);
   int64_t tp_size = tpc_mesh_group_size(&S->mesh, tp);
   int par = tpc_grouped_linear_get_parallel(op);
   tpc__sval_t* x = ins[0];
+  bool ep = S->ep >= 0 && S->mesh.sizes[S->ep] > 1;
+  if (ep && !x->recv_sizes) {
+    if (S->mesh.sizes[S->ep] > 1 && tpc_layout_local_dim(&ins[2]->layout, &S->mesh, 0) % S->mesh.sizes[S->ep] != 0) {
+      tpc_text_t m = {0};
+      tpc_text_printf(&m, "tp-shard: %lld experts cannot be spread over ep=%lld", (long long)ins[2]->layout.logical[0],
+                      (long long)S->mesh.sizes[S->ep]);
+      return tpc__error(op, &m);
+    }
+    x = tpc__dispatch(S, x, ins[2]);
+    if (!x) return mlirLogicalResultFailure();
+  }
+  tpc__sval_t* recv_sizes = x->recv_sizes;
+  tpc__sval_t* own_sizes = x->own_sizes;
+  if (recv_sizes) {
+    ins[0] = x;
+    ins[2] = recv_sizes;
+  }
   if (x->layout.mask[0] & tp)
     return tpc__layout_error(S, op, "input x", &x->layout,
                              "expert tensor parallelism needs every tp rank to hold the same tokens");
   tpc_layout_t y = tpc_layout_replicated(mlirValueGetType(tpc_grouped_linear_get_y(op)));
   y.mask[0] = x->layout.mask[0];
+  if (recv_sizes) y.logical[0] = tpc_layout_local_dim(&x->layout, &S->mesh, 0);
   if (par == TPC_PARALLEL_COLUMN) {
     y.mask[1] = ins[1]->layout.mask[1];
     y.blocks[1] = ins[1]->layout.blocks[1];
@@ -353,6 +430,8 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
     if (x->layout.mask[1] && par != TPC_PARALLEL_ROW)
       return tpc__layout_error(S, op, "input x", &x->layout, "only a row-parallel grouped linear takes K sharded");
     tpc__emit_op(S, op, ins, nin, &y, 1, NULL, NULL);
+    S->vals[S->num_vals - 1].recv_sizes = recv_sizes;
+    S->vals[S->num_vals - 1].own_sizes = own_sizes;
     return mlirLogicalResultSuccess();
   }
   if (!(x->layout.mask[1] & tp))
@@ -364,6 +443,8 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
   S->vals[S->num_vals - 1].value = (MlirValue){NULL};  // the result is the reduced value
   tpc__sval_t* r = tpc__emit_collective(S, TPC_OP_NAME_ALL_REDUCE, &S->vals[S->num_vals - 1], "", &y);
   r->value = tpc_grouped_linear_get_y(op);
+  r->recv_sizes = recv_sizes;
+  r->own_sizes = own_sizes;
   return mlirLogicalResultSuccess();
 }
 
@@ -382,6 +463,8 @@ static MlirLogicalResult tpc__shard_glu(tpc__shard_t* S, MlirOperation op, tpc__
       return tpc__layout_error(S, op, "input x", x, "each rank must hold whole interleaved gate/up blocks");
   }
   tpc__emit_op(S, op, ins, 1, &y, 1, NULL, NULL);
+  S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
+  S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
   return mlirLogicalResultSuccess();
 }
 
@@ -422,7 +505,19 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
       break;
     case TPC_OP_MOE_UNPERMUTE:
       if (x->mask[1]) return tpc__layout_error(S, op, "input y", x, "the combine needs whole rows");
-      outs[0].mask[0] = x->mask[0];
+      if (ins[0]->own_sizes) {
+        // Bring the expert outputs back to the ranks that own the tokens, in expert order.
+        int64_t P = S->mesh.sizes[S->ep];
+        tpc__sval_t* back = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, ins[0],
+                                                    ", split_dim = 0 : i64, concat_dim = 0 : i64", x);
+        tpc_layout_t rows = tpc__local_only(x, tpc_layout_local_dim(x, &S->mesh, 0) / P,
+                                            tpc_layout_local_dim(x, &S->mesh, 1), x->element);
+        ins[0] = tpc__emit_bucket(S, TPC_OP_NAME_MOE_UNBUCKET, back, ins[0]->own_sizes, P, &rows);
+        if (!ins[0]) return mlirLogicalResultFailure();
+        outs[0].mask[0] = ins[1]->layout.mask[0];
+      } else {
+        outs[0].mask[0] = x->mask[0];
+      }
       break;
     default: {
       MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
@@ -577,15 +672,17 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
   if (!S) return mlirLogicalResultFailure();
   MlirOperation mesh_op = {NULL};
   bool ok = mlirLogicalResultIsSuccess(tpc__read_mesh(module, &S->mesh, &mesh_op));
-  S->tp = S->dp = -1;
+  S->tp = S->dp = S->ep = -1;
   for (int i = 0; ok && i < S->mesh.num_axes; ++i) {
     if (!strcmp(S->mesh.axes[i], "tp")) {
       S->tp = i;
     } else if (!strcmp(S->mesh.axes[i], "dp")) {
       S->dp = i;
+    } else if (!strcmp(S->mesh.axes[i], "ep")) {
+      S->ep = i;
     } else if (S->mesh.sizes[i] > 1) {
       char msg[256];
-      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp and dp",
+      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp, dp and ep",
                S->mesh.axes[i], (long long)S->mesh.sizes[i]);
       mlirEmitError(mlirOperationGetLocation(mesh_op), msg);
       ok = false;
@@ -599,11 +696,12 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
         mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
       continue;
     tpc_mesh_t mesh = S->mesh;
-    int tp = S->tp, dp = S->dp;
+    int tp = S->tp, dp = S->dp, ep = S->ep;
     memset(S, 0, sizeof *S);
     S->mesh = mesh;
     S->tp = tp;
     S->dp = dp;
+    S->ep = ep;
     S->func = o;
     ok = mlirLogicalResultIsSuccess(tpc__shard_func(S, &funcs));
     tpc_text_free(&S->body);

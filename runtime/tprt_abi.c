@@ -178,6 +178,24 @@ int32_t tprt_abi_moe_permute(tprt_exec_t* exec, void* const* buffers, const int6
   return tprt_exec_record(exec, s, TPRT_MOE_PERMUTE_NAME);
 }
 
+int32_t tprt_abi_moe_bucket(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_BUCKET_NUM_SLOTS, &c);
+  if (!s)
+    s = tprt_cpu_moe_bucket(&c.slot[TPRT_MOE_BUCKET_SLOT_X], &c.slot[TPRT_MOE_BUCKET_SLOT_GROUP_SIZES],
+                            &c.slot[TPRT_MOE_BUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_BUCKET_ATTR_BUCKETS));
+  return tprt_exec_record(exec, s, TPRT_MOE_BUCKET_NAME);
+}
+
+int32_t tprt_abi_moe_unbucket(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNBUCKET_NUM_SLOTS, &c);
+  if (!s)
+    s = tprt_cpu_moe_unbucket(&c.slot[TPRT_MOE_UNBUCKET_SLOT_X], &c.slot[TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES],
+                              &c.slot[TPRT_MOE_UNBUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_UNBUCKET_ATTR_BUCKETS));
+  return tprt_exec_record(exec, s, TPRT_MOE_UNBUCKET_NAME);
+}
+
 int32_t tprt_abi_moe_unpermute(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNPERMUTE_NUM_SLOTS, &c);

@@ -149,6 +149,24 @@
 #define TPRT_MOE_UNPERMUTE_SLOT_OUT 3
 #define TPRT_MOE_UNPERMUTE_NUM_ATTRS 0
 
+// tp.moe_bucket
+#define TPRT_MOE_BUCKET_NAME "tp.moe_bucket"
+#define TPRT_MOE_BUCKET_NUM_SLOTS 3
+#define TPRT_MOE_BUCKET_SLOT_X 0
+#define TPRT_MOE_BUCKET_SLOT_GROUP_SIZES 1
+#define TPRT_MOE_BUCKET_SLOT_Y 2
+#define TPRT_MOE_BUCKET_NUM_ATTRS 1
+#define TPRT_MOE_BUCKET_ATTR_BUCKETS 0
+
+// tp.moe_unbucket
+#define TPRT_MOE_UNBUCKET_NAME "tp.moe_unbucket"
+#define TPRT_MOE_UNBUCKET_NUM_SLOTS 3
+#define TPRT_MOE_UNBUCKET_SLOT_X 0
+#define TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES 1
+#define TPRT_MOE_UNBUCKET_SLOT_Y 2
+#define TPRT_MOE_UNBUCKET_NUM_ATTRS 1
+#define TPRT_MOE_UNBUCKET_ATTR_BUCKETS 0
+
 // tp.all_reduce
 #define TPRT_ALL_REDUCE_NAME "tp.all_reduce"
 #define TPRT_ALL_REDUCE_NUM_SLOTS 2
@@ -277,6 +295,8 @@
   X(moe_route) \
   X(moe_permute) \
   X(moe_unpermute) \
+  X(moe_bucket) \
+  X(moe_unbucket) \
   X(all_reduce) \
   X(all_gather) \
   X(reduce_scatter) \

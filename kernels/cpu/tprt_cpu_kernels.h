@@ -53,8 +53,11 @@ typedef enum tprt_quant_axis_e {
 tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                               tprt_tensor_t* y, int chunks) TPRT_MUST_USE_RESULT;
 
-/// y[T,N] = x[T,K]·w[e,N,K]ᵀ for the rows of each expert e: rows are sorted by expert and
-/// group_sizes[E] (i64, each >= 0, summing to T) counts them. Every row is computed as by
+/// y[T,N] = x[T,K]·w[e,N,K]ᵀ for the rows of each expert e of w[E,N,K]: rows are sorted by expert
+/// and group_sizes[S*E] (i64, each >= 0) counts them in S >= 1 segments of E. S == 1: the counts
+/// sum to T. S > 1 (what an expert-parallel rank receives from S peers): T % S == 0 and segment s,
+/// rows [s*T/S, (s+1)*T/S), holds group_sizes[s*E + j] rows of expert j for j = 0..E-1, in order,
+/// at most T/S in all, then padding rows whose outputs are +0.0. Every row is computed as by
 /// tprt_cpu_linear; y has x's dtype or is an f32 partial.
 tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
                                       tprt_tensor_t* y, int chunks) TPRT_MUST_USE_RESULT;
@@ -108,6 +111,18 @@ tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* ind
 tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
                                    tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) TPRT_MUST_USE_RESULT;
 
+/// Expert-parallel dispatch into |buckets| (B >= 1, dividing E) fixed-capacity buckets:
+/// x[R,H] holds rows sorted by expert, counted by group_sizes[E] (i64, each >= 0, summing to R);
+/// bucket b, rows [b*R, (b+1)*R) of y[B*R,H], receives the rows of experts [b*E/B, (b+1)*E/B) in
+/// order, then all-zero-byte rows up to R. Byte copies: any dtype (f4 needs an even H); y has x's.
+tprt_status_t tprt_cpu_moe_bucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                  int buckets) TPRT_MUST_USE_RESULT;
+
+/// The inverse of tprt_cpu_moe_bucket: gathers the real rows of every bucket of x[B*R,H] back
+/// into expert order in y[R,H] (x's dtype); the padding rows are not read.
+tprt_status_t tprt_cpu_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                    int buckets) TPRT_MUST_USE_RESULT;
+
 /// The weighted combine: out[t] = sum_j weights[t,j] · y[row of slot (t,j)] with acc = fmaf(w,
 /// y, acc) from +0.0 in increasing j, rounded once to out's dtype (y's). row_map must be a
 /// permutation of the T*k slots.
@@ -115,7 +130,8 @@ tprt_status_t tprt_cpu_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t
                                      tprt_tensor_t* out) TPRT_MUST_USE_RESULT;
 
 /// y[T,H] = grouped_linear(glu(grouped_linear(x, w1)), w2) with x[T,H], w1[E,2F,H], w2[E,H,F]
-/// and the intermediates rounded to x's dtype: bitwise equal to the three kernels in sequence.
+/// and the intermediates rounded to x's dtype: bitwise equal to the three kernels in sequence,
+/// so group_sizes follows tprt_cpu_grouped_linear's segment rule (padding rows of y are +0.0).
 tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
                                          const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
                                          int64_t interleave, float alpha, float limit, int chunks) TPRT_MUST_USE_RESULT;

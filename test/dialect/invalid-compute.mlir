@@ -140,7 +140,7 @@ func.func @grouped_linear_k_mismatch(%x: tensor<16x64xbf16>, %w: tensor<4x32x48x
 
 /// grouped_linear.groups: group_sizes holds one i64 row count per expert of w (E=4); i32 counts are rejected.
 func.func @grouped_linear_group_sizes_i32(%x: tensor<16x64xbf16>, %w: tensor<4x32x64xbf16>, %g: tensor<4xi32>) -> tensor<16x32xbf16> {
-  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.grouped_linear' op violates rule grouped_linear.groups: group_sizes must be tensor<4xi64> (one count per expert); got tensor<4xi32>
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.grouped_linear' op violates rule grouped_linear.groups: group_sizes must be tensor<Gxi64> with G a multiple of the 4 experts of w and the 16 rows of x divisible into G/4 segments; got tensor<4xi32>
   %y = "tp.grouped_linear"(%x, %w, %g) : (tensor<16x64xbf16>, tensor<4x32x64xbf16>, tensor<4xi32>) -> tensor<16x32xbf16>
   return %y : tensor<16x32xbf16>
 }
@@ -368,4 +368,31 @@ func.func @moe_unpermute_integer_rows(%y: tensor<32x128xi32>, %map: tensor<32xi3
   // CHECK: invalid-compute.mlir:[[@LINE+1]]:10: error: 'tp.moe_unpermute' op violates rule moe_unpermute.shapes: expects a float y[T*k,H], row_map[T*k] i32, weights[T,k] f32 and out[T,H] with y's type; got y tensor<32x128xi32>
   %out = "tp.moe_unpermute"(%y, %map, %wts) : (tensor<32x128xi32>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xi32>
   return %out : tensor<16x128xi32>
+}
+
+// -----
+
+/// grouped_linear.groups: 3 segments (12 counts for 4 experts) cannot split 16 rows evenly.
+func.func @grouped_linear_uneven_segments(%x: tensor<16x64xbf16>, %w: tensor<4x32x64xbf16>, %g: tensor<12xi64>) -> tensor<16x32xbf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.grouped_linear' op violates rule grouped_linear.groups: group_sizes must be tensor<Gxi64> with G a multiple of the 4 experts of w and the 16 rows of x divisible into G/4 segments; got tensor<12xi64>
+  %y = "tp.grouped_linear"(%x, %w, %g) : (tensor<16x64xbf16>, tensor<4x32x64xbf16>, tensor<12xi64>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+// -----
+
+/// moe_bucket.groups: 6 experts cannot be spread over 4 buckets.
+func.func @moe_bucket_experts_not_divisible(%x: tensor<32x128xbf16>, %g: tensor<6xi64>) -> tensor<128x128xbf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.moe_bucket' op violates rule moe_bucket.groups: group_sizes must be tensor<Exi64> with E divisible by buckets=4; got tensor<6xi64>
+  %y = "tp.moe_bucket"(%x, %g) {buckets = 4 : i64} : (tensor<32x128xbf16>, tensor<6xi64>) -> tensor<128x128xbf16>
+  return %y : tensor<128x128xbf16>
+}
+
+// -----
+
+/// moe_bucket.shapes: every bucket has the capacity of all R rows (dropless), so y is [B*R, H].
+func.func @moe_unbucket_wrong_rows(%x: tensor<128x128xbf16>, %g: tensor<8xi64>) -> tensor<16x128xbf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.moe_unbucket' op violates rule moe_bucket.shapes: expects rows [R,H] and buckets [4*R,H] of one element type; got x tensor<128x128xbf16>, y tensor<16x128xbf16>
+  %y = "tp.moe_unbucket"(%x, %g) {buckets = 4 : i64} : (tensor<128x128xbf16>, tensor<8xi64>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
 }

@@ -708,3 +708,26 @@ func.func @all_reduce_f32_partials_to_bf16(%p: tensor<8x64xf32>) -> tensor<8x64x
   %y = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
   return %y : tensor<8x64xbf16>
 }
+
+// -----
+
+/// moe_bucket / moe_unbucket: expert-parallel dispatch buckets (4 ranks, 8 experts, 32 rows).
+// CHECK-LABEL: func.func @moe_bucket_round_trip(
+// CHECK-SAME:      %[[X:.*]]: tensor<32x128xbf16>, %[[G:.*]]: tensor<8xi64>)
+// CHECK-NEXT:    %[[B:.*]] = "tp.moe_bucket"(%[[X]], %[[G]]) {buckets = 4 : i64} : (tensor<32x128xbf16>, tensor<8xi64>) -> tensor<128x128xbf16>
+// CHECK-NEXT:    %[[Y:.*]] = "tp.moe_unbucket"(%[[B]], %[[G]]) {buckets = 4 : i64} : (tensor<128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
+func.func @moe_bucket_round_trip(%x: tensor<32x128xbf16>, %g: tensor<8xi64>) -> tensor<32x128xbf16> {
+  %b = "tp.moe_bucket"(%x, %g) {buckets = 4 : i64} : (tensor<32x128xbf16>, tensor<8xi64>) -> tensor<128x128xbf16>
+  %y = "tp.moe_unbucket"(%b, %g) {buckets = 4 : i64} : (tensor<128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
+  return %y : tensor<32x128xbf16>
+}
+
+// -----
+
+/// grouped_linear over 4 segments of 2 local experts (the rows an expert-parallel rank receives).
+// CHECK-LABEL: func.func @grouped_linear_segments(
+// CHECK-NEXT:    "tp.grouped_linear"{{.*}} : (tensor<128x64xbf16>, tensor<2x32x64xbf16>, tensor<8xi64>) -> tensor<128x32xbf16>
+func.func @grouped_linear_segments(%x: tensor<128x64xbf16>, %w: tensor<2x32x64xbf16>, %g: tensor<8xi64>) -> tensor<128x32xbf16> {
+  %y = "tp.grouped_linear"(%x, %w, %g) {parallel = "expert"} : (tensor<128x64xbf16>, tensor<2x32x64xbf16>, tensor<8xi64>) -> tensor<128x32xbf16>
+  return %y : tensor<128x32xbf16>
+}

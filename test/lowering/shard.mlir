@@ -97,3 +97,34 @@ func.func @tp1_is_logical(%a: tensor<16x256xbf16>, %w2: tensor<128x256xbf16>) ->
   %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
   return %d : tensor<16x128xbf16>
 }
+
+// -----
+
+/// [Rule: expert parallelism] tokens sharded over ep; after the permutation the rows go to the
+/// ranks owning their experts in fixed-capacity buckets (all-to-all of rows and of counts), the
+/// grouped linears run over the received segments, and a second all-to-all and tp.moe_unbucket
+/// bring the rows back before the combine.
+"tp.mesh"() {sym_name = "world", axes = ["ep"], shape = array<i64: 2>} : () -> ()
+// CHECK-LABEL: func.func @expert_parallel(
+// CHECK-SAME:      %[[X:.*]]: tensor<8x128xbf16> {tp.shard = {axes = {{\[\["ep"\], \[\]\]}}
+// CHECK-SAME:      %{{.*}}: tensor<2x128x128xbf16> {tp.shard = {axes = {{\[\["ep"\], \[\], \[\]\]}}
+// CHECK:         %[[P:.*]]:3 = "tp.moe_permute"(%[[X]], %{{.*}}) {{.*}} -> (tensor<16x128xbf16>, tensor<4xi64>, tensor<16xi32>)
+// CHECK-NEXT:    %[[B:.*]] = "tp.moe_bucket"(%[[P]]#0, %[[P]]#1) {buckets = 2 : i64} : (tensor<16x128xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+// CHECK-NEXT:    %[[R:.*]] = "tp.all_to_all"(%[[B]]) {axes = ["ep"], concat_dim = 0 : i64, mesh = @world, split_dim = 0 : i64}
+// CHECK-NEXT:    %[[C:.*]] = "tp.all_to_all"(%[[P]]#1) {axes = ["ep"], concat_dim = 0 : i64, mesh = @world, split_dim = 0 : i64} : (tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT:    %[[H:.*]] = "tp.grouped_linear"(%[[R]], %{{.*}}, %[[C]])
+// CHECK-NEXT:    %[[A:.*]] = "tp.glu"(%[[H]])
+// CHECK-NEXT:    %[[O:.*]] = "tp.grouped_linear"(%[[A]], %{{.*}}, %[[C]])
+// CHECK-NEXT:    %[[BACK:.*]] = "tp.all_to_all"(%[[O]])
+// CHECK-NEXT:    %[[U:.*]] = "tp.moe_unbucket"(%[[BACK]], %[[P]]#1) {buckets = 2 : i64} : (tensor<32x128xbf16>, tensor<4xi64>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    "tp.moe_unpermute"(%[[U]], %[[P]]#2, %{{.*}}) {{.*}} -> tensor<8x128xbf16>
+func.func @expert_parallel(%x: tensor<16x128xbf16>, %r: tensor<4x128xbf16>, %w1: tensor<4x128x128xbf16>, %w2: tensor<4x128x64xbf16>) -> tensor<16x128xbf16> {
+  %l = "tp.linear"(%x, %r) : (tensor<16x128xbf16>, tensor<4x128xbf16>) -> tensor<16x4xbf16>
+  %i, %w = "tp.moe_route"(%l) {top_k = 2 : i64} : (tensor<16x4xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
+  %p, %s, %m = "tp.moe_permute"(%x, %i) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<4xi64>, tensor<32xi32>)
+  %h = "tp.grouped_linear"(%p, %w1, %s) {parallel = "column"} : (tensor<32x128xbf16>, tensor<4x128x128xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %a = "tp.glu"(%h) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
+  %o = "tp.grouped_linear"(%a, %w2, %s) {parallel = "row"} : (tensor<32x64xbf16>, tensor<4x128x64xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %y = "tp.moe_unpermute"(%o, %m, %w) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}

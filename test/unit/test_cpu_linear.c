@@ -1,6 +1,7 @@
 // Unit tests of tprt_cpu_linear, tprt_cpu_grouped_linear and tprt_cpu_fused_grouped_mlp: values
 // against float64 references, bits against the canonical definition of tprt_numerics.h, the TP
-// decomposition of the K tree, determinism, and argument errors.
+// decomposition of the K tree, determinism, segmented (expert-parallel) group sizes, and argument
+// errors.
 #include "test_cpu_util.h"
 
 static const int kDtypes[3] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16, TPRT_DTYPE_F32};
@@ -245,6 +246,115 @@ TPRT_TEST(grouped_linear_matches_reference_and_linear) {
   }
 }
 
+// One segment (group_sizes[E]) keeps the bits of the kernel before segments existed: these
+// hashes were taken from that implementation (same data as the test above).
+TPRT_TEST(grouped_linear_one_segment_bits_frozen) {
+  int64_t e = 4, k = 37, n = 19, t = 10;
+  const int64_t sizes_v[4] = {3, 0, 5, 2};
+  const uint64_t want[3][2] = {{0x09E9945F0E472FBBull, 0x1FB380B31A95C55Cull},   // bf16: y, f32 partial
+                               {0x61E1CD5A6325E303ull, 0x7C040FBCF1D92BBAull},   // f16
+                               {0x494FF2D88F86DA2Cull, 0x494FF2D88F86DA2Cull}};  // f32
+  for (int d = 0; d < 3; ++d)
+    for (int partial = 0; partial < 2; ++partial) {
+      tc_tensor_t x = tc_make(kDtypes[d], 2, t, k), w = tc_make(kDtypes[d], 3, e, n, k);
+      tc_tensor_t sizes = tc_make(TPRT_DTYPE_I64, 1, e), y = tc_make(partial ? TPRT_DTYPE_F32 : kDtypes[d], 2, t, n);
+      memcpy(sizes.t.data, sizes_v, sizeof sizes_v);
+      tc_fill(&x.t, 31, -1.0, 1.0);
+      tc_fill(&w.t, 32, -1.0, 1.0);
+      TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&x.t, &w.t, &sizes.t, &y.t, 4));
+      TPRT_EXPECT_EQ_BITS(tc_hash(&y.t), want[d][partial]);
+      tc_free(&x);
+      tc_free(&w);
+      tc_free(&sizes);
+      tc_free(&y);
+    }
+}
+
+// S=2 segments of capacity 3 for E=2 experts, by hand: group_sizes {1,1 | 0,2} puts row 0 on
+// expert 0, row 1 on expert 1, row 2 is padding; rows 3, 4 on expert 1, row 5 is padding.
+// w0 = [1, 2], w1 = [-1, 1]; the products are small integers, exact in every order.
+TPRT_TEST(grouped_linear_segments_by_hand) {
+  tc_tensor_t x = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)2),
+              w = tc_make(TPRT_DTYPE_F32, 3, (int64_t)2, (int64_t)1, (int64_t)2);
+  tc_tensor_t sizes = tc_make(TPRT_DTYPE_I64, 1, (int64_t)4), y = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)1);
+  const float xv[12] = {1, 2, 3, 4, NAN, NAN, 5, 6, 7, 9, -INFINITY, NAN};  // padding rows hold garbage
+  const float wv[4] = {1, 2, -1, 1};
+  const int64_t sv[4] = {1, 1, 0, 2};
+  memcpy(x.t.data, xv, sizeof xv);
+  memcpy(w.t.data, wv, sizeof wv);
+  memcpy(sizes.t.data, sv, sizeof sv);
+  memset(y.t.data, 0xFF, tprt_tensor_bytes(&y.t));  // NaN everywhere: every output must be written
+  TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&x.t, &w.t, &sizes.t, &y.t, 2));
+  const float want[6] = {1 + 2 * 2, -3 + 4, 0.0f, -5 + 6, -7 + 9, 0.0f};
+  for (int i = 0; i < 6; ++i) TPRT_EXPECT_EQ_BITS(tc_bits(&y.t, i), tprt_f32_bits(want[i]));
+  tc_free(&x);
+  tc_free(&w);
+  tc_free(&sizes);
+  tc_free(&y);
+}
+
+// Rows [row0, row0+rows) of a 2-D tensor as a view.
+static tprt_tensor_t rows_view(const tprt_tensor_t* t, int64_t row0, int64_t rows) {
+  tprt_tensor_t v = *t;
+  v.data = (char*)t->data + tprt_dtype_bytes(t->dtype, row0 * t->dims[1]);
+  v.dims[0] = rows;
+  return v;
+}
+
+// A segmented grouped linear equals, bit for bit, the one-segment kernel run on each segment's
+// real rows with that segment's counts, and writes +0.0 on every padding row. Random counts,
+// including empty segments, full segments and experts with no rows.
+TPRT_TEST(grouped_linear_segments_equal_per_segment_runs) {
+  uint64_t rng = 2024;
+  for (int iter = 0; iter < 60; ++iter) {
+    int d = iter % 3, partial = (iter / 3) % 2;
+    int64_t e = 1 + (int64_t)(tc_next(&rng) % 4), segs = 2 + (int64_t)(tc_next(&rng) % 3);
+    int64_t cap = (int64_t)(tc_next(&rng) % 7), k = 1 + (int64_t)(tc_next(&rng) % 70);
+    int64_t n = 1 + (int64_t)(tc_next(&rng) % 80), t = segs * cap;
+    int chunks = 1 << (tc_next(&rng) % 4);
+    tc_tensor_t x = tc_make(kDtypes[d], 2, t, k), w = tc_make(kDtypes[d], 3, e, n, k);
+    tc_tensor_t sizes = tc_make(TPRT_DTYPE_I64, 1, segs * e);
+    tc_tensor_t y = tc_make(partial ? TPRT_DTYPE_F32 : kDtypes[d], 2, t, n);
+    int64_t* sv = (int64_t*)sizes.t.data;
+    for (int64_t sg = 0; sg < segs; ++sg) {
+      // Segment 0 is full, segment 1 empty, the others hold a random number of rows.
+      int64_t left = sg == 0 ? cap : sg == 1 ? 0 : (int64_t)(tc_next(&rng) % (uint64_t)(cap + 1));
+      for (int64_t j = 0; j < e; ++j) {
+        int64_t c = j == e - 1 ? left : (int64_t)(tc_next(&rng) % (uint64_t)(left + 1));
+        sv[sg * e + j] = c;
+        left -= c;
+      }
+    }
+    tc_fill(&x.t, 500 + iter, -2.0, 2.0);
+    tc_fill(&w.t, 600 + iter, -2.0, 2.0);
+    memset(y.t.data, 0xFF, tprt_tensor_bytes(&y.t));
+    TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&x.t, &w.t, &sizes.t, &y.t, chunks));
+    for (int64_t sg = 0; sg < segs; ++sg) {
+      int64_t used = 0;
+      for (int64_t j = 0; j < e; ++j) used += sv[sg * e + j];
+      tprt_tensor_t xs = rows_view(&x.t, sg * cap, used), gs = sizes.t;
+      gs.data = sv + sg * e;
+      gs.dims[0] = e;
+      tc_tensor_t ys = tc_make(y.t.dtype, 2, used, n);
+      TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&xs, &w.t, &gs, &ys.t, chunks));
+      tprt_tensor_t got = rows_view(&y.t, sg * cap, used);
+      if (!tc_same_bytes(&got, &ys.t))
+        TPRT__FAIL("iter %d (%s, E=%lld, S=%lld, cap=%lld): segment %lld differs from its own run", iter,
+                   tprt_dtype_name(y.t.dtype), (long long)e, (long long)segs, (long long)cap, (long long)sg);
+      for (int64_t i = (sg * cap + used) * n; i < (sg + 1) * cap * n; ++i)
+        if (tc_bits(&y.t, i) != 0) {
+          TPRT__FAIL("iter %d: padding element %lld is 0x%x, not +0.0", iter, (long long)i, tc_bits(&y.t, i));
+          break;
+        }
+      tc_free(&ys);
+    }
+    tc_free(&x);
+    tc_free(&w);
+    tc_free(&sizes);
+    tc_free(&y);
+  }
+}
+
 TPRT_TEST(fused_grouped_mlp_equals_unfused_sequence) {
   int64_t e = 3, h = 24, f = 16, t = 9;
   int64_t sizes_v[3] = {4, 2, 3};
@@ -273,6 +383,87 @@ TPRT_TEST(fused_grouped_mlp_equals_unfused_sequence) {
         tc_free(&act);
         tc_free(&y2);
       }
+}
+
+// The fused MLP shares grouped_linear's segment rule: with S=3 segments it is still bitwise the
+// unfused sequence, and its padding rows are +0.0.
+TPRT_TEST(fused_grouped_mlp_segments_equal_unfused_sequence) {
+  int64_t e = 2, h = 16, f = 8, segs = 3, cap = 4, t = segs * cap;
+  const int64_t sizes_v[6] = {2, 1, 0, 0, 3, 1};  // segment 0: 3 rows + 1 padding; 1: empty; 2: full
+  for (int d = 0; d < 3; ++d) {
+    tc_tensor_t x = tc_make(kDtypes[d], 2, t, h), w1 = tc_make(kDtypes[d], 3, e, 2 * f, h);
+    tc_tensor_t w2 = tc_make(kDtypes[d], 3, e, h, f), sizes = tc_make(TPRT_DTYPE_I64, 1, segs * e);
+    tc_tensor_t y = tc_make(kDtypes[d], 2, t, h), hid = tc_make(kDtypes[d], 2, t, 2 * f);
+    tc_tensor_t act = tc_make(kDtypes[d], 2, t, f), y2 = tc_make(kDtypes[d], 2, t, h);
+    memcpy(sizes.t.data, sizes_v, sizeof sizes_v);
+    tc_fill(&x.t, 44, -2.0, 2.0);
+    tc_fill(&w1.t, 45, -0.5, 0.5);
+    tc_fill(&w2.t, 46, -0.5, 0.5);
+    memset(y.t.data, 0xFF, tprt_tensor_bytes(&y.t));
+    TPRT_EXPECT_OK(tprt_cpu_fused_grouped_mlp(&x.t, &w1.t, &w2.t, &sizes.t, &y.t, TPRT_GLU_SWIGLU, 0, 1.702f, 7.0f, 8));
+    TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&x.t, &w1.t, &sizes.t, &hid.t, 8));
+    TPRT_EXPECT_OK(tprt_cpu_glu(&hid.t, &act.t, TPRT_GLU_SWIGLU, 0, 1.702f, 7.0f));
+    TPRT_EXPECT_OK(tprt_cpu_grouped_linear(&act.t, &w2.t, &sizes.t, &y2.t, 8));
+    TPRT_EXPECT(tc_same_bytes(&y.t, &y2.t));
+    const int64_t pad_rows[5] = {3, 4, 5, 6, 7};  // row 3 of segment 0, all of segment 1
+    for (int r = 0; r < 5; ++r)
+      for (int64_t c = 0; c < h; ++c) TPRT_EXPECT_EQ_BITS(tc_bits(&y.t, pad_rows[r] * h + c), 0u);
+    tc_tensor_t* all[] = {&x, &w1, &w2, &sizes, &y, &hid, &act, &y2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
+  }
+}
+
+// Every rule of the segmented group sizes, with the values in the message.
+TPRT_TEST(grouped_linear_segment_invalid_arguments) {
+  tc_tensor_t x = tc_make(TPRT_DTYPE_F32, 2, (int64_t)128, (int64_t)8),
+              w = tc_make(TPRT_DTYPE_F32, 3, (int64_t)4, (int64_t)4, (int64_t)8);
+  tc_tensor_t y = tc_make(TPRT_DTYPE_F32, 2, (int64_t)128, (int64_t)4), gs = tc_make(TPRT_DTYPE_I64, 1, (int64_t)16);
+  tc_tensor_t gs0 = tc_make(TPRT_DTYPE_I64, 1, (int64_t)0), gs6 = tc_make(TPRT_DTYPE_I64, 1, (int64_t)6);
+  tc_tensor_t gs12 = tc_make(TPRT_DTYPE_I64, 1, (int64_t)12);
+  tc_tensor_t w0 = tc_make(TPRT_DTYPE_F32, 3, (int64_t)0, (int64_t)4, (int64_t)8);
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w.t, &gs0.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: group_sizes must be [S*E] = S >= 1 segments of E=4 counts (w is [4,4,8] f32); "
+                     "got [0] i64");
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w.t, &gs6.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: group_sizes must be [S*E] = S >= 1 segments of E=4 counts (w is [4,4,8] f32); "
+                     "got [6] i64");
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w0.t, &gs6.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: group_sizes must be [S*E] = S >= 1 segments of E=0 counts (w is [0,4,8] f32); "
+                     "got [6] i64");
+  TPRT_EXPECT_STATUS(
+      tprt_cpu_grouped_linear(&x.t, &w.t, &gs12.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+      "grouped_linear: T=128 rows of x are not divisible by S=3 segments (group_sizes is [12] i64, E=4)");
+  int64_t* s = (int64_t*)gs.t.data;  // S=4 segments of capacity 32
+  for (int i = 8; i < 12; ++i) s[i] = 10;
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w.t, &gs.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: segment 2 holds 40 rows but has capacity 32 (T=128 rows in S=4 segments)");
+  s[5] = -1;
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w.t, &gs.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: group_sizes[5]=-1 (segment 1, expert 1) is outside [0, T/S=32]");
+  s[3] = 33;
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&x.t, &w.t, &gs.t, &y.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: group_sizes[3]=33 (segment 0, expert 3) is outside [0, T/S=32]");
+  // Counts near INT64_MAX in one segment: each is checked first and the sum saturates, so it
+  // cannot overflow (K = N = 0, so these huge tensors hold no data).
+  tc_tensor_t xe = tc_make(TPRT_DTYPE_F32, 2, INT64_MAX - 1, (int64_t)0),
+              we = tc_make(TPRT_DTYPE_F32, 3, (int64_t)3, (int64_t)0, (int64_t)0);
+  tc_tensor_t ge = tc_make(TPRT_DTYPE_I64, 1, (int64_t)6), ye = tc_make(TPRT_DTYPE_F32, 2, INT64_MAX - 1, (int64_t)0);
+  int64_t* se = (int64_t*)ge.t.data;
+  se[0] = se[1] = se[2] = (INT64_MAX - 1) / 2;
+  TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&xe.t, &we.t, &ge.t, &ye.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
+                     "grouped_linear: segment 0 holds 9223372036854775807 rows but has capacity 4611686018427387903 "
+                     "(T=9223372036854775806 rows in S=2 segments)");
+  // The fused MLP reports grouped_linear's message under its fc1 context.
+  tc_tensor_t w1 = tc_make(TPRT_DTYPE_F32, 3, (int64_t)4, (int64_t)8, (int64_t)8),
+              w2 = tc_make(TPRT_DTYPE_F32, 3, (int64_t)4, (int64_t)8, (int64_t)4);
+  tc_tensor_t xm = tc_make(TPRT_DTYPE_F32, 2, (int64_t)128, (int64_t)8),
+              ym = tc_make(TPRT_DTYPE_F32, 2, (int64_t)128, (int64_t)8);
+  TPRT_EXPECT_STATUS(
+      tprt_cpu_fused_grouped_mlp(&xm.t, &w1.t, &w2.t, &gs12.t, &ym.t, 0, 0, 1.0f, 1.0f, 8),
+      TPRT_STATUS_INVALID_ARGUMENT,
+      "grouped_linear: T=128 rows of x are not divisible by S=3 segments (group_sizes is [12] i64, E=4)");
+  tc_tensor_t* all[] = {&x, &w, &y, &gs, &gs0, &gs6, &gs12, &w0, &xe, &we, &ge, &ye, &w1, &w2, &xm, &ym};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
 }
 
 TPRT_TEST(linear_invalid_arguments) {
@@ -319,7 +510,8 @@ TPRT_TEST(linear_invalid_arguments) {
   TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&gx.t, &gw.t, &gs.t, &gy.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
                      "grouped_linear: group_sizes[2]=-2 is outside [0, T=10]");
   TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&gx.t, &gw.t, &gs2.t, &gy.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
-                     "grouped_linear: group_sizes must be [E] = [3] (w is [3,4,8] f32); got [2] i64");
+                     "grouped_linear: group_sizes must be [S*E] = S >= 1 segments of E=3 counts (w is [3,4,8] f32); "
+                     "got [2] i64");
   TPRT_EXPECT_STATUS(tprt_cpu_grouped_linear(&gx.t, &gw.t, &gy.t, &gy.t, 8), TPRT_STATUS_INVALID_ARGUMENT,
                      "grouped_linear: group_sizes must be a rank-1 i64 tensor; got [10,4] f32");
   s[2] = 2;
