@@ -208,6 +208,131 @@ irdl.dialect @tp {
   }
 
   //===--------------------------------------------------------------------===//
+  // Backward (produced by tp-autodiff, also writable by hand). Contractions use the canonical
+  // chunked accumulation over the contracted dimension; `partial` marks an unreduced f32 sum
+  // that a following collective completes, as for tp.linear.
+  //===--------------------------------------------------------------------===//
+
+  // dx[M,K] = dy[M,N] · w[N,K] (the input gradient of tp.linear; contracts N).
+  irdl.operation @linear_dgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+    %dy = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, w: %w)
+    irdl.results(dx: %dx)
+  }
+
+  // dw[N,K] = dy[M,N]ᵀ · x[M,K] (the weight gradient of tp.linear; contracts the tokens M).
+  irdl.operation @linear_wgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+    %dy = irdl.base "!builtin.tensor"
+    %x = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, x: %x)
+    irdl.results(dw: %dw)
+  }
+
+  // db[N] = Σ_m dy[m,N] (the bias gradient of tp.linear).
+  irdl.operation @bias_grad attributes {tp.optional_attributes = {partial = false}} {
+    %dy = irdl.base "!builtin.tensor"
+    %db = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy)
+    irdl.results(db: %db)
+  }
+
+  // dx[T,K] = dy[T,N] · w[e,N,K] for the rows of expert e (segments as tp.grouped_linear).
+  irdl.operation @grouped_linear_dgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row", "expert"], partial = false}} {
+    %dy = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, w: %w, group_sizes: %group_sizes)
+    irdl.results(dx: %dx)
+  }
+
+  // dw[e,N,K] = Σ over expert e's rows of dy[t,N]ᵀ · x[t,K].
+  irdl.operation @grouped_linear_wgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "column", "row", "expert"], partial = false}} {
+    %dy = irdl.base "!builtin.tensor"
+    %x = irdl.base "!builtin.tensor"
+    %group_sizes = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, x: %x, group_sizes: %group_sizes)
+    irdl.results(dw: %dw)
+  }
+
+  // dx[...,2F] from x[...,2F] and dy[...,F] for the tp.glu with the same attributes.
+  irdl.operation @glu_grad attributes {tp.optional_attributes = {
+      interleave = 0 : i64, alpha = 1.702 : f32, limit = 7.0 : f32}} {
+    %swiglu = irdl.is "swiglu"
+    %geglu = irdl.is "geglu"
+    %quick_geglu = irdl.is "quick_geglu"
+    %kind = irdl.any_of(%swiglu, %geglu, %quick_geglu)
+    %x = irdl.base "!builtin.tensor"
+    %dy = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, dy: %dy)
+    irdl.results(dx: %x)
+    irdl.attributes {"kind" = %kind}
+  }
+
+  // dx[M,H] and dgamma[H] of tp.rmsnorm (dgamma sums over the tokens M).
+  irdl.operation @rmsnorm_grad attributes {tp.optional_attributes = {partial = false}} {
+    %eps = irdl.base "#builtin.float"
+    %x = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    %dgamma = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, gamma: %gamma, dy: %x)
+    irdl.results(dx: %x, dgamma: %dgamma)
+    irdl.attributes {"eps" = %eps}
+  }
+
+  // dx[M,H], dgamma[H] and dbeta[H] of tp.layernorm.
+  irdl.operation @layernorm_grad attributes {tp.optional_attributes = {partial = false}} {
+    %eps = irdl.base "#builtin.float"
+    %x = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    %dgamma = irdl.base "!builtin.tensor"
+    %dbeta = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, gamma: %gamma, dy: %x)
+    irdl.results(dx: %x, dgamma: %dgamma, dbeta: %dbeta)
+    irdl.attributes {"eps" = %eps}
+  }
+
+  // dy[T*k,H] and dweights[T,k] of tp.moe_unpermute from its output gradient dout[T,H].
+  irdl.operation @moe_unpermute_grad {
+    %dout = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    %row_map = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    irdl.operands(dout: %dout, y: %y, row_map: %row_map, weights: %weights)
+    irdl.results(dy: %y, dweights: %weights)
+  }
+
+  // dx[T,H] = Σ_j dy[row of (t,j)] of tp.moe_permute (j increasing).
+  irdl.operation @moe_permute_grad {
+    %top_k = irdl.base "#builtin.integer"
+    %dy = irdl.base "!builtin.tensor"
+    %row_map = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, row_map: %row_map)
+    irdl.results(dx: %dx)
+    irdl.attributes {"top_k" = %top_k}
+  }
+
+  // dlogits[T,E] of tp.moe_route's weights (the top-k selection is constant).
+  irdl.operation @moe_route_grad attributes {tp.optional_attributes = {normalize = false}} {
+    %top_k = irdl.base "#builtin.integer"
+    %logits = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %dweights = irdl.base "!builtin.tensor"
+    irdl.operands(logits: %logits, indices: %indices, dweights: %dweights)
+    irdl.results(dlogits: %logits)
+    irdl.attributes {"top_k" = %top_k}
+  }
+
+  //===--------------------------------------------------------------------===//
   // Collectives (all have side effects; none is Pure)
   //===--------------------------------------------------------------------===//
 

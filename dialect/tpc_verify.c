@@ -325,6 +325,7 @@ MlirLogicalResult tpc_verify_op(MlirOperation op) {
   if (kind == TPC_OP_MESH) return tpc__verify_mesh(op);
   if (mlirLogicalResultIsFailure(tpc__verify_compute(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_quant(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_grad(op, kind))) return mlirLogicalResultFailure();
   return tpc__verify_collective(op, kind);
 }
 

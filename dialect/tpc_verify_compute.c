@@ -116,7 +116,7 @@ static MlirLogicalResult tpc__verify_grouped_linear(MlirOperation op) {
 
 // Rules on kind/interleave/alpha/limit shared by tp.glu and tp.fused_grouped_mlp. |f| is the
 // GLU output width (half of FC1's rows).
-static MlirLogicalResult tpc__verify_glu_params(MlirOperation op, int kind_index, int interleave_index,
+MlirLogicalResult tpc__verify_glu_params(MlirOperation op, int kind_index, int interleave_index,
                                                 int alpha_index, int limit_index, int op_kind, int64_t f) {
   int64_t interleave = tpc_op_get_i64(op, op_kind, interleave_index);
   if (interleave < 0 || (interleave > 0 && f % interleave != 0))

@@ -51,6 +51,13 @@ MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind);
 MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind);
 MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind);
 
+/// Per-op verifier of the backward ops (tpc_verify_grad.c).
+MlirLogicalResult tpc__verify_grad(MlirOperation op, int kind);
+
+/// Rules on a GLU's kind/interleave/alpha/limit attributes (given by index), F = output width.
+MlirLogicalResult tpc__verify_glu_params(MlirOperation op, int kind_index, int interleave_index, int alpha_index,
+                                         int limit_index, int op_kind, int64_t f);
+
 /// Rules shared by every normalization: x[M,H] float, gamma[H], beta[H] (optional), eps > 0.
 MlirLogicalResult tpc__verify_norm_params(MlirOperation op, MlirValue x, MlirValue gamma, MlirValue beta, double eps);
 
