@@ -22,6 +22,8 @@ extern "C" {
 /// Argument / result attribute recording a per-rank tensor's place in the logical tensor
 /// (written by tp-shard; see lowering/shard_layout.h).
 #define TPC_ARG_ATTR_SHARD "tp.shard"
+/// Argument attribute: `tp.grad = false` keeps tp-autodiff from computing the argument's gradient.
+#define TPC_ARG_ATTR_GRAD "tp.grad"
 /// The default of tp.chunks when a module does not set it.
 #define TPC_DEFAULT_CHUNKS 8
 

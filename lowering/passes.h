@@ -11,6 +11,10 @@ extern "C" {
 /// tp-verify: checks every rule of the tp dialect that IRDL cannot express.
 MlirPass tpc_create_verify_pass(void);
 
+/// tp-autodiff: turns every function into its training step (forward, then backward from one
+/// cotangent argument per result), returning the results and the arguments' gradients.
+MlirPass tpc_create_autodiff_pass(void);
+
 /// tp-shard: partitions a logical module over its tp.mesh into the per-rank program.
 MlirPass tpc_create_shard_pass(void);
 

@@ -12,6 +12,8 @@
 const tpc_pass_entry_t tpc_pass_registry[] = {
     {"tp-verify", "Check the tp dialect's shape, type, mesh, quantization and module-attribute rules",
      tpc_create_verify_pass},
+    {"tp-autodiff", "Turn every function into its training step: forward, then backward from result cotangents",
+     tpc_create_autodiff_pass},
     {"tp-shard", "Partition a logical module over the module's mesh into the per-rank program",
      tpc_create_shard_pass},
     {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
@@ -26,6 +28,8 @@ const tpc_pipeline_entry_t tpc_pipeline_registry[] = {
     {"shard", "Partition a logical module over its mesh (declare one with --mesh)", "tp-shard"},
     {"infer", "Partition a logical module and lower it for the CPU runtime (tpc-run --pipeline infer)",
      "tp-shard,tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
+    {"train", "Differentiate a logical module, partition the training step and lower it (tpc-run --pipeline train)",
+     "tp-autodiff,tp-shard,tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {"lower-cpu", "Lower a per-rank module to LLVM dialect calling the runtime ABI",
      "tp-lower-runtime,mlir:convert-to-llvm,mlir:reconcile-unrealized-casts"},
     {"lower-cpu-poison", "lower-cpu with dead arena buffers poisoned after their last use (memory-plan checks)",

@@ -28,51 +28,28 @@
 #include "mlir-c/Diagnostics.h"
 #include "pass_util.h"
 #include "passes.h"
+#include "shard_impl.h"
 #include "shard_layout.h"
 #include "text_buffer.h"
 #include "tpc_dialect.h"
 #include "tpc_verify.h"
 
-#define TPC_SHARD_MAX_VALUES 2048
+uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
 
-typedef struct tpc__sval_t tpc__sval_t;
-struct tpc__sval_t {
-  MlirValue value;
-  char name[48];  // SSA name in the emitted text
-  tpc_layout_t layout;
-  // Expert parallelism: rows that were dispatched to the ranks owning their experts carry the
-  // received counts (for the grouped linears) and the rank's own counts (to bring them back).
-  tpc__sval_t* recv_sizes;
-  tpc__sval_t* own_sizes;
-};
-
-typedef struct {
-  tpc_mesh_t mesh;
-  int tp, dp, ep;  // mesh axis indices of the roles, or -1
-  bool sp;     // some linear of the function is sequence parallel
-  MlirOperation func;
-  tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
-  int num_vals;
-  int counter;
-  tpc_text_t body;
-} tpc__shard_t;
-
-static uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
-
-static tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v) {
+tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v) {
   for (int i = 0; i < S->num_vals; ++i)
     if (mlirValueEqual(S->vals[i].value, v)) return &S->vals[i];
   return NULL;
 }
 
-static MlirLogicalResult tpc__error(MlirOperation op, tpc_text_t* msg) {
+MlirLogicalResult tpc__error(MlirOperation op, tpc_text_t* msg) {
   mlirEmitError(mlirOperationGetLocation(op), msg->data ? msg->data : "tp-shard: error");
   tpc_text_free(msg);
   return mlirLogicalResultFailure();
 }
 
 // "tp-shard: <op> <what>: has layout [...]; <why>" at |op|.
-static MlirLogicalResult tpc__layout_error(tpc__shard_t* S, MlirOperation op, const char* what,
+MlirLogicalResult tpc__layout_error(tpc__shard_t* S, MlirOperation op, const char* what,
                                            const tpc_layout_t* l, const char* why) {
   tpc_text_t m = {0};
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
@@ -82,7 +59,7 @@ static MlirLogicalResult tpc__layout_error(tpc__shard_t* S, MlirOperation op, co
   return tpc__error(op, &m);
 }
 
-static MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op, const char* what,
+MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op, const char* what,
                                               const tpc_layout_t* l) {
   for (int d = 0; d < l->rank; ++d)
     if (tpc_layout_local_dim(l, &S->mesh, d) < 0) {
@@ -100,7 +77,7 @@ static MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op,
   return mlirLogicalResultSuccess();
 }
 
-static tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l) {
+tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l) {
   if (S->num_vals == TPC_SHARD_MAX_VALUES) return NULL;
   tpc__sval_t* s = &S->vals[S->num_vals++];
   s->value = v;
@@ -117,10 +94,13 @@ static tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* nam
 // With interleave 0 a GLU reads [gate; up] halves, so the rows that feed it are sharded in two
 // blocks (stride 2): every rank then holds gate rows and the up rows that pair with them.
 static int64_t tpc__glu_blocks(MlirValue produced) {
-  MlirOpOperand use = mlirValueGetFirstUse(produced);
-  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return 1;
-  MlirOperation user = mlirOpOperandGetOwner(use);
-  if (tpc_is_glu(user)) return tpc_glu_get_interleave(user) == 0 ? 2 : 1;
+  for (MlirOpOperand use = mlirValueGetFirstUse(produced); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation user = mlirOpOperandGetOwner(use);
+    // The GLU reads the rows, and in a training step its gradient reads them again.
+    if (tpc_is_glu(user)) return tpc_glu_get_interleave(user) == 0 ? 2 : 1;
+    if (tpc_is_glu_grad(user) && mlirOpOperandGetOperandNumber(use) == TPC_GLU_GRAD_SLOT_X)
+      return tpc_glu_grad_get_interleave(user) == 0 ? 2 : 1;
+  }
   return 1;
 }
 
@@ -226,18 +206,29 @@ static int tpc__print_attr_entries(tpc_text_t* t, MlirOperation op, const char* 
 }
 
 // Emits a collective and returns the value it defines.
-static tpc__sval_t* tpc__emit_collective_on(tpc__shard_t* S, int axis, const char* op_name, const tpc__sval_t* in,
-                                            const char* extra_attrs, const tpc_layout_t* out) {
+tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const char* op_name, const tpc__sval_t* in,
+                                       const char* extra_attrs, const tpc_layout_t* out) {
   char name[32];
   snprintf(name, sizeof name, "%%s%d", S->counter++);
-  tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = @%s, axes = [\"%s\"]%s} : (", name, op_name, in->name,
-                  S->mesh.name, S->mesh.axes[axis], extra_attrs);
+  tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = @%s, axes = [", name, op_name, in->name, S->mesh.name);
+  bool first = true;
+  for (int i = 0; i < S->mesh.num_axes; ++i)
+    if (mask & (1u << i)) {
+      tpc_text_printf(&S->body, "%s\"%s\"", first ? "" : ", ", S->mesh.axes[i]);
+      first = false;
+    }
+  tpc_text_printf(&S->body, "]%s} : (", extra_attrs);
   tpc_layout_print_local_type(&in->layout, &S->mesh, &S->body);
   tpc_text_printf(&S->body, ") -> ");
   tpc_layout_print_local_type(out, &S->mesh, &S->body);
   tpc_text_printf(&S->body, "\n");
   MlirValue none = {NULL};
   return tpc__new_value(S, none, name, out);
+}
+
+static tpc__sval_t* tpc__emit_collective_on(tpc__shard_t* S, int axis, const char* op_name, const tpc__sval_t* in,
+                                            const char* extra_attrs, const tpc_layout_t* out) {
+  return tpc__emit_collective_mask(S, tpc__bit(axis), op_name, in, extra_attrs, out);
 }
 
 // A collective over the tp axis.
@@ -276,7 +267,7 @@ static tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const
 }
 
 // Emits |op| with operands |ins| and results |outs| (local types), extra attributes appended.
-static void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin,
+void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin,
                          const tpc_layout_t* outs, int nout, const char* extra_attrs, const char* skip_attr) {
   char base[32];
   snprintf(base, sizeof base, "%%o%d", S->counter++);
@@ -605,6 +596,8 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
       r = tpc__shard_grouped_linear(S, op, ins, nin);
     else if (kind == TPC_OP_GLU)
       r = tpc__shard_glu(S, op, ins);
+    else if (tpc__is_grad_op(kind))
+      r = tpc__shard_grad(S, op, kind, ins, nin);
     else
       r = tpc__shard_other(S, op, kind, ins, nin);
     if (mlirLogicalResultIsFailure(r)) return r;

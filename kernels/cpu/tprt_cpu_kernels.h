@@ -148,6 +148,84 @@ tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) TPRT_M
 tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
                                    int64_t row_offset, int64_t col_offset, int64_t logical_cols) TPRT_MUST_USE_RESULT;
 
+// ------------------------------------------------------------------------------------------------
+// Backward kernels (docs/numerics.md, "Backward"). Same conventions as above: f32 arithmetic in
+// a defined order, one rounding per output, validation first, the calling thread only. "chunks"
+// always splits the dimension the kernel contracts (the canonical K accumulation applied to N
+// for dgrad, to M for wgrad and the parameter gradients of bias and norms).
+// ------------------------------------------------------------------------------------------------
+
+/// dx[M,K] = dy[M,N]·w[N,K], the canonical accumulation over N with |chunks| (as tprt_cpu_linear,
+/// fmaf(dy[m,n], w[n,k], acc) in increasing n). w has dy's dtype D; dx has D or is f32: the
+/// unreduced partial of a column-parallel layer (the tree sum, unrounded).
+tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                    int chunks) TPRT_MUST_USE_RESULT;
+
+/// dw[N,K] = dy[M,N]ᵀ·x[M,K], the canonical accumulation over M with |chunks| (fmaf(dy[m,n],
+/// x[m,k], acc) in increasing m). x has dy's dtype D; dw has D or is f32 (a partial over a
+/// sequence shard, or main-grad precision).
+tprt_status_t tprt_cpu_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                    int chunks) TPRT_MUST_USE_RESULT;
+
+/// db[N] = Σ_m dy[M,N], the canonical accumulation over M with acc = acc + dy[m,n] (bitwise
+/// fmaf(dy, 1, acc)). db has dy's dtype or is f32.
+tprt_status_t tprt_cpu_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks) TPRT_MUST_USE_RESULT;
+
+/// dx[T,K] = dy[T,N]·w[e,N,K] for the rows of each expert e of w[E,N,K], group_sizes[S*E] with
+/// tprt_cpu_grouped_linear's segment rule; every real row is computed as by tprt_cpu_linear_dgrad
+/// and padding rows of dx are +0.0 (dy's padding rows are not read). dx has dy's dtype or is f32.
+tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                            int chunks) TPRT_MUST_USE_RESULT;
+
+/// dw[e,N,K] = Σ dy[r,N]ᵀ·x[r,K] over the rows r of expert e (E is dw's first dimension) in
+/// increasing global row order across all S segments of group_sizes[S*E]: one sequence of n_e
+/// rows, reduced by the canonical accumulation with |chunks| (an expert without rows gets +0.0).
+/// Padding rows are not read. x has dy's dtype D; dw has D or is f32.
+tprt_status_t tprt_cpu_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                            const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                            int chunks) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_glu: from x[...,2F] and dy[...,F] (x's dtype) writes dx[...,2F] (x's
+/// dtype and layout: the gate and up columns of |interleave|). |kind|, |alpha| and |limit| as in
+/// tprt_cpu_glu; quick_geglu's clamped inputs get a zero gradient.
+tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
+                                int64_t interleave, float alpha, float limit) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_rmsnorm: dx[M,H] (x's dtype) row by row with the canonical row
+/// reduction, and dgamma[H] = Σ_m dy·xhat over M with the canonical accumulation (|chunks|).
+/// dy has x's shape and dtype; dgamma has gamma's dtype or is f32 (a partial over a sequence shard).
+tprt_status_t tprt_cpu_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                    tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps,
+                                    int chunks) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_layernorm: dx as tprt_cpu_rmsnorm_grad, dgamma[H] = Σ_m dy·xhat and
+/// dbeta[H] = Σ_m dy over M with the canonical accumulation; dgamma and dbeta each have gamma's
+/// dtype or are f32.
+tprt_status_t tprt_cpu_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                      tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
+                                      int chunks) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_moe_unpermute: dy[row of slot (t,j)] = weights[t,j]·dout[t] rounded
+/// once to y's dtype, and dweights[t,j] (f32) = Σ_h y[row,h]·dout[t,h] by the canonical row
+/// reduction with fmaf lanes. dout[T,H] has y's dtype; row_map must be a permutation of the T*k slots.
+tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                          tprt_tensor_t* dy, tprt_tensor_t* dweights) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_moe_permute: dx[t] = Σ_j dy[row of slot (t,j)] from +0.0 in
+/// increasing j, in f32, rounded once to dy's dtype. dy is [T*top_k,H]; row_map a permutation.
+tprt_status_t tprt_cpu_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
+                                        int top_k) TPRT_MUST_USE_RESULT;
+
+/// The gradient of tprt_cpu_moe_route's weights with respect to logits[T,E]: the softmax is
+/// recomputed as in the forward, the selection indices[T,k] (distinct experts per token) is a
+/// constant, and dweights[T,k] (f32) flows back through the optional renormalization and the
+/// softmax. dlogits[T,E] has logits' dtype.
+tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                      const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
+                                      bool normalize) TPRT_MUST_USE_RESULT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,7 +84,8 @@ static void tpc__usage(FILE* out) {
           "OPTIONS:\n"
           "  --world N               Number of ranks (default: the module's mesh size, else 1)\n"
           "  --mesh tp=4[,dp=2]      Partition a .mlir for this mesh (implies --pipeline infer)\n"
-          "  --pipeline infer        Compile a .mlir with this pipeline: infer = tp-shard + lowering\n"
+          "  --pipeline infer|train  Compile a .mlir with this pipeline: infer = tp-shard + lowering;\n"
+          "                          train = tp-autodiff (results and gradients) + tp-shard + lowering\n"
           "  --function F            Function to run (default: the first)\n"
           "  --weights FILE          safetensors file with arguments by name\n"
           "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
@@ -153,10 +154,6 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     } else if (!strcmp(a, "--mesh")) {
       o->mesh = v;
     } else if (!strcmp(a, "--pipeline")) {
-      if (!strcmp(v, "train")) {
-        fprintf(stderr, "tpc-run: error: --pipeline train needs tp-autodiff, which is not built yet; use infer\n");
-        return -1;
-      }
       o->pipeline = v;
     } else if (!strcmp(a, "--dump-args")) {
       o->dump_args = v;

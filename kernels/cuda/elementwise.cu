@@ -1,0 +1,100 @@
+// tprt_cuda_add and tprt_cuda_mul in exact mode, bitwise equal to tprt_cpu_add / tprt_cpu_mul:
+// c[i] = RNE_dtype(a[i] ⊕ b[i]), the f32 operation (__fadd_rn / __fmul_rn) on the exactly widened
+// operands, rounded once to the dtype (docs/numerics.md, "Elementwise ops").
+//
+// Layouts: a, b, c dense with the same shape (any rank) and dtype; c may be a or b (each element
+// is read before it is written, by the same thread). Any alignment (scalar loads).
+// Dtypes: bf16 / f16 / f32, one kernel per op and dtype: tprt_<op>_kernel_<dtype>.
+//
+// Launch geometry: one thread per element, 256-thread blocks, grid-stride over the elements (at
+// most 65536 blocks); consecutive threads touch consecutive elements (coalesced).
+#include "tprt_cuda_internal.cuh"
+
+// ------------------------------------------------------------------------------------------------
+// GPU kernels
+// ------------------------------------------------------------------------------------------------
+
+template <int D, bool MUL>
+static __device__ __forceinline__ void tprt__elementwise_body(const void* a, const void* b, void* c, int64_t n) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float x = tprt__cuda_ld(a, D, i), y = tprt__cuda_ld(b, D, i);
+    tprt__cuda_st(c, D, i, MUL ? __fmul_rn(x, y) : __fadd_rn(x, y));
+  }
+}
+
+// No __restrict__: c may alias a or b.
+#define TPRT__ELEMENTWISE_KERNEL(name, dtype, mul)                    \
+  extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS) \
+      name(const void* a, const void* b, void* c, int64_t n) {        \
+    tprt__elementwise_body<dtype, mul>(a, b, c, n);                   \
+  }
+TPRT__ELEMENTWISE_KERNEL(tprt_add_kernel_bf16, TPRT_DTYPE_BF16, false)
+TPRT__ELEMENTWISE_KERNEL(tprt_add_kernel_f16, TPRT_DTYPE_F16, false)
+TPRT__ELEMENTWISE_KERNEL(tprt_add_kernel_f32, TPRT_DTYPE_F32, false)
+TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_bf16, TPRT_DTYPE_BF16, true)
+TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_f16, TPRT_DTYPE_F16, true)
+TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_f32, TPRT_DTYPE_F32, true)
+
+// ------------------------------------------------------------------------------------------------
+// Validation (the checks and messages of cpu_elementwise.c)
+// ------------------------------------------------------------------------------------------------
+
+static tprt_status_t tprt__cuda_check_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
+                                                  const tprt_tensor_t* c) {
+  char sa[96], sb[96];
+  tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "b", b, a->rank, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
+  if (s) return s;
+  if (!tprt_tensor_same_layout(a, b))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
+                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
+  if (!tprt_tensor_same_layout(a, c))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s; got %s", op,
+                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(c, sb, sizeof sb));
+  return NULL;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernel launcher (one for both ops)
+// ------------------------------------------------------------------------------------------------
+
+static tprt_status_t tprt__cuda_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
+                                            tprt_tensor_t* c, bool mul, cudaStream_t stream) {
+  tprt_status_t s = tprt__cuda_check_elementwise(op, a, b, c);
+  if (s) return s;
+  int64_t n = tprt_tensor_numel(a);
+  if (n == 0) return NULL;
+  const void* kernel;
+  switch (a->dtype) {
+    case TPRT_DTYPE_BF16:
+      kernel = mul ? (const void*)tprt_mul_kernel_bf16 : (const void*)tprt_add_kernel_bf16;
+      break;
+    case TPRT_DTYPE_F16:
+      kernel = mul ? (const void*)tprt_mul_kernel_f16 : (const void*)tprt_add_kernel_f16;
+      break;
+    case TPRT_DTYPE_F32:
+      kernel = mul ? (const void*)tprt_mul_kernel_f32 : (const void*)tprt_add_kernel_f32;
+      break;
+    default:
+      return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s: no CUDA kernel for dtype %s", op,
+                              tprt_dtype_name(a->dtype));
+  }
+  const void* ad = a->data;
+  const void* bd = b->data;
+  void* cd = c->data;
+  void* args[] = {&ad, &bd, &cd, &n};
+  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
+  return NULL;
+}
+
+tprt_status_t tprt_cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c, cudaStream_t stream) {
+  return tprt__cuda_elementwise("add", a, b, c, false, stream);
+}
+
+tprt_status_t tprt_cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c, cudaStream_t stream) {
+  return tprt__cuda_elementwise("mul", a, b, c, true, stream);
+}

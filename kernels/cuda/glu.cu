@@ -1,0 +1,136 @@
+// tprt_cuda_glu: gated linear units over the last dimension in exact mode, bitwise equal to
+// tprt_cpu_glu (docs/numerics.md, "GLU"). For output column j of a row:
+//   swiglu       y = silu(g) · u
+//   geglu        y = gelu_tanh(g) · u
+//   quick_geglu  g' = g > limit ? limit : g;  u' = clamp(u, -limit, limit) by comparisons;
+//                y = quick_gelu(g', alpha) · (u' + 1)                      (TE ClampedQGeGLU)
+// in f32 with the special functions of tprt_numerics.h (the same source as the CPU build), rounded
+// once. interleave 0: g = x[row, j], u = x[row, F + j]; interleave b: g = x[row, 2b·⌊j/b⌋ + j mod
+// b], u = the element b columns later.
+//
+// Layouts: x [..., 2F], y [..., F] dense row-major, any rank >= 1; any alignment (scalar loads).
+// Dtypes: x and y the same, bf16 / f16 / f32 (tprt_glu_kernel_<dtype>); kind, alpha, limit and
+// interleave are run-time arguments.
+//
+// Launch geometry: one thread per output element, 256-thread blocks, grid-stride over rows·F
+// (at most 65536 blocks). Consecutive threads produce consecutive columns of a row, so gate, up
+// and y accesses are coalesced (interleaving only moves whole runs of b columns).
+#include "tprt_cuda_internal.cuh"
+
+// ------------------------------------------------------------------------------------------------
+// GPU kernels
+// ------------------------------------------------------------------------------------------------
+
+/// One GLU output from its gate and up inputs, before rounding: tprt__glu_value of cpu_glu.c.
+static __device__ __forceinline__ float tprt__cuda_glu_value(int kind, float g, float u, float alpha, float limit) {
+  switch (kind) {
+    case TPRT_GLU_SWIGLU:
+      return __fmul_rn(tprt_siluf(g), u);
+    case TPRT_GLU_GEGLU:
+      return __fmul_rn(tprt_gelu_tanhf(g), u);
+    default: {
+      // Comparisons, not fminf/fmaxf, so that a NaN input stays NaN.
+      float gc = g > limit ? limit : g;
+      float uc = u > limit ? limit : u < -limit ? -limit : u;
+      return __fmul_rn(tprt_quick_geluf(gc, alpha), __fadd_rn(uc, 1.0f));
+    }
+  }
+}
+
+template <int D>
+static __device__ __forceinline__ void tprt__glu_body(const void* __restrict__ x, void* __restrict__ y, int64_t total,
+                                                      int64_t f, int64_t interleave, int kind, float alpha,
+                                                      float limit) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t row = i / f, j = i % f;
+    int64_t gcol = j, ucol = f + j;
+    if (interleave > 0) {
+      const int64_t block = j / interleave, off = j % interleave;
+      gcol = 2 * block * interleave + off;
+      ucol = gcol + interleave;
+    }
+    const int64_t xo = row * 2 * f;
+    const float g = tprt__cuda_ld(x, D, xo + gcol), u = tprt__cuda_ld(x, D, xo + ucol);
+    tprt__cuda_st(y, D, i, tprt__cuda_glu_value(kind, g, u, alpha, limit));
+  }
+}
+
+#define TPRT__GLU_KERNEL(name, dtype)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)                                                  \
+      name(const void* x, void* y, int64_t total, int64_t f, int64_t interleave, int kind, float alpha, float limit) { \
+    tprt__glu_body<dtype>(x, y, total, f, interleave, kind, alpha, limit);                                             \
+  }
+TPRT__GLU_KERNEL(tprt_glu_kernel_bf16, TPRT_DTYPE_BF16)
+TPRT__GLU_KERNEL(tprt_glu_kernel_f16, TPRT_DTYPE_F16)
+TPRT__GLU_KERNEL(tprt_glu_kernel_f32, TPRT_DTYPE_F32)
+
+// ------------------------------------------------------------------------------------------------
+// Validation (the checks and messages of cpu_glu.c)
+// ------------------------------------------------------------------------------------------------
+
+static tprt_status_t tprt__cuda_check_glu(const tprt_tensor_t* x, const tprt_tensor_t* y, int kind, int64_t interleave,
+                                          float alpha, float limit) {
+  const char* op = "glu";
+  char a[96], b[96];
+  tprt_status_t s = tprt__check(op, "x", x, -1, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "y", y, x->rank, TPRT__FLOATS);
+  if (s) return s;
+  int r = x->rank;
+  int64_t two_f = x->dims[r - 1], f = two_f / 2;
+  if (two_f % 2 != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: the last dimension of x must be even (2F); got x %s", op,
+                            tprt__shape_str(x, a, sizeof a));
+  bool y_ok = y->dtype == x->dtype && y->dims[r - 1] == f;
+  for (int i = 0; i < r - 1; ++i) y_ok = y_ok && y->dims[i] == x->dims[i];
+  if (!y_ok)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: y must be x's shape with the last dimension halved (F=%lld) and x's dtype; x is %s, "
+                            "y is %s",
+                            op, (long long)f, tprt__shape_str(x, a, sizeof a), tprt__shape_str(y, b, sizeof b));
+  if (kind < 0 || kind > 2)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: kind=%d is not 0 (swiglu), 1 (geglu) or 2 (quick_geglu)",
+                            op, kind);
+  if (interleave < 0 || (interleave > 0 && f % interleave != 0))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: interleave=%lld must be 0 or a positive divisor of F=%lld", op, (long long)interleave,
+                            (long long)f);
+  if (kind == TPRT_GLU_QUICK_GEGLU && (!isfinite(alpha) || !(alpha > 0.0f) || !isfinite(limit) || !(limit > 0.0f)))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: quick_geglu needs finite alpha > 0 and limit > 0; got alpha=%g, limit=%g", op,
+                            (double)alpha, (double)limit);
+  return NULL;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernel launcher
+// ------------------------------------------------------------------------------------------------
+
+tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                            float limit, cudaStream_t stream) {
+  tprt_status_t s = tprt__cuda_check_glu(x, y, kind, interleave, alpha, limit);
+  if (s) return s;
+  int64_t f = x->dims[x->rank - 1] / 2;
+  int64_t total = tprt_tensor_numel(y);
+  if (total == 0) return NULL;
+  const void* kernel;
+  switch (x->dtype) {
+    case TPRT_DTYPE_BF16:
+      kernel = (const void*)tprt_glu_kernel_bf16;
+      break;
+    case TPRT_DTYPE_F16:
+      kernel = (const void*)tprt_glu_kernel_f16;
+      break;
+    case TPRT_DTYPE_F32:
+      kernel = (const void*)tprt_glu_kernel_f32;
+      break;
+    default:
+      return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "glu: no CUDA kernel for dtype %s", tprt_dtype_name(x->dtype));
+  }
+  const void* xd = x->data;
+  void* yd = y->data;
+  void* args[] = {&xd, &yd, &total, &f, &interleave, &kind, &alpha, &limit};
+  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
+  return NULL;
+}

@@ -1,0 +1,73 @@
+// Helpers shared by the CUDA kernel files (not part of libtprt's API; CUDA C++ only): the CPU
+// kernels' argument validation (so that both backends reject the same inputs with the same
+// messages), element loads and stores through f32 on the device, grid sizing.
+#ifndef TPRT_CUDA_INTERNAL_CUH_
+#define TPRT_CUDA_INTERNAL_CUH_
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tprt_cuda_kernels.h"
+#include "tprt_cuda_status.h"
+#include "tprt_dtype.h"
+#include "tprt_numerics.h"
+#include "tprt_status.h"
+#include "tprt_tensor.h"
+
+// tprt_cpu_internal.h is a C header without C++ guards: its validation helpers (tprt__check,
+// tprt__shape_str, cpu_common.c) have C linkage. Every header it includes is already included
+// above, so the extern "C" block wraps only its own declarations.
+extern "C" {
+#include "tprt_cpu_internal.h"
+}
+
+/// ceil(n / d) for n >= 0, d > 0.
+static inline int64_t tprt__cuda_div_up(int64_t n, int64_t d) { return (n + d - 1) / d; }
+
+/// Threads per block of the bandwidth-bound kernels (GLU, add, mul): 8 warps.
+#define TPRT__CUDA_EW_THREADS 256
+
+/// Most blocks a grid-stride kernel launches: 2^16 blocks of 256 threads keep every SM of an
+/// H100/H200 (132 SMs, at most 8 such blocks each) busy many times over; longer tensors loop.
+#define TPRT__CUDA_EW_MAX_BLOCKS 65536
+
+/// Loads element |i| of float storage |p| of |dtype| (bf16, f16 or f32) as f32, exactly, with the
+/// integer conversions of tprt_numerics.h (never the hardware's). A compile-time |dtype| folds
+/// the switch away.
+static __device__ __forceinline__ float tprt__cuda_ld(const void* p, int dtype, int64_t i) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      return tprt_bf16_to_f32(((const uint16_t*)p)[i]);
+    case TPRT_DTYPE_F16:
+      return tprt_f16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const float*)p)[i];
+  }
+}
+
+/// Stores |v| rounded (RNE, tprt_numerics.h) to |dtype| at element |i| of |p|.
+static __device__ __forceinline__ void tprt__cuda_st(void* p, int dtype, int64_t i, float v) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      ((uint16_t*)p)[i] = tprt_f32_to_bf16(v);
+      break;
+    case TPRT_DTYPE_F16:
+      ((uint16_t*)p)[i] = tprt_f32_to_f16(v);
+      break;
+    default:
+      ((float*)p)[i] = v;
+      break;
+  }
+}
+
+/// Blocks for a grid-stride loop over |n| > 0 items with |threads| per block.
+static inline unsigned tprt__cuda_ew_blocks(int64_t n, int threads) {
+  int64_t blocks = tprt__cuda_div_up(n, threads);
+  return (unsigned)(blocks < TPRT__CUDA_EW_MAX_BLOCKS ? blocks : TPRT__CUDA_EW_MAX_BLOCKS);
+}
+
+#endif  // TPRT_CUDA_INTERNAL_CUH_

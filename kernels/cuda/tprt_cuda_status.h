@@ -1,0 +1,56 @@
+// CUDA runtime errors as tprt statuses: the one place where a cudaError_t becomes a
+// tprt_status_t (STYLE.md, "Errors"). Every CUDA call of libtprt goes through
+// TPRT_CUDA_RETURN_IF_ERROR or TPRT_CUDA_GOTO_IF_ERROR, so a failure carries the failing call's
+// text, cudaGetErrorName/cudaGetErrorString and the caller's file and line, and never aborts.
+//
+// Usable from C and from CUDA C++. Thread safety: reentrant; cudaGetLastError clears the calling
+// thread's last error only.
+#ifndef TPRT_CUDA_STATUS_H_
+#define TPRT_CUDA_STATUS_H_
+
+#include <cuda_runtime_api.h>
+
+#include "tprt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Returns the status code for |err|: RESOURCE_EXHAUSTED for allocation failures, UNAVAILABLE
+/// when no usable device or driver exists (or no kernel image fits the device), INVALID_ARGUMENT
+/// for invalid values, configurations and pointers, INTERNAL otherwise. OK for cudaSuccess.
+tprt_status_code_t tprt_cuda_status_code(cudaError_t err);
+
+/// Converts |err| (not cudaSuccess) from the call spelled |expr| into a status owned by the
+/// caller, recorded at |file|:|line|: "<expr> failed: cudaErrorX (string)". It also clears the
+/// thread's last CUDA error (cudaGetLastError), as NCCL's CUDACHECK does, so that the next
+/// unrelated call does not report this failure again. An error that corrupts the context (an
+/// illegal address in a kernel, say) stays sticky: every later call of the process fails too, and
+/// says so. Use the macros below rather than calling this directly.
+tprt_status_t tprt__cuda_make_status(cudaError_t err, const char* expr, const char* file,
+                                     int line) TPRT_MUST_USE_RESULT;
+
+/// Evaluates the CUDA call |expr| once and returns its failure, as a status, from the enclosing
+/// function.
+#define TPRT_CUDA_RETURN_IF_ERROR(expr)                                                                      \
+  do {                                                                                                       \
+    cudaError_t tprt__cuda_e = (expr);                                                                       \
+    if (tprt__cuda_e != cudaSuccess) return tprt__cuda_make_status(tprt__cuda_e, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+/// The goto twin: stores |expr|'s failure in |status_var| and jumps to |label| (single-exit
+/// cleanup). |status_var| must be OK (NULL) on entry.
+#define TPRT_CUDA_GOTO_IF_ERROR(status_var, expr, label)                              \
+  do {                                                                                \
+    cudaError_t tprt__cuda_e = (expr);                                                \
+    if (tprt__cuda_e != cudaSuccess) {                                                \
+      (status_var) = tprt__cuda_make_status(tprt__cuda_e, #expr, __FILE__, __LINE__); \
+      goto label;                                                                     \
+    }                                                                                 \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPRT_CUDA_STATUS_H_

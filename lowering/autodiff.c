@@ -1,0 +1,518 @@
+// tp-autodiff: turns every function into its joint training step: the forward ops, then the
+// backward ops from a cotangent argument per result, returning the results and the gradients.
+//
+//   IN:  func.func @mlp(%x, %gamma, %w1, %w2) -> (%y)
+//   OUT: func.func @mlp(%x, %gamma, %w1, %w2, %y_grad) -> (%y, %x_grad, %gamma_grad, %w1_grad, %w2_grad)
+//        forward ops as before, then in reverse order each op's gradient rule:
+//          tp.add        -> the cotangent flows to both operands
+//          tp.mul        -> two tp.mul
+//          tp.linear     -> tp.linear_dgrad, tp.linear_wgrad (+ tp.bias_grad)
+//          tp.grouped_linear -> tp.grouped_linear_dgrad, tp.grouped_linear_wgrad
+//          tp.glu        -> tp.glu_grad;  tp.rmsnorm / tp.layernorm -> their _grad ops
+//          tp.moe_unpermute / tp.moe_permute / tp.moe_route -> their _grad ops
+// Every float argument gets a gradient unless its argument attributes say `tp.grad = false`.
+// Gradients of weights (and norm parameters) are f32, the precision Megatron-LM keeps in
+// main_grad; activation gradients keep the activation's type. A value used several times sums
+// its gradient contributions with tp.add in reverse program order, so the result is
+// deterministic. The backward ops repeat the forward op's `parallel` / `sequence_parallel`, so
+// tp-shard partitions the training step like the forward. Ops without a gradient rule
+// (collectives, quantization, fused ops) are refused at the op.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "pass_util.h"
+#include "passes.h"
+#include "text_buffer.h"
+#include "tpc_dialect.h"
+
+#define TPC_AD_MAX_VALUES 4096
+
+typedef struct {
+  MlirValue value;
+  char name[48];     // SSA name in the emitted text
+  char adjoint[48];  // SSA name of the accumulated gradient, "" when none yet
+} tpc__adval_t;
+
+typedef struct {
+  MlirOperation func;
+  MlirContext ctx;
+  tpc__adval_t vals[TPC_AD_MAX_VALUES];
+  int num_vals;
+  int counter;
+  tpc_text_t body;
+} tpc__ad_t;
+
+static tpc__adval_t* tpc__ad_find(tpc__ad_t* A, MlirValue v) {
+  for (int i = 0; i < A->num_vals; ++i)
+    if (mlirValueEqual(A->vals[i].value, v)) return &A->vals[i];
+  return NULL;
+}
+
+static tpc__adval_t* tpc__ad_add(tpc__ad_t* A, MlirValue v, const char* name) {
+  if (A->num_vals == TPC_AD_MAX_VALUES) return NULL;
+  tpc__adval_t* a = &A->vals[A->num_vals++];
+  a->value = v;
+  snprintf(a->name, sizeof a->name, "%s", name);
+  a->adjoint[0] = '\0';
+  return a;
+}
+
+static void tpc__ad_type(tpc__ad_t* A, MlirType t) { mlirTypePrint(t, tpc_text_append_ref, &A->body); }
+
+// The type of |v| with element type f32 (weight gradients).
+static MlirType tpc__f32_like(tpc__ad_t* A, MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t dims[8];
+  for (intptr_t i = 0; i < rank && i < 8; ++i) dims[i] = mlirShapedTypeGetDimSize(t, i);
+  return mlirRankedTensorTypeGet(rank, dims, mlirF32TypeGet(A->ctx), mlirAttributeGetNull());
+}
+
+// Appends "name = value" entries of |op|'s attributes whose names are in |keep| (NULL: all).
+static int tpc__ad_attrs(tpc__ad_t* A, MlirOperation op, const char* const* keep, int first) {
+  int printed = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op); ++i) {
+    MlirNamedAttribute na = mlirOperationGetAttribute(op, i);
+    MlirStringRef n = mlirIdentifierStr(na.name);
+    bool wanted = keep == NULL;
+    for (int k = 0; keep && keep[k]; ++k) wanted |= mlirStringRefEqual(n, mlirStringRefCreateFromCString(keep[k]));
+    if (!wanted) continue;
+    tpc_text_printf(&A->body, "%s%.*s = ", first + printed ? ", " : "", (int)n.length, n.data);
+    mlirAttributePrint(na.attribute, tpc_text_append_ref, &A->body);
+    ++printed;
+  }
+  return printed;
+}
+
+// Emits `%gN(:n) = "op"(operands) {attrs of |src| in |keep|, extra} : (types) -> (result types)`
+// and returns the base name.
+static const char* tpc__ad_emit(tpc__ad_t* A, const char* op_name, const char* const* operands,
+                                const MlirType* operand_types, int nin, const MlirType* result_types, int nout,
+                                MlirOperation src, const char* const* keep, const char* extra, char* out_base,
+                                size_t size) {
+  snprintf(out_base, size, "%%g%d", A->counter++);
+  tpc_text_printf(&A->body, "    %s%s%.0d = \"%s\"(", out_base, nout > 1 ? ":" : "", nout > 1 ? nout : 0, op_name);
+  for (int i = 0; i < nin; ++i) tpc_text_printf(&A->body, "%s%s", i ? ", " : "", operands[i]);
+  tpc_text_printf(&A->body, ") {");
+  int n = mlirOperationIsNull(src) ? 0 : tpc__ad_attrs(A, src, keep, 0);
+  if (extra && *extra) tpc_text_printf(&A->body, "%s%s", n ? ", " : "", extra);
+  tpc_text_printf(&A->body, "} : (");
+  for (int i = 0; i < nin; ++i) {
+    if (i) tpc_text_printf(&A->body, ", ");
+    tpc__ad_type(A, operand_types[i]);
+  }
+  tpc_text_printf(&A->body, ") -> (");
+  for (int i = 0; i < nout; ++i) {
+    if (i) tpc_text_printf(&A->body, ", ");
+    tpc__ad_type(A, result_types[i]);
+  }
+  tpc_text_printf(&A->body, ")\n");
+  return out_base;
+}
+
+// Adds the gradient |g| (of type |t|) to |v|'s adjoint.
+static void tpc__ad_accumulate(tpc__ad_t* A, MlirValue v, const char* g, MlirType t) {
+  tpc__adval_t* a = tpc__ad_find(A, v);
+  if (!a) return;
+  if (!a->adjoint[0]) {
+    snprintf(a->adjoint, sizeof a->adjoint, "%s", g);
+    return;
+  }
+  const char* ops[2] = {a->adjoint, g};
+  MlirType types[2] = {t, t};
+  char base[40];
+  tpc__ad_emit(A, TPC_OP_NAME_ADD, ops, types, 2, &t, 1, (MlirOperation){NULL}, NULL, NULL, base, sizeof base);
+  snprintf(a->adjoint, sizeof a->adjoint, "%s", base);
+}
+
+static const char* tpc__ad_name(tpc__ad_t* A, MlirValue v) {
+  tpc__adval_t* a = tpc__ad_find(A, v);
+  return a ? a->name : "%undefined";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient rules
+//===----------------------------------------------------------------------===//
+
+static const char* const tpc__plan_attrs[] = {"parallel", "sequence_parallel", NULL};
+static const char* const tpc__glu_attrs[] = {"kind", "interleave", "alpha", "limit", NULL};
+static const char* const tpc__eps_attrs[] = {"eps", NULL};
+static const char* const tpc__route_attrs[] = {"top_k", "normalize", NULL};
+
+// Emits the gradient of |op| given the adjoints of its results.
+static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
+  char b1[40], b2[40], name[48];
+  MlirValue r0 = mlirOperationGetNumResults(op) ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
+  tpc__adval_t* out = mlirValueIsNull(r0) ? NULL : tpc__ad_find(A, r0);
+  const char* dy = out ? out->adjoint : "";
+  MlirType ty = mlirValueIsNull(r0) ? (MlirType){NULL} : mlirValueGetType(r0);
+  switch (kind) {
+    case TPC_OP_ADD:
+      if (!*dy) return mlirLogicalResultSuccess();
+      snprintf(name, sizeof name, "%s", dy);
+      tpc__ad_accumulate(A, mlirOperationGetOperand(op, 1), name, ty);
+      tpc__ad_accumulate(A, mlirOperationGetOperand(op, 0), name, ty);
+      return mlirLogicalResultSuccess();
+    case TPC_OP_MUL: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
+      const char* ops_b[2] = {dy, tpc__ad_name(A, a)};
+      const char* ops_a[2] = {dy, tpc__ad_name(A, b)};
+      MlirType types[2] = {ty, ty};
+      tpc__ad_emit(A, TPC_OP_NAME_MUL, ops_b, types, 2, &ty, 1, (MlirOperation){NULL}, NULL, NULL, b1, sizeof b1);
+      tpc__ad_emit(A, TPC_OP_NAME_MUL, ops_a, types, 2, &ty, 1, (MlirOperation){NULL}, NULL, NULL, b2, sizeof b2);
+      tpc__ad_accumulate(A, b, b1, ty);
+      tpc__ad_accumulate(A, a, b2, ty);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_LINEAR: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue x = tpc_linear_get_x(op), w = tpc_linear_get_w(op), bias = tpc_linear_get_bias(op);
+      MlirType tx = mlirValueGetType(x), tw = mlirValueGetType(w);
+      const char* dgrad_ops[2] = {dy, tpc__ad_name(A, w)};
+      MlirType dgrad_types[2] = {ty, tw};
+      const char* wgrad_ops[2] = {dy, tpc__ad_name(A, x)};
+      MlirType wgrad_types[2] = {ty, tx};
+      MlirType dw_t = tpc__f32_like(A, w);
+      if (!mlirValueIsNull(bias)) {
+        MlirType db_t = tpc__f32_like(A, bias);
+        const char* bops[1] = {dy};
+        tpc__ad_emit(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, (MlirOperation){NULL}, NULL, NULL, b1, sizeof b1);
+        tpc__ad_accumulate(A, bias, b1, db_t);
+      }
+      tpc__ad_emit(A, TPC_OP_NAME_LINEAR_WGRAD, wgrad_ops, wgrad_types, 2, &dw_t, 1, op, tpc__plan_attrs, NULL, b1, sizeof b1);
+      tpc__ad_accumulate(A, w, b1, dw_t);
+      tpc__ad_emit(A, TPC_OP_NAME_LINEAR_DGRAD, dgrad_ops, dgrad_types, 2, &tx, 1, op, tpc__plan_attrs, NULL, b2, sizeof b2);
+      tpc__ad_accumulate(A, x, b2, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_GROUPED_LINEAR: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue x = tpc_grouped_linear_get_x(op), w = tpc_grouped_linear_get_w(op), g = tpc_grouped_linear_get_group_sizes(op);
+      MlirType tx = mlirValueGetType(x), tw = mlirValueGetType(w), tg = mlirValueGetType(g);
+      const char* dgrad_ops[3] = {dy, tpc__ad_name(A, w), tpc__ad_name(A, g)};
+      MlirType dgrad_types[3] = {ty, tw, tg};
+      const char* wgrad_ops[3] = {dy, tpc__ad_name(A, x), tpc__ad_name(A, g)};
+      MlirType wgrad_types[3] = {ty, tx, tg};
+      static const char* const keep[] = {"parallel", NULL};
+      MlirType dw_t = tpc__f32_like(A, w);
+      tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_WGRAD, wgrad_ops, wgrad_types, 3, &dw_t, 1, op, keep, NULL, b1, sizeof b1);
+      tpc__ad_accumulate(A, w, b1, dw_t);
+      tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_DGRAD, dgrad_ops, dgrad_types, 3, &tx, 1, op, keep, NULL, b2, sizeof b2);
+      tpc__ad_accumulate(A, x, b2, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_GLU: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue x = tpc_glu_get_x(op);
+      MlirType tx = mlirValueGetType(x);
+      const char* ops[2] = {tpc__ad_name(A, x), dy};
+      MlirType types[2] = {tx, ty};
+      tpc__ad_emit(A, TPC_OP_NAME_GLU_GRAD, ops, types, 2, &tx, 1, op, tpc__glu_attrs, NULL, b1, sizeof b1);
+      tpc__ad_accumulate(A, x, b1, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_RMSNORM:
+    case TPC_OP_LAYERNORM: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      bool ln = kind == TPC_OP_LAYERNORM;
+      MlirValue x = mlirOperationGetOperand(op, 0), gamma = mlirOperationGetOperand(op, 1);
+      MlirType tx = mlirValueGetType(x), tg = mlirValueGetType(gamma), dg = tpc__f32_like(A, gamma);
+      const char* ops[3] = {tpc__ad_name(A, x), tpc__ad_name(A, gamma), dy};
+      MlirType types[3] = {tx, tg, ty};
+      MlirType results[3] = {tx, dg, dg};
+      tpc__ad_emit(A, ln ? TPC_OP_NAME_LAYERNORM_GRAD : TPC_OP_NAME_RMSNORM_GRAD, ops, types, 3, results, ln ? 3 : 2, op,
+                   tpc__eps_attrs, NULL, b1, sizeof b1);
+      snprintf(name, sizeof name, "%s#1", b1);
+      tpc__ad_accumulate(A, gamma, name, dg);
+      if (ln) {
+        snprintf(name, sizeof name, "%s#2", b1);
+        tpc__ad_accumulate(A, mlirOperationGetOperand(op, 2), name, dg);
+      }
+      snprintf(name, sizeof name, "%s#0", b1);
+      tpc__ad_accumulate(A, x, name, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_MOE_UNPERMUTE: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue y = tpc_moe_unpermute_get_y(op), map = tpc_moe_unpermute_get_row_map(op), w = tpc_moe_unpermute_get_weights(op);
+      MlirType t_y = mlirValueGetType(y), t_m = mlirValueGetType(map), t_w = mlirValueGetType(w);
+      const char* ops[4] = {dy, tpc__ad_name(A, y), tpc__ad_name(A, map), tpc__ad_name(A, w)};
+      MlirType types[4] = {ty, t_y, t_m, t_w};
+      MlirType results[2] = {t_y, t_w};
+      tpc__ad_emit(A, TPC_OP_NAME_MOE_UNPERMUTE_GRAD, ops, types, 4, results, 2, (MlirOperation){NULL}, NULL, NULL, b1,
+                   sizeof b1);
+      snprintf(name, sizeof name, "%s#1", b1);
+      tpc__ad_accumulate(A, w, name, t_w);
+      snprintf(name, sizeof name, "%s#0", b1);
+      tpc__ad_accumulate(A, y, name, t_y);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_MOE_PERMUTE: {
+      if (!*dy) return mlirLogicalResultSuccess();  // only the permuted rows carry a gradient
+      MlirValue x = tpc_moe_permute_get_x(op), map = tpc_moe_permute_get_row_map(op), idx = tpc_moe_permute_get_indices(op);
+      MlirType tx = mlirValueGetType(x), t_m = mlirValueGetType(map);
+      const char* ops[2] = {dy, tpc__ad_name(A, map)};
+      MlirType types[2] = {ty, t_m};
+      char extra[64];
+      snprintf(extra, sizeof extra, "top_k = %lld : i64", (long long)mlirShapedTypeGetDimSize(mlirValueGetType(idx), 1));
+      tpc__ad_emit(A, TPC_OP_NAME_MOE_PERMUTE_GRAD, ops, types, 2, &tx, 1, (MlirOperation){NULL}, NULL, extra, b1, sizeof b1);
+      tpc__ad_accumulate(A, x, b1, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_MOE_ROUTE: {
+      tpc__adval_t* wa = tpc__ad_find(A, tpc_moe_route_get_weights(op));
+      if (!wa || !wa->adjoint[0]) return mlirLogicalResultSuccess();
+      MlirValue logits = tpc_moe_route_get_logits(op), idx = tpc_moe_route_get_indices(op), w = tpc_moe_route_get_weights(op);
+      MlirType tl = mlirValueGetType(logits);
+      const char* ops[3] = {tpc__ad_name(A, logits), tpc__ad_name(A, idx), wa->adjoint};
+      MlirType types[3] = {tl, mlirValueGetType(idx), mlirValueGetType(w)};
+      tpc__ad_emit(A, TPC_OP_NAME_MOE_ROUTE_GRAD, ops, types, 3, &tl, 1, op, tpc__route_attrs, NULL, b1, sizeof b1);
+      tpc__ad_accumulate(A, logits, b1, tl);
+      return mlirLogicalResultSuccess();
+    }
+    default: {
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+      char msg[256];
+      snprintf(msg, sizeof msg, "tp-autodiff: '%.*s' has no gradient rule (differentiate the logical module, before "
+               "collectives, quantization and fusions are introduced)", (int)n.length, n.data);
+      mlirEmitError(mlirOperationGetLocation(op), msg);
+      return mlirLogicalResultFailure();
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+static MlirAttribute tpc__slot_dict(MlirOperation func, const char* which, intptr_t i) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(which));
+  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
+    return (MlirAttribute){NULL};
+  return mlirArrayAttrGetElement(all, i);
+}
+
+static void tpc__slot_name(MlirOperation func, const char* which, intptr_t i, const char* fallback, char* buf,
+                           size_t size) {
+  MlirAttribute d = tpc__slot_dict(func, which, i);
+  MlirAttribute n = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
+                        : (MlirAttribute){NULL};
+  if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
+    MlirStringRef s = mlirStringAttrGetValue(n);
+    snprintf(buf, size, "%.*s", (int)s.length, s.data);
+  } else {
+    snprintf(buf, size, "%s%ld", fallback, (long)i);
+  }
+}
+
+static bool tpc__wants_grad(MlirOperation func, intptr_t i, MlirType t) {
+  MlirType e = mlirShapedTypeGetElementType(t);
+  if (!(mlirTypeIsABF16(e) || mlirTypeIsAF16(e) || mlirTypeIsAF32(e))) return false;
+  MlirAttribute d = tpc__slot_dict(func, "arg_attrs", i);
+  MlirAttribute g = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_GRAD))
+                        : (MlirAttribute){NULL};
+  return mlirAttributeIsNull(g) || !mlirAttributeIsABool(g) || mlirBoolAttrGetValue(g);
+}
+
+static void tpc__print_dict(tpc_text_t* t, MlirAttribute d) {
+  if (mlirAttributeIsNull(d) || !mlirAttributeIsADictionary(d) || mlirDictionaryAttrGetNumElements(d) == 0) return;
+  tpc_text_printf(t, " ");
+  mlirAttributePrint(d, tpc_text_append_ref, t);
+}
+
+static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(A->func, 0));
+  intptr_t nargs = mlirBlockGetNumArguments(body);
+  for (intptr_t i = 0; i < nargs; ++i) {
+    char n[32];
+    snprintf(n, sizeof n, "%%a%ld", (long)i);
+    tpc__ad_add(A, mlirBlockGetArgument(body, i), n);
+  }
+  MlirOperation ret = {NULL};
+  MlirOperation ops[TPC_AD_MAX_VALUES];
+  int nops = 0;
+  // Forward: the ops as they were, with fresh names.
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    if (mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.return"))) {
+      ret = op;
+      break;
+    }
+    if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN || nops == TPC_AD_MAX_VALUES) {
+      mlirEmitError(mlirOperationGetLocation(op), "tp-autodiff: only tp ops can be differentiated");
+      return mlirLogicalResultFailure();
+    }
+    ops[nops++] = op;
+    const char* operands[16];
+    MlirType operand_types[16], result_types[8];
+    int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
+    if (nin > 16 || nout > 8) return mlirLogicalResultFailure();
+    for (int i = 0; i < nin; ++i) {
+      operands[i] = tpc__ad_name(A, mlirOperationGetOperand(op, i));
+      operand_types[i] = mlirValueGetType(mlirOperationGetOperand(op, i));
+    }
+    for (int i = 0; i < nout; ++i) result_types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
+    char base[40], name[48];
+    char opname[64];
+    snprintf(opname, sizeof opname, "%.*s", (int)n.length, n.data);
+    tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout, op, NULL, NULL, base, sizeof base);
+    for (int i = 0; i < nout; ++i) {
+      if (nout == 1)
+        snprintf(name, sizeof name, "%s", base);
+      else
+        snprintf(name, sizeof name, "%s#%d", base, i);
+      tpc__ad_add(A, mlirOperationGetResult(op, i), name);
+    }
+  }
+  if (mlirOperationIsNull(ret)) {
+    mlirEmitError(mlirOperationGetLocation(A->func), "tp-autodiff: the function has no func.return");
+    return mlirLogicalResultFailure();
+  }
+  // Seed: one cotangent argument per result.
+  intptr_t nres = mlirOperationGetNumOperands(ret);
+  for (intptr_t j = 0; j < nres; ++j) {
+    char n[32];
+    snprintf(n, sizeof n, "%%c%ld", (long)j);
+    MlirValue r = mlirOperationGetOperand(ret, j);
+    tpc__ad_accumulate(A, r, n, mlirValueGetType(r));
+  }
+  // Backward, in reverse program order.
+  for (int k = nops - 1; k >= 0; --k)
+    if (mlirLogicalResultIsFailure(tpc__ad_rule(A, ops[k], tpc_op_get_kind(ops[k])))) return mlirLogicalResultFailure();
+
+  MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("sym_name")));
+  tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
+  for (intptr_t i = 0; i < nargs; ++i) {
+    tpc_text_printf(out, "%s%%a%ld: ", i ? ", " : "", (long)i);
+    mlirTypePrint(mlirValueGetType(mlirBlockGetArgument(body, i)), tpc_text_append_ref, out);
+    tpc__print_dict(out, tpc__slot_dict(A->func, "arg_attrs", i));
+  }
+  for (intptr_t j = 0; j < nres; ++j) {
+    char rn[128];
+    tpc__slot_name(A->func, "res_attrs", j, "result", rn, sizeof rn);
+    tpc_text_printf(out, "%s%%c%ld: ", nargs + j ? ", " : "", (long)j);
+    mlirTypePrint(mlirValueGetType(mlirOperationGetOperand(ret, j)), tpc_text_append_ref, out);
+    tpc_text_printf(out, " {%s = \"%s_grad\"}", TPC_ARG_ATTR_NAME, rn);
+  }
+  tpc_text_printf(out, ") -> (");
+  tpc_text_t rets = {0}, types = {0};
+  int nout = 0;
+  for (intptr_t j = 0; j < nres; ++j) {
+    MlirValue r = mlirOperationGetOperand(ret, j);
+    tpc_text_printf(out, "%s", nout ? ", " : "");
+    mlirTypePrint(mlirValueGetType(r), tpc_text_append_ref, out);
+    tpc__print_dict(out, tpc__slot_dict(A->func, "res_attrs", j));
+    tpc_text_printf(&rets, "%s%s", nout ? ", " : "", tpc__ad_name(A, r));
+    tpc_text_printf(&types, "%s", nout ? ", " : "");
+    mlirTypePrint(mlirValueGetType(r), tpc_text_append_ref, &types);
+    ++nout;
+  }
+  for (intptr_t i = 0; i < nargs; ++i) {
+    MlirValue a = mlirBlockGetArgument(body, i);
+    if (!tpc__wants_grad(A->func, i, mlirValueGetType(a))) continue;
+    const tpc__adval_t* av = tpc__ad_find(A, a);
+    char an[128];
+    tpc__slot_name(A->func, "arg_attrs", i, "arg", an, sizeof an);
+    if (!av->adjoint[0]) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "tp-autodiff: argument '%s' does not affect the results, so it has no gradient; mark it "
+               "{tp.grad = false}", an);
+      mlirEmitError(mlirOperationGetLocation(A->func), msg);
+      tpc_text_free(&rets);
+      tpc_text_free(&types);
+      return mlirLogicalResultFailure();
+    }
+    // The gradient's type is the one its last contribution produced (f32 for weights).
+    MlirType gt = tpc__f32_like(A, a);
+    tpc_text_printf(out, ", ");
+    // The gradient rules make weight and norm-parameter gradients f32 and keep the type of every
+    // other gradient; an argument's gradient type follows from the slots that use it.
+    MlirType t = mlirValueGetType(a);
+    bool f32 = false;
+    for (MlirOpOperand u = mlirValueGetFirstUse(a); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+      MlirOperation user = mlirOpOperandGetOwner(u);
+      int kind = tpc_op_get_kind(user);
+      unsigned slot = mlirOpOperandGetOperandNumber(u);
+      f32 |= (kind == TPC_OP_LINEAR && slot >= 1) || (kind == TPC_OP_GROUPED_LINEAR && slot == 1) ||
+             ((kind == TPC_OP_RMSNORM || kind == TPC_OP_LAYERNORM) && slot >= 1);
+    }
+    MlirType out_t = f32 ? gt : t;
+    mlirTypePrint(out_t, tpc_text_append_ref, out);
+    tpc_text_printf(out, " {%s = \"%s_grad\"}", TPC_ARG_ATTR_NAME, an);
+    tpc_text_printf(&rets, ", %s", av->adjoint);
+    tpc_text_printf(&types, ", ");
+    mlirTypePrint(out_t, tpc_text_append_ref, &types);
+  }
+  tpc_text_printf(out, ") {\n%s    return %s : %s\n  }\n", A->body.data ? A->body.data : "", rets.data ? rets.data : "",
+                  types.data ? types.data : "");
+  tpc_text_free(&rets);
+  tpc_text_free(&types);
+  return mlirLogicalResultSuccess();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass callbacks
+//===----------------------------------------------------------------------===//
+
+static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) {
+  (void)options;
+  tpc__ad_t* A = calloc(1, sizeof *A);
+  if (!A) return mlirLogicalResultFailure();
+  MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
+  tpc_text_t funcs = {0};
+  bool ok = true;
+  for (MlirOperation o = mlirBlockGetFirstOperation(top); ok && !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(o));
+    if (!mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.func")) ||
+        mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
+      continue;
+    memset(A, 0, sizeof *A);
+    A->func = o;
+    A->ctx = mlirOperationGetContext(module);
+    ok = mlirLogicalResultIsSuccess(tpc__ad_func(A, &funcs));
+    tpc_text_free(&A->body);
+  }
+  if (ok) {
+    tpc_text_t text = {0};
+    tpc_text_printf(&text, "module {\n%s}\n", funcs.data ? funcs.data : "");
+    MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
+    if (mlirModuleIsNull(parsed)) {
+      fprintf(stderr, "tp-autodiff: the training step that failed to parse:\n%s", text.data ? text.data : "");
+      mlirEmitError(mlirOperationGetLocation(module), "tp-autodiff: internal error: the training step does not parse");
+      ok = false;
+    } else {
+      MlirOperation o = mlirBlockGetFirstOperation(top);
+      while (!mlirOperationIsNull(o)) {
+        MlirOperation next = mlirOperationGetNextInBlock(o);
+        if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)), mlirStringRefCreateFromCString("func.func")))
+          mlirOperationDestroy(o);
+        o = next;
+      }
+      MlirBlock src = mlirModuleGetBody(parsed);
+      for (MlirOperation f = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(f); f = mlirBlockGetFirstOperation(src)) {
+        mlirOperationRemoveFromParent(f);
+        mlirBlockAppendOwnedOperation(top, f);
+      }
+      mlirModuleDestroy(parsed);
+    }
+    tpc_text_free(&text);
+  }
+  tpc_text_free(&funcs);
+  free(A);
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+static tpc_pass_info_t tpc__autodiff_info = {
+    .argument = "tp-autodiff",
+    .description = "Turn every function into its training step: forward, then backward from result cotangents",
+    .run = tpc__autodiff_run,
+};
+
+MlirPass tpc_create_autodiff_pass(void) { return tpc_pass_create(&tpc__autodiff_info, NULL); }

@@ -1,0 +1,166 @@
+// tp-shard rules of the backward ops: the duals of the forward rules in shard.c.
+//
+//   linear_dgrad (column): dy is sharded along N, so dx is an f32 partial completed by an
+//                          all-reduce over tp (a reduce-scatter along tokens under sequence
+//                          parallelism): the dual of the replicated input's identity.
+//   linear_dgrad (row):    dx stays sharded along K like x; under sequence parallelism dy is
+//                          first all-gathered along tokens.
+//   linear_wgrad:          contracts the tokens; every mesh axis that shards them (dp, and ep)
+//                          makes dw a partial sum completed by an all-reduce over those axes,
+//                          which is data parallelism's gradient synchronisation. Operands
+//                          sharded over tp along tokens (sequence parallelism) are all-gathered.
+//   norm / bias gradients: the parameter gradients are summed over the token axes likewise.
+//   glu_grad, the MoE gradients: local, on the forward layouts.
+// Expert parallelism (ep) in training steps is refused for now.
+#include <stdio.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "shard_impl.h"
+#include "tpc_dialect.h"
+
+bool tpc__is_grad_op(int kind) {
+  switch (kind) {
+    case TPC_OP_LINEAR_DGRAD:
+    case TPC_OP_LINEAR_WGRAD:
+    case TPC_OP_BIAS_GRAD:
+    case TPC_OP_GROUPED_LINEAR_DGRAD:
+    case TPC_OP_GROUPED_LINEAR_WGRAD:
+    case TPC_OP_GLU_GRAD:
+    case TPC_OP_RMSNORM_GRAD:
+    case TPC_OP_LAYERNORM_GRAD:
+    case TPC_OP_MOE_UNPERMUTE_GRAD:
+    case TPC_OP_MOE_PERMUTE_GRAD:
+    case TPC_OP_MOE_ROUTE_GRAD:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static int64_t tpc__tp_size(tpc__shard_t* S) { return tpc_mesh_group_size(&S->mesh, tpc__bit(S->tp)); }
+
+// All-gathers |v| along tokens over tp when sequence parallelism sharded them there.
+static tpc__sval_t* tpc__gather_tokens(tpc__shard_t* S, tpc__sval_t* v) {
+  uint32_t tp = tpc__bit(S->tp);
+  if (!(v->layout.mask[0] & tp) || tpc__tp_size(S) == 1) return v;
+  tpc_layout_t g = v->layout;
+  g.mask[0] &= ~tp;
+  return tpc__emit_collective_mask(S, tp, TPC_OP_NAME_ALL_GATHER, v, ", dim = 0 : i64", &g);
+}
+
+static tpc_layout_t tpc__result_layout(MlirOperation op, int i) {
+  return tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, i)));
+}
+
+// Emits |op| producing an f32 partial of |out| when |reduce_mask| is non-empty (then completes
+// it with an all-reduce over those axes into |out|'s element type), else |op| itself.
+static MlirLogicalResult tpc__emit_reduced(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin,
+                                           tpc_layout_t* outs, int nout, int reduced, uint32_t reduce_mask,
+                                           bool scatter_tokens) {
+  if (!reduce_mask || tpc_mesh_group_size(&S->mesh, reduce_mask) == 1) {
+    tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+    return mlirLogicalResultSuccess();
+  }
+  tpc_layout_t want = outs[reduced];
+  outs[reduced].element = mlirF32TypeGet(mlirOperationGetContext(op));
+  tpc__emit_op(S, op, ins, nin, outs, nout, "partial = true", "partial");
+  tpc__sval_t* p = &S->vals[S->num_vals - nout + reduced];
+  MlirValue result = p->value;
+  p->value = (MlirValue){NULL};
+  if (scatter_tokens) want.mask[0] |= reduce_mask;
+  if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &want))) return mlirLogicalResultFailure();
+  tpc__sval_t* r = tpc__emit_collective_mask(S, reduce_mask, scatter_tokens ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
+                                             p, scatter_tokens ? ", dim = 0 : i64" : "", &want);
+  if (!r) return mlirLogicalResultFailure();
+  r->value = result;
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult tpc__refuse_ep(tpc__shard_t* S, MlirOperation op) {
+  if (S->ep < 0 || S->mesh.sizes[S->ep] == 1) return mlirLogicalResultSuccess();
+  mlirEmitError(mlirOperationGetLocation(op), "tp-shard: expert parallelism (ep) in training steps is not supported yet");
+  return mlirLogicalResultFailure();
+}
+
+MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
+  uint32_t tp = tpc__bit(S->tp);
+  tpc_layout_t outs[3];
+  int nout = (int)mlirOperationGetNumResults(op);
+  for (int i = 0; i < nout && i < 3; ++i) outs[i] = tpc__result_layout(op, i);
+  switch (kind) {
+    case TPC_OP_LINEAR_WGRAD:
+    case TPC_OP_GROUPED_LINEAR_WGRAD: {
+      bool grouped = kind == TPC_OP_GROUPED_LINEAR_WGRAD;
+      if (grouped && mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
+      ins[0] = tpc__gather_tokens(S, ins[0]);
+      ins[1] = tpc__gather_tokens(S, ins[1]);
+      if (ins[0]->layout.mask[0] != ins[1]->layout.mask[0])
+        return tpc__layout_error(S, op, "dy", &ins[0]->layout, "its tokens are sharded unlike x's");
+      int n = grouped ? 1 : 0, k = grouped ? 2 : 1;  // N and K dims of dw
+      outs[0].mask[n] = ins[0]->layout.mask[1];
+      outs[0].blocks[n] = ins[0]->layout.blocks[1];
+      outs[0].mask[k] = ins[1]->layout.mask[1];
+      outs[0].blocks[k] = ins[1]->layout.blocks[1];
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, ins[0]->layout.mask[0], false);
+    }
+    case TPC_OP_LINEAR_DGRAD:
+    case TPC_OP_GROUPED_LINEAR_DGRAD: {
+      bool grouped = kind == TPC_OP_GROUPED_LINEAR_DGRAD;
+      if (grouped && mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
+      int par = grouped ? tpc_grouped_linear_dgrad_get_parallel(op) : tpc_linear_dgrad_get_parallel(op);
+      bool sp = !grouped && tpc_linear_dgrad_get_sequence_parallel(op);
+      if (par != TPC_PARALLEL_COLUMN) ins[0] = tpc__gather_tokens(S, ins[0]);
+      const tpc_layout_t* w = &ins[1]->layout;
+      outs[0].mask[0] = ins[0]->layout.mask[0];
+      outs[0].mask[1] = w->mask[grouped ? 2 : 1];
+      outs[0].blocks[1] = w->blocks[grouped ? 2 : 1];
+      // Column: dy and w are sharded along N, the contracted dimension.
+      uint32_t reduce = par == TPC_PARALLEL_COLUMN ? (ins[0]->layout.mask[1] & tp) : 0u;
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, reduce, sp);
+    }
+    case TPC_OP_BIAS_GRAD:
+      outs[0].mask[0] = ins[0]->layout.mask[1];
+      outs[0].blocks[0] = ins[0]->layout.blocks[1];
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, ins[0]->layout.mask[0], false);
+    case TPC_OP_GLU_GRAD: {
+      const tpc_layout_t* x = &ins[0]->layout;
+      for (int d = 0; d + 1 < x->rank; ++d)
+        if (x->mask[d] != ins[1]->layout.mask[d])
+          return tpc__layout_error(S, op, "dy", &ins[1]->layout, "it must be sharded like the GLU's input");
+      outs[0] = *x;
+      tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_RMSNORM_GRAD:
+    case TPC_OP_LAYERNORM_GRAD: {
+      const tpc_layout_t* x = &ins[0]->layout;
+      if (x->mask[1] || !tpc_layout_equal(x, &ins[2]->layout))
+        return tpc__layout_error(S, op, "dy", &ins[2]->layout, "a norm gradient needs whole rows laid out like x");
+      outs[0] = *x;
+      // dgamma (and dbeta) sum over the tokens; reduce the first, then the second if any.
+      if (nout == 2) return tpc__emit_reduced(S, op, ins, nin, outs, nout, 1, x->mask[0], false);
+      if (x->mask[0] && tpc_mesh_group_size(&S->mesh, x->mask[0]) > 1) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "tp-shard: a layernorm gradient over sharded tokens is not supported yet (two parameter reductions)");
+        return mlirLogicalResultFailure();
+      }
+      tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_MOE_UNPERMUTE_GRAD:
+      if (ins[1]->own_sizes || mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
+      outs[0].mask[0] = ins[1]->layout.mask[0];
+      outs[1].mask[0] = ins[3]->layout.mask[0];
+      tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    case TPC_OP_MOE_PERMUTE_GRAD:
+    case TPC_OP_MOE_ROUTE_GRAD:
+      outs[0].mask[0] = ins[0]->layout.mask[0];
+      tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    default:
+      return mlirLogicalResultFailure();
+  }
+}

@@ -1,0 +1,56 @@
+// Internal to tp-shard (shard.c, shard_grad.c): the per-function state and the emission helpers
+// shared by the forward and backward sharding rules.
+#ifndef TPC_SHARD_IMPL_H_
+#define TPC_SHARD_IMPL_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+#include "shard_layout.h"
+#include "text_buffer.h"
+
+#define TPC_SHARD_MAX_VALUES 2048
+
+typedef struct tpc__sval_t tpc__sval_t;
+struct tpc__sval_t {
+  MlirValue value;
+  char name[48];  // SSA name in the emitted text
+  tpc_layout_t layout;
+  // Expert parallelism: rows that were dispatched to the ranks owning their experts carry the
+  // received counts (for the grouped linears) and the rank's own counts (to bring them back).
+  tpc__sval_t* recv_sizes;
+  tpc__sval_t* own_sizes;
+};
+
+typedef struct {
+  tpc_mesh_t mesh;
+  int tp, dp, ep;  // mesh axis indices of the roles, or -1
+  bool sp;     // some linear of the function is sequence parallel
+  MlirOperation func;
+  tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
+  int num_vals;
+  int counter;
+  tpc_text_t body;
+} tpc__shard_t;
+
+uint32_t tpc__bit(int axis);
+tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v);
+tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l);
+MlirLogicalResult tpc__error(MlirOperation op, tpc_text_t* msg);
+MlirLogicalResult tpc__layout_error(tpc__shard_t* S, MlirOperation op, const char* what, const tpc_layout_t* l,
+                                    const char* why);
+MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op, const char* what, const tpc_layout_t* l);
+/// Emits a collective over the mesh axes in |mask| and returns the value it defines.
+tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const char* op_name, const tpc__sval_t* in,
+                                       const char* extra_attrs, const tpc_layout_t* out);
+/// Emits |op| with operands |ins| and results |outs| (local types), |extra_attrs| appended and
+/// the attribute named |skip_attr| dropped.
+void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin, const tpc_layout_t* outs,
+                  int nout, const char* extra_attrs, const char* skip_attr);
+/// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
+MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
+/// True for the backward ops tpc__shard_grad handles.
+bool tpc__is_grad_op(int kind);
+
+#endif  // TPC_SHARD_IMPL_H_

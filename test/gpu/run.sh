@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU machine's script: builds tprt-cuda-check from the carried sources with plain nvcc / cc
+# command lines (no cmake, no MLIR, no package registry needed), runs it, and prints a short
+# table last. Needs the CUDA 13 toolkit (nvcc) and a host C compiler; works on an H100/H200.
+#
+# Usage: bash test/gpu/run.sh [kernel-name filter]
+# Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a),
+#              TPC_GPU_BUILD (build directory, default build-gpu), OUT (if set, the full log is
+#              copied there).
+# Exit status: that of tprt-cuda-check (0 all bitwise equal, 1 a mismatch, 77 no device).
+set -euo pipefail
+
+# House rule: NVLink multicast (NVLS) stays off on shared machines. This script never changes
+# clocks or modes and never resets a GPU.
+export NCCL_NVLS_ENABLE=0
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+NVCC="${NVCC:-$(command -v nvcc || echo "$CUDA_HOME/bin/nvcc")}"
+CC="${CC:-cc}"
+ARCH="${TPC_CUDA_ARCH:-sm_90a}"
+BUILD="${TPC_GPU_BUILD:-$ROOT/build-gpu}"
+mkdir -p "$BUILD/obj"
+cd "$ROOT"
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: unavailable"
+"$NVCC" --version | tail -n 2
+echo "host: $(uname -srm), $(nproc) cores; cc: $("$CC" --version | head -n 1)"
+
+echo "== build (arch $ARCH)"
+INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda)
+# The C flags of the CMake build that matter for the bits: no contraction, no fast math.
+CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
+# Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
+NVFLAGS=(-std=c++17 -O3 -g -arch="$ARCH" --fmad=false -prec-div=true -prec-sqrt=true -ftz=false
+         -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off)
+C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
+           kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
+           kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c)
+CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
+            test/gpu/cuda_check.cu)
+t0=$(date +%s)
+pids=()
+objs=()
+for src in "${C_SOURCES[@]}"; do
+  obj="$BUILD/obj/$(basename "${src%.c}").o"
+  objs+=("$obj")
+  "$CC" "${CFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
+done
+obj="$BUILD/obj/cuda_status.o"
+objs+=("$obj")
+"$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_status.c -o "$obj" & pids+=($!)
+for src in "${CU_SOURCES[@]}"; do
+  obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
+  objs+=("$obj")
+  "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm
+echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
+
+echo "== tprt-cuda-check"
+LOG="$BUILD/cuda_check.log"
+set +e
+"$BUILD/tprt-cuda-check" "$@" > "$LOG" 2>&1
+rc=$?
+set -e
+if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$LOG" "$OUT/"; fi
+# Per-configuration rows first (failures kept in full), then the short table last.
+summary_line=$(grep -n '^Summary' "$LOG" | cut -d: -f1 || true)
+if [[ -n "$summary_line" ]]; then
+  head -n $((summary_line - 1)) "$LOG"
+  echo
+  echo "== short table ($(date -u +%Y-%m-%d), $ARCH)"
+  tail -n +"$summary_line" "$LOG"
+else
+  cat "$LOG"
+fi
+echo "tprt-cuda-check exit status: $rc"
+exit $rc
