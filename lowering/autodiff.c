@@ -39,6 +39,7 @@ typedef struct {
 
 typedef struct {
   MlirOperation func;
+  MlirOperation loc_op;  // the op whose location every emitted op carries (its forward op)
   MlirContext ctx;
   tpc__adval_t vals[TPC_AD_MAX_VALUES];
   int num_vals;
@@ -110,7 +111,10 @@ static const char* tpc__ad_emit(tpc__ad_t* A, const char* op_name, const char* c
     if (i) tpc_text_printf(&A->body, ", ");
     tpc__ad_type(A, result_types[i]);
   }
-  tpc_text_printf(&A->body, ")\n");
+  // Gradients carry their forward op's location, so diagnostics point into the user's file.
+  tpc_text_printf(&A->body, ") ");
+  if (!mlirOperationIsNull(A->loc_op)) mlirLocationPrint(mlirOperationGetLocation(A->loc_op), tpc_text_append_ref, &A->body);
+  tpc_text_printf(&A->body, "\n");
   return out_base;
 }
 
@@ -350,6 +354,7 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
       return mlirLogicalResultFailure();
     }
     ops[nops++] = op;
+    A->loc_op = op;
     const char* operands[16];
     MlirType operand_types[16], result_types[8];
     int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
@@ -375,7 +380,8 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     mlirEmitError(mlirOperationGetLocation(A->func), "tp-autodiff: the function has no func.return");
     return mlirLogicalResultFailure();
   }
-  // Seed: one cotangent argument per result.
+  // Seed: one cotangent argument per result (its additions carry the return's location).
+  A->loc_op = ret;
   intptr_t nres = mlirOperationGetNumOperands(ret);
   for (intptr_t j = 0; j < nres; ++j) {
     char n[32];
@@ -384,8 +390,10 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     tpc__ad_accumulate(A, r, n, mlirValueGetType(r));
   }
   // Backward, in reverse program order.
-  for (int k = nops - 1; k >= 0; --k)
+  for (int k = nops - 1; k >= 0; --k) {
+    A->loc_op = ops[k];
     if (mlirLogicalResultIsFailure(tpc__ad_rule(A, ops[k], tpc_op_get_kind(ops[k])))) return mlirLogicalResultFailure();
+  }
 
   MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("sym_name")));
   tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);

@@ -36,6 +36,16 @@
 
 uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
 
+// Ends an emitted op's line with the location of the op being sharded, so that diagnostics on
+// the per-rank program point into the user's file.
+static void tpc__end_line(tpc__shard_t* S) {
+  if (!mlirOperationIsNull(S->cur_op)) {
+    tpc_text_printf(&S->body, " ");
+    mlirLocationPrint(mlirOperationGetLocation(S->cur_op), tpc_text_append_ref, &S->body);
+  }
+  tpc_text_printf(&S->body, "\n");
+}
+
 tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v) {
   for (int i = 0; i < S->num_vals; ++i)
     if (mlirValueEqual(S->vals[i].value, v)) return &S->vals[i];
@@ -221,7 +231,7 @@ tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const cha
   tpc_layout_print_local_type(&in->layout, &S->mesh, &S->body);
   tpc_text_printf(&S->body, ") -> ");
   tpc_layout_print_local_type(out, &S->mesh, &S->body);
-  tpc_text_printf(&S->body, "\n");
+  tpc__end_line(S);
   MlirValue none = {NULL};
   return tpc__new_value(S, none, name, out);
 }
@@ -261,7 +271,7 @@ static tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const
   tpc_layout_print_local_type(&sizes->layout, &S->mesh, &S->body);
   tpc_text_printf(&S->body, ") -> ");
   tpc_layout_print_local_type(out, &S->mesh, &S->body);
-  tpc_text_printf(&S->body, "\n");
+  tpc__end_line(S);
   MlirValue none = {NULL};
   return tpc__new_value(S, none, name, out);
 }
@@ -290,7 +300,8 @@ void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, in
     if (i) tpc_text_printf(&S->body, ", ");
     tpc_layout_print_local_type(&outs[i], &S->mesh, &S->body);
   }
-  tpc_text_printf(&S->body, ")\n");
+  tpc_text_printf(&S->body, ")");
+  tpc__end_line(S);
   for (int i = 0; i < nout; ++i) {
     char name[48];
     if (nout == 1)
@@ -563,6 +574,7 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
       break;
     }
     int kind = tpc_op_get_kind(op);
+    S->cur_op = op;
     tpc__sval_t* ins[16];
     int nin = (int)mlirOperationGetNumOperands(op);
     if (kind == TPC_OP_UNKNOWN || nin > 16) {

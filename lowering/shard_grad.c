@@ -86,6 +86,7 @@ static MlirLogicalResult tpc__refuse_ep(tpc__shard_t* S, MlirOperation op) {
 
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
   uint32_t tp = tpc__bit(S->tp);
+  if (mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
   tpc_layout_t outs[3];
   int nout = (int)mlirOperationGetNumResults(op);
   for (int i = 0; i < nout && i < 3; ++i) outs[i] = tpc__result_layout(op, i);
@@ -93,7 +94,6 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
     case TPC_OP_LINEAR_WGRAD:
     case TPC_OP_GROUPED_LINEAR_WGRAD: {
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_WGRAD;
-      if (grouped && mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
       ins[0] = tpc__gather_tokens(S, ins[0]);
       ins[1] = tpc__gather_tokens(S, ins[1]);
       if (ins[0]->layout.mask[0] != ins[1]->layout.mask[0])
@@ -108,7 +108,6 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
     case TPC_OP_LINEAR_DGRAD:
     case TPC_OP_GROUPED_LINEAR_DGRAD: {
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_DGRAD;
-      if (grouped && mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
       int par = grouped ? tpc_grouped_linear_dgrad_get_parallel(op) : tpc_linear_dgrad_get_parallel(op);
       bool sp = !grouped && tpc_linear_dgrad_get_sequence_parallel(op);
       if (par != TPC_PARALLEL_COLUMN) ins[0] = tpc__gather_tokens(S, ins[0]);
@@ -150,7 +149,6 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_MOE_UNPERMUTE_GRAD:
-      if (ins[1]->own_sizes || mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
       outs[0].mask[0] = ins[1]->layout.mask[0];
       outs[1].mask[0] = ins[3]->layout.mask[0];
       tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);

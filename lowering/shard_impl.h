@@ -28,6 +28,7 @@ typedef struct {
   int tp, dp, ep;  // mesh axis indices of the roles, or -1
   bool sp;     // some linear of the function is sequence parallel
   MlirOperation func;
+  MlirOperation cur_op;  // the op being sharded: emitted ops and collectives carry its location
   tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
   int num_vals;
   int counter;
