@@ -1,0 +1,53 @@
+// RUN: tpc-opt %s --split-input-file --tp-autodiff | FileCheck %s
+
+///---------------------------------------------------------------------------
+/// [Rule: tp.linear -> tp.linear_dgrad + tp.linear_wgrad; tp.add -> both operands]
+/// IN:  y = x + linear(x, w)      OUT: (y, x_grad, w_grad) with a cotangent argument y_grad;
+///      x's two contributions are summed in reverse program order; w_grad is f32.
+///---------------------------------------------------------------------------
+// CHECK-LABEL: func.func @residual_linear(
+// CHECK-SAME:      %[[X:[^:]*]]: tensor<8x16xbf16> {tp.name = "x"}, %[[W:[^:]*]]: tensor<16x16xbf16> {tp.name = "w"},
+// CHECK-SAME:      %[[C:[^:]*]]: tensor<8x16xbf16> {tp.name = "y_grad"})
+// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x16xbf16> {tp.name = "x_grad"}, tensor<16x16xf32> {tp.name = "w_grad"})
+// CHECK-NEXT:    %[[D:.*]] = "tp.linear"(%[[X]], %[[W]]) {parallel = "row"}
+// CHECK-NEXT:    %[[Y:.*]] = "tp.add"(%[[X]], %[[D]])
+// CHECK-NEXT:    %[[DW:.*]] = "tp.linear_wgrad"(%[[C]], %[[X]]) {parallel = "row"} : (tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<16x16xf32>
+// CHECK-NEXT:    %[[DX:.*]] = "tp.linear_dgrad"(%[[C]], %[[W]]) {parallel = "row"} : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+// CHECK-NEXT:    %[[SUM:.*]] = "tp.add"(%[[C]], %[[DX]])
+// CHECK-NEXT:    return %[[Y]], %[[SUM]], %[[DW]]
+func.func @residual_linear(%x: tensor<8x16xbf16> {tp.name = "x"}, %w: tensor<16x16xbf16> {tp.name = "w"})
+    -> (tensor<8x16xbf16> {tp.name = "y"}) {
+  %d = "tp.linear"(%x, %w) {parallel = "row"} : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  %y = "tp.add"(%x, %d) : (tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}
+
+// -----
+
+/// [Rule: tp.glu -> tp.glu_grad with the same attributes; tp.rmsnorm -> tp.rmsnorm_grad]
+/// `tp.grad = false` keeps an argument out of the gradients.
+// CHECK-LABEL: func.func @norm_glu(
+// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x32xbf16> {tp.name = "x_grad"})
+// CHECK:         %[[G:.*]] = "tp.glu_grad"(%{{.*}}, %{{.*}}) {interleave = 8 : i64, kind = "swiglu"}
+// CHECK-NEXT:    %[[N:.*]]:2 = "tp.rmsnorm_grad"(%{{.*}}, %{{.*}}, %[[G]]) {eps = {{.*}}} : ({{.*}}) -> (tensor<8x32xbf16>, tensor<32xf32>)
+// CHECK-NEXT:    return %{{.*}}, %[[N]]#0 :
+func.func @norm_glu(%x: tensor<8x32xbf16> {tp.name = "x"}, %g: tensor<32xbf16> {tp.name = "gamma", tp.grad = false})
+    -> (tensor<8x16xbf16> {tp.name = "y"}) {
+  %h = "tp.rmsnorm"(%x, %g) {eps = 1.0e-05 : f32} : (tensor<8x32xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  %y = "tp.glu"(%h) {kind = "swiglu", interleave = 8 : i64} : (tensor<8x32xbf16>) -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}
+
+// -----
+
+/// [Rule: tp.mul -> two tp.mul]
+// CHECK-LABEL: func.func @product(
+// CHECK-SAME:      %[[A:[^:]*]]: tensor<4x4xf32>, %[[B:[^:]*]]: tensor<4x4xf32>, %[[C:[^:]*]]: tensor<4x4xf32> {tp.name = "result0_grad"})
+// CHECK-NEXT:    %[[P:.*]] = "tp.mul"(%[[A]], %[[B]])
+// CHECK-NEXT:    %[[DB:.*]] = "tp.mul"(%[[C]], %[[A]])
+// CHECK-NEXT:    %[[DA:.*]] = "tp.mul"(%[[C]], %[[B]])
+// CHECK-NEXT:    return %[[P]], %[[DA]], %[[DB]]
+func.func @product(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %c = "tp.mul"(%a, %b) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}
