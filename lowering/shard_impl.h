@@ -49,6 +49,16 @@ tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const cha
 /// the attribute named |skip_attr| dropped.
 void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin, const tpc_layout_t* outs,
                   int nout, const char* extra_attrs, const char* skip_attr);
+/// Emits a collective over one mesh axis, or over tp.
+tpc__sval_t* tpc__emit_collective_on(tpc__shard_t* S, int axis, const char* op_name, const tpc__sval_t* in,
+                                     const char* extra_attrs, const tpc_layout_t* out);
+tpc__sval_t* tpc__emit_collective(tpc__shard_t* S, const char* op_name, const tpc__sval_t* in,
+                                  const char* extra_attrs, const tpc_layout_t* out);
+/// A layout for values that exist on one rank only (dispatched expert rows): its local shape.
+tpc_layout_t tpc__local_only(const tpc_layout_t* like, int64_t rows, int64_t cols, MlirType element);
+/// Emits "tp.moe_bucket" / "tp.moe_unbucket" of |x| with |sizes| into |buckets| buckets.
+tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const tpc__sval_t* x, const tpc__sval_t* sizes,
+                              int64_t buckets, const tpc_layout_t* out);
 /// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.
