@@ -70,9 +70,8 @@ tprt__grad_block(const float* af, const float* bt, int64_t r, int64_t size, int 
 }
 
 // out[out_off + i·nj + j] = Σ_r a(i, r)·b(r, j) for i < ni, j < nj over r < nr, canonically.
-static void tprt__grad_gemm(const tprt__opnd_t* a, const tprt__opnd_t* b, const int64_t* rows, int64_t ni,
-                            int64_t nj, int64_t nr, tprt_tensor_t* out, int64_t out_off, int chunks,
-                            tprt__grad_scratch_t* sc) {
+static void tprt__grad_gemm(const tprt__opnd_t* a, const tprt__opnd_t* b, const int64_t* rows, int64_t ni, int64_t nj,
+                            int64_t nr, tprt_tensor_t* out, int64_t out_off, int chunks, tprt__grad_scratch_t* sc) {
   int64_t size = tprt_kacc_chunk_size(nr, chunks);
   for (int64_t j0 = 0; j0 < nj; j0 += TPRT__NB) {
     int64_t nb = nj - j0 < TPRT__NB ? nj - j0 : TPRT__NB;
@@ -91,7 +90,8 @@ static void tprt__grad_gemm(const tprt__opnd_t* a, const tprt__opnd_t* b, const 
       if (!rows && a->s_red == 1) {
         tprt__ld_row(a->data, a->dtype, base, nr, sc->af);
       } else {
-        for (int64_t r = 0; r < nr; ++r) sc->af[r] = tprt__ld(a->data, a->dtype, base + (rows ? rows[r] : r) * a->s_red);
+        for (int64_t r = 0; r < nr; ++r)
+          sc->af[r] = tprt__ld(a->data, a->dtype, base + (rows ? rows[r] : r) * a->s_red);
       }
       tprt__grad_block(sc->af, sc->bt, nr, size, chunks, sc->part);
       for (int64_t j = 0; j < nb; ++j) tprt__st(out->data, out->dtype, out_off + i * nj + j0 + j, sc->part[j]);
@@ -215,7 +215,8 @@ tprt_status_t tprt_cpu_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int
   }
   for (int st = 1; st < chunks; st *= 2)
     for (int i = 0; i + st < chunks; i += 2 * st)
-      for (int64_t j = 0; j < n; ++j) part[(size_t)i * n + j] = part[(size_t)i * n + j] + part[(size_t)(i + st) * n + j];
+      for (int64_t j = 0; j < n; ++j)
+        part[(size_t)i * n + j] = part[(size_t)i * n + j] + part[(size_t)(i + st) * n + j];
   tprt__st_row(db->data, db->dtype, 0, n, part);
   tprt__scratch_free(part);
   return NULL;
@@ -300,7 +301,8 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
     }
     // Padding rows get +0.0: all-zero bits in bf16, f16 and f32 alike.
     int64_t pad = (sg + 1) * cap - row;
-    if (pad > 0) memset((char*)dx->data + tprt_dtype_bytes(dx->dtype, row * k), 0, tprt_dtype_bytes(dx->dtype, pad * k));
+    if (pad > 0)
+      memset((char*)dx->data + tprt_dtype_bytes(dx->dtype, row * k), 0, tprt_dtype_bytes(dx->dtype, pad * k));
   }
   tprt__scratch_free(mem);
   return NULL;

@@ -40,8 +40,8 @@ static tprt_status_t tprt__invert_row_map(const char* op, const tprt_tensor_t* r
 }
 
 tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
-                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
-                                          tprt_tensor_t* dy, tprt_tensor_t* dweights) {
+                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy,
+                                          tprt_tensor_t* dweights) {
   const char* op = "moe_unpermute_grad";
   char a[96], what[128];
   tprt_status_t s = tprt__check(op, "dout", dout, 2, TPRT__FLOATS);
@@ -179,8 +179,8 @@ tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_te
     for (int j = 0; j < top_k && !s; ++j) {
       int32_t i = idx[row * top_k + j];
       if (i < 0 || i >= e)
-        s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: indices[%lld,%d]=%d is not an expert in [0, E=%lld)", op,
-                             (long long)row, j, i, (long long)e);
+        s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: indices[%lld,%d]=%d is not an expert in [0, E=%lld)",
+                             op, (long long)row, j, i, (long long)e);
       else if (taken[i])
         s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: indices[%lld,%d]=%d repeats an expert of token %lld",
                              op, (long long)row, j, i, (long long)row);

@@ -38,9 +38,9 @@ static tprt_status_t tprt__check_param_grad(const char* op, const char* name, co
   if (s) return s;
   if (t->dims[0] == gamma->dims[0] && (t->dtype == gamma->dtype || t->dtype == TPRT_DTYPE_F32)) return NULL;
   char a[96];
-  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be [H] = [%lld] of gamma's dtype %s (or f32); got %s",
-                          op, name, (long long)gamma->dims[0], tprt_dtype_name(gamma->dtype),
-                          tprt__shape_str(t, a, sizeof a));
+  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                          "%s: %s must be [H] = [%lld] of gamma's dtype %s (or f32); got %s", op, name,
+                          (long long)gamma->dims[0], tprt_dtype_name(gamma->dtype), tprt__shape_str(t, a, sizeof a));
 }
 
 static tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,

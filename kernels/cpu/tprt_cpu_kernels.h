@@ -210,8 +210,8 @@ tprt_status_t tprt_cpu_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_
 /// once to y's dtype, and dweights[t,j] (f32) = Σ_h y[row,h]·dout[t,h] by the canonical row
 /// reduction with fmaf lanes. dout[T,H] has y's dtype; row_map must be a permutation of the T*k slots.
 tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
-                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
-                                          tprt_tensor_t* dy, tprt_tensor_t* dweights) TPRT_MUST_USE_RESULT;
+                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy,
+                                          tprt_tensor_t* dweights) TPRT_MUST_USE_RESULT;
 
 /// The gradient of tprt_cpu_moe_permute: dx[t] = Σ_j dy[row of slot (t,j)] from +0.0 in
 /// increasing j, in f32, rounded once to dy's dtype. dy is [T*top_k,H]; row_map a permutation.

@@ -9,8 +9,8 @@ static const int kDtypes[3] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16, TPRT_DTYPE_F32};
 
 // out[i·J + j] = Σ_r a(i, r)·b(r, j) in double with a(i, r) = a[i·asi + r·asr] and b(r, j) =
 // b[r·bsr + j]; mag gets Σ |terms| for the tolerance.
-static void ref_gemm(const tprt_tensor_t* a, int64_t asi, int64_t asr, const tprt_tensor_t* b, int64_t bsr,
-                     int64_t ni, int64_t nj, int64_t nr, double* out, double* mag) {
+static void ref_gemm(const tprt_tensor_t* a, int64_t asi, int64_t asr, const tprt_tensor_t* b, int64_t bsr, int64_t ni,
+                     int64_t nj, int64_t nr, double* out, double* mag) {
   for (int64_t i = 0; i < ni; ++i)
     for (int64_t j = 0; j < nj; ++j) {
       double acc = 0.0, m = 0.0;
@@ -171,7 +171,8 @@ TPRT_TEST(linear_grads_tree_order_exact_bits) {
   // The padding rule: every product -2^-200 rounds to -0, so full chunks give -0 partials and
   // -0 + -0 = -0; with 3 terms in 2 chunks the short chunk becomes +0 and the sum +0.
   for (int n = 3; n <= 4; ++n) {
-    tc_tensor_t a = tc_make(TPRT_DTYPE_F32, 2, (int64_t)1, (int64_t)n), b = tc_make(TPRT_DTYPE_F32, 2, (int64_t)n, (int64_t)1);
+    tc_tensor_t a = tc_make(TPRT_DTYPE_F32, 2, (int64_t)1, (int64_t)n),
+                b = tc_make(TPRT_DTYPE_F32, 2, (int64_t)n, (int64_t)1);
     tc_tensor_t out = tc_make(TPRT_DTYPE_F32, 2, (int64_t)1, (int64_t)1);
     for (int i = 0; i < n; ++i) {
       ((float*)a.t.data)[i] = -0x1p-100f;
@@ -218,7 +219,8 @@ TPRT_TEST(linear_grads_chunks_change_bits_deterministically) {
   for (int t = 0; t < 3; ++t) {
     int64_t differ = 0, count = tprt_tensor_numel(&all[t][0].t);
     for (int64_t i = 0; i < count; ++i) differ += tc_bits(&all[t][0].t, i) != tc_bits(&all[t][1].t, i);
-    printf("%s: chunks=1 and chunks=8 differ in %lld of %lld elements\n", names[t], (long long)differ, (long long)count);
+    printf("%s: chunks=1 and chunks=8 differ in %lld of %lld elements\n", names[t], (long long)differ,
+           (long long)count);
     TPRT_EXPECT(differ > 0);
     TPRT_EXPECT(tc_same_bytes(&all[t][1].t, &all[t][2].t));
   }
@@ -442,16 +444,23 @@ TPRT_TEST(grouped_linear_wgrad_concatenates_segments) {
 #define BAD(expr, text) TPRT_EXPECT_STATUS(expr, TPRT_STATUS_INVALID_ARGUMENT, text)
 
 TPRT_TEST(linear_grads_invalid_arguments) {
-  tc_tensor_t dy = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)4), w = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)6);
-  tc_tensor_t w5 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)5, (int64_t)6), wf = tc_make(TPRT_DTYPE_F32, 2, (int64_t)4, (int64_t)6);
-  tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)6), x2 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)6);
-  tc_tensor_t dx = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)6), dx5 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)5);
-  tc_tensor_t dx16 = tc_make(TPRT_DTYPE_F16, 2, (int64_t)3, (int64_t)6), dw = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)6);
+  tc_tensor_t dy = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)4),
+              w = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)6);
+  tc_tensor_t w5 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)5, (int64_t)6),
+              wf = tc_make(TPRT_DTYPE_F32, 2, (int64_t)4, (int64_t)6);
+  tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)6),
+              x2 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)6);
+  tc_tensor_t dx = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)6),
+              dx5 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)5);
+  tc_tensor_t dx16 = tc_make(TPRT_DTYPE_F16, 2, (int64_t)3, (int64_t)6),
+              dw = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)6);
   tc_tensor_t dwt = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)4), db = tc_make(TPRT_DTYPE_F32, 1, (int64_t)4);
   tc_tensor_t db5 = tc_make(TPRT_DTYPE_BF16, 1, (int64_t)5), i64 = tc_make(TPRT_DTYPE_I64, 2, (int64_t)3, (int64_t)4);
   BAD(tprt_cpu_linear_dgrad(NULL, &w.t, &dx.t, 8), "linear_dgrad: dy is NULL");
-  BAD(tprt_cpu_linear_dgrad(&db.t, &w.t, &dx.t, 8), "linear_dgrad: dy must be a rank-2 bf16, f16 or f32 tensor; got [4] f32");
-  BAD(tprt_cpu_linear_dgrad(&i64.t, &w.t, &dx.t, 8), "linear_dgrad: dy must be a rank-2 bf16, f16 or f32 tensor; got [3,4] i64");
+  BAD(tprt_cpu_linear_dgrad(&db.t, &w.t, &dx.t, 8),
+      "linear_dgrad: dy must be a rank-2 bf16, f16 or f32 tensor; got [4] f32");
+  BAD(tprt_cpu_linear_dgrad(&i64.t, &w.t, &dx.t, 8),
+      "linear_dgrad: dy must be a rank-2 bf16, f16 or f32 tensor; got [3,4] i64");
   BAD(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx.t, 3), "linear_dgrad: chunks=3 must be a power of two in [1, 1024]");
   BAD(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx.t, 2048), "linear_dgrad: chunks=2048 must be a power of two in [1, 1024]");
   BAD(tprt_cpu_linear_dgrad(&dy.t, &wf.t, &dx.t, 8), "linear_dgrad: w must have dy's dtype bf16; got [4,6] f32");
@@ -459,7 +468,8 @@ TPRT_TEST(linear_grads_invalid_arguments) {
       "linear_dgrad: dy[M,N] and w[N,K] disagree on N: dy [3,4] bf16 has N=4, w [5,6] bf16 has N=5");
   BAD(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx5.t, 8),
       "linear_dgrad: dx must be [M,K] = [3,6] of dy's dtype bf16 (or f32); got [3,5] bf16");
-  BAD(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx16.t, 8), "linear_dgrad: dx must be [M,K] = [3,6] of dy's dtype bf16 (or f32); got [3,6] f16");
+  BAD(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx16.t, 8),
+      "linear_dgrad: dx must be [M,K] = [3,6] of dy's dtype bf16 (or f32); got [3,6] f16");
   BAD(tprt_cpu_linear_wgrad(&dy.t, NULL, &dw.t, 8), "linear_wgrad: x is NULL");
   BAD(tprt_cpu_linear_wgrad(&dy.t, &x.t, &dw.t, 0), "linear_wgrad: chunks=0 must be a power of two in [1, 1024]");
   BAD(tprt_cpu_linear_wgrad(&dy.t, &wf.t, &dw.t, 8), "linear_wgrad: x must have dy's dtype bf16; got [4,6] f32");
@@ -467,9 +477,11 @@ TPRT_TEST(linear_grads_invalid_arguments) {
       "linear_wgrad: dy[M,N] and x[M,K] disagree on M: dy [3,4] bf16 has M=3, x [2,6] bf16 has M=2");
   BAD(tprt_cpu_linear_wgrad(&dy.t, &x.t, &dwt.t, 8),
       "linear_wgrad: dw must be [N,K] = [4,6] of dy's dtype bf16 (or f32); got [6,4] f32");
-  BAD(tprt_cpu_linear_wgrad(&dy.t, &x.t, &db.t, 8), "linear_wgrad: dw must be a rank-2 bf16, f16 or f32 tensor; got [4] f32");
+  BAD(tprt_cpu_linear_wgrad(&dy.t, &x.t, &db.t, 8),
+      "linear_wgrad: dw must be a rank-2 bf16, f16 or f32 tensor; got [4] f32");
   BAD(tprt_cpu_bias_grad(&dy.t, NULL, 8), "bias_grad: db is NULL");
-  BAD(tprt_cpu_bias_grad(&dy.t, &db5.t, 8), "bias_grad: db must be [N] = [4] of dy's dtype bf16 (or f32); got [5] bf16");
+  BAD(tprt_cpu_bias_grad(&dy.t, &db5.t, 8),
+      "bias_grad: db must be [N] = [4] of dy's dtype bf16 (or f32); got [5] bf16");
   BAD(tprt_cpu_bias_grad(&dy.t, &db.t, -8), "bias_grad: chunks=-8 must be a power of two in [1, 1024]");
   TPRT_EXPECT_OK(tprt_cpu_linear_dgrad(&dy.t, &w.t, &dx.t, 8));
   TPRT_EXPECT_OK(tprt_cpu_linear_wgrad(&dy.t, &x.t, &dw.t, 1024));
@@ -479,11 +491,15 @@ TPRT_TEST(linear_grads_invalid_arguments) {
 }
 
 TPRT_TEST(grouped_linear_grads_invalid_arguments) {
-  tc_tensor_t dy = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)6, (int64_t)4), w = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)4, (int64_t)2);
+  tc_tensor_t dy = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)6, (int64_t)4),
+              w = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)4, (int64_t)2);
   tc_tensor_t w5 = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)5, (int64_t)2);
-  tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)6, (int64_t)2), x7 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)7, (int64_t)2);
-  tc_tensor_t dx = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)2), dx3 = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)3);
-  tc_tensor_t dw = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)4, (int64_t)2), dw2 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)2);
+  tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)6, (int64_t)2),
+              x7 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)7, (int64_t)2);
+  tc_tensor_t dx = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)2),
+              dx3 = tc_make(TPRT_DTYPE_F32, 2, (int64_t)6, (int64_t)3);
+  tc_tensor_t dw = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)4, (int64_t)2),
+              dw2 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)2);
   tc_tensor_t dwb = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)3, (int64_t)4, (int64_t)3);
   const int64_t ok[3] = {2, 1, 3}, bad_sum[3] = {2, 1, 2}, neg[3] = {2, 7, -3}, seg_over[6] = {2, 1, 1, 1, 1, 1},
                 seg_neg[6] = {0, 1, 1, 1, 4, 0};
@@ -496,11 +512,13 @@ TPRT_TEST(grouped_linear_grads_invalid_arguments) {
       "grouped_linear_dgrad: group_sizes must be a rank-1 i64 tensor; got [3] i32");
   BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &x.t, &g.t, &dx.t, 8),
       "grouped_linear_dgrad: w must be a rank-3 bf16, f16 or f32 tensor; got [6,2] bf16");
-  BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w.t, &g.t, &dx.t, 6), "grouped_linear_dgrad: chunks=6 must be a power of two in [1, 1024]");
+  BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w.t, &g.t, &dx.t, 6),
+      "grouped_linear_dgrad: chunks=6 must be a power of two in [1, 1024]");
   BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w5.t, &g.t, &dx.t, 8),
       "grouped_linear_dgrad: dy[T,N] and w[E,N,K] disagree on N: dy [6,4] bf16 has N=4, w [3,5,2] bf16 has N=5");
   BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w.t, &g4.t, &dx.t, 8),
-      "grouped_linear_dgrad: group_sizes must be [S*E] = S >= 1 segments of E=3 counts (w is [3,4,2] bf16); got [4] i64");
+      "grouped_linear_dgrad: group_sizes must be [S*E] = S >= 1 segments of E=3 counts (w is [3,4,2] bf16); got [4] "
+      "i64");
   BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w.t, &g9.t, &dx.t, 8),
       "grouped_linear_dgrad: T=6 rows are not divisible by S=4 segments (group_sizes is [12] i64, E=3)");
   BAD(tprt_cpu_grouped_linear_dgrad(&dy.t, &w.t, &gneg.t, &dx.t, 8),
@@ -523,11 +541,14 @@ TPRT_TEST(grouped_linear_grads_invalid_arguments) {
   BAD(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &g.t, &dwb.t, 8),
       "grouped_linear_wgrad: dw must be [E,N,K] = [3,4,2] of dy's dtype bf16 (or f32); got [3,4,3] bf16");
   BAD(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &g4.t, &dw.t, 8),
-      "grouped_linear_wgrad: group_sizes must be [S*E] = S >= 1 segments of E=3 counts (dw is [3,4,2] bf16); got [4] i64");
+      "grouped_linear_wgrad: group_sizes must be [S*E] = S >= 1 segments of E=3 counts (dw is [3,4,2] bf16); got [4] "
+      "i64");
   BAD(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &gover.t, &dw.t, 8),
       "grouped_linear_wgrad: segment 0 holds 4 rows but has capacity 3 (T=6 rows in S=2 segments)");
-  BAD(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &g.t, &dw.t, 5), "grouped_linear_wgrad: chunks=5 must be a power of two");
+  BAD(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &g.t, &dw.t, 5),
+      "grouped_linear_wgrad: chunks=5 must be a power of two");
   TPRT_EXPECT_OK(tprt_cpu_grouped_linear_wgrad(&dy.t, &x.t, &g.t, &dw.t, 8));
-  tc_tensor_t* all[] = {&dy, &w, &w5, &x, &x7, &dx, &dx3, &dw, &dw2, &dwb, &g, &gsum, &gneg, &gover, &gsneg, &g4, &g32, &g9};
+  tc_tensor_t* all[] = {&dy,  &w, &w5,   &x,    &x7,    &dx,    &dx3, &dw,  &dw2,
+                        &dwb, &g, &gsum, &gneg, &gover, &gsneg, &g4,  &g32, &g9};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
 }
