@@ -51,3 +51,37 @@ func.func @product(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> 
   %c = "tp.mul"(%a, %b) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %c : tensor<4x4xf32>
 }
+
+// -----
+
+/// [Rules: the MoE block] moe_unpermute -> moe_unpermute_grad; grouped_linear -> the grouped
+/// dgrad/wgrad pair (f32 weight gradients); moe_permute -> moe_permute_grad (top_k from the
+/// indices); moe_route -> moe_route_grad with the route's attributes; the router linear's dgrad
+/// adds to x's gradient from the permutation.
+// CHECK-LABEL: func.func @moe_train(
+// CHECK:         %[[U:.*]]:2 = "tp.moe_unpermute_grad"
+// CHECK-NEXT:    "tp.grouped_linear_wgrad"(%[[U]]#0, {{.*}}) : (tensor<32x16xbf16>, tensor<32x16xbf16>, tensor<4xi64>) -> tensor<4x16x16xf32>
+// CHECK-NEXT:    %[[DP:.*]] = "tp.grouped_linear_dgrad"(%[[U]]#0, {{.*}}) : (tensor<32x16xbf16>, tensor<4x16x16xbf16>, tensor<4xi64>) -> tensor<32x16xbf16>
+// CHECK-NEXT:    %[[DX1:.*]] = "tp.moe_permute_grad"(%[[DP]], {{.*}}) {top_k = 2 : i64}
+// CHECK-NEXT:    %[[DL:.*]] = "tp.moe_route_grad"({{.*}}, %[[U]]#1) {normalize = true, top_k = 2 : i64}
+// CHECK-NEXT:    "tp.linear_wgrad"(%[[DL]],
+// CHECK-NEXT:    %[[DX2:.*]] = "tp.linear_dgrad"(%[[DL]],
+// CHECK-NEXT:    "tp.add"(%[[DX1]], %[[DX2]])
+func.func @moe_train(%x: tensor<16x16xbf16>, %r: tensor<4x16xbf16>, %w: tensor<4x16x16xbf16>) -> tensor<16x16xbf16> {
+  %l = "tp.linear"(%x, %r) : (tensor<16x16xbf16>, tensor<4x16xbf16>) -> tensor<16x4xbf16>
+  %i, %wt = "tp.moe_route"(%l) {top_k = 2 : i64, normalize = true} : (tensor<16x4xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
+  %p, %s, %m = "tp.moe_permute"(%x, %i) : (tensor<16x16xbf16>, tensor<16x2xi32>) -> (tensor<32x16xbf16>, tensor<4xi64>, tensor<32xi32>)
+  %h = "tp.grouped_linear"(%p, %w, %s) : (tensor<32x16xbf16>, tensor<4x16x16xbf16>, tensor<4xi64>) -> tensor<32x16xbf16>
+  %y = "tp.moe_unpermute"(%h, %m, %wt) : (tensor<32x16xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x16xbf16>
+  return %y : tensor<16x16xbf16>
+}
+
+// -----
+
+/// [Rule: tp.layernorm -> tp.layernorm_grad with f32 dgamma and dbeta]
+// CHECK-LABEL: func.func @layernorm_train(
+// CHECK:         "tp.layernorm_grad"{{.*}} -> (tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+func.func @layernorm_train(%x: tensor<8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %y = "tp.layernorm"(%x, %g, %b) {eps = 1.0e-05 : f32} : (tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
