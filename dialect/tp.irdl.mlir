@@ -101,10 +101,12 @@ irdl.dialect @tp {
     irdl.attributes {"eps" = %eps}
   }
 
-  // Elementwise c = a + b; all three have one type.
+  // Elementwise c = a + b; the result has lhs's type, rhs has it too or is a rank-1 bias of
+  // lhs's last dimension, broadcast over the rows (the verifier checks which).
   irdl.operation @add {
     %t = irdl.base "!builtin.tensor"
-    irdl.operands(lhs: %t, rhs: %t)
+    %rhs = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %t, rhs: %rhs)
     irdl.results(result: %t)
   }
 

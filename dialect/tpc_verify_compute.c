@@ -196,12 +196,19 @@ MlirLogicalResult tpc__verify_norm_params(MlirOperation op, MlirValue x_v, MlirV
   return OK;
 }
 
-static MlirLogicalResult tpc__verify_elementwise(MlirOperation op, MlirValue lhs) {
+static MlirLogicalResult tpc__verify_elementwise(MlirOperation op, MlirValue lhs, MlirValue rhs) {
   tpc__bufs_t s;
-  tpc_shape_t a = tpc__shape_of(lhs);
-  if (!a.valid) return FAIL;
+  tpc_shape_t a = tpc__shape_of(lhs), b = tpc__shape_of(rhs);
+  if (!a.valid || !b.valid) return FAIL;
   if (!tpc__is_storage_float(a.element))
     return tpc__rule_error(op, "elementwise.dtype", "operands must be bf16, f16 or f32 tensors; got %s", TYPE(a.type, s.a));
+  // tp.add also adds a bias: a rank-1 rhs of lhs's last dimension, broadcast over the rows.
+  bool bias = tpc_is_add(op) && b.rank == 1 && a.rank > 1 && b.dims[0] == a.dims[a.rank - 1] &&
+              mlirTypeEqual(a.element, b.element);
+  if (!bias && !mlirTypeEqual(a.type, b.type))
+    return tpc__rule_error(op, "elementwise.shapes",
+                           "rhs must have lhs's type %s%s; got %s", TYPE(a.type, s.a),
+                           tpc_is_add(op) ? " (or be a bias of its last dimension)" : "", TYPE(b.type, s.b));
   return OK;
 }
 
@@ -313,9 +320,9 @@ MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind) {
       return tpc__verify_norm_params(op, tpc_layernorm_get_x(op), tpc_layernorm_get_gamma(op),
                                      tpc_layernorm_get_beta(op), tpc_layernorm_get_eps(op));
     case TPC_OP_ADD:
-      return tpc__verify_elementwise(op, tpc_add_get_lhs(op));
+      return tpc__verify_elementwise(op, tpc_add_get_lhs(op), tpc_add_get_rhs(op));
     case TPC_OP_MUL:
-      return tpc__verify_elementwise(op, tpc_mul_get_lhs(op));
+      return tpc__verify_elementwise(op, tpc_mul_get_lhs(op), tpc_mul_get_rhs(op));
     case TPC_OP_MOE_ROUTE:
       return tpc__verify_moe_route(op);
     case TPC_OP_MOE_PERMUTE:

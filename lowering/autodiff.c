@@ -155,12 +155,22 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
   const char* dy = out ? out->adjoint : "";
   MlirType ty = mlirValueIsNull(r0) ? (MlirType){NULL} : mlirValueGetType(r0);
   switch (kind) {
-    case TPC_OP_ADD:
+    case TPC_OP_ADD: {
       if (!*dy) return mlirLogicalResultSuccess();
       snprintf(name, sizeof name, "%s", dy);
-      tpc__ad_accumulate(A, mlirOperationGetOperand(op, 1), name, ty);
+      MlirValue rhs = mlirOperationGetOperand(op, 1);
+      if (mlirShapedTypeGetRank(mlirValueGetType(rhs)) == 1 && mlirShapedTypeGetRank(ty) > 1) {
+        // A broadcast bias: its gradient sums the rows (f32, like tp.linear's bias).
+        MlirType db_t = tpc__f32_like(A, rhs);
+        const char* bops[1] = {dy};
+        tpc__ad_emit(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, (MlirOperation){NULL}, NULL, NULL, b1, sizeof b1);
+        tpc__ad_accumulate(A, rhs, b1, db_t);
+      } else {
+        tpc__ad_accumulate(A, rhs, name, ty);
+      }
       tpc__ad_accumulate(A, mlirOperationGetOperand(op, 0), name, ty);
       return mlirLogicalResultSuccess();
+    }
     case TPC_OP_MUL: {
       if (!*dy) return mlirLogicalResultSuccess();
       MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
@@ -449,7 +459,9 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
       int kind = tpc_op_get_kind(user);
       unsigned slot = mlirOpOperandGetOperandNumber(u);
       f32 |= (kind == TPC_OP_LINEAR && slot >= 1) || (kind == TPC_OP_GROUPED_LINEAR && slot == 1) ||
-             ((kind == TPC_OP_RMSNORM || kind == TPC_OP_LAYERNORM) && slot >= 1);
+             ((kind == TPC_OP_RMSNORM || kind == TPC_OP_LAYERNORM) && slot >= 1) ||
+             (kind == TPC_OP_ADD && slot == 1 && mlirShapedTypeGetRank(t) == 1 &&
+              mlirShapedTypeGetRank(mlirValueGetType(mlirOperationGetOperand(user, 0))) > 1);
     }
     MlirType out_t = f32 ? gt : t;
     mlirTypePrint(out_t, tpc_text_append_ref, out);

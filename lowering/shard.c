@@ -176,15 +176,10 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
     return tpc__layout_error(S, op, "input x", &x->layout,
                              "a row-parallel linear needs its input sharded along K over tp (the output of a "
                              "column-parallel linear or of the GLU after it)");
-  if (nin > 2) {
-    mlirEmitError(mlirOperationGetLocation(op),
-                  "tp-shard: a bias on a row-parallel linear is not supported yet (it must be added once, after "
-                  "the reduction)");
-    return mlirLogicalResultFailure();
-  }
   tpc_layout_t partial = y;
   partial.element = mlirF32TypeGet(mlirOperationGetContext(op));
-  tpc__emit_op(S, op, ins, nin, &partial, 1, "partial = true", "partial");
+  // The bias is added once, after the reduction, not by every rank's partial.
+  tpc__emit_op(S, op, ins, 2, &partial, 1, "partial = true", "partial");
   tpc__sval_t* p = &S->vals[S->num_vals - 1];
   p->value = (MlirValue){NULL};  // the op's result is the reduced value below, not the partial
   tpc_layout_t out = y;
@@ -197,6 +192,21 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
   }
   if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &out))) return mlirLogicalResultFailure();
   tpc__sval_t* r = tpc__emit_collective(S, coll, p, extra, &out);
+  if (!r) return mlirLogicalResultFailure();
+  if (nin > 2) {
+    // "tp.add"(reduced, bias): a rank-1 bias broadcast over the rows.
+    char name[32];
+    snprintf(name, sizeof name, "%%b%d", S->counter++);
+    tpc_text_printf(&S->body, "    %s = \"%s\"(%s, %s) : (", name, TPC_OP_NAME_ADD, r->name, ins[2]->name);
+    tpc_layout_print_local_type(&out, &S->mesh, &S->body);
+    tpc_text_printf(&S->body, ", ");
+    tpc_layout_print_local_type(&ins[2]->layout, &S->mesh, &S->body);
+    tpc_text_printf(&S->body, ") -> ");
+    tpc_layout_print_local_type(&out, &S->mesh, &S->body);
+    tpc_text_printf(&S->body, "\n");
+    r = tpc__new_value(S, (MlirValue){NULL}, name, &out);
+    if (!r) return mlirLogicalResultFailure();
+  }
   r->value = tpc_linear_get_y(op);
   return mlirLogicalResultSuccess();
 }
@@ -307,6 +317,13 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
       break;
     case TPC_OP_ADD:
     case TPC_OP_MUL:
+      if (kind == TPC_OP_ADD && ins[1]->layout.rank == 1 && x->rank > 1) {
+        // A bias: replicated, or sharded like lhs's last dimension.
+        if (ins[1]->layout.mask[0] != x->mask[x->rank - 1] || ins[1]->layout.blocks[0] != x->blocks[x->rank - 1])
+          return tpc__layout_error(S, op, "bias", &ins[1]->layout, "it must be sharded like lhs's last dimension");
+        outs[0] = *x;
+        break;
+      }
       if (!tpc_layout_equal(x, &ins[1]->layout)) {
         tpc_text_t m = {0};
         tpc_text_printf(&m, "tp-shard: the operands are laid out differently: lhs ");

@@ -1,5 +1,7 @@
 // Elementwise kernels: tprt_cpu_add, tprt_cpu_mul (f32 result of the two widened operands,
-// rounded once) and the counter-based initialiser tprt_cpu_fill_philox.
+// rounded once; add also takes a rank-1 b of a's last dimension, broadcast over the rows: the
+// bias added once after a row-parallel reduction) and the counter-based initialiser
+// tprt_cpu_fill_philox.
 #include <math.h>
 #include <stdio.h>
 
@@ -10,10 +12,13 @@ static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, c
                                        bool mul) {
   char sa[96], sb[96];
   tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "b", b, a->rank, TPRT__FLOATS);
+  // A rank-1 b whose length is a's last dimension is a bias broadcast over a's rows (add only).
+  bool bias = !s && !mul && b && b->rank == 1 && a->rank > 1 && b->dims[0] == a->dims[a->rank - 1] &&
+              b->dtype == a->dtype;
+  if (!s) s = tprt__check(op, "b", b, bias ? 1 : a->rank, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
   if (s) return s;
-  if (!tprt_tensor_same_layout(a, b))
+  if (!bias && !tprt_tensor_same_layout(a, b))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
                             tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
@@ -21,8 +26,9 @@ static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, c
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s; got %s", op,
                             tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(c, sb, sizeof sb));
   int64_t n = tprt_tensor_numel(a);
+  int64_t cols = bias ? b->dims[0] : 0;
   for (int64_t i = 0; i < n; ++i) {
-    float x = tprt__ld(a->data, a->dtype, i), y = tprt__ld(b->data, b->dtype, i);
+    float x = tprt__ld(a->data, a->dtype, i), y = tprt__ld(b->data, b->dtype, bias ? i % cols : i);
     tprt__st(c->data, c->dtype, i, mul ? x * y : x + y);
   }
   return NULL;

@@ -396,3 +396,12 @@ func.func @moe_unbucket_wrong_rows(%x: tensor<128x128xbf16>, %g: tensor<8xi64>) 
   %y = "tp.moe_unbucket"(%x, %g) {buckets = 4 : i64} : (tensor<128x128xbf16>, tensor<8xi64>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
+
+// -----
+
+/// elementwise.shapes: a bias must match lhs's last dimension.
+func.func @add_bias_wrong_length(%x: tensor<8x64xbf16>, %b: tensor<32xbf16>) -> tensor<8x64xbf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.add' op violates rule elementwise.shapes: rhs must have lhs's type tensor<8x64xbf16> (or be a bias of its last dimension); got tensor<32xbf16>
+  %y = "tp.add"(%x, %b) : (tensor<8x64xbf16>, tensor<32xbf16>) -> tensor<8x64xbf16>
+  return %y : tensor<8x64xbf16>
+}

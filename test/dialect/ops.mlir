@@ -731,3 +731,13 @@ func.func @grouped_linear_segments(%x: tensor<128x64xbf16>, %w: tensor<2x32x64xb
   %y = "tp.grouped_linear"(%x, %w, %g) {parallel = "expert"} : (tensor<128x64xbf16>, tensor<2x32x64xbf16>, tensor<8xi64>) -> tensor<128x32xbf16>
   return %y : tensor<128x32xbf16>
 }
+
+// -----
+
+/// add with a rank-1 rhs: a bias broadcast over the rows.
+// CHECK-LABEL: func.func @add_bias_broadcast(
+// CHECK-NEXT:    "tp.add"{{.*}} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+func.func @add_bias_broadcast(%x: tensor<8x64xbf16>, %b: tensor<64xbf16>) -> tensor<8x64xbf16> {
+  %y = "tp.add"(%x, %b) : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  return %y : tensor<8x64xbf16>
+}

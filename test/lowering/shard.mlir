@@ -128,3 +128,23 @@ func.func @expert_parallel(%x: tensor<16x128xbf16>, %r: tensor<4x128xbf16>, %w1:
   %y = "tp.moe_unpermute"(%o, %m, %w) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
+
+// -----
+
+/// [Rule: row-parallel bias] the partial linear drops the bias; it is added once, after the
+/// all-reduce, as a broadcast tp.add; a column-parallel bias is sharded like N (stride 2 here).
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+// CHECK-LABEL: func.func @row_bias(
+// CHECK-SAME:      %[[B1:[^:]*]]: tensor<128xbf16> {tp.shard = {axes = {{\[\["tp"\]\]}}, blocks = array<i64: 2>
+// CHECK-SAME:      %[[B2:[^:]*]]: tensor<64xbf16> {tp.shard = {axes = {{\[\[\]\]}}
+// CHECK:         %[[P:.*]] = "tp.linear"(%{{.*}}, %{{.*}}) {parallel = "row", partial = true} : (tensor<8x64xbf16>, tensor<64x64xbf16>) -> tensor<8x64xf32>
+// CHECK-NEXT:    %[[R:.*]] = "tp.all_reduce"(%[[P]])
+// CHECK-NEXT:    %[[Y:.*]] = "tp.add"(%[[R]], %[[B2]]) : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+// CHECK-NEXT:    return %[[Y]]
+func.func @row_bias(%x: tensor<8x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tensor<256xbf16>,
+                    %w2: tensor<64x128xbf16>, %b2: tensor<64xbf16>) -> tensor<8x64xbf16> {
+  %u = "tp.linear"(%x, %w1, %b1) {parallel = "column"} : (tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256xbf16>) -> tensor<8x256xbf16>
+  %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<8x256xbf16>) -> tensor<8x128xbf16>
+  %d = "tp.linear"(%a, %w2, %b2) {parallel = "row"} : (tensor<8x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  return %d : tensor<8x64xbf16>
+}
