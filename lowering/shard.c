@@ -152,9 +152,7 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
     if (!(x->layout.mask[0] & tp))
       return tpc__layout_error(S, op, "input x", &x->layout,
                                "sequence parallelism needs the tokens sharded over tp before the column-parallel linear");
-    tpc_layout_t gathered = x->layout;
-    gathered.mask[0] &= ~tp;
-    x = tpc__emit_collective(S, TPC_OP_NAME_ALL_GATHER, x, ", dim = 0 : i64", &gathered);
+    x = tpc__gather_tokens(S, x);
     ins[0] = x;
   } else if ((x->layout.mask[0] & tp) && tp_size > 1) {
     return tpc__layout_error(S, op, "input x", &x->layout,

@@ -6,6 +6,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "shard_impl.h"
+#include "tp_ops.h"
 
 uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
 
@@ -67,6 +68,7 @@ tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, cons
   snprintf(s->name, sizeof s->name, "%s", name);
   s->layout = *l;
   s->recv_sizes = s->own_sizes = NULL;
+  s->gathered = NULL;
   return s;
 }
 
@@ -187,3 +189,14 @@ void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, in
   }
 }
 
+
+tpc__sval_t* tpc__gather_tokens(tpc__shard_t* S, tpc__sval_t* v) {
+  uint32_t tp = tpc__bit(S->tp);
+  if (!(v->layout.mask[0] & tp) || tpc_mesh_group_size(&S->mesh, tp) == 1) return v;
+  if (v->gathered) return v->gathered;
+  tpc_layout_t g = v->layout;
+  g.mask[0] &= ~tp;
+  tpc__sval_t* out = tpc__emit_collective_mask(S, tp, TPC_OP_NAME_ALL_GATHER, v, ", dim = 0 : i64", &g);
+  v->gathered = out;
+  return out;
+}

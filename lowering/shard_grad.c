@@ -39,16 +39,6 @@ bool tpc__is_grad_op(int kind) {
   }
 }
 
-static int64_t tpc__tp_size(tpc__shard_t* S) { return tpc_mesh_group_size(&S->mesh, tpc__bit(S->tp)); }
-
-// All-gathers |v| along tokens over tp when sequence parallelism sharded them there.
-static tpc__sval_t* tpc__gather_tokens(tpc__shard_t* S, tpc__sval_t* v) {
-  uint32_t tp = tpc__bit(S->tp);
-  if (!(v->layout.mask[0] & tp) || tpc__tp_size(S) == 1) return v;
-  tpc_layout_t g = v->layout;
-  g.mask[0] &= ~tp;
-  return tpc__emit_collective_mask(S, tp, TPC_OP_NAME_ALL_GATHER, v, ", dim = 0 : i64", &g);
-}
 
 static tpc_layout_t tpc__result_layout(MlirOperation op, int i) {
   return tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, i)));

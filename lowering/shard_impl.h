@@ -21,6 +21,8 @@ struct tpc__sval_t {
   // received counts (for the grouped linears) and the rank's own counts (to bring them back).
   tpc__sval_t* recv_sizes;
   tpc__sval_t* own_sizes;
+  // The all-gather of this value along tokens over tp, once emitted (reused by later readers).
+  tpc__sval_t* gathered;
 };
 
 typedef struct {
@@ -49,6 +51,9 @@ tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const cha
 /// the attribute named |skip_attr| dropped.
 void tpc__emit_op(tpc__shard_t* S, MlirOperation op, tpc__sval_t* const* ins, int nin, const tpc_layout_t* outs,
                   int nout, const char* extra_attrs, const char* skip_attr);
+/// All-gathers |v| along tokens over tp when sequence parallelism shards them there; the gather is
+/// emitted once per value and reused.
+tpc__sval_t* tpc__gather_tokens(tpc__shard_t* S, tpc__sval_t* v);
 /// Emits a collective over one mesh axis, or over tp.
 tpc__sval_t* tpc__emit_collective_on(tpc__shard_t* S, int axis, const char* op_name, const tpc__sval_t* in,
                                      const char* extra_attrs, const tpc_layout_t* out);
