@@ -35,12 +35,21 @@ typedef struct {
   MlirValue value;
   char name[48];     // SSA name in the emitted text
   char adjoint[48];  // SSA name of the accumulated gradient, "" when none yet
+  uint32_t tokens;   // per-rank programs: the mesh axes that shard this activation's tokens
+  MlirType adjoint_type;  // the gradient's type (a bf16 gradient can flow into an f32 partial)
 } tpc__adval_t;
 
 typedef struct {
   MlirOperation func;
   MlirOperation loc_op;  // the op whose location every emitted op carries (its forward op)
   MlirContext ctx;
+  // Per-rank programs (after tp-shard): the mesh, and the index of its tp axis (-1 if none).
+  bool per_rank;
+  char mesh_name[64];
+  int num_axes;
+  char axes[4][16];
+  int64_t sizes[4];
+  int tp;
   tpc__adval_t vals[TPC_AD_MAX_VALUES];
   int num_vals;
   int counter;
@@ -59,6 +68,7 @@ static tpc__adval_t* tpc__ad_add(tpc__ad_t* A, MlirValue v, const char* name) {
   a->value = v;
   snprintf(a->name, sizeof a->name, "%s", name);
   a->adjoint[0] = '\0';
+  a->tokens = 0;
   return a;
 }
 
@@ -124,6 +134,7 @@ static void tpc__ad_accumulate(tpc__ad_t* A, MlirValue v, const char* g, MlirTyp
   if (!a) return;
   if (!a->adjoint[0]) {
     snprintf(a->adjoint, sizeof a->adjoint, "%s", g);
+    a->adjoint_type = t;
     return;
   }
   const char* ops[2] = {a->adjoint, g};
@@ -133,9 +144,78 @@ static void tpc__ad_accumulate(tpc__ad_t* A, MlirValue v, const char* g, MlirTyp
   snprintf(a->adjoint, sizeof a->adjoint, "%s", base);
 }
 
+static uint32_t tpc__ad_tokens(tpc__ad_t* A, MlirValue v) {
+  tpc__adval_t* a = tpc__ad_find(A, v);
+  return a ? a->tokens : 0u;
+}
+
 static const char* tpc__ad_name(tpc__ad_t* A, MlirValue v) {
   tpc__adval_t* a = tpc__ad_find(A, v);
   return a ? a->name : "%undefined";
+}
+
+//===----------------------------------------------------------------------===//
+// Per-rank programs
+//===----------------------------------------------------------------------===//
+
+static int64_t tpc__ad_group(const tpc__ad_t* A, uint32_t mask) {
+  int64_t g = 1;
+  for (int i = 0; i < A->num_axes; ++i)
+    if (mask & (1u << i)) g *= A->sizes[i];
+  return g;
+}
+
+static uint32_t tpc__ad_tp(const tpc__ad_t* A) { return A->tp >= 0 ? 1u << A->tp : 0u; }
+
+// The mesh-axis mask of a collective's `axes` attribute.
+static uint32_t tpc__ad_axes_mask(const tpc__ad_t* A, MlirOperation op) {
+  MlirAttribute axes = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("axes"));
+  uint32_t m = 0;
+  for (intptr_t i = 0; !mlirAttributeIsNull(axes) && mlirAttributeIsAArray(axes) && i < mlirArrayAttrGetNumElements(axes); ++i) {
+    MlirStringRef n = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
+    for (int k = 0; k < A->num_axes; ++k)
+      if (mlirStringRefEqual(n, mlirStringRefCreateFromCString(A->axes[k]))) m |= 1u << k;
+  }
+  return m;
+}
+
+// Emits a collective over |mask| of |in| (type |in_t|) into type |out_t|; returns its name.
+static const char* tpc__ad_collective(tpc__ad_t* A, const char* op_name, uint32_t mask, const char* dim_attr,
+                                      const char* in, MlirType in_t, MlirType out_t, char* out_base, size_t size) {
+  char extra[256];
+  int n = snprintf(extra, sizeof extra, "mesh = @%s, axes = [", A->mesh_name);
+  bool first = true;
+  for (int k = 0; k < A->num_axes && n < (int)sizeof extra; ++k)
+    if (mask & (1u << k)) {
+      n += snprintf(extra + n, sizeof extra - (size_t)n, "%s\"%s\"", first ? "" : ", ", A->axes[k]);
+      first = false;
+    }
+  if (n < (int)sizeof extra) snprintf(extra + n, sizeof extra - (size_t)n, "]%s", dim_attr);
+  const char* ops[1] = {in};
+  return tpc__ad_emit(A, op_name, ops, &in_t, 1, &out_t, 1, (MlirOperation){NULL}, NULL, extra, out_base, size);
+}
+
+// Emits a gradient whose result |reduced| is summed over the token axes |tokens| when they hold
+// several ranks: the op as a partial, then an all-reduce (data parallelism's gradient sync).
+static const char* tpc__ad_emit_token_reduced(tpc__ad_t* A, const char* op_name, const char* const* operands,
+                                              const MlirType* operand_types, int nin, const MlirType* result_types,
+                                              int nout, int reduced, MlirOperation src, const char* const* keep,
+                                              uint32_t tokens, char* out, size_t size) {
+  bool reduce = A->per_rank && tpc__ad_group(A, tokens) > 1;
+  char base[40];
+  tpc__ad_emit(A, op_name, operands, operand_types, nin, result_types, nout, src, keep, reduce ? "partial = true" : NULL,
+               base, sizeof base);
+  if (nout > 1)
+    snprintf(out, size, "%s#%d", base, reduced);
+  else
+    snprintf(out, size, "%s", base);
+  if (!reduce) return out;
+  char sum[40], partial[48];
+  snprintf(partial, sizeof partial, "%s", out);
+  tpc__ad_collective(A, TPC_OP_NAME_ALL_REDUCE, tokens, "", partial, result_types[reduced], result_types[reduced], sum,
+                     sizeof sum);
+  snprintf(out, size, "%s", sum);
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -153,7 +233,7 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
   MlirValue r0 = mlirOperationGetNumResults(op) ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
   tpc__adval_t* out = mlirValueIsNull(r0) ? NULL : tpc__ad_find(A, r0);
   const char* dy = out ? out->adjoint : "";
-  MlirType ty = mlirValueIsNull(r0) ? (MlirType){NULL} : mlirValueGetType(r0);
+  MlirType ty = out && *dy ? out->adjoint_type : mlirValueIsNull(r0) ? (MlirType){NULL} : mlirValueGetType(r0);
   switch (kind) {
     case TPC_OP_ADD: {
       if (!*dy) return mlirLogicalResultSuccess();
@@ -163,7 +243,8 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
         // A broadcast bias: its gradient sums the rows (f32, like tp.linear's bias).
         MlirType db_t = tpc__f32_like(A, rhs);
         const char* bops[1] = {dy};
-        tpc__ad_emit(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, (MlirOperation){NULL}, NULL, NULL, b1, sizeof b1);
+        tpc__ad_emit_token_reduced(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, 0, (MlirOperation){NULL}, NULL,
+                                   tpc__ad_tokens(A, mlirOperationGetOperand(op, 0)), b1, sizeof b1);
         tpc__ad_accumulate(A, rhs, b1, db_t);
       } else {
         tpc__ad_accumulate(A, rhs, name, ty);
@@ -187,6 +268,7 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
       if (!*dy) return mlirLogicalResultSuccess();
       MlirValue x = tpc_linear_get_x(op), w = tpc_linear_get_w(op), bias = tpc_linear_get_bias(op);
       MlirType tx = mlirValueGetType(x), tw = mlirValueGetType(w);
+      uint32_t tokens = tpc__ad_tokens(A, x);
       const char* dgrad_ops[2] = {dy, tpc__ad_name(A, w)};
       MlirType dgrad_types[2] = {ty, tw};
       const char* wgrad_ops[2] = {dy, tpc__ad_name(A, x)};
@@ -195,13 +277,33 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
       if (!mlirValueIsNull(bias)) {
         MlirType db_t = tpc__f32_like(A, bias);
         const char* bops[1] = {dy};
-        tpc__ad_emit(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, (MlirOperation){NULL}, NULL, NULL, b1, sizeof b1);
+        tpc__ad_emit_token_reduced(A, TPC_OP_NAME_BIAS_GRAD, bops, &ty, 1, &db_t, 1, 0, (MlirOperation){NULL}, NULL,
+                                   tokens, b1, sizeof b1);
         tpc__ad_accumulate(A, bias, b1, db_t);
       }
-      tpc__ad_emit(A, TPC_OP_NAME_LINEAR_WGRAD, wgrad_ops, wgrad_types, 2, &dw_t, 1, op, tpc__plan_attrs, NULL, b1, sizeof b1);
+      tpc__ad_emit_token_reduced(A, TPC_OP_NAME_LINEAR_WGRAD, wgrad_ops, wgrad_types, 2, &dw_t, 1, 0, op,
+                                 tpc__plan_attrs, tokens, b1, sizeof b1);
       tpc__ad_accumulate(A, w, b1, dw_t);
-      tpc__ad_emit(A, TPC_OP_NAME_LINEAR_DGRAD, dgrad_ops, dgrad_types, 2, &tx, 1, op, tpc__plan_attrs, NULL, b2, sizeof b2);
-      tpc__ad_accumulate(A, x, b2, tx);
+      // Per rank, a column-parallel linear's input gradient sums over the sharded N: an f32
+      // partial completed by the dual of the input's replication (an all-reduce over tp), or by
+      // the reduce-scatter that is the dual of a sequence-parallel all-gather.
+      bool column = A->per_rank && tpc_linear_get_parallel(op) == TPC_PARALLEL_COLUMN &&
+                    tpc__ad_group(A, tpc__ad_tp(A)) > 1;
+      if (!column) {
+        tpc__ad_emit(A, TPC_OP_NAME_LINEAR_DGRAD, dgrad_ops, dgrad_types, 2, &tx, 1, op, tpc__plan_attrs, NULL, b2, sizeof b2);
+        tpc__ad_accumulate(A, x, b2, tx);
+        return mlirLogicalResultSuccess();
+      }
+      MlirType partial_t = tpc__f32_like(A, x);
+      tpc__ad_emit(A, TPC_OP_NAME_LINEAR_DGRAD, dgrad_ops, dgrad_types, 2, &partial_t, 1, op, tpc__plan_attrs,
+                   "partial = true", b2, sizeof b2);
+      MlirOperation def = mlirOpResultGetOwner(x);
+      if (mlirValueIsAOpResult(x) && tpc_is_all_gather(def)) {
+        tpc__ad_accumulate(A, x, b2, partial_t);
+      } else {
+        tpc__ad_collective(A, TPC_OP_NAME_ALL_REDUCE, tpc__ad_tp(A), "", b2, partial_t, tx, b1, sizeof b1);
+        tpc__ad_accumulate(A, x, b1, tx);
+      }
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_GROUPED_LINEAR: {
@@ -214,10 +316,21 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
       MlirType wgrad_types[3] = {ty, tx, tg};
       static const char* const keep[] = {"parallel", NULL};
       MlirType dw_t = tpc__f32_like(A, w);
-      tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_WGRAD, wgrad_ops, wgrad_types, 3, &dw_t, 1, op, keep, NULL, b1, sizeof b1);
+      tpc__ad_emit_token_reduced(A, TPC_OP_NAME_GROUPED_LINEAR_WGRAD, wgrad_ops, wgrad_types, 3, &dw_t, 1, 0, op, keep,
+                                 tpc__ad_tokens(A, x), b1, sizeof b1);
       tpc__ad_accumulate(A, w, b1, dw_t);
-      tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_DGRAD, dgrad_ops, dgrad_types, 3, &tx, 1, op, keep, NULL, b2, sizeof b2);
-      tpc__ad_accumulate(A, x, b2, tx);
+      bool column = A->per_rank && tpc_grouped_linear_get_parallel(op) == TPC_PARALLEL_COLUMN &&
+                    tpc__ad_group(A, tpc__ad_tp(A)) > 1;
+      if (!column) {
+        tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_DGRAD, dgrad_ops, dgrad_types, 3, &tx, 1, op, keep, NULL, b2, sizeof b2);
+        tpc__ad_accumulate(A, x, b2, tx);
+        return mlirLogicalResultSuccess();
+      }
+      MlirType partial_t = tpc__f32_like(A, x);
+      tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_DGRAD, dgrad_ops, dgrad_types, 3, &partial_t, 1, op, keep,
+                   "partial = true", b2, sizeof b2);
+      tpc__ad_collective(A, TPC_OP_NAME_ALL_REDUCE, tpc__ad_tp(A), "", b2, partial_t, tx, b1, sizeof b1);
+      tpc__ad_accumulate(A, x, b1, tx);
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_GLU: {
@@ -239,10 +352,18 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
       const char* ops[3] = {tpc__ad_name(A, x), tpc__ad_name(A, gamma), dy};
       MlirType types[3] = {tx, tg, ty};
       MlirType results[3] = {tx, dg, dg};
-      tpc__ad_emit(A, ln ? TPC_OP_NAME_LAYERNORM_GRAD : TPC_OP_NAME_RMSNORM_GRAD, ops, types, 3, results, ln ? 3 : 2, op,
-                   tpc__eps_attrs, NULL, b1, sizeof b1);
-      snprintf(name, sizeof name, "%s#1", b1);
-      tpc__ad_accumulate(A, gamma, name, dg);
+      uint32_t tokens = tpc__ad_tokens(A, x);
+      if (ln && A->per_rank && tpc__ad_group(A, tokens) > 1) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "tp-autodiff: a layernorm gradient over sharded tokens is not supported yet (two parameter reductions)");
+        return mlirLogicalResultFailure();
+      }
+      char dgamma[48];
+      tpc__ad_emit_token_reduced(A, ln ? TPC_OP_NAME_LAYERNORM_GRAD : TPC_OP_NAME_RMSNORM_GRAD, ops, types, 3, results,
+                                 ln ? 3 : 2, 1, op, tpc__eps_attrs, tokens, dgamma, sizeof dgamma);
+      // The op itself is the base name of its results, before any reduction.
+      snprintf(b1, sizeof b1, "%%g%d", A->counter - (A->per_rank && tpc__ad_group(A, tokens) > 1 ? 2 : 1));
+      tpc__ad_accumulate(A, gamma, dgamma, dg);
       if (ln) {
         snprintf(name, sizeof name, "%s#2", b1);
         tpc__ad_accumulate(A, mlirOperationGetOperand(op, 2), name, dg);
@@ -289,7 +410,46 @@ static MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) 
       tpc__ad_accumulate(A, logits, b1, tl);
       return mlirLogicalResultSuccess();
     }
-    default: {
+    case TPC_OP_ALL_REDUCE:
+    case TPC_OP_REDUCE_SCATTER:
+    case TPC_OP_ALL_GATHER: {
+      // The duals of tp-shard's collectives (per-rank programs). The reduction completing a
+      // row-parallel partial passes the gradient through (every rank holds the same y); a
+      // sequence-parallel reduce-scatter's dual all-gathers it; an all-gather's dual
+      // reduce-scatters the (f32 partial) gradient of the gathered tokens.
+      if (!A->per_rank) break;
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue in = mlirOperationGetOperand(op, 0);
+      MlirType tin = mlirValueGetType(in);
+      uint32_t mask = tpc__ad_axes_mask(A, op);
+      if (kind == TPC_OP_ALL_REDUCE) {
+        snprintf(name, sizeof name, "%s", dy);
+        tpc__ad_accumulate(A, in, name, ty);
+        return mlirLogicalResultSuccess();
+      }
+      MlirAttribute dim = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("dim"));
+      if (mlirAttributeIsNull(dim) || mlirIntegerAttrGetValueInt(dim) != 0) break;
+      if (kind == TPC_OP_REDUCE_SCATTER) {
+        // The gathered gradient has the partial's shape and the gradient's element type.
+        intptr_t rank = mlirShapedTypeGetRank(tin);
+        int64_t dims[8];
+        for (intptr_t i = 0; i < rank && i < 8; ++i) dims[i] = mlirShapedTypeGetDimSize(tin, i);
+        MlirType g_t = mlirRankedTensorTypeGet(rank, dims, mlirShapedTypeGetElementType(ty), mlirAttributeGetNull());
+        tpc__ad_collective(A, TPC_OP_NAME_ALL_GATHER, mask, ", dim = 0 : i64", out->adjoint, ty, g_t, b1, sizeof b1);
+        tpc__ad_accumulate(A, in, b1, g_t);
+        return mlirLogicalResultSuccess();
+      }
+      // all_gather: the adjoint of the gathered value is an f32 partial (a column dgrad).
+      MlirType partial_t = tpc__f32_like(A, r0);
+      tpc__ad_collective(A, TPC_OP_NAME_REDUCE_SCATTER, mask, ", dim = 0 : i64", out->adjoint, partial_t, tin, b1, sizeof b1);
+      tpc__ad_accumulate(A, in, b1, tin);
+      return mlirLogicalResultSuccess();
+    }
+    default:
+      break;
+  }
+  {
+    {
       MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
       char msg[256];
       snprintf(msg, sizeof msg, "tp-autodiff: '%.*s' has no gradient rule (differentiate the logical module, before "
@@ -335,6 +495,17 @@ static bool tpc__wants_grad(MlirOperation func, intptr_t i, MlirType t) {
   return mlirAttributeIsNull(g) || !mlirAttributeIsABool(g) || mlirBoolAttrGetValue(g);
 }
 
+// Appends ", tp.shard = ..." when |d| (an argument's or result's attributes) has one: a gradient
+// or cotangent is laid out like its value.
+static void tpc__print_shard(tpc_text_t* t, MlirAttribute d) {
+  MlirAttribute sh = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                         ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))
+                         : (MlirAttribute){NULL};
+  if (mlirAttributeIsNull(sh)) return;
+  tpc_text_printf(t, ", " TPC_ARG_ATTR_SHARD " = ");
+  mlirAttributePrint(sh, tpc_text_append_ref, t);
+}
+
 static void tpc__print_dict(tpc_text_t* t, MlirAttribute d) {
   if (mlirAttributeIsNull(d) || !mlirAttributeIsADictionary(d) || mlirDictionaryAttrGetNumElements(d) == 0) return;
   tpc_text_printf(t, " ");
@@ -347,7 +518,23 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
   for (intptr_t i = 0; i < nargs; ++i) {
     char n[32];
     snprintf(n, sizeof n, "%%a%ld", (long)i);
-    tpc__ad_add(A, mlirBlockGetArgument(body, i), n);
+    tpc__adval_t* a = tpc__ad_add(A, mlirBlockGetArgument(body, i), n);
+    // A per-rank argument's tokens are sharded over the axes its tp.shard lists for dim 0.
+    MlirAttribute d = tpc__slot_dict(A->func, "arg_attrs", i);
+    MlirAttribute sh = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                           ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))
+                           : (MlirAttribute){NULL};
+    MlirAttribute axes = !mlirAttributeIsNull(sh) && mlirAttributeIsADictionary(sh)
+                             ? mlirDictionaryAttrGetElementByName(sh, mlirStringRefCreateFromCString("axes"))
+                             : (MlirAttribute){NULL};
+    if (a && !mlirAttributeIsNull(axes) && mlirAttributeIsAArray(axes) && mlirArrayAttrGetNumElements(axes) > 0) {
+      MlirAttribute dim0 = mlirArrayAttrGetElement(axes, 0);
+      for (intptr_t k = 0; mlirAttributeIsAArray(dim0) && k < mlirArrayAttrGetNumElements(dim0); ++k) {
+        MlirStringRef an = mlirStringAttrGetValue(mlirArrayAttrGetElement(dim0, k));
+        for (int m = 0; m < A->num_axes; ++m)
+          if (mlirStringRefEqual(an, mlirStringRefCreateFromCString(A->axes[m]))) a->tokens |= 1u << m;
+      }
+    }
   }
   MlirOperation ret = {NULL};
   MlirOperation ops[TPC_AD_MAX_VALUES];
@@ -378,12 +565,18 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     char opname[64];
     snprintf(opname, sizeof opname, "%.*s", (int)n.length, n.data);
     tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout, op, NULL, NULL, base, sizeof base);
+    // Token sharding flows through ops; the sequence-parallel collectives change it.
+    uint32_t tokens = nin ? tpc__ad_tokens(A, mlirOperationGetOperand(op, 0)) : 0u;
+    int kind = tpc_op_get_kind(op);
+    if (kind == TPC_OP_ALL_GATHER) tokens &= ~tpc__ad_axes_mask(A, op);
+    if (kind == TPC_OP_REDUCE_SCATTER) tokens |= tpc__ad_axes_mask(A, op);
     for (int i = 0; i < nout; ++i) {
       if (nout == 1)
         snprintf(name, sizeof name, "%s", base);
       else
         snprintf(name, sizeof name, "%s#%d", base, i);
-      tpc__ad_add(A, mlirOperationGetResult(op, i), name);
+      tpc__adval_t* r = tpc__ad_add(A, mlirOperationGetResult(op, i), name);
+      if (r) r->tokens = tokens;
     }
   }
   if (mlirOperationIsNull(ret)) {
@@ -417,7 +610,9 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     tpc__slot_name(A->func, "res_attrs", j, "result", rn, sizeof rn);
     tpc_text_printf(out, "%s%%c%ld: ", nargs + j ? ", " : "", (long)j);
     mlirTypePrint(mlirValueGetType(mlirOperationGetOperand(ret, j)), tpc_text_append_ref, out);
-    tpc_text_printf(out, " {%s = \"%s_grad\"}", TPC_ARG_ATTR_NAME, rn);
+    tpc_text_printf(out, " {%s = \"%s_grad\"", TPC_ARG_ATTR_NAME, rn);
+    tpc__print_shard(out, tpc__slot_dict(A->func, "res_attrs", j));
+    tpc_text_printf(out, "}");
   }
   tpc_text_printf(out, ") -> (");
   tpc_text_t rets = {0}, types = {0};
@@ -465,7 +660,9 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     }
     MlirType out_t = f32 ? gt : t;
     mlirTypePrint(out_t, tpc_text_append_ref, out);
-    tpc_text_printf(out, " {%s = \"%s_grad\"}", TPC_ARG_ATTR_NAME, an);
+    tpc_text_printf(out, " {%s = \"%s_grad\"", TPC_ARG_ATTR_NAME, an);
+    tpc__print_shard(out, tpc__slot_dict(A->func, "arg_attrs", i));
+    tpc_text_printf(out, "}");
     tpc_text_printf(&rets, ", %s", av->adjoint);
     tpc_text_printf(&types, ", ");
     mlirTypePrint(out_t, tpc_text_append_ref, &types);
@@ -480,6 +677,35 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
 //===----------------------------------------------------------------------===//
 // Pass callbacks
 //===----------------------------------------------------------------------===//
+
+// A function whose arguments carry tp.shard is a per-rank program (tp-shard ran first): its
+// gradients need the duals of the collectives and the token reductions tp-shard would insert.
+static void tpc__ad_read_mesh(tpc__ad_t* A, MlirOperation module) {
+  MlirAttribute args = mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("arg_attrs"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(args) && i < mlirArrayAttrGetNumElements(args); ++i) {
+    MlirAttribute d = mlirArrayAttrGetElement(args, i);
+    if (mlirAttributeIsADictionary(d) &&
+        !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))))
+      A->per_rank = true;
+  }
+  if (!A->per_rank) return;
+  for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(module)));
+       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (!tpc_is_mesh(o)) continue;
+    MlirStringRef n = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
+    snprintf(A->mesh_name, sizeof A->mesh_name, "%.*s", (int)n.length, n.data);
+    MlirAttribute axes = tpc_mesh_get_axes_attr(o), shape = tpc_mesh_get_shape_attr(o);
+    A->num_axes = (int)mlirArrayAttrGetNumElements(axes);
+    if (A->num_axes > 4) A->num_axes = 4;
+    for (int k = 0; k < A->num_axes; ++k) {
+      MlirStringRef a = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, k));
+      snprintf(A->axes[k], sizeof A->axes[k], "%.*s", (int)a.length, a.data);
+      A->sizes[k] = mlirDenseI64ArrayGetElement(shape, k);
+      if (!strcmp(A->axes[k], "tp")) A->tp = k;
+    }
+    return;
+  }
+}
 
 static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) {
   (void)options;
@@ -496,6 +722,8 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     memset(A, 0, sizeof *A);
     A->func = o;
     A->ctx = mlirOperationGetContext(module);
+    A->tp = -1;
+    tpc__ad_read_mesh(A, module);
     ok = mlirLogicalResultIsSuccess(tpc__ad_func(A, &funcs));
     tpc_text_free(&A->body);
   }
