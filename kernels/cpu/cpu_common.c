@@ -126,3 +126,54 @@ tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   for (int64_t i = 0; i < n; ++i) tprt__st(dst->data, dst->dtype, i, tprt__ld(src->data, src->dtype, i));
   return NULL;
 }
+
+// Sums a + b, saturating at INT64_MAX: counts are checked non-negative first, and the saturated
+// sum is only ever compared with a row count, so absurd counts cannot overflow.
+static int64_t tprt__sat_add(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
+
+tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
+                                   const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments) {
+  char a[96], b[96], rows[32] = "", holder[48] = "there are";
+  if (rows_of) {
+    snprintf(rows, sizeof rows, " of %s", rows_of);
+    snprintf(holder, sizeof holder, "%s has", rows_of);
+  }
+  int64_t e = w->dims[0], g = group_sizes->dims[0];
+  // E == 0 (an empty w) keeps the one-segment rule with no counts at all.
+  if (e == 0 ? g != 0 : g == 0 || g % e != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: group_sizes must be [S*E] = S >= 1 segments of E=%lld counts (%s is %s); got %s", op,
+                            (long long)e, wname, tprt__shape_str(w, a, sizeof a),
+                            tprt__shape_str(group_sizes, b, sizeof b));
+  int64_t segs = e == 0 ? 1 : g / e;
+  if (t % segs != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: T=%lld rows%s are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
+                            (long long)t, rows, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
+  const int64_t* sizes = (const int64_t*)group_sizes->data;
+  int64_t cap = t / segs;
+  for (int64_t sg = 0; sg < segs; ++sg) {
+    int64_t used = 0;
+    for (int64_t j = 0; j < e; ++j) {
+      int64_t i = sg * e + j;
+      if (sizes[i] < 0 || sizes[i] > cap) {
+        if (segs == 1)
+          return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes[%lld]=%lld is outside [0, T=%lld]", op,
+                                  (long long)i, (long long)sizes[i], (long long)t);
+        return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                                "%s: group_sizes[%lld]=%lld (segment %lld, expert %lld) is outside [0, T/S=%lld]", op,
+                                (long long)i, (long long)sizes[i], (long long)sg, (long long)j, (long long)cap);
+      }
+      used = tprt__sat_add(used, sizes[i]);
+    }
+    if (segs == 1 && used != t)
+      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes sum to %lld but %s T=%lld rows", op,
+                              (long long)used, holder, (long long)t);
+    if (used > cap)
+      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                              "%s: segment %lld holds %lld rows but has capacity %lld (T=%lld rows in S=%lld segments)",
+                              op, (long long)sg, (long long)used, (long long)cap, (long long)t, (long long)segs);
+  }
+  *out_segments = segs;
+  return NULL;
+}

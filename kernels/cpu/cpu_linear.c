@@ -155,54 +155,6 @@ tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, co
   return NULL;
 }
 
-// Sums a + b, saturating at INT64_MAX: counts are checked non-negative first, and the saturated
-// sum is only ever compared with a row count, so absurd counts cannot overflow.
-static int64_t tprt__sat_add(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
-
-// Checks group_sizes[G] against x's T rows and w's E experts and returns the number of segments
-// S = G/E. S == 1: every row belongs to an expert (the counts sum to T). S > 1: T splits into S
-// segments of capacity T/S, each holding at most T/S rows for its E experts, then padding.
-static tprt_status_t tprt__check_segments(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                          const tprt_tensor_t* group_sizes, int64_t* out_segments) {
-  char a[96], b[96];
-  int64_t t = x->dims[0], e = w->dims[0], g = group_sizes->dims[0];
-  // E == 0 (an empty w) keeps the one-segment rule with no counts at all.
-  if (e == 0 ? g != 0 : g == 0 || g % e != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: group_sizes must be [S*E] = S >= 1 segments of E=%lld counts (w is %s); got %s", op,
-                            (long long)e, tprt__shape_str(w, a, sizeof a), tprt__shape_str(group_sizes, b, sizeof b));
-  int64_t segs = e == 0 ? 1 : g / e;
-  if (t % segs != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: T=%lld rows of x are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
-                            (long long)t, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
-  const int64_t* sizes = (const int64_t*)group_sizes->data;
-  int64_t cap = t / segs;
-  for (int64_t sg = 0; sg < segs; ++sg) {
-    int64_t used = 0;
-    for (int64_t j = 0; j < e; ++j) {
-      int64_t i = sg * e + j;
-      if (sizes[i] < 0 || sizes[i] > cap) {
-        if (segs == 1)
-          return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes[%lld]=%lld is outside [0, T=%lld]", op,
-                                  (long long)i, (long long)sizes[i], (long long)t);
-        return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                                "%s: group_sizes[%lld]=%lld (segment %lld, expert %lld) is outside [0, T/S=%lld]", op,
-                                (long long)i, (long long)sizes[i], (long long)sg, (long long)j, (long long)cap);
-      }
-      used = tprt__sat_add(used, sizes[i]);
-    }
-    if (segs == 1 && used != t)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes sum to %lld but x has T=%lld rows", op,
-                              (long long)used, (long long)t);
-    if (used > cap)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                              "%s: segment %lld holds %lld rows but has capacity %lld (T=%lld rows in S=%lld segments)",
-                              op, (long long)sg, (long long)used, (long long)cap, (long long)t, (long long)segs);
-  }
-  *out_segments = segs;
-  return NULL;
-}
 
 tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
                                       tprt_tensor_t* y, int chunks) {
@@ -220,7 +172,7 @@ tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_
     return tprt_make_status(
         TPRT_STATUS_INVALID_ARGUMENT, "%s: x[T,K] and w[E,N,K] disagree on K: x %s has K=%lld, w %s has K=%lld", op,
         tprt__shape_str(x, a, sizeof a), (long long)k, tprt__shape_str(w, b, sizeof b), (long long)w->dims[2]);
-  s = tprt__check_segments(op, x, w, group_sizes, &segs);
+  s = tprt__check_segments(op, x->dims[0], w, "w", "x", group_sizes, &segs);
   if (!s) s = tprt__check_y(op, x, y, t, n, "[T,N]");
   if (s) return s;
   if (t == 0 || n == 0) return NULL;

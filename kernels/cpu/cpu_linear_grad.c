@@ -222,52 +222,6 @@ tprt_status_t tprt_cpu_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int
   return NULL;
 }
 
-// Sums a + b, saturating at INT64_MAX (as cpu_linear.c: counts are non-negative when summed).
-static int64_t tprt__sat_add(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
-
-// tprt_cpu_grouped_linear's segment rule (the same checks and messages as cpu_linear.c, whose
-// helper is private): group_sizes[G] against T rows and E experts (of |wname|); returns S = G/E.
-static tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
-                                          const tprt_tensor_t* group_sizes, int64_t* out_segments) {
-  char a[96], b[96];
-  int64_t e = w->dims[0], g = group_sizes->dims[0];
-  if (e == 0 ? g != 0 : g == 0 || g % e != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: group_sizes must be [S*E] = S >= 1 segments of E=%lld counts (%s is %s); got %s", op,
-                            (long long)e, wname, tprt__shape_str(w, a, sizeof a),
-                            tprt__shape_str(group_sizes, b, sizeof b));
-  int64_t segs = e == 0 ? 1 : g / e;
-  if (t % segs != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: T=%lld rows are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
-                            (long long)t, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
-  const int64_t* sizes = (const int64_t*)group_sizes->data;
-  int64_t cap = t / segs;
-  for (int64_t sg = 0; sg < segs; ++sg) {
-    int64_t used = 0;
-    for (int64_t j = 0; j < e; ++j) {
-      int64_t i = sg * e + j;
-      if (sizes[i] < 0 || sizes[i] > cap) {
-        if (segs == 1)
-          return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes[%lld]=%lld is outside [0, T=%lld]", op,
-                                  (long long)i, (long long)sizes[i], (long long)t);
-        return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                                "%s: group_sizes[%lld]=%lld (segment %lld, expert %lld) is outside [0, T/S=%lld]", op,
-                                (long long)i, (long long)sizes[i], (long long)sg, (long long)j, (long long)cap);
-      }
-      used = tprt__sat_add(used, sizes[i]);
-    }
-    if (segs == 1 && used != t)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes sum to %lld but there are T=%lld rows", op,
-                              (long long)used, (long long)t);
-    if (used > cap)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                              "%s: segment %lld holds %lld rows but has capacity %lld (T=%lld rows in S=%lld segments)",
-                              op, (long long)sg, (long long)used, (long long)cap, (long long)t, (long long)segs);
-  }
-  *out_segments = segs;
-  return NULL;
-}
 
 tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w,
                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks) {
@@ -281,7 +235,7 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
   if (s) return s;
   int64_t t = dy->dims[0], n = dy->dims[1], e = w->dims[0], k = w->dims[2], segs = 1;
   if (w->dims[1] != n) return tprt__mismatch(op, "dy[T,N] and w[E,N,K]", "N", dy, "dy", n, w, "w", w->dims[1]);
-  s = tprt__check_segments(op, t, w, "w", group_sizes, &segs);
+  s = tprt__check_segments(op, t, w, "w", NULL, group_sizes, &segs);
   int64_t dims[2] = {t, k};
   if (!s) s = tprt__check_out(op, "dx", dx, 2, dims, "[T,K]", dy);
   if (s || t == 0 || k == 0) return s;
@@ -322,7 +276,7 @@ tprt_status_t tprt_cpu_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_
   if (x->dims[0] != t) return tprt__mismatch(op, "dy[T,N] and x[T,K]", "T", dy, "dy", t, x, "x", x->dims[0]);
   int64_t dims[3] = {e, n, k};
   s = tprt__check_out(op, "dw", dw, 3, dims, "[E,N,K]", dy);
-  if (!s) s = tprt__check_segments(op, t, dw, "dw", group_sizes, &segs);
+  if (!s) s = tprt__check_segments(op, t, dw, "dw", NULL, group_sizes, &segs);
   if (s || e == 0 || n == 0 || k == 0) return s;
   // The rows of one expert, gathered across segments in increasing global row order.
   int64_t* rows = NULL;

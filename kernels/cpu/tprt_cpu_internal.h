@@ -70,4 +70,11 @@ tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr);
 /// Frees scratch from tprt__scratch (NULL-safe).
 void tprt__scratch_free(void* ptr);
 
+/// The segment rule of the grouped linears: checks group_sizes[G] against T rows and the E experts
+/// of |w| (named |wname| in messages) and stores S = G/E. S == 1: the counts sum to T. S > 1: the T
+/// rows split into S segments of capacity T/S, each holding at most T/S rows for its E experts,
+/// then padding. |rows_of| names the tensor holding the rows ("x"), or NULL.
+tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
+                                   const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments);
+
 #endif  // TPRT_CPU_INTERNAL_H_
