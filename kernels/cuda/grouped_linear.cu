@@ -83,11 +83,11 @@ static __device__ __forceinline__ void tprt__gl_body(const void* __restrict__ x,
   }
 }
 
-#define TPRT__GL_KERNEL(name, dtype)                                                                               \
-  extern "C" __global__ void __launch_bounds__(TPRT__GL_THREADS)                                                   \
-      name(const void* x, const void* w, const int64_t* sizes, void* y, int y_dtype, int64_t t, int64_t n,         \
-           int64_t k, int64_t e, int64_t cap, int chunks, int64_t size) {                                          \
-    tprt__gl_body<dtype>(x, w, sizes, y, y_dtype, t, n, k, e, cap, chunks, size);                                  \
+#define TPRT__GL_KERNEL(name, dtype)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(TPRT__GL_THREADS)                                                      \
+      name(const void* x, const void* w, const int64_t* sizes, void* y, int y_dtype, int64_t t, int64_t n, int64_t k, \
+           int64_t e, int64_t cap, int chunks, int64_t size) {                                                        \
+    tprt__gl_body<dtype>(x, w, sizes, y, y_dtype, t, n, k, e, cap, chunks, size);                                     \
   }
 TPRT__GL_KERNEL(tprt_grouped_linear_kernel_bf16, TPRT_DTYPE_BF16)
 TPRT__GL_KERNEL(tprt_grouped_linear_kernel_f16, TPRT_DTYPE_F16)
@@ -127,7 +127,8 @@ static tprt_status_t tprt__cuda_check_grouped_linear(const tprt_tensor_t* x, con
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: T=%lld rows of x are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
                             (long long)t, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
-  bool y_ok = y->rank == 2 && y->dims[0] == t && y->dims[1] == n && (y->dtype == x->dtype || y->dtype == TPRT_DTYPE_F32);
+  bool y_ok =
+      y->rank == 2 && y->dims[0] == t && y->dims[1] == n && (y->dtype == x->dtype || y->dtype == TPRT_DTYPE_F32);
   if (!y_ok)
     return tprt_make_status(
         TPRT_STATUS_INVALID_ARGUMENT, "%s: y must be %s = [%lld,%lld] of x's dtype %s (or f32 for a partial); got %s",
@@ -140,9 +141,8 @@ static tprt_status_t tprt__cuda_check_grouped_linear(const tprt_tensor_t* x, con
 // Kernel launcher
 // ------------------------------------------------------------------------------------------------
 
-tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks,
-                                       cudaStream_t stream) {
+tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                       tprt_tensor_t* y, int chunks, cudaStream_t stream) {
   int64_t segs = 1;
   tprt_status_t s = tprt__cuda_check_grouped_linear(x, w, group_sizes, y, chunks, &segs);
   if (s) return s;

@@ -61,6 +61,49 @@ tprt_status_t tprt_cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt
 tprt_status_t tprt_cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// y[T,N] = x[T,K]·w[e,N,K]ᵀ for the rows of each expert, with tprt_cpu_grouped_linear's segment
+/// rule for group_sizes[S*E] (i64, device memory; padding rows of y get +0.0): bitwise
+/// tprt_cpu_grouped_linear. The counts are not validated (device data): counts the CPU kernel
+/// rejects leave y unspecified, never an out-of-bounds access. kernels/cuda/grouped_linear.cu.
+tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                       tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Copies each token once per selected expert, rows ordered by expert, token, slot; writes
+/// group_sizes[E] and row_map[T*k]: bitwise tprt_cpu_moe_permute (the order is computed on the
+/// device by a deterministic single-block counting sort; E <= 8192, else UNIMPLEMENTED). Indices
+/// are not validated (device data): one outside [0, E) drops its slot. kernels/cuda/moe.cu.
+tprt_status_t tprt_cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
+                                    tprt_tensor_t* group_sizes, tprt_tensor_t* row_map,
+                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The weighted combine out[t] = Σ_j weights[t,j]·y[row of slot (t,j)] in increasing j: bitwise
+/// tprt_cpu_moe_unpermute (k <= 64, else UNIMPLEMENTED). row_map must be a permutation (not
+/// checked: device data). kernels/cuda/moe.cu.
+tprt_status_t tprt_cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                      const tprt_tensor_t* weights, tprt_tensor_t* out,
+                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Expert-parallel dispatch of expert-sorted x[R,H] into |buckets| zero-padded buckets y[B*R,H]:
+/// bitwise tprt_cpu_moe_bucket (counts not validated: device data). kernels/cuda/moe.cu.
+tprt_status_t tprt_cuda_moe_bucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                   int buckets, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The inverse of tprt_cuda_moe_bucket, y[R,H] from x[B*R,H]: bitwise tprt_cpu_moe_unbucket.
+/// kernels/cuda/moe.cu.
+tprt_status_t tprt_cuda_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                     int buckets, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Fills t with fmaf(hi - lo, u, lo), u the Philox uniform of each element's logical position:
+/// bitwise tprt_cpu_fill_philox (|stream| is the Philox stream, |cuda_stream| the CUDA one).
+/// kernels/cuda/philox.cu.
+tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
+                                    int64_t row_offset, int64_t col_offset, int64_t logical_cols,
+                                    cudaStream_t cuda_stream) TPRT_MUST_USE_RESULT;
+
+/// dst = src: a byte copy when the dtypes match, else a bf16/f16/f32 conversion through f32 (RNE):
+/// bitwise tprt_cpu_copy. kernels/cuda/philox.cu.
+tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,27 +15,18 @@
 // Output ends with a per-kernel summary table and "N passed, N failed". Exit status: 0 when
 // everything passed, 1 on any mismatch or error, 77 when there is no CUDA device (the validation
 // checks still ran). Usage: tprt-cuda-check [substring of kernel names to run]
-#include <cuda_runtime.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "cuda_check.h"
+
 #include <time.h>
-
-#include <functional>
-
-#include "tprt_cpu_kernels.h"
-#include "tprt_cuda_kernels.h"
-#include "tprt_numerics.h"
-#include "tprt_status.h"
 
 // ------------------------------------------------------------------------------------------------
 // Results
 // ------------------------------------------------------------------------------------------------
 
 // Kernel names in summary order.
-static const char* const kKernels[] = {"validation", "control", "linear", "rmsnorm", "layernorm", "glu", "add", "mul"};
+static const char* const kKernels[] = {"validation",    "control",    "linear",       "rmsnorm",        "layernorm",
+                                       "glu",           "add",        "mul",          "grouped_linear", "moe_permute",
+                                       "moe_unpermute", "moe_bucket", "moe_unbucket", "fill_philox",    "copy"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {
@@ -55,7 +46,7 @@ static ct_summary_t* ct_summary(const char* kernel) {
   return &g_summary[0];
 }
 
-static bool ct_selected(const char* kernel) { return !g_filter || strstr(kernel, g_filter); }
+bool ct_selected(const char* kernel) { return !g_filter || strstr(kernel, g_filter); }
 
 static double ct_now_ms(void) {
   struct timespec ts;
@@ -64,31 +55,17 @@ static double ct_now_ms(void) {
 }
 
 /// Reports an unexpected failure (a status or a CUDA error) and counts it; the run goes on.
-static void ct_fail_status(const char* what, tprt_status_t s) {
+void ct_fail_status(const char* what, tprt_status_t s) {
   char buf[512];
   printf("FAILED %s: %s\n", what, tprt_status_format(s, buf, sizeof buf));
   tprt_status_free(s);
 }
 
-#define CT_CUDA(expr)                                                                                 \
-  do {                                                                                                \
-    cudaError_t ct_e = (expr);                                                                        \
-    if (ct_e != cudaSuccess) {                                                                        \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(ct_e)); \
-      exit(1);                                                                                        \
-    }                                                                                                 \
-  } while (0)
-
 // ------------------------------------------------------------------------------------------------
 // Tensors: a host view, a device view and deterministic random data
 // ------------------------------------------------------------------------------------------------
 
-typedef struct {
-  tprt_tensor_t h;  // host memory
-  tprt_tensor_t d;  // device memory, same shape
-} ct_tensor_t;
-
-static ct_tensor_t ct_make(int dtype, int rank, const int64_t* dims) {
+ct_tensor_t ct_make(int dtype, int rank, const int64_t* dims) {
   ct_tensor_t t;
   t.h = tprt_tensor_make(NULL, dtype, rank, dims);
   t.d = t.h;
@@ -99,18 +76,18 @@ static ct_tensor_t ct_make(int dtype, int rank, const int64_t* dims) {
   return t;
 }
 
-static void ct_free(ct_tensor_t* t) {
+void ct_free(ct_tensor_t* t) {
   free(t->h.data);
   CT_CUDA(cudaFree(t->d.data));
   t->h.data = t->d.data = NULL;
 }
 
-static void ct_upload(const ct_tensor_t* t) {
+void ct_upload(const ct_tensor_t* t) {
   CT_CUDA(cudaMemcpy(t->d.data, t->h.data, tprt_tensor_bytes(&t->h), cudaMemcpyHostToDevice));
 }
 
 /// splitmix64: the same data on every run and machine.
-static uint64_t ct_next(uint64_t* s) {
+uint64_t ct_next(uint64_t* s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -119,14 +96,6 @@ static uint64_t ct_next(uint64_t* s) {
 
 /// Uniform in [-1, 1).
 static float ct_unit(uint64_t* s) { return (float)((int64_t)(ct_next(s) >> 40) - (1 << 23)) * 0x1p-23f; }
-
-/// Value distributions of the generated inputs.
-typedef enum {
-  CT_DIST_MODERATE,  // u·2^e, u in [-1,1), e in [-2, 1]; 1 in 32 values is +-0
-  CT_DIST_OFFSET,    // 3 + moderate: a mean far from 0 (LayerNorm's cancellation)
-  CT_DIST_WIDE,      // u·2^e, e in [-12, 6] (every branch of the special functions)
-  CT_DIST_SPECIAL,   // wide, and 1 in 8 values from a list of edge cases (+-0, +-inf, subnormals, overflow)
-} ct_dist_t;
 
 static float ct_value(uint64_t* s, ct_dist_t dist) {
   static const float kSpecial[] = {0.0f,    -0.0f,  INFINITY, -INFINITY, 65504.0f, 65520.0f, 1e-40f,
@@ -148,7 +117,7 @@ static float ct_value(uint64_t* s, ct_dist_t dist) {
   }
 }
 
-static void ct_fill(ct_tensor_t* t, uint64_t* rng, ct_dist_t dist) {
+void ct_fill(ct_tensor_t* t, uint64_t* rng, ct_dist_t dist) {
   int64_t n = tprt_tensor_numel(&t->h);
   for (int64_t i = 0; i < n; ++i) {
     float v = ct_value(rng, dist);
@@ -183,9 +152,18 @@ static bool ct_is_nan(uint32_t bits, int width) {
 
 /// Compares |n| elements of two host buffers of |dtype| bit for bit; returns mismatches and the
 /// largest ulp distance (UINT32_MAX when one side is NaN and the other is not).
+/// Other dtypes (integers, fp8, packed f4) compare their bytes; a differing element counts 1 ulp.
 static int64_t ct_compare(const void* want, const void* got, int dtype, int64_t n, uint32_t* out_max_ulp) {
   int64_t mismatches = 0;
   uint32_t max_ulp = 0;
+  if (dtype != TPRT_DTYPE_BF16 && dtype != TPRT_DTYPE_F16 && dtype != TPRT_DTYPE_F32) {
+    size_t unit = tprt_dtype_bits(dtype) >= 8 ? (size_t)tprt_dtype_bits(dtype) / 8 : 1;
+    int64_t units = (int64_t)(tprt_dtype_bytes(dtype, n) / unit);
+    for (int64_t i = 0; i < units; ++i)
+      if (memcmp((const char*)want + i * unit, (const char*)got + i * unit, unit)) ++mismatches;
+    *out_max_ulp = mismatches ? 1 : 0;
+    return mismatches;
+  }
   int width = dtype == TPRT_DTYPE_F32 ? 32 : 16;
   for (int64_t i = 0; i < n; ++i) {
     uint32_t a, b;
@@ -212,16 +190,13 @@ static int64_t ct_compare(const void* want, const void* got, int dtype, int64_t 
 // ------------------------------------------------------------------------------------------------
 
 static void ct_print_header(void) {
-  printf("%-10s %-22s %-5s %-26s %9s %9s %8s %9s %9s  %s\n", "kernel", "shape", "dtype", "params", "elements",
+  printf("%-14s %-22s %-5s %-26s %9s %9s %8s %9s %9s  %s\n", "kernel", "shape", "dtype", "params", "elements",
          "mismatch", "max_ulp", "cpu_ms", "gpu_ms", "result");
 }
 
-/// Runs |cpu| and |gpu| (both write |y|: cpu into y->h, gpu into y->d), compares and reports.
-/// |repeatable|: the GPU call may run twice (it does not read its own output); the second,
-/// warm launch is timed. Otherwise the only launch is timed.
-static void ct_run(const char* kernel, const char* shape, const char* dtype, const char* params, ct_tensor_t* y,
-                   const std::function<tprt_status_t()>& cpu, const std::function<tprt_status_t(cudaStream_t)>& gpu,
-                   bool repeatable, cudaStream_t stream) {
+void ct_run_outputs(const char* kernel, const char* shape, const char* dtype, const char* params,
+                    std::initializer_list<ct_tensor_t*> outputs, const std::function<tprt_status_t()>& cpu,
+                    const std::function<tprt_status_t(cudaStream_t)>& gpu, bool repeatable, cudaStream_t stream) {
   ct_summary_t* sum = ct_summary(kernel);
   double t0 = ct_now_ms();
   tprt_status_t s = cpu();
@@ -260,13 +235,19 @@ static void ct_run(const char* kernel, const char* shape, const char* dtype, con
   CT_CUDA(cudaEventDestroy(e0));
   CT_CUDA(cudaEventDestroy(e1));
 
-  int64_t n = tprt_tensor_numel(&y->h);
-  size_t bytes = tprt_tensor_bytes(&y->h);
-  void* got = malloc(bytes ? bytes : 1);
-  CT_CUDA(cudaMemcpy(got, y->d.data, bytes, cudaMemcpyDeviceToHost));
+  int64_t n = 0, mismatches = 0;
   uint32_t max_ulp = 0;
-  int64_t mismatches = ok ? ct_compare(y->h.data, got, y->h.dtype, n, &max_ulp) : n;
-  free(got);
+  for (ct_tensor_t* y : outputs) {
+    int64_t yn = tprt_tensor_numel(&y->h);
+    size_t bytes = tprt_tensor_bytes(&y->h);
+    void* got = malloc(bytes ? bytes : 1);
+    CT_CUDA(cudaMemcpy(got, y->d.data, bytes, cudaMemcpyDeviceToHost));
+    uint32_t yulp = 0;
+    mismatches += ok ? ct_compare(y->h.data, got, y->h.dtype, yn, &yulp) : yn;
+    if (yulp > max_ulp) max_ulp = yulp;
+    n += yn;
+    free(got);
+  }
   ok = ok && mismatches == 0;
 
   char ulp[16];
@@ -274,7 +255,7 @@ static void ct_run(const char* kernel, const char* shape, const char* dtype, con
     snprintf(ulp, sizeof ulp, "nan");
   else
     snprintf(ulp, sizeof ulp, "%u", max_ulp);
-  printf("%-10s %-22s %-5s %-26s %9lld %9lld %8s %9.3f %9.4f  %s\n", kernel, shape, dtype, params, (long long)n,
+  printf("%-14s %-22s %-5s %-26s %9lld %9lld %8s %9.3f %9.4f  %s\n", kernel, shape, dtype, params, (long long)n,
          (long long)mismatches, ulp, cpu_ms, gpu_ms, ok ? "ok" : "FAIL");
   fflush(stdout);
   sum->configs++;
@@ -291,7 +272,11 @@ static void ct_run(const char* kernel, const char* shape, const char* dtype, con
   }
 }
 
-static const int kDtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16, TPRT_DTYPE_F32};
+void ct_run(const char* kernel, const char* shape, const char* dtype, const char* params, ct_tensor_t* y,
+            const std::function<tprt_status_t()>& cpu, const std::function<tprt_status_t(cudaStream_t)>& gpu,
+            bool repeatable, cudaStream_t stream) {
+  ct_run_outputs(kernel, shape, dtype, params, {y}, cpu, gpu, repeatable, stream);
+}
 
 // ------------------------------------------------------------------------------------------------
 // Kernels
@@ -489,7 +474,7 @@ static void ct_control_row(const char* what, const char* shape, const char* dtyp
   int64_t differ = ct_compare(wrong, got, y->h.dtype, n, &max_ulp);
   free(got);
   bool ok = differ > 0;
-  printf("%-10s %-22s %-5s %-26s %9lld %9lld %8u %9s %9s  %s\n", "control", shape, dtype, what, (long long)n,
+  printf("%-14s %-22s %-5s %-26s %9lld %9lld %8u %9s %9s  %s\n", "control", shape, dtype, what, (long long)n,
          (long long)differ, max_ulp, "-", "-", ok ? "ok (differs)" : "FAIL (order not detected)");
   ct_summary_t* sum = ct_summary("control");
   sum->configs++;
@@ -560,7 +545,7 @@ static void ct_check_controls(cudaStream_t stream) {
 
 static int g_validation_cases, g_validation_failed;
 
-static void ct_same_status(const char* what, tprt_status_t cpu, tprt_status_t gpu) {
+void ct_same_status(const char* what, tprt_status_t cpu, tprt_status_t gpu) {
   ++g_validation_cases;
   bool same = cpu && gpu && tprt_status_code(cpu) == tprt_status_code(gpu) &&
               !strcmp(tprt_status_message(cpu), tprt_status_message(gpu));
@@ -627,6 +612,7 @@ static void ct_check_validation(void) {
   ct_same_status("add shapes", tprt_cpu_add(&ea, &eb, &ea), tprt_cuda_add(&ea, &eb, &ea, 0));
   ct_same_status("mul c dtype", tprt_cpu_mul(&ea, &ea, &ec), tprt_cuda_mul(&ea, &ea, &ec, 0));
   ct_same_status("add NULL", tprt_cpu_add(NULL, &ea, &ea), tprt_cuda_add(NULL, &ea, &ea, 0));
+  ct_check_validation_moe();
 
   ct_summary_t* sum = ct_summary("validation");
   sum->configs = g_validation_cases;
@@ -634,7 +620,7 @@ static void ct_check_validation(void) {
   sum->mismatches = g_validation_failed;
   g_passed += g_validation_cases - g_validation_failed;
   g_failed += g_validation_failed;
-  printf("%-10s %-22s %-5s %-26s %9d %9d %8s %9s %9s  %s\n", "validation", "invalid arguments", "-",
+  printf("%-14s %-22s %-5s %-26s %9d %9d %8s %9s %9s  %s\n", "validation", "invalid arguments", "-",
          "same code and message", g_validation_cases, g_validation_failed, "-", "-", "-",
          g_validation_failed ? "FAIL" : "ok");
 }
@@ -645,7 +631,7 @@ static void ct_check_validation(void) {
 
 static void ct_print_summary(void) {
   printf("\nSummary (correctness run: one warm launch per configuration, not a benchmark)\n");
-  printf("%-10s %7s %7s %11s %10s %8s %10s %10s\n", "kernel", "configs", "failed", "elements", "mismatch", "max_ulp",
+  printf("%-14s %7s %7s %11s %10s %8s %10s %10s\n", "kernel", "configs", "failed", "elements", "mismatch", "max_ulp",
          "cpu_ms", "gpu_ms");
   for (int i = 0; i < kNumKernels; ++i) {
     const ct_summary_t* s = &g_summary[i];
@@ -655,7 +641,7 @@ static void ct_print_summary(void) {
       snprintf(ulp, sizeof ulp, "nan");
     else
       snprintf(ulp, sizeof ulp, "%u", s->max_ulp);
-    printf("%-10s %7d %7d %11lld %10lld %8s %10.2f %10.3f\n", kKernels[i], s->configs, s->failed,
+    printf("%-14s %7d %7d %11lld %10lld %8s %10.2f %10.3f\n", kKernels[i], s->configs, s->failed,
            (long long)s->elements, (long long)s->mismatches, ulp, s->cpu_ms, s->gpu_ms);
   }
   printf("%d passed, %d failed\n", g_passed, g_failed);
@@ -688,6 +674,7 @@ int main(int argc, char** argv) {
   ct_check_norms(stream);
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
+  ct_check_moe_kernels(stream);
 
   CT_CUDA(cudaStreamDestroy(stream));
   ct_print_summary();

@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 echo "host: $(uname -srm), $(nproc) cores; cc: $("$CC" --version | head -n 1)"
 
 echo "== build (arch $ARCH)"
-INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda)
+INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu)
 # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
 CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
 # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
@@ -37,9 +37,11 @@ NVFLAGS=(-std=c++17 -O3 -g -arch="$ARCH" --fmad=false -prec-div=true -prec-sqrt=
          -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off)
 C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
            kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
-           kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c)
+           kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
+           kernels/cpu/cpu_moe_bucket.c)
 CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
-            test/gpu/cuda_check.cu)
+            kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu
+            test/gpu/cuda_check.cu test/gpu/cuda_check_moe.cu)
 t0=$(date +%s)
 pids=()
 objs=()

@@ -1,0 +1,124 @@
+// tprt_cuda_fill_philox and tprt_cuda_copy in exact mode, bitwise equal to tprt_cpu_fill_philox
+// and tprt_cpu_copy:
+//   fill_philox  t viewed as [rows, cols] (cols its last dimension) is the block at (row_offset,
+//                col_offset) of a logical [*, logical_cols] tensor: element (i, j) gets
+//                fmaf(hi - lo, u, lo), u = tprt_philox_uniform(seed, stream, (row_offset + i) ·
+//                logical_cols + col_offset + j) (Philox4x32-10, the same source as the CPU build,
+//                tprt_numerics.h), rounded once (RNE) to t's dtype.
+//   copy         dst = src (same shape): a byte copy (cudaMemcpyAsync, device to device) when the
+//                dtypes match, otherwise a conversion between bf16/f16/f32 through f32 (RNE).
+//
+// Layouts: dense, any rank >= 1 (fill) or any rank (copy); any alignment (scalar accesses).
+// Dtypes: fill bf16 / f16 / f32; copy any dtype when the dtypes match, else bf16/f16/f32 both
+// sides (dtypes are run-time arguments of one conversion kernel).
+//
+// Launch geometry: one thread per element, 256-thread blocks, grid-stride over the elements (at
+// most 65536 blocks); consecutive threads write consecutive elements (coalesced). Philox is
+// computed once per element (the CPU does the same: each element's 32 bits come from its own
+// counter block; sharing a 4-word block between 4 elements would be faster and is left for later).
+#include "tprt_cuda_internal.cuh"
+
+#include <stdio.h>
+
+// ------------------------------------------------------------------------------------------------
+// GPU kernels
+// ------------------------------------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt_fill_philox_kernel(void* t, int dtype, int64_t total, int64_t cols, uint64_t seed, uint64_t stream, float lo,
+                            float range, int64_t row_offset, int64_t col_offset, int64_t logical_cols) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t i = e / cols, j = e % cols;
+    const uint64_t base = (uint64_t)(row_offset + i) * (uint64_t)logical_cols + (uint64_t)col_offset;
+    const float u = tprt_philox_uniform(seed, stream, base + (uint64_t)j);
+    tprt__cuda_st(t, dtype, e, __fmaf_rn(range, u, lo));
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt_convert_kernel(const void* src, int src_dtype, void* dst, int dst_dtype, int64_t n) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    tprt__cuda_st(dst, dst_dtype, i, tprt__cuda_ld(src, src_dtype, i));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Validation (the checks and messages of cpu_elementwise.c and cpu_common.c)
+// ------------------------------------------------------------------------------------------------
+
+static tprt_status_t tprt__cuda_check_fill_philox(const tprt_tensor_t* t, float lo, float hi, int64_t row_offset,
+                                                  int64_t col_offset, int64_t logical_cols) {
+  const char* op = "fill_philox";
+  char a[96];
+  tprt_status_t s = tprt__check(op, "t", t, -1, TPRT__FLOATS);
+  if (s) return s;
+  if (!isfinite(lo) || !isfinite(hi))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lo=%g and hi=%g must be finite", op, (double)lo,
+                            (double)hi);
+  int64_t cols = t->dims[t->rank - 1];
+  if (row_offset < 0 || col_offset < 0 || logical_cols < 0 || col_offset + cols > logical_cols)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: the block at (row_offset=%lld, col_offset=%lld) of t %s does not fit in "
+                            "logical_cols=%lld",
+                            op, (long long)row_offset, (long long)col_offset, tprt__shape_str(t, a, sizeof a),
+                            (long long)logical_cols);
+  return NULL;
+}
+
+static tprt_status_t tprt__cuda_check_copy(const tprt_tensor_t* src, const tprt_tensor_t* dst) {
+  const char* op = "copy";
+  unsigned any = (1u << TPRT_DTYPE_COUNT) - 1u;
+  tprt_status_t s = tprt__check(op, "src", src, src ? src->rank : 0, any);
+  if (!s) s = tprt__check(op, "dst", dst, src->rank, any);
+  if (s) return s;
+  char what[112], a[96];
+  snprintf(what, sizeof what, "src's shape %s", tprt__shape_str(src, a, sizeof a));
+  s = tprt__check_dims(op, "dst", dst, src->rank, src->dims, what);
+  if (s) return s;
+  if (src->dtype != dst->dtype && (!(TPRT__FLOATS & TPRT__M(src->dtype)) || !(TPRT__FLOATS & TPRT__M(dst->dtype))))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "copy: converting %s to %s is not supported (only between bf16, f16 and f32)",
+                            tprt_dtype_name(src->dtype), tprt_dtype_name(dst->dtype));
+  return NULL;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernel launchers
+// ------------------------------------------------------------------------------------------------
+
+tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
+                                    int64_t row_offset, int64_t col_offset, int64_t logical_cols,
+                                    cudaStream_t cuda_stream) {
+  tprt_status_t s = tprt__cuda_check_fill_philox(t, lo, hi, row_offset, col_offset, logical_cols);
+  if (s) return s;
+  int64_t cols = t->dims[t->rank - 1], total = tprt_tensor_numel(t);
+  if (total == 0) return NULL;
+  float range = hi - lo;  // the CPU's f32 subtraction (host arithmetic, -ffp-contract=off)
+  void* td = t->data;
+  int dtype = t->dtype;
+  void* args[] = {&td, &dtype, &total, &cols, &seed, &stream, &lo, &range, &row_offset, &col_offset, &logical_cols};
+  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  TPRT_CUDA_RETURN_IF_ERROR(
+      cudaLaunchKernel((const void*)tprt_fill_philox_kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, cuda_stream));
+  return NULL;
+}
+
+tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) {
+  tprt_status_t s = tprt__cuda_check_copy(src, dst);
+  if (s) return s;
+  int64_t n = tprt_tensor_numel(src);
+  if (n == 0) return NULL;
+  if (src->dtype == dst->dtype) {
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst->data, src->data, tprt_tensor_bytes(src), cudaMemcpyDefault, stream));
+    return NULL;
+  }
+  const void* sd = src->data;
+  void* dd = dst->data;
+  int sdt = src->dtype, ddt = dst->dtype;
+  void* args[] = {&sd, &sdt, &dd, &ddt, &n};
+  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
+  TPRT_CUDA_RETURN_IF_ERROR(
+      cudaLaunchKernel((const void*)tprt_convert_kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
+  return NULL;
+}
