@@ -140,6 +140,8 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     int kind = tpc_op_get_kind(op);
     if (kind == TPC_OP_ALL_GATHER) tokens &= ~tpc__ad_axes_mask(A, op);
     if (kind == TPC_OP_REDUCE_SCATTER) tokens |= tpc__ad_axes_mask(A, op);
+    if (kind == TPC_OP_ALL_TO_ALL) tokens &= ~tpc__ad_axes_mask(A, op);
+    if (kind == TPC_OP_MOE_UNBUCKET) tokens = tpc__ad_tokens(A, mlirOperationGetOperand(op, 1));
     for (int i = 0; i < nout; ++i) {
       if (nout == 1)
         snprintf(name, sizeof name, "%s", base);

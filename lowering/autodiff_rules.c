@@ -363,6 +363,28 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       tpc__ad_accumulate(A, logits, b1, tl);
       return mlirLogicalResultSuccess();
     }
+    case TPC_OP_ALL_TO_ALL:
+    case TPC_OP_MOE_BUCKET:
+    case TPC_OP_MOE_UNBUCKET: {
+      // Expert parallelism's dispatch and combine are permutations: the all-to-all along dim 0
+      // is its own transpose, and bucketing and unbucketing are each other's.
+      if (!A->per_rank) break;
+      if (!*dy) return mlirLogicalResultSuccess();  // the counts' all-to-all carries no gradient
+      MlirValue in = mlirOperationGetOperand(op, 0);
+      MlirType tin = mlirValueGetType(in);
+      if (kind == TPC_OP_ALL_TO_ALL) {
+        tpc__ad_collective(A, TPC_OP_NAME_ALL_TO_ALL, tpc__ad_axes_mask(A, op), ", split_dim = 0 : i64, concat_dim = 0 : i64",
+                           dy, ty, tin, b1, sizeof b1);
+      } else {
+        MlirValue sizes = mlirOperationGetOperand(op, 1);
+        const char* ops[2] = {dy, tpc__ad_name(A, sizes)};
+        MlirType types[2] = {ty, mlirValueGetType(sizes)};
+        tpc__ad_emit(A, kind == TPC_OP_MOE_BUCKET ? TPC_OP_NAME_MOE_UNBUCKET : TPC_OP_NAME_MOE_BUCKET, ops, types, 2, &tin,
+                     1, op, NULL, NULL, b1, sizeof b1);
+      }
+      tpc__ad_accumulate(A, in, b1, tin);
+      return mlirLogicalResultSuccess();
+    }
     case TPC_OP_ALL_REDUCE:
     case TPC_OP_REDUCE_SCATTER:
     case TPC_OP_ALL_GATHER: {

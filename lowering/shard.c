@@ -209,20 +209,35 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
   return mlirLogicalResultSuccess();
 }
 
-// Expert parallelism: sends the expert-sorted rows |x| (counts |sizes|) to the ranks that own
-// their experts: fixed-capacity buckets, an all-to-all of the rows and one of the counts.
-static tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes) {
+tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes) {
+  if (x->dispatched) return x->dispatched;
   int64_t P = S->mesh.sizes[S->ep];
   int64_t rows = tpc_layout_local_dim(&x->layout, &S->mesh, 0), cols = tpc_layout_local_dim(&x->layout, &S->mesh, 1);
   tpc_layout_t buf = tpc__local_only(&x->layout, P * rows, cols, x->layout.element);
   tpc__sval_t* b = tpc__emit_bucket(S, TPC_OP_NAME_MOE_BUCKET, x, sizes, P, &buf);
   tpc__sval_t* recv = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, b, ", split_dim = 0 : i64, concat_dim = 0 : i64", &buf);
-  tpc__sval_t* counts = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, sizes,
+  if (!recv) return NULL;
+  // Every rank learns how many rows each peer sends per local expert, once per permutation.
+  if (!sizes->recv_sizes)
+    sizes->recv_sizes = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, sizes,
                                                 ", split_dim = 0 : i64, concat_dim = 0 : i64", &sizes->layout);
-  if (!recv || !counts) return NULL;
-  recv->recv_sizes = counts;
+  if (!sizes->recv_sizes) return NULL;
+  recv->recv_sizes = sizes->recv_sizes;
   recv->own_sizes = sizes;
+  x->dispatched = recv;
   return recv;
+}
+
+tpc__sval_t* tpc__combine(tpc__shard_t* S, tpc__sval_t* x) {
+  if (x->combined) return x->combined;
+  int64_t P = S->mesh.sizes[S->ep];
+  tpc__sval_t* back = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, x,
+                                              ", split_dim = 0 : i64, concat_dim = 0 : i64", &x->layout);
+  if (!back) return NULL;
+  tpc_layout_t rows = tpc__local_only(&x->layout, tpc_layout_local_dim(&x->layout, &S->mesh, 0) / P,
+                                      tpc_layout_local_dim(&x->layout, &S->mesh, 1), x->layout.element);
+  x->combined = tpc__emit_bucket(S, TPC_OP_NAME_MOE_UNBUCKET, back, x->own_sizes, P, &rows);
+  return x->combined;
 }
 
 static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin) {
@@ -345,12 +360,7 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
       if (x->mask[1]) return tpc__layout_error(S, op, "input y", x, "the combine needs whole rows");
       if (ins[0]->own_sizes) {
         // Bring the expert outputs back to the ranks that own the tokens, in expert order.
-        int64_t P = S->mesh.sizes[S->ep];
-        tpc__sval_t* back = tpc__emit_collective_on(S, S->ep, TPC_OP_NAME_ALL_TO_ALL, ins[0],
-                                                    ", split_dim = 0 : i64, concat_dim = 0 : i64", x);
-        tpc_layout_t rows = tpc__local_only(x, tpc_layout_local_dim(x, &S->mesh, 0) / P,
-                                            tpc_layout_local_dim(x, &S->mesh, 1), x->element);
-        ins[0] = tpc__emit_bucket(S, TPC_OP_NAME_MOE_UNBUCKET, back, ins[0]->own_sizes, P, &rows);
+        ins[0] = tpc__combine(S, ins[0]);
         if (!ins[0]) return mlirLogicalResultFailure();
         outs[0].mask[0] = ins[1]->layout.mask[0];
       } else {

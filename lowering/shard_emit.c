@@ -68,7 +68,7 @@ tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, cons
   snprintf(s->name, sizeof s->name, "%s", name);
   s->layout = *l;
   s->recv_sizes = s->own_sizes = NULL;
-  s->gathered = NULL;
+  s->gathered = s->dispatched = s->combined = NULL;
   return s;
 }
 

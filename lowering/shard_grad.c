@@ -11,7 +11,9 @@
 //                          sharded over tp along tokens (sequence parallelism) are all-gathered.
 //   norm / bias gradients: the parameter gradients are summed over the token axes likewise.
 //   glu_grad, the MoE gradients: local, on the forward layouts.
-// Expert parallelism (ep) in training steps is refused for now.
+// Expert parallelism: the grouped gradients run on dispatched rows (the forward dispatch of x is
+// reused; the incoming gradient is bucketed and all-to-all'ed like the forward rows), and the
+// gradients of dispatched rows are brought back before moe_permute_grad. ep x dp is refused.
 #include <stdio.h>
 #include <string.h>
 
@@ -68,15 +70,31 @@ static MlirLogicalResult tpc__emit_reduced(tpc__shard_t* S, MlirOperation op, tp
   return mlirLogicalResultSuccess();
 }
 
-static MlirLogicalResult tpc__refuse_ep(tpc__shard_t* S, MlirOperation op) {
-  if (S->ep < 0 || S->mesh.sizes[S->ep] == 1) return mlirLogicalResultSuccess();
-  mlirEmitError(mlirOperationGetLocation(op), "tp-shard: expert parallelism (ep) in training steps is not supported yet");
+static bool tpc__ep(tpc__shard_t* S) { return S->ep >= 0 && S->mesh.sizes[S->ep] > 1; }
+
+// After the dispatch, a rank's expert rows come from every ep peer and their dp shard is no
+// longer tracked, so the weight gradients' dp reduction cannot be placed: refuse ep x dp.
+static MlirLogicalResult tpc__refuse_ep_dp(tpc__shard_t* S, MlirOperation op) {
+  if (!tpc__ep(S) || S->dp < 0 || S->mesh.sizes[S->dp] == 1) return mlirLogicalResultSuccess();
+  mlirEmitError(mlirOperationGetLocation(op),
+                "tp-shard: expert parallelism together with data parallelism in training steps is not supported yet");
   return mlirLogicalResultFailure();
+}
+
+// Expert parallelism: the grouped gradients run where the experts live, on dispatched rows.
+static MlirLogicalResult tpc__dispatch_grouped(tpc__shard_t* S, tpc__sval_t** ins, bool wgrad) {
+  if (!tpc__ep(S)) return mlirLogicalResultSuccess();
+  tpc__sval_t* sizes = ins[2];
+  if (!ins[0]->recv_sizes) ins[0] = tpc__dispatch(S, ins[0], sizes);
+  if (wgrad && ins[0] && !ins[1]->recv_sizes) ins[1] = tpc__dispatch(S, ins[1], sizes);
+  if (!ins[0] || !ins[1] || !ins[0]->recv_sizes) return mlirLogicalResultFailure();
+  ins[2] = ins[0]->recv_sizes;
+  return mlirLogicalResultSuccess();
 }
 
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
   uint32_t tp = tpc__bit(S->tp);
-  if (mlirLogicalResultIsFailure(tpc__refuse_ep(S, op))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__refuse_ep_dp(S, op))) return mlirLogicalResultFailure();
   tpc_layout_t outs[3];
   int nout = (int)mlirOperationGetNumResults(op);
   for (int i = 0; i < nout && i < 3; ++i) outs[i] = tpc__result_layout(op, i);
@@ -84,6 +102,7 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
     case TPC_OP_LINEAR_WGRAD:
     case TPC_OP_GROUPED_LINEAR_WGRAD: {
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_WGRAD;
+      if (grouped && mlirLogicalResultIsFailure(tpc__dispatch_grouped(S, ins, true))) return mlirLogicalResultFailure();
       ins[0] = tpc__gather_tokens(S, ins[0]);
       ins[1] = tpc__gather_tokens(S, ins[1]);
       if (ins[0]->layout.mask[0] != ins[1]->layout.mask[0])
@@ -93,11 +112,13 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       outs[0].blocks[n] = ins[0]->layout.blocks[1];
       outs[0].mask[k] = ins[1]->layout.mask[1];
       outs[0].blocks[k] = ins[1]->layout.blocks[1];
+      if (grouped) outs[0].mask[0] = tpc__bit(S->ep);  // whole experts over ep, like w
       return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, ins[0]->layout.mask[0], false);
     }
     case TPC_OP_LINEAR_DGRAD:
     case TPC_OP_GROUPED_LINEAR_DGRAD: {
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_DGRAD;
+      if (grouped && mlirLogicalResultIsFailure(tpc__dispatch_grouped(S, ins, false))) return mlirLogicalResultFailure();
       int par = grouped ? tpc_grouped_linear_dgrad_get_parallel(op) : tpc_linear_dgrad_get_parallel(op);
       bool sp = !grouped && tpc_linear_dgrad_get_sequence_parallel(op);
       if (par != TPC_PARALLEL_COLUMN) ins[0] = tpc__gather_tokens(S, ins[0]);
@@ -105,9 +126,15 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       outs[0].mask[0] = ins[0]->layout.mask[0];
       outs[0].mask[1] = w->mask[grouped ? 2 : 1];
       outs[0].blocks[1] = w->blocks[grouped ? 2 : 1];
+      if (ins[0]->recv_sizes) outs[0].logical[0] = tpc_layout_local_dim(&ins[0]->layout, &S->mesh, 0);
       // Column: dy and w are sharded along N, the contracted dimension.
       uint32_t reduce = par == TPC_PARALLEL_COLUMN ? (ins[0]->layout.mask[1] & tp) : 0u;
-      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, reduce, sp);
+      if (mlirLogicalResultIsFailure(tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, reduce, sp)))
+        return mlirLogicalResultFailure();
+      // Dispatched rows stay dispatched.
+      S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
+      S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
+      return mlirLogicalResultSuccess();
     }
     case TPC_OP_BIAS_GRAD:
       outs[0].mask[0] = ins[0]->layout.mask[1];
@@ -120,6 +147,8 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
           return tpc__layout_error(S, op, "dy", &ins[1]->layout, "it must be sharded like the GLU's input");
       outs[0] = *x;
       tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);
+      S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
+      S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_RMSNORM_GRAD:
@@ -139,11 +168,18 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_MOE_UNPERMUTE_GRAD:
-      outs[0].mask[0] = ins[1]->layout.mask[0];
+      // The combine reads the expert outputs back on the token's rank (as the forward did).
+      if (ins[1]->recv_sizes && !(ins[1] = tpc__combine(S, ins[1]))) return mlirLogicalResultFailure();
+      outs[0].mask[0] = ins[2]->layout.mask[0];
       outs[1].mask[0] = ins[3]->layout.mask[0];
       tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
       return mlirLogicalResultSuccess();
     case TPC_OP_MOE_PERMUTE_GRAD:
+      // Gradients of dispatched rows come back to the token's rank before the un-permutation.
+      if (ins[0]->recv_sizes && !(ins[0] = tpc__combine(S, ins[0]))) return mlirLogicalResultFailure();
+      outs[0].mask[0] = ins[1]->layout.mask[0];
+      tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);
+      return mlirLogicalResultSuccess();
     case TPC_OP_MOE_ROUTE_GRAD:
       outs[0].mask[0] = ins[0]->layout.mask[0];
       tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);

@@ -23,6 +23,10 @@ struct tpc__sval_t {
   tpc__sval_t* own_sizes;
   // The all-gather of this value along tokens over tp, once emitted (reused by later readers).
   tpc__sval_t* gathered;
+  // Expert parallelism: a local expert-sorted value's dispatched rows, and a dispatched value's
+  // rows brought back (both emitted once and reused by the backward rules).
+  tpc__sval_t* dispatched;
+  tpc__sval_t* combined;
 };
 
 typedef struct {
@@ -64,6 +68,11 @@ tpc_layout_t tpc__local_only(const tpc_layout_t* like, int64_t rows, int64_t col
 /// Emits "tp.moe_bucket" / "tp.moe_unbucket" of |x| with |sizes| into |buckets| buckets.
 tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const tpc__sval_t* x, const tpc__sval_t* sizes,
                               int64_t buckets, const tpc_layout_t* out);
+/// Expert parallelism: sends the expert-sorted rows |x| (counts |sizes|) to the ranks owning their
+/// experts (bucket + all-to-all; the counts' all-to-all is emitted once per |sizes|); cached.
+tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes);
+/// The inverse: brings dispatched rows back to the ranks owning the tokens, in expert order.
+tpc__sval_t* tpc__combine(tpc__shard_t* S, tpc__sval_t* x);
 /// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.
