@@ -57,7 +57,7 @@ irdl.dialect @tp {
   // (what an expert-parallel rank receives from S peers), each holding its experts' rows in order
   // and then zero padding, whose outputs are zero.
   irdl.operation @grouped_linear attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
     %x = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"
@@ -245,7 +245,7 @@ irdl.dialect @tp {
 
   // dx[T,K] = dy[T,N] · w[e,N,K] for the rows of expert e (segments as tp.grouped_linear).
   irdl.operation @grouped_linear_dgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
     %dy = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"
@@ -256,7 +256,7 @@ irdl.dialect @tp {
 
   // dw[e,N,K] = Σ over expert e's rows of dy[t,N]ᵀ · x[t,K].
   irdl.operation @grouped_linear_wgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
     %dy = irdl.base "!builtin.tensor"
     %x = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"

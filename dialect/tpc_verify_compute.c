@@ -107,6 +107,10 @@ static MlirLogicalResult tpc__verify_grouped_linear(MlirOperation op) {
   if (y.dims[0] != x.dims[0] || y.dims[1] != w.dims[1])
     return tpc__rule_error(op, "grouped_linear.result", "y must be [T,N]=[%lld,%lld] for x %s and w %s; got %s",
                            (long long)x.dims[0], (long long)w.dims[1], DIMS(x, s.a), DIMS(w, s.b), DIMS(y, s.c));
+  int par = tpc_grouped_linear_get_parallel(op);
+  if (tpc_grouped_linear_get_sequence_parallel(op) && par != TPC_PARALLEL_COLUMN && par != TPC_PARALLEL_ROW)
+    return tpc__rule_error(op, "grouped_linear.sequence-parallel",
+                           "sequence_parallel needs parallel = \"column\" or \"row\" (expert tensor parallelism)");
   return OK;
 }
 

@@ -267,7 +267,7 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       MlirType dgrad_types[3] = {ty, tw, tg};
       const char* wgrad_ops[3] = {dy, tpc__ad_name(A, x), tpc__ad_name(A, g)};
       MlirType wgrad_types[3] = {ty, tx, tg};
-      static const char* const keep[] = {"parallel", NULL};
+      static const char* const keep[] = {"parallel", "sequence_parallel", NULL};
       MlirType dw_t = tpc__f32_like(A, w);
       tpc__ad_emit_token_reduced(A, TPC_OP_NAME_GROUPED_LINEAR_WGRAD, wgrad_ops, wgrad_types, 3, &dw_t, 1, 0, op, keep,
                                  tpc__ad_tokens(A, x), b1, sizeof b1);

@@ -154,7 +154,8 @@ static MlirLogicalResult tpc__shard_linear(tpc__shard_t* S, MlirOperation op, tp
                                "sequence parallelism needs the tokens sharded over tp before the column-parallel linear");
     x = tpc__gather_tokens(S, x);
     ins[0] = x;
-  } else if ((x->layout.mask[0] & tp) && tp_size > 1) {
+  } else if ((x->layout.mask[0] & tp) && tp_size > 1 && par == TPC_PARALLEL_COLUMN) {
+    // A replicated linear (a router) simply runs on the local tokens.
     return tpc__layout_error(S, op, "input x", &x->layout,
                              "its tokens are sharded over tp; set sequence_parallel = true on this linear");
   }
@@ -262,9 +263,21 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
     ins[0] = x;
     ins[2] = recv_sizes;
   }
+  // Sequence parallelism: every tp rank routed its own tokens; the column-parallel grouped linear
+  // all-gathers the rows and their counts (one segment per rank), the row-parallel one
+  // reduce-scatters its partial back to the rank that owns the rows.
+  bool sp = tpc_grouped_linear_get_sequence_parallel(op) && tp_size > 1;
+  tpc__sval_t* seg = x->seg_sizes;
+  if (sp && !seg && (x->layout.mask[0] & tp)) {
+    ins[2] = tpc__gather_counts(S, ins[2]);
+    x = ins[0] = tpc__gather_tokens(S, x);
+    seg = ins[2];
+  } else if (seg) {
+    ins[2] = seg;
+  }
   if (x->layout.mask[0] & tp)
     return tpc__layout_error(S, op, "input x", &x->layout,
-                             "expert tensor parallelism needs every tp rank to hold the same tokens");
+                             "its tokens are sharded over tp; set sequence_parallel = true on this grouped linear");
   tpc_layout_t y = tpc_layout_replicated(mlirValueGetType(tpc_grouped_linear_get_y(op)));
   y.mask[0] = x->layout.mask[0];
   if (recv_sizes) y.logical[0] = tpc_layout_local_dim(&x->layout, &S->mesh, 0);
@@ -278,6 +291,7 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
     tpc__emit_op(S, op, ins, nin, &y, 1, NULL, NULL);
     S->vals[S->num_vals - 1].recv_sizes = recv_sizes;
     S->vals[S->num_vals - 1].own_sizes = own_sizes;
+    S->vals[S->num_vals - 1].seg_sizes = seg;
     return mlirLogicalResultSuccess();
   }
   if (!(x->layout.mask[1] & tp))
@@ -287,7 +301,10 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
   partial.element = mlirF32TypeGet(mlirOperationGetContext(op));
   tpc__emit_op(S, op, ins, nin, &partial, 1, "partial = true", "partial");
   S->vals[S->num_vals - 1].value = (MlirValue){NULL};  // the result is the reduced value
-  tpc__sval_t* r = tpc__emit_collective(S, TPC_OP_NAME_ALL_REDUCE, &S->vals[S->num_vals - 1], "", &y);
+  if (seg) y.mask[0] |= tp;  // reduce-scattered back to the rows' owners
+  tpc__sval_t* r = tpc__emit_collective(S, seg ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
+                                        &S->vals[S->num_vals - 1], seg ? ", dim = 0 : i64" : "", &y);
+  if (!r) return mlirLogicalResultFailure();
   r->value = tpc_grouped_linear_get_y(op);
   r->recv_sizes = recv_sizes;
   r->own_sizes = own_sizes;
@@ -311,6 +328,7 @@ static MlirLogicalResult tpc__shard_glu(tpc__shard_t* S, MlirOperation op, tpc__
   tpc__emit_op(S, op, ins, 1, &y, 1, NULL, NULL);
   S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
   S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
+  S->vals[S->num_vals - 1].seg_sizes = ins[0]->seg_sizes;
   return mlirLogicalResultSuccess();
 }
 
@@ -410,7 +428,9 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(S->func, 0));
   S->sp = false;
   for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
-    if (tpc_is_linear(o) && tpc_linear_get_sequence_parallel(o)) S->sp = true;
+    if ((tpc_is_linear(o) && tpc_linear_get_sequence_parallel(o)) ||
+        (tpc_is_grouped_linear(o) && tpc_grouped_linear_get_sequence_parallel(o)))
+      S->sp = true;
   if (mlirLogicalResultIsFailure(tpc__arg_layouts(S, body))) return mlirLogicalResultFailure();
   MlirOperation ret = {NULL};
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {

@@ -68,7 +68,7 @@ tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, cons
   snprintf(s->name, sizeof s->name, "%s", name);
   s->layout = *l;
   s->recv_sizes = s->own_sizes = NULL;
-  s->gathered = s->dispatched = s->combined = NULL;
+  s->gathered = s->dispatched = s->combined = s->seg_sizes = NULL;
   return s;
 }
 
@@ -199,4 +199,12 @@ tpc__sval_t* tpc__gather_tokens(tpc__shard_t* S, tpc__sval_t* v) {
   tpc__sval_t* out = tpc__emit_collective_mask(S, tp, TPC_OP_NAME_ALL_GATHER, v, ", dim = 0 : i64", &g);
   v->gathered = out;
   return out;
+}
+
+tpc__sval_t* tpc__gather_counts(tpc__shard_t* S, tpc__sval_t* sizes) {
+  if (sizes->seg_sizes) return sizes->seg_sizes;
+  tpc_layout_t g = sizes->layout;
+  g.logical[0] *= tpc_mesh_group_size(&S->mesh, tpc__bit(S->tp));
+  sizes->seg_sizes = tpc__emit_collective_mask(S, tpc__bit(S->tp), TPC_OP_NAME_ALL_GATHER, sizes, ", dim = 0 : i64", &g);
+  return sizes->seg_sizes;
 }

@@ -103,8 +103,15 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
     case TPC_OP_GROUPED_LINEAR_WGRAD: {
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_WGRAD;
       if (grouped && mlirLogicalResultIsFailure(tpc__dispatch_grouped(S, ins, true))) return mlirLogicalResultFailure();
-      ins[0] = tpc__gather_tokens(S, ins[0]);
-      ins[1] = tpc__gather_tokens(S, ins[1]);
+      if (grouped && tpc_grouped_linear_wgrad_get_sequence_parallel(op) && ((ins[0]->layout.mask[0] | ins[1]->layout.mask[0]) & tp))
+        ins[2] = tpc__gather_counts(S, ins[2]);  // rows gathered over tp: one segment of counts per rank
+      // A tensor-parallel weight gradient needs every token (gather what sequence parallelism
+      // sharded); a replicated one sums this rank's tokens and is reduced over them below.
+      int wpar = grouped ? tpc_grouped_linear_wgrad_get_parallel(op) : tpc_linear_wgrad_get_parallel(op);
+      if (wpar == TPC_PARALLEL_COLUMN || wpar == TPC_PARALLEL_ROW) {
+        ins[0] = tpc__gather_tokens(S, ins[0]);
+        ins[1] = tpc__gather_tokens(S, ins[1]);
+      }
       if (ins[0]->layout.mask[0] != ins[1]->layout.mask[0])
         return tpc__layout_error(S, op, "dy", &ins[0]->layout, "its tokens are sharded unlike x's");
       int n = grouped ? 1 : 0, k = grouped ? 2 : 1;  // N and K dims of dw
@@ -120,8 +127,10 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       bool grouped = kind == TPC_OP_GROUPED_LINEAR_DGRAD;
       if (grouped && mlirLogicalResultIsFailure(tpc__dispatch_grouped(S, ins, false))) return mlirLogicalResultFailure();
       int par = grouped ? tpc_grouped_linear_dgrad_get_parallel(op) : tpc_linear_dgrad_get_parallel(op);
-      bool sp = !grouped && tpc_linear_dgrad_get_sequence_parallel(op);
-      if (par != TPC_PARALLEL_COLUMN) ins[0] = tpc__gather_tokens(S, ins[0]);
+      bool sp = grouped ? tpc_grouped_linear_dgrad_get_sequence_parallel(op) : tpc_linear_dgrad_get_sequence_parallel(op);
+      if (grouped && sp && (ins[0]->layout.mask[0] & tp || ins[0]->seg_sizes))
+        ins[2] = ins[0]->seg_sizes ? ins[0]->seg_sizes : tpc__gather_counts(S, ins[2]);
+      if (par == TPC_PARALLEL_ROW) ins[0] = tpc__gather_tokens(S, ins[0]);
       const tpc_layout_t* w = &ins[1]->layout;
       outs[0].mask[0] = ins[0]->layout.mask[0];
       outs[0].mask[1] = w->mask[grouped ? 2 : 1];
@@ -131,9 +140,12 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       uint32_t reduce = par == TPC_PARALLEL_COLUMN ? (ins[0]->layout.mask[1] & tp) : 0u;
       if (mlirLogicalResultIsFailure(tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, reduce, sp)))
         return mlirLogicalResultFailure();
-      // Dispatched rows stay dispatched.
-      S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
-      S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
+      // Dispatched rows stay dispatched; rows gathered over tp keep their segment counts unless
+      // the reduce-scatter returned them to their owners.
+      tpc__sval_t* out = &S->vals[S->num_vals - 1];
+      out->recv_sizes = ins[0]->recv_sizes;
+      out->own_sizes = ins[0]->own_sizes;
+      if (grouped && sp && !(out->layout.mask[0] & tp)) out->seg_sizes = ins[2];
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_BIAS_GRAD:
@@ -149,6 +161,7 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       tpc__emit_op(S, op, ins, nin, outs, 1, NULL, NULL);
       S->vals[S->num_vals - 1].recv_sizes = ins[0]->recv_sizes;
       S->vals[S->num_vals - 1].own_sizes = ins[0]->own_sizes;
+      S->vals[S->num_vals - 1].seg_sizes = ins[0]->seg_sizes;
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_RMSNORM_GRAD:

@@ -27,6 +27,9 @@ struct tpc__sval_t {
   // rows brought back (both emitted once and reused by the backward rules).
   tpc__sval_t* dispatched;
   tpc__sval_t* combined;
+  // Sequence-parallel MoE: rows all-gathered over tp carry the all-gathered counts (one segment
+  // per tp rank); on a count tensor, its all-gather once emitted.
+  tpc__sval_t* seg_sizes;
 };
 
 typedef struct {
@@ -68,6 +71,8 @@ tpc_layout_t tpc__local_only(const tpc_layout_t* like, int64_t rows, int64_t col
 /// Emits "tp.moe_bucket" / "tp.moe_unbucket" of |x| with |sizes| into |buckets| buckets.
 tpc__sval_t* tpc__emit_bucket(tpc__shard_t* S, const char* op_name, const tpc__sval_t* x, const tpc__sval_t* sizes,
                               int64_t buckets, const tpc_layout_t* out);
+/// Sequence-parallel MoE: all-gathers |sizes| over tp (one segment of counts per rank); cached.
+tpc__sval_t* tpc__gather_counts(tpc__shard_t* S, tpc__sval_t* sizes);
 /// Expert parallelism: sends the expert-sorted rows |x| (counts |sizes|) to the ranks owning their
 /// experts (bucket + all-to-all; the counts' all-to-all is emitted once per |sizes|); cached.
 tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes);

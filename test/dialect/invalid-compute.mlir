@@ -405,3 +405,12 @@ func.func @add_bias_wrong_length(%x: tensor<8x64xbf16>, %b: tensor<32xbf16>) -> 
   %y = "tp.add"(%x, %b) : (tensor<8x64xbf16>, tensor<32xbf16>) -> tensor<8x64xbf16>
   return %y : tensor<8x64xbf16>
 }
+
+// -----
+
+/// grouped_linear.sequence-parallel: sequence parallelism applies to tensor-parallel experts.
+func.func @grouped_sequence_parallel_expert(%x: tensor<16x64xbf16>, %w: tensor<4x32x64xbf16>, %g: tensor<4xi64>) -> tensor<16x32xbf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.grouped_linear' op violates rule grouped_linear.sequence-parallel: sequence_parallel needs parallel = "column" or "row" (expert tensor parallelism)
+  %y = "tp.grouped_linear"(%x, %w, %g) {parallel = "expert", sequence_parallel = true} : (tensor<16x64xbf16>, tensor<4x32x64xbf16>, tensor<4xi64>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>
+}

@@ -148,3 +148,29 @@ func.func @row_bias(%x: tensor<8x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tensor
   %d = "tp.linear"(%a, %w2, %b2) {parallel = "row"} : (tensor<8x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
   return %d : tensor<8x64xbf16>
 }
+
+// -----
+
+/// [Rule: sequence-parallel MoE] every tp rank routes its own tokens; the column-parallel
+/// grouped linear all-gathers the rows and the counts (one segment per rank), the row-parallel
+/// one reduce-scatters its f32 partial back to the rows' owners.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+// CHECK-LABEL: func.func @moe_sequence_parallel(
+// CHECK:         %[[P:.*]]:3 = "tp.moe_permute"{{.*}} -> (tensor<16x128xbf16>, tensor<4xi64>, tensor<16xi32>)
+// CHECK-NEXT:    %[[C:.*]] = "tp.all_gather"(%[[P]]#1) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<4xi64>) -> tensor<8xi64>
+// CHECK-NEXT:    %[[R:.*]] = "tp.all_gather"(%[[P]]#0) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<16x128xbf16>) -> tensor<32x128xbf16>
+// CHECK-NEXT:    %[[H:.*]] = "tp.grouped_linear"(%[[R]], %{{.*}}, %[[C]])
+// CHECK-NEXT:    %[[A:.*]] = "tp.glu"(%[[H]])
+// CHECK-NEXT:    %[[O:.*]] = "tp.grouped_linear"(%[[A]], %{{.*}}, %[[C]]) {parallel = "row", partial = true, sequence_parallel = true}
+// CHECK-NEXT:    %[[Y:.*]] = "tp.reduce_scatter"(%[[O]]) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<32x128xf32>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    "tp.moe_unpermute"(%[[Y]],
+func.func @moe_sequence_parallel(%x: tensor<16x128xbf16>, %r: tensor<4x128xbf16>, %w1: tensor<4x128x128xbf16>, %w2: tensor<4x128x64xbf16>) -> tensor<16x128xbf16> {
+  %l = "tp.linear"(%x, %r) : (tensor<16x128xbf16>, tensor<4x128xbf16>) -> tensor<16x4xbf16>
+  %i, %w = "tp.moe_route"(%l) {top_k = 2 : i64} : (tensor<16x4xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
+  %p, %s, %m = "tp.moe_permute"(%x, %i) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<4xi64>, tensor<32xi32>)
+  %h = "tp.grouped_linear"(%p, %w1, %s) {parallel = "column", sequence_parallel = true} : (tensor<32x128xbf16>, tensor<4x128x128xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %a = "tp.glu"(%h) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
+  %o = "tp.grouped_linear"(%a, %w2, %s) {parallel = "row", sequence_parallel = true} : (tensor<32x64xbf16>, tensor<4x128x64xbf16>, tensor<4xi64>) -> tensor<32x128xbf16>
+  %y = "tp.moe_unpermute"(%o, %m, %w) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}
