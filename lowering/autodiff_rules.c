@@ -282,6 +282,11 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       MlirType partial_t = tpc__f32_like(A, x);
       tpc__ad_emit(A, TPC_OP_NAME_GROUPED_LINEAR_DGRAD, dgrad_ops, dgrad_types, 3, &partial_t, 1, op, keep,
                    "partial = true", b2, sizeof b2);
+      // As for tp.linear: a sequence-parallel all-gather's dual reduce-scatters the partial.
+      if (mlirValueIsAOpResult(x) && tpc_is_all_gather(mlirOpResultGetOwner(x))) {
+        tpc__ad_accumulate(A, x, b2, partial_t);
+        return mlirLogicalResultSuccess();
+      }
       tpc__ad_collective(A, TPC_OP_NAME_ALL_REDUCE, tpc__ad_tp(A), "", b2, partial_t, tx, b1, sizeof b1);
       tpc__ad_accumulate(A, x, b1, tx);
       return mlirLogicalResultSuccess();
