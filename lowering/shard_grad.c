@@ -13,7 +13,8 @@
 //   glu_grad, the MoE gradients: local, on the forward layouts.
 // Expert parallelism: the grouped gradients run on dispatched rows (the forward dispatch of x is
 // reused; the incoming gradient is bucketed and all-to-all'ed like the forward rows), and the
-// gradients of dispatched rows are brought back before moe_permute_grad. ep x dp is refused.
+// gradients of dispatched rows are brought back before moe_permute_grad; the experts' weight
+// gradients are then summed over dp (the token axis that remains after the dispatch).
 #include <stdio.h>
 #include <string.h>
 
@@ -72,15 +73,6 @@ static MlirLogicalResult tpc__emit_reduced(tpc__shard_t* S, MlirOperation op, tp
 
 static bool tpc__ep(tpc__shard_t* S) { return S->ep >= 0 && S->mesh.sizes[S->ep] > 1; }
 
-// After the dispatch, a rank's expert rows come from every ep peer and their dp shard is no
-// longer tracked, so the weight gradients' dp reduction cannot be placed: refuse ep x dp.
-static MlirLogicalResult tpc__refuse_ep_dp(tpc__shard_t* S, MlirOperation op) {
-  if (!tpc__ep(S) || S->dp < 0 || S->mesh.sizes[S->dp] == 1) return mlirLogicalResultSuccess();
-  mlirEmitError(mlirOperationGetLocation(op),
-                "tp-shard: expert parallelism together with data parallelism in training steps is not supported yet");
-  return mlirLogicalResultFailure();
-}
-
 // Expert parallelism: the grouped gradients run where the experts live, on dispatched rows.
 static MlirLogicalResult tpc__dispatch_grouped(tpc__shard_t* S, tpc__sval_t** ins, bool wgrad) {
   if (!tpc__ep(S)) return mlirLogicalResultSuccess();
@@ -94,7 +86,6 @@ static MlirLogicalResult tpc__dispatch_grouped(tpc__shard_t* S, tpc__sval_t** in
 
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
   uint32_t tp = tpc__bit(S->tp);
-  if (mlirLogicalResultIsFailure(tpc__refuse_ep_dp(S, op))) return mlirLogicalResultFailure();
   tpc_layout_t outs[3];
   int nout = (int)mlirOperationGetNumResults(op);
   for (int i = 0; i < nout && i < 3; ++i) outs[i] = tpc__result_layout(op, i);
@@ -120,7 +111,9 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       outs[0].mask[k] = ins[1]->layout.mask[1];
       outs[0].blocks[k] = ins[1]->layout.blocks[1];
       if (grouped) outs[0].mask[0] = tpc__bit(S->ep);  // whole experts over ep, like w
-      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, ins[0]->layout.mask[0], false);
+      // Dispatched rows came from every ep peer of this dp replica: the remaining token axis is dp.
+      uint32_t tokens = ins[0]->recv_sizes ? tpc__bit(S->dp) : ins[0]->layout.mask[0];
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, tokens, false);
     }
     case TPC_OP_LINEAR_DGRAD:
     case TPC_OP_GROUPED_LINEAR_DGRAD: {
