@@ -311,19 +311,21 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       MlirType types[3] = {tx, tg, ty};
       MlirType results[3] = {tx, dg, dg};
       uint32_t tokens = tpc__ad_tokens(A, x);
-      if (ln && A->per_rank && tpc__ad_group(A, tokens) > 1) {
-        mlirEmitError(mlirOperationGetLocation(op),
-                      "tp-autodiff: a layernorm gradient over sharded tokens is not supported yet (two parameter reductions)");
-        return mlirLogicalResultFailure();
-      }
+      bool reduce = A->per_rank && tpc__ad_group(A, tokens) > 1;
       char dgamma[48];
       tpc__ad_emit_token_reduced(A, ln ? TPC_OP_NAME_LAYERNORM_GRAD : TPC_OP_NAME_RMSNORM_GRAD, ops, types, 3, results,
                                  ln ? 3 : 2, 1, op, tpc__eps_attrs, tokens, dgamma, sizeof dgamma);
       // The op itself is the base name of its results, before any reduction.
-      snprintf(b1, sizeof b1, "%%g%d", A->counter - (A->per_rank && tpc__ad_group(A, tokens) > 1 ? 2 : 1));
+      snprintf(b1, sizeof b1, "%%g%d", A->counter - (reduce ? 2 : 1));
       tpc__ad_accumulate(A, gamma, dgamma, dg);
       if (ln) {
+        // dbeta sums over the tokens too: its own all-reduce, after dgamma's (as tp-shard emits them).
         snprintf(name, sizeof name, "%s#2", b1);
+        if (reduce) {
+          char partial[48];
+          snprintf(partial, sizeof partial, "%s", name);
+          tpc__ad_collective(A, TPC_OP_NAME_ALL_REDUCE, tokens, "", partial, dg, dg, name, sizeof name);
+        }
         tpc__ad_accumulate(A, mlirOperationGetOperand(op, 2), name, dg);
       }
       snprintf(name, sizeof name, "%s#0", b1);

@@ -47,27 +47,36 @@ static tpc_layout_t tpc__result_layout(MlirOperation op, int i) {
   return tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, i)));
 }
 
-// Emits |op| producing an f32 partial of |out| when |reduce_mask| is non-empty (then completes
-// it with an all-reduce over those axes into |out|'s element type), else |op| itself.
+// Emits |op| producing f32 partials of the results in |reduced| (a bit per result) when
+// |reduce_mask| is non-empty, then completes each, in result order, with an all-reduce over those
+// axes into its element type; else emits |op| itself.
 static MlirLogicalResult tpc__emit_reduced(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins, int nin,
-                                           tpc_layout_t* outs, int nout, int reduced, uint32_t reduce_mask,
+                                           tpc_layout_t* outs, int nout, unsigned reduced, uint32_t reduce_mask,
                                            bool scatter_tokens) {
   if (!reduce_mask || tpc_mesh_group_size(&S->mesh, reduce_mask) == 1) {
     tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
     return mlirLogicalResultSuccess();
   }
-  tpc_layout_t want = outs[reduced];
-  outs[reduced].element = mlirF32TypeGet(mlirOperationGetContext(op));
+  tpc_layout_t want[3];
+  for (int i = 0; i < nout && i < 3; ++i) {
+    want[i] = outs[i];
+    if (reduced & (1u << i)) outs[i].element = mlirF32TypeGet(mlirOperationGetContext(op));
+  }
   tpc__emit_op(S, op, ins, nin, outs, nout, "partial = true", "partial");
-  tpc__sval_t* p = &S->vals[S->num_vals - nout + reduced];
-  MlirValue result = p->value;
-  p->value = (MlirValue){NULL};
-  if (scatter_tokens) want.mask[0] |= reduce_mask;
-  if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &want))) return mlirLogicalResultFailure();
-  tpc__sval_t* r = tpc__emit_collective_mask(S, reduce_mask, scatter_tokens ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
-                                             p, scatter_tokens ? ", dim = 0 : i64" : "", &want);
-  if (!r) return mlirLogicalResultFailure();
-  r->value = result;
+  int first = S->num_vals - nout;
+  for (int i = 0; i < nout && i < 3; ++i) {
+    if (!(reduced & (1u << i))) continue;
+    // S->vals grows below: index it afresh each time.
+    MlirValue result = S->vals[first + i].value;
+    S->vals[first + i].value = (MlirValue){NULL};
+    if (scatter_tokens) want[i].mask[0] |= reduce_mask;
+    if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &want[i]))) return mlirLogicalResultFailure();
+    tpc__sval_t* r = tpc__emit_collective_mask(S, reduce_mask,
+                                               scatter_tokens ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
+                                               &S->vals[first + i], scatter_tokens ? ", dim = 0 : i64" : "", &want[i]);
+    if (!r) return mlirLogicalResultFailure();
+    r->value = result;
+  }
   return mlirLogicalResultSuccess();
 }
 
@@ -113,7 +122,7 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       if (grouped) outs[0].mask[0] = tpc__bit(S->ep);  // whole experts over ep, like w
       // Dispatched rows came from every ep peer of this dp replica: the remaining token axis is dp.
       uint32_t tokens = ins[0]->recv_sizes ? tpc__bit(S->dp) : ins[0]->layout.mask[0];
-      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, tokens, false);
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 1u, tokens, false);
     }
     case TPC_OP_LINEAR_DGRAD:
     case TPC_OP_GROUPED_LINEAR_DGRAD: {
@@ -131,7 +140,7 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       if (ins[0]->recv_sizes) outs[0].logical[0] = tpc_layout_local_dim(&ins[0]->layout, &S->mesh, 0);
       // Column: dy and w are sharded along N, the contracted dimension.
       uint32_t reduce = par == TPC_PARALLEL_COLUMN ? (ins[0]->layout.mask[1] & tp) : 0u;
-      if (mlirLogicalResultIsFailure(tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, reduce, sp)))
+      if (mlirLogicalResultIsFailure(tpc__emit_reduced(S, op, ins, nin, outs, 1, 1u, reduce, sp)))
         return mlirLogicalResultFailure();
       // Dispatched rows stay dispatched; rows gathered over tp keep their segment counts unless
       // the reduce-scatter returned them to their owners.
@@ -144,7 +153,7 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
     case TPC_OP_BIAS_GRAD:
       outs[0].mask[0] = ins[0]->layout.mask[1];
       outs[0].blocks[0] = ins[0]->layout.blocks[1];
-      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 0, ins[0]->layout.mask[0], false);
+      return tpc__emit_reduced(S, op, ins, nin, outs, 1, 1u, ins[0]->layout.mask[0], false);
     case TPC_OP_GLU_GRAD: {
       const tpc_layout_t* x = &ins[0]->layout;
       for (int d = 0; d + 1 < x->rank; ++d)
@@ -163,15 +172,8 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       if (x->mask[1] || !tpc_layout_equal(x, &ins[2]->layout))
         return tpc__layout_error(S, op, "dy", &ins[2]->layout, "a norm gradient needs whole rows laid out like x");
       outs[0] = *x;
-      // dgamma (and dbeta) sum over the tokens; reduce the first, then the second if any.
-      if (nout == 2) return tpc__emit_reduced(S, op, ins, nin, outs, nout, 1, x->mask[0], false);
-      if (x->mask[0] && tpc_mesh_group_size(&S->mesh, x->mask[0]) > 1) {
-        mlirEmitError(mlirOperationGetLocation(op),
-                      "tp-shard: a layernorm gradient over sharded tokens is not supported yet (two parameter reductions)");
-        return mlirLogicalResultFailure();
-      }
-      tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
-      return mlirLogicalResultSuccess();
+      // dgamma (and dbeta) sum over the tokens: reduced over the axes that shard them.
+      return tpc__emit_reduced(S, op, ins, nin, outs, nout, nout == 3 ? 6u : 2u, x->mask[0], false);
     }
     case TPC_OP_MOE_UNPERMUTE_GRAD:
       // The combine reads the expert outputs back on the token's rank (as the forward did).

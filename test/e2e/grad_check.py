@@ -2,7 +2,8 @@
 """Checks tpc's gradients of the tiny f32 MLP block against central finite differences.
 
 Usage: grad_check.py ARGS.safetensors OUTPUTS.safetensors [--mutant]
-ARGS holds the arguments of the training step (x, gamma, w1, w2 and the cotangent y_grad),
+ARGS holds the arguments of the training step (x, gamma, w1, w2 and the cotangent y_grad; with
+a beta argument the block normalises with a layernorm instead of an rmsnorm),
 OUTPUTS its results (y and the *_grad tensors). The loss is L = sum(y * y_grad), so dL/dp is
 exactly what the training step returns for every argument p. Finite differences are taken in
 float64 on an independent forward implementation; --mutant perturbs the expected gradients and
@@ -15,8 +16,12 @@ import numpy as np
 from reference import read_safetensors
 
 
-def forward(x, gamma, w1, w2, eps=np.float64(np.float32(1e-5))):
-    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * gamma
+def forward(x, gamma, w1, w2, beta=None, eps=np.float64(np.float32(1e-5))):
+    if beta is None:
+        h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * gamma
+    else:
+        c = x - np.mean(x, axis=-1, keepdims=True)
+        h = c / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + eps) * gamma + beta
     u = h @ w1.T
     f = u.shape[-1] // 2
     g, up = u[:, :f], u[:, f:]
@@ -29,7 +34,7 @@ def main():
     mutant = len(argv) != len(sys.argv) - 1
     args = {k: v[0] for k, v in read_safetensors(argv[0]).items()}
     outs = {k: v[0] for k, v in read_safetensors(argv[1]).items()}
-    names = ["x", "gamma", "w1", "w2"]
+    names = ["x", "gamma", "w1", "w2"] + (["beta"] if "beta" in args else [])
     c = args["y_grad"]
     loss = lambda p: float(np.sum(forward(*[p[n] for n in names]) * c))
     ok = True
