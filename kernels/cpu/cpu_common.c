@@ -177,3 +177,36 @@ tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_
   *out_segments = segs;
   return NULL;
 }
+
+tprt_status_t tprt__check_glu(const char* op, const tprt_tensor_t* x, const char* half_name, const tprt_tensor_t* half,
+                              int kind, int64_t interleave, float alpha, float limit) {
+  char a[96], b[96];
+  tprt_status_t s = tprt__check(op, "x", x, -1, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, half_name, half, x->rank, TPRT__FLOATS);
+  if (s) return s;
+  int r = x->rank;
+  int64_t two_f = x->dims[r - 1], f = two_f / 2;
+  if (two_f % 2 != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: the last dimension of x must be even (2F); got x %s", op,
+                            tprt__shape_str(x, a, sizeof a));
+  bool half_ok = half->dtype == x->dtype && half->dims[r - 1] == f;
+  for (int i = 0; i < r - 1; ++i) half_ok = half_ok && half->dims[i] == x->dims[i];
+  if (!half_ok)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: %s must be x's shape with the last dimension halved (F=%lld) and x's dtype; x is %s, "
+                            "%s is %s",
+                            op, half_name, (long long)f, tprt__shape_str(x, a, sizeof a), half_name,
+                            tprt__shape_str(half, b, sizeof b));
+  if (kind < 0 || kind > 2)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: kind=%d is not 0 (swiglu), 1 (geglu) or 2 (quick_geglu)",
+                            op, kind);
+  if (interleave < 0 || (interleave > 0 && f % interleave != 0))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: interleave=%lld must be 0 or a positive divisor of F=%lld", op, (long long)interleave,
+                            (long long)f);
+  if (kind == TPRT_GLU_QUICK_GEGLU && (!isfinite(alpha) || !(alpha > 0.0f) || !isfinite(limit) || !(limit > 0.0f)))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: quick_geglu needs finite alpha > 0 and limit > 0; got alpha=%g, limit=%g", op,
+                            (double)alpha, (double)limit);
+  return NULL;
+}

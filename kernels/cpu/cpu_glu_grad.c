@@ -64,46 +64,19 @@ tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy,
                                 int64_t interleave, float alpha, float limit) {
   const char* op = "glu_grad";
   char a[96], b[96];
-  tprt_status_t s = tprt__check(op, "x", x, -1, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "dy", dy, x->rank, TPRT__FLOATS);
+  tprt_status_t s = tprt__check_glu(op, x, "dy", dy, kind, interleave, alpha, limit);
   if (!s) s = tprt__check(op, "dx", dx, x->rank, TPRT__FLOATS);
   if (s) return s;
-  int r = x->rank;
-  int64_t two_f = x->dims[r - 1], f = two_f / 2;
-  if (two_f % 2 != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: the last dimension of x must be even (2F); got x %s", op,
-                            tprt__shape_str(x, a, sizeof a));
-  bool dy_ok = dy->dtype == x->dtype && dy->dims[r - 1] == f;
-  for (int i = 0; i < r - 1; ++i) dy_ok = dy_ok && dy->dims[i] == x->dims[i];
-  if (!dy_ok)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: dy must be x's shape with the last dimension halved (F=%lld) and x's dtype; x is %s, "
-                            "dy is %s",
-                            op, (long long)f, tprt__shape_str(x, a, sizeof a), tprt__shape_str(dy, b, sizeof b));
   if (!tprt_tensor_same_layout(x, dx))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must have x's shape and dtype %s; got %s", op,
                             tprt__shape_str(x, a, sizeof a), tprt__shape_str(dx, b, sizeof b));
-  if (kind < 0 || kind > 2)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: kind=%d is not 0 (swiglu), 1 (geglu) or 2 (quick_geglu)",
-                            op, kind);
-  if (interleave < 0 || (interleave > 0 && f % interleave != 0))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: interleave=%lld must be 0 or a positive divisor of F=%lld", op, (long long)interleave,
-                            (long long)f);
-  if (kind == TPRT_GLU_QUICK_GEGLU && (!isfinite(alpha) || !(alpha > 0.0f) || !isfinite(limit) || !(limit > 0.0f)))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: quick_geglu needs finite alpha > 0 and limit > 0; got alpha=%g, limit=%g", op,
-                            (double)alpha, (double)limit);
+  int64_t two_f = x->dims[x->rank - 1], f = two_f / 2;
   int64_t rows = two_f == 0 ? 0 : tprt_tensor_numel(x) / two_f;
   for (int64_t row = 0; row < rows; ++row) {
     int64_t xo = row * two_f, yo = row * f;
     for (int64_t j = 0; j < f; ++j) {
-      int64_t gcol = j, ucol = f + j;
-      if (interleave > 0) {
-        int64_t block = j / interleave, off = j % interleave;
-        gcol = 2 * block * interleave + off;
-        ucol = gcol + interleave;
-      }
+      int64_t gcol, ucol;
+      tprt_glu_columns(j, f, interleave, &gcol, &ucol);
       float g = tprt__ld(x->data, x->dtype, xo + gcol), u = tprt__ld(x->data, x->dtype, xo + ucol);
       float dg, du;
       tprt__glu_grad_value(kind, g, u, tprt__ld(dy->data, dy->dtype, yo + j), alpha, limit, &dg, &du);

@@ -13,9 +13,6 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-// Output columns per block: 64 independent accumulators, a multiple of every SIMD width.
-#define TPRT__NB 64
-
 // The accumulation of one x row against one block of TPRT__NB w rows, for every chunk: |wt| is
 // the block transposed ([K][NB], zero columns past the block's end), |part| gets [chunks][NB].
 // Compiled twice on x86-64 (with and without FMA instructions, chosen at load time); fmaf is
@@ -23,8 +20,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("fma", "default")))
 #endif
-static void
-tprt__linear_block(const float* xf, const float* wt, int64_t k, int64_t size, int chunks, float* part) {
+void
+tprt__kacc_block(const float* xf, const float* wt, int64_t k, int64_t size, int chunks, float* part) {
   for (int c = 0; c < chunks; ++c) {
     int64_t k0 = (int64_t)c * size, k1 = k0 + size;
     if (k0 > k) k0 = k;
@@ -80,7 +77,7 @@ static void tprt__gemm(const tprt_tensor_t* x, int64_t row0, int64_t rows, const
     if (bias) tprt__ld_row(bias->data, bias->dtype, n0, nb, sc->bias);
     for (int64_t m = row0; m < row0 + rows; ++m) {
       tprt__ld_row(x->data, x->dtype, m * k, k, sc->xf);
-      tprt__linear_block(sc->xf, sc->wt, k, size, chunks, sc->part);
+      tprt__kacc_block(sc->xf, sc->wt, k, size, chunks, sc->part);
       for (int64_t j = 0; j < nb; ++j) {
         float v = sc->part[j];
         if (bias) v = v + sc->bias[j];

@@ -15,7 +15,6 @@
 #include "tprt_cpu_kernels.h"
 
 // Output columns per block: 64 independent accumulators, a multiple of every SIMD width.
-#define TPRT__NB 64
 
 // An operand read as f32 through strides: element (i, r), where i indexes the output and r the
 // contracted dimension, is at off + i·s_out + row(r)·s_red, row(r) = rows ? rows[r] : r.
@@ -39,34 +38,6 @@ static tprt_status_t tprt__grad_scratch_create(const char* op, int64_t r, int ch
   out->af = out->bt + (size_t)r * TPRT__NB;
   out->part = out->af + r;
   return NULL;
-}
-
-// The canonical accumulation of af[0..r) against the NB columns of bt, into part[0..NB): every
-// chunk from +0.0 with fmaf in increasing r, +0.0 for short chunks, then the pairwise tree.
-// Compiled twice on x86-64 (with and without FMA instructions); fmaf is exact either way.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("fma", "default")))
-#endif
-static void
-tprt__grad_block(const float* af, const float* bt, int64_t r, int64_t size, int chunks, float* part) {
-  for (int c = 0; c < chunks; ++c) {
-    int64_t r0 = (int64_t)c * size, r1 = r0 + size;
-    if (r0 > r) r0 = r;
-    if (r1 > r) r1 = r;
-    float acc[TPRT__NB];
-    for (int j = 0; j < TPRT__NB; ++j) acc[j] = 0.0f;
-    for (int64_t rr = r0; rr < r1; ++rr) {
-      const float av = af[rr];
-      const float* row = bt + rr * TPRT__NB;
-      for (int j = 0; j < TPRT__NB; ++j) acc[j] = fmaf(av, row[j], acc[j]);
-    }
-    if (r1 - r0 < size)
-      for (int j = 0; j < TPRT__NB; ++j) acc[j] = acc[j] + 0.0f;  // the padded terms fmaf(0, 0, acc)
-    memcpy(part + (size_t)c * TPRT__NB, acc, sizeof acc);
-  }
-  for (int s = 1; s < chunks; s *= 2)
-    for (int i = 0; i + s < chunks; i += 2 * s)
-      for (int j = 0; j < TPRT__NB; ++j) part[i * TPRT__NB + j] = part[i * TPRT__NB + j] + part[(i + s) * TPRT__NB + j];
 }
 
 // out[out_off + i·nj + j] = Σ_r a(i, r)·b(r, j) for i < ni, j < nj over r < nr, canonically.
@@ -93,7 +64,7 @@ static void tprt__grad_gemm(const tprt__opnd_t* a, const tprt__opnd_t* b, const 
         for (int64_t r = 0; r < nr; ++r)
           sc->af[r] = tprt__ld(a->data, a->dtype, base + (rows ? rows[r] : r) * a->s_red);
       }
-      tprt__grad_block(sc->af, sc->bt, nr, size, chunks, sc->part);
+      tprt__kacc_block(sc->af, sc->bt, nr, size, chunks, sc->part);
       for (int64_t j = 0; j < nb; ++j) tprt__st(out->data, out->dtype, out_off + i * nj + j0 + j, sc->part[j]);
     }
   }

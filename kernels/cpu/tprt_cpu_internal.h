@@ -56,6 +56,23 @@ const char* tprt__shape_str(const tprt_tensor_t* t, char* buf, size_t size);
 /// non-negative dims and data unless empty. Messages read "<op>: <name> must be ...; got ...".
 tprt_status_t tprt__check(const char* op, const char* name, const tprt_tensor_t* t, int rank, unsigned dtypes);
 
+/// Output columns per block of the CPU GEMMs: 64 independent accumulators, a multiple of every
+/// SIMD width.
+#define TPRT__NB 64
+
+/// The canonical accumulation of one row a[0..k) against a block of TPRT__NB columns: |bt| is the
+/// block transposed ([k][NB], zero columns past the block's end); |part| ([chunks][NB]) gets every
+/// chunk of |size| terms summed from +0.0 with fmaf in increasing k (+0.0 for a short chunk's
+/// padded terms), then the pairwise tree over chunks, whose result lands in part[0..NB).
+/// Shared by linear (x against w) and its gradients (dgrad and wgrad), so all accumulate alike.
+void tprt__kacc_block(const float* a, const float* bt, int64_t k, int64_t size, int chunks, float* part);
+
+/// Checks the operands and attributes shared by glu and glu_grad: x[...,2F] of a float dtype,
+/// |half| (named |half_name|: y or dy) x's shape with the last dimension F and x's dtype, |kind|
+/// a tprt_glu_kind_t, |interleave| 0 or a divisor of F, quick_geglu's alpha and limit finite > 0.
+tprt_status_t tprt__check_glu(const char* op, const tprt_tensor_t* x, const char* half_name, const tprt_tensor_t* half,
+                              int kind, int64_t interleave, float alpha, float limit);
+
 /// Checks that |t| has exactly |rank| dims equal to |dims|; |what| says where they come from
 /// ("[M,N] = [4,8]"). Message: "<op>: <name> must be <what>; got [..] dtype".
 tprt_status_t tprt__check_dims(const char* op, const char* name, const tprt_tensor_t* t, int rank, const int64_t* dims,

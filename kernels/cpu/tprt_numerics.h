@@ -375,6 +375,23 @@ TPRT_HD float tprt_row_sumsq(const float* v, int64_t n) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// GLU column layout
+// ------------------------------------------------------------------------------------------------
+
+/// The gate and up input columns of GLU output column j in a row of 2F inputs: the [gate | up]
+/// halves, or with |interleave| = b > 0 alternating blocks of b gate and b up columns.
+TPRT_HD void tprt_glu_columns(int64_t j, int64_t f, int64_t interleave, int64_t* gcol, int64_t* ucol) {
+  if (interleave > 0) {
+    const int64_t block = j / interleave, off = j % interleave;
+    *gcol = 2 * block * interleave + off;
+    *ucol = *gcol + interleave;
+  } else {
+    *gcol = j;
+    *ucol = f + j;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
 // Counter-based random numbers: Philox4x32-10 (Salmon et al., Random123 constants)
 // ------------------------------------------------------------------------------------------------
 

@@ -44,12 +44,8 @@ static __device__ __forceinline__ void tprt__glu_body(const void* __restrict__ x
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t row = i / f, j = i % f;
-    int64_t gcol = j, ucol = f + j;
-    if (interleave > 0) {
-      const int64_t block = j / interleave, off = j % interleave;
-      gcol = 2 * block * interleave + off;
-      ucol = gcol + interleave;
-    }
+    int64_t gcol, ucol;
+    tprt_glu_columns(j, f, interleave, &gcol, &ucol);
     const int64_t xo = row * 2 * f;
     const float g = tprt__cuda_ld(x, D, xo + gcol), u = tprt__cuda_ld(x, D, xo + ucol);
     tprt__cuda_st(y, D, i, tprt__cuda_glu_value(kind, g, u, alpha, limit));
@@ -71,35 +67,7 @@ TPRT__GLU_KERNEL(tprt_glu_kernel_f32, TPRT_DTYPE_F32)
 
 static tprt_status_t tprt__cuda_check_glu(const tprt_tensor_t* x, const tprt_tensor_t* y, int kind, int64_t interleave,
                                           float alpha, float limit) {
-  const char* op = "glu";
-  char a[96], b[96];
-  tprt_status_t s = tprt__check(op, "x", x, -1, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "y", y, x->rank, TPRT__FLOATS);
-  if (s) return s;
-  int r = x->rank;
-  int64_t two_f = x->dims[r - 1], f = two_f / 2;
-  if (two_f % 2 != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: the last dimension of x must be even (2F); got x %s", op,
-                            tprt__shape_str(x, a, sizeof a));
-  bool y_ok = y->dtype == x->dtype && y->dims[r - 1] == f;
-  for (int i = 0; i < r - 1; ++i) y_ok = y_ok && y->dims[i] == x->dims[i];
-  if (!y_ok)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: y must be x's shape with the last dimension halved (F=%lld) and x's dtype; x is %s, "
-                            "y is %s",
-                            op, (long long)f, tprt__shape_str(x, a, sizeof a), tprt__shape_str(y, b, sizeof b));
-  if (kind < 0 || kind > 2)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: kind=%d is not 0 (swiglu), 1 (geglu) or 2 (quick_geglu)",
-                            op, kind);
-  if (interleave < 0 || (interleave > 0 && f % interleave != 0))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: interleave=%lld must be 0 or a positive divisor of F=%lld", op, (long long)interleave,
-                            (long long)f);
-  if (kind == TPRT_GLU_QUICK_GEGLU && (!isfinite(alpha) || !(alpha > 0.0f) || !isfinite(limit) || !(limit > 0.0f)))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: quick_geglu needs finite alpha > 0 and limit > 0; got alpha=%g, limit=%g", op,
-                            (double)alpha, (double)limit);
-  return NULL;
+  return tprt__check_glu("glu", x, "y", y, kind, interleave, alpha, limit);
 }
 
 // ------------------------------------------------------------------------------------------------
