@@ -7,13 +7,15 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-static void tprt__count_comm(tprt_exec_t* exec, const tprt_tensor_t* in, const tprt_tensor_t* out, uint32_t mask) {
-  // Data-movement accounting for --stats: every rank sends its input once to each peer and
-  // receives each peer's share (an upper bound for tree and ring schedules alike).
+// Data-movement accounting for tpc-run --stats (the schedule model of tprt_comm_bytes).
+static void tprt__count_comm(tprt_exec_t* exec, tprt_comm_kind_t kind, const tprt_tensor_t* in,
+                             const tprt_tensor_t* out, uint32_t mask) {
   int g = tprt_rank_group_size(tprt_exec_rank(exec), mask);
-  tprt_exec_stats_t* st = tprt_exec_stats(exec);
-  st->bytes_sent += (int64_t)tprt_tensor_bytes(in) * (g - 1);
-  st->bytes_received += (int64_t)tprt_tensor_bytes(out) * (g - 1) / (g ? g : 1);
+  int64_t bytes = tprt_comm_bytes(kind, g, (int64_t)tprt_tensor_bytes(in), (int64_t)tprt_tensor_bytes(out));
+  tprt_comm_stats_t* st = &tprt_exec_stats(exec)->comm[kind];
+  st->calls += 1;
+  st->bytes_sent += bytes;
+  st->bytes_received += bytes;
 }
 
 #define TPRT__COLLECTIVE_PROLOGUE(OP)                                                   \
@@ -30,7 +32,7 @@ int32_t tprt_abi_all_reduce(tprt_exec_t* exec, void* const* buffers, const int64
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_REDUCE_SLOT_INPUT];
     s = tprt_all_reduce(rank, mask, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT],
                         (tprt_order_t)tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_ORDER));
-    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT], mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT], mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_REDUCE_NAME);
 }
@@ -40,7 +42,7 @@ int32_t tprt_abi_all_gather(tprt_exec_t* exec, void* const* buffers, const int64
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_SLOT_INPUT];
     s = tprt_all_gather(rank, mask, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM));
-    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_GATHER_NAME);
 }
@@ -52,7 +54,7 @@ int32_t tprt_abi_reduce_scatter(tprt_exec_t* exec, void* const* buffers, const i
     s = tprt_reduce_scatter(rank, mask, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT],
                             (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_DIM),
                             (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_ORDER));
-    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT], mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT], mask);
   }
   return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_NAME);
 }
@@ -64,7 +66,7 @@ int32_t tprt_abi_all_to_all(tprt_exec_t* exec, void* const* buffers, const int64
     s = tprt_all_to_all(rank, mask, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT],
                         (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_SPLIT_DIM),
                         (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_CONCAT_DIM));
-    if (!s) tprt__count_comm(exec, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT], mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_TO_ALL, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT], mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_TO_ALL_NAME);
 }
@@ -77,7 +79,7 @@ int32_t tprt_abi_all_gather_start(tprt_exec_t* exec, void* const* buffers, const
     tprt_future_t* f = NULL;
     s = tprt_all_gather_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM), &f);
     if (!s) s = tprt_exec_push_future(exec, out->data, f);
-    if (!s) tprt__count_comm(exec, in, out, mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_GATHER_START_NAME);
 }
@@ -91,7 +93,7 @@ int32_t tprt_abi_reduce_scatter_start(tprt_exec_t* exec, void* const* buffers, c
     s = tprt_reduce_scatter_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM),
                                   (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_ORDER), &f);
     if (!s) s = tprt_exec_push_future(exec, out->data, f);
-    if (!s) tprt__count_comm(exec, in, out, mask);
+    if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_START_NAME);
 }
@@ -129,7 +131,7 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
   tprt_status_t s = scatter ? tprt_reduce_scatter(rank, mask, &c->slot[slot_partial], &sum, 0, order)
                             : tprt_all_reduce(rank, mask, &c->slot[slot_partial], &sum, order);
   if (!s) {
-    tprt__count_comm(exec, &c->slot[slot_partial], &sum, mask);
+    tprt__count_comm(exec, scatter ? TPRT_COMM_REDUCE_SCATTER : TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     if (!tprt_tensor_same_layout(residual, out))
       s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "residual_out must have the residual's shape and dtype");
     else

@@ -80,3 +80,34 @@ tprt_future_t* tprt_exec_pop_future(tprt_exec_t* exec, void* key) {
     }
   return NULL;
 }
+
+const char* tprt_comm_kind_name(tprt_comm_kind_t kind) {
+  switch (kind) {
+    case TPRT_COMM_ALL_REDUCE:
+      return "all_reduce";
+    case TPRT_COMM_ALL_GATHER:
+      return "all_gather";
+    case TPRT_COMM_REDUCE_SCATTER:
+      return "reduce_scatter";
+    case TPRT_COMM_ALL_TO_ALL:
+      return "all_to_all";
+    default:
+      return "?";
+  }
+}
+
+int64_t tprt_comm_bytes(tprt_comm_kind_t kind, int group, int64_t in_bytes, int64_t out_bytes) {
+  if (group <= 1) return 0;
+  int64_t g = group;
+  switch (kind) {
+    case TPRT_COMM_ALL_REDUCE:
+      return 2 * (g - 1) * in_bytes / g;
+    case TPRT_COMM_ALL_GATHER:
+      return (g - 1) * out_bytes / g;
+    case TPRT_COMM_REDUCE_SCATTER:
+    case TPRT_COMM_ALL_TO_ALL:
+      return (g - 1) * in_bytes / g;
+    default:
+      return 0;
+  }
+}

@@ -16,12 +16,38 @@
 extern "C" {
 #endif
 
-/// Counters a step accumulates (reset by tprt_exec_reset_stats).
+/// The collective families counted by tprt_exec_stats_t (async starts count as their family,
+/// the fused collective + add + RMSNorm ops as all-reduce or reduce-scatter).
+typedef enum tprt_comm_kind_e {
+  TPRT_COMM_ALL_REDUCE = 0,
+  TPRT_COMM_ALL_GATHER,
+  TPRT_COMM_REDUCE_SCATTER,
+  TPRT_COMM_ALL_TO_ALL,
+  TPRT_COMM_KINDS,
+} tprt_comm_kind_t;
+
+/// "all_reduce", "all_gather", "reduce_scatter" or "all_to_all".
+const char* tprt_comm_kind_name(tprt_comm_kind_t kind);
+
+/// Bytes one rank of a group of |group| ranks sends (and, symmetrically, receives) in a collective
+/// of |kind| whose per-rank input is |in_bytes| and output |out_bytes|, under the bandwidth-optimal
+/// ring/direct schedules NCCL's bus-bandwidth figures assume: all-reduce 2(g-1)/g of the buffer,
+/// all-gather (g-1)/g of the output, reduce-scatter and all-to-all (g-1)/g of the input (rounded
+/// down to whole bytes). 0 for a group of one.
+int64_t tprt_comm_bytes(tprt_comm_kind_t kind, int group, int64_t in_bytes, int64_t out_bytes);
+
+/// Per-family collective counters of one rank.
+typedef struct tprt_comm_stats_t {
+  int64_t calls;
+  int64_t bytes_sent;      // tprt_comm_bytes of each call
+  int64_t bytes_received;  // equal to bytes_sent under those schedules; kept apart for asymmetric ones
+} tprt_comm_stats_t;
+
+/// Counters a step accumulates (zero at tprt_exec_create; they keep adding over steps).
 typedef struct tprt_exec_stats_t {
   int64_t ops;              // runtime calls made
   int64_t gemm_flops;       // 2*M*N*K summed over linear / grouped linear calls
-  int64_t bytes_sent;       // collective payload this rank sent
-  int64_t bytes_received;   // collective payload this rank received
+  tprt_comm_stats_t comm[TPRT_COMM_KINDS];
 } tprt_exec_stats_t;
 
 /// Creates an exec for |rank| (may be NULL for a single rank without collectives) running a

@@ -2,7 +2,7 @@
 // world of ranks on the CPU backend.
 //
 //   tpc-run model.so|model.mlir [--world N] [--function F] [--weights ckpt.safetensors]
-//           [--inputs in.safetensors] [--seed S] [--outputs out.safetensors] [--hash]
+//           [--inputs in.safetensors] [--seed S] [--outputs out.safetensors] [--hash] [--stats]
 //           [--repeat R] [--backend cpu]
 //
 // Arguments come from --inputs, then --weights (by name), then seeded Philox initialisation
@@ -43,6 +43,7 @@ typedef struct {
   int world;
   int repeat;
   bool hash;
+  bool stats;
 } tpc_run_options_t;
 
 typedef struct {
@@ -94,6 +95,8 @@ static void tpc__usage(FILE* out) {
           "  --outputs FILE          Write rank 0's results to this safetensors file\n"
           "  --dump-args FILE        Write rank 0's arguments (as initialised) to this safetensors file\n"
           "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
+          "  --stats                 Print per rank and step: GEMM FLOPs, and per collective family the calls\n"
+          "                          and bytes sent/received (ring/direct schedule model, docs/runtime.md)\n"
           "  --repeat R              Run the step R times (default 1) and report timings\n"
           "  --backend cpu           The backend (only cpu in this build)\n"
           "  -h, --help              Print this help\n");
@@ -119,6 +122,9 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       return 0;
     } else if (!strcmp(a, "--hash")) {
       o->hash = true;
+      continue;
+    } else if (!strcmp(a, "--stats")) {
+      o->stats = true;
       continue;
     }
     if (a[0] == '-' && !v) {
@@ -297,6 +303,27 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
   return status;
 }
 
+// --stats: one line per rank for the GEMM work, then one per collective family it used; per
+// step (the counters add up over --repeat steps).
+static void tpc__print_stats(const tpc_run_t* run, int nranks) {
+  int64_t steps = run->opts->repeat;
+  printf("stats: per step; collective bytes under the ring/direct schedule model (docs/runtime.md)\n");
+  printf("stats: %-5s %-15s %6s %14s %14s %16s\n", "rank", "what", "calls", "bytes_sent", "bytes_received",
+         "gemm_flops");
+  for (int r = 0; r < nranks; ++r) {
+    const tprt_exec_stats_t* st = &run->ranks[r].stats;
+    printf("stats: %-5d %-15s %6s %14s %14s %16lld\n", r, "gemm", "-", "-", "-",
+           (long long)(st->gemm_flops / steps));
+    for (int k = 0; k < TPRT_COMM_KINDS; ++k) {
+      const tprt_comm_stats_t* c = &st->comm[k];
+      if (!c->calls) continue;
+      printf("stats: %-5d %-15s %6lld %14lld %14lld %16s\n", r, tprt_comm_kind_name((tprt_comm_kind_t)k),
+             (long long)(c->calls / steps), (long long)(c->bytes_sent / steps),
+             (long long)(c->bytes_received / steps), "-");
+    }
+  }
+}
+
 static int tpc__cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
@@ -438,6 +465,7 @@ int main(int argc, char** argv) {
              (unsigned long long)tpc__fnv1a(outs[j].data, tprt_tensor_bytes(&outs[j])));
     }
   }
+  if (opts.stats) tpc__print_stats(run, nranks);
   if (opts.outputs && (status = tprt_safetensors_write(opts.outputs, run->fn->num_results, names, outs, NULL)))
     goto fail;
   double* s = run->ranks[0].step_seconds;
