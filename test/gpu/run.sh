@@ -5,6 +5,7 @@
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
 # Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a),
+#              TPC_GPU_BENCH=1 (also benchmark the exact linear against torch.matmul, in the same run),
 #              TPC_GPU_BUILD (build directory, default build-gpu), OUT (if set, the full log is
 #              copied there).
 # Exit status: that of tprt-cuda-check (0 all bitwise equal, 1 a mismatch, 77 no device).
@@ -61,6 +62,13 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 "$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm
 echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
+if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
+  # The benchmark links the same kernel objects, without the checker's.
+  bench_objs=()
+  for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || bench_objs+=("$o"); done
+  "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c test/gpu/bench_linear.cu -o "$BUILD/obj/bench_linear_cu.o"
+  "$NVCC" -arch="$ARCH" "${bench_objs[@]}" "$BUILD/obj/bench_linear_cu.o" -o "$BUILD/tprt-bench-linear" -lm
+fi
 
 echo "== tprt-cuda-check"
 LOG="$BUILD/cuda_check.log"
@@ -80,4 +88,12 @@ else
   cat "$LOG"
 fi
 echo "tprt-cuda-check exit status: $rc"
+if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
+  # Exact-mode linear against the peer (PyTorch bf16 matmul) measured in the same run.
+  echo
+  echo "== benchmark: exact linear vs torch.matmul bf16 ($(date -u +%Y-%m-%d), $ARCH)"
+  "$BUILD/tprt-bench-linear" > "$BUILD/bench_linear.txt"
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_linear.txt" "$OUT/"; fi
+  python3 test/gpu/bench_peer.py "$BUILD/bench_linear.txt"
+fi
 exit $rc
