@@ -15,5 +15,12 @@ echo "-- tpc-compile: verify, plan the arena, lower to runtime calls, LLVM -> $S
 echo "-- tpc-run: 1 rank on the CPU backend, seeded Philox weights, output hashes (FNV-1a-64):"
 "$BUILD/bin/tpc-run" "$SO" --world 1 --seed 7 --hash --repeat 20
 echo
-echo "The module is logical (no sharding yet): tp-shard, which partitions it over a mesh, is the"
-echo "next piece of work; see the table in README.md."
+echo "-- the same logical module partitioned by tp-shard over 4 tensor-parallel ranks (FC1 column-,"
+echo "   FC2 row-parallel with an all-reduce), one checkpoint for every mesh; traffic per rank (--stats):"
+"$BUILD/bin/tpc-run" "$EX" --mesh tp=4 --seed 7 --hash --stats 2>/dev/null
+echo
+echo "-- a training step (tp-autodiff, then tp-shard) on tp=2 x dp=2: outputs and gradients"
+"$BUILD/bin/tpc-run" "$EX" --pipeline train --mesh tp=2,dp=2 --seed 7 --hash 2>/dev/null
+echo
+echo "The y hash is the same on 1 and 4 ranks in this build. What is next (bitwise invariance by"
+echo "construction with tp-invariant, the CUDA backend): see the table in README.md."
