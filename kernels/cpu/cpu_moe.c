@@ -69,8 +69,9 @@ tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* ind
   (TPRT__FLOATS | TPRT__M(TPRT_DTYPE_F8E4M3FN) | TPRT__M(TPRT_DTYPE_F8E5M2) | TPRT__M(TPRT_DTYPE_F8E8M0FNU) | \
    TPRT__M(TPRT_DTYPE_I32) | TPRT__M(TPRT_DTYPE_I64))
 
-tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
-                                   tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) {
+// The checks and messages of moe_permute and moe_unpermute, shared with kernels/cuda/moe.cu.
+tprt_status_t tprt__check_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, const tprt_tensor_t* y,
+                                      const tprt_tensor_t* group_sizes, const tprt_tensor_t* row_map) {
   const char* op = "moe_permute";
   char a[96], b[96], what[96];
   tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__BYTE_DTYPES);
@@ -98,8 +99,42 @@ tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* 
                          tprt__shape_str(y, a, sizeof a));
   if (s) return s;
   snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
+  return tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
+}
+
+tprt_status_t tprt__check_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                        const tprt_tensor_t* weights, const tprt_tensor_t* out) {
+  const char* op = "moe_unpermute";
+  char a[96], what[96];
+  tprt_status_t s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
+  if (!s) s = tprt__check(op, "weights", weights, 2, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, "out", out, 2, TPRT__FLOATS);
+  if (s) return s;
+  int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
+  snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] (weights is [T,k] = [%lld,%lld])", (long long)rows, (long long)h,
+           (long long)t, (long long)k);
+  int64_t ydims[2] = {rows, h}, odims[2] = {t, h};
+  s = tprt__check_dims(op, "y", y, 2, ydims, what);
+  if (s) return s;
+  snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
   s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
   if (s) return s;
+  snprintf(what, sizeof what, "[T,H] = [%lld,%lld] of y's dtype %s", (long long)t, (long long)h,
+           tprt_dtype_name(y->dtype));
+  s = tprt__check_dims(op, "out", out, 2, odims, what);
+  if (!s && out->dtype != y->dtype)
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: out must be %s; got %s", op, what,
+                         tprt__shape_str(out, a, sizeof a));
+  return s;
+}
+
+tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
+                                   tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) {
+  const char* op = "moe_permute";
+  tprt_status_t s = tprt__check_moe_permute(x, indices, y, group_sizes, row_map);
+  if (s) return s;
+  int64_t t = x->dims[0], h = x->dims[1], k = indices->dims[1], e = group_sizes->dims[0], rows = t * k;
   const int32_t* idx = (const int32_t*)indices->data;
   for (int64_t i = 0; i < rows; ++i)
     if (idx[i] < 0 || idx[i] >= e)
@@ -132,28 +167,9 @@ tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* 
 tprt_status_t tprt_cpu_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
                                      tprt_tensor_t* out) {
   const char* op = "moe_unpermute";
-  char a[96], what[96];
-  tprt_status_t s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
-  if (!s) s = tprt__check(op, "weights", weights, 2, TPRT__M(TPRT_DTYPE_F32));
-  if (!s) s = tprt__check(op, "out", out, 2, TPRT__FLOATS);
+  tprt_status_t s = tprt__check_moe_unpermute(y, row_map, weights, out);
   if (s) return s;
   int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
-  snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] (weights is [T,k] = [%lld,%lld])", (long long)rows, (long long)h,
-           (long long)t, (long long)k);
-  int64_t ydims[2] = {rows, h}, odims[2] = {t, h};
-  s = tprt__check_dims(op, "y", y, 2, ydims, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
-  s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T,H] = [%lld,%lld] of y's dtype %s", (long long)t, (long long)h,
-           tprt_dtype_name(y->dtype));
-  s = tprt__check_dims(op, "out", out, 2, odims, what);
-  if (!s && out->dtype != y->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: out must be %s; got %s", op, what,
-                         tprt__shape_str(out, a, sizeof a));
-  if (s) return s;
   if (t == 0 || h == 0) return NULL;
   int64_t* inv = NULL;
   s = tprt__scratch(op, (size_t)rows * sizeof(int64_t) + (size_t)h * sizeof(float), (void**)&inv);

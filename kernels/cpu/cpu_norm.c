@@ -11,9 +11,10 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-// Shared checks: x[M,H] float, gamma[H] float, beta[H] of gamma's dtype, y like x, eps > 0.
-static tprt_status_t tprt__check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
-                                      const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps) {
+// Shared checks (also kernels/cuda/norm.cu): x[M,H] float, gamma[H] float, beta[H] of gamma's
+// dtype, y like x, eps > 0.
+tprt_status_t tprt__check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                               const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps) {
   char a[96], b[96];
   tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "gamma", gamma, 1, TPRT__FLOATS);

@@ -67,6 +67,19 @@ tprt_status_t tprt__check(const char* op, const char* name, const tprt_tensor_t*
 /// Shared by linear (x against w) and its gradients (dgrad and wgrad), so all accumulate alike.
 void tprt__kacc_block(const float* a, const float* bt, int64_t k, int64_t size, int chunks, float* part);
 
+/// The operand checks of rmsnorm (|beta| NULL) and layernorm: x[M,H] and y like x of a float
+/// dtype, gamma[H] float, beta[H] of gamma's dtype, eps finite > 0 (cpu_norm.c; CUDA uses it too).
+tprt_status_t tprt__check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                               const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps);
+
+/// The operand checks of moe_permute (x[T,H], indices[T,k] i32, y[T*k,H] of x's dtype,
+/// group_sizes[E] i64 with E >= 1, row_map[T*k] i32) and moe_unpermute (y[T*k,H], row_map[T*k],
+/// weights[T,k] f32, out[T,H] of y's dtype): the CPU and CUDA kernels' first step.
+tprt_status_t tprt__check_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, const tprt_tensor_t* y,
+                                      const tprt_tensor_t* group_sizes, const tprt_tensor_t* row_map);
+tprt_status_t tprt__check_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                        const tprt_tensor_t* weights, const tprt_tensor_t* out);
+
 /// Checks the operands and attributes shared by glu and glu_grad: x[...,2F] of a float dtype,
 /// |half| (named |half_name|: y or dy) x's shape with the last dimension F and x's dtype, |kind|
 /// a tprt_glu_kind_t, |interleave| 0 or a divisor of F, quick_geglu's alpha and limit finite > 0.

@@ -256,65 +256,7 @@ extern "C" __global__ void __launch_bounds__(TPRT__MOE_ROW_THREADS)
 // Every dtype: bucket rows are moved as bytes (cpu_moe_bucket.c).
 #define TPRT__ANY_DTYPE ((1u << TPRT_DTYPE_COUNT) - 1u)
 
-static tprt_status_t tprt__cuda_check_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices,
-                                              const tprt_tensor_t* y, const tprt_tensor_t* group_sizes,
-                                              const tprt_tensor_t* row_map) {
-  const char* op = "moe_permute";
-  char a[96], b[96], what[96];
-  tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__BYTE_DTYPES);
-  if (!s) s = tprt__check(op, "indices", indices, 2, TPRT__M(TPRT_DTYPE_I32));
-  if (!s) s = tprt__check(op, "y", y, 2, TPRT__BYTE_DTYPES);
-  if (!s) s = tprt__check(op, "group_sizes", group_sizes, 1, TPRT__M(TPRT_DTYPE_I64));
-  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
-  if (s) return s;
-  int64_t t = x->dims[0], h = x->dims[1], k = indices->dims[1], e = group_sizes->dims[0], rows = t * k;
-  if (indices->dims[0] != t)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: indices must be [T,k] with T=%lld (x is %s); got %s", op,
-                            (long long)t, tprt__shape_str(x, a, sizeof a), tprt__shape_str(indices, b, sizeof b));
-  if (rows > INT32_MAX)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: T*k=%lld rows do not fit the i32 row_map", op,
-                            (long long)rows);
-  if (e < 1)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes must have E >= 1 entries; got %s", op,
-                            tprt__shape_str(group_sizes, a, sizeof a));
-  snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] of x's dtype %s", (long long)rows, (long long)h,
-           tprt_dtype_name(x->dtype));
-  int64_t ydims[2] = {rows, h};
-  s = tprt__check_dims(op, "y", y, 2, ydims, what);
-  if (!s && y->dtype != x->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: y must be %s; got %s", op, what,
-                         tprt__shape_str(y, a, sizeof a));
-  if (s) return s;
-  snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
-  return tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
-}
 
-static tprt_status_t tprt__cuda_check_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
-                                                const tprt_tensor_t* weights, const tprt_tensor_t* out) {
-  const char* op = "moe_unpermute";
-  char a[96], what[96];
-  tprt_status_t s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
-  if (!s) s = tprt__check(op, "weights", weights, 2, TPRT__M(TPRT_DTYPE_F32));
-  if (!s) s = tprt__check(op, "out", out, 2, TPRT__FLOATS);
-  if (s) return s;
-  int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
-  snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] (weights is [T,k] = [%lld,%lld])", (long long)rows, (long long)h,
-           (long long)t, (long long)k);
-  int64_t ydims[2] = {rows, h}, odims[2] = {t, h};
-  s = tprt__check_dims(op, "y", y, 2, ydims, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
-  s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T,H] = [%lld,%lld] of y's dtype %s", (long long)t, (long long)h,
-           tprt_dtype_name(y->dtype));
-  s = tprt__check_dims(op, "out", out, 2, odims, what);
-  if (!s && out->dtype != y->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: out must be %s; got %s", op, what,
-                         tprt__shape_str(out, a, sizeof a));
-  return s;
-}
 
 // tprt__check_rows of cpu_moe_bucket.c.
 static tprt_status_t tprt__cuda_check_rows(const char* op, const char* name, const tprt_tensor_t* t) {
@@ -382,7 +324,7 @@ static unsigned tprt__moe_row_blocks(int64_t rows) {
 
 tprt_status_t tprt_cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
                                     tprt_tensor_t* group_sizes, tprt_tensor_t* row_map, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_permute(x, indices, y, group_sizes, row_map);
+  tprt_status_t s = tprt__check_moe_permute(x, indices, y, group_sizes, row_map);
   if (s) return s;
   int64_t e = group_sizes->dims[0], k = indices->dims[1], rows = x->dims[0] * k;
   if (e > TPRT__MOE_MAX_EXPERTS)
@@ -410,7 +352,7 @@ tprt_status_t tprt_cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t*
 
 tprt_status_t tprt_cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
                                       const tprt_tensor_t* weights, tprt_tensor_t* out, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_unpermute(y, row_map, weights, out);
+  tprt_status_t s = tprt__check_moe_unpermute(y, row_map, weights, out);
   if (s) return s;
   int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1];
   if (t == 0 || h == 0) return NULL;

@@ -109,39 +109,12 @@ TPRT__NORM_KERNEL(tprt_layernorm_kernel_f16, TPRT_DTYPE_F16)
 TPRT__NORM_KERNEL(tprt_layernorm_kernel_f32, TPRT_DTYPE_F32)
 
 // ------------------------------------------------------------------------------------------------
-// Validation (the checks and messages of cpu_norm.c)
-// ------------------------------------------------------------------------------------------------
-
-static tprt_status_t tprt__cuda_check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
-                                           const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps) {
-  char a[96], b[96];
-  tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "gamma", gamma, 1, TPRT__FLOATS);
-  if (!s && beta) s = tprt__check(op, "beta", beta, 1, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (s) return s;
-  int64_t h = x->dims[1];
-  if (gamma->dims[0] != h)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: gamma must be [H] = [%lld] (x is %s); got %s", op,
-                            (long long)h, tprt__shape_str(x, a, sizeof a), tprt__shape_str(gamma, b, sizeof b));
-  if (beta && (beta->dims[0] != h || beta->dtype != gamma->dtype))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: beta must be [H] = [%lld] of gamma's dtype %s; got %s",
-                            op, (long long)h, tprt_dtype_name(gamma->dtype), tprt__shape_str(beta, b, sizeof b));
-  if (!tprt_tensor_same_layout(x, y))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: y must have x's shape and dtype %s; got %s", op,
-                            tprt__shape_str(x, a, sizeof a), tprt__shape_str(y, b, sizeof b));
-  if (!isfinite(eps) || !(eps > 0.0f))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: eps=%g must be finite and > 0", op, (double)eps);
-  return NULL;
-}
-
-// ------------------------------------------------------------------------------------------------
 // Kernel launcher (one for both ops; beta NULL is RMSNorm)
 // ------------------------------------------------------------------------------------------------
 
 static tprt_status_t tprt__cuda_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                      const tprt_tensor_t* beta, tprt_tensor_t* y, float eps, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_norm(op, x, gamma, beta, y, eps);
+  tprt_status_t s = tprt__check_norm(op, x, gamma, beta, y, eps);
   if (s) return s;
   int64_t m = x->dims[0], h = x->dims[1];
   if (m == 0 || h == 0) return NULL;
