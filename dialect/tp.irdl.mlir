@@ -41,9 +41,9 @@ irdl.dialect @tp {
   // Compute
   //===--------------------------------------------------------------------===//
 
-  // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]).
+  // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]). `chunks` as for the backward ops below.
   irdl.operation @linear attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false, chunks = 0 : i64}} {
     %x = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %bias = irdl.base "!builtin.tensor"
@@ -57,7 +57,8 @@ irdl.dialect @tp {
   // (what an expert-parallel rank receives from S peers), each holding its experts' rows in order
   // and then zero padding, whose outputs are zero.
   irdl.operation @grouped_linear attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false,
+      chunks = 0 : i64}} {
     %x = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"
@@ -212,12 +213,16 @@ irdl.dialect @tp {
   //===--------------------------------------------------------------------===//
   // Backward (produced by tp-autodiff, also writable by hand). Contractions use the canonical
   // chunked accumulation over the contracted dimension; `partial` marks an unreduced f32 sum
-  // that a following collective completes, as for tp.linear.
+  // that a following collective completes, as for tp.linear. `chunks` (0: the module's
+  // tp.chunks) is the chunk count of this op's contraction; tp-invariant sets it to C/R on a
+  // partial whose R-rank reduction completes the canonical tree. `segments` and `blocks` (dgrad
+  // only) visit N in the chunk order of docs/numerics.md, "Segmented contractions".
   //===--------------------------------------------------------------------===//
 
   // dx[M,K] = dy[M,N] · w[N,K] (the input gradient of tp.linear; contracts N).
   irdl.operation @linear_dgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false, chunks = 0 : i64,
+      segments = 1 : i64, blocks = 1 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %dx = irdl.base "!builtin.tensor"
@@ -227,7 +232,7 @@ irdl.dialect @tp {
 
   // dw[N,K] = dy[M,N]ᵀ · x[M,K] (the weight gradient of tp.linear; contracts the tokens M).
   irdl.operation @linear_wgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row"], sequence_parallel = false, partial = false, chunks = 0 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %x = irdl.base "!builtin.tensor"
     %dw = irdl.base "!builtin.tensor"
@@ -236,7 +241,7 @@ irdl.dialect @tp {
   }
 
   // db[N] = Σ_m dy[m,N] (the bias gradient of tp.linear).
-  irdl.operation @bias_grad attributes {tp.optional_attributes = {partial = false}} {
+  irdl.operation @bias_grad attributes {tp.optional_attributes = {partial = false, chunks = 0 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %db = irdl.base "!builtin.tensor"
     irdl.operands(dy: %dy)
@@ -245,7 +250,8 @@ irdl.dialect @tp {
 
   // dx[T,K] = dy[T,N] · w[e,N,K] for the rows of expert e (segments as tp.grouped_linear).
   irdl.operation @grouped_linear_dgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false,
+      chunks = 0 : i64, segments = 1 : i64, blocks = 1 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"
@@ -256,7 +262,8 @@ irdl.dialect @tp {
 
   // dw[e,N,K] = Σ over expert e's rows of dy[t,N]ᵀ · x[t,K].
   irdl.operation @grouped_linear_wgrad attributes {tp.optional_attributes = {
-      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false}} {
+      parallel = ["none", "column", "row", "expert"], sequence_parallel = false, partial = false,
+      chunks = 0 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %x = irdl.base "!builtin.tensor"
     %group_sizes = irdl.base "!builtin.tensor"
@@ -280,7 +287,7 @@ irdl.dialect @tp {
   }
 
   // dx[M,H] and dgamma[H] of tp.rmsnorm (dgamma sums over the tokens M).
-  irdl.operation @rmsnorm_grad attributes {tp.optional_attributes = {partial = false}} {
+  irdl.operation @rmsnorm_grad attributes {tp.optional_attributes = {partial = false, chunks = 0 : i64}} {
     %eps = irdl.base "#builtin.float"
     %x = irdl.base "!builtin.tensor"
     %gamma = irdl.base "!builtin.tensor"
@@ -291,7 +298,7 @@ irdl.dialect @tp {
   }
 
   // dx[M,H], dgamma[H] and dbeta[H] of tp.layernorm.
-  irdl.operation @layernorm_grad attributes {tp.optional_attributes = {partial = false}} {
+  irdl.operation @layernorm_grad attributes {tp.optional_attributes = {partial = false, chunks = 0 : i64}} {
     %eps = irdl.base "#builtin.float"
     %x = irdl.base "!builtin.tensor"
     %gamma = irdl.base "!builtin.tensor"

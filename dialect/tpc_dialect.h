@@ -13,6 +13,9 @@ extern "C" {
 #define TPC_MODULE_ATTR_NUMERICS "tp.numerics"
 /// Module attribute giving the number of canonical K chunks (a power of two, default 8).
 #define TPC_MODULE_ATTR_CHUNKS "tp.chunks"
+/// Module attribute choosing how tp-invariant completes cross-rank contractions: "canonical"
+/// (default; tree-ordered f32 partials) or "gather" (operands gathered, full contraction per rank).
+#define TPC_MODULE_ATTR_STRATEGY "tp.strategy"
 /// Module attribute naming the quantization recipe.
 #define TPC_MODULE_ATTR_RECIPE "tp.recipe"
 /// Module attribute set by tp-lower-runtime: the arena bytes one rank needs.

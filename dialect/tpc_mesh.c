@@ -9,6 +9,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "tp_ops.h"
+#include "tpc_dialect.h"
 
 static int tpc__axis_rank(const char* name) {
   static const char* const order[] = {"dp", "ep", "tp"};
@@ -85,4 +86,25 @@ MlirLogicalResult tpc_mesh_declare(MlirOperation module, const tpc_mesh_spec_t* 
   }
   mlirBlockInsertOwnedOperation(body, 0, mesh);
   return mlirLogicalResultSuccess();
+}
+
+int tpc_numerics_option_check(const char* flag, const char* value, char* error, size_t error_size) {
+  bool numerics = strcmp(flag, "numerics") == 0;
+  const char* const* allowed = numerics ? (const char* const[]){"fast", "invariant", "exact", NULL}
+                                        : (const char* const[]){"canonical", "gather", NULL};
+  for (int i = 0; value && allowed[i]; ++i)
+    if (strcmp(value, allowed[i]) == 0) return 1;
+  snprintf(error, error_size, "--%s must be %s; got '%s'", flag,
+           numerics ? "fast, invariant or exact" : "canonical or gather", value ? value : "");
+  return 0;
+}
+
+void tpc_module_set_numerics(MlirOperation module, const char* numerics, const char* strategy) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  if (numerics)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_NUMERICS),
+                                    mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(numerics)));
+  if (strategy)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_STRATEGY),
+                                    mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(strategy)));
 }

@@ -30,6 +30,14 @@ int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, siz
 /// (with a diagnostic) if the module's ops use another mesh shape incompatibly.
 MlirLogicalResult tpc_mesh_declare(MlirOperation module, const tpc_mesh_spec_t* spec);
 
+/// Checks the value of a --numerics (fast|invariant|exact) or --strategy (canonical|gather)
+/// option; |flag| is "numerics" or "strategy". Returns 0 and writes a message to |error| if bad.
+int tpc_numerics_option_check(const char* flag, const char* value, char* error, size_t error_size);
+
+/// Sets the module attributes tp.numerics and tp.strategy from the command line; a NULL value
+/// keeps what the module says.
+void tpc_module_set_numerics(MlirOperation module, const char* numerics, const char* strategy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,6 +152,16 @@ static MlirLogicalResult tpc__verify_attrs(MlirOperation op, int kind) {
       tpc__rule_error(op, "attr.kind", "attribute '%s' must be %s", as->name, tpc__attr_kind_words[as->kind]);
       continue;
     }
+    // Every op's `chunks` (its contraction's chunk count; 0 means the module's tp.chunks).
+    if (as->kind == TPC_ATTR_I64 && strcmp(as->name, "chunks") == 0) {
+      int64_t c = tpc_op_get_i64(op, kind, i);
+      if (c < 0 || c > 1024 || (c & (c - 1)) != 0) {
+        ok = false;
+        tpc__rule_error(op, "attr.chunks",
+                        "attribute 'chunks' must be 0 (the module's tp.chunks) or a power of two in [1, 1024]; got %lld",
+                        (long long)c);
+      }
+    }
     if (as->kind == TPC_ATTR_ENUM && tpc_op_get_enum(op, kind, i) < 0) {
       char allowed[256] = "";
       int n = 0;
@@ -286,6 +296,17 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
       tpc__rule_error(module, "module.numerics",
                       TPC_MODULE_ATTR_NUMERICS " must be \"fast\", \"invariant\" or \"exact\"; got %s",
                       tpc__attr_text(numerics, &text));
+    }
+  }
+  MlirAttribute strategy = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_STRATEGY));
+  if (!mlirAttributeIsNull(strategy)) {
+    MlirStringRef s = mlirAttributeIsAString(strategy) ? mlirStringAttrGetValue(strategy) : mlirStringRefCreate("", 0);
+    if (!mlirStringRefEqual(s, mlirStringRefCreateFromCString("canonical")) &&
+        !mlirStringRefEqual(s, mlirStringRefCreateFromCString("gather"))) {
+      tpc__text_t text = {{0}, 0, false};
+      ok = false;
+      tpc__rule_error(module, "module.strategy", TPC_MODULE_ATTR_STRATEGY " must be \"canonical\" or \"gather\"; got %s",
+                      tpc__attr_text(strategy, &text));
     }
   }
   MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));

@@ -24,6 +24,17 @@ static bool tpc__grad_type_ok(MlirType result, MlirType storage, bool partial) {
   return tpc__is_f32(result) || (!partial && mlirTypeEqual(result, storage));
 }
 
+// `segments` and `blocks` of a dgrad (docs/numerics.md, "Segmented contractions"): both >= 1,
+// and with segments > 1 the contracted N must split into blocks x segments equal parts.
+static MlirLogicalResult tpc__verify_segments(MlirOperation op, int64_t segments, int64_t blocks, int64_t n) {
+  if (segments < 1 || blocks < 1 || (segments > 1 && n % (segments * blocks) != 0))
+    return tpc__rule_error(op, "dgrad.segments",
+                           "segments (%lld) and blocks (%lld) must be >= 1, and with segments > 1 the contracted N "
+                           "(%lld) must be divisible by segments x blocks",
+                           (long long)segments, (long long)blocks, (long long)n);
+  return OK;
+}
+
 static MlirLogicalResult tpc__verify_linear_grad(MlirOperation op, bool wgrad) {
   tpc__gbufs_t s;
   tpc_shape_t dy = tpc__shape_of(wgrad ? tpc_linear_wgrad_get_dy(op) : tpc_linear_dgrad_get_dy(op));
@@ -43,6 +54,8 @@ static MlirLogicalResult tpc__verify_linear_grad(MlirOperation op, bool wgrad) {
                                  : "expects dy[M,N] and w[N,K] of one float type and dx[M,K] (f32, or dy's type unless "
                                    "partial); got dy %s, w %s, dx %s",
                            TYPE(dy.type, s.a), TYPE(other.type, s.b), TYPE(out.type, s.c));
+  if (!wgrad)
+    return tpc__verify_segments(op, tpc_linear_dgrad_get_segments(op), tpc_linear_dgrad_get_blocks(op), dy.dims[1]);
   return OK;
 }
 
@@ -81,6 +94,9 @@ static MlirLogicalResult tpc__verify_grouped_grad(MlirOperation op, bool wgrad) 
                            wgrad ? "x[T,K]" : "w[E,N,K]", wgrad ? "dw[E,N,K]" : "dx[T,K]", TYPE(dy.type, s.a),
                            wgrad ? "x" : "w", TYPE(other.type, s.b), TYPE(g.type, s.c), wgrad ? "dw" : "dx",
                            TYPE(out.type, s.d));
+  if (!wgrad)
+    return tpc__verify_segments(op, tpc_grouped_linear_dgrad_get_segments(op), tpc_grouped_linear_dgrad_get_blocks(op),
+                                dy.dims[1]);
   return OK;
 }
 

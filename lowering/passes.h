@@ -18,6 +18,10 @@ MlirPass tpc_create_autodiff_pass(void);
 /// tp-shard: partitions a logical module over its tp.mesh into the per-rank program.
 MlirPass tpc_create_shard_pass(void);
 
+/// tp-invariant: applies tp.numerics = invariant/exact to a per-rank module (canonical chunk
+/// subtrees on partial contractions, tree-ordered collectives, or tp.strategy = "gather").
+MlirPass tpc_create_invariant_pass(void);
+
 /// tp-lower-runtime: plans intermediate tensors into one arena and lowers every tp op to a call
 /// of the runtime ABI (runtime/tprt_abi.h); run upstream convert-to-llvm after it.
 MlirPass tpc_create_lower_runtime_pass(void);

@@ -48,6 +48,11 @@ float tprt__attr_f32(const tprt_call_t* c, int i) {
 
 const tprt_tensor_t* tprt__opt(const tprt_call_t* c, int s) { return c->present[s] ? &c->slot[s] : NULL; }
 
+int tprt__chunks(const tprt_exec_t* exec, const tprt_call_t* c, int attr) {
+  int64_t v = tprt__attr(c, attr);
+  return v > 0 ? (int)v : tprt_exec_chunks(exec);
+}
+
 // Checks that the mesh a collective names (attribute |mesh_attr|: rank, sizes) is the world's.
 tprt_status_t tprt__check_mesh(tprt_exec_t* exec, const tprt_call_t* c, int mesh_attr) {
   tprt_rank_t* rank = tprt_exec_rank(exec);
@@ -76,7 +81,8 @@ int32_t tprt_abi_linear(tprt_exec_t* exec, void* const* buffers, const int64_t* 
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LINEAR_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_LINEAR_SLOT_X], *w = &c.slot[TPRT_LINEAR_SLOT_W];
-    s = tprt_cpu_linear(x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y], tprt_exec_chunks(exec));
+    s = tprt_cpu_linear(x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
+                        tprt__chunks(exec, &c, TPRT_LINEAR_ATTR_CHUNKS));
     tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_NAME);
@@ -88,7 +94,7 @@ int32_t tprt_abi_grouped_linear(tprt_exec_t* exec, void* const* buffers, const i
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_GROUPED_LINEAR_SLOT_X], *w = &c.slot[TPRT_GROUPED_LINEAR_SLOT_W];
     s = tprt_cpu_grouped_linear(x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
-                                tprt_exec_chunks(exec));
+                                tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_ATTR_CHUNKS));
     tprt__count_gemm(exec, x->dims[0], w->dims[1], x->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_NAME);

@@ -15,7 +15,10 @@ int32_t tprt_abi_linear_dgrad(tprt_exec_t* exec, void* const* buffers, const int
   TPRT__GRAD_PROLOGUE(LINEAR_DGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_DGRAD_SLOT_DY], *w = &c.slot[TPRT_LINEAR_DGRAD_SLOT_W];
-    s = tprt_cpu_linear_dgrad(dy, w, &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX], tprt_exec_chunks(exec));
+    s = tprt_cpu_linear_dgrad_segmented(dy, w, &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX],
+                                        tprt__chunks(exec, &c, TPRT_LINEAR_DGRAD_ATTR_CHUNKS),
+                                        (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_SEGMENTS),
+                                        (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_BLOCKS));
     tprt__count_gemm(exec, dy->dims[0], w->dims[1], dy->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_DGRAD_NAME);
@@ -25,7 +28,8 @@ int32_t tprt_abi_linear_wgrad(tprt_exec_t* exec, void* const* buffers, const int
   TPRT__GRAD_PROLOGUE(LINEAR_WGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_WGRAD_SLOT_DY], *x = &c.slot[TPRT_LINEAR_WGRAD_SLOT_X];
-    s = tprt_cpu_linear_wgrad(dy, x, &c.slot[TPRT_LINEAR_WGRAD_SLOT_DW], tprt_exec_chunks(exec));
+    s = tprt_cpu_linear_wgrad(dy, x, &c.slot[TPRT_LINEAR_WGRAD_SLOT_DW],
+                              tprt__chunks(exec, &c, TPRT_LINEAR_WGRAD_ATTR_CHUNKS));
     tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_WGRAD_NAME);
@@ -33,7 +37,8 @@ int32_t tprt_abi_linear_wgrad(tprt_exec_t* exec, void* const* buffers, const int
 
 int32_t tprt_abi_bias_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(BIAS_GRAD);
-  if (!s) s = tprt_cpu_bias_grad(&c.slot[TPRT_BIAS_GRAD_SLOT_DY], &c.slot[TPRT_BIAS_GRAD_SLOT_DB], tprt_exec_chunks(exec));
+  if (!s) s = tprt_cpu_bias_grad(&c.slot[TPRT_BIAS_GRAD_SLOT_DY], &c.slot[TPRT_BIAS_GRAD_SLOT_DB],
+                                   tprt__chunks(exec, &c, TPRT_BIAS_GRAD_ATTR_CHUNKS));
   return tprt_exec_record(exec, s, TPRT_BIAS_GRAD_NAME);
 }
 
@@ -41,8 +46,11 @@ int32_t tprt_abi_grouped_linear_dgrad(tprt_exec_t* exec, void* const* buffers, c
   TPRT__GRAD_PROLOGUE(GROUPED_LINEAR_DGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_DY], *w = &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_W];
-    s = tprt_cpu_grouped_linear_dgrad(dy, w, &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES],
-                                      &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_DX], tprt_exec_chunks(exec));
+    s = tprt_cpu_grouped_linear_dgrad_segmented(dy, w, &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES],
+                                                &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_DX],
+                                                tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_CHUNKS),
+                                                (int)tprt__attr(&c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_SEGMENTS),
+                                                (int)tprt__attr(&c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_BLOCKS));
     tprt__count_gemm(exec, dy->dims[0], w->dims[2], dy->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_DGRAD_NAME);
@@ -53,7 +61,8 @@ int32_t tprt_abi_grouped_linear_wgrad(tprt_exec_t* exec, void* const* buffers, c
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DY], *x = &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_X];
     s = tprt_cpu_grouped_linear_wgrad(dy, x, &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_GROUP_SIZES],
-                                      &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DW], tprt_exec_chunks(exec));
+                                      &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DW],
+                                      tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_WGRAD_ATTR_CHUNKS));
     tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_WGRAD_NAME);
@@ -74,7 +83,7 @@ int32_t tprt_abi_rmsnorm_grad(tprt_exec_t* exec, void* const* buffers, const int
     s = tprt_cpu_rmsnorm_grad(&c.slot[TPRT_RMSNORM_GRAD_SLOT_X], &c.slot[TPRT_RMSNORM_GRAD_SLOT_GAMMA],
                               &c.slot[TPRT_RMSNORM_GRAD_SLOT_DY], &c.slot[TPRT_RMSNORM_GRAD_SLOT_DX],
                               &c.slot[TPRT_RMSNORM_GRAD_SLOT_DGAMMA], tprt__attr_f32(&c, TPRT_RMSNORM_GRAD_ATTR_EPS),
-                              tprt_exec_chunks(exec));
+                              tprt__chunks(exec, &c, TPRT_RMSNORM_GRAD_ATTR_CHUNKS));
   return tprt_exec_record(exec, s, TPRT_RMSNORM_GRAD_NAME);
 }
 
@@ -84,7 +93,8 @@ int32_t tprt_abi_layernorm_grad(tprt_exec_t* exec, void* const* buffers, const i
     s = tprt_cpu_layernorm_grad(&c.slot[TPRT_LAYERNORM_GRAD_SLOT_X], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_GAMMA],
                                 &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DY], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DX],
                                 &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DGAMMA], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DBETA],
-                                tprt__attr_f32(&c, TPRT_LAYERNORM_GRAD_ATTR_EPS), tprt_exec_chunks(exec));
+                                tprt__attr_f32(&c, TPRT_LAYERNORM_GRAD_ATTR_EPS),
+                                tprt__chunks(exec, &c, TPRT_LAYERNORM_GRAD_ATTR_CHUNKS));
   return tprt_exec_record(exec, s, TPRT_LAYERNORM_GRAD_NAME);
 }
 

@@ -76,6 +76,36 @@ static tprt_status_t tprt__check_chunks(const char* op, int chunks) {
                           TPRT_MAX_CHUNKS);
 }
 
+// The segmented order of docs/numerics.md ("Segmented contractions"): the contracted dimension
+// N is |blocks| blocks of |segments| equal segments, and chunk c visits, for each segment j of
+// block c / (chunks/blocks), its c % (chunks/blocks)-th run of S = N/(chunks·segments) elements.
+// segments == 1 is the plain order (rows left NULL). Needs N % (chunks·segments) == 0 and
+// chunks % blocks == 0 otherwise.
+static tprt_status_t tprt__segmented_order(const char* op, int64_t n, int chunks, int segments, int blocks,
+                                           int64_t** out_rows) {
+  *out_rows = NULL;
+  if (segments < 1 || blocks < 1)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: segments=%d and blocks=%d must be >= 1", op, segments,
+                            blocks);
+  if (segments == 1) return NULL;
+  if (chunks % blocks != 0 || n % ((int64_t)chunks * segments) != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: a segmented contraction needs N %% (chunks*segments) == 0 and chunks %% blocks == 0; "
+                            "got N=%lld, chunks=%d, segments=%d, blocks=%d",
+                            op, (long long)n, chunks, segments, blocks);
+  int64_t* rows = NULL;
+  tprt_status_t s = tprt__scratch(op, (size_t)(n > 0 ? n : 1) * sizeof(int64_t), (void**)&rows);
+  if (s) return s;
+  int64_t run = n / ((int64_t)chunks * segments), per_block = chunks / blocks, r = 0;
+  for (int c = 0; c < chunks; ++c) {
+    int64_t base = (int64_t)(c / per_block) * (n / blocks), local = (int64_t)(c % per_block) * run;
+    for (int j = 0; j < segments; ++j)
+      for (int64_t i = 0; i < run; ++i) rows[r++] = base + (int64_t)j * (n / blocks / segments) + local + i;
+  }
+  *out_rows = rows;
+  return NULL;
+}
+
 // |t| must have |name0|'s dtype.
 static tprt_status_t tprt__check_dtype_of(const char* op, const char* name, const tprt_tensor_t* t, const char* name0,
                                           const tprt_tensor_t* t0) {
@@ -112,6 +142,11 @@ static tprt_status_t tprt__mismatch(const char* op, const char* rule, const char
 }
 
 tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks) {
+  return tprt_cpu_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1);
+}
+
+tprt_status_t tprt_cpu_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                              int chunks, int segments, int blocks) {
   const char* op = "linear_dgrad";
   tprt_status_t s = tprt__check(op, "dy", dy, 2, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "w", w, 2, TPRT__FLOATS);
@@ -123,15 +158,22 @@ tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t
   if (w->dims[0] != n) return tprt__mismatch(op, "dy[M,N] and w[N,K]", "N", dy, "dy", n, w, "w", w->dims[0]);
   int64_t dims[2] = {m, k};
   s = tprt__check_out(op, "dx", dx, 2, dims, "[M,K]", dy);
-  if (s || m == 0 || k == 0) return s;
+  int64_t* order = NULL;
+  if (!s) s = tprt__segmented_order(op, n, chunks, segments, blocks, &order);
+  if (s || m == 0 || k == 0) {
+    tprt__scratch_free(order);
+    return s;
+  }
   void* mem = NULL;
   tprt__grad_scratch_t sc;
   s = tprt__grad_scratch_create(op, n, chunks, &mem, &sc);
-  if (s) return s;
-  tprt__opnd_t a = {dy->data, dy->dtype, 0, n, 1}, b = {w->data, w->dtype, 0, 1, k};
-  tprt__grad_gemm(&a, &b, NULL, m, k, n, dx, 0, chunks, &sc);
-  tprt__scratch_free(mem);
-  return NULL;
+  if (!s) {
+    tprt__opnd_t a = {dy->data, dy->dtype, 0, n, 1}, b = {w->data, w->dtype, 0, 1, k};
+    tprt__grad_gemm(&a, &b, order, m, k, n, dx, 0, chunks, &sc);
+    tprt__scratch_free(mem);
+  }
+  tprt__scratch_free(order);
+  return s;
 }
 
 tprt_status_t tprt_cpu_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks) {
@@ -196,6 +238,12 @@ tprt_status_t tprt_cpu_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int
 
 tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w,
                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks) {
+  return tprt_cpu_grouped_linear_dgrad_segmented(dy, w, group_sizes, dx, chunks, 1, 1);
+}
+
+tprt_status_t tprt_cpu_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                      const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                      int segments, int blocks) {
   const char* op = "grouped_linear_dgrad";
   tprt_status_t s = tprt__check(op, "dy", dy, 2, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "w", w, 3, TPRT__FLOATS);
@@ -209,11 +257,19 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
   s = tprt__check_segments(op, t, w, "w", NULL, group_sizes, &segs);
   int64_t dims[2] = {t, k};
   if (!s) s = tprt__check_out(op, "dx", dx, 2, dims, "[T,K]", dy);
-  if (s || t == 0 || k == 0) return s;
+  int64_t* order = NULL;
+  if (!s) s = tprt__segmented_order(op, n, chunks, segments, blocks, &order);
+  if (s || t == 0 || k == 0) {
+    tprt__scratch_free(order);
+    return s;
+  }
   void* mem = NULL;
   tprt__grad_scratch_t sc;
   s = tprt__grad_scratch_create(op, n, chunks, &mem, &sc);
-  if (s) return s;
+  if (s) {
+    tprt__scratch_free(order);
+    return s;
+  }
   const int64_t* sizes = (const int64_t*)group_sizes->data;
   int64_t cap = t / segs;
   for (int64_t sg = 0; sg < segs; ++sg) {
@@ -221,7 +277,7 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
     for (int64_t i = 0; i < e; ++i) {
       int64_t rows = sizes[sg * e + i];
       tprt__opnd_t a = {dy->data, dy->dtype, row * n, n, 1}, b = {w->data, w->dtype, i * n * k, 1, k};
-      if (rows > 0) tprt__grad_gemm(&a, &b, NULL, rows, k, n, dx, row * k, chunks, &sc);
+      if (rows > 0) tprt__grad_gemm(&a, &b, order, rows, k, n, dx, row * k, chunks, &sc);
       row += rows;
     }
     // Padding rows get +0.0: all-zero bits in bf16, f16 and f32 alike.
@@ -230,6 +286,7 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
       memset((char*)dx->data + tprt_dtype_bytes(dx->dtype, row * k), 0, tprt_dtype_bytes(dx->dtype, pad * k));
   }
   tprt__scratch_free(mem);
+  tprt__scratch_free(order);
   return NULL;
 }
 

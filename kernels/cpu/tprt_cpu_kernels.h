@@ -161,6 +161,15 @@ tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t str
 tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                     int chunks) TPRT_MUST_USE_RESULT;
 
+/// tprt_cpu_linear_dgrad with N visited in the segmented order of docs/numerics.md ("Segmented
+/// contractions"): N is |blocks| blocks of |segments| segments, and chunk c takes its run of
+/// N/(chunks·segments) elements from every segment of block c/(chunks/blocks) in turn. This is the
+/// order in which every TP degree shares one tree when the rows of w are a stride-2 (GLU gate/up)
+/// shard. segments == 1 is tprt_cpu_linear_dgrad (blocks then ignored); otherwise N %
+/// (chunks·segments) == 0 and chunks % blocks == 0.
+tprt_status_t tprt_cpu_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                              int chunks, int segments, int blocks) TPRT_MUST_USE_RESULT;
+
 /// dw[N,K] = dy[M,N]ᵀ·x[M,K], the canonical accumulation over M with |chunks| (fmaf(dy[m,n],
 /// x[m,k], acc) in increasing m). x has dy's dtype D; dw has D or is f32 (a partial over a
 /// sequence shard, or main-grad precision).
@@ -177,6 +186,11 @@ tprt_status_t tprt_cpu_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int
 tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t* w,
                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
                                             int chunks) TPRT_MUST_USE_RESULT;
+
+/// tprt_cpu_grouped_linear_dgrad with N in the segmented order of tprt_cpu_linear_dgrad_segmented.
+tprt_status_t tprt_cpu_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                      const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                      int segments, int blocks) TPRT_MUST_USE_RESULT;
 
 /// dw[e,N,K] = Σ dy[r,N]ᵀ·x[r,K] over the rows r of expert e (E is dw's first dimension) in
 /// increasing global row order across all S segments of group_sizes[S*E]: one sequence of n_e

@@ -165,6 +165,25 @@ module attributes {tp.chunks = 6 : i64} {
 
 // -----
 
+/// module.strategy: tp-invariant knows two ways to complete a sharded contraction.
+// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.strategy: tp.strategy must be "canonical" or "gather"; got "allgather"
+module attributes {tp.numerics = "invariant", tp.strategy = "allgather"} {
+  func.func @strategy_unknown() {
+    return
+  }
+}
+
+// -----
+
+/// attr.chunks: an op's own chunk count (set by tp-invariant) is 0 or a power of two.
+func.func @linear_chunks_not_power_of_two(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xf32> {
+  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.chunks: attribute 'chunks' must be 0 (the module's tp.chunks) or a power of two in [1, 1024]; got 3
+  %y = "tp.linear"(%x, %w) {partial = true, chunks = 3 : i64} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
 /// module.chunks: the count is an integer attribute; the string "8" is reported as written.
 // CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.chunks: tp.chunks must be a power of two >= 1 (the canonical K chunk count); got "8"
 module attributes {tp.chunks = "8"} {

@@ -1,5 +1,23 @@
 // RUN: not tpc-opt %s --split-input-file 2>&1 | FileCheck %s
 
+/// dgrad.segments: N = 36 cannot be cut into 4 blocks of 2 equal segments.
+func.func @linear_dgrad_segments(%dy: tensor<16x36xbf16>, %w: tensor<36x64xbf16>) -> tensor<16x64xbf16> {
+  // CHECK: invalid-grad.mlir:[[@LINE+1]]:9: error: 'tp.linear_dgrad' op violates rule dgrad.segments: segments (2) and blocks (4) must be >= 1, and with segments > 1 the contracted N (36) must be divisible by segments x blocks
+  %dx = "tp.linear_dgrad"(%dy, %w) {segments = 2 : i64, blocks = 4 : i64} : (tensor<16x36xbf16>, tensor<36x64xbf16>) -> tensor<16x64xbf16>
+  return %dx : tensor<16x64xbf16>
+}
+
+// -----
+
+/// dgrad.segments: a count below 1 is meaningless.
+func.func @grouped_dgrad_segments_zero(%dy: tensor<16x32xbf16>, %w: tensor<2x32x64xbf16>, %g: tensor<2xi64>) -> tensor<16x64xbf16> {
+  // CHECK: invalid-grad.mlir:[[@LINE+1]]:9: error: 'tp.grouped_linear_dgrad' op violates rule dgrad.segments: segments (0) and blocks (1) must be >= 1
+  %dx = "tp.grouped_linear_dgrad"(%dy, %w, %g) {segments = 0 : i64} : (tensor<16x32xbf16>, tensor<2x32x64xbf16>, tensor<2xi64>) -> tensor<16x64xbf16>
+  return %dx : tensor<16x64xbf16>
+}
+
+// -----
+
 /// linear_dgrad.shapes: dx is [M,K] for dy[M,N] and w[N,K].
 func.func @linear_dgrad_wrong_dx(%dy: tensor<16x32xbf16>, %w: tensor<32x64xbf16>) -> tensor<16x32xbf16> {
   // CHECK: invalid-grad.mlir:[[@LINE+1]]:9: error: 'tp.linear_dgrad' op violates rule linear_dgrad.shapes: expects dy[M,N] and w[N,K] of one float type and dx[M,K] (f32, or dy's type unless partial); got dy tensor<16x32xbf16>, w tensor<32x64xbf16>, dx tensor<16x32xbf16>

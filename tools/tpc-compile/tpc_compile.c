@@ -37,6 +37,8 @@ typedef struct {
   const char* cpu;
   bool has_mesh;
   tpc_mesh_spec_t mesh;
+  const char* numerics;  // --numerics, overriding tp.numerics
+  const char* strategy;  // --strategy, overriding tp.strategy
 } tpc_compile_options_t;
 
 static void tpc__usage(FILE* out) {
@@ -47,6 +49,8 @@ static void tpc__usage(FILE* out) {
           "  -o <file>              Output path (required)\n"
           "  --pipeline=<name>      Lowering pipeline (default: lower-cpu; infer = tp-shard + lower-cpu)\n"
           "  --mesh=tp=4[,dp=2]     Declare the device mesh (tp.mesh @world) before the pipeline runs\n"
+          "  --numerics=<mode>      Set tp.numerics: fast, invariant or exact (default: the module's)\n"
+          "  --strategy=<s>         Set tp.strategy for invariant numerics: canonical (default) or gather\n"
           "  --emit=<kind>          so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)\n"
           "  --cpu=<name>           Target CPU (default: x86-64, portable to any x86-64 host)\n"
           "  -h, --help             Print this help\n");
@@ -73,6 +77,14 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         return -1;
       }
       o->has_mesh = true;
+    } else if (!strncmp(a, "--numerics=", 11) || !strncmp(a, "--strategy=", 11)) {
+      char error[256], flag[16];
+      snprintf(flag, sizeof flag, "%.8s", a + 2);
+      if (!tpc_numerics_option_check(flag, a + 11, error, sizeof error)) {
+        fprintf(stderr, "tpc-compile: error: %s\n", error);
+        return -1;
+      }
+      *(a[2] == 'n' ? &o->numerics : &o->strategy) = a + 11;
     } else if (!strncmp(a, "--emit=", 7)) {
       o->emit = a + 7;
     } else if (!strncmp(a, "--cpu=", 6)) {
@@ -254,6 +266,7 @@ int main(int argc, char** argv) {
   if (mlirModuleIsNull(module)) goto done;
   MlirOperation op = mlirModuleGetOperation(module);
   if (opts.has_mesh && mlirLogicalResultIsFailure(tpc_mesh_declare(op, &opts.mesh))) goto done;
+  tpc_module_set_numerics(op, opts.numerics, opts.strategy);
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char error[512];

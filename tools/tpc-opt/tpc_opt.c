@@ -35,6 +35,8 @@ typedef struct {
   bool generic;
   bool has_mesh;
   tpc_mesh_spec_t mesh;
+  const char* numerics;  // --numerics, overriding tp.numerics
+  const char* strategy;  // --strategy, overriding tp.strategy
   char pipeline[2048];  // comma-separated pass arguments and "mlir:" elements, in order
   int num_passes;
 } tpc_opt_options_t;
@@ -48,6 +50,8 @@ static void tpc__usage(FILE* out) {
           "  --split-input-file         Process each `// -----` separated chunk on its own\n"
           "  --tp-pipeline=<name>       Run a named pipeline (see below)\n"
           "  --mesh tp=4[,dp=2]         Declare the device mesh as tp.mesh @world (replacing one of that name)\n"
+          "  --numerics <mode>          Set tp.numerics: fast, invariant or exact (default: the module's)\n"
+          "  --strategy <s>             Set tp.strategy for invariant numerics: canonical (default) or gather\n"
           "  --verify-each              Run tp-verify after every pass (default in Debug builds)\n"
           "  --no-verify-each           Do not run tp-verify between passes\n"
           "  --mlir-print-debuginfo     Print locations\n"
@@ -138,6 +142,16 @@ static int tpc__parse_args(int argc, char** argv, tpc_opt_options_t* o) {
         return -1;
       }
       o->has_mesh = true;
+    } else if ((strncmp(name, "numerics", 8) == 0 || strncmp(name, "strategy", 8) == 0) &&
+               (name[8] == '=' || name[8] == '\0')) {
+      const char* value = name[8] == '=' ? name + 9 : i + 1 < argc ? argv[++i] : NULL;
+      char error[256], flag[16];
+      snprintf(flag, sizeof flag, "%.8s", name);
+      if (!tpc_numerics_option_check(flag, value, error, sizeof error)) {
+        fprintf(stderr, "tpc-opt: error: %s\n", error);
+        return -1;
+      }
+      *(name[0] == 'n' ? &o->numerics : &o->strategy) = value;
     } else if (strncmp(name, "tp-pipeline", 11) == 0) {
       const char* value = name[11] == '=' ? name + 12 : name[11] == '\0' && i + 1 < argc ? argv[++i] : NULL;
       if (!value || (name[11] != '=' && name[11] != '\0')) {
@@ -245,6 +259,7 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   }
   MlirOperation root = mlirModuleGetOperation(module);
   bool ok = !o->has_mesh || mlirLogicalResultIsSuccess(tpc_mesh_declare(root, &o->mesh));
+  tpc_module_set_numerics(root, o->numerics, o->strategy);
   ok = ok && mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_passes > 0) {
     MlirPassManager pm = mlirPassManagerCreate(ctx);

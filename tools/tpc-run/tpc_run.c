@@ -38,6 +38,8 @@ typedef struct {
   const char* dump_args;
   const char* mesh;      // --mesh, passed to tpc-compile
   const char* pipeline;  // --pipeline, passed to tpc-compile
+  const char* numerics;  // --numerics, passed to tpc-compile
+  const char* strategy;  // --strategy, passed to tpc-compile
   uint64_t seed;
   bool seed_given;
   int world;
@@ -87,6 +89,10 @@ static void tpc__usage(FILE* out) {
           "  --mesh tp=4[,dp=2]      Partition a .mlir for this mesh (implies --pipeline infer)\n"
           "  --pipeline infer|train  Compile a .mlir with this pipeline: infer = tp-shard + lowering;\n"
           "                          train = tp-autodiff (results and gradients) + tp-shard + lowering\n"
+          "  --numerics MODE         Compile with tp.numerics = fast, invariant or exact (default: the module's;\n"
+          "                          invariant/exact make every TP degree compute TP = 1's bits, docs/numerics.md)\n"
+          "  --strategy S            How invariant numerics completes sharded contractions: canonical (default,\n"
+          "                          f32 partials summed in the canonical tree) or gather (TransformerEngine's way)\n"
           "  --function F            Function to run (default: the first)\n"
           "  --weights FILE          safetensors file with arguments by name\n"
           "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
@@ -161,6 +167,8 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       o->mesh = v;
     } else if (!strcmp(a, "--pipeline")) {
       o->pipeline = v;
+    } else if (!strcmp(a, "--numerics") || !strcmp(a, "--strategy")) {
+      *(a[2] == 'n' ? &o->numerics : &o->strategy) = v;  // tpc-compile checks the value
     } else if (!strcmp(a, "--dump-args")) {
       o->dump_args = v;
     } else if (!strcmp(a, "--backend")) {
@@ -187,12 +195,14 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
   }
   size_t n = strlen(o->module_path);
   bool mlir = n > 5 && !strcmp(o->module_path + n - 5, ".mlir");
-  if ((o->mesh || o->pipeline) && !mlir) {
-    fprintf(stderr, "tpc-run: error: --mesh and --pipeline apply to a .mlir input; '%s' is already compiled\n",
+  if ((o->mesh || o->pipeline || o->numerics || o->strategy) && !mlir) {
+    fprintf(stderr,
+            "tpc-run: error: --mesh, --pipeline, --numerics and --strategy apply to a .mlir input; '%s' is already "
+            "compiled\n",
             o->module_path);
     return -1;
   }
-  if (o->mesh && !o->pipeline) o->pipeline = "infer";
+  if ((o->mesh || o->numerics || o->strategy) && !o->pipeline) o->pipeline = "infer";
   return 1;
 }
 
@@ -216,10 +226,18 @@ static int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_
   snprintf(out_so, size, "%s/module.so", tmpdir);
   pid_t pid = fork();
   if (pid == 0) {
-    char pipeline[128], mesh[128];
+    char pipeline[128], mesh[128], numerics[64], strategy[64];
+    char* argv[9] = {compiler, (char*)mlir, "-o", out_so, pipeline};
+    int argc = 5;
     snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
     snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
-    execl(compiler, compiler, mlir, "-o", out_so, pipeline, o->mesh ? mesh : (char*)NULL, (char*)NULL);
+    snprintf(numerics, sizeof numerics, "--numerics=%s", o->numerics ? o->numerics : "");
+    snprintf(strategy, sizeof strategy, "--strategy=%s", o->strategy ? o->strategy : "");
+    if (o->mesh) argv[argc++] = mesh;
+    if (o->numerics) argv[argc++] = numerics;
+    if (o->strategy) argv[argc++] = strategy;
+    argv[argc] = NULL;
+    execv(compiler, argv);
     fprintf(stderr, "tpc-run: error: cannot run %s: %s\n", compiler, strerror(errno));
     _exit(127);
   }

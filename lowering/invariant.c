@@ -1,0 +1,332 @@
+// tp-invariant: applies the module's tp.numerics ("invariant" or "exact") to a per-rank module,
+// so that every TP degree, sequence-parallel setting and batch size computes the expression that
+// TP = 1 computes (docs/numerics.md, "TP invariance"). With tp.numerics = "fast" (or absent) the
+// pass changes nothing.
+//
+// One mechanism serves every op. tp-shard completes each cross-rank contraction the same way: an
+// op marked `partial` computes an unreduced f32 sum over its local share of the contracted
+// dimension and a reducing collective (tp.all_reduce, tp.reduce_scatter and their async and fused
+// forms) over R ranks finishes it. The canonical K accumulation splits the logical dimension into
+// C = tp.chunks chunks combined by a fixed pairwise tree; when the R ranks own consecutive equal
+// shares, rank r owns chunks [r·C/R, (r+1)·C/R), i.e. one subtree. So the pass
+//   - sets the producer's `chunks` to C/R: its partial is exactly its subtree's sum;
+//   - sets the collective's `order` to "canonical": the partials travel as f32 by pure data
+//     movement and are summed in the same pairwise tree over ranks, i.e. the top log2(R) levels.
+// The dgrad of a linear that feeds a gate/up GLU (interleave 0) contracts N = [gate | up], whose
+// TP shard is stride-2 (F/R gate rows and F/R up rows); it gets `segments = 2`, the order in which
+// every chunk holds matching runs of gate and up rows, so every TP degree's shard is again a
+// subtree (docs/numerics.md, "Segmented contractions"). Padding keeps the TP = 1 definition
+// (chunk size ceil(K/C)); where a shard boundary would fall inside a chunk the pass refuses.
+//
+// strategy = "gather" (module attribute tp.strategy) is TransformerEngine's method instead: the
+// operands of a row-parallel linear, a column-parallel dgrad or a token-sharded wgrad are
+// gathered along the contracted dimension and every rank runs the full TP = 1 contraction
+// (under sequence parallelism an all-to-all brings each rank its own tokens with every K column,
+// instead of computing all tokens and keeping a slice). Reductions with no GEMM (norm parameter
+// gradients) stay canonical.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "pass_util.h"
+#include "passes.h"
+#include "tpc_dialect.h"
+#include "tpc_verify.h"
+
+typedef struct {
+  MlirContext ctx;
+  int64_t chunks;  // C
+  bool gather;
+  bool ok;
+} tpc__inv_t;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
+
+static int tpc__attr_index(int kind, const char* name) {
+  return tpc_op_spec_find_attr(tpc_op_get_spec(kind), tpc__ref(name));
+}
+
+static int64_t tpc__get_i64(MlirOperation op, int kind, const char* name, int64_t fallback) {
+  int i = tpc__attr_index(kind, name);
+  return i < 0 ? fallback : tpc_op_get_i64(op, kind, i);
+}
+
+static bool tpc__get_bool(MlirOperation op, int kind, const char* name) {
+  int i = tpc__attr_index(kind, name);
+  return i >= 0 && tpc_op_get_bool(op, kind, i);
+}
+
+static void tpc__set_i64(tpc__inv_t* I, MlirOperation op, const char* name, int64_t v) {
+  mlirOperationSetAttributeByName(op, tpc__ref(name), mlirIntegerAttrGet(mlirIntegerTypeGet(I->ctx, 64), v));
+}
+
+static void tpc__set_str(tpc__inv_t* I, MlirOperation op, const char* name, const char* v) {
+  mlirOperationSetAttributeByName(op, tpc__ref(name), mlirStringAttrGet(I->ctx, tpc__ref(v)));
+}
+
+static const char* tpc__op_name(MlirOperation op, char* buf, size_t size) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  snprintf(buf, size, "%.*s", (int)n.length, n.data);
+  return buf;
+}
+
+// Emits "'<op>' op: tp-invariant: <message>" at |op| and marks the pass failed.
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void tpc__refuse(tpc__inv_t* I, MlirOperation op, const char* fmt, ...) {
+  char msg[768], name[64];
+  int n = snprintf(msg, sizeof msg, "'%s' op: tp-invariant: ", tpc__op_name(op, name, sizeof name));
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
+  mlirEmitError(mlirOperationGetLocation(op), msg);
+  I->ok = false;
+}
+
+static MlirOperation tpc__producer(MlirValue v) {
+  MlirOperation none = {NULL};
+  return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : none;
+}
+
+static int64_t tpc__dim(MlirValue v, intptr_t d) {
+  MlirType t = mlirValueGetType(v);
+  return mlirTypeIsARankedTensor(t) && d < mlirShapedTypeGetRank(t) ? mlirShapedTypeGetDimSize(t, d) : -1;
+}
+
+// The number of ranks a collective's `axes` span on its mesh, or -1 (with a diagnostic).
+static int64_t tpc__group_size(tpc__inv_t* I, MlirOperation op) {
+  MlirAttribute mesh_ref = mlirOperationGetAttributeByName(op, tpc__ref("mesh"));
+  MlirAttribute axes = mlirOperationGetAttributeByName(op, tpc__ref("axes"));
+  MlirOperation mesh = {NULL};
+  if (!mlirAttributeIsNull(mesh_ref) && mlirAttributeIsAFlatSymbolRef(mesh_ref))
+    mesh = tpc_mesh_lookup(op, mlirFlatSymbolRefAttrGetValue(mesh_ref));
+  if (mlirOperationIsNull(mesh) || mlirAttributeIsNull(axes) || !mlirAttributeIsAArray(axes)) {
+    tpc__refuse(I, op, "the collective names no tp.mesh of this module");
+    return -1;
+  }
+  MlirAttribute mesh_axes = tpc_mesh_get_axes_attr(mesh), shape = tpc_mesh_get_shape_attr(mesh);
+  int64_t size = 1;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes); ++i)
+    for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(mesh_axes); ++j)
+      if (mlirAttributeEqual(mlirArrayAttrGetElement(axes, i), mlirArrayAttrGetElement(mesh_axes, j)))
+        size *= mlirDenseI64ArrayGetElement(shape, j);
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// The canonical contractions
+//===----------------------------------------------------------------------===//
+
+// What a contraction op reduces: the local size of its contracted dimension and its name.
+typedef struct {
+  int64_t size;
+  const char* dim;
+  bool dgrad;  // contracts N of a linear's dgrad (may be segmented)
+} tpc__contraction_t;
+
+// Fills |c| for the ops whose partial sum the canonical tree can split; false for any other op.
+static bool tpc__contraction(MlirOperation op, int kind, tpc__contraction_t* c) {
+  memset(c, 0, sizeof *c);
+  switch (kind) {
+    case TPC_OP_LINEAR:
+    case TPC_OP_GROUPED_LINEAR:
+      c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 1);
+      c->dim = "K";
+      return true;
+    case TPC_OP_LINEAR_DGRAD:
+    case TPC_OP_GROUPED_LINEAR_DGRAD:
+      c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 1);
+      c->dim = "N (the output features it back-propagates)";
+      c->dgrad = true;
+      return true;
+    case TPC_OP_LINEAR_WGRAD:
+    case TPC_OP_BIAS_GRAD:
+      c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 0);
+      c->dim = "M (the tokens)";
+      return true;
+    case TPC_OP_RMSNORM_GRAD:
+    case TPC_OP_LAYERNORM_GRAD:
+      c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 0);
+      c->dim = "M (the tokens)";
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A dgrad whose dy comes from the gradient of a gate/up (interleave 0) GLU contracts [gate | up].
+static bool tpc__dgrad_of_glu(MlirOperation op, int kind) {
+  MlirOperation p = tpc__producer(tpc_op_get_operand(op, kind, 0));
+  if (mlirOperationIsNull(p) || tpc_op_get_kind(p) != TPC_OP_GLU_GRAD) return false;
+  return tpc_op_get_i64(p, TPC_OP_GLU_GRAD, TPC_GLU_GRAD_ATTR_INTERLEAVE) == 0;
+}
+
+// Makes |producer|'s contraction the subtree of C/R chunks that an R-rank canonical reduction
+// completes (R = 1: the whole tree). |coll| is the collective (for messages), or a null op.
+static void tpc__canonical_producer(tpc__inv_t* I, MlirOperation producer, MlirOperation coll, int64_t ranks) {
+  int kind = tpc_op_get_kind(producer);
+  tpc__contraction_t c;
+  char cname[64];
+  if (!tpc__contraction(producer, kind, &c)) return;
+  int64_t C = I->chunks, local = C / ranks, segments = 1;
+  if (c.dgrad && tpc__dgrad_of_glu(producer, kind)) {
+    // Stride-2 rows: chunks hold matching gate and up runs. Needs N % (2C) == 0 over all ranks.
+    if (c.size % (2 * local) == 0) {
+      segments = 2;
+      tpc__set_i64(I, producer, "segments", 2);
+    } else if (ranks > 1) {
+      tpc__refuse(I, producer,
+                  "this dgrad contracts the gate and up rows of a GLU (N = %lld on each of %lld ranks, stride-2 "
+                  "shards), whose canonical order needs the logical N = %lld divisible by 2 x tp.chunks = %lld; "
+                  "change tp.chunks or the FFN size",
+                  (long long)c.size, (long long)ranks, (long long)(c.size * ranks), (long long)(2 * C));
+      return;
+    }
+  }
+  if (ranks == 1) return;  // the module-wide tree already is the op's (chunks stays 0)
+  if (c.size % (local * segments) != 0) {
+    tpc__refuse(I, producer,
+                "%s is sharded over %lld ranks by '%s' (%lld each); the shards are subtrees of the canonical tree "
+                "only if the logical %s = %lld is a multiple of tp.chunks = %lld%s (DESIGN §4: pad the model "
+                "dimension or change tp.chunks)",
+                c.dim, (long long)ranks, tpc__op_name(coll, cname, sizeof cname), (long long)c.size, c.dim,
+                (long long)(c.size * ranks), (long long)C, segments > 1 ? " x 2 segments" : "");
+    return;
+  }
+  int64_t have = tpc__get_i64(producer, kind, "chunks", 0);
+  if (have != 0 && have != local) {
+    tpc__refuse(I, producer, "its partial completes reductions over different rank counts (chunks %lld vs %lld)",
+                (long long)have, (long long)local);
+    return;
+  }
+  tpc__set_i64(I, producer, "chunks", local);
+}
+
+// The reducing collectives and their reduced operand.
+static int tpc__reduced_slot(int kind) {
+  switch (kind) {
+    case TPC_OP_ALL_REDUCE:
+      return TPC_ALL_REDUCE_SLOT_INPUT;
+    case TPC_OP_REDUCE_SCATTER:
+      return TPC_REDUCE_SCATTER_SLOT_INPUT;
+    case TPC_OP_REDUCE_SCATTER_START:
+      return TPC_REDUCE_SCATTER_START_SLOT_INPUT;
+    case TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM:
+      return TPC_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL;
+    case TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM:
+      return TPC_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_PARTIAL;
+    default:
+      return -1;
+  }
+}
+
+static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kind) {
+  MlirValue in = tpc_op_get_operand(coll, kind, tpc__reduced_slot(kind));
+  int64_t ranks = tpc__group_size(I, coll);
+  if (ranks < 0) return;
+  tpc__set_str(I, coll, "order", "canonical");
+  MlirOperation p = tpc__producer(in);
+  int pkind = mlirOperationIsNull(p) ? TPC_OP_UNKNOWN : tpc_op_get_kind(p);
+  tpc__contraction_t c;
+  char pname[64];
+  if (ranks == 1) {
+    if (!mlirOperationIsNull(p) && tpc__contraction(p, pkind, &c)) tpc__canonical_producer(I, p, coll, 1);
+    return;
+  }
+  if (pkind == TPC_OP_GROUPED_LINEAR_WGRAD) {
+    tpc__refuse(I, p,
+                "no canonical implementation for an expert weight gradient summed over %lld ranks (data parallelism "
+                "outside the experts): its canonical order runs over each expert's rows, and where the ranks' rows "
+                "split that sequence depends on the routing; use ep instead of dp for the experts' tokens",
+                (long long)ranks);
+    return;
+  }
+  if (mlirOperationIsNull(p) || !tpc__contraction(p, pkind, &c) || !tpc__get_bool(p, pkind, "partial")) {
+    tpc__refuse(I, coll,
+                "no canonical implementation: it sums %s over %lld ranks, but only the f32 partial of a contraction "
+                "(tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked "
+                "partial) has a canonical order to continue",
+                mlirOperationIsNull(p) ? "a function argument" : tpc__op_name(p, pname, sizeof pname),
+                (long long)ranks);
+    return;
+  }
+  if (I->chunks % ranks != 0) {
+    tpc__refuse(I, coll,
+                "the reduction spans %lld ranks, which does not divide tp.chunks = %lld: a rank's share would not be a "
+                "subtree of the canonical tree (use a power-of-two axis size <= tp.chunks, or raise tp.chunks)",
+                (long long)ranks, (long long)I->chunks);
+    return;
+  }
+  tpc__canonical_producer(I, p, coll, ranks);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  MlirOperation* ops;
+  size_t count, cap;
+} tpc__oplist_t;
+
+static MlirWalkResult tpc__collect(MlirOperation op, void* user) {
+  tpc__oplist_t* l = user;
+  if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN) return MlirWalkResultAdvance;
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    MlirOperation* grown = realloc(l->ops, cap * sizeof *grown);
+    if (!grown) return MlirWalkResultInterrupt;
+    l->ops = grown;
+    l->cap = cap;
+  }
+  l->ops[l->count++] = op;
+  return MlirWalkResultAdvance;
+}
+
+static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options) {
+  (void)options;
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_NUMERICS));
+  if (mlirAttributeIsNull(numerics) || !mlirAttributeIsAString(numerics) ||
+      tpc_numerics_parse(mlirStringAttrGetValue(numerics)) == TPC_NUMERICS_FAST)
+    return mlirLogicalResultSuccess();
+  tpc__inv_t I = {.ctx = mlirOperationGetContext(module), .chunks = 8, .ok = true};
+  MlirAttribute chunks = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_CHUNKS));
+  if (!mlirAttributeIsNull(chunks) && mlirAttributeIsAInteger(chunks)) I.chunks = mlirIntegerAttrGetValueInt(chunks);
+  MlirAttribute strategy = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_STRATEGY));
+  I.gather = !mlirAttributeIsNull(strategy) && mlirAttributeIsAString(strategy) &&
+             mlirStringRefEqual(mlirStringAttrGetValue(strategy), tpc__ref("gather"));
+  tpc__oplist_t ops = {0};
+  mlirOperationWalk(module, tpc__collect, &ops, MlirWalkPreOrder);
+  // Reductions over ranks first (they fix their producers' chunks), then every remaining dgrad
+  // of a GLU gets the segmented order of the whole tree.
+  for (size_t i = 0; i < ops.count; ++i) {
+    int kind = tpc_op_get_kind(ops.ops[i]);
+    if (tpc__reduced_slot(kind) >= 0) tpc__canonical_collective(&I, ops.ops[i], kind);
+  }
+  for (size_t i = 0; I.ok && i < ops.count; ++i) {
+    int kind = tpc_op_get_kind(ops.ops[i]);
+    if ((kind == TPC_OP_LINEAR_DGRAD || kind == TPC_OP_GROUPED_LINEAR_DGRAD) &&
+        tpc__get_i64(ops.ops[i], kind, "chunks", 0) == 0 && !tpc__get_bool(ops.ops[i], kind, "partial"))
+      tpc__canonical_producer(&I, ops.ops[i], ops.ops[i], 1);
+  }
+  free(ops.ops);
+  return I.ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+static tpc_pass_info_t tpc__invariant_info = {
+    .argument = "tp-invariant",
+    .description = "Apply tp.numerics invariant/exact: canonical chunk subtrees and tree-ordered collectives",
+    .run = tpc__invariant_run,
+};
+
+MlirPass tpc_create_invariant_pass(void) { return tpc_pass_create(&tpc__invariant_info, NULL); }
