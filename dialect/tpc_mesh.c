@@ -108,3 +108,22 @@ void tpc_module_set_numerics(MlirOperation module, const char* numerics, const c
     mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_STRATEGY),
                                     mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(strategy)));
 }
+
+static MlirWalkResult tpc__set_sp(MlirOperation op, void* user) {
+  int kind = tpc_op_get_kind(op);
+  int parallel = -1;
+  if (kind == TPC_OP_LINEAR) parallel = (int)tpc_linear_get_parallel(op);
+  if (kind == TPC_OP_GROUPED_LINEAR) parallel = (int)tpc_grouped_linear_get_parallel(op);
+  if (parallel == TPC_PARALLEL_COLUMN || parallel == TPC_PARALLEL_ROW) {
+    mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("sequence_parallel"),
+                                    mlirBoolAttrGet(mlirOperationGetContext(op), 1));
+    ++*(int*)user;
+  }
+  return MlirWalkResultAdvance;
+}
+
+int tpc_module_set_sequence_parallel(MlirOperation module) {
+  int n = 0;
+  mlirOperationWalk(module, tpc__set_sp, &n, MlirWalkPreOrder);
+  return n;
+}

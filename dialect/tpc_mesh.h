@@ -38,6 +38,11 @@ int tpc_numerics_option_check(const char* flag, const char* value, char* error, 
 /// keeps what the module says.
 void tpc_module_set_numerics(MlirOperation module, const char* numerics, const char* strategy);
 
+/// Sets sequence_parallel = true on every column- or row-parallel tp.linear and
+/// tp.grouped_linear of |module| (Megatron's --sequence-parallel for the whole model); returns how
+/// many ops it changed.
+int tpc_module_set_sequence_parallel(MlirOperation module);
+
 #ifdef __cplusplus
 }
 #endif

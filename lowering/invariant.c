@@ -212,6 +212,125 @@ static void tpc__canonical_producer(tpc__inv_t* I, MlirOperation producer, MlirO
   tpc__set_i64(I, producer, "chunks", local);
 }
 
+//===----------------------------------------------------------------------===//
+// strategy = "gather"
+//===----------------------------------------------------------------------===//
+
+// |v|'s tensor type with dimension |grow| multiplied by |ranks| and, if |shrink| >= 0, dimension
+// |shrink| divided by it.
+static MlirType tpc__shaped_like(MlirValue v, int64_t grow, int64_t ranks, int64_t shrink) {
+  MlirType t = mlirValueGetType(v);
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t shape[8];
+  for (intptr_t i = 0; i < rank && i < 8; ++i) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  shape[grow] *= ranks;
+  if (shrink >= 0) shape[shrink] /= ranks;
+  return mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t), mlirAttributeGetNull());
+}
+
+static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
+}
+
+// Inserts before |coll| a data-movement collective over |coll|'s mesh and axes: an all_gather of
+// |v| along |dim| (|split| < 0), or an all_to_all that splits |split| and concatenates |dim|.
+static MlirValue tpc__move(tpc__inv_t* I, MlirOperation coll, MlirValue v, int64_t dim, int64_t split, int64_t ranks) {
+  MlirLocation loc = mlirOperationGetLocation(coll);
+  MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL), loc);
+  MlirType out = tpc__shaped_like(v, dim, ranks, split);
+  MlirNamedAttribute attrs[4] = {
+      tpc__named(I->ctx, "mesh", mlirOperationGetAttributeByName(coll, tpc__ref("mesh"))),
+      tpc__named(I->ctx, "axes", mlirOperationGetAttributeByName(coll, tpc__ref("axes"))),
+      tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, dim)),
+      tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split)),
+  };
+  mlirOperationStateAddOperands(&st, 1, &v);
+  mlirOperationStateAddResults(&st, 1, &out);
+  mlirOperationStateAddAttributes(&st, split < 0 ? 3 : 4, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(coll), coll, op);
+  return mlirOperationGetResult(op, 0);
+}
+
+// Replaces |producer| + |coll| (an all_reduce, or a reduce_scatter along the tokens) by gathers of
+// the contraction's operands and the whole contraction on every rank. Returns false when the pair
+// has no gather form, leaving it to the canonical strategy.
+static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperation producer, int64_t ranks) {
+  int kind = tpc_op_get_kind(producer);
+  bool scatter = ckind == TPC_OP_REDUCE_SCATTER;
+  if (ckind != TPC_OP_ALL_REDUCE && !scatter) return false;
+  if (scatter && tpc_op_get_i64(coll, TPC_OP_REDUCE_SCATTER, TPC_REDUCE_SCATTER_ATTR_DIM) != 0) return false;
+  MlirValue a = tpc_op_get_operand(producer, kind, 0), b = tpc_op_get_operand(producer, kind, 1);
+  MlirValue ga, gb;
+  bool segmented = false;
+  switch (kind) {
+    case TPC_OP_LINEAR:  // x[M,K/R], w[N,K/R]: gather K
+      if (!mlirValueIsNull(tpc_op_get_operand(producer, kind, TPC_LINEAR_SLOT_BIAS))) return false;
+      ga = tpc__move(I, coll, a, 1, scatter ? 0 : -1, ranks);
+      gb = tpc__move(I, coll, b, 1, -1, ranks);
+      break;
+    case TPC_OP_LINEAR_DGRAD:  // dy[M,N/R], w[N/R,K]: gather N
+    case TPC_OP_GROUPED_LINEAR_DGRAD:  // dy[T,N/R], w[E,N/R,K]
+      if (scatter && kind == TPC_OP_GROUPED_LINEAR_DGRAD) return false;
+      segmented = tpc__dgrad_of_glu(producer, kind);
+      ga = tpc__move(I, coll, a, 1, scatter ? 0 : -1, ranks);
+      gb = tpc__move(I, coll, b, kind == TPC_OP_LINEAR_DGRAD ? 0 : 1, -1, ranks);
+      break;
+    case TPC_OP_GROUPED_LINEAR:  // x[T,K/R], w[E,N,K/R]
+      if (scatter) return false;
+      ga = tpc__move(I, coll, a, 1, -1, ranks);
+      gb = tpc__move(I, coll, b, 2, -1, ranks);
+      break;
+    case TPC_OP_LINEAR_WGRAD:  // dy[M/R,N], x[M/R,K]: gather the tokens
+      if (scatter) return false;
+      ga = tpc__move(I, coll, a, 0, -1, ranks);
+      gb = tpc__move(I, coll, b, 0, -1, ranks);
+      break;
+    default:
+      return false;
+  }
+  // The whole contraction: the producer's op with the gathered operands, its attributes but
+  // `partial` and `chunks`, and the collective's result type.
+  MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(producer)),
+                                                mlirOperationGetLocation(producer));
+  intptr_t nops = mlirOperationGetNumOperands(producer);
+  MlirValue operands[4] = {ga, gb};
+  for (intptr_t i = 2; i < nops && i < 4; ++i) operands[i] = mlirOperationGetOperand(producer, i);
+  mlirOperationStateAddOperands(&st, nops, operands);
+  MlirType out = mlirValueGetType(mlirOperationGetResult(coll, 0));
+  mlirOperationStateAddResults(&st, 1, &out);
+  MlirNamedAttribute attrs[16];
+  intptr_t na = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(producer) && na < 14; ++i) {
+    MlirNamedAttribute at = mlirOperationGetAttribute(producer, i);
+    MlirStringRef n = mlirIdentifierStr(at.name);
+    if (mlirStringRefEqual(n, tpc__ref("partial")) || mlirStringRefEqual(n, tpc__ref("chunks"))) continue;
+    attrs[na++] = at;
+  }
+  MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
+  if (segmented) {
+    attrs[na++] = tpc__named(I->ctx, "segments", mlirIntegerAttrGet(i64, 2));
+    attrs[na++] = tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, ranks));
+  }
+  mlirOperationStateAddAttributes(&st, na, attrs);
+  MlirOperation full = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(coll), coll, full);
+  if (segmented) {
+    tpc__contraction_t c;
+    tpc__contraction(full, kind, &c);
+    if (c.size % (2 * I->chunks) != 0)
+      tpc__refuse(I, full,
+                  "this dgrad contracts the gate and up rows of a GLU (N = %lld), whose canonical order needs N "
+                  "divisible by 2 x tp.chunks = %lld",
+                  (long long)c.size, (long long)(2 * I->chunks));
+  }
+  mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(coll, 0), mlirOperationGetResult(full, 0));
+  mlirOperationDestroy(coll);
+  if (mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(producer, 0)))) mlirOperationDestroy(producer);
+  return true;
+}
+
 // The reducing collectives and their reduced operand.
 static int tpc__reduced_slot(int kind) {
   switch (kind) {
@@ -260,6 +379,7 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
                 (long long)ranks);
     return;
   }
+  if (I->gather && tpc__gather(I, coll, kind, p, ranks)) return;
   if (I->chunks % ranks != 0) {
     tpc__refuse(I, coll,
                 "the reduction spans %lld ranks, which does not divide tp.chunks = %lld: a rank's share would not be a "
@@ -307,12 +427,15 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
              mlirStringRefEqual(mlirStringAttrGetValue(strategy), tpc__ref("gather"));
   tpc__oplist_t ops = {0};
   mlirOperationWalk(module, tpc__collect, &ops, MlirWalkPreOrder);
-  // Reductions over ranks first (they fix their producers' chunks), then every remaining dgrad
-  // of a GLU gets the segmented order of the whole tree.
+  // Reductions over ranks first (they fix their producers' chunks, or are replaced by gathers:
+  // each collective is visited once, and only it and its producer can be erased), then every
+  // remaining dgrad of a GLU gets the segmented order of the whole tree.
   for (size_t i = 0; i < ops.count; ++i) {
     int kind = tpc_op_get_kind(ops.ops[i]);
     if (tpc__reduced_slot(kind) >= 0) tpc__canonical_collective(&I, ops.ops[i], kind);
   }
+  ops.count = 0;
+  mlirOperationWalk(module, tpc__collect, &ops, MlirWalkPreOrder);
   for (size_t i = 0; I.ok && i < ops.count; ++i) {
     int kind = tpc_op_get_kind(ops.ops[i]);
     if ((kind == TPC_OP_LINEAR_DGRAD || kind == TPC_OP_GROUPED_LINEAR_DGRAD) &&

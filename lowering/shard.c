@@ -275,7 +275,7 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
   } else if (seg) {
     ins[2] = seg;
   }
-  if (x->layout.mask[0] & tp)
+  if ((x->layout.mask[0] & tp) && tp_size > 1)  // a size-1 axis shards nothing
     return tpc__layout_error(S, op, "input x", &x->layout,
                              "its tokens are sharded over tp; set sequence_parallel = true on this grouped linear");
   tpc_layout_t y = tpc_layout_replicated(mlirValueGetType(tpc_grouped_linear_get_y(op)));

@@ -165,8 +165,8 @@ tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t
 /// contractions"): N is |blocks| blocks of |segments| segments, and chunk c takes its run of
 /// N/(chunks·segments) elements from every segment of block c/(chunks/blocks) in turn. This is the
 /// order in which every TP degree shares one tree when the rows of w are a stride-2 (GLU gate/up)
-/// shard. segments == 1 is tprt_cpu_linear_dgrad (blocks then ignored); otherwise N %
-/// (chunks·segments) == 0 and chunks % blocks == 0.
+/// shard. segments and blocks must be >= 1; segments == 1 is tprt_cpu_linear_dgrad (blocks then
+/// has no effect); otherwise N % (chunks·segments) == 0 and chunks % blocks == 0.
 tprt_status_t tprt_cpu_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                               int chunks, int segments, int blocks) TPRT_MUST_USE_RESULT;
 
@@ -187,7 +187,9 @@ tprt_status_t tprt_cpu_grouped_linear_dgrad(const tprt_tensor_t* dy, const tprt_
                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
                                             int chunks) TPRT_MUST_USE_RESULT;
 
-/// tprt_cpu_grouped_linear_dgrad with N in the segmented order of tprt_cpu_linear_dgrad_segmented.
+/// tprt_cpu_grouped_linear_dgrad with N in the segmented order of tprt_cpu_linear_dgrad_segmented
+/// (same requirements: segments, blocks >= 1; with segments > 1, N % (chunks·segments) == 0 and
+/// chunks % blocks == 0).
 tprt_status_t tprt_cpu_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
                                                       int segments, int blocks) TPRT_MUST_USE_RESULT;

@@ -39,6 +39,7 @@ typedef struct {
   tpc_mesh_spec_t mesh;
   const char* numerics;  // --numerics, overriding tp.numerics
   const char* strategy;  // --strategy, overriding tp.strategy
+  bool sequence_parallel;  // --sequence-parallel
 } tpc_compile_options_t;
 
 static void tpc__usage(FILE* out) {
@@ -51,6 +52,7 @@ static void tpc__usage(FILE* out) {
           "  --mesh=tp=4[,dp=2]     Declare the device mesh (tp.mesh @world) before the pipeline runs\n"
           "  --numerics=<mode>      Set tp.numerics: fast, invariant or exact (default: the module's)\n"
           "  --strategy=<s>         Set tp.strategy for invariant numerics: canonical (default) or gather\n"
+          "  --sequence-parallel    Set sequence_parallel = true on every column/row-parallel linear\n"
           "  --emit=<kind>          so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)\n"
           "  --cpu=<name>           Target CPU (default: x86-64, portable to any x86-64 host)\n"
           "  -h, --help             Print this help\n");
@@ -85,6 +87,8 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         return -1;
       }
       *(a[2] == 'n' ? &o->numerics : &o->strategy) = a + 11;
+    } else if (!strcmp(a, "--sequence-parallel")) {
+      o->sequence_parallel = true;
     } else if (!strncmp(a, "--emit=", 7)) {
       o->emit = a + 7;
     } else if (!strncmp(a, "--cpu=", 6)) {
@@ -267,6 +271,7 @@ int main(int argc, char** argv) {
   MlirOperation op = mlirModuleGetOperation(module);
   if (opts.has_mesh && mlirLogicalResultIsFailure(tpc_mesh_declare(op, &opts.mesh))) goto done;
   tpc_module_set_numerics(op, opts.numerics, opts.strategy);
+  if (opts.sequence_parallel) tpc_module_set_sequence_parallel(op);
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char error[512];

@@ -37,6 +37,7 @@ typedef struct {
   tpc_mesh_spec_t mesh;
   const char* numerics;  // --numerics, overriding tp.numerics
   const char* strategy;  // --strategy, overriding tp.strategy
+  bool sequence_parallel;  // --sequence-parallel
   char pipeline[2048];  // comma-separated pass arguments and "mlir:" elements, in order
   int num_passes;
 } tpc_opt_options_t;
@@ -52,6 +53,7 @@ static void tpc__usage(FILE* out) {
           "  --mesh tp=4[,dp=2]         Declare the device mesh as tp.mesh @world (replacing one of that name)\n"
           "  --numerics <mode>          Set tp.numerics: fast, invariant or exact (default: the module's)\n"
           "  --strategy <s>             Set tp.strategy for invariant numerics: canonical (default) or gather\n"
+          "  --sequence-parallel        Set sequence_parallel = true on every column/row-parallel linear\n"
           "  --verify-each              Run tp-verify after every pass (default in Debug builds)\n"
           "  --no-verify-each           Do not run tp-verify between passes\n"
           "  --mlir-print-debuginfo     Print locations\n"
@@ -126,6 +128,8 @@ static int tpc__parse_args(int argc, char** argv, tpc_opt_options_t* o) {
     }
     if (strcmp(name, "split-input-file") == 0) {
       o->split_input = true;
+    } else if (strcmp(name, "sequence-parallel") == 0) {
+      o->sequence_parallel = true;
     } else if (strcmp(name, "verify-each") == 0) {
       o->verify_each = true;
     } else if (strcmp(name, "no-verify-each") == 0) {
@@ -260,6 +264,7 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   MlirOperation root = mlirModuleGetOperation(module);
   bool ok = !o->has_mesh || mlirLogicalResultIsSuccess(tpc_mesh_declare(root, &o->mesh));
   tpc_module_set_numerics(root, o->numerics, o->strategy);
+  if (o->sequence_parallel) tpc_module_set_sequence_parallel(root);
   ok = ok && mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_passes > 0) {
     MlirPassManager pm = mlirPassManagerCreate(ctx);

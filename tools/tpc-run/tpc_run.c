@@ -40,6 +40,7 @@ typedef struct {
   const char* pipeline;  // --pipeline, passed to tpc-compile
   const char* numerics;  // --numerics, passed to tpc-compile
   const char* strategy;  // --strategy, passed to tpc-compile
+  bool sequence_parallel;  // --sequence-parallel, passed to tpc-compile
   uint64_t seed;
   bool seed_given;
   int world;
@@ -93,6 +94,7 @@ static void tpc__usage(FILE* out) {
           "                          invariant/exact make every TP degree compute TP = 1's bits, docs/numerics.md)\n"
           "  --strategy S            How invariant numerics completes sharded contractions: canonical (default,\n"
           "                          f32 partials summed in the canonical tree) or gather (TransformerEngine's way)\n"
+          "  --sequence-parallel     Compile with sequence_parallel = true on every column/row-parallel linear\n"
           "  --function F            Function to run (default: the first)\n"
           "  --weights FILE          safetensors file with arguments by name\n"
           "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
@@ -131,6 +133,9 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       continue;
     } else if (!strcmp(a, "--stats")) {
       o->stats = true;
+      continue;
+    } else if (!strcmp(a, "--sequence-parallel")) {
+      o->sequence_parallel = true;
       continue;
     }
     if (a[0] == '-' && !v) {
@@ -195,14 +200,15 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
   }
   size_t n = strlen(o->module_path);
   bool mlir = n > 5 && !strcmp(o->module_path + n - 5, ".mlir");
-  if ((o->mesh || o->pipeline || o->numerics || o->strategy) && !mlir) {
+  bool compile_flags = o->mesh || o->pipeline || o->numerics || o->strategy || o->sequence_parallel;
+  if (compile_flags && !mlir) {
     fprintf(stderr,
-            "tpc-run: error: --mesh, --pipeline, --numerics and --strategy apply to a .mlir input; '%s' is already "
-            "compiled\n",
+            "tpc-run: error: --mesh, --pipeline, --numerics, --strategy and --sequence-parallel apply to a .mlir "
+            "input; '%s' is already compiled\n",
             o->module_path);
     return -1;
   }
-  if ((o->mesh || o->numerics || o->strategy) && !o->pipeline) o->pipeline = "infer";
+  if (compile_flags && !o->pipeline) o->pipeline = "infer";
   return 1;
 }
 
@@ -227,7 +233,7 @@ static int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_
   pid_t pid = fork();
   if (pid == 0) {
     char pipeline[128], mesh[128], numerics[64], strategy[64];
-    char* argv[9] = {compiler, (char*)mlir, "-o", out_so, pipeline};
+    char* argv[10] = {compiler, (char*)mlir, "-o", out_so, pipeline};
     int argc = 5;
     snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
     snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
@@ -236,6 +242,7 @@ static int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_
     if (o->mesh) argv[argc++] = mesh;
     if (o->numerics) argv[argc++] = numerics;
     if (o->strategy) argv[argc++] = strategy;
+    if (o->sequence_parallel) argv[argc++] = "--sequence-parallel";
     argv[argc] = NULL;
     execv(compiler, argv);
     fprintf(stderr, "tpc-run: error: cannot run %s: %s\n", compiler, strerror(errno));

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The TP-invariance matrix of tp-invariant (docs/numerics.md, "TP invariance").
+
+Runs one training step of a logical module on many meshes with `tpc-run --pipeline train --seed 7
+--hash` and checks that every output and gradient hash equals the TP = 1 run's:
+
+  dense: tp in {1, 2, 4, 8} x sequence parallel off/on x strategy canonical/gather
+  moe:   the same, plus ep in {2, 4, 8} and ep=2 x tp=2 (with both strategies)
+
+With --numerics fast it checks the opposite: that some configuration differs from TP = 1, so the
+matrix is known to be able to fail. Prints one line per configuration and a summary last.
+
+usage: invariance.py TPC_RUN MODULE {dense|moe} [--numerics invariant|exact|fast]
+"""
+import argparse
+import subprocess
+import sys
+
+
+def configs(kind):
+    out = []
+    for strategy in ("canonical", "gather"):
+        for sp in (False, True):
+            for n in (1, 2, 4, 8):
+                out.append((f"tp={n}", sp, strategy))
+        if kind == "moe":
+            for mesh in ("ep=2", "ep=4", "ep=8", "ep=2,tp=2"):
+                out.append((mesh, False, strategy))
+    return out
+
+
+def run(tpc_run, module, mesh, sp, strategy, numerics):
+    cmd = [tpc_run, module, "--pipeline", "train", "--numerics", numerics, "--strategy", strategy,
+           "--mesh", mesh, "--seed", "7", "--hash"]
+    if sp:
+        cmd.append("--sequence-parallel")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr}")
+    hashes = {}
+    for line in p.stdout.splitlines():
+        name, shape, dtype, digest = line.split()
+        hashes[name] = (shape, dtype, digest)
+    return cmd, hashes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tpc_run")
+    ap.add_argument("module")
+    ap.add_argument("kind", choices=("dense", "moe"))
+    ap.add_argument("--numerics", default="invariant", choices=("invariant", "exact", "fast"))
+    a = ap.parse_args()
+    _, ref = run(a.tpc_run, a.module, "tp=1", False, "canonical", a.numerics)
+    if len(ref) < 2:
+        sys.exit(f"FAIL: expected an output and gradients, got {sorted(ref)}")
+    same = differ = 0
+    for mesh, sp, strategy in configs(a.kind):
+        cmd, h = run(a.tpc_run, a.module, mesh, sp, strategy, a.numerics)
+        bad = sorted(n for n in ref if h.get(n) != ref[n])
+        label = f"{mesh:<10} sp={'on ' if sp else 'off'} {strategy:<9}"
+        print(f"{label} {'same as tp=1' if not bad else 'DIFFERS in ' + ', '.join(bad)}")
+        same += not bad
+        differ += bool(bad)
+    total = same + differ
+    print("reference (tp=1): " + " ".join(f"{n}={ref[n][2]}" for n in sorted(ref)))
+    if a.numerics == "fast":
+        print(f"{differ} of {total} configurations differ from tp=1 under fast numerics")
+        print("PASS" if differ else "FAIL: fast numerics looked invariant; the matrix could not fail")
+        return 0 if differ else 1
+    print(f"{same} of {total} configurations bitwise equal to tp=1")
+    print("PASS" if not differ else "FAIL")
+    return 0 if not differ else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
