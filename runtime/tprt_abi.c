@@ -81,8 +81,8 @@ int32_t tprt_abi_linear(tprt_exec_t* exec, void* const* buffers, const int64_t* 
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LINEAR_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_LINEAR_SLOT_X], *w = &c.slot[TPRT_LINEAR_SLOT_W];
-    s = tprt_cpu_linear(x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
-                        tprt__chunks(exec, &c, TPRT_LINEAR_ATTR_CHUNKS));
+    s = TPRT__COMPUTE(exec, tprt_cpu_linear(x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
+                        tprt__chunks(exec, &c, TPRT_LINEAR_ATTR_CHUNKS)));
     tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_NAME);
@@ -93,8 +93,8 @@ int32_t tprt_abi_grouped_linear(tprt_exec_t* exec, void* const* buffers, const i
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_GROUPED_LINEAR_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_GROUPED_LINEAR_SLOT_X], *w = &c.slot[TPRT_GROUPED_LINEAR_SLOT_W];
-    s = tprt_cpu_grouped_linear(x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
-                                tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_ATTR_CHUNKS));
+    s = TPRT__COMPUTE(exec, tprt_cpu_grouped_linear(x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
+                                tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_ATTR_CHUNKS)));
     tprt__count_gemm(exec, x->dims[0], w->dims[1], x->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_NAME);
@@ -104,9 +104,9 @@ int32_t tprt_abi_glu(tprt_exec_t* exec, void* const* buffers, const int64_t* des
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_GLU_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_glu(&c.slot[TPRT_GLU_SLOT_X], &c.slot[TPRT_GLU_SLOT_Y], (int)tprt__attr(&c, TPRT_GLU_ATTR_KIND),
+    s = TPRT__COMPUTE(exec, tprt_cpu_glu(&c.slot[TPRT_GLU_SLOT_X], &c.slot[TPRT_GLU_SLOT_Y], (int)tprt__attr(&c, TPRT_GLU_ATTR_KIND),
                      tprt__attr(&c, TPRT_GLU_ATTR_INTERLEAVE), tprt__attr_f32(&c, TPRT_GLU_ATTR_ALPHA),
-                     tprt__attr_f32(&c, TPRT_GLU_ATTR_LIMIT));
+                     tprt__attr_f32(&c, TPRT_GLU_ATTR_LIMIT)));
   return tprt_exec_record(exec, s, TPRT_GLU_NAME);
 }
 
@@ -114,8 +114,8 @@ int32_t tprt_abi_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t*
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_RMSNORM_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_rmsnorm(&c.slot[TPRT_RMSNORM_SLOT_X], &c.slot[TPRT_RMSNORM_SLOT_GAMMA], &c.slot[TPRT_RMSNORM_SLOT_Y],
-                         tprt__attr_f32(&c, TPRT_RMSNORM_ATTR_EPS));
+    s = TPRT__COMPUTE(exec, tprt_cpu_rmsnorm(&c.slot[TPRT_RMSNORM_SLOT_X], &c.slot[TPRT_RMSNORM_SLOT_GAMMA], &c.slot[TPRT_RMSNORM_SLOT_Y],
+                         tprt__attr_f32(&c, TPRT_RMSNORM_ATTR_EPS)));
   return tprt_exec_record(exec, s, TPRT_RMSNORM_NAME);
 }
 
@@ -123,23 +123,23 @@ int32_t tprt_abi_layernorm(tprt_exec_t* exec, void* const* buffers, const int64_
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LAYERNORM_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_layernorm(&c.slot[TPRT_LAYERNORM_SLOT_X], &c.slot[TPRT_LAYERNORM_SLOT_GAMMA],
+    s = TPRT__COMPUTE(exec, tprt_cpu_layernorm(&c.slot[TPRT_LAYERNORM_SLOT_X], &c.slot[TPRT_LAYERNORM_SLOT_GAMMA],
                            &c.slot[TPRT_LAYERNORM_SLOT_BETA], &c.slot[TPRT_LAYERNORM_SLOT_Y],
-                           tprt__attr_f32(&c, TPRT_LAYERNORM_ATTR_EPS));
+                           tprt__attr_f32(&c, TPRT_LAYERNORM_ATTR_EPS)));
   return tprt_exec_record(exec, s, TPRT_LAYERNORM_NAME);
 }
 
 int32_t tprt_abi_add(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_ADD_NUM_SLOTS, &c);
-  if (!s) s = tprt_cpu_add(&c.slot[TPRT_ADD_SLOT_LHS], &c.slot[TPRT_ADD_SLOT_RHS], &c.slot[TPRT_ADD_SLOT_RESULT]);
+  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_add(&c.slot[TPRT_ADD_SLOT_LHS], &c.slot[TPRT_ADD_SLOT_RHS], &c.slot[TPRT_ADD_SLOT_RESULT]));
   return tprt_exec_record(exec, s, TPRT_ADD_NAME);
 }
 
 int32_t tprt_abi_mul(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MUL_NUM_SLOTS, &c);
-  if (!s) s = tprt_cpu_mul(&c.slot[TPRT_MUL_SLOT_LHS], &c.slot[TPRT_MUL_SLOT_RHS], &c.slot[TPRT_MUL_SLOT_RESULT]);
+  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_mul(&c.slot[TPRT_MUL_SLOT_LHS], &c.slot[TPRT_MUL_SLOT_RHS], &c.slot[TPRT_MUL_SLOT_RESULT]));
   return tprt_exec_record(exec, s, TPRT_MUL_NAME);
 }
 
@@ -147,10 +147,10 @@ int32_t tprt_abi_quantize(tprt_exec_t* exec, void* const* buffers, const int64_t
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_QUANTIZE_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_quantize(&c.slot[TPRT_QUANTIZE_SLOT_X], &c.slot[TPRT_QUANTIZE_SLOT_DATA], &c.slot[TPRT_QUANTIZE_SLOT_SCALE],
+    s = TPRT__COMPUTE(exec, tprt_cpu_quantize(&c.slot[TPRT_QUANTIZE_SLOT_X], &c.slot[TPRT_QUANTIZE_SLOT_DATA], &c.slot[TPRT_QUANTIZE_SLOT_SCALE],
                           c.present[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] ? &c.slot[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] : NULL,
                           (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_FORMAT),
-                          (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_AXIS));
+                          (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_AXIS)));
   return tprt_exec_record(exec, s, TPRT_QUANTIZE_NAME);
 }
 
@@ -158,9 +158,9 @@ int32_t tprt_abi_dequantize(tprt_exec_t* exec, void* const* buffers, const int64
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_DEQUANTIZE_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_dequantize(&c.slot[TPRT_DEQUANTIZE_SLOT_DATA], &c.slot[TPRT_DEQUANTIZE_SLOT_SCALE],
+    s = TPRT__COMPUTE(exec, tprt_cpu_dequantize(&c.slot[TPRT_DEQUANTIZE_SLOT_DATA], &c.slot[TPRT_DEQUANTIZE_SLOT_SCALE],
                             tprt__opt(&c, TPRT_DEQUANTIZE_SLOT_GLOBAL_SCALE), &c.slot[TPRT_DEQUANTIZE_SLOT_X],
-                            (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_FORMAT), (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_AXIS));
+                            (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_FORMAT), (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_AXIS)));
   return tprt_exec_record(exec, s, TPRT_DEQUANTIZE_NAME);
 }
 
@@ -168,9 +168,9 @@ int32_t tprt_abi_moe_route(tprt_exec_t* exec, void* const* buffers, const int64_
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_ROUTE_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_moe_route(&c.slot[TPRT_MOE_ROUTE_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_SLOT_INDICES],
+    s = TPRT__COMPUTE(exec, tprt_cpu_moe_route(&c.slot[TPRT_MOE_ROUTE_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_SLOT_INDICES],
                            &c.slot[TPRT_MOE_ROUTE_SLOT_WEIGHTS], (int)tprt__attr(&c, TPRT_MOE_ROUTE_ATTR_TOP_K),
-                           tprt__attr(&c, TPRT_MOE_ROUTE_ATTR_NORMALIZE) != 0);
+                           tprt__attr(&c, TPRT_MOE_ROUTE_ATTR_NORMALIZE) != 0));
   return tprt_exec_record(exec, s, TPRT_MOE_ROUTE_NAME);
 }
 
@@ -178,9 +178,9 @@ int32_t tprt_abi_moe_permute(tprt_exec_t* exec, void* const* buffers, const int6
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_PERMUTE_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_moe_permute(&c.slot[TPRT_MOE_PERMUTE_SLOT_X], &c.slot[TPRT_MOE_PERMUTE_SLOT_INDICES],
+    s = TPRT__COMPUTE(exec, tprt_cpu_moe_permute(&c.slot[TPRT_MOE_PERMUTE_SLOT_X], &c.slot[TPRT_MOE_PERMUTE_SLOT_INDICES],
                              &c.slot[TPRT_MOE_PERMUTE_SLOT_Y], &c.slot[TPRT_MOE_PERMUTE_SLOT_GROUP_SIZES],
-                             &c.slot[TPRT_MOE_PERMUTE_SLOT_ROW_MAP]);
+                             &c.slot[TPRT_MOE_PERMUTE_SLOT_ROW_MAP]));
   return tprt_exec_record(exec, s, TPRT_MOE_PERMUTE_NAME);
 }
 
@@ -188,8 +188,8 @@ int32_t tprt_abi_moe_bucket(tprt_exec_t* exec, void* const* buffers, const int64
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_BUCKET_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_moe_bucket(&c.slot[TPRT_MOE_BUCKET_SLOT_X], &c.slot[TPRT_MOE_BUCKET_SLOT_GROUP_SIZES],
-                            &c.slot[TPRT_MOE_BUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_BUCKET_ATTR_BUCKETS));
+    s = TPRT__COMPUTE(exec, tprt_cpu_moe_bucket(&c.slot[TPRT_MOE_BUCKET_SLOT_X], &c.slot[TPRT_MOE_BUCKET_SLOT_GROUP_SIZES],
+                            &c.slot[TPRT_MOE_BUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_BUCKET_ATTR_BUCKETS)));
   return tprt_exec_record(exec, s, TPRT_MOE_BUCKET_NAME);
 }
 
@@ -197,8 +197,8 @@ int32_t tprt_abi_moe_unbucket(tprt_exec_t* exec, void* const* buffers, const int
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNBUCKET_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_moe_unbucket(&c.slot[TPRT_MOE_UNBUCKET_SLOT_X], &c.slot[TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES],
-                              &c.slot[TPRT_MOE_UNBUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_UNBUCKET_ATTR_BUCKETS));
+    s = TPRT__COMPUTE(exec, tprt_cpu_moe_unbucket(&c.slot[TPRT_MOE_UNBUCKET_SLOT_X], &c.slot[TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES],
+                              &c.slot[TPRT_MOE_UNBUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_UNBUCKET_ATTR_BUCKETS)));
   return tprt_exec_record(exec, s, TPRT_MOE_UNBUCKET_NAME);
 }
 
@@ -206,8 +206,8 @@ int32_t tprt_abi_moe_unpermute(tprt_exec_t* exec, void* const* buffers, const in
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNPERMUTE_NUM_SLOTS, &c);
   if (!s)
-    s = tprt_cpu_moe_unpermute(&c.slot[TPRT_MOE_UNPERMUTE_SLOT_Y], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_ROW_MAP],
-                               &c.slot[TPRT_MOE_UNPERMUTE_SLOT_WEIGHTS], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_OUT]);
+    s = TPRT__COMPUTE(exec, tprt_cpu_moe_unpermute(&c.slot[TPRT_MOE_UNPERMUTE_SLOT_Y], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_ROW_MAP],
+                               &c.slot[TPRT_MOE_UNPERMUTE_SLOT_WEIGHTS], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_OUT]));
   return tprt_exec_record(exec, s, TPRT_MOE_UNPERMUTE_NAME);
 }
 
@@ -216,12 +216,12 @@ int32_t tprt_abi_fused_grouped_mlp(tprt_exec_t* exec, void* const* buffers, cons
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_FUSED_GROUPED_MLP_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_X], *w1 = &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W1];
-    s = tprt_cpu_fused_grouped_mlp(x, w1, &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W2],
+    s = TPRT__COMPUTE(exec, tprt_cpu_fused_grouped_mlp(x, w1, &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W2],
                                    &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_GROUP_SIZES], &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_Y],
                                    (int)tprt__attr(&c, TPRT_FUSED_GROUPED_MLP_ATTR_KIND),
                                    tprt__attr(&c, TPRT_FUSED_GROUPED_MLP_ATTR_INTERLEAVE),
                                    tprt__attr_f32(&c, TPRT_FUSED_GROUPED_MLP_ATTR_ALPHA),
-                                   tprt__attr_f32(&c, TPRT_FUSED_GROUPED_MLP_ATTR_LIMIT), tprt_exec_chunks(exec));
+                                   tprt__attr_f32(&c, TPRT_FUSED_GROUPED_MLP_ATTR_LIMIT), tprt_exec_chunks(exec)));
     tprt__count_gemm(exec, x->dims[0], w1->dims[1], x->dims[1]);
     tprt__count_gemm(exec, x->dims[0], x->dims[1], w1->dims[1] / 2);
   }
@@ -231,7 +231,7 @@ int32_t tprt_abi_fused_grouped_mlp(tprt_exec_t* exec, void* const* buffers, cons
 int32_t tprt_abi_copy(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, 2, &c);
-  if (!s) s = tprt_cpu_copy(&c.slot[0], &c.slot[1]);
+  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_copy(&c.slot[0], &c.slot[1]));
   return tprt_exec_record(exec, s, "copy");
 }
 

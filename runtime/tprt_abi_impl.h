@@ -33,6 +33,9 @@ float tprt__attr_f32(const tprt_call_t* c, int i);
 /// Slot |s| when present, else NULL (an absent optional operand).
 const tprt_tensor_t* tprt__opt(const tprt_call_t* c, int s);
 
+/// |expr| (a call returning a tprt_status_t), or NULL without evaluating it in a count-only step.
+#define TPRT__COMPUTE(exec, expr) (tprt_exec_count_only(exec) ? NULL : (expr))
+
 /// The chunk count of an op's contraction: its `chunks` attribute (index |attr|) when set (> 0;
 /// tp-invariant sets C/R on a partial completed by an R-rank reduction), else the module's.
 int tprt__chunks(const tprt_exec_t* exec, const tprt_call_t* c, int attr);

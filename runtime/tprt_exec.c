@@ -10,6 +10,7 @@ struct tprt_exec_t {
   tprt_future_t* futures[TPRT_EXEC_MAX_FUTURES];
   tprt_rank_t* rank;
   int chunks;
+  bool count_only;
   tprt_status_t status;
   tprt_exec_stats_t stats;
 };
@@ -41,6 +42,8 @@ void tprt_exec_destroy(tprt_exec_t* exec) {
 tprt_rank_t* tprt_exec_rank(const tprt_exec_t* exec) { return exec->rank; }
 int tprt_exec_chunks(const tprt_exec_t* exec) { return exec->chunks; }
 tprt_exec_stats_t* tprt_exec_stats(tprt_exec_t* exec) { return &exec->stats; }
+void tprt_exec_set_count_only(tprt_exec_t* exec, bool count_only) { exec->count_only = count_only; }
+bool tprt_exec_count_only(const tprt_exec_t* exec) { return exec->count_only; }
 
 int32_t tprt_exec_record(tprt_exec_t* exec, tprt_status_t status, const char* op) {
   exec->stats.ops++;

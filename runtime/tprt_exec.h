@@ -4,6 +4,7 @@
 #ifndef TPRT_EXEC_H_
 #define TPRT_EXEC_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tprt_abi.h"
@@ -66,6 +67,13 @@ int tprt_exec_chunks(const tprt_exec_t* exec);
 
 /// Returns the counters; the ABI functions update them.
 tprt_exec_stats_t* tprt_exec_stats(tprt_exec_t* exec);
+
+/// Count-only steps (tpc-run --count-only): every ABI call decodes its descriptor and updates the
+/// counters exactly as a real step would (GEMM FLOPs from the shapes, collective bytes from the
+/// schedule model), but no kernel runs, no data moves and no rank waits for another; the buffers
+/// are never read or written. For accounting of shapes too large to compute here.
+void tprt_exec_set_count_only(tprt_exec_t* exec, bool count_only);
+bool tprt_exec_count_only(const tprt_exec_t* exec);
 
 /// Records |status| (the first failure wins; later ones are freed) annotated with |op|, and
 /// returns its code for the lowered code to return (0 when |status| is NULL).

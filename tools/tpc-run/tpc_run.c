@@ -47,6 +47,7 @@ typedef struct {
   int repeat;
   bool hash;
   bool stats;
+  bool count_only;  // --count-only: counters without computing (implies --stats)
 } tpc_run_options_t;
 
 typedef struct {
@@ -105,6 +106,8 @@ static void tpc__usage(FILE* out) {
           "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
           "  --stats                 Print per rank and step: GEMM FLOPs, and per collective family the calls\n"
           "                          and bytes sent/received (ring/direct schedule model, docs/runtime.md)\n"
+          "  --count-only            --stats without computing: no memory is allocated, no kernel runs and no\n"
+          "                          data moves; for shapes too large to run here (e.g. Llama-70B layers)\n"
           "  --repeat R              Run the step R times (default 1) and report timings\n"
           "  --backend cpu           The backend (only cpu in this build)\n"
           "  -h, --help              Print this help\n");
@@ -133,6 +136,9 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       continue;
     } else if (!strcmp(a, "--stats")) {
       o->stats = true;
+      continue;
+    } else if (!strcmp(a, "--count-only")) {
+      o->count_only = o->stats = true;
       continue;
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
@@ -209,6 +215,11 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     return -1;
   }
   if (compile_flags && !o->pipeline) o->pipeline = "infer";
+  if (o->count_only && (o->hash || o->outputs || o->dump_args || o->weights || o->inputs)) {
+    fprintf(stderr, "tpc-run: error: --count-only computes nothing: it takes no --hash, --outputs, --dump-args, "
+                    "--weights or --inputs\n");
+    return -1;
+  }
   return 1;
 }
 
@@ -307,6 +318,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
   tpc_rank_state_t* st = &run->ranks[r];
   tprt_exec_t* exec = NULL;
   TPRT_RETURN_IF_ERROR(tprt_exec_create(rank, run->module->chunks, tprt_rank_allocator(rank), &exec), "rank %d", r);
+  tprt_exec_set_count_only(exec, run->opts->count_only);
   tprt_status_t status = NULL;
   double last_report = tpc__now();
   for (int i = 0; i < run->opts->repeat && !status; ++i) {
@@ -415,6 +427,7 @@ int main(int argc, char** argv) {
       status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of memory");
       goto fail;
     }
+    if (opts.count_only) continue;  // nothing is read or written
     if ((status = tprt_allocator_malloc(alloc, (size_t)run->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &st->arena)))
       goto fail;
     for (int j = 0; j < run->fn->num_results; ++j)
@@ -423,7 +436,7 @@ int main(int argc, char** argv) {
   }
   // Every argument is made once as a logical tensor (from the files or Philox), then each rank
   // receives its shard, so one checkpoint and one seed serve every mesh.
-  for (int a = 0; a < run->fn->num_args; ++a) {
+  for (int a = 0; a < run->fn->num_args && !opts.count_only; ++a) {
     const tprt_module_tensor_t* mt = &run->fn->args[a];
     tprt_tensor_t logical;
     tprt_shard_t shard;
@@ -453,9 +466,9 @@ int main(int argc, char** argv) {
     }
     if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
   }
-  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (cpu), arena %lld bytes per rank, numerics %s\n",
-          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", (long long)run->fn->arena_bytes,
-          module->numerics);
+  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (cpu%s), arena %lld bytes per rank, numerics %s\n",
+          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", opts.count_only ? ", count only" : "",
+          (long long)run->fn->arena_bytes, module->numerics);
   double t0 = tpc__now();
   status = tprt_world_run(world, tpc__rank_main, run);
   double wall = tpc__now() - t0;
@@ -463,7 +476,7 @@ int main(int argc, char** argv) {
 
   tprt_tensor_t outs[TPRT_MODULE_MAX_TENSORS];
   const char* names[TPRT_MODULE_MAX_TENSORS];
-  for (int j = 0; j < run->fn->num_results; ++j) {
+  for (int j = 0; j < run->fn->num_results && !opts.count_only; ++j) {
     // Reassemble sharded results from every rank; replicated ones are rank 0's.
     const tprt_module_tensor_t* mt = &run->fn->results[j];
     tprt_shard_t shard;
