@@ -103,12 +103,14 @@ irdl.dialect @tp {
   }
 
   // Elementwise c = a + b; the result has lhs's type, rhs has it too or is a rank-1 bias of
-  // lhs's last dimension, broadcast over the rows (the verifier checks which).
+  // lhs's last dimension, broadcast over the rows; an f32 lhs (a reduced sum) plus a bias may
+  // round once to the bias's type (the verifier checks which).
   irdl.operation @add {
     %t = irdl.base "!builtin.tensor"
     %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
     irdl.operands(lhs: %t, rhs: %rhs)
-    irdl.results(result: %t)
+    irdl.results(result: %result)
   }
 
   // Elementwise c = a * b; all three have one type.

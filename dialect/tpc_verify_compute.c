@@ -200,19 +200,27 @@ MlirLogicalResult tpc__verify_norm_params(MlirOperation op, MlirValue x_v, MlirV
   return OK;
 }
 
-static MlirLogicalResult tpc__verify_elementwise(MlirOperation op, MlirValue lhs, MlirValue rhs) {
+static MlirLogicalResult tpc__verify_elementwise(MlirOperation op, MlirValue lhs, MlirValue rhs, MlirValue result) {
   tpc__bufs_t s;
-  tpc_shape_t a = tpc__shape_of(lhs), b = tpc__shape_of(rhs);
-  if (!a.valid || !b.valid) return FAIL;
+  tpc_shape_t a = tpc__shape_of(lhs), b = tpc__shape_of(rhs), r = tpc__shape_of(result);
+  if (!a.valid || !b.valid || !r.valid) return FAIL;
   if (!tpc__is_storage_float(a.element))
     return tpc__rule_error(op, "elementwise.dtype", "operands must be bf16, f16 or f32 tensors; got %s", TYPE(a.type, s.a));
   // tp.add also adds a bias: a rank-1 rhs of lhs's last dimension, broadcast over the rows.
+  // An f32 lhs is a reduced f32 sum; its bias keeps the storage type and the sum rounds once.
   bool bias = tpc_is_add(op) && b.rank == 1 && a.rank > 1 && b.dims[0] == a.dims[a.rank - 1] &&
-              mlirTypeEqual(a.element, b.element);
+              (mlirTypeEqual(a.element, b.element) || (tpc__is_f32(a.element) && tpc__is_storage_float(b.element)));
   if (!bias && !mlirTypeEqual(a.type, b.type))
     return tpc__rule_error(op, "elementwise.shapes",
                            "rhs must have lhs's type %s%s; got %s", TYPE(a.type, s.a),
                            tpc_is_add(op) ? " (or be a bias of its last dimension)" : "", TYPE(b.type, s.b));
+  bool same_shape = r.rank == a.rank;
+  for (int i = 0; same_shape && i < a.rank; ++i) same_shape = r.dims[i] == a.dims[i];
+  if (!mlirTypeEqual(r.type, a.type) && !(bias && same_shape && mlirTypeEqual(r.element, b.element)))
+    return tpc__rule_error(op, "elementwise.result",
+                           "the result must have lhs's type %s (an f32 lhs plus a bias may instead round to the "
+                           "bias's element type); got %s",
+                           TYPE(a.type, s.a), TYPE(r.type, s.b));
   return OK;
 }
 
@@ -324,9 +332,9 @@ MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind) {
       return tpc__verify_norm_params(op, tpc_layernorm_get_x(op), tpc_layernorm_get_gamma(op),
                                      tpc_layernorm_get_beta(op), tpc_layernorm_get_eps(op));
     case TPC_OP_ADD:
-      return tpc__verify_elementwise(op, tpc_add_get_lhs(op), tpc_add_get_rhs(op));
+      return tpc__verify_elementwise(op, tpc_add_get_lhs(op), tpc_add_get_rhs(op), tpc_add_get_result(op));
     case TPC_OP_MUL:
-      return tpc__verify_elementwise(op, tpc_mul_get_lhs(op), tpc_mul_get_rhs(op));
+      return tpc__verify_elementwise(op, tpc_mul_get_lhs(op), tpc_mul_get_rhs(op), tpc_mul_get_result(op));
     case TPC_OP_MOE_ROUTE:
       return tpc__verify_moe_route(op);
     case TPC_OP_MOE_PERMUTE:

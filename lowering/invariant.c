@@ -98,9 +98,28 @@ static MlirOperation tpc__producer(MlirValue v) {
   return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : none;
 }
 
+// The static shape of a ranked tensor type (rank <= 8), in a buffer valid until the next call.
+static const int64_t* tpc__dims(MlirType t) {
+  static _Thread_local int64_t dims[8];
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t) && i < 8; ++i) dims[i] = mlirShapedTypeGetDimSize(t, i);
+  return dims;
+}
+
 static int64_t tpc__dim(MlirValue v, intptr_t d) {
   MlirType t = mlirValueGetType(v);
   return mlirTypeIsARankedTensor(t) && d < mlirShapedTypeGetRank(t) ? mlirShapedTypeGetDimSize(t, d) : -1;
+}
+
+// The tp.add that adds a rank-1 bias to |v| when that is |v|'s only use (tp-shard's bias of a
+// row-parallel linear, added once after the reduction), or a null op.
+static MlirOperation tpc__bias_add(MlirValue v) {
+  MlirOperation none = {NULL};
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return none;
+  MlirOperation add = mlirOpOperandGetOwner(u);
+  if (tpc_op_get_kind(add) != TPC_OP_ADD || mlirOpOperandGetOperandNumber(u) != 0) return none;
+  MlirType b = mlirValueGetType(tpc_add_get_rhs(add));
+  return mlirTypeIsARankedTensor(b) && mlirShapedTypeGetRank(b) == 1 ? add : none;
 }
 
 // The number of ranks a collective's `axes` span on its mesh, or -1 (with a diagnostic).
@@ -291,14 +310,17 @@ static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperat
       return false;
   }
   // The whole contraction: the producer's op with the gathered operands, its attributes but
-  // `partial` and `chunks`, and the collective's result type.
+  // `partial` and `chunks`, and the collective's result type. A bias that tp-shard adds after
+  // the reduction goes back into the linear, which adds it to the f32 sum before its rounding.
+  MlirOperation bias_add = kind == TPC_OP_LINEAR ? tpc__bias_add(mlirOperationGetResult(coll, 0)) : (MlirOperation){NULL};
   MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(producer)),
                                                 mlirOperationGetLocation(producer));
   intptr_t nops = mlirOperationGetNumOperands(producer);
   MlirValue operands[4] = {ga, gb};
   for (intptr_t i = 2; i < nops && i < 4; ++i) operands[i] = mlirOperationGetOperand(producer, i);
+  if (!mlirOperationIsNull(bias_add)) operands[nops++] = tpc_add_get_rhs(bias_add);
   mlirOperationStateAddOperands(&st, nops, operands);
-  MlirType out = mlirValueGetType(mlirOperationGetResult(coll, 0));
+  MlirType out = mlirValueGetType(mlirOperationGetResult(mlirOperationIsNull(bias_add) ? coll : bias_add, 0));
   mlirOperationStateAddResults(&st, 1, &out);
   MlirNamedAttribute attrs[16];
   intptr_t na = 0;
@@ -324,6 +346,10 @@ static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperat
                   "this dgrad contracts the gate and up rows of a GLU (N = %lld), whose canonical order needs N "
                   "divisible by 2 x tp.chunks = %lld",
                   (long long)c.size, (long long)(2 * I->chunks));
+  }
+  if (!mlirOperationIsNull(bias_add)) {
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(bias_add, 0), mlirOperationGetResult(full, 0));
+    mlirOperationDestroy(bias_add);
   }
   mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(coll, 0), mlirOperationGetResult(full, 0));
   mlirOperationDestroy(coll);
@@ -388,6 +414,14 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
     return;
   }
   tpc__canonical_producer(I, p, coll, ranks);
+  // The bias is added to the f32 sum and the result rounded once, as TP = 1's linear does.
+  MlirValue sum = mlirOperationGetResult(coll, 0);
+  MlirOperation bias_add = tpc__bias_add(sum);
+  if (!mlirOperationIsNull(bias_add) && mlirTypeIsARankedTensor(mlirValueGetType(in)))
+    mlirValueSetType(sum, mlirRankedTensorTypeGet(mlirShapedTypeGetRank(mlirValueGetType(sum)),
+                                                  tpc__dims(mlirValueGetType(sum)),
+                                                  mlirShapedTypeGetElementType(mlirValueGetType(in)),
+                                                  mlirAttributeGetNull()));
 }
 
 //===----------------------------------------------------------------------===//

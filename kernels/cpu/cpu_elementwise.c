@@ -13,8 +13,9 @@ static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, c
   char sa[96], sb[96];
   tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
   // A rank-1 b whose length is a's last dimension is a bias broadcast over a's rows (add only).
+  // An f32 a may be a reduced f32 sum whose bias keeps its storage dtype; c then has b's dtype.
   bool bias = !s && !mul && b && b->rank == 1 && a->rank > 1 && b->dims[0] == a->dims[a->rank - 1] &&
-              b->dtype == a->dtype;
+              (b->dtype == a->dtype || a->dtype == TPRT_DTYPE_F32);
   if (!s) s = tprt__check(op, "b", b, bias ? 1 : a->rank, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
   if (s) return s;
@@ -22,9 +23,12 @@ static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, c
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
                             tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
-  if (!tprt_tensor_same_layout(a, c))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s; got %s", op,
-                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(c, sb, sizeof sb));
+  bool rounded_sum = bias && c->dtype == b->dtype && c->rank == a->rank && tprt_tensor_numel(c) == tprt_tensor_numel(a);
+  for (int d = 0; rounded_sum && d < a->rank; ++d) rounded_sum = c->dims[d] == a->dims[d];
+  if (!tprt_tensor_same_layout(a, c) && !rounded_sum)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s%s; got %s", op,
+                            tprt__shape_str(a, sa, sizeof sa), bias ? " (or, for an f32 a plus a bias, b's dtype)" : "",
+                            tprt__shape_str(c, sb, sizeof sb));
   int64_t n = tprt_tensor_numel(a);
   int64_t cols = bias ? b->dims[0] : 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -399,6 +399,24 @@ func.func @moe_unbucket_wrong_rows(%x: tensor<128x128xbf16>, %g: tensor<8xi64>) 
 
 // -----
 
+/// elementwise.result: only an f32 lhs plus a bias may round to another type (the bias's).
+func.func @add_result_type(%a: tensor<8x64xbf16>, %b: tensor<8x64xbf16>) -> tensor<8x64xf32> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.add' op violates rule elementwise.result: the result must have lhs's type tensor<8x64xbf16> (an f32 lhs plus a bias may instead round to the bias's element type); got tensor<8x64xf32>
+  %c = "tp.add"(%a, %b) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xf32>
+  return %c : tensor<8x64xf32>
+}
+
+// -----
+
+/// elementwise.result: an f32 sum plus a bf16 bias rounds to bf16, not to f16.
+func.func @add_bias_result_type(%a: tensor<8x64xf32>, %b: tensor<64xbf16>) -> tensor<8x64xf16> {
+  // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.add' op violates rule elementwise.result: the result must have lhs's type tensor<8x64xf32> (an f32 lhs plus a bias may instead round to the bias's element type); got tensor<8x64xf16>
+  %c = "tp.add"(%a, %b) : (tensor<8x64xf32>, tensor<64xbf16>) -> tensor<8x64xf16>
+  return %c : tensor<8x64xf16>
+}
+
+// -----
+
 /// elementwise.shapes: a bias must match lhs's last dimension.
 func.func @add_bias_wrong_length(%x: tensor<8x64xbf16>, %b: tensor<32xbf16>) -> tensor<8x64xbf16> {
   // CHECK: invalid-compute.mlir:[[@LINE+1]]:8: error: 'tp.add' op violates rule elementwise.shapes: rhs must have lhs's type tensor<8x64xbf16> (or be a bias of its last dimension); got tensor<32xbf16>

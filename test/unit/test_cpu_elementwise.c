@@ -38,6 +38,31 @@ TPRT_TEST(add_mul_round_once) {
   tc_free(&b);
 }
 
+// The bias of a row-parallel linear after its f32 reduction: f32 sum + bf16 bias, rounded once to
+// bf16, equals tprt_cpu_linear's bias-then-round on the same f32 sum; a c of any other dtype is
+// refused.
+TPRT_TEST(add_bias_to_f32_sum_rounds_once) {
+  const int64_t m = 5, n = 7;
+  tc_tensor_t sum = tc_make(TPRT_DTYPE_F32, 2, m, n), bias = tc_make(TPRT_DTYPE_BF16, 1, n);
+  tc_tensor_t c = tc_make(TPRT_DTYPE_BF16, 2, m, n), bad = tc_make(TPRT_DTYPE_F16, 2, m, n);
+  tc_fill(&sum.t, 11, -3.0, 3.0);
+  tc_fill(&bias.t, 12, -1.0, 1.0);
+  TPRT_EXPECT_OK(tprt_cpu_add(&sum.t, &bias.t, &c.t));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m * n; ++i) {
+    float want = (float)tc_get(&sum.t, i) + (float)tc_get(&bias.t, i % n);
+    wrong += tc_bits(&c.t, i) != tprt_f32_to_bf16(want);
+  }
+  if (wrong) TPRT__FAIL("%lld elements are not round(sum + bias)", (long long)wrong);
+  TPRT_EXPECT_STATUS(tprt_cpu_add(&sum.t, &bias.t, &bad.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "add: c must have a's shape and dtype [5,7] f32 (or, for an f32 a plus a bias, b's dtype); got "
+                     "[5,7] f16");
+  tc_free(&sum);
+  tc_free(&bias);
+  tc_free(&c);
+  tc_free(&bad);
+}
+
 TPRT_TEST(elementwise_invalid_arguments) {
   tc_tensor_t a = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)3),
               b = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)2);
