@@ -22,5 +22,17 @@ echo
 echo "-- a training step (tp-autodiff, then tp-shard) on tp=2 x dp=2: outputs and gradients"
 "$BUILD/bin/tpc-run" "$EX" --pipeline train --mesh tp=2,dp=2 --seed 7 --hash 2>/dev/null
 echo
-echo "The y hash is the same on 1 and 4 ranks in this build. What is next (bitwise invariance by"
-echo "construction with tp-invariant, the CUDA backend): see the table in README.md."
+WIDE=test/e2e/Inputs/mlp_f32_wide.mlir
+echo "-- TP invariance ($WIDE, the block in f32 with FFN 2048): y at TP = 1, 2, 4, 8"
+echo "   fast numerics (each degree associates FC2's f32 sum differently):"
+for n in 1 2 4 8; do "$BUILD/bin/tpc-run" "$WIDE" --mesh tp=$n --seed 7 --hash 2>/dev/null | sed "s/^/   tp=$n  /"; done
+echo "   --numerics invariant (tp-invariant: each rank sums a subtree of TP = 1's chunk tree, the"
+echo "   all-reduce adds the f32 partials in the tree's order):"
+for n in 1 2 4 8; do
+  "$BUILD/bin/tpc-run" "$WIDE" --numerics invariant --mesh tp=$n --seed 7 --hash 2>/dev/null | sed "s/^/   tp=$n  /"
+done
+echo "   a training step with sequence parallelism at tp=8 (same output and gradients as tp=1):"
+"$BUILD/bin/tpc-run" "$EX" --pipeline train --numerics invariant --sequence-parallel --mesh tp=8 --seed 7 --hash \
+  2>/dev/null | sed "s/^/   /"
+echo
+echo "Walk-through: docs/tutorial.md. What is next (the CUDA backend, GTP, fusions): README.md."
