@@ -4,7 +4,8 @@
 Runs one training step of a logical module on many meshes with `tpc-run --pipeline train --seed 7
 --hash` and checks that every output and gradient hash equals the TP = 1 run's:
 
-  dense: tp in {1, 2, 4, 8} x sequence parallel off/on x strategy canonical/gather
+  dense: tp in {1, 2, 4, 8} x sequence parallel off/on x strategy canonical/gather, and
+         dp=2 x tp=4 (sequence parallel off/on, both strategies)
   moe:   the same, plus ep in {2, 4, 8} and ep=2 x tp=2 (with both strategies)
 
 With --numerics fast it checks the opposite: that some configuration differs from TP = 1, so the
@@ -26,6 +27,9 @@ def configs(kind):
         if kind == "moe":
             for mesh in ("ep=2", "ep=4", "ep=8", "ep=2,tp=2"):
                 out.append((mesh, False, strategy))
+        else:  # data parallelism: weight gradients summed over dp (and over tp tokens under SP)
+            for sp in (False, True):
+                out.append(("dp=2,tp=4", sp, strategy))
     return out
 
 
