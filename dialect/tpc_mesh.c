@@ -94,8 +94,11 @@ int tpc_numerics_option_check(const char* flag, const char* value, char* error, 
                                         : (const char* const[]){"canonical", "gather", NULL};
   for (int i = 0; value && allowed[i]; ++i)
     if (strcmp(value, allowed[i]) == 0) return 1;
-  snprintf(error, error_size, "--%s must be %s; got '%s'", flag,
-           numerics ? "fast, invariant or exact" : "canonical or gather", value ? value : "");
+  if (!value || !*value)
+    snprintf(error, error_size, "--%s needs a value: %s", flag, numerics ? "fast, invariant or exact" : "canonical or gather");
+  else
+    snprintf(error, error_size, "--%s must be %s; got '%s'", flag,
+             numerics ? "fast, invariant or exact" : "canonical or gather", value);
   return 0;
 }
 

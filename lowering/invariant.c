@@ -150,7 +150,8 @@ static int64_t tpc__group_size(tpc__inv_t* I, MlirOperation op) {
 typedef struct {
   int64_t size;
   const char* dim;
-  bool dgrad;  // contracts N of a linear's dgrad (may be segmented)
+  bool dgrad;   // contracts N of a linear's dgrad (may be segmented)
+  bool tokens;  // contracts the tokens (padding means more tokens, not a wider model)
 } tpc__contraction_t;
 
 // Fills |c| for the ops whose partial sum the canonical tree can split; false for any other op.
@@ -165,18 +166,16 @@ static bool tpc__contraction(MlirOperation op, int kind, tpc__contraction_t* c) 
     case TPC_OP_LINEAR_DGRAD:
     case TPC_OP_GROUPED_LINEAR_DGRAD:
       c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 1);
-      c->dim = "N (the output features it back-propagates)";
+      c->dim = "N";
       c->dgrad = true;
       return true;
     case TPC_OP_LINEAR_WGRAD:
     case TPC_OP_BIAS_GRAD:
-      c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 0);
-      c->dim = "M (the tokens)";
-      return true;
     case TPC_OP_RMSNORM_GRAD:
     case TPC_OP_LAYERNORM_GRAD:
       c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 0);
-      c->dim = "M (the tokens)";
+      c->dim = "token count M";
+      c->tokens = true;
       return true;
     default:
       return false;
@@ -215,17 +214,20 @@ static void tpc__canonical_producer(tpc__inv_t* I, MlirOperation producer, MlirO
   if (ranks == 1) return;  // the module-wide tree already is the op's (chunks stays 0)
   if (c.size % (local * segments) != 0) {
     tpc__refuse(I, producer,
-                "%s is sharded over %lld ranks by '%s' (%lld each); the shards are subtrees of the canonical tree "
-                "only if the logical %s = %lld is a multiple of tp.chunks = %lld%s (DESIGN §4: pad the model "
-                "dimension or change tp.chunks)",
-                c.dim, (long long)ranks, tpc__op_name(coll, cname, sizeof cname), (long long)c.size, c.dim,
-                (long long)(c.size * ranks), (long long)C, segments > 1 ? " x 2 segments" : "");
+                "its contracted %s is split over %lld ranks (%lld each, summed by '%s'); the shares are subtrees "
+                "of the canonical tree only if the whole %s, %lld, is a multiple of tp.chunks = %lld%s. %s, or "
+                "change tp.chunks (docs/numerics.md, \"Padding rules\")",
+                c.dim, (long long)ranks, (long long)c.size, tpc__op_name(coll, cname, sizeof cname), c.dim,
+                (long long)(c.size * ranks), (long long)C, segments > 1 ? " x 2 (gate and up segments)" : "",
+                c.tokens ? "Pad the batch to a multiple of that many tokens" : "Pad the model dimension with zeros");
     return;
   }
   int64_t have = tpc__get_i64(producer, kind, "chunks", 0);
   if (have != 0 && have != local) {
-    tpc__refuse(I, producer, "its partial completes reductions over different rank counts (chunks %lld vs %lld)",
-                (long long)have, (long long)local);
+    tpc__refuse(I, producer,
+                "its partial is summed by reductions over different rank counts (%lld and %lld ranks), so no "
+                "single split of the chunk tree serves both; reduce it once",
+                (long long)(C / have), (long long)ranks);
     return;
   }
   tpc__set_i64(I, producer, "chunks", local);
@@ -344,7 +346,7 @@ static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperat
     if (c.size % (2 * I->chunks) != 0)
       tpc__refuse(I, full,
                   "this dgrad contracts the gate and up rows of a GLU (N = %lld), whose canonical order needs N "
-                  "divisible by 2 x tp.chunks = %lld",
+                  "divisible by 2 x tp.chunks = %lld; change tp.chunks or the FFN size",
                   (long long)c.size, (long long)(2 * I->chunks));
   }
   if (!mlirOperationIsNull(bias_add)) {
@@ -397,12 +399,13 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
     return;
   }
   if (mlirOperationIsNull(p) || !tpc__contraction(p, pkind, &c) || !tpc__get_bool(p, pkind, "partial")) {
+    bool contraction = !mlirOperationIsNull(p) && tpc__contraction(p, pkind, &c);
     tpc__refuse(I, coll,
-                "no canonical implementation: it sums %s over %lld ranks, but only the f32 partial of a contraction "
-                "(tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked "
-                "partial) has a canonical order to continue",
+                "no canonical implementation: it sums %s%s over %lld ranks, but only the f32 partial of a "
+                "contraction (tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter "
+                "gradients, marked partial = true) has a canonical order to continue",
                 mlirOperationIsNull(p) ? "a function argument" : tpc__op_name(p, pname, sizeof pname),
-                (long long)ranks);
+                contraction ? " (not marked partial = true)" : "", (long long)ranks);
     return;
   }
   if (I->gather && tpc__gather(I, coll, kind, p, ranks)) return;
@@ -414,7 +417,9 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
     return;
   }
   tpc__canonical_producer(I, p, coll, ranks);
-  // The bias is added to the f32 sum and the result rounded once, as TP = 1's linear does.
+  // The bias is added to the f32 sum and the result rounded once, as TP = 1's linear does. (The
+  // fused ops' results are the normalized rows, not the sum.)
+  if (kind != TPC_OP_ALL_REDUCE && kind != TPC_OP_REDUCE_SCATTER) return;
   MlirValue sum = mlirOperationGetResult(coll, 0);
   MlirOperation bias_add = tpc__bias_add(sum);
   if (!mlirOperationIsNull(bias_add) && mlirTypeIsARankedTensor(mlirValueGetType(in)))

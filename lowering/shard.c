@@ -247,6 +247,16 @@ static MlirLogicalResult tpc__shard_grouped_linear(tpc__shard_t* S, MlirOperatio
   int par = tpc_grouped_linear_get_parallel(op);
   tpc__sval_t* x = ins[0];
   bool ep = S->ep >= 0 && S->mesh.sizes[S->ep] > 1;
+  if (ep && tp_size > 1 && tpc_grouped_linear_get_sequence_parallel(op)) {
+    // The dispatched rows would have to be gathered over tp inside each ep bucket; until then
+    // refuse rather than compute the wrong rows.
+    tpc_text_t m = {0};
+    tpc_text_printf(&m,
+                    "tp-shard: sequence parallelism inside expert-parallel experts (ep=%lld with tp=%lld) is not "
+                    "supported yet; drop sequence_parallel on the grouped linears, or use ep alone",
+                    (long long)S->mesh.sizes[S->ep], (long long)tp_size);
+    return tpc__error(op, &m);
+  }
   if (ep && !x->recv_sizes) {
     if (S->mesh.sizes[S->ep] > 1 && tpc_layout_local_dim(&ins[2]->layout, &S->mesh, 0) % S->mesh.sizes[S->ep] != 0) {
       tpc_text_t m = {0};

@@ -67,3 +67,16 @@ func.func @collective_in_logical_module(%x: tensor<16x128xbf16>) -> tensor<16x12
   %y = "tp.all_reduce"(%x) {mesh = @world, axes = ["tp"]} : (tensor<16x128xbf16>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
+
+// -----
+
+/// Sequence parallelism inside expert-parallel experts is refused (it would gather the wrong rows).
+"tp.mesh"() {sym_name = "world", axes = ["ep", "tp"], shape = array<i64: 2, 2>} : () -> ()
+func.func @sp_inside_ep(%x: tensor<16x128xbf16>, %idx: tensor<16x2xi32>, %w1: tensor<8x128x128xbf16>) -> tensor<32x128xbf16> {
+  %xp, %sizes, %map = "tp.moe_permute"(%x, %idx)
+      : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<8xi64>, tensor<32xi32>)
+  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: sequence parallelism inside expert-parallel experts (ep=2 with tp=2) is not supported yet; drop sequence_parallel on the grouped linears, or use ep alone
+  %h = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column", sequence_parallel = true}
+      : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
+  return %h : tensor<32x128xbf16>
+}
