@@ -27,6 +27,8 @@ extern "C" {
 #define TPC_ARG_ATTR_SHARD "tp.shard"
 /// Argument attribute: `tp.grad = false` keeps tp-autodiff from computing the argument's gradient.
 #define TPC_ARG_ATTR_GRAD "tp.grad"
+/// Argument attribute set by tp-autodiff: `tp.cotangent = j` marks the cotangent of result j.
+#define TPC_ARG_ATTR_COTANGENT "tp.cotangent"
 /// The default of tp.chunks when a module does not set it.
 #define TPC_DEFAULT_CHUNKS 8
 

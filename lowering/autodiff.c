@@ -182,7 +182,7 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     tpc__slot_name(A->func, "res_attrs", j, "result", rn, sizeof rn);
     tpc_text_printf(out, "%s%%c%ld: ", nargs + j ? ", " : "", (long)j);
     mlirTypePrint(mlirValueGetType(mlirOperationGetOperand(ret, j)), tpc_text_append_ref, out);
-    tpc_text_printf(out, " {%s = \"%s_grad\"", TPC_ARG_ATTR_NAME, rn);
+    tpc_text_printf(out, " {%s = \"%s_grad\", %s = %ld : i64", TPC_ARG_ATTR_NAME, rn, TPC_ARG_ATTR_COTANGENT, (long)j);
     tpc__print_shard(out, tpc__slot_dict(A->func, "res_attrs", j));
     tpc_text_printf(out, "}");
   }

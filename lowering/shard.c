@@ -494,6 +494,29 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
     mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: the function has no func.return");
     return mlirLogicalResultFailure();
   }
+  // A training step's cotangent arguments were laid out like activations; each must match its
+  // result's layout, or the backward ops consumed it with the wrong shape.
+  MlirAttribute arg_attrs = mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("arg_attrs"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(arg_attrs) && i < mlirArrayAttrGetNumElements(arg_attrs); ++i) {
+    MlirAttribute d = mlirArrayAttrGetElement(arg_attrs, i);
+    MlirAttribute cj = mlirAttributeIsADictionary(d)
+                           ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_COTANGENT))
+                           : (MlirAttribute){NULL};
+    if (mlirAttributeIsNull(cj) || !mlirAttributeIsAInteger(cj)) continue;
+    int64_t j = mlirIntegerAttrGetValueInt(cj);
+    if (j < 0 || j >= mlirOperationGetNumOperands(ret)) continue;
+    const tpc__sval_t* res = tpc__find(S, mlirOperationGetOperand(ret, j));
+    const tpc__sval_t* cot = &S->vals[i];
+    if (!res || tpc_layout_equal(&res->layout, &cot->layout)) continue;
+    tpc_text_t m = {0};
+    tpc_text_printf(&m, "tp-shard: training step: result %lld is laid out ", (long long)j);
+    tpc_layout_describe(&res->layout, &S->mesh, &m);
+    tpc_text_printf(&m, ", but its cotangent argument is laid out like an activation, ");
+    tpc_layout_describe(&cot->layout, &S->mesh, &m);
+    tpc_text_printf(&m, "; return a value that is replicated or sharded along the tokens only (e.g. after a "
+                        "row-parallel linear)");
+    return tpc__error(ret, &m);
+  }
   MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("sym_name")));
   tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
   for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i) {

@@ -7,7 +7,7 @@
 ///---------------------------------------------------------------------------
 // CHECK-LABEL: func.func @residual_linear(
 // CHECK-SAME:      %[[X:[^:]*]]: tensor<8x16xbf16> {tp.name = "x"}, %[[W:[^:]*]]: tensor<16x16xbf16> {tp.name = "w"},
-// CHECK-SAME:      %[[C:[^:]*]]: tensor<8x16xbf16> {tp.name = "y_grad"})
+// CHECK-SAME:      %[[C:[^:]*]]: tensor<8x16xbf16> {tp.cotangent = 0 : i64, tp.name = "y_grad"})
 // CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x16xbf16> {tp.name = "x_grad"}, tensor<16x16xf32> {tp.name = "w_grad"})
 // CHECK-NEXT:    %[[D:.*]] = "tp.linear"(%[[X]], %[[W]]) {parallel = "row"}
 // CHECK-NEXT:    %[[Y:.*]] = "tp.add"(%[[X]], %[[D]])
@@ -42,7 +42,7 @@ func.func @norm_glu(%x: tensor<8x32xbf16> {tp.name = "x"}, %g: tensor<32xbf16> {
 
 /// [Rule: tp.mul -> two tp.mul]
 // CHECK-LABEL: func.func @product(
-// CHECK-SAME:      %[[A:[^:]*]]: tensor<4x4xf32>, %[[B:[^:]*]]: tensor<4x4xf32>, %[[C:[^:]*]]: tensor<4x4xf32> {tp.name = "result0_grad"})
+// CHECK-SAME:      %[[A:[^:]*]]: tensor<4x4xf32>, %[[B:[^:]*]]: tensor<4x4xf32>, %[[C:[^:]*]]: tensor<4x4xf32> {tp.cotangent = 0 : i64, tp.name = "result0_grad"})
 // CHECK-NEXT:    %[[P:.*]] = "tp.mul"(%[[A]], %[[B]])
 // CHECK-NEXT:    %[[DB:.*]] = "tp.mul"(%[[C]], %[[A]])
 // CHECK-NEXT:    %[[DA:.*]] = "tp.mul"(%[[C]], %[[B]])

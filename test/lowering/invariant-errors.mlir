@@ -42,25 +42,30 @@ func.func @k_not_multiple_of_chunks(%x: tensor<16x128xbf16>, %w1: tensor<36x128x
 //--- train.mlir
 
 /// The dgrad of a gate/up GLU with 2F = 36 rows (shardable over tp = 2: 9 gate and 9 up rows
-/// per rank) whose stride-2 shards need 2F divisible by 2 x tp.chunks = 16.
+/// per rank) whose stride-2 shards need 2F divisible by 2 x tp.chunks = 16. FC2 contracts F = 18,
+/// which the canonical tree cannot split either (the two conditions always come together: F % C).
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
-func.func @glu_dgrad(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> tensor<16x18xbf16> {
-  // TRAIN: train.mlir:[[@LINE+1]]:8: error: 'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 18 on each of 2 ranks, stride-2 shards), whose canonical order needs the logical N = 36 divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size
+func.func @glu_dgrad(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: tensor<128x18xbf16>) -> tensor<16x128xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
   %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
-  return %a : tensor<16x18xbf16>
+  // TRAIN: train.mlir:[[@LINE+1]]:8: error: 'tp.linear' op: tp-invariant: its contracted K is split over 2 ranks (9 each, summed by 'tp.all_reduce'); the shares are subtrees of the canonical tree only if the whole K, 18, is a multiple of tp.chunks = 8. Pad the model dimension with zeros, or change tp.chunks (docs/numerics.md, "Padding rules")
+  %y = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x18xbf16>, tensor<128x18xbf16>) -> tensor<16x128xbf16>
+  // TRAIN: train.mlir:[[@LINE-4]]:8: error: 'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 18 on each of 2 ranks, stride-2 shards), whose canonical order needs the logical N = 36 divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size
+  return %y : tensor<16x128xbf16>
 }
 
 // -----
 
-/// The same under strategy = "gather": the whole dgrad still needs N divisible by 2 x tp.chunks.
+/// The same under strategy = "gather": FC2 is contracted whole on every rank (no split to refuse),
+/// but the whole GLU dgrad still needs N divisible by 2 x tp.chunks.
 module attributes {tp.strategy = "gather"} {
   "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
-  func.func @glu_dgrad_gather(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> tensor<16x18xbf16> {
+  func.func @glu_dgrad_gather(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: tensor<128x18xbf16>) -> tensor<16x128xbf16> {
     // TRAIN: train.mlir:[[@LINE+1]]:10: error: 'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 36), whose canonical order needs N divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size
     %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
     %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
-    return %a : tensor<16x18xbf16>
+    %y = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x18xbf16>, tensor<128x18xbf16>) -> tensor<16x128xbf16>
+    return %y : tensor<16x128xbf16>
   }
 }
 

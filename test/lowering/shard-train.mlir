@@ -33,7 +33,7 @@ func.func @mlp_train(%x: tensor<16x128xbf16> {tp.name = "x"}, %w1: tensor<512x12
 /// reduce-scattered back to the token shards; the norm's dgamma is all-reduced over tp.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 // CHECK-LABEL: func.func @sp_train(
-// CHECK-SAME:      %[[COT:[^:]*]]: tensor<8x128xbf16> {tp.name = "y_grad"
+// CHECK-SAME:      %[[COT:[^:]*]]: tensor<8x128xbf16> {tp.cotangent = 0 : i64, tp.name = "y_grad"
 // CHECK:         %[[C:.*]] = "tp.all_gather"(%[[COT]]) {axes = ["tp"], dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> tensor<16x128xbf16>
 // CHECK-NEXT:    "tp.linear_wgrad"(%[[C]],
 // CHECK:         %[[DXP:.*]] = "tp.linear_dgrad"({{.*}}) {parallel = "column", partial = true, sequence_parallel = true}
