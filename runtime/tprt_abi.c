@@ -1,8 +1,10 @@
 // The runtime ABI (tprt_abi.h): decodes each op's static descriptor and calls the CPU kernels
 // and collectives. One decoder serves every op; each entry point only maps slots to arguments.
+#include <stdio.h>
 #include <string.h>
 
 #include "tprt_abi_impl.h"
+#include "tprt_allocator.h"
 #include "tprt_cpu_kernels.h"
 
 // Decodes |desc| (layout in tprt_abi.h) and binds |buffers|; checks the slot count the op
@@ -48,6 +50,50 @@ float tprt__attr_f32(const tprt_call_t* c, int i) {
 
 const tprt_tensor_t* tprt__opt(const tprt_call_t* c, int s) { return c->present[s] ? &c->slot[s] : NULL; }
 
+bool tprt__host_begin(tprt_exec_t* exec, tprt_call_t* c, const char* op) {
+  const tprt_backend_t* b = tprt_exec_backend(exec);
+  static _Atomic int noted[64];
+  unsigned h = 5381;
+  for (const char* p = op; *p; ++p) h = h * 33u + (unsigned char)*p;
+  tprt_rank_t* rank = tprt_exec_rank(exec);
+  if ((!rank || tprt_rank_index(rank) == 0) && !noted[h % 64]++)
+    fprintf(stderr, "tpc-run: note: the %s backend has no %s kernel yet; it runs on the host (CPU kernel)\n", b->name,
+            op);
+  c->host_status = NULL;
+  for (int s = 0; s < c->num_slots; ++s) c->device_data[s] = NULL;
+  for (int s = 0; s < c->num_slots && !c->host_status; ++s) {
+    if (!c->present[s]) continue;
+    size_t bytes = tprt_tensor_bytes(&c->slot[s]);
+    void* host = NULL;
+    c->host_status = tprt_allocator_malloc(tprt_allocator_system(), bytes > 0 ? bytes : 1, 64, &host);
+    if (!c->host_status) c->host_status = b->to_host(host, c->slot[s].data, bytes);
+    if (c->host_status) {
+      tprt_allocator_free(tprt_allocator_system(), host);
+      break;
+    }
+    c->device_data[s] = c->slot[s].data;
+    c->slot[s].data = host;
+  }
+  if (c->host_status) c->host_status = tprt__host_end(exec, c, c->host_status);
+  return c->host_status != NULL;
+}
+
+tprt_status_t tprt__host_end(tprt_exec_t* exec, tprt_call_t* c, tprt_status_t status) {
+  const tprt_backend_t* b = tprt_exec_backend(exec);
+  for (int s = 0; s < c->num_slots; ++s) {
+    if (!c->device_data[s]) continue;
+    if (!status) status = b->to_device(c->device_data[s], c->slot[s].data, tprt_tensor_bytes(&c->slot[s]));
+    tprt_allocator_free(tprt_allocator_system(), c->slot[s].data);
+    c->slot[s].data = c->device_data[s];
+    c->device_data[s] = NULL;
+  }
+  return status;
+}
+
+tprt_status_t tprt__no_kernel(const tprt_backend_t* backend, const char* op) {
+  return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "the %s backend has no %s kernel yet", backend->name, op);
+}
+
 int tprt__chunks(const tprt_exec_t* exec, const tprt_call_t* c, int attr) {
   int64_t v = tprt__attr(c, attr);
   return v > 0 ? (int)v : tprt_exec_chunks(exec);
@@ -81,7 +127,7 @@ int32_t tprt_abi_linear(tprt_exec_t* exec, void* const* buffers, const int64_t* 
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LINEAR_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_LINEAR_SLOT_X], *w = &c.slot[TPRT_LINEAR_SLOT_W];
-    s = TPRT__COMPUTE(exec, tprt_cpu_linear(x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
+    s = TPRT__KERNEL(exec, linear, (x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
                         tprt__chunks(exec, &c, TPRT_LINEAR_ATTR_CHUNKS)));
     tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
   }
@@ -93,7 +139,7 @@ int32_t tprt_abi_grouped_linear(tprt_exec_t* exec, void* const* buffers, const i
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_GROUPED_LINEAR_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_GROUPED_LINEAR_SLOT_X], *w = &c.slot[TPRT_GROUPED_LINEAR_SLOT_W];
-    s = TPRT__COMPUTE(exec, tprt_cpu_grouped_linear(x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
+    s = TPRT__KERNEL(exec, grouped_linear, (x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
                                 tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_ATTR_CHUNKS)));
     tprt__count_gemm(exec, x->dims[0], w->dims[1], x->dims[1]);
   }
@@ -104,7 +150,7 @@ int32_t tprt_abi_glu(tprt_exec_t* exec, void* const* buffers, const int64_t* des
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_GLU_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_glu(&c.slot[TPRT_GLU_SLOT_X], &c.slot[TPRT_GLU_SLOT_Y], (int)tprt__attr(&c, TPRT_GLU_ATTR_KIND),
+    s = TPRT__KERNEL(exec, glu, (&c.slot[TPRT_GLU_SLOT_X], &c.slot[TPRT_GLU_SLOT_Y], (int)tprt__attr(&c, TPRT_GLU_ATTR_KIND),
                      tprt__attr(&c, TPRT_GLU_ATTR_INTERLEAVE), tprt__attr_f32(&c, TPRT_GLU_ATTR_ALPHA),
                      tprt__attr_f32(&c, TPRT_GLU_ATTR_LIMIT)));
   return tprt_exec_record(exec, s, TPRT_GLU_NAME);
@@ -114,7 +160,7 @@ int32_t tprt_abi_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t*
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_RMSNORM_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_rmsnorm(&c.slot[TPRT_RMSNORM_SLOT_X], &c.slot[TPRT_RMSNORM_SLOT_GAMMA], &c.slot[TPRT_RMSNORM_SLOT_Y],
+    s = TPRT__KERNEL(exec, rmsnorm, (&c.slot[TPRT_RMSNORM_SLOT_X], &c.slot[TPRT_RMSNORM_SLOT_GAMMA], &c.slot[TPRT_RMSNORM_SLOT_Y],
                          tprt__attr_f32(&c, TPRT_RMSNORM_ATTR_EPS)));
   return tprt_exec_record(exec, s, TPRT_RMSNORM_NAME);
 }
@@ -123,7 +169,7 @@ int32_t tprt_abi_layernorm(tprt_exec_t* exec, void* const* buffers, const int64_
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LAYERNORM_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_layernorm(&c.slot[TPRT_LAYERNORM_SLOT_X], &c.slot[TPRT_LAYERNORM_SLOT_GAMMA],
+    s = TPRT__KERNEL(exec, layernorm, (&c.slot[TPRT_LAYERNORM_SLOT_X], &c.slot[TPRT_LAYERNORM_SLOT_GAMMA],
                            &c.slot[TPRT_LAYERNORM_SLOT_BETA], &c.slot[TPRT_LAYERNORM_SLOT_Y],
                            tprt__attr_f32(&c, TPRT_LAYERNORM_ATTR_EPS)));
   return tprt_exec_record(exec, s, TPRT_LAYERNORM_NAME);
@@ -132,14 +178,14 @@ int32_t tprt_abi_layernorm(tprt_exec_t* exec, void* const* buffers, const int64_
 int32_t tprt_abi_add(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_ADD_NUM_SLOTS, &c);
-  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_add(&c.slot[TPRT_ADD_SLOT_LHS], &c.slot[TPRT_ADD_SLOT_RHS], &c.slot[TPRT_ADD_SLOT_RESULT]));
+  if (!s) s = TPRT__KERNEL(exec, add, (&c.slot[TPRT_ADD_SLOT_LHS], &c.slot[TPRT_ADD_SLOT_RHS], &c.slot[TPRT_ADD_SLOT_RESULT]));
   return tprt_exec_record(exec, s, TPRT_ADD_NAME);
 }
 
 int32_t tprt_abi_mul(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MUL_NUM_SLOTS, &c);
-  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_mul(&c.slot[TPRT_MUL_SLOT_LHS], &c.slot[TPRT_MUL_SLOT_RHS], &c.slot[TPRT_MUL_SLOT_RESULT]));
+  if (!s) s = TPRT__KERNEL(exec, mul, (&c.slot[TPRT_MUL_SLOT_LHS], &c.slot[TPRT_MUL_SLOT_RHS], &c.slot[TPRT_MUL_SLOT_RESULT]));
   return tprt_exec_record(exec, s, TPRT_MUL_NAME);
 }
 
@@ -147,7 +193,7 @@ int32_t tprt_abi_quantize(tprt_exec_t* exec, void* const* buffers, const int64_t
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_QUANTIZE_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_quantize(&c.slot[TPRT_QUANTIZE_SLOT_X], &c.slot[TPRT_QUANTIZE_SLOT_DATA], &c.slot[TPRT_QUANTIZE_SLOT_SCALE],
+    s = TPRT__KERNEL(exec, quantize, (&c.slot[TPRT_QUANTIZE_SLOT_X], &c.slot[TPRT_QUANTIZE_SLOT_DATA], &c.slot[TPRT_QUANTIZE_SLOT_SCALE],
                           c.present[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] ? &c.slot[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] : NULL,
                           (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_FORMAT),
                           (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_AXIS)));
@@ -158,7 +204,7 @@ int32_t tprt_abi_dequantize(tprt_exec_t* exec, void* const* buffers, const int64
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_DEQUANTIZE_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_dequantize(&c.slot[TPRT_DEQUANTIZE_SLOT_DATA], &c.slot[TPRT_DEQUANTIZE_SLOT_SCALE],
+    s = TPRT__KERNEL(exec, dequantize, (&c.slot[TPRT_DEQUANTIZE_SLOT_DATA], &c.slot[TPRT_DEQUANTIZE_SLOT_SCALE],
                             tprt__opt(&c, TPRT_DEQUANTIZE_SLOT_GLOBAL_SCALE), &c.slot[TPRT_DEQUANTIZE_SLOT_X],
                             (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_FORMAT), (int)tprt__attr(&c, TPRT_DEQUANTIZE_ATTR_AXIS)));
   return tprt_exec_record(exec, s, TPRT_DEQUANTIZE_NAME);
@@ -168,7 +214,7 @@ int32_t tprt_abi_moe_route(tprt_exec_t* exec, void* const* buffers, const int64_
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_ROUTE_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_route(&c.slot[TPRT_MOE_ROUTE_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_SLOT_INDICES],
+    s = TPRT__KERNEL(exec, moe_route, (&c.slot[TPRT_MOE_ROUTE_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_SLOT_INDICES],
                            &c.slot[TPRT_MOE_ROUTE_SLOT_WEIGHTS], (int)tprt__attr(&c, TPRT_MOE_ROUTE_ATTR_TOP_K),
                            tprt__attr(&c, TPRT_MOE_ROUTE_ATTR_NORMALIZE) != 0));
   return tprt_exec_record(exec, s, TPRT_MOE_ROUTE_NAME);
@@ -178,7 +224,7 @@ int32_t tprt_abi_moe_permute(tprt_exec_t* exec, void* const* buffers, const int6
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_PERMUTE_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_permute(&c.slot[TPRT_MOE_PERMUTE_SLOT_X], &c.slot[TPRT_MOE_PERMUTE_SLOT_INDICES],
+    s = TPRT__KERNEL(exec, moe_permute, (&c.slot[TPRT_MOE_PERMUTE_SLOT_X], &c.slot[TPRT_MOE_PERMUTE_SLOT_INDICES],
                              &c.slot[TPRT_MOE_PERMUTE_SLOT_Y], &c.slot[TPRT_MOE_PERMUTE_SLOT_GROUP_SIZES],
                              &c.slot[TPRT_MOE_PERMUTE_SLOT_ROW_MAP]));
   return tprt_exec_record(exec, s, TPRT_MOE_PERMUTE_NAME);
@@ -188,7 +234,7 @@ int32_t tprt_abi_moe_bucket(tprt_exec_t* exec, void* const* buffers, const int64
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_BUCKET_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_bucket(&c.slot[TPRT_MOE_BUCKET_SLOT_X], &c.slot[TPRT_MOE_BUCKET_SLOT_GROUP_SIZES],
+    s = TPRT__KERNEL(exec, moe_bucket, (&c.slot[TPRT_MOE_BUCKET_SLOT_X], &c.slot[TPRT_MOE_BUCKET_SLOT_GROUP_SIZES],
                             &c.slot[TPRT_MOE_BUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_BUCKET_ATTR_BUCKETS)));
   return tprt_exec_record(exec, s, TPRT_MOE_BUCKET_NAME);
 }
@@ -197,7 +243,7 @@ int32_t tprt_abi_moe_unbucket(tprt_exec_t* exec, void* const* buffers, const int
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNBUCKET_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_unbucket(&c.slot[TPRT_MOE_UNBUCKET_SLOT_X], &c.slot[TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES],
+    s = TPRT__KERNEL(exec, moe_unbucket, (&c.slot[TPRT_MOE_UNBUCKET_SLOT_X], &c.slot[TPRT_MOE_UNBUCKET_SLOT_GROUP_SIZES],
                               &c.slot[TPRT_MOE_UNBUCKET_SLOT_Y], (int)tprt__attr(&c, TPRT_MOE_UNBUCKET_ATTR_BUCKETS)));
   return tprt_exec_record(exec, s, TPRT_MOE_UNBUCKET_NAME);
 }
@@ -206,7 +252,7 @@ int32_t tprt_abi_moe_unpermute(tprt_exec_t* exec, void* const* buffers, const in
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_MOE_UNPERMUTE_NUM_SLOTS, &c);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_unpermute(&c.slot[TPRT_MOE_UNPERMUTE_SLOT_Y], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_ROW_MAP],
+    s = TPRT__KERNEL(exec, moe_unpermute, (&c.slot[TPRT_MOE_UNPERMUTE_SLOT_Y], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_ROW_MAP],
                                &c.slot[TPRT_MOE_UNPERMUTE_SLOT_WEIGHTS], &c.slot[TPRT_MOE_UNPERMUTE_SLOT_OUT]));
   return tprt_exec_record(exec, s, TPRT_MOE_UNPERMUTE_NAME);
 }
@@ -216,7 +262,7 @@ int32_t tprt_abi_fused_grouped_mlp(tprt_exec_t* exec, void* const* buffers, cons
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_FUSED_GROUPED_MLP_NUM_SLOTS, &c);
   if (!s) {
     const tprt_tensor_t *x = &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_X], *w1 = &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W1];
-    s = TPRT__COMPUTE(exec, tprt_cpu_fused_grouped_mlp(x, w1, &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W2],
+    s = TPRT__KERNEL(exec, fused_grouped_mlp, (x, w1, &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_W2],
                                    &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_GROUP_SIZES], &c.slot[TPRT_FUSED_GROUPED_MLP_SLOT_Y],
                                    (int)tprt__attr(&c, TPRT_FUSED_GROUPED_MLP_ATTR_KIND),
                                    tprt__attr(&c, TPRT_FUSED_GROUPED_MLP_ATTR_INTERLEAVE),
@@ -231,13 +277,14 @@ int32_t tprt_abi_fused_grouped_mlp(tprt_exec_t* exec, void* const* buffers, cons
 int32_t tprt_abi_copy(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, 2, &c);
-  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_copy(&c.slot[0], &c.slot[1]));
+  if (!s) s = TPRT__KERNEL(exec, copy, (&c.slot[0], &c.slot[1]));
   return tprt_exec_record(exec, s, "copy");
 }
 
 int32_t tprt_abi_poison(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, 1, &c);
-  if (!s && c.present[0]) memset(c.slot[0].data, 0xFF, tprt_tensor_bytes(&c.slot[0]));
+  if (!s && tprt_exec_backend(exec) != tprt_backend_cpu()) s = tprt__no_kernel(tprt_exec_backend(exec), "poison");
+  if (!s && c.present[0] && !tprt_exec_count_only(exec)) memset(c.slot[0].data, 0xFF, tprt_tensor_bytes(&c.slot[0]));
   return tprt_exec_record(exec, s, "poison");
 }

@@ -30,7 +30,7 @@ int32_t tprt_abi_all_reduce(tprt_exec_t* exec, void* const* buffers, const int64
   TPRT__COLLECTIVE_PROLOGUE(ALL_REDUCE);
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_REDUCE_SLOT_INPUT];
-    s = TPRT__COMPUTE(exec, tprt_all_reduce(rank, mask, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT],
+    s = TPRT__KERNEL(exec, all_reduce, (rank, mask, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT],
                         (tprt_order_t)tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_ORDER)));
     if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT], mask);
   }
@@ -41,7 +41,7 @@ int32_t tprt_abi_all_gather(tprt_exec_t* exec, void* const* buffers, const int64
   TPRT__COLLECTIVE_PROLOGUE(ALL_GATHER);
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_SLOT_INPUT];
-    s = TPRT__COMPUTE(exec, tprt_all_gather(rank, mask, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM)));
+    s = TPRT__KERNEL(exec, all_gather, (rank, mask, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM)));
     if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_GATHER_NAME);
@@ -51,7 +51,7 @@ int32_t tprt_abi_reduce_scatter(tprt_exec_t* exec, void* const* buffers, const i
   TPRT__COLLECTIVE_PROLOGUE(REDUCE_SCATTER);
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_SLOT_INPUT];
-    s = TPRT__COMPUTE(exec, tprt_reduce_scatter(rank, mask, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT],
+    s = TPRT__KERNEL(exec, reduce_scatter, (rank, mask, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT],
                             (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_DIM),
                             (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_ORDER)));
     if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT], mask);
@@ -63,7 +63,7 @@ int32_t tprt_abi_all_to_all(tprt_exec_t* exec, void* const* buffers, const int64
   TPRT__COLLECTIVE_PROLOGUE(ALL_TO_ALL);
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_TO_ALL_SLOT_INPUT];
-    s = TPRT__COMPUTE(exec, tprt_all_to_all(rank, mask, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT],
+    s = TPRT__KERNEL(exec, all_to_all, (rank, mask, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT],
                         (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_SPLIT_DIM),
                         (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_CONCAT_DIM)));
     if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_TO_ALL, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT], mask);
@@ -77,7 +77,7 @@ int32_t tprt_abi_all_gather_start(tprt_exec_t* exec, void* const* buffers, const
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_START_SLOT_INPUT];
     tprt_tensor_t* out = &c.slot[TPRT_ALL_GATHER_START_SLOT_FUTURE];
     tprt_future_t* f = NULL;
-    s = TPRT__COMPUTE(exec, tprt_all_gather_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM), &f));
+    s = TPRT__KERNEL(exec, all_gather_start, (rank, mask, in, out, (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM), &f));
     if (!s) s = TPRT__COMPUTE(exec, tprt_exec_push_future(exec, out->data, f));
     if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, out, mask);
   }
@@ -90,7 +90,7 @@ int32_t tprt_abi_reduce_scatter_start(tprt_exec_t* exec, void* const* buffers, c
     const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_INPUT];
     tprt_tensor_t* out = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_FUTURE];
     tprt_future_t* f = NULL;
-    s = TPRT__COMPUTE(exec, tprt_reduce_scatter_start(rank, mask, in, out, (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM),
+    s = TPRT__KERNEL(exec, reduce_scatter_start, (rank, mask, in, out, (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM),
                                   (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_ORDER), &f));
     if (!s) s = TPRT__COMPUTE(exec, tprt_exec_push_future(exec, out->data, f));
     if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, out, mask);
@@ -103,7 +103,7 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_WAIT_NUM_SLOTS, &c);
   if (!s) {
     tprt_future_t* f = tprt_exec_pop_future(exec, c.slot[TPRT_WAIT_SLOT_FUTURE].data);
-    s = f                            ? tprt_wait(tprt_exec_rank(exec), f)
+    s = f                            ? TPRT__KERNEL(exec, wait, (tprt_exec_rank(exec), f))
         : tprt_exec_count_only(exec) ? NULL
                                      : tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
                                                         "no collective is in flight for this future");
@@ -132,6 +132,8 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
     tprt__count_comm(exec, scatter ? TPRT_COMM_REDUCE_SCATTER : TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     return NULL;
   }
+  if (tprt_exec_backend(exec) != tprt_backend_cpu())  // host arithmetic below
+    return tprt__no_kernel(tprt_exec_backend(exec), scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
   tprt_allocator_t a = tprt_rank_allocator(rank);
   TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(a, tprt_tensor_bytes(&sum), 64, &sum.data), "fused norm");
   tprt_status_t s = scatter ? tprt_reduce_scatter(rank, mask, &c->slot[slot_partial], &sum, 0, order)

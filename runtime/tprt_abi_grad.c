@@ -15,7 +15,7 @@ int32_t tprt_abi_linear_dgrad(tprt_exec_t* exec, void* const* buffers, const int
   TPRT__GRAD_PROLOGUE(LINEAR_DGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_DGRAD_SLOT_DY], *w = &c.slot[TPRT_LINEAR_DGRAD_SLOT_W];
-    s = TPRT__COMPUTE(exec, tprt_cpu_linear_dgrad_segmented(dy, w, &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX],
+    s = TPRT__KERNEL(exec, linear_dgrad_segmented, (dy, w, &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX],
                                         tprt__chunks(exec, &c, TPRT_LINEAR_DGRAD_ATTR_CHUNKS),
                                         (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_SEGMENTS),
                                         (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_BLOCKS)));
@@ -28,7 +28,7 @@ int32_t tprt_abi_linear_wgrad(tprt_exec_t* exec, void* const* buffers, const int
   TPRT__GRAD_PROLOGUE(LINEAR_WGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_WGRAD_SLOT_DY], *x = &c.slot[TPRT_LINEAR_WGRAD_SLOT_X];
-    s = TPRT__COMPUTE(exec, tprt_cpu_linear_wgrad(dy, x, &c.slot[TPRT_LINEAR_WGRAD_SLOT_DW],
+    s = TPRT__KERNEL(exec, linear_wgrad, (dy, x, &c.slot[TPRT_LINEAR_WGRAD_SLOT_DW],
                               tprt__chunks(exec, &c, TPRT_LINEAR_WGRAD_ATTR_CHUNKS)));
     tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
   }
@@ -37,7 +37,7 @@ int32_t tprt_abi_linear_wgrad(tprt_exec_t* exec, void* const* buffers, const int
 
 int32_t tprt_abi_bias_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(BIAS_GRAD);
-  if (!s) s = TPRT__COMPUTE(exec, tprt_cpu_bias_grad(&c.slot[TPRT_BIAS_GRAD_SLOT_DY], &c.slot[TPRT_BIAS_GRAD_SLOT_DB],
+  if (!s) s = TPRT__KERNEL(exec, bias_grad, (&c.slot[TPRT_BIAS_GRAD_SLOT_DY], &c.slot[TPRT_BIAS_GRAD_SLOT_DB],
                                    tprt__chunks(exec, &c, TPRT_BIAS_GRAD_ATTR_CHUNKS)));
   return tprt_exec_record(exec, s, TPRT_BIAS_GRAD_NAME);
 }
@@ -46,7 +46,7 @@ int32_t tprt_abi_grouped_linear_dgrad(tprt_exec_t* exec, void* const* buffers, c
   TPRT__GRAD_PROLOGUE(GROUPED_LINEAR_DGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_DY], *w = &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_W];
-    s = TPRT__COMPUTE(exec, tprt_cpu_grouped_linear_dgrad_segmented(dy, w, &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES],
+    s = TPRT__KERNEL(exec, grouped_linear_dgrad_segmented, (dy, w, &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES],
                                                 &c.slot[TPRT_GROUPED_LINEAR_DGRAD_SLOT_DX],
                                                 tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_CHUNKS),
                                                 (int)tprt__attr(&c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_SEGMENTS),
@@ -60,7 +60,7 @@ int32_t tprt_abi_grouped_linear_wgrad(tprt_exec_t* exec, void* const* buffers, c
   TPRT__GRAD_PROLOGUE(GROUPED_LINEAR_WGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DY], *x = &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_X];
-    s = TPRT__COMPUTE(exec, tprt_cpu_grouped_linear_wgrad(dy, x, &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_GROUP_SIZES],
+    s = TPRT__KERNEL(exec, grouped_linear_wgrad, (dy, x, &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_GROUP_SIZES],
                                       &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DW],
                                       tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_WGRAD_ATTR_CHUNKS)));
     tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
@@ -71,7 +71,7 @@ int32_t tprt_abi_grouped_linear_wgrad(tprt_exec_t* exec, void* const* buffers, c
 int32_t tprt_abi_glu_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(GLU_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_glu_grad(&c.slot[TPRT_GLU_GRAD_SLOT_X], &c.slot[TPRT_GLU_GRAD_SLOT_DY], &c.slot[TPRT_GLU_GRAD_SLOT_DX],
+    s = TPRT__KERNEL(exec, glu_grad, (&c.slot[TPRT_GLU_GRAD_SLOT_X], &c.slot[TPRT_GLU_GRAD_SLOT_DY], &c.slot[TPRT_GLU_GRAD_SLOT_DX],
                           (int)tprt__attr(&c, TPRT_GLU_GRAD_ATTR_KIND), tprt__attr(&c, TPRT_GLU_GRAD_ATTR_INTERLEAVE),
                           tprt__attr_f32(&c, TPRT_GLU_GRAD_ATTR_ALPHA), tprt__attr_f32(&c, TPRT_GLU_GRAD_ATTR_LIMIT)));
   return tprt_exec_record(exec, s, TPRT_GLU_GRAD_NAME);
@@ -80,7 +80,7 @@ int32_t tprt_abi_glu_grad(tprt_exec_t* exec, void* const* buffers, const int64_t
 int32_t tprt_abi_rmsnorm_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(RMSNORM_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_rmsnorm_grad(&c.slot[TPRT_RMSNORM_GRAD_SLOT_X], &c.slot[TPRT_RMSNORM_GRAD_SLOT_GAMMA],
+    s = TPRT__KERNEL(exec, rmsnorm_grad, (&c.slot[TPRT_RMSNORM_GRAD_SLOT_X], &c.slot[TPRT_RMSNORM_GRAD_SLOT_GAMMA],
                               &c.slot[TPRT_RMSNORM_GRAD_SLOT_DY], &c.slot[TPRT_RMSNORM_GRAD_SLOT_DX],
                               &c.slot[TPRT_RMSNORM_GRAD_SLOT_DGAMMA], tprt__attr_f32(&c, TPRT_RMSNORM_GRAD_ATTR_EPS),
                               tprt__chunks(exec, &c, TPRT_RMSNORM_GRAD_ATTR_CHUNKS)));
@@ -90,7 +90,7 @@ int32_t tprt_abi_rmsnorm_grad(tprt_exec_t* exec, void* const* buffers, const int
 int32_t tprt_abi_layernorm_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(LAYERNORM_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_layernorm_grad(&c.slot[TPRT_LAYERNORM_GRAD_SLOT_X], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_GAMMA],
+    s = TPRT__KERNEL(exec, layernorm_grad, (&c.slot[TPRT_LAYERNORM_GRAD_SLOT_X], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_GAMMA],
                                 &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DY], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DX],
                                 &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DGAMMA], &c.slot[TPRT_LAYERNORM_GRAD_SLOT_DBETA],
                                 tprt__attr_f32(&c, TPRT_LAYERNORM_GRAD_ATTR_EPS),
@@ -101,7 +101,7 @@ int32_t tprt_abi_layernorm_grad(tprt_exec_t* exec, void* const* buffers, const i
 int32_t tprt_abi_moe_unpermute_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(MOE_UNPERMUTE_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_unpermute_grad(&c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_DOUT], &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_Y],
+    s = TPRT__KERNEL(exec, moe_unpermute_grad, (&c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_DOUT], &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_Y],
                                     &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_ROW_MAP],
                                     &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_WEIGHTS], &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_DY],
                                     &c.slot[TPRT_MOE_UNPERMUTE_GRAD_SLOT_DWEIGHTS]));
@@ -111,7 +111,7 @@ int32_t tprt_abi_moe_unpermute_grad(tprt_exec_t* exec, void* const* buffers, con
 int32_t tprt_abi_moe_permute_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(MOE_PERMUTE_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_permute_grad(&c.slot[TPRT_MOE_PERMUTE_GRAD_SLOT_DY], &c.slot[TPRT_MOE_PERMUTE_GRAD_SLOT_ROW_MAP],
+    s = TPRT__KERNEL(exec, moe_permute_grad, (&c.slot[TPRT_MOE_PERMUTE_GRAD_SLOT_DY], &c.slot[TPRT_MOE_PERMUTE_GRAD_SLOT_ROW_MAP],
                                   &c.slot[TPRT_MOE_PERMUTE_GRAD_SLOT_DX], (int)tprt__attr(&c, TPRT_MOE_PERMUTE_GRAD_ATTR_TOP_K)));
   return tprt_exec_record(exec, s, TPRT_MOE_PERMUTE_GRAD_NAME);
 }
@@ -119,7 +119,7 @@ int32_t tprt_abi_moe_permute_grad(tprt_exec_t* exec, void* const* buffers, const
 int32_t tprt_abi_moe_route_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(MOE_ROUTE_GRAD);
   if (!s)
-    s = TPRT__COMPUTE(exec, tprt_cpu_moe_route_grad(&c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_INDICES],
+    s = TPRT__KERNEL(exec, moe_route_grad, (&c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_LOGITS], &c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_INDICES],
                                 &c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_DWEIGHTS], &c.slot[TPRT_MOE_ROUTE_GRAD_SLOT_DLOGITS],
                                 (int)tprt__attr(&c, TPRT_MOE_ROUTE_GRAD_ATTR_TOP_K),
                                 tprt__attr(&c, TPRT_MOE_ROUTE_GRAD_ATTR_NORMALIZE) != 0));

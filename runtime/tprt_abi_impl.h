@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "tprt_abi.h"
+#include "tprt_backend.h"
 #include "tprt_exec.h"
 #include "tprt_tensor.h"
 
@@ -19,6 +20,9 @@ typedef struct {
   int num_attrs;
   const int64_t* attr[TPRT_ABI_MAX_ATTRS];
   int64_t attr_len[TPRT_ABI_MAX_ATTRS];
+  // Host fallback (TPRT__KERNEL): the slots' device pointers while they point at host copies.
+  void* device_data[TPRT_ABI_MAX_SLOTS];
+  tprt_status_t host_status;
 } tprt_call_t;
 
 /// Decodes |desc| and binds |buffers|; fails unless the op has |expect_slots| slots.
@@ -35,6 +39,28 @@ const tprt_tensor_t* tprt__opt(const tprt_call_t* c, int s);
 
 /// |expr| (a call returning a tprt_status_t), or NULL without evaluating it in a count-only step.
 #define TPRT__COMPUTE(exec, expr) (tprt_exec_count_only(exec) ? NULL : (expr))
+
+/// The exec's backend's kernel or collective |name| called with the parenthesized |args|, which
+/// refer to the slots of the local tprt_call_t `c` (NULL without calling it in a count-only step).
+/// When the backend has no |name|, the host fallback runs the CPU backend's |name| on host copies
+/// of every slot and copies them back: bitwise the CPU result, slowly (noted once per op on
+/// stderr). A backend whose memory is the host's never needs it.
+#define TPRT__KERNEL(exec, name, args)                                                       \
+  (tprt_exec_count_only(exec)                   ? NULL                                       \
+   : tprt_exec_backend(exec)->name != NULL      ? tprt_exec_backend(exec)->name args         \
+   : tprt__host_begin(exec, &c, #name)          ? c.host_status                              \
+                                                : tprt__host_end(exec, &c, tprt_backend_cpu()->name args))
+
+/// Copies every present slot of |c| to host memory and points the slots there; returns true (with
+/// c->host_status set) on failure.
+bool tprt__host_begin(tprt_exec_t* exec, tprt_call_t* c, const char* op);
+
+/// Copies the slots back to the device, restores them, frees the host copies; returns |status|
+/// (the CPU kernel's) or the first copy failure.
+tprt_status_t tprt__host_end(tprt_exec_t* exec, tprt_call_t* c, tprt_status_t status);
+
+/// UNIMPLEMENTED: "the <backend> backend has no <op> kernel yet".
+tprt_status_t tprt__no_kernel(const tprt_backend_t* backend, const char* op);
 
 /// The chunk count of an op's contraction: its `chunks` attribute (index |attr|) when set (> 0;
 /// tp-invariant sets C/R on a partial completed by an R-rank reduction), else the module's.

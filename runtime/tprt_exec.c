@@ -1,6 +1,8 @@
 // Per-rank execution state (see tprt_exec.h).
 #include "tprt_exec.h"
 
+#include "tprt_backend.h"
+
 // In-flight async collectives per rank; lowered code keeps few (one per prefetch distance).
 #define TPRT_EXEC_MAX_FUTURES 64
 
@@ -11,6 +13,7 @@ struct tprt_exec_t {
   tprt_rank_t* rank;
   int chunks;
   bool count_only;
+  const tprt_backend_t* backend;
   tprt_status_t status;
   tprt_exec_stats_t stats;
 };
@@ -24,6 +27,7 @@ tprt_status_t tprt_exec_create(tprt_rank_t* rank, int chunks, tprt_allocator_t a
   e->allocator = allocator;
   e->rank = rank;
   e->chunks = chunks;
+  e->backend = tprt_backend_cpu();
   *out_exec = e;
   return NULL;
 }
@@ -34,7 +38,7 @@ void tprt_exec_destroy(tprt_exec_t* exec) {
   // A step that failed between a start and its wait leaves the collective in flight; complete
   // it so that its resources are released (its status no longer matters).
   for (int i = 0; i < TPRT_EXEC_MAX_FUTURES; ++i)
-    if (exec->futures[i]) tprt_status_ignore(tprt_wait(exec->rank, exec->futures[i]));
+    if (exec->futures[i]) tprt_status_ignore(exec->backend->wait(exec->rank, exec->futures[i]));
   tprt_status_free(exec->status);
   tprt_allocator_free(a, exec);
 }
@@ -43,6 +47,10 @@ tprt_rank_t* tprt_exec_rank(const tprt_exec_t* exec) { return exec->rank; }
 int tprt_exec_chunks(const tprt_exec_t* exec) { return exec->chunks; }
 tprt_exec_stats_t* tprt_exec_stats(tprt_exec_t* exec) { return &exec->stats; }
 void tprt_exec_set_count_only(tprt_exec_t* exec, bool count_only) { exec->count_only = count_only; }
+void tprt_exec_set_backend(tprt_exec_t* exec, const struct tprt_backend_t* backend) {
+  exec->backend = backend ? backend : tprt_backend_cpu();
+}
+const struct tprt_backend_t* tprt_exec_backend(const tprt_exec_t* exec) { return exec->backend; }
 bool tprt_exec_count_only(const tprt_exec_t* exec) { return exec->count_only; }
 
 int32_t tprt_exec_record(tprt_exec_t* exec, tprt_status_t status, const char* op) {

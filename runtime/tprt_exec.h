@@ -75,6 +75,12 @@ tprt_exec_stats_t* tprt_exec_stats(tprt_exec_t* exec);
 void tprt_exec_set_count_only(tprt_exec_t* exec, bool count_only);
 bool tprt_exec_count_only(const tprt_exec_t* exec);
 
+/// The backend whose kernels, collectives and memory the step uses (tprt_backend.h); the CPU
+/// backend by default. Set it before the first step.
+struct tprt_backend_t;
+void tprt_exec_set_backend(tprt_exec_t* exec, const struct tprt_backend_t* backend);
+const struct tprt_backend_t* tprt_exec_backend(const tprt_exec_t* exec);
+
 /// Records |status| (the first failure wins; later ones are freed) annotated with |op|, and
 /// returns its code for the lowered code to return (0 when |status| is NULL).
 int32_t tprt_exec_record(tprt_exec_t* exec, tprt_status_t status, const char* op);

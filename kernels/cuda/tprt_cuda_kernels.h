@@ -100,6 +100,13 @@ tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t st
                                     int64_t row_offset, int64_t col_offset, int64_t logical_cols,
                                     cudaStream_t cuda_stream) TPRT_MUST_USE_RESULT;
 
+/// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
+/// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
+/// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.
+/// Float dtypes only. kernels/cuda/reduce.cu.
+tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
+                                      int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// dst = src: a byte copy when the dtypes match, else a bf16/f16/f32 conversion through f32 (RNE):
 /// bitwise tprt_cpu_copy. kernels/cuda/philox.cu.
 tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;

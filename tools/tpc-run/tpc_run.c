@@ -9,6 +9,7 @@
 // (element (i,j) of a tensor depends only on the seed, the tensor's name and (i,j)). Prints the
 // hash of every output of rank 0, step timings and the arena size.
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tprt_backend.h"
 #include "tprt_cpu_kernels.h"
 #include "tprt_exec.h"
 #include "tprt_module.h"
@@ -48,6 +50,7 @@ typedef struct {
   bool hash;
   bool stats;
   bool count_only;  // --count-only: counters without computing (implies --stats)
+  const char* backend;  // --backend: "cpu" (default) or "cuda"
 } tpc_run_options_t;
 
 typedef struct {
@@ -60,6 +63,7 @@ typedef struct {
 
 typedef struct {
   const tpc_run_options_t* opts;
+  const tprt_backend_t* backend;
   const tprt_module_t* module;
   const tprt_module_function_t* fn;
   tpc_rank_state_t ranks[TPC_RUN_MAX_RANKS];
@@ -109,7 +113,9 @@ static void tpc__usage(FILE* out) {
           "  --count-only            --stats without computing: no memory is allocated, no kernel runs and no\n"
           "                          data moves; for shapes too large to run here (e.g. Llama-70B layers)\n"
           "  --repeat R              Run the step R times (default 1) and report timings\n"
-          "  --backend cpu           The backend (only cpu in this build)\n"
+          "  --backend cpu|cuda      cpu (default): rank threads on this CPU. cuda: one GPU per rank, NCCL\n"
+          "                          collectives (loads libtprt_backend_cuda.so from ../lib next to tpc-run,\n"
+          "                          or the path in TPRT_BACKEND_CUDA)\n"
           "  -h, --help              Print this help\n");
 }
 
@@ -183,10 +189,11 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     } else if (!strcmp(a, "--dump-args")) {
       o->dump_args = v;
     } else if (!strcmp(a, "--backend")) {
-      if (strcmp(v, "cpu") != 0) {
-        fprintf(stderr, "tpc-run: error: backend '%s' is not available in this build (only cpu)\n", v);
+      if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
+        fprintf(stderr, "tpc-run: error: --backend must be cpu or cuda; got '%s'\n", v);
         return -1;
       }
+      o->backend = v;
     } else if (a[0] == '-') {
       fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
       return -1;
@@ -221,6 +228,49 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     return -1;
   }
   return 1;
+}
+
+// The directory of this executable, with a trailing slash.
+static void tpc__self_dir(char* out, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", out, size - 1);
+  out[n > 0 ? n : 0] = '\0';
+  char* slash = strrchr(out, '/');
+  if (slash) slash[1] = '\0';
+}
+
+// The backend named by --backend: the CPU one, or the CUDA plugin (dlopen), which is only built
+// where nvcc and NCCL exist and only runs where GPUs do.
+static const tprt_backend_t* tpc__load_backend(const char* name) {
+  if (!name || !strcmp(name, "cpu")) return tprt_backend_cpu();
+  char dir[PATH_MAX], candidates[2][PATH_MAX + 64];
+  tpc__self_dir(dir, sizeof dir);
+  const char* env = getenv("TPRT_BACKEND_CUDA");
+  snprintf(candidates[0], sizeof candidates[0], "%s../lib/libtprt_backend_cuda.so", dir);
+  snprintf(candidates[1], sizeof candidates[1], "%slibtprt_backend_cuda.so", dir);
+  void* handle = NULL;
+  const char* tried = env ? env : candidates[0];
+  char error[512] = "";
+  if (env) {
+    handle = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) snprintf(error, sizeof error, "%s", dlerror());
+  }
+  for (int i = 0; !env && !handle && i < 2; ++i) {
+    handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (!handle && i == 0) snprintf(error, sizeof error, "%s", dlerror());
+  }
+  if (!handle) {
+    fprintf(stderr,
+            "tpc-run: error: --backend cuda: cannot load %s (%s); it is built where nvcc and NCCL exist "
+            "(build/lib), or set TPRT_BACKEND_CUDA to its path\n",
+            tried, error);
+    return NULL;
+  }
+  const tprt_backend_t* (*entry)(void) = (const tprt_backend_t* (*)(void))dlsym(handle, "tprt_backend_cuda");
+  if (!entry) {
+    fprintf(stderr, "tpc-run: error: --backend cuda: %s has no tprt_backend_cuda\n", tried);
+    return NULL;
+  }
+  return entry();
 }
 
 // Compiles a .mlir with the tpc-compile that sits next to this executable.
@@ -312,18 +362,58 @@ static double tpc__now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// Device buffers of one rank on a backend whose memory is not the host's.
+typedef struct {
+  void* args[TPRT_MODULE_MAX_TENSORS];
+  void* results[TPRT_MODULE_MAX_TENSORS];
+  void* arena;
+} tpc_device_state_t;
+
+static void tpc__device_free(const tprt_backend_t* b, const tpc_run_t* run, tpc_device_state_t* d) {
+  for (int a = 0; a < run->fn->num_args; ++a) b->free(d->args[a]);
+  for (int j = 0; j < run->fn->num_results; ++j) b->free(d->results[j]);
+  b->free(d->arena);
+}
+
+// Allocates the rank's arena, arguments and results on the device and uploads the arguments.
+static tprt_status_t tpc__device_setup(const tprt_backend_t* b, const tpc_run_t* run, const tpc_rank_state_t* st,
+                                       tpc_device_state_t* d) {
+  TPRT_RETURN_IF_ERROR(b->alloc((size_t)run->fn->arena_bytes, &d->arena), "arena of %lld bytes",
+                       (long long)run->fn->arena_bytes);
+  for (int a = 0; a < run->fn->num_args; ++a) {
+    size_t bytes = tprt_tensor_bytes(&run->fn->args[a].layout);
+    TPRT_RETURN_IF_ERROR(b->alloc(bytes, &d->args[a]), "argument %s", run->fn->args[a].name);
+    TPRT_RETURN_IF_ERROR(b->to_device(d->args[a], st->args[a], bytes), "uploading %s", run->fn->args[a].name);
+  }
+  for (int j = 0; j < run->fn->num_results; ++j)
+    TPRT_RETURN_IF_ERROR(b->alloc(tprt_tensor_bytes(&run->fn->results[j].layout), &d->results[j]), "result %s",
+                         run->fn->results[j].name);
+  return NULL;
+}
+
 static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
   tpc_run_t* run = user;
   int r = tprt_rank_index(rank);
   tpc_rank_state_t* st = &run->ranks[r];
+  const tprt_backend_t* b = run->backend;
+  bool device = b != tprt_backend_cpu();
+  tpc_device_state_t dev = {{0}, {0}, NULL};
+  if (device && b->rank_begin) TPRT_RETURN_IF_ERROR(b->rank_begin(rank), "rank %d: %s backend", r, b->name);
+  tprt_status_t status = device ? tpc__device_setup(b, run, st, &dev) : NULL;
+  void** args = device ? dev.args : st->args;
+  void** results = device ? dev.results : st->results;
+  void* arena = device ? dev.arena : st->arena;
   tprt_exec_t* exec = NULL;
-  TPRT_RETURN_IF_ERROR(tprt_exec_create(rank, run->module->chunks, tprt_rank_allocator(rank), &exec), "rank %d", r);
-  tprt_exec_set_count_only(exec, run->opts->count_only);
-  tprt_status_t status = NULL;
+  if (!status) status = tprt_exec_create(rank, run->module->chunks, tprt_rank_allocator(rank), &exec);
+  if (exec) {
+    tprt_exec_set_count_only(exec, run->opts->count_only);
+    tprt_exec_set_backend(exec, b);
+  }
   double last_report = tpc__now();
   for (int i = 0; i < run->opts->repeat && !status; ++i) {
     double t0 = tpc__now();
-    int32_t rc = run->fn->entry(exec, st->args, st->results, st->arena);
+    int32_t rc = run->fn->entry(exec, args, results, arena);
+    if (!rc && device) status = b->synchronize();  // the step's time includes the device's work
     st->step_seconds[i] = tpc__now() - t0;
     if (rc) {
       status = tprt_exec_take_status(exec);
@@ -335,8 +425,14 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
       last_report = tpc__now();
     }
   }
-  st->stats = *tprt_exec_stats(exec);
+  if (exec) st->stats = *tprt_exec_stats(exec);
   tprt_exec_destroy(exec);
+  for (int j = 0; device && !status && j < run->fn->num_results; ++j)
+    status = b->to_host(st->results[j], dev.results[j], tprt_tensor_bytes(&run->fn->results[j].layout));
+  if (device) {
+    tpc__device_free(b, run, &dev);
+    if (b->rank_end) b->rank_end(rank);
+  }
   return status;
 }
 
@@ -382,6 +478,9 @@ int main(int argc, char** argv) {
     if (!tpc__compile(&opts, path, so_path, sizeof so_path, tmpdir)) return 1;
     path = so_path;
   }
+  // --count-only touches no memory, so it never needs a device.
+  const tprt_backend_t* backend = tpc__load_backend(opts.count_only ? "cpu" : opts.backend);
+  if (!backend) return 1;
   tpc_run_t* run = calloc(1, sizeof *run);
   tprt_module_t* module = NULL;
   tprt_world_t* world = NULL;
@@ -390,6 +489,7 @@ int main(int argc, char** argv) {
   tprt_status_t status = tprt_module_load(path, alloc, &module);
   if (status) goto fail;
   run->opts = &opts;
+  run->backend = backend;
   run->module = module;
   run->fn = tprt_module_function(module, opts.function);
   if (!run->fn) {
@@ -428,7 +528,9 @@ int main(int argc, char** argv) {
       goto fail;
     }
     if (opts.count_only) continue;  // nothing is read or written
-    if ((status = tprt_allocator_malloc(alloc, (size_t)run->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &st->arena)))
+    // A device backend has its own arena (tpc__device_setup); the host keeps arguments and results.
+    if (backend == tprt_backend_cpu() &&
+        (status = tprt_allocator_malloc(alloc, (size_t)run->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &st->arena)))
       goto fail;
     for (int j = 0; j < run->fn->num_results; ++j)
       if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&run->fn->results[j].layout), 64, &st->results[j])))
@@ -466,8 +568,9 @@ int main(int argc, char** argv) {
     }
     if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
   }
-  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (cpu%s), arena %lld bytes per rank, numerics %s\n",
-          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", opts.count_only ? ", count only" : "",
+  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (%s%s), arena %lld bytes per rank, numerics %s\n",
+          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", backend->name,
+          opts.count_only ? ", count only" : "",
           (long long)run->fn->arena_bytes, module->numerics);
   double t0 = tpc__now();
   status = tprt_world_run(world, tpc__rank_main, run);

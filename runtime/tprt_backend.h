@@ -1,0 +1,122 @@
+// The backends of the runtime ABI: one table of kernels, collectives and memory operations per
+// device kind. The ABI functions (tprt_abi*.c) decode an op's descriptor and call the exec's
+// backend, so one lowered module runs on the CPU backend (tprt_backend_cpu, the kernels of
+// tprt_cpu_kernels.h and the thread-world collectives of tprt_collectives.h) or on a device
+// backend (the CUDA one lives in kernels/cuda/, outside libtprt, and registers its own table).
+//
+// Every kernel and collective entry has exactly the signature of the CPU function of the same
+// name (tprt_cpu_<name> / tprt_<name>); a device backend runs it on the calling rank's device and
+// stream (its own per-thread state, set up by rank_begin). A NULL entry means the backend has no
+// implementation of that op yet: the ABI reports UNIMPLEMENTED naming the op and the backend.
+#ifndef TPRT_BACKEND_H_
+#define TPRT_BACKEND_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tprt_collectives.h"
+#include "tprt_status.h"
+#include "tprt_tensor.h"
+#include "tprt_world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The compute kernels: X(name, (parameters), (arguments)), in the CPU kernels' signatures.
+#define TPRT_BACKEND_KERNELS(X) \
+  X(linear, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias, tprt_tensor_t* y, int chunks), \
+    (x, w, bias, y, chunks)) \
+  X(grouped_linear, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks), \
+    (x, w, group_sizes, y, chunks)) \
+  X(glu, (const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha, float limit), \
+    (x, y, kind, interleave, alpha, limit)) \
+  X(rmsnorm, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps), (x, gamma, y, eps)) \
+  X(layernorm, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta, tprt_tensor_t* y, float eps), \
+    (x, gamma, beta, y, eps)) \
+  X(add, (const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c), (a, b, c)) \
+  X(mul, (const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c), (a, b, c)) \
+  X(quantize, (const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis), \
+    (x, data, scale, global_scale, format, axis)) \
+  X(dequantize, (const tprt_tensor_t* data, const tprt_tensor_t* scale, const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis), \
+    (data, scale, global_scale, x, format, axis)) \
+  X(moe_route, (const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k, bool normalize), \
+    (logits, indices, weights, top_k, normalize)) \
+  X(moe_permute, (const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y, tprt_tensor_t* group_sizes, tprt_tensor_t* row_map), \
+    (x, indices, y, group_sizes, row_map)) \
+  X(moe_bucket, (const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int buckets), \
+    (x, group_sizes, y, buckets)) \
+  X(moe_unbucket, (const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int buckets), \
+    (x, group_sizes, y, buckets)) \
+  X(moe_unpermute, (const tprt_tensor_t* y, const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* out), \
+    (y, row_map, weights, out)) \
+  X(fused_grouped_mlp, (const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2, const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind, int64_t interleave, float alpha, float limit, int chunks), \
+    (x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, chunks)) \
+  X(copy, (const tprt_tensor_t* src, tprt_tensor_t* dst), (src, dst)) \
+  X(linear_dgrad_segmented, (const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks, int segments, int blocks), \
+    (dy, w, dx, chunks, segments, blocks)) \
+  X(linear_wgrad, (const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks), \
+    (dy, x, dw, chunks)) \
+  X(bias_grad, (const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks), (dy, db, chunks)) \
+  X(grouped_linear_dgrad_segmented, (const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks, int segments, int blocks), \
+    (dy, w, group_sizes, dx, chunks, segments, blocks)) \
+  X(grouped_linear_wgrad, (const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks), \
+    (dy, x, group_sizes, dw, chunks)) \
+  X(glu_grad, (const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind, int64_t interleave, float alpha, float limit), \
+    (x, dy, dx, kind, interleave, alpha, limit)) \
+  X(rmsnorm_grad, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks), \
+    (x, gamma, dy, dx, dgamma, eps, chunks)) \
+  X(layernorm_grad, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps, int chunks), \
+    (x, gamma, dy, dx, dgamma, dbeta, eps, chunks)) \
+  X(moe_unpermute_grad, (const tprt_tensor_t* dout, const tprt_tensor_t* y, const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy, tprt_tensor_t* dweights), \
+    (dout, y, row_map, weights, dy, dweights)) \
+  X(moe_permute_grad, (const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx, int top_k), \
+    (dy, row_map, dx, top_k)) \
+  X(moe_route_grad, (const tprt_tensor_t* logits, const tprt_tensor_t* indices, const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k, bool normalize), \
+    (logits, indices, dweights, dlogits, top_k, normalize))
+
+/// The collectives: X(name, (parameters), (arguments)), in tprt_collectives.h's signatures.
+#define TPRT_BACKEND_COLLECTIVES(X) \
+  X(all_reduce, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, tprt_order_t order), \
+    (rank, axes_mask, in, out, order)) \
+  X(all_gather, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim), \
+    (rank, axes_mask, in, out, dim)) \
+  X(reduce_scatter, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim, tprt_order_t order), \
+    (rank, axes_mask, in, out, dim, order)) \
+  X(all_to_all, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int split_dim, int concat_dim), \
+    (rank, axes_mask, in, out, split_dim, concat_dim)) \
+  X(all_gather_start, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim, tprt_future_t** out_future), \
+    (rank, axes_mask, in, out, dim, out_future)) \
+  X(reduce_scatter_start, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim, tprt_order_t order, tprt_future_t** out_future), \
+    (rank, axes_mask, in, out, dim, order, out_future)) \
+  X(wait, (tprt_rank_t* rank, tprt_future_t* future), (rank, future))
+
+typedef struct tprt_backend_t {
+  const char* name;  // "cpu", "cuda"
+  /// Called on each rank's thread before its first step (binds the device, creates streams and
+  /// communicators) and after its last; both may be NULL.
+  tprt_status_t (*rank_begin)(tprt_rank_t* rank);
+  void (*rank_end)(tprt_rank_t* rank);
+  /// Memory the kernels address: device buffers of |bytes| (zeroed), copies from and to host
+  /// memory, and a wait for the calling rank's queued work. Called on the rank's thread (or, for
+  /// the CPU backend, any thread).
+  tprt_status_t (*alloc)(size_t bytes, void** out);
+  void (*free)(void* ptr);
+  tprt_status_t (*to_device)(void* dst, const void* src, size_t bytes);
+  tprt_status_t (*to_host)(void* dst, const void* src, size_t bytes);
+  tprt_status_t (*synchronize)(void);
+#define TPRT__BACKEND_ENTRY(name, params, args) tprt_status_t(*name) params;
+  TPRT_BACKEND_KERNELS(TPRT__BACKEND_ENTRY)
+  TPRT_BACKEND_COLLECTIVES(TPRT__BACKEND_ENTRY)
+#undef TPRT__BACKEND_ENTRY
+} tprt_backend_t;
+
+/// The CPU backend: host memory, the exact CPU kernels and the thread-world collectives.
+const tprt_backend_t* tprt_backend_cpu(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TPRT_BACKEND_H_
