@@ -29,6 +29,59 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 "$NVCC" --version | tail -n 2
 echo "host: $(uname -srm), $(nproc) cores; cc: $("$CC" --version | head -n 1)"
 
+# Example modules on the CUDA backend: compiled ahead of time on the MLIR machine by
+# test/gpu/prepare_modules.sh (with the CPU backend's hashes), run here with tpc-run --backend
+# cuda, one GPU per rank; every output hash must equal the CPU's (exact numerics).
+run_modules() {
+  local carry="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}" pass=0 fail=0 skip=0 rows=()
+  [[ -f "$carry/modules/list.txt" ]] || { echo "== modules: $carry not staged (run test/gpu/prepare_modules.sh there)"; return 0; }
+  local ngpu
+  ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  echo "== example modules, cuda backend vs CPU backend hashes ($ngpu GPUs)"
+  while read -r name; do
+    local err="$BUILD/$name.err" got="$BUILD/$name.got" t0 t1
+    t0=$(date +%s.%N)
+    set +e
+    LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" timeout 300 \
+      "$carry/bin/tpc-run" "$carry/modules/$name.so" --backend cuda --seed 7 --hash > "$got.all" 2> "$err"
+    local rc=$?
+    grep -v '^NCCL' "$got.all" > "$got" || true  # NCCL_DEBUG=VERSION/INFO write to stdout
+    set -e
+    t1=$(date +%s.%N)
+    local ms
+    ms=$(python3 -c "import sys; print(f'{(float(sys.argv[2])-float(sys.argv[1]))*1e3:.0f}')" "$t0" "$t1")
+    if grep -q "GPUs; this machine has" "$err"; then
+      skip=$((skip + 1)); rows+=("$(printf '%-18s %-6s %8s ms  %s' "$name" skip "$ms" "needs more GPUs")")
+    elif [[ $rc -eq 0 ]] && diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
+      pass=$((pass + 1)); rows+=("$(printf '%-18s %-6s %8s ms  %s' "$name" pass "$ms" "$(head -n 1 "$got")")")
+    else
+      fail=$((fail + 1)); rows+=("$(printf '%-18s %-6s %8s ms  rc=%s' "$name" FAIL "$ms" "$rc")")
+      echo "-- $name (exit $rc): stderr, then got vs expected"; tail -n 20 "$err"; diff "$got" "$carry/modules/$name.expected" || true
+    fi
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$got" "$err" "$OUT/" 2>/dev/null || true; fi
+  done < "$carry/modules/list.txt"
+  echo
+  echo "== modules table ($(date -u +%Y-%m-%d), cuda backend, exact numerics; wall time includes start-up)"
+  printf '%s\n' "${rows[@]}"
+  echo "modules: $pass passed, $fail failed, $skip skipped"
+  MODULES_FAILED=$fail
+  if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]]; then
+    echo
+    echo "== benchmark: canonical collectives vs NCCL ($(date -u +%Y-%m-%d), $ngpu GPUs)"
+    LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" "$carry/bin/tprt-bench-collectives" "$ngpu" \
+      | tee "$BUILD/bench_collectives.txt"
+    if [[ "$ngpu" -gt 2 ]]; then
+      LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" "$carry/bin/tprt-bench-collectives" 2 | tee -a "$BUILD/bench_collectives.txt"
+    fi
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_collectives.txt" "$OUT/"; fi
+  fi
+}
+MODULES_FAILED=0
+if [[ "${TPC_GPU_KERNELS:-1}" == "0" ]]; then
+  run_modules
+  exit $(( MODULES_FAILED > 0 ))
+fi
+
 echo "== build (arch $ARCH)"
 INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu)
 # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
@@ -96,4 +149,6 @@ if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_linear.txt" "$OUT/"; fi
   python3 test/gpu/bench_peer.py "$BUILD/bench_linear.txt"
 fi
+run_modules
+if [[ $rc -eq 0 && $MODULES_FAILED -gt 0 ]]; then rc=1; fi
 exit $rc

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs HERE (the MLIR machine) before a GPU run: compiles the example modules ahead of time for
+# world sizes 1, 2 and 4 in exact numerics (the GPU machine has no MLIR), records the CPU
+# backend's hashes of each, and stages everything test/gpu/run.sh needs to run them with
+# `tpc-run --backend cuda` into build-gpu-carry/ (carry that path to the GPU machine):
+#   bin/tpc-run, lib/libtprt.so, lib/libtprt_backend_cuda.so, lib/libcjson.so.1,
+#   modules/<name>.so, modules/<name>.expected (the CPU hashes), modules/list.txt.
+# Usage: bash test/gpu/prepare_modules.sh [build-dir]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+OUT="$ROOT/build-gpu-carry"
+cd "$ROOT"
+ninja -C "$BUILD" tpc-run tpc-compile tprt_backend_cuda tprt-bench-collectives > /dev/null
+rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/modules"
+cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$OUT/bin/"
+cp "$BUILD/runtime/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/" 2>/dev/null ||
+  cp "$(find "$BUILD" -name libtprt.so | head -n 1)" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
+cp "$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')" "$OUT/lib/"
+
+# name | module | compile flags (after the pipeline's)
+CONFIGS=(
+  "mlp-tp1|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=1"
+  "mlp-tp2|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=2"
+  "mlp-tp4|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=4"
+  "mlp-sp-tp2|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=2 --sequence-parallel"
+  "mlp-sp-tp4|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=4 --sequence-parallel"
+  "mlp-train-tp1|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=1"
+  "mlp-train-tp2|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=2"
+  "mlp-train-tp4|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=4"
+  "mlp-train-sp-tp4|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=4 --sequence-parallel"
+  "wide-tp1|test/e2e/Inputs/mlp_f32_wide.mlir|--pipeline=infer --mesh=tp=1"
+  "wide-tp4|test/e2e/Inputs/mlp_f32_wide.mlir|--pipeline=infer --mesh=tp=4"
+  "moe-tp1|docs/examples/moe.mlir|--pipeline=infer --mesh=tp=1"
+  "moe-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=tp=2"
+  "moe-tp4|docs/examples/moe.mlir|--pipeline=infer --mesh=tp=4"
+  "moe-ep2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2"
+  "moe-ep4|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=4"
+  "moe-ep2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2,tp=2"
+  "moe-train-tp2|docs/examples/moe.mlir|--pipeline=train --mesh=tp=2"
+)
+: > "$OUT/modules/list.txt"
+for c in "${CONFIGS[@]}"; do
+  IFS='|' read -r name src flags <<< "$c"
+  # shellcheck disable=SC2086
+  "$BUILD/bin/tpc-compile" "$src" -o "$OUT/modules/$name.so" --numerics=exact $flags
+  "$BUILD/bin/tpc-run" "$OUT/modules/$name.so" --seed 7 --hash 2> /dev/null > "$OUT/modules/$name.expected"
+  echo "$name" >> "$OUT/modules/list.txt"
+done
+echo "staged $(wc -l < "$OUT/modules/list.txt") modules and the runtime in $OUT ($(du -sh "$OUT" | cut -f1))"
