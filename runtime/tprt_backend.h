@@ -97,6 +97,9 @@ typedef struct tprt_backend_t {
   /// Called on each rank's thread before its first step (binds the device, creates streams and
   /// communicators) and after its last; both may be NULL.
   tprt_status_t (*rank_begin)(tprt_rank_t* rank);
+  /// Called once before the world runs with the module's tp.numerics ("fast", "invariant",
+  /// "exact"): a device backend may use faster, order-free kernels in fast mode. May be NULL.
+  tprt_status_t (*configure)(const char* numerics);
   void (*rank_end)(tprt_rank_t* rank);
   /// Memory the kernels address: device buffers of |bytes| (zeroed), copies from and to host
   /// memory, and a wait for the calling rank's queued work. Called on the rank's thread (or, for

@@ -44,7 +44,19 @@ typedef struct {
   int num_comms;
   void* scratch;
   size_t scratch_bytes;
+  void* lt;  // cuBLASLt handle (fast mode), and its workspace
+  void* lt_workspace;
 } tprt__cuda_rank_t;
+
+#define TPRT__LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+// tp.numerics == "fast": linears go to cuBLASLt (configure, before any rank starts).
+static bool tprt__cuda_fast;
+
+static tprt_status_t tprt__cuda_configure(const char* numerics) {
+  tprt__cuda_fast = numerics && strcmp(numerics, "fast") == 0;
+  return NULL;
+}
 
 static _Thread_local tprt__cuda_rank_t tprt__r;
 
@@ -99,6 +111,8 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   cudaStreamSynchronize(tprt__r.stream);
   for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommDestroy(tprt__r.comms[i].comm);
   if (tprt__r.scratch) cudaFree(tprt__r.scratch);
+  if (tprt__r.lt_workspace) cudaFree(tprt__r.lt_workspace);
+  tprt_cuda_lt_handle_destroy(tprt__r.lt);
   cudaStreamDestroy(tprt__r.stream);
   memset(&tprt__r, 0, sizeof tprt__r);
 }
@@ -398,7 +412,13 @@ static tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
 
 static tprt_status_t tprt__cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                        tprt_tensor_t* y, int chunks) {
-  return tprt_cuda_linear(x, w, bias, y, chunks, tprt__r.stream);
+  if (!tprt__cuda_fast || !tprt_cuda_linear_fast_supported(x, w, bias, y))
+    return tprt_cuda_linear(x, w, bias, y, chunks, tprt__r.stream);
+  if (!tprt__r.lt) {
+    TPRT__TRY(tprt_cuda_lt_handle(&tprt__r.lt));
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&tprt__r.lt_workspace, TPRT__LT_WORKSPACE_BYTES));
+  }
+  return tprt_cuda_linear_fast(x, w, y, tprt__r.lt, tprt__r.lt_workspace, TPRT__LT_WORKSPACE_BYTES, tprt__r.stream);
 }
 static tprt_status_t tprt__cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks) {
@@ -467,6 +487,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .name = "cuda",
     .rank_begin = tprt__cuda_rank_begin,
     .rank_end = tprt__cuda_rank_end,
+    .configure = tprt__cuda_configure,
     .alloc = tprt__cuda_alloc,
     .free = tprt__cuda_free,
     .to_device = tprt__cuda_to_device,

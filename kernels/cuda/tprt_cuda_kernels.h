@@ -20,6 +20,8 @@
 #define TPRT_CUDA_KERNELS_H_
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tprt_cpu_kernels.h"  // tprt_glu_kind_t
@@ -99,6 +101,17 @@ tprt_status_t tprt_cuda_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t
 tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
                                     int64_t row_offset, int64_t col_offset, int64_t logical_cols,
                                     cudaStream_t cuda_stream) TPRT_MUST_USE_RESULT;
+
+/// Fast mode (docs/numerics.md "Modes"): y = x·wᵀ on cuBLASLt (tensor cores, f32 accumulation,
+/// cuBLASLt's reduction order), for bf16/f16 x and w without bias, y of x's dtype or f32. |handle|
+/// from tprt_cuda_lt_handle (libcublasLt is loaded on first use), |workspace| device memory.
+/// kernels/cuda/linear_fast.c.
+bool tprt_cuda_linear_fast_supported(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                     const tprt_tensor_t* y);
+tprt_status_t tprt_cuda_lt_handle(void** out) TPRT_MUST_USE_RESULT;
+void tprt_cuda_lt_handle_destroy(void* handle);
+tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, void* handle,
+                                    void* workspace, size_t workspace_bytes, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over

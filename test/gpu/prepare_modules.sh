@@ -47,4 +47,16 @@ for c in "${CONFIGS[@]}"; do
   "$BUILD/bin/tpc-run" "$OUT/modules/$name.so" --seed 7 --hash 2> /dev/null > "$OUT/modules/$name.expected"
   echo "$name" >> "$OUT/modules/list.txt"
 done
+# Step-time benchmark modules (TPC_GPU_BENCH=1 test/gpu/run.sh): a Llama-3-8B-like MLP block at
+# TP 1, 2, 4 in fast (cuBLASLt + NCCL) and exact (exact kernels + canonical collectives) numerics.
+mkdir -p "$OUT/bench"
+: > "$OUT/bench/list.txt"
+for tp in 1 2 4; do
+  for mode in fast exact; do
+    "$BUILD/bin/tpc-compile" tools/bench/llama8b_mlp.mlir -o "$OUT/bench/mlp8b-tp$tp-$mode.so" --pipeline=infer \
+      --mesh=tp=$tp --numerics=$mode
+    echo "mlp8b-tp$tp-$mode $tp $mode" >> "$OUT/bench/list.txt"
+  done
+done
+cp test/gpu/bench_mlp_peer.py "$OUT/bench/"
 echo "staged $(wc -l < "$OUT/modules/list.txt") modules and the runtime in $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -75,6 +75,50 @@ run_modules() {
     fi
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_collectives.txt" "$OUT/"; fi
   fi
+  if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/list.txt" ]]; then bench_blocks "$carry" "$ngpu"; fi
+}
+
+# Step time of the Llama-3-8B-like MLP block (tools/bench/llama8b_mlp.mlir, 4096 tokens) at TP 1, 2,
+# 4 in fast and exact numerics, with PyTorch's step on one GPU as the peer, in the same run.
+bench_blocks() {
+  local carry="$1" ngpu="$2" lt_dir peer
+  # cuBLASLt for fast mode: the toolkit's, else the one PyTorch ships.
+  lt_dir="$CUDA_HOME/lib64"
+  if ! ls "$lt_dir"/libcublasLt.so.* > /dev/null 2>&1; then
+    lt_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), 'lib'))" 2>/dev/null || echo "")
+  fi
+  peer=$(python3 "$carry/bench/bench_mlp_peer.py" 2>&1 | tee "$BUILD/bench_mlp_peer.txt" | awk '/^peer_ms/{print $2}')
+  local flops=$(( 2 * 4096 * 4096 * 28672 + 2 * 4096 * 14336 * 4096 ))
+  echo
+  echo "== benchmark: MLP block step, Llama-3-8B-like (h 4096, ffn 14336, 4096 tokens, bf16) ($(date -u +%Y-%m-%d))"
+  printf '%4s %-6s %12s %14s %10s %12s\n' TP mode "median ms" "TFLOP/s/GPU" "vs fast" "vs torch TP1"
+  declare -A fast_ms
+  while read -r name tp mode; do
+    if (( tp > ngpu )); then continue; fi
+    LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
+      --backend cuda --seed 7 --repeat 10 > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
+    local ms
+    ms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')
+    [[ "$mode" == fast ]] && fast_ms[$tp]=$ms
+    python3 - "$tp" "$mode" "$ms" "$flops" "${fast_ms[$tp]:-$ms}" "$peer" <<'PY'
+import sys
+tp, mode, ms, flops, fast, peer = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6] or "nan")
+print(f"{tp:>4} {mode:<6} {ms:>12.3f} {flops / tp / (ms * 1e-3) / 1e12:>14.1f} {ms / fast:>9.2f}x {ms / peer:>11.2f}x")
+PY
+  done < "$carry/bench/list.txt" | tee "$BUILD/bench_blocks.txt"
+  tail -n 1 "$BUILD/bench_mlp_peer.txt"
+  echo "torch TP1 peer: $peer ms per step"
+  # Fast mode has no bitwise contract: check its TP = 2 output against exact mode's within bf16
+  # tolerance (test/e2e/compare.py), so a wrong cuBLASLt call cannot pass as fast.
+  if (( ngpu >= 2 )); then
+    for mode in fast exact; do
+      LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" "$carry/bin/tpc-run" "$carry/bench/mlp8b-tp2-$mode.so" \
+        --backend cuda --seed 7 --outputs "$BUILD/mlp8b-$mode.safetensors" 2> /dev/null
+    done
+    echo "fast vs exact output (TP = 2):"
+    python3 test/e2e/compare.py "$BUILD/mlp8b-exact.safetensors" "$BUILD/mlp8b-fast.safetensors" || true
+  fi
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_blocks.txt" "$BUILD/bench_mlp_peer.txt" "$OUT/"; fi
 }
 MODULES_FAILED=0
 if [[ "${TPC_GPU_KERNELS:-1}" == "0" ]]; then

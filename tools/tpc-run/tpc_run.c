@@ -572,6 +572,7 @@ int main(int argc, char** argv) {
           opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", backend->name,
           opts.count_only ? ", count only" : "",
           (long long)run->fn->arena_bytes, module->numerics);
+  if (backend->configure && (status = backend->configure(module->numerics))) goto fail;
   double t0 = tpc__now();
   status = tprt_world_run(world, tpc__rank_main, run);
   double wall = tpc__now() - t0;
