@@ -81,8 +81,8 @@ static tprt_status_t tprt__check_chunks(const char* op, int chunks) {
 // block c / (chunks/blocks), its c % (chunks/blocks)-th run of S = N/(chunks·segments) elements.
 // segments == 1 is the plain order (rows left NULL). Needs N % (chunks·segments) == 0 and
 // chunks % blocks == 0 otherwise.
-static tprt_status_t tprt__segmented_order(const char* op, int64_t n, int chunks, int segments, int blocks,
-                                           int64_t** out_rows) {
+tprt_status_t tprt__segmented_order(const char* op, int64_t n, int chunks, int segments, int blocks,
+                                    int64_t** out_rows) {
   *out_rows = NULL;
   if (segments < 1 || blocks < 1)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: segments=%d and blocks=%d must be >= 1", op, segments,

@@ -100,6 +100,12 @@ tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr);
 /// Frees scratch from tprt__scratch (NULL-safe).
 void tprt__scratch_free(void* ptr);
 
+/// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
+/// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
+/// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.
+tprt_status_t tprt__segmented_order(const char* op, int64_t n, int chunks, int segments, int blocks,
+                                    int64_t** out_rows);
+
 /// The segment rule of the grouped linears: checks group_sizes[G] against T rows and the E experts
 /// of |w| (named |wname| in messages) and stores S = G/E. S == 1: the counts sum to T. S > 1: the T
 /// rows split into S segments of capacity T/S, each holding at most T/S rows for its E experts,

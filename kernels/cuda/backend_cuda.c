@@ -13,7 +13,7 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (the backward kernels, routing, quantization, fused MLP) are NULL
+// Ops without a CUDA kernel here (routing, GLU/norm/MoE backward, quantization, fused MLP) are NULL
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
@@ -479,6 +479,26 @@ static tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt
                                               const tprt_tensor_t* weights, tprt_tensor_t* out) {
   return tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                       tprt_tensor_t* dx, int chunks, int segments, int blocks) {
+  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, segments, blocks, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                             int chunks) {
+  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks) {
+  return tprt_cuda_bias_grad(dy, db, chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                               const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                               int chunks, int segments, int blocks) {
+  return tprt_cuda_grouped_linear_dgrad_segmented(dy, w, group_sizes, dx, chunks, segments, blocks, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                     const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks) {
+  return tprt_cuda_grouped_linear_wgrad(dy, x, group_sizes, dw, chunks, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -505,6 +525,11 @@ static const tprt_backend_t tprt__cuda_backend = {
     .moe_unbucket = tprt__cuda_moe_unbucket,
     .moe_unpermute = tprt__cuda_moe_unpermute,
     .copy = tprt__cuda_copy,
+    .linear_dgrad_segmented = tprt__cuda_linear_dgrad_segmented,
+    .linear_wgrad = tprt__cuda_linear_wgrad,
+    .bias_grad = tprt__cuda_bias_grad,
+    .grouped_linear_dgrad_segmented = tprt__cuda_grouped_linear_dgrad_segmented,
+    .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
     .all_reduce = tprt__cuda_all_reduce,
     .all_gather = tprt__cuda_all_gather,
     .reduce_scatter = tprt__cuda_reduce_scatter,

@@ -113,6 +113,27 @@ void tprt_cuda_lt_handle_destroy(void* handle);
 tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, void* handle,
                                     void* workspace, size_t workspace_bytes, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The backward contractions, bitwise tprt_cpu_linear_dgrad_segmented, tprt_cpu_linear_wgrad,
+/// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:
+/// the exact forward kernels on transposed (and, for a segmented dgrad, permuted) copies of the
+/// operands. They allocate their temporaries stream-ordered (cudaMallocAsync), and the grouped
+/// wgrad reads the group sizes back to the host (it synchronizes |stream|). Validation is their
+/// own (messages may differ from the CPU kernels'). kernels/cuda/linear_grad.c.
+tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                               int chunks, int segments, int blocks,
+                                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
+                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks,
+                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                       int chunks, int segments, int blocks,
+                                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks,
+                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

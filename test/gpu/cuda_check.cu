@@ -26,7 +26,8 @@
 // Kernel names in summary order.
 static const char* const kKernels[] = {"validation",    "control",    "linear",       "rmsnorm",        "layernorm",
                                        "glu",           "add",        "mul",          "grouped_linear", "moe_permute",
-                                       "moe_unpermute", "moe_bucket", "moe_unbucket", "fill_philox",    "copy"};
+                                       "moe_unpermute", "moe_bucket", "moe_unbucket", "fill_philox",    "copy",
+                                       "linear_dgrad",  "linear_wgrad", "bias_grad",  "grouped_dgrad",  "grouped_wgrad"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {
@@ -675,6 +676,7 @@ int main(int argc, char** argv) {
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
   ct_check_moe_kernels(stream);
+  ct_check_grad_kernels(stream);
 
   CT_CUDA(cudaStreamDestroy(stream));
   ct_print_summary();

@@ -84,4 +84,7 @@ void ct_same_status(const char* what, tprt_status_t cpu, tprt_status_t gpu);
 void ct_check_validation_moe(void);
 void ct_check_moe_kernels(cudaStream_t stream);
 
+/// The backward contractions (cuda_check_grad.cu).
+void ct_check_grad_kernels(cudaStream_t stream);
+
 #endif  // TPC_TEST_GPU_CUDA_CHECK_H_

@@ -1,0 +1,38 @@
+// tprt_cuda_gather_2d: the data movement under the CUDA backward launchers (linear_grad.c): a
+// row-major [rows, cols] source with elements of |elem| bytes (2 or 4) is copied, optionally
+// transposed, with its rows (transpose) or columns (no transpose) taken through an index:
+//   transpose:  dst[c, r] = src[idx(r), c]   dst is [cols, len]
+//   otherwise:  dst[m, r] = src[m, idx(r)]   dst is [rows, len]
+// idx(r) = index ? index[r] : r. Byte copies: no arithmetic, so any float dtype passes unchanged.
+//
+// Launch geometry: one thread per destination element, 256-thread blocks, grid-stride.
+#include "tprt_cuda_internal.cuh"
+
+template <typename T>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__gather_2d_kernel(const T* __restrict__ src, int64_t rows, int64_t cols, const int64_t* __restrict__ index,
+                           int64_t len, int transpose, T* __restrict__ dst) {
+  const int64_t total = (transpose ? cols : rows) * len, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    int64_t a = i / len, r = i % len, j = index ? index[r] : r;
+    dst[i] = transpose ? src[j * cols + a] : src[a * cols + j];
+  }
+}
+
+extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem,
+                                            const int64_t* index, int64_t len, int transpose, void* dst,
+                                            cudaStream_t stream) {
+  int64_t total = (transpose ? cols : rows) * len;
+  if (total <= 0) return NULL;
+  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  if (elem == 2)
+    tprt__gather_2d_kernel<uint16_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        (const uint16_t*)src, rows, cols, index, len, transpose, (uint16_t*)dst);
+  else if (elem == 4)
+    tprt__gather_2d_kernel<uint32_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        (const uint32_t*)src, rows, cols, index, len, transpose, (uint32_t*)dst);
+  else
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "gather_2d: elements of %d bytes (2 or 4 expected)", elem);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}

@@ -1,0 +1,127 @@
+// tprt-cuda-check, backward contractions: every CUDA launcher of kernels/cuda/linear_grad.c
+// against the CPU kernel of cpu_linear_grad.c, bitwise, on fresh random inputs (dgrad with the
+// plain and the segmented orders, including the gathered layout blocks = R; wgrad; bias grad;
+// grouped dgrad and wgrad with one and two segments of group sizes).
+#include <string.h>
+
+#include "cuda_check.h"
+
+static ct_tensor_t ct_grad_counts(const int64_t* values, int64_t n) {
+  ct_tensor_t t = ct_make(TPRT_DTYPE_I64, 1, &n);
+  if (n) memcpy(t.h.data, values, (size_t)n * sizeof(int64_t));
+  ct_upload(&t);
+  return t;
+}
+
+static void ct_check_dense_grads(cudaStream_t stream) {
+  struct {
+    int64_t m, n, k;
+    int chunks, segments, blocks;
+  } cases[] = {
+      {1, 1, 1, 1, 1, 1},      {7, 13, 29, 8, 1, 1},     {33, 64, 70, 8, 2, 1},    {33, 64, 70, 8, 2, 4},
+      {16, 512, 128, 8, 2, 1}, {16, 512, 128, 4, 2, 2},  {65, 96, 257, 8, 1, 1},   {130, 256, 64, 8, 2, 8},
+      {5, 48, 9, 2, 3, 2},     {64, 1024, 256, 16, 2, 1},
+  };
+  uint64_t rng = 0x6AD;
+  for (const auto& c : cases) {
+    for (int dtype : kDtypes) {
+      for (int f32 = 0; f32 < 2; ++f32) {
+        int od = f32 ? TPRT_DTYPE_F32 : dtype;
+        int64_t dyd[2] = {c.m, c.n}, wd[2] = {c.n, c.k}, xd[2] = {c.m, c.k}, dxd[2] = {c.m, c.k}, dwd[2] = {c.n, c.k},
+                dbd[1] = {c.n};
+        ct_tensor_t dy = ct_make(dtype, 2, dyd), w = ct_make(dtype, 2, wd), x = ct_make(dtype, 2, xd);
+        ct_tensor_t dx = ct_make(od, 2, dxd), dw = ct_make(od, 2, dwd), db = ct_make(od, 1, dbd);
+        ct_fill(&dy, &rng, CT_DIST_MODERATE);
+        ct_fill(&w, &rng, CT_DIST_MODERATE);
+        ct_fill(&x, &rng, CT_DIST_MODERATE);
+        char shape[48], params[64];
+        snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)c.m, (long long)c.n, (long long)c.k);
+        snprintf(params, sizeof params, "chunks=%d seg=%d blk=%d%s", c.chunks, c.segments, c.blocks,
+                 f32 ? " f32" : "");
+        if (ct_selected("linear_dgrad"))
+          ct_run(
+              "linear_dgrad", shape, tprt_dtype_name(dtype), params, &dx,
+              [&] { return tprt_cpu_linear_dgrad_segmented(&dy.h, &w.h, &dx.h, c.chunks, c.segments, c.blocks); },
+              [&](cudaStream_t st) {
+                return tprt_cuda_linear_dgrad_segmented(&dy.d, &w.d, &dx.d, c.chunks, c.segments, c.blocks, st);
+              },
+              true, stream);
+        if (c.segments == 1 && ct_selected("linear_wgrad"))
+          ct_run(
+              "linear_wgrad", shape, tprt_dtype_name(dtype), params, &dw,
+              [&] { return tprt_cpu_linear_wgrad(&dy.h, &x.h, &dw.h, c.chunks); },
+              [&](cudaStream_t st) { return tprt_cuda_linear_wgrad(&dy.d, &x.d, &dw.d, c.chunks, st); }, true, stream);
+        if (c.segments == 1 && ct_selected("bias_grad"))
+          ct_run(
+              "bias_grad", shape, tprt_dtype_name(dtype), params, &db,
+              [&] { return tprt_cpu_bias_grad(&dy.h, &db.h, c.chunks); },
+              [&](cudaStream_t st) { return tprt_cuda_bias_grad(&dy.d, &db.d, c.chunks, st); }, true, stream);
+        ct_free(&dy);
+        ct_free(&w);
+        ct_free(&x);
+        ct_free(&dx);
+        ct_free(&dw);
+        ct_free(&db);
+      }
+    }
+  }
+}
+
+static void ct_check_grouped_grads(cudaStream_t stream) {
+  struct {
+    int64_t t, n, k, e;
+    int64_t sizes[8];
+    int64_t num_sizes;
+    int segments;
+  } cases[] = {
+      {7, 64, 40, 3, {3, 0, 4}, 3, 1},
+      {7, 64, 40, 3, {3, 0, 4}, 3, 2},
+      {10, 32, 24, 3, {2, 0, 3, 1, 0, 2}, 6, 1},  // two segments of 5 rows, with padding rows
+      {64, 256, 128, 2, {40, 24}, 2, 2},
+  };
+  uint64_t rng = 0x96AD;
+  for (const auto& c : cases) {
+    for (int dtype : kDtypes) {
+      for (int f32 = 0; f32 < 2; ++f32) {
+        int od = f32 ? TPRT_DTYPE_F32 : dtype;
+        int64_t dyd[2] = {c.t, c.n}, wd[3] = {c.e, c.n, c.k}, xd[2] = {c.t, c.k}, dxd[2] = {c.t, c.k},
+                dwd[3] = {c.e, c.n, c.k};
+        ct_tensor_t dy = ct_make(dtype, 2, dyd), w = ct_make(dtype, 3, wd), x = ct_make(dtype, 2, xd);
+        ct_tensor_t dx = ct_make(od, 2, dxd), dw = ct_make(od, 3, dwd), gs = ct_grad_counts(c.sizes, c.num_sizes);
+        ct_fill(&dy, &rng, CT_DIST_MODERATE);
+        ct_fill(&w, &rng, CT_DIST_MODERATE);
+        ct_fill(&x, &rng, CT_DIST_MODERATE);
+        char shape[48], params[64];
+        snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld", (long long)c.t, (long long)c.n, (long long)c.k,
+                 (long long)c.e);
+        snprintf(params, sizeof params, "S=%lld seg=%d%s", (long long)(c.num_sizes / c.e), c.segments,
+                 f32 ? " f32" : "");
+        if (ct_selected("grouped_dgrad"))
+          ct_run(
+              "grouped_dgrad", shape, tprt_dtype_name(dtype), params, &dx,
+              [&] { return tprt_cpu_grouped_linear_dgrad_segmented(&dy.h, &w.h, &gs.h, &dx.h, 8, c.segments, 1); },
+              [&](cudaStream_t st) {
+                return tprt_cuda_grouped_linear_dgrad_segmented(&dy.d, &w.d, &gs.d, &dx.d, 8, c.segments, 1, st);
+              },
+              true, stream);
+        if (c.segments == 1 && ct_selected("grouped_wgrad"))
+          ct_run(
+              "grouped_wgrad", shape, tprt_dtype_name(dtype), params, &dw,
+              [&] { return tprt_cpu_grouped_linear_wgrad(&dy.h, &x.h, &gs.h, &dw.h, 8); },
+              [&](cudaStream_t st) { return tprt_cuda_grouped_linear_wgrad(&dy.d, &x.d, &gs.d, &dw.d, 8, st); }, true,
+              stream);
+        ct_free(&dy);
+        ct_free(&w);
+        ct_free(&x);
+        ct_free(&dx);
+        ct_free(&dw);
+        ct_free(&gs);
+      }
+    }
+  }
+}
+
+void ct_check_grad_kernels(cudaStream_t stream) {
+  ct_check_dense_grads(stream);
+  ct_check_grouped_grads(stream);
+}
