@@ -19,47 +19,6 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-// sigmoid(z) and sigmoid(-z) from one exp, each a single division (a NaN z gives NaN for both).
-static inline void tprt__sigmoid_pair(float z, float* out_p, float* out_q) {
-  float e = tprt_expf(-tprt_f32_from_bits(tprt_f32_bits(z) & 0x7FFFFFFFu));
-  float d = 1.0f + e;
-  float big = 1.0f / d, small = e / d;
-  *out_p = z >= 0.0f ? big : small;
-  *out_q = z >= 0.0f ? small : big;
-}
-
-// The gradients of one output with respect to its gate and up inputs (f32, before rounding).
-static inline void tprt__glu_grad_value(int kind, float g, float u, float dy, float alpha, float limit, float* out_dg,
-                                        float* out_du) {
-  float p, q;
-  switch (kind) {
-    case TPRT_GLU_SWIGLU:
-      tprt__sigmoid_pair(g, &p, &q);
-      *out_du = dy * tprt_siluf(g);
-      *out_dg = (dy * u) * (p * fmaf(g, q, 1.0f));
-      return;
-    case TPRT_GLU_GEGLU: {
-      float g2 = g * g;
-      float z = 1.59576912f /* 2·sqrt(2/π) */ * fmaf(0.044715f * g2, g, g);
-      float dz = 1.59576912f * fmaf(0.134144992f /* 3 · 0.044715f, rounded: 0x3E095D4E */, g2, 1.0f);
-      tprt__sigmoid_pair(z, &p, &q);
-      *out_du = dy * tprt_gelu_tanhf(g);
-      *out_dg = (dy * u) * (p * fmaf(g * q, dz, 1.0f));
-      return;
-    }
-    default: {
-      // Comparisons, as in the forward, so that a NaN input propagates.
-      bool g_clamped = g > limit, u_clamped = u > limit || u < -limit;
-      float gc = g_clamped ? limit : g;
-      float uc = u > limit ? limit : u < -limit ? -limit : u;
-      tprt__sigmoid_pair(alpha * gc, &p, &q);
-      *out_du = u_clamped ? 0.0f : dy * tprt_quick_geluf(gc, alpha);
-      *out_dg = g_clamped ? 0.0f : (dy * (uc + 1.0f)) * (p * fmaf(alpha * gc, q, 1.0f));
-      return;
-    }
-  }
-}
-
 tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                 int64_t interleave, float alpha, float limit) {
   const char* op = "glu_grad";
@@ -79,7 +38,7 @@ tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy,
       tprt_glu_columns(j, f, interleave, &gcol, &ucol);
       float g = tprt__ld(x->data, x->dtype, xo + gcol), u = tprt__ld(x->data, x->dtype, xo + ucol);
       float dg, du;
-      tprt__glu_grad_value(kind, g, u, tprt__ld(dy->data, dy->dtype, yo + j), alpha, limit, &dg, &du);
+      tprt_glu_grad_value(kind, g, u, tprt__ld(dy->data, dy->dtype, yo + j), alpha, limit, &dg, &du);
       tprt__st(dx->data, dx->dtype, xo + gcol, dg);
       tprt__st(dx->data, dx->dtype, xo + ucol, du);
     }

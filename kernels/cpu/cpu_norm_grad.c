@@ -43,7 +43,7 @@ static tprt_status_t tprt__check_param_grad(const char* op, const char* name, co
                           (long long)gamma->dims[0], tprt_dtype_name(gamma->dtype), tprt__shape_str(t, a, sizeof a));
 }
 
-static tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                            const tprt_tensor_t* dy, const tprt_tensor_t* dx,
                                            const tprt_tensor_t* dgamma, const tprt_tensor_t* dbeta, bool layernorm,
                                            float eps, int chunks) {

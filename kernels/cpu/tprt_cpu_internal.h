@@ -100,6 +100,12 @@ tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr);
 /// Frees scratch from tprt__scratch (NULL-safe).
 void tprt__scratch_free(void* ptr);
 
+/// The argument checks of tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad (|layernorm| selects
+/// dbeta), shared with the CUDA kernels so both reject the same inputs with the same messages.
+tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                    const tprt_tensor_t* dy, const tprt_tensor_t* dx, const tprt_tensor_t* dgamma,
+                                    const tprt_tensor_t* dbeta, bool layernorm, float eps, int chunks);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

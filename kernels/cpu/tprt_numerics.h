@@ -13,6 +13,7 @@
 #define TPRT_NUMERICS_H_
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -289,6 +290,44 @@ TPRT_HD float tprt_gelu_tanhf(float x) {
 
 /// Quick GELU with slope |alpha|: x · sigmoid(alpha · x), as tprt__mul_sigmoidf(x, alpha · x).
 TPRT_HD float tprt_quick_geluf(float x, float alpha) { return tprt__mul_sigmoidf(x, alpha * x); }
+
+/// sigmoid(z) and sigmoid(-z) from one exp, each a single division (a NaN z gives NaN for both).
+TPRT_HD void tprt__sigmoid_pair(float z, float* out_p, float* out_q) {
+  float e = tprt_expf(-tprt_f32_from_bits(tprt_f32_bits(z) & 0x7FFFFFFFu));
+  float d = 1.0f + e;
+  float big = TPRT_DIVF(1.0f, d), small = TPRT_DIVF(e, d);
+  *out_p = z >= 0.0f ? big : small;
+  *out_q = z >= 0.0f ? small : big;
+}
+
+/// The gradients of one GLU output with respect to its gate and up inputs (f32, before rounding):
+/// du = dy·a(g), dg = (dy·v)·a'(g), the formulas of kernels/cpu/cpu_glu_grad.c (docs/numerics.md,
+/// "Backward"); |kind| a tprt_glu_kind_t (0 swiglu, 1 geglu, 2 quick_geglu). Shared by the CPU
+/// and CUDA kernels.
+TPRT_HD void tprt_glu_grad_value(int kind, float g, float u, float dy, float alpha, float limit, float* out_dg,
+                                 float* out_du) {
+  float p, q;
+  if (kind == 0) {
+    tprt__sigmoid_pair(g, &p, &q);
+    *out_du = dy * tprt_siluf(g);
+    *out_dg = (dy * u) * (p * TPRT_FMAF(g, q, 1.0f));
+  } else if (kind == 1) {
+    float g2 = g * g;
+    float z = 1.59576912f /* 2·sqrt(2/π) */ * TPRT_FMAF(0.044715f * g2, g, g);
+    float dz = 1.59576912f * TPRT_FMAF(0.134144992f /* 3 · 0.044715f, rounded: 0x3E095D4E */, g2, 1.0f);
+    tprt__sigmoid_pair(z, &p, &q);
+    *out_du = dy * tprt_gelu_tanhf(g);
+    *out_dg = (dy * u) * (p * TPRT_FMAF(g * q, dz, 1.0f));
+  } else {
+    // Comparisons, as in the forward, so that a NaN input propagates.
+    bool g_clamped = g > limit, u_clamped = u > limit || u < -limit;
+    float gc = g_clamped ? limit : g;
+    float uc = u > limit ? limit : u < -limit ? -limit : u;
+    tprt__sigmoid_pair(alpha * gc, &p, &q);
+    *out_du = u_clamped ? 0.0f : dy * tprt_quick_geluf(gc, alpha);
+    *out_dg = g_clamped ? 0.0f : (dy * (uc + 1.0f)) * (p * TPRT_FMAF(alpha * gc, q, 1.0f));
+  }
+}
 
 /// 1 / sqrtf(x): two correctly rounded operations, max error 1.5 ulp.
 TPRT_HD float tprt_rsqrtf(float x) { return TPRT_DIVF(1.0f, TPRT_SQRTF(x)); }

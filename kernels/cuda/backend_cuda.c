@@ -13,7 +13,7 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (routing, GLU/norm/MoE backward, quantization, fused MLP) are NULL
+// Ops without a CUDA kernel here (routing, MoE backward, quantization, fused MLP) are NULL
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
@@ -499,6 +499,20 @@ static tprt_status_t tprt__cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, co
                                                      const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks) {
   return tprt_cuda_grouped_linear_wgrad(dy, x, group_sizes, dw, chunks, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
+                                         int64_t interleave, float alpha, float limit) {
+  return tprt_cuda_glu_grad(x, dy, dx, kind, interleave, alpha, limit, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                             const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                             float eps, int chunks) {
+  return tprt_cuda_rmsnorm_grad(x, gamma, dy, dx, dgamma, eps, chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                               const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                               tprt_tensor_t* dbeta, float eps, int chunks) {
+  return tprt_cuda_layernorm_grad(x, gamma, dy, dx, dgamma, dbeta, eps, chunks, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -530,6 +544,9 @@ static const tprt_backend_t tprt__cuda_backend = {
     .bias_grad = tprt__cuda_bias_grad,
     .grouped_linear_dgrad_segmented = tprt__cuda_grouped_linear_dgrad_segmented,
     .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
+    .glu_grad = tprt__cuda_glu_grad,
+    .rmsnorm_grad = tprt__cuda_rmsnorm_grad,
+    .layernorm_grad = tprt__cuda_layernorm_grad,
     .all_reduce = tprt__cuda_all_reduce,
     .all_gather = tprt__cuda_all_gather,
     .reduce_scatter = tprt__cuda_reduce_scatter,

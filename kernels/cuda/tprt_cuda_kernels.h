@@ -134,6 +134,20 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks,
                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
+/// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.
+tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
+                                 int64_t interleave, float alpha, float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The norm gradients: bitwise tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad, same validation;
+/// an f32 xhat scratch of M·H floats is allocated stream-ordered. kernels/cuda/norm_grad.cu.
+tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                     tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks,
+                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
+                                       int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

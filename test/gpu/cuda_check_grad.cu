@@ -121,7 +121,88 @@ static void ct_check_grouped_grads(cudaStream_t stream) {
   }
 }
 
+static void ct_check_glu_grad(cudaStream_t stream) {
+  struct {
+    int64_t rows, f, interleave;
+  } shapes[] = {{1, 1, 0}, {7, 33, 0}, {16, 256, 0}, {5, 96, 32}, {64, 1024, 0}, {3, 4096, 1}};
+  uint64_t rng = 0x61D;
+  for (const auto& sh : shapes) {
+    for (int kind = 0; kind < 3; ++kind) {
+      for (int dtype : kDtypes) {
+        int64_t xd[2] = {sh.rows, 2 * sh.f}, yd[2] = {sh.rows, sh.f};
+        ct_tensor_t x = ct_make(dtype, 2, xd), dy = ct_make(dtype, 2, yd), dx = ct_make(dtype, 2, xd);
+        ct_fill(&x, &rng, CT_DIST_SPECIAL);
+        ct_fill(&dy, &rng, CT_DIST_MODERATE);
+        char shape[48], params[48];
+        snprintf(shape, sizeof shape, "rows=%lld F=%lld", (long long)sh.rows, (long long)sh.f);
+        snprintf(params, sizeof params, "kind=%d interleave=%lld", kind, (long long)sh.interleave);
+        const float alpha = 1.702f, limit = 7.0f;
+        ct_run(
+            "glu_grad", shape, tprt_dtype_name(dtype), params, &dx,
+            [&] { return tprt_cpu_glu_grad(&x.h, &dy.h, &dx.h, kind, sh.interleave, alpha, limit); },
+            [&](cudaStream_t st) { return tprt_cuda_glu_grad(&x.d, &dy.d, &dx.d, kind, sh.interleave, alpha, limit, st); },
+            true, stream);
+        ct_free(&x);
+        ct_free(&dy);
+        ct_free(&dx);
+      }
+    }
+  }
+}
+
+static void ct_check_norm_grads(cudaStream_t stream) {
+  struct {
+    int64_t m, h;
+    int chunks;
+  } shapes[] = {{1, 1, 1}, {3, 17, 8}, {16, 128, 8}, {13, 257, 8}, {64, 4096, 8}, {100, 1000, 16}, {5, 300, 1}};
+  uint64_t rng = 0x90AD;
+  for (int layer = 0; layer < 2; ++layer) {
+    for (const auto& sh : shapes) {
+      for (int di = 0; di < 3; ++di) {
+        for (int f32 = 0; f32 < 2; ++f32) {
+          int dtype = kDtypes[di], g_dtype = kDtypes[(di + 1) % 3], od = f32 ? TPRT_DTYPE_F32 : g_dtype;
+          int64_t xd[2] = {sh.m, sh.h}, gd[1] = {sh.h};
+          ct_tensor_t x = ct_make(dtype, 2, xd), dy = ct_make(dtype, 2, xd), dx = ct_make(dtype, 2, xd);
+          ct_tensor_t gamma = ct_make(g_dtype, 1, gd), dgamma = ct_make(od, 1, gd), dbeta = ct_make(od, 1, gd);
+          ct_fill(&x, &rng, layer ? CT_DIST_OFFSET : CT_DIST_MODERATE);
+          ct_fill(&dy, &rng, CT_DIST_MODERATE);
+          ct_fill(&gamma, &rng, CT_DIST_MODERATE);
+          char shape[48], params[48];
+          snprintf(shape, sizeof shape, "M=%lld H=%lld", (long long)sh.m, (long long)sh.h);
+          snprintf(params, sizeof params, "gamma=%s chunks=%d%s", tprt_dtype_name(g_dtype), sh.chunks,
+                   f32 ? " f32" : "");
+          const float eps = 1e-5f;
+          if (layer)
+            ct_run_outputs(
+                "layernorm_grad", shape, tprt_dtype_name(dtype), params, {&dx, &dgamma, &dbeta},
+                [&] { return tprt_cpu_layernorm_grad(&x.h, &gamma.h, &dy.h, &dx.h, &dgamma.h, &dbeta.h, eps, sh.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_layernorm_grad(&x.d, &gamma.d, &dy.d, &dx.d, &dgamma.d, &dbeta.d, eps, sh.chunks, st);
+                },
+                true, stream);
+          else
+            ct_run_outputs(
+                "rmsnorm_grad", shape, tprt_dtype_name(dtype), params, {&dx, &dgamma},
+                [&] { return tprt_cpu_rmsnorm_grad(&x.h, &gamma.h, &dy.h, &dx.h, &dgamma.h, eps, sh.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_rmsnorm_grad(&x.d, &gamma.d, &dy.d, &dx.d, &dgamma.d, eps, sh.chunks, st);
+                },
+                true, stream);
+          ct_free(&x);
+          ct_free(&dy);
+          ct_free(&dx);
+          ct_free(&gamma);
+          ct_free(&dgamma);
+          ct_free(&dbeta);
+        }
+      }
+    }
+  }
+}
+
 void ct_check_grad_kernels(cudaStream_t stream) {
   ct_check_dense_grads(stream);
   ct_check_grouped_grads(stream);
+  if (ct_selected("glu_grad")) ct_check_glu_grad(stream);
+  if (ct_selected("rmsnorm_grad") || ct_selected("layernorm_grad")) ct_check_norm_grads(stream);
 }

@@ -1,0 +1,59 @@
+// tprt_cuda_glu_grad in exact mode, bitwise equal to tprt_cpu_glu_grad: both evaluate
+// tprt_glu_grad_value of tprt_numerics.h (one implementation, compiled for the host and the
+// device; --fmad=false keeps its plain * and + the IEEE operations), rounded once per output.
+//
+// Launch geometry: one thread per output column j of a row (it writes the gate and the up
+// gradient of that column), 256-thread blocks, grid-stride.
+#include "tprt_cuda_internal.cuh"
+
+template <int D>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__glu_grad_kernel(const void* __restrict__ x, const void* __restrict__ dy, void* __restrict__ dx, int64_t total,
+                          int64_t f, int64_t interleave, int kind, float alpha, float limit) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t row = i / f, j = i % f, xo = row * 2 * f;
+    int64_t gcol, ucol;
+    tprt_glu_columns(j, f, interleave, &gcol, &ucol);
+    float dg, du;
+    tprt_glu_grad_value(kind, tprt__cuda_ld(x, D, xo + gcol), tprt__cuda_ld(x, D, xo + ucol), tprt__cuda_ld(dy, D, i),
+                        alpha, limit, &dg, &du);
+    tprt__cuda_st(dx, D, xo + gcol, dg);
+    tprt__cuda_st(dx, D, xo + ucol, du);
+  }
+}
+
+extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                            int kind, int64_t interleave, float alpha, float limit,
+                                            cudaStream_t stream) {
+  const char* op = "glu_grad";
+  char a[96], b[96];
+  tprt_status_t s = tprt__check_glu(op, x, "dy", dy, kind, interleave, alpha, limit);
+  if (!s) s = tprt__check(op, "dx", dx, x->rank, TPRT__FLOATS);
+  if (s) return s;
+  if (!tprt_tensor_same_layout(x, dx))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must have x's shape and dtype %s; got %s", op,
+                            tprt__shape_str(x, a, sizeof a), tprt__shape_str(dx, b, sizeof b));
+  int64_t f = x->dims[x->rank - 1] / 2, total = tprt_tensor_numel(dy);
+  if (total == 0 || f == 0) return NULL;
+  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  switch (x->dtype) {
+    case TPRT_DTYPE_BF16:
+      tprt__glu_grad_kernel<TPRT_DTYPE_BF16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
+                                                                                         total, f, interleave, kind,
+                                                                                         alpha, limit);
+      break;
+    case TPRT_DTYPE_F16:
+      tprt__glu_grad_kernel<TPRT_DTYPE_F16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
+                                                                                        total, f, interleave, kind,
+                                                                                        alpha, limit);
+      break;
+    default:
+      tprt__glu_grad_kernel<TPRT_DTYPE_F32><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
+                                                                                        total, f, interleave, kind,
+                                                                                        alpha, limit);
+      break;
+  }
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}

@@ -1,0 +1,165 @@
+// tprt_cuda_rmsnorm_grad and tprt_cuda_layernorm_grad in exact mode, bitwise equal to the CPU
+// kernels of cpu_norm_grad.c (the formulas are there). Two kernels:
+//   1. one 256-thread block per row (the 256 lanes of the canonical row reduction, as in norm.cu):
+//      mean (layernorm), r, xhat (kept in an f32 scratch row for the parameter gradients),
+//      g = dy·gamma, the lane sums of g (layernorm) and of g·xhat (fmaf), their row trees, and dx.
+//   2. one thread per column h for dgamma (and dbeta): the canonical K accumulation over the rows,
+//      chunk by chunk in increasing row, the pairwise tree over chunks built as a binary counter
+//      (merging equal-level partials as they complete: the same pairs as the tree, in order).
+// The launcher allocates the xhat scratch with the stream-ordered allocator.
+#include "tprt_cuda_internal.cuh"
+
+#define TPRT__NG_THREADS TPRT_ROW_LANES
+#define TPRT__NG_WARPS (TPRT__NG_THREADS / 32)
+
+static __device__ __forceinline__ float tprt__ng_tree(float v, float* sm) {
+  const unsigned all = 0xFFFFFFFFu;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int s = 16; s >= 1; s /= 2) v = __fadd_rn(v, __shfl_down_sync(all, v, s));
+  if (lane == 0) sm[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float g = lane < TPRT__NG_WARPS ? sm[lane] : 0.0f;
+#pragma unroll
+    for (int s = TPRT__NG_WARPS / 2; s >= 1; s /= 2) g = __fadd_rn(g, __shfl_down_sync(all, g, s));
+    if (lane == 0) sm[TPRT__NG_WARPS] = g;
+  }
+  __syncthreads();
+  float total = sm[TPRT__NG_WARPS];
+  __syncthreads();
+  return total;
+}
+
+template <int D>
+static __global__ void __launch_bounds__(TPRT__NG_THREADS)
+    tprt__norm_grad_rows(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
+                         const void* __restrict__ dy, void* __restrict__ dx, float* __restrict__ xh, int64_t m,
+                         int64_t h, float hf, float eps, int layernorm) {
+  __shared__ float sm[TPRT__NG_WARPS + 1];
+  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+    const int64_t base = row * h;
+    float mean = 0.0f;
+    if (layernorm) {
+      float acc = 0.0f;
+      for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
+      mean = __fdiv_rn(tprt__ng_tree(acc, sm), hf);
+    }
+    float acc = 0.0f;
+    for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
+      float d = tprt__cuda_ld(x, D, base + j);
+      if (layernorm) d = __fsub_rn(d, mean);
+      acc = __fmaf_rn(d, d, acc);
+    }
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__ng_tree(acc, sm), hf), eps));
+    float sum_g = 0.0f, dot = 0.0f;
+    for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
+      float d = tprt__cuda_ld(x, D, base + j);
+      if (layernorm) d = __fsub_rn(d, mean);
+      const float xhat = __fmul_rn(d, r);
+      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      xh[base + j] = xhat;
+      sum_g = __fadd_rn(sum_g, g);
+      dot = __fmaf_rn(g, xhat, dot);
+    }
+    const float a = layernorm ? __fdiv_rn(tprt__ng_tree(sum_g, sm), hf) : 0.0f;
+    const float c = __fdiv_rn(tprt__ng_tree(dot, sm), hf);
+    for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
+      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      const float t = layernorm ? __fsub_rn(g, a) : g;
+      tprt__cuda_st(dx, D, base + j, __fmul_rn(__fmaf_rn(-xh[base + j], c, t), r));
+    }
+  }
+}
+
+// dgamma (and dbeta when |dbeta|) for the columns of this thread.
+template <int D>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__norm_grad_columns(const void* __restrict__ dy, const float* __restrict__ xh, void* __restrict__ dgamma,
+                            int dg_dtype, void* __restrict__ dbeta, int db_dtype, int64_t m, int64_t h, int chunks) {
+  const int64_t size = tprt_kacc_chunk_size(m, chunks), stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < h; col += stride) {
+    float vg[12], vb[12];
+    int lev[12], n = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int64_t m0 = (int64_t)c * size, m1 = m0 + size;
+      if (m0 > m) m0 = m;
+      if (m1 > m) m1 = m;
+      float ag = 0.0f, ab = 0.0f;
+      for (int64_t row = m0; row < m1; ++row) {
+        const float d = tprt__cuda_ld(dy, D, row * h + col);
+        ag = __fmaf_rn(d, xh[row * h + col], ag);
+        ab = __fadd_rn(ab, d);
+      }
+      if (m1 - m0 < size) {
+        ag = __fadd_rn(ag, 0.0f);
+        ab = __fadd_rn(ab, 0.0f);
+      }
+      vg[n] = ag;
+      vb[n] = ab;
+      lev[n++] = 0;
+      while (n >= 2 && lev[n - 1] == lev[n - 2]) {  // p[i] = p[i] + p[i + s], as the tree does
+        vg[n - 2] = __fadd_rn(vg[n - 2], vg[n - 1]);
+        vb[n - 2] = __fadd_rn(vb[n - 2], vb[n - 1]);
+        ++lev[n - 2];
+        --n;
+      }
+    }
+    tprt__cuda_st(dgamma, dg_dtype, col, vg[0]);
+    if (dbeta) tprt__cuda_st(dbeta, db_dtype, col, vb[0]);
+  }
+}
+
+template <int D>
+static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                   tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* xh, float eps,
+                                   int chunks, cudaStream_t stream) {
+  const int64_t m = x->dims[0], h = x->dims[1];
+  const float hf = (float)h;
+  if (m > 0) {
+    dim3 rows((unsigned)(m < 65536 ? m : 65536));
+    tprt__norm_grad_rows<D><<<rows, TPRT__NG_THREADS, 0, stream>>>(x->data, gamma->data, gamma->dtype, dy->data,
+                                                                   dx->data, xh, m, h, hf, eps, dbeta != NULL);
+  }
+  dim3 cols(tprt__cuda_ew_blocks(h, TPRT__CUDA_EW_THREADS));
+  tprt__norm_grad_columns<D><<<cols, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+      dy->data, xh, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, m, h, chunks);
+}
+
+static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                          const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                          tprt_tensor_t* dbeta, float eps, int chunks, cudaStream_t stream) {
+  tprt_status_t s = tprt__check_norm_grad(op, x, gamma, dy, dx, dgamma, dbeta, dbeta != NULL, eps, chunks);
+  if (s) return s;
+  const int64_t m = x->dims[0], h = x->dims[1];
+  if (h == 0) return NULL;
+  float* xh = NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)&xh, (size_t)(m > 0 ? m * h : 1) * sizeof(float), stream));
+  switch (x->dtype) {
+    case TPRT_DTYPE_BF16:
+      tprt__norm_grad_launch<TPRT_DTYPE_BF16>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
+      break;
+    case TPRT_DTYPE_F16:
+      tprt__norm_grad_launch<TPRT_DTYPE_F16>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
+      break;
+    default:
+      tprt__norm_grad_launch<TPRT_DTYPE_F32>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
+      break;
+  }
+  cudaError_t e = cudaGetLastError();
+  cudaFreeAsync(xh, stream);
+  if (e != cudaSuccess) return tprt__cuda_make_status(e, "norm_grad kernels", __FILE__, __LINE__);
+  return NULL;
+}
+
+extern "C" tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                                const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                                float eps, int chunks, cudaStream_t stream) {
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                                  const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                                  tprt_tensor_t* dbeta, float eps, int chunks, cudaStream_t stream) {
+  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, stream);
+}
