@@ -8,12 +8,8 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-// True when probability |a| is preferred over |b|: larger, with NaN below every number. Ties are
-// not preferred, so the scan in increasing expert order keeps the lower index.
-static inline bool tprt__prefer(float a, float b) { return a > b || (b != b && a == a); }
-
-tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k,
-                                 bool normalize) {
+tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                    const tprt_tensor_t* weights, int top_k) {
   const char* op = "moe_route";
   tprt_status_t s = tprt__check(op, "logits", logits, 2, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "indices", indices, 2, TPRT__M(TPRT_DTYPE_I32));
@@ -28,7 +24,15 @@ tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* ind
   snprintf(what, sizeof what, "[T,k] = [%lld,%d]", (long long)t, top_k);
   s = tprt__check_dims(op, "indices", indices, 2, dims, what);
   if (!s) s = tprt__check_dims(op, "weights", weights, 2, dims, what);
+  return s;
+}
+
+tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k,
+                                 bool normalize) {
+  const char* op = "moe_route";
+  tprt_status_t s = tprt__check_moe_route(logits, indices, weights, top_k);
   if (s) return s;
+  int64_t t = logits->dims[0], e = logits->dims[1];
   if (t == 0) return NULL;
   float* buf = NULL;
   s = tprt__scratch(op, (size_t)e * (2 * sizeof(float) + 1), (void**)&buf);
@@ -39,26 +43,7 @@ tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* ind
   float* wts = (float*)weights->data;
   for (int64_t row = 0; row < t; ++row) {
     tprt__ld_row(logits->data, logits->dtype, row * e, e, p);
-    float mx = p[0];
-    for (int64_t i = 1; i < e; ++i)
-      if (p[i] > mx) mx = p[i];
-    for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
-    float sum = tprt_row_sum(p, e);
-    for (int64_t i = 0; i < e; ++i) prob[i] = p[i] / sum;
-    memset(taken, 0, (size_t)e);
-    for (int j = 0; j < top_k; ++j) {
-      int64_t best = -1;
-      for (int64_t i = 0; i < e; ++i)
-        if (!taken[i] && (best < 0 || tprt__prefer(prob[i], prob[best]))) best = i;
-      taken[best] = 1;
-      idx[row * top_k + j] = (int32_t)best;
-      wts[row * top_k + j] = prob[best];
-    }
-    if (normalize) {
-      float total = 0.0f;
-      for (int j = 0; j < top_k; ++j) total = total + wts[row * top_k + j];
-      for (int j = 0; j < top_k; ++j) wts[row * top_k + j] = wts[row * top_k + j] / total;
-    }
+    tprt_moe_route_row(p, prob, taken, e, top_k, normalize, idx + row * top_k, wts + row * top_k);
   }
   tprt__scratch_free(buf);
   return NULL;

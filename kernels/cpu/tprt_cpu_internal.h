@@ -106,6 +106,10 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
                                     const tprt_tensor_t* dy, const tprt_tensor_t* dx, const tprt_tensor_t* dgamma,
                                     const tprt_tensor_t* dbeta, bool layernorm, float eps, int chunks);
 
+/// The argument checks of tprt_cpu_moe_route, shared with the CUDA kernel.
+tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                    const tprt_tensor_t* weights, int top_k);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

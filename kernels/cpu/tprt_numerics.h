@@ -329,6 +329,17 @@ TPRT_HD void tprt_glu_grad_value(int kind, float g, float u, float dy, float alp
   }
 }
 
+/// True when probability |a| is preferred over |b| in MoE top-k: larger, with NaN below every
+/// number. Ties are not preferred, so a scan in increasing expert order keeps the lower index.
+TPRT_HD bool tprt__moe_prefer(float a, float b) { return a > b || (b != b && a == a); }
+
+/// One token of tprt_cpu_moe_route (docs/numerics.md, "MoE routing"): |p| holds the row's E logits
+/// in f32 and is overwritten (exp); |prob| (E floats) and |taken| (E bytes) are work space. Writes
+/// the top-k expert indices and weights in decreasing probability (ties to the lower index),
+/// renormalized over the k when |normalize|. Shared by the CPU and CUDA kernels.
+TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int64_t e, int top_k, bool normalize,
+                                int32_t* idx, float* wts);
+
 /// 1 / sqrtf(x): two correctly rounded operations, max error 1.5 ulp.
 TPRT_HD float tprt_rsqrtf(float x) { return TPRT_DIVF(1.0f, TPRT_SQRTF(x)); }
 
@@ -400,6 +411,30 @@ TPRT_HD float tprt_row_sum(const float* v, int64_t n) {
   for (int j = 0; j < TPRT_ROW_LANES; ++j) lanes[j] = 0.0f;
   for (int64_t i = 0; i < n; ++i) lanes[i % TPRT_ROW_LANES] = lanes[i % TPRT_ROW_LANES] + v[i];
   return tprt_row_tree(lanes);
+}
+
+TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int64_t e, int top_k, bool normalize,
+                                int32_t* idx, float* wts) {
+  float mx = p[0];
+  for (int64_t i = 1; i < e; ++i)
+    if (p[i] > mx) mx = p[i];
+  for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
+  float sum = tprt_row_sum(p, e);
+  for (int64_t i = 0; i < e; ++i) prob[i] = TPRT_DIVF(p[i], sum);
+  for (int64_t i = 0; i < e; ++i) taken[i] = 0;
+  for (int j = 0; j < top_k; ++j) {
+    int64_t best = -1;
+    for (int64_t i = 0; i < e; ++i)
+      if (!taken[i] && (best < 0 || tprt__moe_prefer(prob[i], prob[best]))) best = i;
+    taken[best] = 1;
+    idx[j] = (int32_t)best;
+    wts[j] = prob[best];
+  }
+  if (normalize) {
+    float total = 0.0f;
+    for (int j = 0; j < top_k; ++j) total = total + wts[j];
+    for (int j = 0; j < top_k; ++j) wts[j] = TPRT_DIVF(wts[j], total);
+  }
 }
 
 /// Canonical sum of squares of v[0..n): as tprt_row_sum with lane = fmaf(v[i], v[i], lane).

@@ -13,7 +13,7 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (routing, MoE backward, quantization, fused MLP) are NULL
+// Ops without a CUDA kernel here (MoE backward, quantization, fused MLP) are NULL
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
@@ -513,6 +513,10 @@ static tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tpr
                                                tprt_tensor_t* dbeta, float eps, int chunks) {
   return tprt_cuda_layernorm_grad(x, gamma, dy, dx, dgamma, dbeta, eps, chunks, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
+                                          int top_k, bool normalize) {
+  return tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -545,6 +549,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .grouped_linear_dgrad_segmented = tprt__cuda_grouped_linear_dgrad_segmented,
     .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
     .glu_grad = tprt__cuda_glu_grad,
+    .moe_route = tprt__cuda_moe_route,
     .rmsnorm_grad = tprt__cuda_rmsnorm_grad,
     .layernorm_grad = tprt__cuda_layernorm_grad,
     .all_reduce = tprt__cuda_all_reduce,

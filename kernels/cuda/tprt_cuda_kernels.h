@@ -148,6 +148,12 @@ tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor
                                        tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                        int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// Top-k routing: bitwise tprt_cpu_moe_route (both run tprt_moe_route_row of tprt_numerics.h),
+/// same validation; one thread per token, softmax work space allocated stream-ordered.
+/// kernels/cuda/moe_route.cu.
+tprt_status_t tprt_cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
+                                  int top_k, bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

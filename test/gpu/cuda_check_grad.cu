@@ -200,7 +200,37 @@ static void ct_check_norm_grads(cudaStream_t stream) {
   }
 }
 
+static void ct_check_moe_route(cudaStream_t stream) {
+  struct {
+    int64_t t, e;
+    int k;
+  } shapes[] = {{1, 1, 1}, {16, 8, 2}, {33, 64, 8}, {257, 128, 4}, {1000, 16, 1}, {7, 256, 256}};
+  uint64_t rng = 0x9A7E;
+  for (const auto& sh : shapes) {
+    for (int dtype : kDtypes) {
+      for (int normalize = 0; normalize < 2; ++normalize) {
+        int64_t ld[2] = {sh.t, sh.e}, od[2] = {sh.t, sh.k};
+        ct_tensor_t logits = ct_make(dtype, 2, ld), idx = ct_make(TPRT_DTYPE_I32, 2, od),
+                    wts = ct_make(TPRT_DTYPE_F32, 2, od);
+        ct_fill(&logits, &rng, CT_DIST_WIDE);
+        char shape[48], params[48];
+        snprintf(shape, sizeof shape, "T=%lld E=%lld", (long long)sh.t, (long long)sh.e);
+        snprintf(params, sizeof params, "k=%d normalize=%d", sh.k, normalize);
+        ct_run_outputs(
+            "moe_route", shape, tprt_dtype_name(dtype), params, {&idx, &wts},
+            [&] { return tprt_cpu_moe_route(&logits.h, &idx.h, &wts.h, sh.k, normalize != 0); },
+            [&](cudaStream_t st) { return tprt_cuda_moe_route(&logits.d, &idx.d, &wts.d, sh.k, normalize != 0, st); },
+            true, stream);
+        ct_free(&logits);
+        ct_free(&idx);
+        ct_free(&wts);
+      }
+    }
+  }
+}
+
 void ct_check_grad_kernels(cudaStream_t stream) {
+  if (ct_selected("moe_route")) ct_check_moe_route(stream);
   ct_check_dense_grads(stream);
   ct_check_grouped_grads(stream);
   if (ct_selected("glu_grad")) ct_check_glu_grad(stream);
