@@ -109,6 +109,12 @@ typedef struct tprt_backend_t {
   tprt_status_t (*to_device)(void* dst, const void* src, size_t bytes);
   tprt_status_t (*to_host)(void* dst, const void* src, size_t bytes);
   tprt_status_t (*synchronize)(void);
+  /// CUDA graphs (tpc-run --graph), on the rank's thread: capture the work queued between begin
+  /// and end into an executable graph, launch it, destroy it. NULL for backends without graphs.
+  tprt_status_t (*graph_begin)(void);
+  tprt_status_t (*graph_end)(void** out_graph);
+  tprt_status_t (*graph_launch)(void* graph);
+  void (*graph_destroy)(void* graph);
 #define TPRT__BACKEND_ENTRY(name, params, args) tprt_status_t(*name) params;
   TPRT_BACKEND_KERNELS(TPRT__BACKEND_ENTRY)
   TPRT_BACKEND_COLLECTIVES(TPRT__BACKEND_ENTRY)

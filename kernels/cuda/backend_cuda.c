@@ -46,6 +46,7 @@ typedef struct {
   size_t scratch_bytes;
   void* lt;  // cuBLASLt handle (fast mode), and its workspace
   void* lt_workspace;
+  bool capturing;  // between graph_begin and graph_end: no host copies, no synchronization
 } tprt__cuda_rank_t;
 
 #define TPRT__LT_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -129,8 +130,18 @@ static void tprt__cuda_free(void* ptr) {
   if (ptr) cudaFree(ptr);
 }
 
+// Host copies and synchronization cannot be captured into a CUDA graph.
+static tprt_status_t tprt__not_capturing(const char* what) {
+  if (!tprt__r.capturing) return NULL;
+  return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                          "--graph: %s during CUDA graph capture (an op without a CUDA kernel runs on the host, or a "
+                          "kernel reads device data back); run without --graph",
+                          what);
+}
+
 static tprt_status_t tprt__cuda_to_device(void* dst, const void* src, size_t bytes) {
   TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__not_capturing("a host-to-device copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, tprt__r.stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
@@ -139,6 +150,7 @@ static tprt_status_t tprt__cuda_to_device(void* dst, const void* src, size_t byt
 
 static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes) {
   TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__not_capturing("a device-to-host copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, tprt__r.stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
@@ -147,13 +159,45 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
 
 static tprt_status_t tprt__cuda_synchronize(void) {
   TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__not_capturing("a stream synchronization"));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
   return NULL;
+}
+
+static tprt_status_t tprt__cuda_graph_begin(void) {
+  TPRT__TRY(tprt__need_rank());
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(tprt__r.stream, cudaStreamCaptureModeThreadLocal));
+  tprt__r.capturing = true;
+  return NULL;
+}
+
+static tprt_status_t tprt__cuda_graph_end(void** out_graph) {
+  *out_graph = NULL;
+  TPRT__TRY(tprt__need_rank());
+  tprt__r.capturing = false;
+  cudaGraph_t graph = NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(tprt__r.stream, &graph));
+  cudaGraphExec_t exec = NULL;
+  cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (err != cudaSuccess) return tprt__cuda_make_status(err, "cudaGraphInstantiate", __FILE__, __LINE__);
+  *out_graph = exec;
+  return NULL;
+}
+
+static tprt_status_t tprt__cuda_graph_launch(void* graph) {
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch((cudaGraphExec_t)graph, tprt__r.stream));
+  return NULL;
+}
+
+static void tprt__cuda_graph_destroy(void* graph) {
+  if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 // A device buffer of at least |bytes| reused by the collectives (stream order keeps uses apart).
 static tprt_status_t tprt__scratch(size_t bytes, char** out) {
   if (bytes > tprt__r.scratch_bytes) {
+    TPRT__TRY(tprt__not_capturing("growing the collective scratch buffer"));
     if (tprt__r.scratch) {
       TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
       TPRT_CUDA_RETURN_IF_ERROR(cudaFree(tprt__r.scratch));
@@ -531,6 +575,10 @@ static const tprt_backend_t tprt__cuda_backend = {
     .to_device = tprt__cuda_to_device,
     .to_host = tprt__cuda_to_host,
     .synchronize = tprt__cuda_synchronize,
+    .graph_begin = tprt__cuda_graph_begin,
+    .graph_end = tprt__cuda_graph_end,
+    .graph_launch = tprt__cuda_graph_launch,
+    .graph_destroy = tprt__cuda_graph_destroy,
     .linear = tprt__cuda_linear,
     .grouped_linear = tprt__cuda_grouped_linear,
     .glu = tprt__cuda_glu,

@@ -3,36 +3,63 @@
 // transposed, with its rows (transpose) or columns (no transpose) taken through an index:
 //   transpose:  dst[c, r] = src[idx(r), c]   dst is [cols, len]
 //   otherwise:  dst[m, r] = src[m, idx(r)]   dst is [rows, len]
-// idx(r) = index ? index[r] : r. Byte copies: no arithmetic, so any float dtype passes unchanged.
+// idx(r) = index ? index[r] : the segmented order of docs/numerics.md ("Segmented contractions")
+// when |order| has chunks > 0 (computed on the device, so that a CUDA graph can capture it), else
+// r. Byte copies: no arithmetic, so any float dtype passes unchanged. Also a constant fill.
 //
 // Launch geometry: one thread per destination element, 256-thread blocks, grid-stride.
 #include "tprt_cuda_internal.cuh"
 
+// Position r of the segmented order over n = len elements (tprt__segmented_order in closed form).
+static __device__ __forceinline__ int64_t tprt__segmented_index(int64_t r, int64_t n, tprt_cuda_order_t o) {
+  const int64_t run = n / ((int64_t)o.chunks * o.segments), per_block = o.chunks / o.blocks;
+  const int64_t c = r / (o.segments * run), within = r % (o.segments * run), j = within / run, i = within % run;
+  return (c / per_block) * (n / o.blocks) + j * (n / o.blocks / o.segments) + (c % per_block) * run + i;
+}
+
 template <typename T>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__gather_2d_kernel(const T* __restrict__ src, int64_t rows, int64_t cols, const int64_t* __restrict__ index,
-                           int64_t len, int transpose, T* __restrict__ dst) {
+                           tprt_cuda_order_t order, int64_t len, int transpose, T* __restrict__ dst) {
   const int64_t total = (transpose ? cols : rows) * len, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    int64_t a = i / len, r = i % len, j = index ? index[r] : r;
+    int64_t a = i / len, r = i % len;
+    int64_t j = index ? index[r] : order.chunks > 0 ? tprt__segmented_index(r, len, order) : r;
     dst[i] = transpose ? src[j * cols + a] : src[a * cols + j];
   }
 }
 
 extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem,
-                                            const int64_t* index, int64_t len, int transpose, void* dst,
-                                            cudaStream_t stream) {
+                                            const int64_t* index, tprt_cuda_order_t order, int64_t len,
+                                            int transpose, void* dst, cudaStream_t stream) {
   int64_t total = (transpose ? cols : rows) * len;
   if (total <= 0) return NULL;
   dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
   if (elem == 2)
     tprt__gather_2d_kernel<uint16_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
-        (const uint16_t*)src, rows, cols, index, len, transpose, (uint16_t*)dst);
+        (const uint16_t*)src, rows, cols, index, order, len, transpose, (uint16_t*)dst);
   else if (elem == 4)
     tprt__gather_2d_kernel<uint32_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
-        (const uint32_t*)src, rows, cols, index, len, transpose, (uint32_t*)dst);
+        (const uint32_t*)src, rows, cols, index, order, len, transpose, (uint32_t*)dst);
   else
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "gather_2d: elements of %d bytes (2 or 4 expected)", elem);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS) tprt__fill_kernel(T* dst, int64_t n, T value) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = value;
+}
+
+extern "C" tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits, cudaStream_t stream) {
+  if (n <= 0) return NULL;
+  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
+  if (elem == 2)
+    tprt__fill_kernel<uint16_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((uint16_t*)dst, n, (uint16_t)bits);
+  else
+    tprt__fill_kernel<uint32_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((uint32_t*)dst, n, bits);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
 }

@@ -24,9 +24,6 @@
     if (tprt__st) return tprt__st;   \
   } while (0)
 
-tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem, const int64_t* index,
-                                  int64_t len, int transpose, void* dst, cudaStream_t stream);
-
 static int tprt__elem(int dtype) { return dtype == TPRT_DTYPE_F32 ? 4 : 2; }
 
 static tprt_status_t tprt__check_2d(const char* op, const char* name, const tprt_tensor_t* t, int rank) {
@@ -53,24 +50,25 @@ static tprt_status_t tprt__upload_index(const int64_t* host, int64_t n, int64_t*
 static tprt_status_t tprt__dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
                                           int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
                                           void** wt, cudaStream_t stream) {
+  // The host order only validates (same checks and messages as the CPU kernel); the device
+  // computes the same order in closed form (tprt_cuda_gather_2d), so nothing is uploaded.
   int64_t* order = NULL;
   TPRT__TRY(tprt__segmented_order(op, n, chunks, segments, blocks, &order));
-  int64_t* d_order = NULL;
-  tprt_status_t s = tprt__upload_index(order, n, &d_order, stream);
+  bool segmented = order != NULL;
   tprt__scratch_free(order);
-  if (s) return s;
+  tprt_cuda_order_t o = {segmented ? chunks : 0, segments, blocks};
   int elem = tprt__elem(dy->dtype);
+  tprt_status_t s = NULL;
   *dyp = dy->data;
   *wt = NULL;
   cudaError_t err = cudaMallocAsync(wt, (size_t)(e * k * n > 0 ? e * k * n : 1) * (size_t)elem, stream);
-  if (err == cudaSuccess && d_order)
+  if (err == cudaSuccess && segmented)
     err = cudaMallocAsync(dyp, (size_t)(dy->dims[0] * n > 0 ? dy->dims[0] * n : 1) * (size_t)elem, stream);
   if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
   for (int64_t i = 0; !s && i < e; ++i)
-    s = tprt_cuda_gather_2d((const char*)w->data + (size_t)(i * n * k) * (size_t)elem, n, k, elem, d_order, n, 1,
+    s = tprt_cuda_gather_2d((const char*)w->data + (size_t)(i * n * k) * (size_t)elem, n, k, elem, NULL, o, n, 1,
                             (char*)*wt + (size_t)(i * k * n) * (size_t)elem, stream);
-  if (!s && d_order) s = tprt_cuda_gather_2d(dy->data, dy->dims[0], n, elem, d_order, n, 0, *dyp, stream);
-  if (d_order) cudaFreeAsync(d_order, stream);
+  if (!s && segmented) s = tprt_cuda_gather_2d(dy->data, dy->dims[0], n, elem, NULL, o, n, 0, *dyp, stream);
   return s;
 }
 
@@ -123,7 +121,8 @@ static tprt_status_t tprt__transposed(const tprt_tensor_t* src, const int64_t* d
   int elem = tprt__elem(src->dtype);
   size_t bytes = (size_t)(src->dims[1] * len > 0 ? src->dims[1] * len : 1) * (size_t)elem;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(out, bytes, stream));
-  return tprt_cuda_gather_2d(src->data, src->dims[0], src->dims[1], elem, d_index, len, 1, *out, stream);
+  tprt_cuda_order_t none = {0, 1, 1};
+  return tprt_cuda_gather_2d(src->data, src->dims[0], src->dims[1], elem, d_index, none, len, 1, *out, stream);
 }
 
 // dw [N,K] = Σ over |len| rows (|d_index|, or all) of dyᵀ·x, canonical over those rows.
@@ -170,20 +169,12 @@ tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, in
   }
   // ones[1,M] in dy's dtype: 1.0 is 0x3F80 in bf16, 0x3C00 in f16, 0x3F800000 in f32.
   int elem = tprt__elem(dy->dtype);
-  void* host = malloc((size_t)m * (size_t)elem);
-  if (!host) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory", op);
-  for (int64_t i = 0; i < m; ++i) {
-    if (dy->dtype == TPRT_DTYPE_F32)
-      ((uint32_t*)host)[i] = 0x3F800000u;
-    else
-      ((uint16_t*)host)[i] = dy->dtype == TPRT_DTYPE_BF16 ? 0x3F80u : 0x3C00u;
-  }
+  uint32_t one = dy->dtype == TPRT_DTYPE_F32 ? 0x3F800000u : dy->dtype == TPRT_DTYPE_BF16 ? 0x3F80u : 0x3C00u;
   void* ones = NULL;
   tprt_status_t s = NULL;
   cudaError_t err = cudaMallocAsync(&ones, (size_t)m * (size_t)elem, stream);
-  if (err == cudaSuccess) err = cudaMemcpyAsync(ones, host, (size_t)m * (size_t)elem, cudaMemcpyHostToDevice, stream);
   if (err != cudaSuccess) s = tprt__cuda_make_status(err, "bias_grad: ones", __FILE__, __LINE__);
-  free(host);
+  if (!s) s = tprt_cuda_fill_bits(ones, m, elem, one, stream);
   void* dyt = NULL;
   if (!s) s = tprt__transposed(dy, NULL, m, &dyt, stream);
   int64_t ad[2] = {n, m}, od[2] = {1, m}, yd[2] = {n, 1};

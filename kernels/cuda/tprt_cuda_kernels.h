@@ -113,6 +113,20 @@ void tprt_cuda_lt_handle_destroy(void* handle);
 tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, void* handle,
                                     void* workspace, size_t workspace_bytes, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// A segmented order (docs/numerics.md, "Segmented contractions"); chunks = 0 means none.
+typedef struct tprt_cuda_order_t {
+  int chunks, segments, blocks;
+} tprt_cuda_order_t;
+
+/// Byte-moving helpers of the backward launchers (kernels/cuda/gather.cu): dst = src [rows, cols]
+/// (elements of |elem| = 2 or 4 bytes) with rows (|transpose|: dst[c, r] = src[idx(r), c]) or
+/// columns (dst[m, r] = src[m, idx(r)]) taken through idx = |index|, or |order|, or identity; and
+/// a fill of |n| elements with the bit pattern |bits|.
+tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem, const int64_t* index,
+                                  tprt_cuda_order_t order, int64_t len, int transpose, void* dst,
+                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The backward contractions, bitwise tprt_cpu_linear_dgrad_segmented, tprt_cpu_linear_wgrad,
 /// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:
 /// the exact forward kernels on transposed (and, for a segmented dgrad, permuted) copies of the

@@ -64,7 +64,31 @@ run_modules() {
   echo "== modules table ($(date -u +%Y-%m-%d), cuda backend, exact numerics; wall time includes start-up)"
   printf '%s\n' "${rows[@]}"
   echo "modules: $pass passed, $fail failed, $skip skipped"
-  MODULES_FAILED=$fail
+  # The same modules replayed as CUDA graphs (tpc-run --graph: a warm-up step, one captured step,
+  # three replays): the hashes must not change. A module whose ops copy to or from the host (the
+  # host fallback, the grouped wgrad's group sizes) cannot be captured and says so: "n/a".
+  local gpass=0 gfail=0 gna=0 grows=()
+  while read -r name; do
+    local err="$BUILD/$name.graph.err" got="$BUILD/$name.graph.got"
+    set +e
+    LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/modules/$name.so" \
+      --backend cuda --graph --repeat 3 --seed 7 --hash 2> "$err" | grep -v '^NCCL' > "$got"
+    set -e
+    if grep -q "GPUs; this machine has" "$err"; then
+      continue
+    elif grep -q -- "--graph:\|capture" "$err" && ! diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
+      gna=$((gna + 1)); grows+=("$(printf '%-18s %-6s %s' "$name" "n/a" "$(grep -o -- '--graph: [^(]*' "$err" | head -n 1)")")
+    elif diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
+      gpass=$((gpass + 1)); grows+=("$(printf '%-18s %-6s %s' "$name" pass "$(grep -o 'median [0-9.]* ms' "$err")")")
+    else
+      gfail=$((gfail + 1)); grows+=("$(printf '%-18s %-6s' "$name" FAIL)"); tail -n 5 "$err"
+    fi
+  done < "$carry/modules/list.txt"
+  echo
+  echo "== the same modules as CUDA graphs (--graph)"
+  printf '%s\n' "${grows[@]}"
+  echo "graphs: $gpass passed, $gfail failed, $gna not capturable"
+  MODULES_FAILED=$((fail + gfail))
   if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]]; then
     echo
     echo "== benchmark: canonical collectives vs NCCL ($(date -u +%Y-%m-%d), $ngpu GPUs)"
@@ -100,6 +124,17 @@ bench_blocks() {
     local ms
     ms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')
     [[ "$mode" == fast ]] && fast_ms[$tp]=$ms
+    if [[ "$mode" == fast ]]; then  # the same step replayed as a CUDA graph
+      LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
+        --backend cuda --graph --seed 7 --repeat 10 > /dev/null 2> "$BUILD/$name.graph.err" || true
+      local gms
+      gms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.graph.err" | awk '{print $2}')
+      [[ -n "$gms" ]] && python3 - "$tp" "fast+graph" "$gms" "$flops" "$ms" "$peer" <<'PY'
+import sys
+tp, mode, ms, flops, fast, peer = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6] or "nan")
+print(f"{tp:>4} {mode:<10} {ms:>8.3f} {flops / tp / (ms * 1e-3) / 1e12:>14.1f} {ms / fast:>9.2f}x {ms / peer:>11.2f}x")
+PY
+    fi
     python3 - "$tp" "$mode" "$ms" "$flops" "${fast_ms[$tp]:-$ms}" "$peer" <<'PY'
 import sys
 tp, mode, ms, flops, fast, peer = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6] or "nan")

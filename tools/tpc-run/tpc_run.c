@@ -51,6 +51,7 @@ typedef struct {
   bool stats;
   bool count_only;  // --count-only: counters without computing (implies --stats)
   const char* backend;  // --backend: "cpu" (default) or "cuda"
+  bool graph;           // --graph: capture one step as a CUDA graph and replay it
 } tpc_run_options_t;
 
 typedef struct {
@@ -59,6 +60,7 @@ typedef struct {
   void* arena;
   double* step_seconds;
   tprt_exec_stats_t stats;
+  int64_t steps_counted;  // the steps whose calls the counters hold (--graph: the warm-up step)
 } tpc_rank_state_t;
 
 typedef struct {
@@ -110,6 +112,8 @@ static void tpc__usage(FILE* out) {
           "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
           "  --stats                 Print per rank and step: GEMM FLOPs, and per collective family the calls\n"
           "                          and bytes sent/received (ring/direct schedule model, docs/runtime.md)\n"
+          "  --graph                 (--backend cuda) run one step, capture the next as a CUDA graph, and time\n"
+          "                          --repeat replays of it (ops that copy to or from the host cannot be captured)\n"
           "  --count-only            --stats without computing: no memory is allocated, no kernel runs and no\n"
           "                          data moves; for shapes too large to run here (e.g. Llama-70B layers)\n"
           "  --repeat R              Run the step R times (default 1) and report timings\n"
@@ -145,6 +149,9 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
       continue;
     } else if (!strcmp(a, "--count-only")) {
       o->count_only = o->stats = true;
+      continue;
+    } else if (!strcmp(a, "--graph")) {
+      o->graph = true;
       continue;
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
@@ -222,6 +229,10 @@ static int tpc__parse_args(int argc, char** argv, tpc_run_options_t* o) {
     return -1;
   }
   if (compile_flags && !o->pipeline) o->pipeline = "infer";
+  if (o->graph && (!o->backend || strcmp(o->backend, "cuda") != 0)) {
+    fprintf(stderr, "tpc-run: error: --graph captures CUDA graphs: it needs --backend cuda\n");
+    return -1;
+  }
   if (o->count_only && (o->hash || o->outputs || o->dump_args || o->weights || o->inputs)) {
     fprintf(stderr, "tpc-run: error: --count-only computes nothing: it takes no --hash, --outputs, --dump-args, "
                     "--weights or --inputs\n");
@@ -410,7 +421,32 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
     tprt_exec_set_backend(exec, b);
   }
   double last_report = tpc__now();
-  for (int i = 0; i < run->opts->repeat && !status; ++i) {
+  st->steps_counted = run->opts->repeat;
+  if (!status && run->opts->graph) {
+    // A warm-up step (it creates communicators and sizes scratch buffers), then one captured
+    // step; the timed steps below replay the graph.
+    int32_t rc = run->fn->entry(exec, args, results, arena);
+    if (!rc) status = b->synchronize();
+    if (rc) status = tprt_exec_take_status(exec);
+    if (exec) st->stats = *tprt_exec_stats(exec);
+    st->steps_counted = 1;
+    void* graph = NULL;
+    if (!status) status = b->graph_begin();
+    if (!status) {
+      rc = run->fn->entry(exec, args, results, arena);
+      tprt_status_t end = b->graph_end(&graph);
+      status = rc ? tprt_exec_take_status(exec) : end;
+      if (rc) tprt_status_free(end);
+    }
+    for (int i = 0; i < run->opts->repeat && !status; ++i) {
+      double t0 = tpc__now();
+      status = b->graph_launch(graph);
+      if (!status) status = b->synchronize();
+      st->step_seconds[i] = tpc__now() - t0;
+    }
+    if (graph) b->graph_destroy(graph);
+  }
+  for (int i = 0; i < run->opts->repeat && !status && !run->opts->graph; ++i) {
     double t0 = tpc__now();
     int32_t rc = run->fn->entry(exec, args, results, arena);
     if (!rc && device) status = b->synchronize();  // the step's time includes the device's work
@@ -425,7 +461,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
       last_report = tpc__now();
     }
   }
-  if (exec) st->stats = *tprt_exec_stats(exec);
+  if (exec && !run->opts->graph) st->stats = *tprt_exec_stats(exec);
   tprt_exec_destroy(exec);
   for (int j = 0; device && !status && j < run->fn->num_results; ++j)
     status = b->to_host(st->results[j], dev.results[j], tprt_tensor_bytes(&run->fn->results[j].layout));
@@ -439,7 +475,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
 // --stats: one line per rank for the GEMM work, then one per collective family it used; per
 // step (the counters add up over --repeat steps).
 static void tpc__print_stats(const tpc_run_t* run, int nranks) {
-  int64_t steps = run->opts->repeat;
+  int64_t steps = run->ranks[0].steps_counted > 0 ? run->ranks[0].steps_counted : 1;
   printf("stats: per step; collective bytes under the ring/direct schedule model (docs/runtime.md)\n");
   printf("stats: %-5s %-15s %6s %14s %14s %16s\n", "rank", "what", "calls", "bytes_sent", "bytes_received",
          "gemm_flops");
@@ -616,7 +652,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < opts.repeat; ++i) sum += s[i];
   fprintf(stderr, "tpc-run: %d step%s: min %.3f ms, median %.3f ms, mean %.3f ms (wall %.3f s); rank 0: %lld GEMM FLOPs/step\n",
           opts.repeat, opts.repeat == 1 ? "" : "s", 1e3 * s[0], 1e3 * s[opts.repeat / 2], 1e3 * sum / opts.repeat, wall,
-          (long long)(run->ranks[0].stats.gemm_flops / opts.repeat));
+          (long long)(run->ranks[0].stats.gemm_flops / (run->ranks[0].steps_counted > 0 ? run->ranks[0].steps_counted : 1)));
   rc = 0;
   goto done;
 
