@@ -17,16 +17,19 @@
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
+#define _POSIX_C_SOURCE 200809L  // nanosleep, clock_gettime
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tprt_allocator.h"
 #include "tprt_backend.h"
 #include "tprt_cpu_kernels.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
+#include "tprt_params.h"
 
 #define TPRT__CUDA_MAX_COMMS 16
 
@@ -47,6 +50,8 @@ typedef struct {
   void* lt;  // cuBLASLt handle (fast mode), and its workspace
   void* lt_workspace;
   bool capturing;  // between graph_begin and graph_end: no host copies, no synchronization
+  tprt_rank_t* rank;
+  int64_t collectives;  // calls so far (fault injection counts them)
 } tprt__cuda_rank_t;
 
 #define TPRT__LT_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -86,6 +91,59 @@ static tprt_status_t tprt__need_rank(void) {
 }
 
 //===----------------------------------------------------------------------===//
+// Waiting for the stream: NCCL failures and hung peers end the world instead of hanging it
+//===----------------------------------------------------------------------===//
+
+static double tprt__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Aborts every communicator of the rank (their kernels return), so that no stream waits forever.
+static void tprt__abort_comms(void) {
+  for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommAbort(tprt__r.comms[i].comm);
+  tprt__r.num_comms = 0;
+}
+
+// Waits for the rank's stream, polling: an NCCL asynchronous error, another rank's failure (the
+// world aborted) or TPRT_COLLECTIVE_TIMEOUT_S seconds without completion abort the rank's NCCL
+// communicators and return a status naming the cause.
+static tprt_status_t tprt__wait_stream(void) {
+  const double start = tprt__now(), timeout = (double)tprt_param_collective_timeout_s();
+  for (int polls = 0;; ++polls) {
+    cudaError_t e = cudaStreamQuery(tprt__r.stream);
+    if (e == cudaSuccess) return NULL;
+    if (e != cudaErrorNotReady) return tprt__cuda_make_status(e, "cudaStreamQuery", __FILE__, __LINE__);
+    for (int i = 0; i < tprt__r.num_comms; ++i) {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(tprt__r.comms[i].comm, &async);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        tprt_status_t s = tprt__nccl_status(async, "an NCCL collective (asynchronous error)");
+        tprt__abort_comms();
+        return s;
+      }
+    }
+    tprt_status_t aborted = tprt__r.rank ? tprt_rank_check_abort(tprt__r.rank) : NULL;
+    if (aborted) {
+      tprt__abort_comms();
+      return tprt_status_annotate(aborted, "while this rank waited for its GPU work; NCCL communicators aborted");
+    }
+    if (timeout > 0 && tprt__now() - start > timeout) {
+      tprt__abort_comms();
+      return tprt_make_status(TPRT_STATUS_DEADLINE_EXCEEDED,
+                              "the rank's GPU work (NCCL collectives included) did not finish within %.0f s "
+                              "(TPRT_COLLECTIVE_TIMEOUT_S): a peer is stuck or gone; NCCL communicators aborted",
+                              timeout);
+    }
+    if (polls > 1000) {  // spin briefly for short steps, then sleep between polls
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Ranks and memory
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +158,7 @@ static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
                             world, world, n);
   memset(&tprt__r, 0, sizeof tprt__r);
   tprt__r.device = index;
+  tprt__r.rank = rank;
   TPRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(tprt__r.device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&tprt__r.stream, cudaStreamNonBlocking));
   tprt__r.active = true;
@@ -144,8 +203,7 @@ static tprt_status_t tprt__cuda_to_device(void* dst, const void* src, size_t byt
   TPRT__TRY(tprt__not_capturing("a host-to-device copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
-  return NULL;
+  return tprt__wait_stream();
 }
 
 static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes) {
@@ -153,15 +211,13 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
   TPRT__TRY(tprt__not_capturing("a device-to-host copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
-  return NULL;
+  return tprt__wait_stream();
 }
 
 static tprt_status_t tprt__cuda_synchronize(void) {
   TPRT__TRY(tprt__need_rank());
   TPRT__TRY(tprt__not_capturing("a stream synchronization"));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
-  return NULL;
+  return tprt__wait_stream();
 }
 
 static tprt_status_t tprt__cuda_graph_begin(void) {
@@ -199,7 +255,7 @@ static tprt_status_t tprt__scratch(size_t bytes, char** out) {
   if (bytes > tprt__r.scratch_bytes) {
     TPRT__TRY(tprt__not_capturing("growing the collective scratch buffer"));
     if (tprt__r.scratch) {
-      TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));
+      TPRT__TRY(tprt__wait_stream());
       TPRT_CUDA_RETURN_IF_ERROR(cudaFree(tprt__r.scratch));
       tprt__r.scratch = NULL;
       tprt__r.scratch_bytes = 0;
@@ -214,6 +270,20 @@ static tprt_status_t tprt__scratch(size_t bytes, char** out) {
 //===----------------------------------------------------------------------===//
 // Communicators
 //===----------------------------------------------------------------------===//
+
+// Fault injection for tests of failure handling: TPRT_CUDA_FAULT="R:N" makes world rank R fail its
+// N-th collective call (counting from 1) instead of issuing it; its peers then wait in NCCL for a
+// partner that never comes, and must end with the world's abort rather than hang.
+static tprt_status_t tprt__fault(void) {
+  const char* spec = getenv("TPRT_CUDA_FAULT");
+  ++tprt__r.collectives;
+  int rank = -1;
+  long long n = 0;
+  if (!spec || sscanf(spec, "%d:%lld", &rank, &n) != 2 || !tprt__r.rank) return NULL;
+  if (tprt_rank_index(tprt__r.rank) != rank || tprt__r.collectives != n) return NULL;
+  return tprt_make_status(TPRT_STATUS_INTERNAL, "injected fault (TPRT_CUDA_FAULT=%s): collective %lld not issued",
+                          spec, n);
+}
 
 // The communicator of the calling rank's group over |mask|, created on first use: group member 0
 // makes the NCCL unique id and the CPU world's all-gather (host memory) hands it to the others.
@@ -312,6 +382,7 @@ static tprt_status_t tprt__convert(const void* src, int dtype, const tprt_tensor
 
 static tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                            tprt_tensor_t* out, tprt_order_t order) {
+  TPRT__TRY(tprt__fault());
   tprt__cuda_comm_t* c = NULL;
   TPRT__TRY(tprt__comm(rank, mask, &c));
   int64_t n = tprt_tensor_numel(in);
@@ -337,6 +408,7 @@ static tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, con
 
 static tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                                tprt_tensor_t* out, int dim, tprt_order_t order) {
+  TPRT__TRY(tprt__fault());
   tprt__cuda_comm_t* c = NULL;
   TPRT__TRY(tprt__comm(rank, mask, &c));
   int64_t outer;
@@ -371,6 +443,7 @@ static tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask,
 
 static tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                            tprt_tensor_t* out, int dim) {
+  TPRT__TRY(tprt__fault());
   tprt__cuda_comm_t* c = NULL;
   TPRT__TRY(tprt__comm(rank, mask, &c));
   if (dim < 0 || dim >= in->rank || tprt_tensor_bytes(out) != (size_t)c->size * tprt_tensor_bytes(in))
@@ -395,6 +468,7 @@ static tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, con
 
 static tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                            tprt_tensor_t* out, int split_dim, int concat_dim) {
+  TPRT__TRY(tprt__fault());
   tprt__cuda_comm_t* c = NULL;
   TPRT__TRY(tprt__comm(rank, mask, &c));
   int g = c->size;

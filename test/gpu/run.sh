@@ -88,7 +88,29 @@ run_modules() {
   echo "== the same modules as CUDA graphs (--graph)"
   printf '%s\n' "${grows[@]}"
   echo "graphs: $gpass passed, $gfail failed, $gna not capturable"
-  MODULES_FAILED=$((fail + gfail))
+  # Failure handling: rank 1 fails its 3rd collective (TPRT_CUDA_FAULT, after the communicators
+  # exist), so rank 0 waits in NCCL for a partner that never comes. The world must end within the
+  # timeout with the injected fault's message (exit 1), not hang (timeout's 124).
+  local ffail=0
+  if (( ngpu >= 2 )); then
+    echo
+    echo "== failure handling: rank 1 fails a collective; rank 0 must not hang"
+    local t0 t1 rc
+    t0=$(date +%s)
+    set +e
+    LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" TPRT_CUDA_FAULT=1:3 TPRT_COLLECTIVE_TIMEOUT_S=60 timeout 180 \
+      "$carry/bin/tpc-run" "$carry/modules/mlp-train-tp2.so" --backend cuda --repeat 3 --seed 7 > /dev/null 2> "$BUILD/fault.err"
+    rc=$?
+    set -e
+    t1=$(date +%s)
+    tail -n 3 "$BUILD/fault.err"
+    if [[ $rc -eq 1 ]] && grep -q "injected fault" "$BUILD/fault.err"; then
+      echo "failure handling: pass (exit $rc after $((t1 - t0)) s)"
+    else
+      echo "failure handling: FAIL (exit $rc after $((t1 - t0)) s)"; ffail=1
+    fi
+  fi
+  MODULES_FAILED=$((fail + gfail + ffail))
   if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]]; then
     echo
     echo "== benchmark: canonical collectives vs NCCL ($(date -u +%Y-%m-%d), $ngpu GPUs)"
