@@ -39,9 +39,9 @@ static tprt_status_t tprt__invert_row_map(const char* op, const tprt_tensor_t* r
   return NULL;
 }
 
-tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
-                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy,
-                                          tprt_tensor_t* dweights) {
+tprt_status_t tprt__check_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                             const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                             const tprt_tensor_t* dy, const tprt_tensor_t* dweights) {
   const char* op = "moe_unpermute_grad";
   char a[96], what[128];
   tprt_status_t s = tprt__check(op, "dout", dout, 2, TPRT__FLOATS);
@@ -75,7 +75,15 @@ tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_
                          tprt__shape_str(dy, a, sizeof a));
   if (s) return s;
   snprintf(what, sizeof what, "weights' shape [T,k] = [%lld,%lld]", (long long)t, (long long)k);
-  s = tprt__check_dims(op, "dweights", dweights, 2, weights->dims, what);
+  return tprt__check_dims(op, "dweights", dweights, 2, weights->dims, what);
+}
+
+tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                          const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy,
+                                          tprt_tensor_t* dweights) {
+  const char* op = "moe_unpermute_grad";
+  tprt_status_t s = tprt__check_moe_unpermute_grad(dout, y, row_map, weights, dy, dweights);
+  int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
   if (s || rows == 0) return s;
   int64_t* inv = NULL;
   s = tprt__scratch(op, (size_t)rows * sizeof(int64_t) + (size_t)h * 2 * sizeof(float), (void**)&inv);
@@ -102,8 +110,8 @@ tprt_status_t tprt_cpu_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_
   return NULL;
 }
 
-tprt_status_t tprt_cpu_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
-                                        int top_k) {
+tprt_status_t tprt__check_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map,
+                                           const tprt_tensor_t* dx, int top_k) {
   const char* op = "moe_permute_grad";
   char a[96], what[128];
   tprt_status_t s = tprt__check(op, "dy", dy, 2, TPRT__FLOATS);
@@ -121,8 +129,16 @@ tprt_status_t tprt_cpu_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tens
                          tprt__shape_str(dy, a, sizeof a));
   if (s) return s;
   snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
-  s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
-  if (s || rows == 0) return s;
+  return tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
+}
+
+tprt_status_t tprt_cpu_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
+                                        int top_k) {
+  const char* op = "moe_permute_grad";
+  tprt_status_t s = tprt__check_moe_permute_grad(dy, row_map, dx, top_k);
+  if (s) return s;
+  int64_t t = dx->dims[0], h = dx->dims[1], k = top_k, rows = t * k;
+  if (rows == 0) return NULL;
   int64_t* inv = NULL;
   s = tprt__scratch(op, (size_t)rows * sizeof(int64_t) + (size_t)h * 2 * sizeof(float), (void**)&inv);
   if (s) return s;
@@ -144,9 +160,8 @@ tprt_status_t tprt_cpu_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tens
   return NULL;
 }
 
-tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
-                                      const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
-                                      bool normalize) {
+tprt_status_t tprt__check_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                         const tprt_tensor_t* dweights, const tprt_tensor_t* dlogits, int top_k) {
   const char* op = "moe_route_grad";
   char a[96], what[96];
   tprt_status_t s = tprt__check(op, "logits", logits, 2, TPRT__FLOATS);
@@ -165,6 +180,15 @@ tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_te
   if (!s && !tprt_tensor_same_layout(logits, dlogits))
     s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dlogits must have logits' shape and dtype %s; got %s", op,
                          tprt__shape_str(logits, what, sizeof what), tprt__shape_str(dlogits, a, sizeof a));
+  return s;
+}
+
+tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                      const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
+                                      bool normalize) {
+  const char* op = "moe_route_grad";
+  tprt_status_t s = tprt__check_moe_route_grad(logits, indices, dweights, dlogits, top_k);
+  int64_t t = logits->dims[0], e = logits->dims[1];
   if (s || t == 0) return s;
   float* buf = NULL;
   s = tprt__scratch(op, (size_t)e * (2 * sizeof(float) + 1), (void**)&buf);
@@ -189,29 +213,8 @@ tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_te
     }
   }
   for (int64_t row = 0; row < t && !s; ++row) {
-    // The forward's probabilities, bit for bit.
     tprt__ld_row(logits->data, logits->dtype, row * e, e, p);
-    float mx = p[0];
-    for (int64_t i = 1; i < e; ++i)
-      if (p[i] > mx) mx = p[i];
-    for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
-    float sum = tprt_row_sum(p, e);
-    for (int64_t i = 0; i < e; ++i) p[i] = p[i] / sum;
-    const int32_t* sel = idx + row * top_k;
-    const float* g = dw + row * top_k;
-    float c = 0.0f;
-    if (normalize) {
-      float total = 0.0f;
-      for (int j = 0; j < top_k; ++j) total = total + p[sel[j]];
-      for (int j = 0; j < top_k; ++j) c = fmaf(p[sel[j]] / total, g[j], c);
-      for (int64_t i = 0; i < e; ++i) dl[i] = 0.0f;
-      for (int j = 0; j < top_k; ++j) dl[sel[j]] = (p[sel[j]] / total) * (g[j] - c);
-    } else {
-      for (int j = 0; j < top_k; ++j) c = fmaf(p[sel[j]], g[j], c);
-      for (int64_t i = 0; i < e; ++i) dl[i] = 0.0f;  // dp, then dl in place
-      for (int j = 0; j < top_k; ++j) dl[sel[j]] = g[j];
-      for (int64_t i = 0; i < e; ++i) dl[i] = p[i] * (dl[i] - c);
-    }
+    tprt_moe_route_grad_row(p, dl, e, idx + row * top_k, dw + row * top_k, top_k, normalize);
     tprt__st_row(dlogits->data, dlogits->dtype, row * e, e, dl);
   }
   tprt__scratch_free(buf);

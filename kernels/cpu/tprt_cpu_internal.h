@@ -110,6 +110,16 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
 tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                     const tprt_tensor_t* weights, int top_k);
 
+/// The shape checks of the MoE backward kernels (cpu_moe_grad.c), shared with the CUDA kernels;
+/// the CPU kernels then also check the data (row_map a permutation, indices distinct experts).
+tprt_status_t tprt__check_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                             const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                             const tprt_tensor_t* dy, const tprt_tensor_t* dweights);
+tprt_status_t tprt__check_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map,
+                                           const tprt_tensor_t* dx, int top_k);
+tprt_status_t tprt__check_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                         const tprt_tensor_t* dweights, const tprt_tensor_t* dlogits, int top_k);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

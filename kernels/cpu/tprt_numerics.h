@@ -437,6 +437,32 @@ TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int
   }
 }
 
+/// One token of tprt_cpu_moe_route_grad (docs/numerics.md, "Backward"): |p| holds the row's E
+/// logits in f32 and becomes the forward's probabilities bit for bit; writes dl[E] for the
+/// selection sel[k] and the weight gradients g[k]. Shared by the CPU and CUDA kernels.
+TPRT_HD void tprt_moe_route_grad_row(float* p, float* dl, int64_t e, const int32_t* sel, const float* g, int top_k,
+                                     bool normalize) {
+  float mx = p[0];
+  for (int64_t i = 1; i < e; ++i)
+    if (p[i] > mx) mx = p[i];
+  for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
+  float sum = tprt_row_sum(p, e);
+  for (int64_t i = 0; i < e; ++i) p[i] = TPRT_DIVF(p[i], sum);
+  float c = 0.0f;
+  if (normalize) {
+    float total = 0.0f;
+    for (int j = 0; j < top_k; ++j) total = total + p[sel[j]];
+    for (int j = 0; j < top_k; ++j) c = TPRT_FMAF(TPRT_DIVF(p[sel[j]], total), g[j], c);
+    for (int64_t i = 0; i < e; ++i) dl[i] = 0.0f;
+    for (int j = 0; j < top_k; ++j) dl[sel[j]] = TPRT_DIVF(p[sel[j]], total) * (g[j] - c);
+  } else {
+    for (int j = 0; j < top_k; ++j) c = TPRT_FMAF(p[sel[j]], g[j], c);
+    for (int64_t i = 0; i < e; ++i) dl[i] = 0.0f;  // dp, then dl in place
+    for (int j = 0; j < top_k; ++j) dl[sel[j]] = g[j];
+    for (int64_t i = 0; i < e; ++i) dl[i] = p[i] * (dl[i] - c);
+  }
+}
+
 /// Canonical sum of squares of v[0..n): as tprt_row_sum with lane = fmaf(v[i], v[i], lane).
 TPRT_HD float tprt_row_sumsq(const float* v, int64_t n) {
   float lanes[TPRT_ROW_LANES];

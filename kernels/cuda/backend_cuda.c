@@ -13,7 +13,7 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (MoE backward, quantization, fused MLP) are NULL
+// Ops without a CUDA kernel here (quantization, fused MLP) are NULL
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
@@ -635,6 +635,20 @@ static tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tens
                                           int top_k, bool normalize) {
   return tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map,
+                                                 tprt_tensor_t* dx, int top_k) {
+  return tprt_cuda_moe_permute_grad(dy, row_map, dx, top_k, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                                   const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                                   tprt_tensor_t* dy, tprt_tensor_t* dweights) {
+  return tprt_cuda_moe_unpermute_grad(dout, y, row_map, weights, dy, dweights, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                               const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
+                                               bool normalize) {
+  return tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -672,6 +686,9 @@ static const tprt_backend_t tprt__cuda_backend = {
     .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
     .glu_grad = tprt__cuda_glu_grad,
     .moe_route = tprt__cuda_moe_route,
+    .moe_permute_grad = tprt__cuda_moe_permute_grad,
+    .moe_unpermute_grad = tprt__cuda_moe_unpermute_grad,
+    .moe_route_grad = tprt__cuda_moe_route_grad,
     .rmsnorm_grad = tprt__cuda_rmsnorm_grad,
     .layernorm_grad = tprt__cuda_layernorm_grad,
     .all_reduce = tprt__cuda_all_reduce,

@@ -201,6 +201,13 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
                             "%s: dy[T,N], x[T,K], group_sizes[S*E] i64 (T divisible by S) and dw[E,N,K] disagree", op);
   if (n == 0 || k == 0) return NULL;
   int64_t segs = g / e, cap = t / segs;
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                            "--graph: %s reads the group sizes back to the host to list each expert's rows, which a "
+                            "CUDA graph cannot capture; run without --graph",
+                            op);
   int64_t* sizes = malloc((size_t)g * sizeof(int64_t));
   int64_t* rows = malloc((size_t)(t > 0 ? t : 1) * sizeof(int64_t));
   tprt_status_t s = sizes && rows ? NULL : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory", op);

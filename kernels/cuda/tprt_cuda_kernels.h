@@ -168,6 +168,20 @@ tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor
 tprt_status_t tprt_cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
                                   int top_k, bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The MoE backward kernels: bitwise tprt_cpu_moe_permute_grad, tprt_cpu_moe_unpermute_grad and
+/// tprt_cpu_moe_route_grad (the route gradient of a token is tprt_moe_route_grad_row of
+/// tprt_numerics.h on both sides). Shapes validated as by the CPU; the data (row_map a
+/// permutation, indices distinct experts) is not. kernels/cuda/moe_grad.cu.
+tprt_status_t tprt_cuda_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
+                                         int top_k, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
+                                           const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
+                                           tprt_tensor_t* dy, tprt_tensor_t* dweights,
+                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
+                                       const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
+                                       bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

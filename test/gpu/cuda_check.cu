@@ -28,7 +28,8 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "glu",           "add",        "mul",          "grouped_linear", "moe_permute",
                                        "moe_unpermute", "moe_bucket", "moe_unbucket", "fill_philox",    "copy",
                                        "linear_dgrad",  "linear_wgrad", "bias_grad",  "grouped_dgrad",  "grouped_wgrad",
-                                       "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route"};
+                                       "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route",
+                                       "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {

@@ -229,7 +229,86 @@ static void ct_check_moe_route(cudaStream_t stream) {
   }
 }
 
+// A random permutation of the T*k slots (row_map) and k distinct experts per token (indices).
+static void ct_moe_maps(ct_tensor_t* row_map, ct_tensor_t* indices, int64_t t, int k, int64_t e, uint64_t* rng) {
+  int32_t* map = (int32_t*)row_map->h.data;
+  for (int64_t i = 0; i < t * k; ++i) map[i] = (int32_t)i;
+  for (int64_t i = t * k - 1; i > 0; --i) {
+    int64_t j = (int64_t)(ct_next(rng) % (uint64_t)(i + 1));
+    int32_t tmp = map[i];
+    map[i] = map[j];
+    map[j] = tmp;
+  }
+  ct_upload(row_map);
+  if (!indices) return;
+  int32_t* idx = (int32_t*)indices->h.data;
+  for (int64_t r = 0; r < t; ++r)
+    for (int j = 0; j < k; ++j) {
+      int32_t cand;
+      bool dup;
+      do {
+        cand = (int32_t)(ct_next(rng) % (uint64_t)e);
+        dup = false;
+        for (int q = 0; q < j; ++q) dup = dup || idx[r * k + q] == cand;
+      } while (dup);
+      idx[r * k + j] = cand;
+    }
+  ct_upload(indices);
+}
+
+static void ct_check_moe_grads(cudaStream_t stream) {
+  struct {
+    int64_t t, h, e;
+    int k;
+  } shapes[] = {{1, 1, 1, 1}, {16, 128, 8, 2}, {33, 257, 16, 4}, {100, 64, 8, 8}, {7, 4096, 64, 2}};
+  uint64_t rng = 0x5EED;
+  for (const auto& sh : shapes) {
+    for (int dtype : kDtypes) {
+      int64_t rows = sh.t * sh.k;
+      int64_t yd[2] = {rows, sh.h}, od[2] = {sh.t, sh.h}, wd[2] = {sh.t, sh.k}, md[1] = {rows}, ld[2] = {sh.t, sh.e};
+      ct_tensor_t y = ct_make(dtype, 2, yd), dout = ct_make(dtype, 2, od), w = ct_make(TPRT_DTYPE_F32, 2, wd);
+      ct_tensor_t map = ct_make(TPRT_DTYPE_I32, 1, md), idx = ct_make(TPRT_DTYPE_I32, 2, wd);
+      ct_tensor_t dy = ct_make(dtype, 2, yd), dw = ct_make(TPRT_DTYPE_F32, 2, wd), dx = ct_make(dtype, 2, od);
+      ct_tensor_t logits = ct_make(dtype, 2, ld), dl = ct_make(dtype, 2, ld), g = ct_make(TPRT_DTYPE_F32, 2, wd);
+      ct_fill(&y, &rng, CT_DIST_MODERATE);
+      ct_fill(&dout, &rng, CT_DIST_MODERATE);
+      ct_fill(&w, &rng, CT_DIST_MODERATE);
+      ct_fill(&logits, &rng, CT_DIST_WIDE);
+      ct_fill(&g, &rng, CT_DIST_MODERATE);
+      ct_moe_maps(&map, &idx, sh.t, sh.k, sh.e, &rng);
+      char shape[48], params[32];
+      snprintf(shape, sizeof shape, "T=%lld H=%lld E=%lld", (long long)sh.t, (long long)sh.h, (long long)sh.e);
+      snprintf(params, sizeof params, "k=%d", sh.k);
+      if (ct_selected("moe_permute_grad"))
+        ct_run(
+            "moe_permute_grad", shape, tprt_dtype_name(dtype), params, &dx,
+            [&] { return tprt_cpu_moe_permute_grad(&y.h, &map.h, &dx.h, sh.k); },
+            [&](cudaStream_t st) { return tprt_cuda_moe_permute_grad(&y.d, &map.d, &dx.d, sh.k, st); }, true, stream);
+      if (ct_selected("moe_unpermute_grad"))
+        ct_run_outputs(
+            "moe_unpermute_grad", shape, tprt_dtype_name(dtype), params, {&dy, &dw},
+            [&] { return tprt_cpu_moe_unpermute_grad(&dout.h, &y.h, &map.h, &w.h, &dy.h, &dw.h); },
+            [&](cudaStream_t st) { return tprt_cuda_moe_unpermute_grad(&dout.d, &y.d, &map.d, &w.d, &dy.d, &dw.d, st); },
+            true, stream);
+      for (int normalize = 0; normalize < 2 && ct_selected("moe_route_grad"); ++normalize) {
+        char p2[32];
+        snprintf(p2, sizeof p2, "k=%d normalize=%d", sh.k, normalize);
+        ct_run(
+            "moe_route_grad", shape, tprt_dtype_name(dtype), p2, &dl,
+            [&] { return tprt_cpu_moe_route_grad(&logits.h, &idx.h, &g.h, &dl.h, sh.k, normalize != 0); },
+            [&](cudaStream_t st) {
+              return tprt_cuda_moe_route_grad(&logits.d, &idx.d, &g.d, &dl.d, sh.k, normalize != 0, st);
+            },
+            true, stream);
+      }
+      ct_tensor_t* all[] = {&y, &dout, &w, &map, &idx, &dy, &dw, &dx, &logits, &dl, &g};
+      for (ct_tensor_t* t : all) ct_free(t);
+    }
+  }
+}
+
 void ct_check_grad_kernels(cudaStream_t stream) {
+  ct_check_moe_grads(stream);
   if (ct_selected("moe_route")) ct_check_moe_route(stream);
   ct_check_dense_grads(stream);
   ct_check_grouped_grads(stream);

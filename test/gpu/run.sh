@@ -76,7 +76,7 @@ run_modules() {
     set -e
     if grep -q "GPUs; this machine has" "$err"; then
       continue
-    elif grep -q -- "--graph:\|capture" "$err" && ! diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
+    elif grep -qi -- "--graph:\|capture" "$err" && ! diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
       gna=$((gna + 1)); grows+=("$(printf '%-18s %-6s %s' "$name" "n/a" "$(grep -o -- '--graph: [^(]*' "$err" | head -n 1)")")
     elif diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
       gpass=$((gpass + 1)); grows+=("$(printf '%-18s %-6s %s' "$name" pass "$(grep -o 'median [0-9.]* ms' "$err")")")
@@ -194,10 +194,10 @@ C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
            kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
            kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
            kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c kernels/cuda/linear_grad.c
-           kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c)
+           kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c)
 CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
             kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
-            kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu
+            kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
             test/gpu/cuda_check.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
 t0=$(date +%s)
 pids=()
