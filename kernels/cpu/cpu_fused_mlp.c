@@ -6,9 +6,8 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
-                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
-                                         int64_t interleave, float alpha, float limit, int chunks) {
+tprt_status_t tprt__check_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                            const tprt_tensor_t* group_sizes, const tprt_tensor_t* y) {
   const char* op = "fused_grouped_mlp";
   char a[96], b[96], c[96];
   tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
@@ -17,7 +16,7 @@ tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tens
   if (!s) s = tprt__check(op, "group_sizes", group_sizes, 1, TPRT__M(TPRT_DTYPE_I64));
   if (!s) s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
   if (s) return s;
-  int64_t t = x->dims[0], h = x->dims[1], e = w1->dims[0], two_f = w1->dims[1], f = two_f / 2;
+  int64_t h = x->dims[1], e = w1->dims[0], two_f = w1->dims[1], f = two_f / 2;
   bool ok = w1->dtype == x->dtype && w2->dtype == x->dtype && w1->dims[2] == h && two_f % 2 == 0 && w2->dims[0] == e &&
             w2->dims[1] == h && w2->dims[2] == f;
   if (!ok)
@@ -28,6 +27,16 @@ tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tens
   if (!tprt_tensor_same_layout(x, y))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: y must have x's shape and dtype %s; got %s", op,
                             tprt__shape_str(x, a, sizeof a), tprt__shape_str(y, b, sizeof b));
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                         int64_t interleave, float alpha, float limit, int chunks) {
+  const char* op = "fused_grouped_mlp";
+  tprt_status_t s = tprt__check_fused_grouped_mlp(x, w1, w2, group_sizes, y);
+  if (s) return s;
+  int64_t t = x->dims[0], two_f = w1->dims[1], f = two_f / 2;
   size_t elem = tprt_dtype_bytes(x->dtype, 1);
   void* mem = NULL;
   s = tprt__scratch(op, (size_t)t * (size_t)(two_f + f) * elem, &mem);

@@ -13,7 +13,7 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (quantization, fused MLP) are NULL
+// Ops without a CUDA kernel here (quantize, dequantize) are NULL
 // entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
@@ -649,6 +649,12 @@ static tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, cons
                                                bool normalize) {
   return tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                                  const tprt_tensor_t* w2, const tprt_tensor_t* group_sizes,
+                                                  tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                                                  float limit, int chunks) {
+  return tprt_cuda_fused_grouped_mlp(x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, chunks, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -686,6 +692,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
     .glu_grad = tprt__cuda_glu_grad,
     .moe_route = tprt__cuda_moe_route,
+    .fused_grouped_mlp = tprt__cuda_fused_grouped_mlp,
     .moe_permute_grad = tprt__cuda_moe_permute_grad,
     .moe_unpermute_grad = tprt__cuda_moe_unpermute_grad,
     .moe_route_grad = tprt__cuda_moe_route_grad,

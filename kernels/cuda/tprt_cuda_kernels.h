@@ -182,6 +182,13 @@ tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_t
                                        const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
                                        bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// grouped_linear -> glu -> grouped_linear with intermediates in x's dtype: bitwise
+/// tprt_cpu_fused_grouped_mlp (same validation). kernels/cuda/fused_mlp.c.
+tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                          const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                          int64_t interleave, float alpha, float limit, int chunks,
+                                          cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

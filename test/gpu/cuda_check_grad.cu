@@ -307,7 +307,42 @@ static void ct_check_moe_grads(cudaStream_t stream) {
   }
 }
 
+static void ct_check_fused_mlp(cudaStream_t stream) {
+  struct {
+    int64_t t, h, f, e;
+    int64_t sizes[6];
+    int64_t num_sizes;
+  } cases[] = {{7, 64, 32, 3, {3, 0, 4}, 3}, {10, 32, 16, 3, {2, 0, 3, 1, 0, 2}, 6}, {64, 128, 96, 2, {40, 24}, 2}};
+  uint64_t rng = 0xF00D;
+  for (const auto& c : cases) {
+    for (int dtype : kDtypes) {
+      for (int kind = 0; kind < 3; ++kind) {
+        int64_t xd[2] = {c.t, c.h}, w1d[3] = {c.e, 2 * c.f, c.h}, w2d[3] = {c.e, c.h, c.f};
+        ct_tensor_t x = ct_make(dtype, 2, xd), w1 = ct_make(dtype, 3, w1d), w2 = ct_make(dtype, 3, w2d),
+                    y = ct_make(dtype, 2, xd), gs = ct_grad_counts(c.sizes, c.num_sizes);
+        ct_fill(&x, &rng, CT_DIST_MODERATE);
+        ct_fill(&w1, &rng, CT_DIST_MODERATE);
+        ct_fill(&w2, &rng, CT_DIST_MODERATE);
+        char shape[48], params[32];
+        snprintf(shape, sizeof shape, "T=%lld H=%lld F=%lld E=%lld", (long long)c.t, (long long)c.h, (long long)c.f,
+                 (long long)c.e);
+        snprintf(params, sizeof params, "kind=%d S=%lld", kind, (long long)(c.num_sizes / c.e));
+        ct_run(
+            "fused_grouped_mlp", shape, tprt_dtype_name(dtype), params, &y,
+            [&] { return tprt_cpu_fused_grouped_mlp(&x.h, &w1.h, &w2.h, &gs.h, &y.h, kind, 0, 1.702f, 7.0f, 8); },
+            [&](cudaStream_t st) {
+              return tprt_cuda_fused_grouped_mlp(&x.d, &w1.d, &w2.d, &gs.d, &y.d, kind, 0, 1.702f, 7.0f, 8, st);
+            },
+            true, stream);
+        ct_tensor_t* all[] = {&x, &w1, &w2, &y, &gs};
+        for (ct_tensor_t* t : all) ct_free(t);
+      }
+    }
+  }
+}
+
 void ct_check_grad_kernels(cudaStream_t stream) {
+  if (ct_selected("fused_grouped_mlp")) ct_check_fused_mlp(stream);
   ct_check_moe_grads(stream);
   if (ct_selected("moe_route")) ct_check_moe_route(stream);
   ct_check_dense_grads(stream);

@@ -1,0 +1,36 @@
+// tprt_cuda_fused_grouped_mlp: bitwise tprt_cpu_fused_grouped_mlp, which is by definition
+// grouped_linear -> glu -> grouped_linear with both intermediates rounded to x's dtype: the same
+// three CUDA kernels in sequence, the intermediates in stream-ordered temporaries. (A fused
+// kernel may replace this later; it must keep these bits.)
+#include "tprt_cpu_internal.h"
+#include "tprt_cuda_kernels.h"
+#include "tprt_cuda_status.h"
+
+tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                          const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                          int64_t interleave, float alpha, float limit, int chunks,
+                                          cudaStream_t stream) {
+  const char* op = "fused_grouped_mlp";
+  tprt_status_t s = tprt__check_fused_grouped_mlp(x, w1, w2, group_sizes, y);
+  if (s) return s;
+  int64_t t = x->dims[0], two_f = w1->dims[1], f = two_f / 2;
+  size_t elem = tprt_dtype_bytes(x->dtype, 1);
+  void* mem = NULL;
+  size_t bytes = (size_t)t * (size_t)(two_f + f) * elem;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&mem, bytes ? bytes : 1, stream));
+  int64_t hdims[2] = {t, two_f}, gdims[2] = {t, f};
+  tprt_tensor_t hidden = tprt_tensor_make(mem, x->dtype, 2, hdims);
+  tprt_tensor_t gated = tprt_tensor_make((char*)mem + (size_t)t * (size_t)two_f * elem, x->dtype, 2, gdims);
+  s = tprt_cuda_grouped_linear(x, w1, group_sizes, &hidden, chunks, stream);
+  if (s) s = tprt_status_annotate(s, "%s fc1", op);
+  if (!s) {
+    s = tprt_cuda_glu(&hidden, &gated, kind, interleave, alpha, limit, stream);
+    if (s) s = tprt_status_annotate(s, "%s activation", op);
+  }
+  if (!s) {
+    s = tprt_cuda_grouped_linear(&gated, w2, group_sizes, y, chunks, stream);
+    if (s) s = tprt_status_annotate(s, "%s fc2", op);
+  }
+  cudaFreeAsync(mem, stream);
+  return s;
+}
