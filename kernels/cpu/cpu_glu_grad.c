@@ -19,8 +19,8 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
-                                int64_t interleave, float alpha, float limit) {
+tprt_status_t tprt__check_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, const tprt_tensor_t* dx, int kind,
+                                   int64_t interleave, float alpha, float limit) {
   const char* op = "glu_grad";
   char a[96], b[96];
   tprt_status_t s = tprt__check_glu(op, x, "dy", dy, kind, interleave, alpha, limit);
@@ -29,6 +29,13 @@ tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy,
   if (!tprt_tensor_same_layout(x, dx))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must have x's shape and dtype %s; got %s", op,
                             tprt__shape_str(x, a, sizeof a), tprt__shape_str(dx, b, sizeof b));
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
+                                int64_t interleave, float alpha, float limit) {
+  tprt_status_t s = tprt__check_glu_grad(x, dy, dx, kind, interleave, alpha, limit);
+  if (s) return s;
   int64_t two_f = x->dims[x->rank - 1], f = two_f / 2;
   int64_t rows = two_f == 0 ? 0 : tprt_tensor_numel(x) / two_f;
   for (int64_t row = 0; row < rows; ++row) {

@@ -124,6 +124,10 @@ tprt_status_t tprt__check_moe_route_grad(const tprt_tensor_t* logits, const tprt
 tprt_status_t tprt__check_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
                                             const tprt_tensor_t* group_sizes, const tprt_tensor_t* y);
 
+/// The argument checks of tprt_cpu_glu_grad, shared with the CUDA kernel.
+tprt_status_t tprt__check_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, const tprt_tensor_t* dx, int kind,
+                                   int64_t interleave, float alpha, float limit);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

@@ -413,14 +413,20 @@ TPRT_HD float tprt_row_sum(const float* v, int64_t n) {
   return tprt_row_tree(lanes);
 }
 
-TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int64_t e, int top_k, bool normalize,
-                                int32_t* idx, float* wts) {
+/// The routing softmax of a token (docs/numerics.md, "MoE routing"): prob[i] = exp(p[i] - max) /
+/// (canonical row sum); |p| gets the exponentials (prob may be p).
+TPRT_HD void tprt__moe_softmax(float* p, float* prob, int64_t e) {
   float mx = p[0];
   for (int64_t i = 1; i < e; ++i)
     if (p[i] > mx) mx = p[i];
   for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
   float sum = tprt_row_sum(p, e);
   for (int64_t i = 0; i < e; ++i) prob[i] = TPRT_DIVF(p[i], sum);
+}
+
+TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int64_t e, int top_k, bool normalize,
+                                int32_t* idx, float* wts) {
+  tprt__moe_softmax(p, prob, e);
   for (int64_t i = 0; i < e; ++i) taken[i] = 0;
   for (int j = 0; j < top_k; ++j) {
     int64_t best = -1;
@@ -442,12 +448,7 @@ TPRT_HD void tprt_moe_route_row(float* p, float* prob, unsigned char* taken, int
 /// selection sel[k] and the weight gradients g[k]. Shared by the CPU and CUDA kernels.
 TPRT_HD void tprt_moe_route_grad_row(float* p, float* dl, int64_t e, const int32_t* sel, const float* g, int top_k,
                                      bool normalize) {
-  float mx = p[0];
-  for (int64_t i = 1; i < e; ++i)
-    if (p[i] > mx) mx = p[i];
-  for (int64_t i = 0; i < e; ++i) p[i] = tprt_expf(p[i] - mx);
-  float sum = tprt_row_sum(p, e);
-  for (int64_t i = 0; i < e; ++i) p[i] = TPRT_DIVF(p[i], sum);
+  tprt__moe_softmax(p, p, e);
   float c = 0.0f;
   if (normalize) {
     float total = 0.0f;

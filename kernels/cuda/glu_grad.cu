@@ -26,14 +26,8 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
                                             int kind, int64_t interleave, float alpha, float limit,
                                             cudaStream_t stream) {
-  const char* op = "glu_grad";
-  char a[96], b[96];
-  tprt_status_t s = tprt__check_glu(op, x, "dy", dy, kind, interleave, alpha, limit);
-  if (!s) s = tprt__check(op, "dx", dx, x->rank, TPRT__FLOATS);
+  tprt_status_t s = tprt__check_glu_grad(x, dy, dx, kind, interleave, alpha, limit);
   if (s) return s;
-  if (!tprt_tensor_same_layout(x, dx))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must have x's shape and dtype %s; got %s", op,
-                            tprt__shape_str(x, a, sizeof a), tprt__shape_str(dx, b, sizeof b));
   int64_t f = x->dims[x->rank - 1] / 2, total = tprt_tensor_numel(dy);
   if (total == 0 || f == 0) return NULL;
   dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));

@@ -95,24 +95,13 @@ static __global__ void __launch_bounds__(TPRT_ROW_LANES)
     tprt__unpermute_dw_kernel(const void* __restrict__ dout, const void* __restrict__ y, const int64_t* __restrict__ inv,
                               float* __restrict__ dw, int64_t slots, int64_t h, int64_t k) {
   __shared__ float sm[TPRT_ROW_LANES / 32 + 1];
-  const unsigned all = 0xFFFFFFFFu;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t slot = blockIdx.x; slot < slots; slot += gridDim.x) {
     const int64_t r = inv[slot], tok = slot / k;
     float v = 0.0f;
     for (int64_t i = threadIdx.x; i < h; i += TPRT_ROW_LANES)
       v = __fmaf_rn(tprt__cuda_ld(y, D, r * h + i), tprt__cuda_ld(dout, D, tok * h + i), v);
-#pragma unroll
-    for (int s = 16; s >= 1; s /= 2) v = __fadd_rn(v, __shfl_down_sync(all, v, s));
-    if (lane == 0) sm[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      float g = lane < TPRT_ROW_LANES / 32 ? sm[lane] : 0.0f;
-#pragma unroll
-      for (int s = TPRT_ROW_LANES / 64; s >= 1; s /= 2) g = __fadd_rn(g, __shfl_down_sync(all, g, s));
-      if (lane == 0) dw[slot] = g;
-    }
-    __syncthreads();
+    const float total = tprt__cuda_row_tree(v, sm);
+    if (threadIdx.x == 0) dw[slot] = total;
   }
 }
 

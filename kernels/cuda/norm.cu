@@ -33,28 +33,6 @@ static_assert(TPRT__NORM_THREADS == 256 && TPRT__NORM_WARPS == 8, "the canonical
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
-/// The canonical row tree over the block's 256 lane values |v| (tprt_row_tree): returns the sum
-/// to every thread. |sm| holds TPRT__NORM_WARPS + 1 floats of shared memory; the trailing
-/// barrier lets the caller reuse it at once.
-static __device__ __forceinline__ float tprt__norm_row_tree(float v, float* sm) {
-  const unsigned all = 0xFFFFFFFFu;  // every lane of the warp takes part
-  const int lane = threadIdx.x % TPRT__NORM_WARP_SIZE, warp = threadIdx.x / TPRT__NORM_WARP_SIZE;
-#pragma unroll
-  for (int s = TPRT__NORM_WARP_SIZE / 2; s >= 1; s /= 2) v = __fadd_rn(v, __shfl_down_sync(all, v, s));
-  if (lane == 0) sm[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float g = lane < TPRT__NORM_WARPS ? sm[lane] : 0.0f;
-#pragma unroll
-    for (int s = TPRT__NORM_WARPS / 2; s >= 1; s /= 2) g = __fadd_rn(g, __shfl_down_sync(all, g, s));
-    if (lane == 0) sm[TPRT__NORM_WARPS] = g;
-  }
-  __syncthreads();
-  float total = sm[TPRT__NORM_WARPS];
-  __syncthreads();
-  return total;
-}
-
 /// One row loop for both norms; |beta| NULL means RMSNorm.
 template <int D>
 static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ x, const void* __restrict__ gamma,
@@ -69,7 +47,7 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
         float v = tprt__cuda_ld(x, D, base + j);
         acc = __fmaf_rn(v, v, acc);
       }
-      const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__norm_row_tree(acc, sm), hf), eps));
+      const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
         float v = tprt__cuda_ld(x, D, base + j);
         tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
@@ -77,13 +55,13 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
     } else {
       float acc = 0.0f;
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
-      const float mean = __fdiv_rn(tprt__norm_row_tree(acc, sm), hf);
+      const float mean = __fdiv_rn(tprt__cuda_row_tree(acc, sm), hf);
       acc = 0.0f;
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
         float d = __fsub_rn(tprt__cuda_ld(x, D, base + j), mean);
         acc = __fmaf_rn(d, d, acc);
       }
-      const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__norm_row_tree(acc, sm), hf), eps));
+      const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
         float d = __fsub_rn(tprt__cuda_ld(x, D, base + j), mean);
         float v = __fmul_rn(__fmul_rn(d, r), tprt__cuda_ld(gamma, g_dtype, j));

@@ -10,40 +10,20 @@
 #include "tprt_cuda_internal.cuh"
 
 #define TPRT__NG_THREADS TPRT_ROW_LANES
-#define TPRT__NG_WARPS (TPRT__NG_THREADS / 32)
-
-static __device__ __forceinline__ float tprt__ng_tree(float v, float* sm) {
-  const unsigned all = 0xFFFFFFFFu;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-  for (int s = 16; s >= 1; s /= 2) v = __fadd_rn(v, __shfl_down_sync(all, v, s));
-  if (lane == 0) sm[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float g = lane < TPRT__NG_WARPS ? sm[lane] : 0.0f;
-#pragma unroll
-    for (int s = TPRT__NG_WARPS / 2; s >= 1; s /= 2) g = __fadd_rn(g, __shfl_down_sync(all, g, s));
-    if (lane == 0) sm[TPRT__NG_WARPS] = g;
-  }
-  __syncthreads();
-  float total = sm[TPRT__NG_WARPS];
-  __syncthreads();
-  return total;
-}
 
 template <int D>
 static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     tprt__norm_grad_rows(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
                          const void* __restrict__ dy, void* __restrict__ dx, float* __restrict__ xh, int64_t m,
                          int64_t h, float hf, float eps, int layernorm) {
-  __shared__ float sm[TPRT__NG_WARPS + 1];
+  __shared__ float sm[TPRT_ROW_LANES / 32 + 1];
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
     const int64_t base = row * h;
     float mean = 0.0f;
     if (layernorm) {
       float acc = 0.0f;
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
-      mean = __fdiv_rn(tprt__ng_tree(acc, sm), hf);
+      mean = __fdiv_rn(tprt__cuda_row_tree(acc, sm), hf);
     }
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
@@ -51,7 +31,7 @@ static __global__ void __launch_bounds__(TPRT__NG_THREADS)
       if (layernorm) d = __fsub_rn(d, mean);
       acc = __fmaf_rn(d, d, acc);
     }
-    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__ng_tree(acc, sm), hf), eps));
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
     float sum_g = 0.0f, dot = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
       float d = tprt__cuda_ld(x, D, base + j);
@@ -62,8 +42,8 @@ static __global__ void __launch_bounds__(TPRT__NG_THREADS)
       sum_g = __fadd_rn(sum_g, g);
       dot = __fmaf_rn(g, xhat, dot);
     }
-    const float a = layernorm ? __fdiv_rn(tprt__ng_tree(sum_g, sm), hf) : 0.0f;
-    const float c = __fdiv_rn(tprt__ng_tree(dot, sm), hf);
+    const float a = layernorm ? __fdiv_rn(tprt__cuda_row_tree(sum_g, sm), hf) : 0.0f;
+    const float c = __fdiv_rn(tprt__cuda_row_tree(dot, sm), hf);
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
       const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       const float t = layernorm ? __fsub_rn(g, a) : g;

@@ -35,6 +35,30 @@ static inline int64_t tprt__cuda_div_up(int64_t n, int64_t d) { return (n + d - 
 /// H100/H200 (132 SMs, at most 8 such blocks each) busy many times over; longer tensors loop.
 #define TPRT__CUDA_EW_MAX_BLOCKS 65536
 
+/// Device helpers of the 256-thread kernels that reduce a row (norm.cu, norm_grad.cu,
+/// moe_grad.cu): one thread per lane of the canonical row reduction.
+/// The canonical row tree over the block's 256 lane values |v| (tprt_row_tree): returns the sum
+/// to every thread. |sm| holds TPRT_ROW_LANES / 32 + 1 floats of shared memory; the trailing
+/// barrier lets the caller reuse it at once.
+static __device__ __forceinline__ float tprt__cuda_row_tree(float v, float* sm) {
+  const unsigned all = 0xFFFFFFFFu;  // every lane of the warp takes part
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int s = 32 / 2; s >= 1; s /= 2) v = __fadd_rn(v, __shfl_down_sync(all, v, s));
+  if (lane == 0) sm[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float g = lane < (TPRT_ROW_LANES / 32) ? sm[lane] : 0.0f;
+#pragma unroll
+    for (int s = (TPRT_ROW_LANES / 32) / 2; s >= 1; s /= 2) g = __fadd_rn(g, __shfl_down_sync(all, g, s));
+    if (lane == 0) sm[(TPRT_ROW_LANES / 32)] = g;
+  }
+  __syncthreads();
+  float total = sm[(TPRT_ROW_LANES / 32)];
+  __syncthreads();
+  return total;
+}
+
 /// Loads element |i| of float storage |p| of |dtype| (bf16, f16 or f32) as f32, exactly, with the
 /// integer conversions of tprt_numerics.h (never the hardware's). A compile-time |dtype| folds
 /// the switch away.
