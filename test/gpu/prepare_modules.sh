@@ -38,6 +38,11 @@ CONFIGS=(
   "moe-ep4|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=4"
   "moe-ep2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2,tp=2"
   "moe-train-tp2|docs/examples/moe.mlir|--pipeline=train --mesh=tp=2"
+  # World size 8 (issue #7; skipped on machines with fewer GPUs).
+  "mlp-tp8|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=8"
+  "mlp-train-sp-tp8|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=8 --sequence-parallel"
+  "moe-tp8|docs/examples/moe.mlir|--pipeline=infer --mesh=tp=8"
+  "moe-ep8|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=8"
 )
 : > "$OUT/modules/list.txt"
 for c in "${CONFIGS[@]}"; do

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The GPU machine's script: builds tprt-cuda-check from the carried sources with plain nvcc / cc
-# command lines (no cmake, no MLIR, no package registry needed), runs it, and prints a short
-# table last. Needs the CUDA 13 toolkit (nvcc) and a host C compiler; works on an H100/H200.
+# The GPU machine's script (no cmake, no MLIR, no package registry needed there). Stages:
+#   1. kernels: builds tprt-cuda-check from the sources with plain nvcc / cc command lines and checks
+#      every CUDA kernel bitwise against its CPU kernel on fresh random inputs (skip: TPC_GPU_KERNELS=0);
+#   2. modules: if build-gpu-carry/ was staged on the MLIR machine (`bash test/gpu/prepare_modules.sh`,
+#      carry that path), runs each precompiled example module with tpc-run --backend cuda (one GPU per
+#      rank; those needing more GPUs are skipped) and compares its hashes with the CPU backend's;
+#      then replays each as a CUDA graph (--graph), and checks that a rank failing a collective ends
+#      the world instead of hanging (TPRT_CUDA_FAULT);
+#   3. with TPC_GPU_BENCH=1: the exact linear vs cuBLAS SGEMM and bf16 (torch), canonical collectives
+#      vs NCCL, the Llama-3-8B-like MLP block fast/exact at TP 1/2/4 vs PyTorch, all in the same run.
+# Short tables are printed last. Needs CUDA 13 (nvcc), NCCL 2.28 and a host C compiler; H100/H200.
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
-# Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a),
-#              TPC_GPU_BENCH=1 (also benchmark the exact linear against torch.matmul, in the same run),
-#              TPC_GPU_BUILD (build directory, default build-gpu), OUT (if set, the full log is
-#              copied there).
-# Exit status: that of tprt-cuda-check (0 all bitwise equal, 1 a mismatch, 77 no device).
+# Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1,
+#              TPC_GPU_KERNELS=0, TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
+#              directory, default build-gpu), OUT (if set, logs and tables are copied there).
+# Exit status: 0 when every check passed, 1 on a mismatch or failure, 77 no device.
 set -euo pipefail
 
 # House rule: NVLink multicast (NVLS) stays off on shared machines. This script never changes
