@@ -13,18 +13,10 @@
 
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
+#include "tprt_quant.h"
 
 static const char* const tprt__format_names[] = {"fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4"};
 static const char* const tprt__axis_names[] = {"rowwise", "columnwise"};
-
-// The layout of one (format, axis) for an x of [m,k].
-typedef struct {
-  int data_dtype, scale_dtype;
-  int block;             // elements per block scale along the scaled axis; 0 = per tensor
-  int64_t data_dims[2];  // [M,K] or, transposed, [K,M]
-  int scale_rank;
-  int64_t scale_dims[2];
-} tprt__quant_layout_t;
 
 static int64_t tprt__rup(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -64,7 +56,7 @@ static tprt__quant_layout_t tprt__layout(int format, int axis, int64_t m, int64_
 }
 
 // Validates the operands of either direction; |x| is the high-precision side.
-static tprt_status_t tprt__check_quant(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* data,
+tprt_status_t tprt__check_quant(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* data,
                                        const tprt_tensor_t* scale, const tprt_tensor_t* global, int format, int axis,
                                        tprt__quant_layout_t* out) {
   char a[96], w[96];
@@ -118,8 +110,7 @@ static tprt_status_t tprt__check_quant(const char* op, const tprt_tensor_t* x, c
   return NULL;
 }
 
-// |x| of float |v| (clears the sign bit).
-static inline float tprt__fabs(float v) { return tprt_f32_from_bits(tprt_f32_bits(v) & 0x7FFFFFFFu); }
+#define tprt__fabs tprt_quant_fabs
 
 // Element (i, j) of the [m,k] input in the quantized layout: block-major along the scaled axis.
 static inline int64_t tprt__data_index(bool transposed, int64_t m, int64_t k, int64_t i, int64_t j) {
@@ -167,67 +158,50 @@ tprt_status_t tprt_cpu_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tpr
       float a = tprt__fabs(tprt__ld(x->data, x->dtype, i));
       if (a > amax) amax = a;
     }
-    float sc = 1.0f;
-    if (amax != 0.0f && amax <= FLT_MAX) {
-      sc = (e4m3 ? 448.0f : 57344.0f) / amax;
-      if (sc > FLT_MAX) sc = tprt__max_finite(x->dtype);
-    }
+    float sc, scale_inv;
+    tprt_quant_fp8_scale(amax, e4m3, tprt__max_finite(x->dtype), &sc, &scale_inv);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < k; ++j) {
         float v = tprt__ld(x->data, x->dtype, i * k + j) * sc;
         q[tprt__data_index(transposed, m, k, i, j)] = e4m3 ? tprt_f32_to_e4m3(v) : tprt_f32_to_e5m2(v);
       }
-    ((float*)scale->data)[0] = 1.0f / sc;
+    ((float*)scale->data)[0] = scale_inv;
     return NULL;
   }
   // Block formats: blocks of |bs| consecutive elements along K (rowwise) or M (columnwise).
   int64_t bs = l.block, s1 = l.scale_dims[1];
   int64_t outer = col ? k : m, nblocks = (col ? m : k) / bs;
-  float s_enc = 1.0f, s_dec = 1.0f, sdec_mul = 0.0f;
+  float s_dec = 1.0f, sdec_mul = 0.0f;
   if (format == TPRT_QUANT_NVFP4) {
     float gamax = 0.0f;
     for (int64_t i = 0; i < n; ++i) {
       float a = tprt__fabs(tprt__ld(x->data, x->dtype, i));
       if (a > gamax) gamax = a;
     }
-    s_enc = 448.0f * 6.0f / gamax;
-    s_enc = fminf(s_enc, FLT_MAX);
-    if (gamax == 0.0f || s_enc == 0.0f) s_enc = 1.0f;
-    // TE forms 1/S_enc in double; for binary32 operands that rounds to the same float as the f32
-    // division (double rounding of a quotient is innocuous for p' >= 2p + 2), which the unit
-    // tests check.
-    s_dec = 1.0f / s_enc;
-    sdec_mul = s_enc * (1.0f / 6.0f);
+    tprt_quant_nvfp4_global(gamax, &s_dec, &sdec_mul);
     ((float*)global_scale->data)[0] = s_dec;
   }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t b = 0; b < nblocks; ++b) {
       float v[32];
-      float bamax = 0.0f;
+      uint8_t codes[32];
       for (int64_t e = 0; e < bs; ++e) {
         int64_t i = col ? b * bs + e : o, j = col ? o : b * bs + e;
         v[e] = tprt__ld(x->data, x->dtype, i * k + j);
-        float a = tprt__fabs(v[e]);
-        if (a > bamax) bamax = a;
       }
+      uint8_t sb = tprt_quant_block(format, v, (int)bs, s_dec, sdec_mul, codes);
       if (format == TPRT_QUANT_MXFP8) {
-        uint8_t se = tprt_e8m0_rceil(bamax * (float)(1.0 / 448.0));
-        float mul = tprt_e8m0_rcp(se);
         // Rowwise scale [row, block]; columnwise [block, column].
-        ((uint8_t*)scale->data)[col ? b * s1 + o : o * s1 + b] = se;
+        ((uint8_t*)scale->data)[col ? b * s1 + o : o * s1 + b] = sb;
         for (int64_t e = 0; e < bs; ++e) {
           int64_t i = col ? b * bs + e : o, j = col ? o : b * bs + e;
-          q[i * k + j] = tprt_f32_to_e4m3(v[e] * mul);
+          q[i * k + j] = codes[e];
         }
       } else {
-        float sdec = bamax * sdec_mul;
-        uint8_t sf = tprt_f32_to_e4m3(fminf(sdec, FLT_MAX));
-        float sfd = tprt_e4m3_to_f32(sf);
-        float senc = sfd == 0.0f ? 0.0f : fminf(1.0f / (sfd * s_dec), FLT_MAX);
-        ((uint8_t*)scale->data)[o * s1 + b] = sf;  // rowwise [row, block]; columnwise [column, block]
+        ((uint8_t*)scale->data)[o * s1 + b] = sb;  // rowwise [row, block]; columnwise [column, block]
         for (int64_t e = 0; e < bs; ++e) {
           int64_t i = col ? b * bs + e : o, j = col ? o : b * bs + e;
-          tprt__put_nibble(q, tprt__data_index(transposed, m, k, i, j), tprt_f32_to_e2m1(v[e] * senc));
+          tprt__put_nibble(q, tprt__data_index(transposed, m, k, i, j), codes[e]);
         }
       }
     }
@@ -248,24 +222,13 @@ tprt_status_t tprt_cpu_dequantize(const tprt_tensor_t* data, const tprt_tensor_t
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < k; ++j) {
       int64_t e = tprt__data_index(transposed, m, k, i, j);
-      float v;
-      switch (format) {
-        case TPRT_QUANT_FP8_E4M3:
-          v = tprt_e4m3_to_f32(q[e]) * ((const float*)scale->data)[0];
-          break;
-        case TPRT_QUANT_FP8_E5M2:
-          v = tprt_e5m2_to_f32(q[e]) * ((const float*)scale->data)[0];
-          break;
-        case TPRT_QUANT_MXFP8:
-          v = tprt_e4m3_to_f32(q[e]) * tprt_e8m0_to_f32(sb[col ? (i / 32) * s1 + j : i * s1 + j / 32]);
-          break;
-        default: {
-          float sfd = tprt_e4m3_to_f32(sb[col ? j * s1 + i / 16 : i * s1 + j / 16]);
-          v = (tprt_e2m1_to_f32(tprt__get_nibble(q, e)) * sfd) * ((const float*)global_scale->data)[0];
-          break;
-        }
-      }
-      tprt__st(x->data, x->dtype, i * k + j, v);
+      float tensor_scale = format <= TPRT_QUANT_FP8_E5M2 ? ((const float*)scale->data)[0] : 0.0f;
+      float global = format == TPRT_QUANT_NVFP4 ? ((const float*)global_scale->data)[0] : 0.0f;
+      uint8_t code = format == TPRT_QUANT_NVFP4 ? tprt__get_nibble(q, e) : q[e];
+      uint8_t scale_byte = format == TPRT_QUANT_MXFP8   ? sb[col ? (i / 32) * s1 + j : i * s1 + j / 32]
+                           : format == TPRT_QUANT_NVFP4 ? sb[col ? j * s1 + i / 16 : i * s1 + j / 16]
+                                                        : 0;
+      tprt__st(x->data, x->dtype, i * k + j, tprt_dequant_value(format, code, scale_byte, tensor_scale, global));
     }
   return NULL;
 }

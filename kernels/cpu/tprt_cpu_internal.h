@@ -128,6 +128,21 @@ tprt_status_t tprt__check_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_t
 tprt_status_t tprt__check_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, const tprt_tensor_t* dx, int kind,
                                    int64_t interleave, float alpha, float limit);
 
+/// The layout of one quantization (format, axis) for an x of [m,k] (cpu_quant.c).
+typedef struct {
+  int data_dtype, scale_dtype;
+  int block;             // elements per block scale along the scaled axis; 0 = per tensor
+  int64_t data_dims[2];  // [M,K] or, transposed, [K,M]
+  int scale_rank;
+  int64_t scale_dims[2];
+} tprt__quant_layout_t;
+
+/// The argument checks of tprt_cpu_quantize / tprt_cpu_dequantize (|op| names the direction;
+/// |x| is the high-precision side), shared with the CUDA kernels; fills |out| with the layout.
+tprt_status_t tprt__check_quant(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* data,
+                                const tprt_tensor_t* scale, const tprt_tensor_t* global, int format, int axis,
+                                tprt__quant_layout_t* out);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

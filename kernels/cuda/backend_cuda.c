@@ -13,8 +13,8 @@
 //   device copies where a dimension other than the outermost is concatenated or split.
 // - the async starts run on the rank's stream at once (stream order makes the result ready for
 //   every later op); wait is a no-op.
-// Ops without a CUDA kernel here (quantize, dequantize) are NULL
-// entries: the ABI's host fallback runs the CPU kernel on host copies (tprt_abi_impl.h).
+// Every compute op has a CUDA kernel; the ABI's host fallback (tprt_abi_impl.h) remains for
+// backends or ops added later without one.
 //
 // Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
 #define _POSIX_C_SOURCE 200809L  // nanosleep, clock_gettime
@@ -655,6 +655,14 @@ static tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const 
                                                   float limit, int chunks) {
   return tprt_cuda_fused_grouped_mlp(x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, chunks, tprt__r.stream);
 }
+static tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
+                                         tprt_tensor_t* global_scale, int format, int axis) {
+  return tprt_cuda_quantize(x, data, scale, global_scale, format, axis, tprt__r.stream);
+}
+static tprt_status_t tprt__cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
+                                           const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis) {
+  return tprt_cuda_dequantize(data, scale, global_scale, x, format, axis, tprt__r.stream);
+}
 static tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   return tprt_cuda_copy(src, dst, tprt__r.stream);
 }
@@ -692,6 +700,8 @@ static const tprt_backend_t tprt__cuda_backend = {
     .grouped_linear_wgrad = tprt__cuda_grouped_linear_wgrad,
     .glu_grad = tprt__cuda_glu_grad,
     .moe_route = tprt__cuda_moe_route,
+    .quantize = tprt__cuda_quantize,
+    .dequantize = tprt__cuda_dequantize,
     .fused_grouped_mlp = tprt__cuda_fused_grouped_mlp,
     .moe_permute_grad = tprt__cuda_moe_permute_grad,
     .moe_unpermute_grad = tprt__cuda_moe_unpermute_grad,

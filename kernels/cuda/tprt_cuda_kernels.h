@@ -189,6 +189,15 @@ tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_ten
                                           int64_t interleave, float alpha, float limit, int chunks,
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// Quantization: bitwise tprt_cpu_quantize / tprt_cpu_dequantize (the arithmetic of
+/// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant.cu.
+tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
+                                 tprt_tensor_t* global_scale, int format, int axis,
+                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
+                                   const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis,
+                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.

@@ -29,7 +29,8 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "moe_unpermute", "moe_bucket", "moe_unbucket", "fill_philox",    "copy",
                                        "linear_dgrad",  "linear_wgrad", "bias_grad",  "grouped_dgrad",  "grouped_wgrad",
                                        "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route",
-                                       "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp"};
+                                       "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
+                                       "quantize",      "dequantize"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {

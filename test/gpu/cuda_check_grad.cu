@@ -341,7 +341,77 @@ static void ct_check_fused_mlp(cudaStream_t stream) {
   }
 }
 
+static int64_t ct_rup(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+// Quantize (CPU vs CUDA: data, scales, global scale) then dequantize the CPU's codes on both sides.
+static void ct_check_quant(cudaStream_t stream) {
+  const int64_t shapes[][2] = {{32, 32}, {64, 96}, {128, 256}, {96, 64}};
+  const int data_dtypes[4] = {TPRT_DTYPE_F8E4M3FN, TPRT_DTYPE_F8E5M2, TPRT_DTYPE_F8E4M3FN, TPRT_DTYPE_F4E2M1FN};
+  const int scale_dtypes[4] = {TPRT_DTYPE_F32, TPRT_DTYPE_F32, TPRT_DTYPE_F8E8M0FNU, TPRT_DTYPE_F8E4M3FN};
+  uint64_t rng = 0x0A47;
+  for (const auto& sh : shapes) {
+    for (int format = 0; format < 4; ++format) {
+      for (int axis = 0; axis < 2; ++axis) {
+        for (int dtype : kDtypes) {
+          int64_t m = sh[0], k = sh[1];
+          bool col = axis == 1, transposed = col && format != 2;
+          int64_t xd[2] = {m, k}, dd[2] = {transposed ? k : m, transposed ? m : k}, sd[2] = {1, 1}, gd[1] = {1};
+          int srank = 1;
+          if (format == 2) {
+            srank = 2;
+            sd[0] = col ? ct_rup(m / 32, 4) : ct_rup(m, 128);
+            sd[1] = col ? ct_rup(k, 128) : ct_rup(k / 32, 4);
+          } else if (format == 3) {
+            srank = 2;
+            sd[0] = col ? ct_rup(k, 128) : ct_rup(m, 128);
+            sd[1] = ct_rup(((col ? m : k) + 15) / 16, 4);
+          }
+          ct_tensor_t x = ct_make(dtype, 2, xd), data = ct_make(data_dtypes[format], 2, dd),
+                      scale = ct_make(scale_dtypes[format], srank, sd), global = ct_make(TPRT_DTYPE_F32, 1, gd),
+                      back = ct_make(dtype, 2, xd);
+          ct_fill(&x, &rng, (format + axis) % 2 ? CT_DIST_WIDE : CT_DIST_MODERATE);
+          tprt_tensor_t* gh = format == 3 ? &global.h : NULL;
+          tprt_tensor_t* gdv = format == 3 ? &global.d : NULL;
+          char shape[32], params[32];
+          snprintf(shape, sizeof shape, "M=%lld K=%lld", (long long)m, (long long)k);
+          snprintf(params, sizeof params, "format=%d axis=%d", format, axis);
+          if (ct_selected("quantize")) {
+            if (format == 3)
+              ct_run_outputs(
+                  "quantize", shape, tprt_dtype_name(dtype), params, {&data, &scale, &global},
+                  [&] { return tprt_cpu_quantize(&x.h, &data.h, &scale.h, gh, format, axis); },
+                  [&](cudaStream_t st) { return tprt_cuda_quantize(&x.d, &data.d, &scale.d, gdv, format, axis, st); },
+                  true, stream);
+            else
+              ct_run_outputs(
+                  "quantize", shape, tprt_dtype_name(dtype), params, {&data, &scale},
+                  [&] { return tprt_cpu_quantize(&x.h, &data.h, &scale.h, gh, format, axis); },
+                  [&](cudaStream_t st) { return tprt_cuda_quantize(&x.d, &data.d, &scale.d, gdv, format, axis, st); },
+                  true, stream);
+          }
+          if (ct_selected("dequantize")) {
+            // The CPU's codes on both sides (the CUDA quantize may not have run).
+            if (tprt_cpu_quantize(&x.h, &data.h, &scale.h, gh, format, axis) == NULL) {
+              ct_upload(&data);
+              ct_upload(&scale);
+              if (format == 3) ct_upload(&global);
+              ct_run(
+                  "dequantize", shape, tprt_dtype_name(dtype), params, &back,
+                  [&] { return tprt_cpu_dequantize(&data.h, &scale.h, gh, &back.h, format, axis); },
+                  [&](cudaStream_t st) { return tprt_cuda_dequantize(&data.d, &scale.d, gdv, &back.d, format, axis, st); },
+                  true, stream);
+            }
+          }
+          ct_tensor_t* all[] = {&x, &data, &scale, &global, &back};
+          for (ct_tensor_t* t : all) ct_free(t);
+        }
+      }
+    }
+  }
+}
+
 void ct_check_grad_kernels(cudaStream_t stream) {
+  ct_check_quant(stream);
   if (ct_selected("fused_grouped_mlp")) ct_check_fused_mlp(stream);
   ct_check_moe_grads(stream);
   if (ct_selected("moe_route")) ct_check_moe_route(stream);
