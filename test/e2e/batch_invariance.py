@@ -36,27 +36,10 @@ import tempfile
 
 import numpy as np
 
-# Raw bits of each dtype: comparisons are bitwise, nothing goes through a float.
-RAW = {"BF16": np.uint16, "F16": np.uint16, "F32": np.uint32, "F64": np.uint64, "I32": np.uint32,
-       "I64": np.uint64, "I8": np.uint8, "U8": np.uint8}
+# Comparisons are bitwise: tensors are read as raw bits (reference.read_safetensors_raw).
+from reference import RAW, read_safetensors_raw as read_safetensors  # noqa: E402
+
 SEED = "7"
-
-
-def read_safetensors(path):
-    """{name: (dtype, raw bits as an unsigned array of the tensor's shape)}"""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        raw = np.frombuffer(body[b:e], dtype=RAW[info["dtype"]]).reshape(info["shape"])
-        out[name] = (info["dtype"], raw)
-    return out
 
 
 def write_safetensors(path, tensors):

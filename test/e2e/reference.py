@@ -20,7 +20,13 @@ import numpy as np
 TOL = {"BF16": (1e-2, 2e-2), "F16": (1e-3, 2e-3), "F32": (1e-5, 1e-5)}
 
 
-def read_safetensors(path):
+# Raw bits of each dtype, as unsigned integers of its width.
+RAW = {"BF16": np.uint16, "F16": np.uint16, "F32": np.uint32, "F64": np.uint64, "I32": np.uint32,
+       "I64": np.uint64, "I8": np.uint8, "U8": np.uint8}
+
+
+def read_safetensors_raw(path):
+    """{name: (dtype, raw bits as an unsigned array of the tensor's shape)}: nothing goes through a float."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -31,8 +37,16 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         b, e = info["data_offsets"]
-        raw = np.frombuffer(body[b:e], dtype={"BF16": np.uint16, "F16": np.float16, "F32": np.float32,
-                                                "I32": np.int32, "I64": np.int64}[info["dtype"]])
+        out[name] = (info["dtype"], np.frombuffer(body[b:e], dtype=RAW[info["dtype"]]).reshape(info["shape"]))
+    return out
+
+
+def read_safetensors(path):
+    out = {}
+    for name, (dtype, bits) in read_safetensors_raw(path).items():
+        raw = bits.reshape(-1).view({"BF16": np.uint16, "F16": np.float16, "F32": np.float32,
+                                     "I32": np.int32, "I64": np.int64}[dtype])
+        info = {"dtype": dtype, "shape": list(bits.shape)}
         if info["dtype"] == "BF16":
             arr = (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         else:
