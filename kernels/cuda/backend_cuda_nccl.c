@@ -1,0 +1,327 @@
+// The CUDA backend's collectives (backend_cuda_impl.h): NCCL communicators per collective group,
+// canonical reductions as NCCL data movement plus tprt_cuda_reduce_staged, byte movement with
+// strided device copies, and the stream wait that turns NCCL failures, world aborts and timeouts
+// into statuses. See backend_cuda.c for the backend as a whole.
+#define _POSIX_C_SOURCE 200809L  // nanosleep, clock_gettime
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_cuda_impl.h"
+#include "tprt_params.h"
+
+tprt_status_t tprt__nccl_status(ncclResult_t r, const char* expr) {
+  return tprt_make_status(TPRT_STATUS_INTERNAL, "%s failed: %s (%s)", expr, ncclGetErrorString(r),
+                          ncclGetLastError(NULL));
+}
+
+//===----------------------------------------------------------------------===//
+// Waiting for the stream: NCCL failures and hung peers end the world instead of hanging it
+//===----------------------------------------------------------------------===//
+
+static double tprt__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Aborts every communicator of the rank (their kernels return), so that no stream waits forever.
+static void tprt__abort_comms(void) {
+  for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommAbort(tprt__r.comms[i].comm);
+  tprt__r.num_comms = 0;
+}
+
+// Waits for the rank's stream, polling: an NCCL asynchronous error, another rank's failure (the
+// world aborted) or TPRT_COLLECTIVE_TIMEOUT_S seconds without completion abort the rank's NCCL
+// communicators and return a status naming the cause.
+tprt_status_t tprt__wait_stream(void) {
+  const double start = tprt__now(), timeout = (double)tprt_param_collective_timeout_s();
+  for (int polls = 0;; ++polls) {
+    cudaError_t e = cudaStreamQuery(tprt__r.stream);
+    if (e == cudaSuccess) return NULL;
+    if (e != cudaErrorNotReady) return tprt__cuda_make_status(e, "cudaStreamQuery", __FILE__, __LINE__);
+    for (int i = 0; i < tprt__r.num_comms; ++i) {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(tprt__r.comms[i].comm, &async);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        tprt_status_t s = tprt__nccl_status(async, "an NCCL collective (asynchronous error)");
+        tprt__abort_comms();
+        return s;
+      }
+    }
+    tprt_status_t aborted = tprt__r.rank ? tprt_rank_check_abort(tprt__r.rank) : NULL;
+    if (aborted) {
+      tprt__abort_comms();
+      return tprt_status_annotate(aborted, "while this rank waited for its GPU work; NCCL communicators aborted");
+    }
+    if (timeout > 0 && tprt__now() - start > timeout) {
+      tprt__abort_comms();
+      return tprt_make_status(TPRT_STATUS_DEADLINE_EXCEEDED,
+                              "the rank's GPU work (NCCL collectives included) did not finish within %.0f s "
+                              "(TPRT_COLLECTIVE_TIMEOUT_S): a peer is stuck or gone; NCCL communicators aborted",
+                              timeout);
+    }
+    if (polls > 1000) {  // spin briefly for short steps, then sleep between polls
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Communicators
+//===----------------------------------------------------------------------===//
+
+// Fault injection for tests of failure handling: TPRT_CUDA_FAULT="R:N" makes world rank R fail its
+// N-th collective call (counting from 1) instead of issuing it; its peers then wait in NCCL for a
+// partner that never comes, and must end with the world's abort rather than hang.
+static tprt_status_t tprt__fault(void) {
+  const char* spec = getenv("TPRT_CUDA_FAULT");
+  ++tprt__r.collectives;
+  int rank = -1;
+  long long n = 0;
+  if (!spec || sscanf(spec, "%d:%lld", &rank, &n) != 2 || !tprt__r.rank) return NULL;
+  if (tprt_rank_index(tprt__r.rank) != rank || tprt__r.collectives != n) return NULL;
+  return tprt_make_status(TPRT_STATUS_INTERNAL, "injected fault (TPRT_CUDA_FAULT=%s): collective %lld not issued",
+                          spec, n);
+}
+
+// The communicator of the calling rank's group over |mask|, created on first use: group member 0
+// makes the NCCL unique id and the CPU world's all-gather (host memory) hands it to the others.
+static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_comm_t** out) {
+  TPRT__TRY(tprt__need_rank());
+  for (int i = 0; i < tprt__r.num_comms; ++i)
+    if (tprt__r.comms[i].mask == mask) {
+      *out = &tprt__r.comms[i];
+      return NULL;
+    }
+  if (tprt__r.num_comms == TPRT__CUDA_MAX_COMMS)
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "more than %d collective groups", TPRT__CUDA_MAX_COMMS);
+  int g = tprt_rank_group_size(rank, mask), index = tprt_rank_group_index(rank, mask);
+  enum { WORDS = (sizeof(ncclUniqueId) + 3) / 4 };
+  int32_t mine[WORDS];
+  int32_t* all = calloc((size_t)g * WORDS, sizeof(int32_t));
+  if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  memset(mine, 0, sizeof mine);
+  ncclUniqueId id;
+  if (index == 0) {
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) {
+      free(all);
+      return tprt__nccl_status(r, "ncclGetUniqueId");
+    }
+    memcpy(mine, &id, sizeof id);
+  }
+  int64_t dm[1] = {WORDS}, da[1] = {(int64_t)g * WORDS};
+  tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I32, 1, dm), gathered = tprt_tensor_make(all, TPRT_DTYPE_I32, 1, da);
+  tprt_status_t s = tprt_all_gather(rank, mask, &in, &gathered, 0);
+  if (!s) memcpy(&id, all, sizeof id);
+  free(all);
+  if (s) return s;
+  tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms];
+  TPRT__NCCL(ncclCommInitRank(&c->comm, g, id, index));
+  c->mask = mask;
+  c->size = g;
+  c->index = index;
+  ++tprt__r.num_comms;
+  *out = c;
+  return NULL;
+}
+
+static bool tprt__nccl_float(int dtype, ncclDataType_t* out) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      *out = ncclBfloat16;
+      return true;
+    case TPRT_DTYPE_F16:
+      *out = ncclFloat16;
+      return true;
+    case TPRT_DTYPE_F32:
+      *out = ncclFloat32;
+      return true;
+    default:
+      return false;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+// Elements before |dim| (the outer count) and bytes from |dim| on (one outer row), of |t|.
+static void tprt__split_at(const tprt_tensor_t* t, int dim, int64_t* outer, size_t* row_bytes) {
+  int64_t o = 1;
+  for (int d = 0; d < dim; ++d) o *= t->dims[d];
+  *outer = o;
+  *row_bytes = o ? tprt_tensor_bytes(t) / (size_t)o : 0;
+}
+
+// Sends block p of |send| (|bytes| each) to group member p and receives member p's block into
+// block p of |recv|, for every p (a copy for the caller itself).
+static tprt_status_t tprt__exchange(tprt__cuda_comm_t* c, const char* send, char* recv, size_t bytes) {
+  TPRT__NCCL(ncclGroupStart());
+  for (int p = 0; p < c->size; ++p) {
+    if (p == c->index) continue;
+    ncclResult_t r = ncclSend(send + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.stream);
+    if (r == ncclSuccess) r = ncclRecv(recv + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.stream);
+    if (r != ncclSuccess) {
+      ncclGroupEnd();
+      return tprt__nccl_status(r, "ncclSend/ncclRecv");
+    }
+  }
+  TPRT__NCCL(ncclGroupEnd());
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(recv + (size_t)c->index * bytes, send + (size_t)c->index * bytes, bytes,
+                                            cudaMemcpyDeviceToDevice, tprt__r.stream));
+  return NULL;
+}
+
+// |in| (or an f32/storage sum of it) converted into |out|'s dtype: a device copy.
+static tprt_status_t tprt__convert(const void* src, int dtype, const tprt_tensor_t* like, tprt_tensor_t* out) {
+  tprt_tensor_t t = tprt_tensor_make((void*)src, dtype, like->rank, like->dims);
+  return tprt_cuda_copy(&t, out, tprt__r.stream);
+}
+
+tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                           tprt_tensor_t* out, tprt_order_t order) {
+  TPRT__TRY(tprt__fault());
+  tprt__cuda_comm_t* c = NULL;
+  TPRT__TRY(tprt__comm(rank, mask, &c));
+  int64_t n = tprt_tensor_numel(in);
+  size_t bytes = tprt_tensor_bytes(in);
+  ncclDataType_t dt;
+  if (!tprt__nccl_float(in->dtype, &dt) || tprt_tensor_numel(out) != n)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_reduce: float input and an output of its size expected");
+  if (c->size == 1) return tprt__convert(in->data, in->dtype, in, out);
+  char* buf = NULL;
+  if (order == TPRT_ORDER_CANONICAL) {
+    TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
+    TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.stream));
+    return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.stream);
+  }
+  if (in->dtype == out->dtype) {
+    TPRT__NCCL(ncclAllReduce(in->data, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+    return NULL;
+  }
+  TPRT__TRY(tprt__scratch(bytes, &buf));
+  TPRT__NCCL(ncclAllReduce(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+  return tprt__convert(buf, in->dtype, in, out);
+}
+
+tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                               tprt_tensor_t* out, int dim, tprt_order_t order) {
+  TPRT__TRY(tprt__fault());
+  tprt__cuda_comm_t* c = NULL;
+  TPRT__TRY(tprt__comm(rank, mask, &c));
+  int64_t outer;
+  size_t row;
+  tprt__split_at(in, dim, &outer, &row);
+  ncclDataType_t dt;
+  if (!tprt__nccl_float(in->dtype, &dt) || dim < 0 || dim >= in->rank || in->dims[dim] % c->size != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "reduce_scatter: float input whose dim %d divides over %d ranks expected", dim, c->size);
+  if (outer != 1)
+    return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
+                            "reduce_scatter along dim %d with leading dims of %lld elements: the cuda backend "
+                            "scatters the outermost dimension only",
+                            dim, (long long)outer);
+  int64_t n = tprt_tensor_numel(in) / c->size;
+  size_t slice = tprt_tensor_bytes(in) / (size_t)c->size;
+  if (c->size == 1) return tprt__convert(in->data, in->dtype, out, out);
+  char* buf = NULL;
+  if (order == TPRT_ORDER_CANONICAL) {
+    TPRT__TRY(tprt__scratch((size_t)c->size * slice, &buf));
+    TPRT__TRY(tprt__exchange(c, in->data, buf, slice));
+    return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.stream);
+  }
+  if (in->dtype == out->dtype) {
+    TPRT__NCCL(ncclReduceScatter(in->data, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+    return NULL;
+  }
+  TPRT__TRY(tprt__scratch(slice, &buf));
+  TPRT__NCCL(ncclReduceScatter(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+  return tprt__convert(buf, in->dtype, out, out);
+}
+
+tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                           tprt_tensor_t* out, int dim) {
+  TPRT__TRY(tprt__fault());
+  tprt__cuda_comm_t* c = NULL;
+  TPRT__TRY(tprt__comm(rank, mask, &c));
+  if (dim < 0 || dim >= in->rank || tprt_tensor_bytes(out) != (size_t)c->size * tprt_tensor_bytes(in))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_gather: output of %d inputs along dim %d expected",
+                            c->size, dim);
+  int64_t outer;
+  size_t row, bytes = tprt_tensor_bytes(in);
+  tprt__split_at(in, dim, &outer, &row);
+  if (outer == 1) {
+    TPRT__NCCL(ncclAllGather(in->data, out->data, bytes, ncclUint8, c->comm, tprt__r.stream));
+    return NULL;
+  }
+  char* buf = NULL;
+  TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
+  TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.stream));
+  for (int p = 0; p < c->size; ++p)
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row, (size_t)c->size * row,
+                                                buf + (size_t)p * bytes, row, row, (size_t)outer,
+                                                cudaMemcpyDeviceToDevice, tprt__r.stream));
+  return NULL;
+}
+
+tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                           tprt_tensor_t* out, int split_dim, int concat_dim) {
+  TPRT__TRY(tprt__fault());
+  tprt__cuda_comm_t* c = NULL;
+  TPRT__TRY(tprt__comm(rank, mask, &c));
+  int g = c->size;
+  if (split_dim < 0 || split_dim >= in->rank || concat_dim < 0 || concat_dim >= in->rank ||
+      in->dims[split_dim] % g != 0 || tprt_tensor_bytes(out) != tprt_tensor_bytes(in))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_to_all: split dim %d must divide over %d ranks",
+                            split_dim, g);
+  size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
+  char* buf = NULL;
+  TPRT__TRY(tprt__scratch(2 * bytes, &buf));
+  char *send = buf, *recv = buf + bytes;
+  // Pack: block p = slice p along split_dim.
+  int64_t outer;
+  size_t row;
+  tprt__split_at(in, split_dim, &outer, &row);
+  size_t part = row / (size_t)g;
+  for (int p = 0; p < g; ++p)
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(send + (size_t)p * slice, part, (const char*)in->data + (size_t)p * part,
+                                                row, part, (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.stream));
+  TPRT__TRY(tprt__exchange(c, send, recv, slice));
+  // Unpack: the slice from member p goes to position p along concat_dim.
+  tprt_tensor_t piece = *in;
+  piece.dims[split_dim] /= g;
+  int64_t outer_c;
+  size_t row_c;
+  tprt__split_at(&piece, concat_dim, &outer_c, &row_c);
+  for (int p = 0; p < g; ++p)
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row_c, (size_t)g * row_c,
+                                                recv + (size_t)p * slice, row_c, row_c, (size_t)outer_c,
+                                                cudaMemcpyDeviceToDevice, tprt__r.stream));
+  return NULL;
+}
+
+// The async forms run at once on the rank's stream; the future is a marker that wait accepts.
+static char tprt__cuda_done;
+
+tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                                 tprt_tensor_t* out, int dim, tprt_future_t** out_future) {
+  *out_future = (tprt_future_t*)&tprt__cuda_done;
+  return tprt__cuda_all_gather(rank, mask, in, out, dim);
+}
+
+tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                                     tprt_tensor_t* out, int dim, tprt_order_t order,
+                                                     tprt_future_t** out_future) {
+  *out_future = (tprt_future_t*)&tprt__cuda_done;
+  return tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
+}
+
+tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
+  (void)rank;
+  if (future == (tprt_future_t*)&tprt__cuda_done) return NULL;
+  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "wait: not a future of the cuda backend");
+}
