@@ -299,31 +299,7 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     ok = mlirLogicalResultIsSuccess(tpc__ad_func(A, &funcs));
     tpc_text_free(&A->body);
   }
-  if (ok) {
-    tpc_text_t text = {0};
-    tpc_text_printf(&text, "module {\n%s}\n", funcs.data ? funcs.data : "");
-    MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
-    if (mlirModuleIsNull(parsed)) {
-      fprintf(stderr, "tp-autodiff: the training step that failed to parse:\n%s", text.data ? text.data : "");
-      mlirEmitError(mlirOperationGetLocation(module), "tp-autodiff: internal error: the training step does not parse");
-      ok = false;
-    } else {
-      MlirOperation o = mlirBlockGetFirstOperation(top);
-      while (!mlirOperationIsNull(o)) {
-        MlirOperation next = mlirOperationGetNextInBlock(o);
-        if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)), mlirStringRefCreateFromCString("func.func")))
-          mlirOperationDestroy(o);
-        o = next;
-      }
-      MlirBlock src = mlirModuleGetBody(parsed);
-      for (MlirOperation f = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(f); f = mlirBlockGetFirstOperation(src)) {
-        mlirOperationRemoveFromParent(f);
-        mlirBlockAppendOwnedOperation(top, f);
-      }
-      mlirModuleDestroy(parsed);
-    }
-    tpc_text_free(&text);
-  }
+  if (ok) ok = tpc_replace_functions(module, funcs.data, "tp-autodiff", "training step");
   tpc_text_free(&funcs);
   free(A);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();

@@ -1,7 +1,11 @@
 // External pass glue shared by every tpc pass.
 #include "pass_util.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "mlir-c/Diagnostics.h"
+#include "text_buffer.h"
 
 typedef struct {
   tpc_pass_info_t* info;
@@ -43,4 +47,35 @@ MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options) {
   return mlirCreateExternalPass(mlirTypeIDCreate(info->type_id_storage), arg, arg,
                                 mlirStringRefCreateFromCString(info->description), mlirStringRefCreate("", 0), 0,
                                 NULL, callbacks, state);
+}
+
+bool tpc_replace_functions(MlirOperation module, const char* funcs, const char* pass, const char* what) {
+  tpc_text_t text = {0};
+  tpc_text_printf(&text, "module {\n%s}\n", funcs ? funcs : "");
+  MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
+  bool ok = !mlirModuleIsNull(parsed);
+  if (!ok) {
+    // The diagnostics point into this text; print it so the bug can be reported.
+    fprintf(stderr, "%s: the %s that failed to parse:\n%s", pass, what, text.data ? text.data : "");
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: internal error: the %s does not parse", pass, what);
+    mlirEmitError(mlirOperationGetLocation(module), msg);
+  } else {
+    MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
+    MlirOperation o = mlirBlockGetFirstOperation(top);
+    while (!mlirOperationIsNull(o)) {
+      MlirOperation next = mlirOperationGetNextInBlock(o);
+      if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)), mlirStringRefCreateFromCString("func.func")))
+        mlirOperationDestroy(o);
+      o = next;
+    }
+    MlirBlock src = mlirModuleGetBody(parsed);
+    for (MlirOperation f = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(f); f = mlirBlockGetFirstOperation(src)) {
+      mlirOperationRemoveFromParent(f);
+      mlirBlockAppendOwnedOperation(top, f);
+    }
+    mlirModuleDestroy(parsed);
+  }
+  tpc_text_free(&text);
+  return ok;
 }

@@ -5,6 +5,8 @@
 #ifndef TPC_PASS_UTIL_H_
 #define TPC_PASS_UTIL_H_
 
+#include <stdbool.h>
+
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
@@ -29,6 +31,12 @@ typedef struct tpc_pass_info_t {
 /// |options|; ownership of the pass goes to the caller (usually a pass manager). |info| and
 /// |options| must outlive the pass.
 MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options);
+
+/// The passes that rewrite whole functions as text (tp-shard, tp-autodiff): parses |funcs| (the
+/// new func.func ops) and replaces every func.func of |module| by them. When the text does not
+/// parse (an internal error), prints it to stderr, emits "<pass>: internal error: the <what> does
+/// not parse" at |module| and returns false, leaving the module unchanged.
+bool tpc_replace_functions(MlirOperation module, const char* funcs, const char* pass, const char* what);
 
 #ifdef __cplusplus
 }

@@ -610,32 +610,7 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
     ok = mlirLogicalResultIsSuccess(tpc__shard_func(S, &funcs));
     tpc_text_free(&S->body);
   }
-  if (ok) {
-    tpc_text_t text = {0};
-    tpc_text_printf(&text, "module {\n%s}\n", funcs.data ? funcs.data : "");
-    MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
-    if (mlirModuleIsNull(parsed)) {
-      // The diagnostics above point into this text; print it so the bug can be reported.
-      fprintf(stderr, "tp-shard: the sharded IR that failed to parse:\n%s", text.data ? text.data : "");
-      mlirEmitError(mlirOperationGetLocation(module), "tp-shard: internal error: the sharded IR does not parse");
-      ok = false;
-    } else {
-      MlirOperation o = mlirBlockGetFirstOperation(top);
-      while (!mlirOperationIsNull(o)) {
-        MlirOperation next = mlirOperationGetNextInBlock(o);
-        MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(o));
-        if (mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.func"))) mlirOperationDestroy(o);
-        o = next;
-      }
-      MlirBlock src = mlirModuleGetBody(parsed);
-      for (MlirOperation f = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(f); f = mlirBlockGetFirstOperation(src)) {
-        mlirOperationRemoveFromParent(f);
-        mlirBlockAppendOwnedOperation(top, f);
-      }
-      mlirModuleDestroy(parsed);
-    }
-    tpc_text_free(&text);
-  }
+  if (ok) ok = tpc_replace_functions(module, funcs.data, "tp-shard", "sharded IR");
   tpc_text_free(&funcs);
   free(S);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();

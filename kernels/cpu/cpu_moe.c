@@ -87,31 +87,36 @@ tprt_status_t tprt__check_moe_permute(const tprt_tensor_t* x, const tprt_tensor_
   return tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
 }
 
-tprt_status_t tprt__check_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
-                                        const tprt_tensor_t* weights, const tprt_tensor_t* out) {
-  const char* op = "moe_unpermute";
-  char a[96], what[96];
-  tprt_status_t s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
-  if (!s) s = tprt__check(op, "weights", weights, 2, TPRT__M(TPRT_DTYPE_F32));
-  if (!s) s = tprt__check(op, "out", out, 2, TPRT__FLOATS);
-  if (s) return s;
+tprt_status_t tprt__check_combine_dims(const char* op, const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                       const tprt_tensor_t* weights, const tprt_tensor_t* out, const char* out_name) {
+  char a[96], what[128];
   int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
   snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] (weights is [T,k] = [%lld,%lld])", (long long)rows, (long long)h,
            (long long)t, (long long)k);
   int64_t ydims[2] = {rows, h}, odims[2] = {t, h};
-  s = tprt__check_dims(op, "y", y, 2, ydims, what);
+  tprt_status_t s = tprt__check_dims(op, "y", y, 2, ydims, what);
   if (s) return s;
   snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
   s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
   if (s) return s;
   snprintf(what, sizeof what, "[T,H] = [%lld,%lld] of y's dtype %s", (long long)t, (long long)h,
            tprt_dtype_name(y->dtype));
-  s = tprt__check_dims(op, "out", out, 2, odims, what);
+  s = tprt__check_dims(op, out_name, out, 2, odims, what);
   if (!s && out->dtype != y->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: out must be %s; got %s", op, what,
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be %s; got %s", op, out_name, what,
                          tprt__shape_str(out, a, sizeof a));
   return s;
+}
+
+tprt_status_t tprt__check_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                        const tprt_tensor_t* weights, const tprt_tensor_t* out) {
+  const char* op = "moe_unpermute";
+  tprt_status_t s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "row_map", row_map, 1, TPRT__M(TPRT_DTYPE_I32));
+  if (!s) s = tprt__check(op, "weights", weights, 2, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, "out", out, 2, TPRT__FLOATS);
+  if (s) return s;
+  return tprt__check_combine_dims(op, y, row_map, weights, out, "out");
 }
 
 tprt_status_t tprt_cpu_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,

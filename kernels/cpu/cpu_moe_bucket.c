@@ -25,9 +25,7 @@ static tprt_status_t tprt__check_rows(const char* op, const char* name, const tp
   return tprt__check(op, name, t, 2, TPRT__ANY_DTYPE);
 }
 
-// Validates either direction: |bucketing| says whether x is the expert-sorted [R,H] side (moe_bucket)
-// or the [B*R,H] buckets (moe_unbucket). On success returns the bytes of one row.
-static tprt_status_t tprt__bucket_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
+tprt_status_t tprt__check_bucket_shapes(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
                                         const tprt_tensor_t* y, int buckets, bool bucketing, size_t* out_row_bytes) {
   char a[96], what[128];
   tprt_status_t s = tprt__check_rows(op, "x", x);
@@ -59,6 +57,20 @@ static tprt_status_t tprt__bucket_check(const char* op, const tprt_tensor_t* x, 
   if (h % 8 * tprt_dtype_bits(rows->dtype) % 8 != 0)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: rows of H=%lld %s elements are not whole bytes", op,
                             (long long)h, tprt_dtype_name(rows->dtype));
+  *out_row_bytes = tprt_dtype_bytes(rows->dtype, h);
+  return NULL;
+}
+
+// Validates either direction: |bucketing| says whether x is the expert-sorted [R,H] side (moe_bucket)
+// or the [B*R,H] buckets (moe_unbucket); the shapes, then the counts (host data). On success
+// returns the bytes of one row.
+static tprt_status_t tprt__bucket_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
+                                        const tprt_tensor_t* y, int buckets, bool bucketing, size_t* out_row_bytes) {
+  tprt_status_t s = tprt__check_bucket_shapes(op, x, group_sizes, y, buckets, bucketing, out_row_bytes);
+  if (s) return s;
+  const tprt_tensor_t* rows = bucketing ? x : y;
+  const char* rows_name = bucketing ? "x" : "y";
+  int64_t r = rows->dims[0], e = group_sizes->dims[0];
   const int64_t* sizes = (const int64_t*)group_sizes->data;
   int64_t total = 0;
   for (int64_t i = 0; i < e; ++i) {
@@ -70,7 +82,6 @@ static tprt_status_t tprt__bucket_check(const char* op, const tprt_tensor_t* x, 
   if (total != r)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes sum to %lld but %s has R=%lld rows", op,
                             (long long)total, rows_name, (long long)r);
-  *out_row_bytes = tprt_dtype_bytes(rows->dtype, h);
   return NULL;
 }
 

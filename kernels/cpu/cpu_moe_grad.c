@@ -51,22 +51,10 @@ tprt_status_t tprt__check_moe_unpermute_grad(const tprt_tensor_t* dout, const tp
   if (!s) s = tprt__check(op, "dy", dy, 2, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "dweights", dweights, 2, TPRT__M(TPRT_DTYPE_F32));
   if (s) return s;
+  s = tprt__check_combine_dims(op, y, row_map, weights, dout, "dout");
+  if (s) return s;
   int64_t t = weights->dims[0], k = weights->dims[1], h = y->dims[1], rows = t * k;
-  int64_t ydims[2] = {rows, h}, odims[2] = {t, h};
-  snprintf(what, sizeof what, "[T*k,H] = [%lld,%lld] (weights is [T,k] = [%lld,%lld])", (long long)rows, (long long)h,
-           (long long)t, (long long)k);
-  s = tprt__check_dims(op, "y", y, 2, ydims, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T*k] = [%lld]", (long long)rows);
-  s = tprt__check_dims(op, "row_map", row_map, 1, &rows, what);
-  if (s) return s;
-  snprintf(what, sizeof what, "[T,H] = [%lld,%lld] of y's dtype %s", (long long)t, (long long)h,
-           tprt_dtype_name(y->dtype));
-  s = tprt__check_dims(op, "dout", dout, 2, odims, what);
-  if (!s && dout->dtype != y->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dout must be %s; got %s", op, what,
-                         tprt__shape_str(dout, a, sizeof a));
-  if (s) return s;
+  int64_t ydims[2] = {rows, h};
   snprintf(what, sizeof what, "y's shape and dtype [%lld,%lld] %s", (long long)rows, (long long)h,
            tprt_dtype_name(y->dtype));
   s = tprt__check_dims(op, "dy", dy, 2, ydims, what);

@@ -110,6 +110,17 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
 tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                     const tprt_tensor_t* weights, int top_k);
 
+/// The shape checks of tprt_cpu_moe_bucket / tprt_cpu_moe_unbucket (|bucketing| selects the
+/// direction), without the check of the counts, which are host data only on the CPU; shared with
+/// the CUDA kernels. On success returns the bytes of one row.
+tprt_status_t tprt__check_bucket_shapes(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
+                                        const tprt_tensor_t* y, int buckets, bool bucketing, size_t* out_row_bytes);
+
+/// The shape checks shared by moe_unpermute and its gradient: y [T*k,H], row_map [T*k] and the
+/// combined rows |out| [T,H] of y's dtype (named |out_name| in messages), for weights [T,k].
+tprt_status_t tprt__check_combine_dims(const char* op, const tprt_tensor_t* y, const tprt_tensor_t* row_map,
+                                       const tprt_tensor_t* weights, const tprt_tensor_t* out, const char* out_name);
+
 /// The shape checks of the MoE backward kernels (cpu_moe_grad.c), shared with the CUDA kernels;
 /// the CPU kernels then also check the data (row_map a permutation, indices distinct experts).
 tprt_status_t tprt__check_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,

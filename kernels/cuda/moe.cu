@@ -253,58 +253,8 @@ extern "C" __global__ void __launch_bounds__(TPRT__MOE_ROW_THREADS)
 #define TPRT__BYTE_DTYPES                                                                                     \
   (TPRT__FLOATS | TPRT__M(TPRT_DTYPE_F8E4M3FN) | TPRT__M(TPRT_DTYPE_F8E5M2) | TPRT__M(TPRT_DTYPE_F8E8M0FNU) | \
    TPRT__M(TPRT_DTYPE_I32) | TPRT__M(TPRT_DTYPE_I64))
-// Every dtype: bucket rows are moved as bytes (cpu_moe_bucket.c).
-#define TPRT__ANY_DTYPE ((1u << TPRT_DTYPE_COUNT) - 1u)
 
 
-
-// tprt__check_rows of cpu_moe_bucket.c.
-static tprt_status_t tprt__cuda_check_rows(const char* op, const char* name, const tprt_tensor_t* t) {
-  if (!t || t->rank < 0 || t->rank > TPRT_MAX_RANK) return tprt__check(op, name, t, 2, TPRT__ANY_DTYPE);
-  if (t->rank != 2 || t->dtype < 0 || t->dtype >= TPRT_DTYPE_COUNT) {
-    char a[96];
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be a rank-2 tensor of any dtype; got %s", op,
-                            name, tprt__shape_str(t, a, sizeof a));
-  }
-  return tprt__check(op, name, t, 2, TPRT__ANY_DTYPE);
-}
-
-// tprt__bucket_check of cpu_moe_bucket.c without the loop over the counts (device data).
-static tprt_status_t tprt__cuda_check_bucket(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
-                                             const tprt_tensor_t* y, int buckets, bool bucketing,
-                                             size_t* out_row_bytes) {
-  char a[96], what[128];
-  tprt_status_t s = tprt__cuda_check_rows(op, "x", x);
-  if (!s) s = tprt__check(op, "group_sizes", group_sizes, 1, TPRT__M(TPRT_DTYPE_I64));
-  if (!s) s = tprt__cuda_check_rows(op, "y", y);
-  if (s) return s;
-  const tprt_tensor_t *rows = bucketing ? x : y, *padded = bucketing ? y : x;
-  const char *rows_name = bucketing ? "x" : "y", *padded_name = bucketing ? "y" : "x";
-  int64_t r = rows->dims[0], h = rows->dims[1], e = group_sizes->dims[0];
-  if (buckets < 1) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: buckets=%d must be >= 1", op, buckets);
-  if (e < 1)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: group_sizes must have E >= 1 entries; got %s", op,
-                            tprt__shape_str(group_sizes, a, sizeof a));
-  if (e % buckets != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: E=%lld experts are not divisible by buckets=%d", op,
-                            (long long)e, buckets);
-  if (r > INT64_MAX / buckets)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: B*R = %d*%lld rows overflows int64", op, buckets,
-                            (long long)r);
-  snprintf(what, sizeof what, "[B*R,H] = [%lld,%lld] of %s's dtype %s", (long long)(buckets * r), (long long)h,
-           rows_name, tprt_dtype_name(rows->dtype));
-  int64_t pdims[2] = {buckets * r, h};
-  s = tprt__check_dims(op, padded_name, padded, 2, pdims, what);
-  if (!s && padded->dtype != rows->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be %s; got %s", op, padded_name, what,
-                         tprt__shape_str(padded, a, sizeof a));
-  if (s) return s;
-  if (h % 8 * tprt_dtype_bits(rows->dtype) % 8 != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: rows of H=%lld %s elements are not whole bytes", op,
-                            (long long)h, tprt_dtype_name(rows->dtype));
-  *out_row_bytes = tprt_dtype_bytes(rows->dtype, h);
-  return NULL;
-}
 
 // ------------------------------------------------------------------------------------------------
 // Kernel launchers
@@ -386,7 +336,7 @@ tprt_status_t tprt_cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_
 static tprt_status_t tprt__cuda_bucket_launch(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* group_sizes,
                                               tprt_tensor_t* y, int buckets, bool bucketing, cudaStream_t stream) {
   size_t row_bytes = 0;
-  tprt_status_t s = tprt__cuda_check_bucket(op, x, group_sizes, y, buckets, bucketing, &row_bytes);
+  tprt_status_t s = tprt__check_bucket_shapes(op, x, group_sizes, y, buckets, bucketing, &row_bytes);
   if (s || row_bytes == 0) return s;
   int64_t r = bucketing ? x->dims[0] : y->dims[0], b = buckets, per_bucket = group_sizes->dims[0] / buckets;
   int64_t dst_rows = bucketing ? b * r : r, rb = (int64_t)row_bytes;
