@@ -104,7 +104,7 @@ tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr) {
 
 void tprt__scratch_free(void* ptr) { tprt_allocator_free(tprt_allocator_system(), ptr); }
 
-tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
+tprt_status_t tprt__check_copy(const tprt_tensor_t* src, const tprt_tensor_t* dst) {
   const char* op = "copy";
   unsigned any = (1u << TPRT_DTYPE_COUNT) - 1u;
   tprt_status_t s = tprt__check(op, "src", src, src ? src->rank : 0, any);
@@ -114,15 +114,21 @@ tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   snprintf(what, sizeof what, "src's shape %s", tprt__shape_str(src, a, sizeof a));
   s = tprt__check_dims(op, "dst", dst, src->rank, src->dims, what);
   if (s) return s;
+  if (src->dtype != dst->dtype && (!(TPRT__FLOATS & TPRT__M(src->dtype)) || !(TPRT__FLOATS & TPRT__M(dst->dtype))))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "copy: converting %s to %s is not supported (only between bf16, f16 and f32)",
+                            tprt_dtype_name(src->dtype), tprt_dtype_name(dst->dtype));
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
+  tprt_status_t s = tprt__check_copy(src, dst);
+  if (s) return s;
   int64_t n = tprt_tensor_numel(src);
   if (src->dtype == dst->dtype) {
     if (n > 0) memmove(dst->data, src->data, tprt_tensor_bytes(src));
     return NULL;
   }
-  if (!(TPRT__FLOATS & TPRT__M(src->dtype)) || !(TPRT__FLOATS & TPRT__M(dst->dtype)))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "copy: converting %s to %s is not supported (only between bf16, f16 and f32)",
-                            tprt_dtype_name(src->dtype), tprt_dtype_name(dst->dtype));
   for (int64_t i = 0; i < n; ++i) tprt__st(dst->data, dst->dtype, i, tprt__ld(src->data, src->dtype, i));
   return NULL;
 }

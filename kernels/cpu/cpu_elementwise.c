@@ -46,8 +46,8 @@ tprt_status_t tprt_cpu_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_
   return tprt__elementwise("mul", a, b, c, true);
 }
 
-tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
-                                   int64_t row_offset, int64_t col_offset, int64_t logical_cols) {
+tprt_status_t tprt__check_fill_philox(const tprt_tensor_t* t, float lo, float hi, int64_t row_offset,
+                                      int64_t col_offset, int64_t logical_cols) {
   const char* op = "fill_philox";
   char a[96];
   tprt_status_t s = tprt__check(op, "t", t, -1, TPRT__FLOATS);
@@ -56,13 +56,21 @@ tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t str
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lo=%g and hi=%g must be finite", op, (double)lo,
                             (double)hi);
   int64_t cols = t->dims[t->rank - 1];
-  int64_t rows = cols == 0 ? 0 : tprt_tensor_numel(t) / cols;
   if (row_offset < 0 || col_offset < 0 || logical_cols < 0 || col_offset + cols > logical_cols)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: the block at (row_offset=%lld, col_offset=%lld) of t %s does not fit in "
                             "logical_cols=%lld",
                             op, (long long)row_offset, (long long)col_offset, tprt__shape_str(t, a, sizeof a),
                             (long long)logical_cols);
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
+                                   int64_t row_offset, int64_t col_offset, int64_t logical_cols) {
+  tprt_status_t s = tprt__check_fill_philox(t, lo, hi, row_offset, col_offset, logical_cols);
+  if (s) return s;
+  int64_t cols = t->dims[t->rank - 1];
+  int64_t rows = cols == 0 ? 0 : tprt_tensor_numel(t) / cols;
   float range = hi - lo;
   for (int64_t i = 0; i < rows; ++i) {
     uint64_t base = (uint64_t)(row_offset + i) * (uint64_t)logical_cols + (uint64_t)col_offset;

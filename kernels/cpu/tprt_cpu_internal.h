@@ -110,6 +110,11 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
 tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                     const tprt_tensor_t* weights, int top_k);
 
+/// The argument checks of tprt_cpu_copy and tprt_cpu_fill_philox, shared with the CUDA kernels.
+tprt_status_t tprt__check_copy(const tprt_tensor_t* src, const tprt_tensor_t* dst);
+tprt_status_t tprt__check_fill_philox(const tprt_tensor_t* t, float lo, float hi, int64_t row_offset,
+                                      int64_t col_offset, int64_t logical_cols);
+
 /// The shape checks of tprt_cpu_moe_bucket / tprt_cpu_moe_unbucket (|bucketing| selects the
 /// direction), without the check of the counts, which are host data only on the CPU; shared with
 /// the CUDA kernels. On success returns the bytes of one row.

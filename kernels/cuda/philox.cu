@@ -44,53 +44,14 @@ extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 }
 
 // ------------------------------------------------------------------------------------------------
-// Validation (the checks and messages of cpu_elementwise.c and cpu_common.c)
-// ------------------------------------------------------------------------------------------------
-
-static tprt_status_t tprt__cuda_check_fill_philox(const tprt_tensor_t* t, float lo, float hi, int64_t row_offset,
-                                                  int64_t col_offset, int64_t logical_cols) {
-  const char* op = "fill_philox";
-  char a[96];
-  tprt_status_t s = tprt__check(op, "t", t, -1, TPRT__FLOATS);
-  if (s) return s;
-  if (!isfinite(lo) || !isfinite(hi))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lo=%g and hi=%g must be finite", op, (double)lo,
-                            (double)hi);
-  int64_t cols = t->dims[t->rank - 1];
-  if (row_offset < 0 || col_offset < 0 || logical_cols < 0 || col_offset + cols > logical_cols)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: the block at (row_offset=%lld, col_offset=%lld) of t %s does not fit in "
-                            "logical_cols=%lld",
-                            op, (long long)row_offset, (long long)col_offset, tprt__shape_str(t, a, sizeof a),
-                            (long long)logical_cols);
-  return NULL;
-}
-
-static tprt_status_t tprt__cuda_check_copy(const tprt_tensor_t* src, const tprt_tensor_t* dst) {
-  const char* op = "copy";
-  unsigned any = (1u << TPRT_DTYPE_COUNT) - 1u;
-  tprt_status_t s = tprt__check(op, "src", src, src ? src->rank : 0, any);
-  if (!s) s = tprt__check(op, "dst", dst, src->rank, any);
-  if (s) return s;
-  char what[112], a[96];
-  snprintf(what, sizeof what, "src's shape %s", tprt__shape_str(src, a, sizeof a));
-  s = tprt__check_dims(op, "dst", dst, src->rank, src->dims, what);
-  if (s) return s;
-  if (src->dtype != dst->dtype && (!(TPRT__FLOATS & TPRT__M(src->dtype)) || !(TPRT__FLOATS & TPRT__M(dst->dtype))))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "copy: converting %s to %s is not supported (only between bf16, f16 and f32)",
-                            tprt_dtype_name(src->dtype), tprt_dtype_name(dst->dtype));
-  return NULL;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Kernel launchers
+// Kernel launchers (argument checks: tprt__check_fill_philox / tprt__check_copy, shared with the
+// CPU kernels)
 // ------------------------------------------------------------------------------------------------
 
 tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
                                     int64_t row_offset, int64_t col_offset, int64_t logical_cols,
                                     cudaStream_t cuda_stream) {
-  tprt_status_t s = tprt__cuda_check_fill_philox(t, lo, hi, row_offset, col_offset, logical_cols);
+  tprt_status_t s = tprt__check_fill_philox(t, lo, hi, row_offset, col_offset, logical_cols);
   if (s) return s;
   int64_t cols = t->dims[t->rank - 1], total = tprt_tensor_numel(t);
   if (total == 0) return NULL;
@@ -105,7 +66,7 @@ tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t st
 }
 
 tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_copy(src, dst);
+  tprt_status_t s = tprt__check_copy(src, dst);
   if (s) return s;
   int64_t n = tprt_tensor_numel(src);
   if (n == 0) return NULL;
