@@ -208,13 +208,14 @@ tprt_status_t tprt__collective_start(tprt_rank_t* rank, tprt__call_t* call, cons
   // Stage a private copy of the input: members read it after this rank may have moved on, and
   // out may overlap in.
   void* staged = NULL;
+  size_t bytes = 0;
   if (call->kind != TPRT__BARRIER) {
-    size_t bytes = tprt_tensor_bytes(&call->in);
+    bytes = tprt_tensor_bytes(&call->in);
     TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(tprt_rank_allocator(rank), bytes, 64, &staged),
                          "%s: staging %zu bytes", call->name, bytes);
     if (bytes) memcpy(staged, call->in.data, bytes);
   }
-  return tprt__rendezvous_post(rank, call->mask, call->name, signature, staged, out_rendezvous);
+  return tprt__rendezvous_post(rank, call->mask, call->name, signature, staged, bytes, out_rendezvous);
 }
 
 tprt_status_t tprt__collective_finish(const tprt__call_t* call, tprt__rendezvous_t* rendezvous) {

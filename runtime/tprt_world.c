@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "tprt_params.h"
+#include "tprt_procs.h"
 #include "tprt_world_impl.h"
 
 //===----------------------------------------------------------------------===//
@@ -174,6 +175,7 @@ tprt_status_t tprt_world_create(const tprt_world_options_t* options, tprt_alloca
   tprt_world_t* world = NULL;
   TPRT_RETURN_IF_ERROR(tprt_allocator_malloc(allocator, sizeof *world, 64, (void**)&world), "creating a world");
   world->allocator = allocator;
+  world->procs = options->procs;
   world->num_axes = options->num_axes;
   world->size = 1;
   for (int a = 0; a < options->num_axes; ++a) {
@@ -207,6 +209,9 @@ tprt_status_t tprt_world_create(const tprt_world_options_t* options, tprt_alloca
     }
   }
   for (uint32_t m = 0; !status && m < (1u << world->num_axes); ++m) status = tprt__world_init_groups(world, m);
+  if (!status && world->procs && tprt_procs_size(world->procs) != world->size)
+    status = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "the mesh has %d ranks but %d processes were launched",
+                              world->size, tprt_procs_size(world->procs));
   if (status) {
     tprt_world_destroy(world);
     return tprt_status_annotate(status, "creating a world");
@@ -266,6 +271,7 @@ static void tprt__world_abort(tprt_world_t* world, int rank_index, const char* m
   }
   pthread_mutex_unlock(&world->abort_mutex);
   if (!first) return;
+  if (world->procs) tprt_procs_abort(world->procs, message);  // tell the other processes
   // Waiters check |aborted| under their group's mutex before sleeping, so taking the mutex
   // here before broadcasting means none of them can miss the wakeup.
   for (uint32_t m = 0; m < TPRT__NUM_MASKS; ++m)
@@ -290,7 +296,7 @@ void tprt_rank_fail(tprt_rank_t* rank, tprt_status_t status) {
 }
 
 tprt_status_t tprt_rank_check_abort(const tprt_rank_t* rank) {
-  if (!atomic_load(&rank->world->aborted)) return NULL;
+  if (!atomic_load(&rank->world->aborted)) return rank->world->procs ? tprt_procs_check_peers(rank->world->procs) : NULL;
   return tprt_make_status(TPRT_STATUS_ABORTED, "%s", rank->world->abort_message);
 }
 
@@ -324,6 +330,16 @@ tprt_status_t tprt_world_run(tprt_world_t* world, tprt_rank_fn_t fn, void* user)
 
   tprt_status_t start_status = NULL;
   int started = 0;
+  if (world->procs) {  // this process's rank only, on this thread
+    int r = tprt_procs_rank(world->procs);
+    tprt__rank_main(&world->ranks[r]);
+    tprt_rank_t* rank = &world->ranks[r];
+    tprt_status_t own = rank->fail_status ? rank->fail_status : rank->result;
+    tprt_status_free(own == rank->fail_status ? rank->result : rank->fail_status);
+    rank->result = rank->fail_status = NULL;
+    atomic_store(&world->running, false);
+    return own ? tprt_status_annotate(own, "rank %d", r) : NULL;
+  }
   for (; started < world->size; ++started) {
     int err = pthread_create(&world->ranks[started].thread, NULL, tprt__rank_main, &world->ranks[started]);
     if (err != 0) {
@@ -365,6 +381,16 @@ tprt_world_t* tprt_rank_world(const tprt_rank_t* rank) { return rank->world; }
 int tprt_rank_index(const tprt_rank_t* rank) { return rank->index; }
 
 int tprt_rank_world_size(const tprt_rank_t* rank) { return rank->world->size; }
+
+int tprt_rank_local_index(const tprt_rank_t* rank) {
+  return rank->world->procs ? tprt_procs_local_rank(rank->world->procs) : rank->index;
+}
+
+int tprt_rank_local_size(const tprt_rank_t* rank) {
+  return rank->world->procs ? tprt_procs_local_size(rank->world->procs) : rank->world->size;
+}
+
+bool tprt_rank_is_process(const tprt_rank_t* rank) { return rank->world->procs != NULL; }
 
 int tprt_rank_coord(const tprt_rank_t* rank, int axis) {
   return axis >= 0 && axis < rank->world->num_axes ? rank->coords[axis] : -1;

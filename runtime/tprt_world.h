@@ -62,6 +62,10 @@ typedef struct tprt_world_options_t {
   /// Seconds a collective waits for its group before DEADLINE_EXCEEDED: 0 takes
   /// TPRT_COLLECTIVE_TIMEOUT_S (default 600); a negative value waits forever.
   double collective_timeout_s;
+  /// NULL: every rank is a thread of this process. Otherwise a process world (tprt_procs.h) of
+  /// the mesh's size: this process runs rank tprt_procs_rank(procs) only, and collectives reach
+  /// the other ranks through the procs' connections. Not owned by the world.
+  struct tprt_procs_t* procs;
 } tprt_world_options_t;
 
 /// Creates a world with |options|' mesh; every allocation of the world, its ranks and its
@@ -93,7 +97,8 @@ int tprt_world_find_axis(const tprt_world_t* world, const char* name);
 /// which it owns until it returns it.
 typedef tprt_status_t (*tprt_rank_fn_t)(tprt_rank_t* rank, void* user);
 
-/// Runs |fn| on every rank of |world| concurrently (one thread each) and waits for all of them.
+/// Runs |fn| on every rank of |world| concurrently (one thread each) and waits for all of them;
+/// in a process world, on this process's rank only (on the calling thread).
 /// Returns NULL when every rank succeeded; otherwise the first failure in time, annotated with
 /// its rank ("rank 3: ...") — every other rank's status is freed. Each run starts clean: no
 /// collective, sequence number or abort survives from a previous run, but rank scratch does.
@@ -115,6 +120,15 @@ int tprt_rank_index(const tprt_rank_t* rank);
 
 /// Returns the number of ranks in |rank|'s world.
 int tprt_rank_world_size(const tprt_rank_t* rank);
+
+/// Returns |rank|'s index among the ranks of its node and their number (the GPU a device
+/// backend binds): LOCAL_RANK and LOCAL_WORLD_SIZE (or the MPI equivalents) in a process world,
+/// the rank's index and the world's size in a thread world.
+int tprt_rank_local_index(const tprt_rank_t* rank);
+int tprt_rank_local_size(const tprt_rank_t* rank);
+
+/// True when |rank| belongs to a process world (its peers are other processes).
+bool tprt_rank_is_process(const tprt_rank_t* rank);
 
 /// Returns |rank|'s coordinate along mesh axis |axis|, or -1 when there is no such axis.
 int tprt_rank_coord(const tprt_rank_t* rank, int axis);

@@ -66,6 +66,7 @@ struct tprt_rank_t {
 
 struct tprt_world_t {
   tprt_allocator_t allocator;
+  struct tprt_procs_t* procs;  // a process world (tprt_procs.h), or NULL for threads
   int num_axes;
   int axis_sizes[TPRT_MAX_MESH_AXES];
   char axis_names[TPRT_MAX_MESH_AXES][TPRT_MAX_AXIS_NAME + 1];
@@ -100,11 +101,12 @@ typedef struct tprt__rendezvous_t {
 tprt_status_t tprt__rendezvous_check_mask(const tprt_rank_t* rank, uint32_t mask, const char* name);
 
 // Posts |rank|'s next collective on its group over |mask| (valid): |owned_input| (consumed; may
-// be NULL) and |signature| (copied). Fails with ABORTED when the world is aborted (or
+// be NULL) of |input_bytes| and |signature| (copied). In a process world the post exchanges
+// the signatures and inputs with the other members at once (blocking). Fails with ABORTED when the world is aborted (or
 // RESOURCE_EXHAUSTED); a signature that differs from another member's is reported by the wait.
 // On success |out_rendezvous| must be released with tprt__rendezvous_release.
 tprt_status_t tprt__rendezvous_post(tprt_rank_t* rank, uint32_t mask, const char* name, const char* signature,
-                                    void* owned_input, tprt__rendezvous_t* out_rendezvous);
+                                    void* owned_input, size_t input_bytes, tprt__rendezvous_t* out_rendezvous);
 
 // Waits until every member has posted and stores their inputs, indexed by group rank, in
 // |*out_inputs| (valid until release). Fails with INVALID_ARGUMENT on a signature mismatch,

@@ -1,5 +1,6 @@
 # lit configuration for tpc. Run through `make test` (or `lit build/test` after a build).
 import os
+import shutil
 
 import lit.formats
 
@@ -26,3 +27,7 @@ config.substitutions.append(("%unit", os.path.join(config.tpc_build_dir, "unit")
 config.substitutions.append(("%tpc_build", config.tpc_build_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+
+# Ranks as processes under mpirun (test/e2e/processes-mpirun.test) when OpenMPI/MPICH is installed.
+if shutil.which("mpirun"):
+    config.available_features.add("mpirun")

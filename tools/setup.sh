@@ -16,6 +16,7 @@ have python3 || need+=(python3)
 [ -f "$LLVM/lib/libLLVM.so" ] || need+=(llvm-22-dev)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 /usr/bin/python3 -c "import numpy" 2>/dev/null || need+=(python3-numpy)
+have mpirun || need+=(openmpi-bin)  # ranks as processes (test/e2e/processes-mpirun.test)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
 
 if [ ${#need[@]} -eq 0 ]; then

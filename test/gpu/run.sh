@@ -117,7 +117,8 @@ run_modules() {
       echo "failure handling: FAIL (exit $rc after $((t1 - t0)) s)"; ffail=1
     fi
   fi
-  MODULES_FAILED=$((fail + gfail + ffail))
+  run_processes "$carry" "$ngpu"
+  MODULES_FAILED=$((fail + gfail + ffail + PROCS_FAILED))
   if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]]; then
     echo
     echo "== benchmark: canonical collectives vs NCCL ($(date -u +%Y-%m-%d), $ngpu GPUs)"
@@ -129,6 +130,71 @@ run_modules() {
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_collectives.txt" "$OUT/"; fi
   fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/list.txt" ]]; then bench_blocks "$carry" "$ngpu"; fi
+}
+
+# Ranks as processes: the same precompiled modules launched by mpirun (MPI only exchanges the
+# processes' addresses) and by torchrun (MASTER_ADDR/MASTER_PORT), one process per GPU; rank 0's
+# hashes must equal the CPU backend's. Then rank 1's process fails a collective (TPRT_CUDA_FAULT):
+# every process must end with an error naming it, not hang.
+PROCS_FAILED=0
+run_processes() {
+  local carry="$1" ngpu="$2" rows=() pass=0 fail=0
+  local env=(env LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" NCCL_NVLS_ENABLE=0)
+  local torchrun=()
+  if python3 -c "import torch.distributed.run" 2> /dev/null; then torchrun=(python3 -m torch.distributed.run); fi
+  echo
+  echo "== ranks as processes (mpirun, torchrun), cuda backend"
+  for name in mlp-train-tp2 moe-ep2-tp2 mlp-train-sp-tp4 moe-ep4 mlp-train-sp-tp8 moe-ep8; do
+    local n
+    n=$(grep -o 'tp[0-9]*$\|ep[0-9]*$' <<< "$name" | tr -dc 0-9)
+    [[ "$name" == moe-ep2-tp2 ]] && n=4
+    [[ -f "$carry/modules/$name.so" ]] || continue
+    (( n <= ngpu )) || continue
+    for launcher in mpirun torchrun; do
+      local cmd=() got="$BUILD/$name.$launcher.got" err="$BUILD/$name.$launcher.err"
+      if [[ $launcher == mpirun ]]; then
+        command -v mpirun > /dev/null || continue
+        cmd=(mpirun --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -np "$n")
+      else
+        (( ${#torchrun[@]} )) || continue
+        cmd=("${torchrun[@]}" --nproc-per-node "$n" --master-port $((29500 + RANDOM % 1000)) --no-python)
+      fi
+      set +e
+      "${env[@]}" timeout 300 "${cmd[@]}" "$carry/bin/tpc-run" "$carry/modules/$name.so" --backend cuda --seed 7 \
+        --hash 2> "$err" | grep -v '^NCCL' > "$got"
+      local rc=${PIPESTATUS[0]}
+      set -e
+      if [[ $rc -eq 0 ]] && diff -q "$got" "$carry/modules/$name.expected" > /dev/null; then
+        pass=$((pass + 1)); rows+=("$(printf '%-18s %-9s %-6s %s' "$name" "$launcher" pass "$(head -n 1 "$got")")")
+      else
+        fail=$((fail + 1)); rows+=("$(printf '%-18s %-9s %-6s rc=%s' "$name" "$launcher" FAIL "$rc")")
+        echo "-- $name under $launcher (exit $rc)"; tail -n 15 "$err"; diff "$got" "$carry/modules/$name.expected" || true
+      fi
+    done
+  done
+  local ffail=0
+  if (( ngpu >= 2 )) && command -v mpirun > /dev/null; then
+    local t0 t1 rc
+    t0=$(date +%s)
+    set +e
+    "${env[@]}" TPRT_CUDA_FAULT=1:3 TPRT_COLLECTIVE_TIMEOUT_S=60 timeout 180 mpirun --allow-run-as-root \
+      -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TPRT_CUDA_FAULT -x TPRT_COLLECTIVE_TIMEOUT_S -np 2 \
+      "$carry/bin/tpc-run" "$carry/modules/mlp-train-tp2.so" --backend cuda --repeat 3 --seed 7 > /dev/null \
+      2> "$BUILD/fault-procs.err"
+    rc=$?
+    set -e
+    t1=$(date +%s)
+    grep "error" "$BUILD/fault-procs.err" | head -n 3
+    if [[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "injected fault" "$BUILD/fault-procs.err"; then
+      rows+=("$(printf '%-18s %-9s %-6s %s' "rank-1-fails" mpirun pass "every process ended in $((t1 - t0)) s")")
+    else
+      ffail=1; rows+=("$(printf '%-18s %-9s %-6s %s' "rank-1-fails" mpirun FAIL "exit $rc after $((t1 - t0)) s")")
+    fi
+  fi
+  printf '%s\n' "${rows[@]}"
+  echo "processes: $pass passed, $((fail + ffail)) failed"
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/*.mpirun.err "$BUILD"/*.torchrun.err "$OUT/" 2>/dev/null || true; fi
+  PROCS_FAILED=$((fail + ffail))
 }
 
 # Step time of the Llama-3-8B-like MLP block (tools/bench/llama8b_mlp.mlir, 4096 tokens) at TP 1, 2,

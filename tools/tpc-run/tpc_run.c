@@ -8,6 +8,10 @@
 // Arguments come from --inputs, then --weights (by name), then seeded Philox initialisation
 // (element (i,j) of a tensor depends only on the seed, the tensor's name and (i,j)). Prints the
 // hash of every output of rank 0, step timings and the arena size.
+//
+// Ranks are threads of this process, or processes: started by torchrun (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT) or mpirun, each tpc-run runs its own rank, and rank 0 gathers the
+// results and prints what a thread world prints (tprt_procs.h).
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include "tprt_cpu_kernels.h"
 #include "tprt_exec.h"
 #include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_safetensors.h"
 #include "tprt_shard.h"
 #include "tprt_world.h"
@@ -120,7 +125,14 @@ static void tpc__usage(FILE* out) {
           "  --backend cpu|cuda      cpu (default): rank threads on this CPU. cuda: one GPU per rank, NCCL\n"
           "                          collectives (loads libtprt_backend_cuda.so from ../lib next to tpc-run,\n"
           "                          or the path in TPRT_BACKEND_CUDA)\n"
-          "  -h, --help              Print this help\n");
+          "  -h, --help              Print this help\n\n"
+          "RANKS AS PROCESSES:\n"
+          "  Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; LOCAL_RANK picks the GPU) or mpirun\n"
+          "  (OMPI_COMM_WORLD_* or PMI_*; MPI only exchanges the processes' addresses), each tpc-run runs one\n"
+          "  rank, with either backend; rank 0 gathers the results and prints. Launch one process per rank:\n"
+          "    torchrun --nproc-per-node 4 --no-python tpc-run m.so --backend cuda --hash\n"
+          "    mpirun -np 4 tpc-run m.so --backend cuda --hash\n"
+          "  TPRT_RANKS=threads ignores the launcher's variables.\n");
 }
 
 static int tpc__parse_u64(const char* s, uint64_t* out) {
@@ -493,6 +505,33 @@ static void tpc__print_stats(const tpc_run_t* run, int nranks) {
   }
 }
 
+// A process world: every rank's results (and step times) reach rank 0, which then holds them as
+// a thread world would (run->ranks[r].results). An all-gather of each result over the processes.
+static tprt_status_t tpc__gather_results(tpc_run_t* run, tprt_procs_t* procs, tprt_allocator_t alloc) {
+  int n = tprt_procs_size(procs), self = tprt_procs_rank(procs), members[TPC_RUN_MAX_RANKS];
+  for (int r = 0; r < n; ++r) members[r] = r;
+  void* got[TPC_RUN_MAX_RANKS];
+  size_t sizes[TPC_RUN_MAX_RANKS];
+  for (int j = 0; j < run->fn->num_results && !run->opts->count_only; ++j) {
+    size_t bytes = tprt_tensor_bytes(&run->fn->results[j].layout);
+    TPRT_RETURN_IF_ERROR(tprt_procs_allgather(procs, members, n, self, run->ranks[self].results[j], bytes, got, sizes),
+                         "gathering result %s", run->fn->results[j].name);
+    tprt_status_t s = NULL;
+    for (int r = 0; r < n; ++r) {
+      if (!s && r != self) {
+        if (sizes[r] != bytes)
+          s = tprt_make_status(TPRT_STATUS_INTERNAL, "rank %d sent %zu bytes of result %s; expected %zu", r, sizes[r],
+                               run->fn->results[j].name, bytes);
+        else if (!(s = tprt_allocator_malloc(alloc, bytes, 64, &run->ranks[r].results[j])))
+          memcpy(run->ranks[r].results[j], got[r], bytes);
+      }
+      free(got[r]);
+    }
+    if (s) return s;
+  }
+  return NULL;
+}
+
 static int tpc__cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
@@ -520,6 +559,7 @@ int main(int argc, char** argv) {
   tpc_run_t* run = calloc(1, sizeof *run);
   tprt_module_t* module = NULL;
   tprt_world_t* world = NULL;
+  tprt_procs_t* procs = NULL;
   tprt_safetensors_t *inputs = NULL, *weights = NULL;
   int rc = 1;
   tprt_status_t status = tprt_module_load(path, alloc, &module);
@@ -551,12 +591,18 @@ int main(int argc, char** argv) {
     wopts.num_axes = 1;
     wopts.axes[0] = (tprt_mesh_axis_t){"world", opts.world ? opts.world : 1};
   }
+  // Under torchrun or mpirun this process is one rank of a process world.
+  status = tprt_procs_from_env(module->num_mesh_axes > 0 ? mesh_size : opts.world, 0, &procs);
+  if (status) goto fail;
+  wopts.procs = procs;
+  int self = procs ? tprt_procs_rank(procs) : 0;
   status = tprt_world_create(&wopts, alloc, &world);
   if (status) goto fail;
   int nranks = tprt_world_size(world);
   if (opts.inputs && (status = tprt_safetensors_open(opts.inputs, alloc, &inputs))) goto fail;
   if (opts.weights && (status = tprt_safetensors_open(opts.weights, alloc, &weights))) goto fail;
   for (int r = 0; r < nranks; ++r) {
+    if (procs && r != self) continue;  // the other processes hold the other ranks
     tpc_rank_state_t* st = &run->ranks[r];
     st->step_seconds = calloc((size_t)opts.repeat, sizeof(double));
     if (!st->step_seconds) {
@@ -583,6 +629,7 @@ int main(int argc, char** argv) {
     logical.data = run->logical_args[a];
     if ((status = tpc__init_arg(&opts, inputs, weights, mt->name, &logical))) goto fail;
     for (int r = 0; r < nranks; ++r) {
+      if (procs && r != self) continue;
       tprt_tensor_t local = mt->layout;
       if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&local), 64, &run->ranks[r].args[a]))) goto fail;
       local.data = run->ranks[r].args[a];
@@ -593,7 +640,7 @@ int main(int argc, char** argv) {
       if (status) goto fail;
     }
   }
-  if (opts.dump_args) {
+  if (opts.dump_args && self == 0) {
     tprt_tensor_t args[TPRT_MODULE_MAX_TENSORS];
     const char* arg_names[TPRT_MODULE_MAX_TENSORS];
     for (int a = 0; a < run->fn->num_args; ++a) {
@@ -604,15 +651,21 @@ int main(int argc, char** argv) {
     }
     if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
   }
-  fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (%s%s), arena %lld bytes per rank, numerics %s\n",
-          opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", backend->name,
-          opts.count_only ? ", count only" : "",
-          (long long)run->fn->arena_bytes, module->numerics);
+  if (self == 0)
+    fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (%s%s%s%s), arena %lld bytes per rank, numerics %s\n",
+            opts.module_path, run->fn->name, nranks, nranks == 1 ? "" : "s", backend->name,
+            procs ? ", one process each, launched by " : "", procs ? tprt_procs_launcher(procs) : "",
+            opts.count_only ? ", count only" : "", (long long)run->fn->arena_bytes, module->numerics);
   if (backend->configure && (status = backend->configure(module->numerics))) goto fail;
   double t0 = tpc__now();
   status = tprt_world_run(world, tpc__rank_main, run);
   double wall = tpc__now() - t0;
   if (status) goto fail;
+  if (procs && (status = tpc__gather_results(run, procs, alloc))) goto fail;
+  if (self != 0) {  // rank 0 reports for the world
+    rc = 0;
+    goto done;
+  }
 
   tprt_tensor_t outs[TPRT_MODULE_MAX_TENSORS];
   const char* names[TPRT_MODULE_MAX_TENSORS];
@@ -643,7 +696,7 @@ int main(int argc, char** argv) {
              (unsigned long long)tpc__fnv1a(outs[j].data, tprt_tensor_bytes(&outs[j])));
     }
   }
-  if (opts.stats) tpc__print_stats(run, nranks);
+  if (opts.stats) tpc__print_stats(run, procs ? 1 : nranks);
   if (opts.outputs && (status = tprt_safetensors_write(opts.outputs, run->fn->num_results, names, outs, NULL)))
     goto fail;
   double* s = run->ranks[0].step_seconds;
@@ -658,8 +711,14 @@ int main(int argc, char** argv) {
 
 fail:
   fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
+  if (procs) tprt_procs_abort(procs, tprt_status_message(status));
   tprt_status_free(status);
 done:
+  if (procs && rc == 0 && (status = tprt_procs_finish(procs))) {
+    fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
+    tprt_status_free(status);
+    rc = 1;
+  }
   for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {
     tprt_allocator_free(alloc, run->logical_args[a]);
     tprt_allocator_free(alloc, run->logical_results[a]);
@@ -676,6 +735,7 @@ done:
   tprt_safetensors_close(inputs);
   tprt_safetensors_close(weights);
   tprt_world_destroy(world);
+  tprt_procs_destroy(procs);
   tprt_module_unload(module, alloc);
   free(run);
   if (compiled) {
