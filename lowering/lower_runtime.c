@@ -129,6 +129,26 @@ static bool tpc__op_is(MlirOperation op, const char* name) {
   return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString(name));
 }
 
+// Keeps the arena buffer that holds value |v| (if any) live through op |index|.
+static void tpc__extend_live(tpc__lowering_t* L, int v, int index) {
+  int s = tpc__storage_of(L, v);
+  if (L->values[s].store == TPC_STORE_ARENA && L->buffers[L->values[s].index].last_use < index)
+    L->buffers[L->values[s].index].last_use = index;
+}
+
+// Keeps the operands of the async collective that produced |future| live through op |index|: on
+// the CPU the start stages its input at once, but a device backend reads it asynchronously (the
+// comm stream) until the matching tp.wait, so the memory plan must not hand its bytes to an op
+// placed between the two.
+static void tpc__extend_start_inputs(tpc__lowering_t* L, MlirValue future, int index) {
+  if (!mlirValueIsAOpResult(future)) return;
+  MlirOperation start = mlirOpResultGetOwner(future);
+  for (intptr_t o = 0; o < mlirOperationGetNumOperands(start); ++o) {
+    int v = tpc__find_value(L, mlirOperationGetOperand(start, o));
+    if (v >= 0) tpc__extend_live(L, v, index);
+  }
+}
+
 static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOperation* out_return) {
   for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i)
     if (mlirLogicalResultIsFailure(tpc__add_value(L, L->func, mlirBlockGetArgument(body, i), TPC_STORE_ARG, (int)i)))
@@ -138,6 +158,12 @@ static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOp
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op), ++index) {
     if (tpc__op_is(op, "func.return")) {
+      // Returned values live to the end: a returned tp.wait result is copied out of the future's
+      // arena buffer after the last op, so no op may take those bytes before.
+      for (intptr_t o = 0; o < mlirOperationGetNumOperands(op); ++o) {
+        int v = tpc__find_value(L, mlirOperationGetOperand(op, o));
+        if (v >= 0) tpc__extend_live(L, v, index);
+      }
       *out_return = op;
       break;
     }
@@ -157,10 +183,10 @@ static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOp
         mlirEmitError(mlirOperationGetLocation(op), "tp-lower-runtime: operand defined outside the function body");
         return mlirLogicalResultFailure();
       }
-      int s = tpc__storage_of(L, v);
-      if (L->values[s].store == TPC_STORE_ARENA && L->buffers[L->values[s].index].last_use < index)
-        L->buffers[L->values[s].index].last_use = index;
+      tpc__extend_live(L, v, index);
     }
+    // A device reads an async collective's input while later ops run: it stays live until the wait.
+    if (kind == TPC_OP_WAIT) tpc__extend_start_inputs(L, tpc_wait_get_future(op), index);
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue res = mlirOperationGetResult(op, r);
       if (kind == TPC_OP_WAIT) {
@@ -178,6 +204,17 @@ static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOp
   if (mlirOperationIsNull(*out_return)) {
     mlirEmitError(mlirOperationGetLocation(L->func), "tp-lower-runtime: the function has no func.return");
     return mlirLogicalResultFailure();
+  }
+  // A future that no tp.wait consumes completes when the step ends (tprt_exec_destroy waits for
+  // it): its storage and its start's inputs stay live to the end of the function.
+  for (int v = 0; v < L->num_values; ++v) {
+    if (mlirTypeIsNull(tpc_future_get_value_type(mlirValueGetType(L->values[v].value)))) continue;
+    bool waited = false;
+    for (int w = 0; w < L->num_values && !waited; ++w)
+      waited = L->values[w].store == TPC_STORE_ALIAS && L->values[w].index == v;
+    if (waited) continue;
+    tpc__extend_live(L, v, index);
+    tpc__extend_start_inputs(L, L->values[v].value, index);
   }
   // A returned value that is produced by an op (and returned once) is written straight into the
   // caller's result buffer; arguments, aliases and repeats are copied at the end.

@@ -1,11 +1,8 @@
 // The runtime ABI of the collectives and the fused collective + add + RMSNorm ops (see
 // tprt_abi.h): descriptor decoding is shared with tprt_abi.c through tprt_abi_impl.h.
-#include <string.h>
-
 #include "tprt_abi_impl.h"
+#include "tprt_allocator.h"
 #include "tprt_collectives.h"
-#include "tprt_cpu_internal.h"
-#include "tprt_cpu_kernels.h"
 
 // Data-movement accounting for tpc-run --stats (the schedule model of tprt_comm_bytes).
 static void tprt__count_comm(tprt_exec_t* exec, tprt_comm_kind_t kind, const tprt_tensor_t* in,
@@ -111,16 +108,11 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
   return tprt_exec_record(exec, s, TPRT_WAIT_NAME);
 }
 
-// out = round(residual + sum), sum in f32: the add of the fused norm ops, where the sum of the
-// partials stays f32 and the residual is in storage precision.
-static void tprt__add_f32_sum(const tprt_tensor_t* residual, const tprt_tensor_t* sum, tprt_tensor_t* out) {
-  int64_t n = tprt_tensor_numel(residual);
-  const float* s = sum->data;
-  for (int64_t i = 0; i < n; ++i) tprt__st(out->data, out->dtype, i, tprt__ld(residual->data, residual->dtype, i) + s[i]);
-}
-
-// residual_out = round(residual + Σ partial) in f32; normed = rmsnorm(residual_out). The sum is
-// the collective's f32 result (reduce-scatter along tokens when |scatter|).
+// residual_out = round(Σ partial + residual), the sum in f32; normed = rmsnorm(residual_out). One
+// mechanism for every backend: its all-reduce (reduce-scatter along tokens when |scatter|) into an
+// f32 temporary (the backend's workspace, else the rank's allocator), its add (an f32 a plus a b
+// in storage precision, rounded once to b's dtype; IEEE addition commutes, so this is
+// round(residual + sum)), then its rmsnorm.
 static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order, bool scatter,
                                       int slot_partial, int slot_residual, int slot_gamma, int slot_normed,
                                       int slot_residual_out, float eps) {
@@ -132,21 +124,25 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
     tprt__count_comm(exec, scatter ? TPRT_COMM_REDUCE_SCATTER : TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     return NULL;
   }
-  if (tprt_exec_backend(exec) != tprt_backend_cpu())  // host arithmetic below
-    return tprt__no_kernel(tprt_exec_backend(exec), scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
+  const tprt_backend_t* b = tprt_exec_backend(exec);
+  if (!(scatter ? b->reduce_scatter != NULL : b->all_reduce != NULL) || !b->add || !b->rmsnorm)
+    return tprt__no_kernel(b, scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
   tprt_allocator_t a = tprt_rank_allocator(rank);
-  TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(a, tprt_tensor_bytes(&sum), 64, &sum.data), "fused norm");
-  tprt_status_t s = scatter ? tprt_reduce_scatter(rank, mask, &c->slot[slot_partial], &sum, 0, order)
-                            : tprt_all_reduce(rank, mask, &c->slot[slot_partial], &sum, order);
+  if (b->workspace)
+    TPRT_RETURN_IF_ERROR(b->workspace(tprt_tensor_bytes(&sum), &sum.data), "fused norm");
+  else
+    TPRT_RETURN_IF_ERROR(tprt_allocator_malloc_uninitialized(a, tprt_tensor_bytes(&sum), 64, &sum.data), "fused norm");
+  tprt_status_t s = scatter ? b->reduce_scatter(rank, mask, &c->slot[slot_partial], &sum, 0, (tprt_order_t)order)
+                            : b->all_reduce(rank, mask, &c->slot[slot_partial], &sum, (tprt_order_t)order);
   if (!s) {
     tprt__count_comm(exec, scatter ? TPRT_COMM_REDUCE_SCATTER : TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     if (!tprt_tensor_same_layout(residual, out))
       s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "residual_out must have the residual's shape and dtype");
     else
-      tprt__add_f32_sum(residual, &sum, out);
+      s = b->add(&sum, residual, out);
   }
-  if (!s) s = tprt_cpu_rmsnorm(out, &c->slot[slot_gamma], &c->slot[slot_normed], eps);
-  tprt_allocator_free(a, sum.data);
+  if (!s) s = b->rmsnorm(out, &c->slot[slot_gamma], &c->slot[slot_normed], eps);
+  if (!b->workspace) tprt_allocator_free(a, sum.data);
   return s;
 }
 

@@ -109,6 +109,10 @@ typedef struct tprt_backend_t {
   tprt_status_t (*to_device)(void* dst, const void* src, size_t bytes);
   tprt_status_t (*to_host)(void* dst, const void* src, size_t bytes);
   tprt_status_t (*synchronize)(void);
+  /// A per-rank device buffer of at least |bytes| for an ABI function's temporaries (the fused
+  /// norms' f32 sum), reused by the next call: not zeroed, valid until then, used in the rank's
+  /// program order. Grows only outside CUDA graph capture. NULL: use the rank's host allocator.
+  tprt_status_t (*workspace)(size_t bytes, void** out);
   /// CUDA graphs (tpc-run --graph), on the rank's thread: capture the work queued between begin
   /// and end into an executable graph, launch it, destroy it. NULL for backends without graphs.
   tprt_status_t (*graph_begin)(void);

@@ -77,7 +77,7 @@ tprt_status_t tprt_exec_push_future(tprt_exec_t* exec, void* key, tprt_future_t*
       exec->futures[i] = future;
       return NULL;
     }
-  tprt_status_ignore(tprt_wait(exec->rank, future));
+  if (exec->backend->wait) tprt_status_ignore(exec->backend->wait(exec->rank, future));  // the backend's future
   return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "more than %d collectives in flight on one rank",
                           TPRT_EXEC_MAX_FUTURES);
 }

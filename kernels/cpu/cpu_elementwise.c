@@ -1,38 +1,55 @@
 // Elementwise kernels: tprt_cpu_add, tprt_cpu_mul (f32 result of the two widened operands,
 // rounded once; add also takes a rank-1 b of a's last dimension, broadcast over the rows: the
-// bias added once after a row-parallel reduction) and the counter-based initialiser
-// tprt_cpu_fill_philox.
+// bias added once after a row-parallel reduction, and with an f32 a a b in storage precision: the
+// residual added to a reduced f32 sum) and the counter-based initialiser tprt_cpu_fill_philox.
 #include <math.h>
 #include <stdio.h>
 
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
-                                       bool mul) {
+// Whether |a| and |b| have the same rank and dims (dtypes aside).
+static bool tprt__same_dims(const tprt_tensor_t* a, const tprt_tensor_t* b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; ++d)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+tprt_status_t tprt__check_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
+                                      const tprt_tensor_t* c, bool mul, int64_t* out_bias_cols) {
   char sa[96], sb[96];
+  *out_bias_cols = 0;
   tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
-  // A rank-1 b whose length is a's last dimension is a bias broadcast over a's rows (add only).
-  // An f32 a may be a reduced f32 sum whose bias keeps its storage dtype; c then has b's dtype.
+  // Add only: an f32 a (a reduced f32 sum) may take a b of another float dtype (the storage
+  // precision of a bias or a residual); c then has a's dtype or b's, and the sum is rounded once.
+  bool wide = !s && !mul && a->dtype == TPRT_DTYPE_F32;
+  // Add only: a rank-1 b whose length is a's last dimension is a bias broadcast over a's rows.
   bool bias = !s && !mul && b && b->rank == 1 && a->rank > 1 && b->dims[0] == a->dims[a->rank - 1] &&
-              (b->dtype == a->dtype || a->dtype == TPRT_DTYPE_F32);
+              (b->dtype == a->dtype || wide);
   if (!s) s = tprt__check(op, "b", b, bias ? 1 : a->rank, TPRT__FLOATS);
   if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
   if (s) return s;
-  if (!bias && !tprt_tensor_same_layout(a, b))
+  if (!bias && !tprt_tensor_same_layout(a, b) && !(wide && tprt__same_dims(a, b)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
                             tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
-  bool rounded_sum = bias && c->dtype == b->dtype && c->rank == a->rank && tprt_tensor_numel(c) == tprt_tensor_numel(a);
-  for (int d = 0; rounded_sum && d < a->rank; ++d) rounded_sum = c->dims[d] == a->dims[d];
-  if (!tprt_tensor_same_layout(a, c) && !rounded_sum)
+  if (!tprt__same_dims(a, c) || (c->dtype != a->dtype && !(wide && c->dtype == b->dtype)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s%s; got %s", op,
-                            tprt__shape_str(a, sa, sizeof sa), bias ? " (or, for an f32 a plus a bias, b's dtype)" : "",
+                            tprt__shape_str(a, sa, sizeof sa), wide ? " (or, for an f32 a, b's dtype)" : "",
                             tprt__shape_str(c, sb, sizeof sb));
+  if (bias) *out_bias_cols = b->dims[0];
+  return NULL;
+}
+
+static tprt_status_t tprt__elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
+                                       bool mul) {
+  int64_t cols = 0;
+  tprt_status_t s = tprt__check_elementwise(op, a, b, c, mul, &cols);
+  if (s) return s;
   int64_t n = tprt_tensor_numel(a);
-  int64_t cols = bias ? b->dims[0] : 0;
   for (int64_t i = 0; i < n; ++i) {
-    float x = tprt__ld(a->data, a->dtype, i), y = tprt__ld(b->data, b->dtype, bias ? i % cols : i);
+    float x = tprt__ld(a->data, a->dtype, i), y = tprt__ld(b->data, b->dtype, cols ? i % cols : i);
     tprt__st(c->data, c->dtype, i, mul ? x * y : x + y);
   }
   return NULL;

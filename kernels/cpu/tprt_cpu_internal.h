@@ -110,6 +110,13 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
 tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                     const tprt_tensor_t* weights, int top_k);
 
+/// The argument checks of tprt_cpu_add / tprt_cpu_mul (|mul| selects mul), shared with the CUDA
+/// kernels. b has a's shape and dtype, or (add only) is a rank-1 bias of a's last dimension
+/// (|out_bias_cols| gets its length, else 0), or (add only, f32 a) has a's shape or the bias's in
+/// any float dtype; c has a's shape and a's dtype, or (add, f32 a) b's.
+tprt_status_t tprt__check_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
+                                      const tprt_tensor_t* c, bool mul, int64_t* out_bias_cols);
+
 /// The argument checks of tprt_cpu_copy and tprt_cpu_fill_philox, shared with the CUDA kernels.
 tprt_status_t tprt__check_copy(const tprt_tensor_t* src, const tprt_tensor_t* dst);
 tprt_status_t tprt__check_fill_philox(const tprt_tensor_t* t, float lo, float hi, int64_t row_offset,

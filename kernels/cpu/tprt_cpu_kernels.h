@@ -79,9 +79,10 @@ tprt_status_t tprt_cpu_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamm
 tprt_status_t tprt_cpu_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                  tprt_tensor_t* y, float eps) TPRT_MUST_USE_RESULT;
 
-/// c = a + b elementwise (same shapes and float dtype; f32 sum rounded once). c may alias a or b.
-/// b may also be a rank-1 bias of a's last dimension, broadcast over the rows; with an f32 a (a
-/// reduced f32 sum) the bias keeps its own dtype and c may have it: the sum is rounded once.
+/// c = a + b elementwise (same shapes and float dtype; f32 sum rounded once). c may alias a or b
+/// (an operand of c's dtype). b may also be a rank-1 bias of a's last dimension, broadcast over
+/// the rows. With an f32 a (a reduced f32 sum) b, a bias or of a's shape, keeps its own storage
+/// dtype and c may have it: the sum is rounded once (the fused norms' residual add).
 tprt_status_t tprt_cpu_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) TPRT_MUST_USE_RESULT;
 
 /// c = a · b elementwise, as tprt_cpu_add.

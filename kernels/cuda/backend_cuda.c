@@ -1,8 +1,9 @@
 // The CUDA backend of the runtime ABI (runtime/tprt_backend.h), built as the plugin
 // libtprt_backend_cuda.so that `tpc-run --backend cuda` loads: one GPU per rank (rank i of the
-// world of threads uses device i), one non-blocking stream per rank on which every kernel,
-// collective and copy is queued in program order, NCCL communicators per collective group, and
-// device buffers from cudaMalloc.
+// world of threads uses device i), two non-blocking streams per rank (the compute stream, on which
+// every kernel, synchronous collective and copy is queued in program order, and a highest-priority
+// comm stream for the async collectives), NCCL communicators per collective group, and device
+// buffers from cudaMalloc.
 //
 // Collectives (numerics as the CPU backend's, docs/runtime.md):
 // - canonical all-reduce / reduce-scatter: NCCL moves the f32 (or storage) partials unchanged
@@ -11,20 +12,22 @@
 // - order "any": ncclAllReduce / ncclReduceScatter (NCCL's own order; fast mode's contract).
 // - all-gather, all-to-all: byte movement (NCCL all-gather, grouped send/recv) and strided
 //   device copies where a dimension other than the outermost is concatenated or split.
-// - the async starts run on the rank's stream at once (stream order makes the result ready for
-//   every later op); wait is a no-op.
+// - the async starts fork the comm stream off the compute stream (an event: the collective sees
+//   every earlier op), issue the collective there with its own scratch, and record a completion
+//   event (the future, from a per-rank pool); wait makes the compute stream wait on that event.
+//   Compute queued between the two overlaps the collective. Under CUDA graph capture the comm
+//   stream joins the capture through the fork event and rejoins the compute stream at the wait.
 // Every compute op has a CUDA kernel; the ABI's host fallback (tprt_abi_impl.h) remains for
 // backends or ops added later without one.
 //
-// Thread safety: each rank thread has its own state (thread-local): device, stream, communicators.
+// Thread safety: each rank thread has its own state (thread-local): device, streams, events,
+// communicators.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tprt_allocator.h"
 #include "backend_cuda_impl.h"
 #include "tprt_backend.h"
-#include "tprt_cpu_kernels.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
 
@@ -50,32 +53,63 @@ tprt_status_t tprt__need_rank(void) {
 // Ranks and memory
 //===----------------------------------------------------------------------===//
 
+static void tprt__cuda_rank_end(tprt_rank_t* rank);
+
+// The comm stream, with the highest priority (its kernels are scheduled ahead of the compute
+// stream's queued blocks, so communication is not starved by the compute it overlaps), the fork
+// event and the first completion events of the futures.
+static tprt_status_t tprt__cuda_rank_streams(void) {
+  int least = 0, greatest = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&tprt__r.comm_stream, cudaStreamNonBlocking, greatest));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&tprt__r.fork, cudaEventDisableTiming));
+  for (; tprt__r.num_futures < TPRT__CUDA_INITIAL_FUTURES; ++tprt__r.num_futures)
+    TPRT_CUDA_RETURN_IF_ERROR(
+        cudaEventCreateWithFlags(&tprt__r.futures[tprt__r.num_futures].done, cudaEventDisableTiming));
+  return NULL;
+}
+
 static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
   int n = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&n));
-  int world = tprt_rank_world_size(rank), index = tprt_rank_index(rank);
-  if (world > n)
+  // One GPU per rank: the rank's index on its node (LOCAL_RANK for a process world).
+  int local = tprt_rank_local_size(rank), index = tprt_rank_local_index(rank);
+  if (local > n)
     return tprt_make_status(TPRT_STATUS_UNAVAILABLE,
-                            "the cuda backend runs one rank per GPU: a world of %d ranks needs %d GPUs; this machine "
-                            "has %d",
-                            world, world, n);
+                            "the cuda backend runs one rank per GPU: %s%d ranks need %d GPUs; this machine has %d",
+                            tprt_rank_is_process(rank) ? "this node's " : "a world of ", local, local, n);
   memset(&tprt__r, 0, sizeof tprt__r);
   tprt__r.device = index;
   tprt__r.rank = rank;
   TPRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(tprt__r.device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&tprt__r.stream, cudaStreamNonBlocking));
+  tprt__r.issue = tprt__r.stream;
   tprt__r.active = true;
-  return NULL;
+  tprt_status_t s = tprt__cuda_rank_streams();
+  if (s) tprt__cuda_rank_end(rank);
+  return s;
+}
+
+static void tprt__buffer_free(tprt__cuda_buffer_t* b) {
+  if (b->ptr) cudaFree(b->ptr);
+  b->ptr = NULL;
+  b->bytes = 0;
 }
 
 static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   (void)rank;
   if (!tprt__r.active) return;
   cudaStreamSynchronize(tprt__r.stream);
+  if (tprt__r.comm_stream) cudaStreamSynchronize(tprt__r.comm_stream);
   for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommDestroy(tprt__r.comms[i].comm);
-  if (tprt__r.scratch) cudaFree(tprt__r.scratch);
+  tprt__buffer_free(&tprt__r.scratch);
+  tprt__buffer_free(&tprt__r.comm_scratch);
+  tprt__buffer_free(&tprt__r.workspace);
   if (tprt__r.lt_workspace) cudaFree(tprt__r.lt_workspace);
   tprt_cuda_lt_handle_destroy(tprt__r.lt);
+  for (int i = 0; i < tprt__r.num_futures; ++i) cudaEventDestroy(tprt__r.futures[i].done);
+  if (tprt__r.fork) cudaEventDestroy(tprt__r.fork);
+  if (tprt__r.comm_stream) cudaStreamDestroy(tprt__r.comm_stream);
   cudaStreamDestroy(tprt__r.stream);
   memset(&tprt__r, 0, sizeof tprt__r);
 }
@@ -153,20 +187,38 @@ static void tprt__cuda_graph_destroy(void* graph) {
   if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
-// A device buffer of at least |bytes| reused by the collectives (stream order keeps uses apart).
-tprt_status_t tprt__scratch(size_t bytes, char** out) {
-  if (bytes > tprt__r.scratch_bytes) {
-    TPRT__TRY(tprt__not_capturing("growing the collective scratch buffer"));
-    if (tprt__r.scratch) {
-      TPRT__TRY(tprt__wait_stream());
-      TPRT_CUDA_RETURN_IF_ERROR(cudaFree(tprt__r.scratch));
-      tprt__r.scratch = NULL;
-      tprt__r.scratch_bytes = 0;
-    }
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&tprt__r.scratch, bytes));
-    tprt__r.scratch_bytes = bytes;
+// Grows |b| to at least |bytes| (outside graph capture only; |what| names it in the error). The
+// old buffer may still be read by queued work on either stream: wait for both before freeing it.
+static tprt_status_t tprt__buffer_reserve(tprt__cuda_buffer_t* b, size_t bytes, const char* what) {
+  if (bytes <= b->bytes) return NULL;
+  TPRT__TRY(tprt__not_capturing(what));
+  if (b->ptr) {
+    TPRT__TRY(tprt__wait_stream());
+    TPRT_CUDA_RETURN_IF_ERROR(cudaFree(b->ptr));
+    b->ptr = NULL;
+    b->bytes = 0;
   }
-  *out = (char*)tprt__r.scratch;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&b->ptr, bytes));
+  b->bytes = bytes;
+  return NULL;
+}
+
+tprt_status_t tprt__scratch(size_t bytes, char** out) {
+  *out = NULL;
+  bool comm = tprt__r.issue == tprt__r.comm_stream;
+  tprt__cuda_buffer_t* b = comm ? &tprt__r.comm_scratch : &tprt__r.scratch;
+  TPRT__TRY(tprt__buffer_reserve(
+      b, bytes, comm ? "growing the async collectives' scratch buffer" : "growing the collective scratch buffer"));
+  *out = (char*)b->ptr;
+  return NULL;
+}
+
+// The workspace hook of the backend table: one per-rank buffer, used on the compute stream.
+static tprt_status_t tprt__cuda_workspace(size_t bytes, void** out) {
+  *out = NULL;
+  TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__buffer_reserve(&tprt__r.workspace, bytes > 0 ? bytes : 1, "growing the backend workspace"));
+  *out = tprt__r.workspace.ptr;
   return NULL;
 }
 
@@ -201,28 +253,8 @@ static tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_ten
   return tprt_cuda_layernorm(x, gamma, beta, y, eps, tprt__r.stream);
 }
 
-// The CPU kernel of an elementwise op on host copies (the bias forms the CUDA kernels do not
-// cover yet): bitwise the CPU result.
-static tprt_status_t tprt__cuda_host_elementwise(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
-                                                 bool mul) {
-  tprt_tensor_t h[3] = {*a, *b, *c};
-  const tprt_tensor_t* dev[3] = {a, b, c};
-  tprt_status_t s = NULL;
-  for (int i = 0; i < 3; ++i) h[i].data = NULL;
-  for (int i = 0; i < 3 && !s; ++i) {
-    size_t bytes = tprt_tensor_bytes(dev[i]);
-    s = tprt_allocator_malloc(tprt_allocator_system(), bytes ? bytes : 1, 64, &h[i].data);
-    if (!s) s = tprt__cuda_to_host(h[i].data, dev[i]->data, bytes);
-  }
-  if (!s) s = mul ? tprt_cpu_mul(&h[0], &h[1], &h[2]) : tprt_cpu_add(&h[0], &h[1], &h[2]);
-  if (!s) s = tprt__cuda_to_device(c->data, h[2].data, tprt_tensor_bytes(c));
-  for (int i = 0; i < 3; ++i) tprt_allocator_free(tprt_allocator_system(), h[i].data);
-  return s;
-}
-
 static tprt_status_t tprt__cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
-  if (tprt_tensor_same_layout(a, b) && tprt_tensor_same_layout(a, c)) return tprt_cuda_add(a, b, c, tprt__r.stream);
-  return tprt__cuda_host_elementwise(a, b, c, false);
+  return tprt_cuda_add(a, b, c, tprt__r.stream);
 }
 static tprt_status_t tprt__cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
   return tprt_cuda_mul(a, b, c, tprt__r.stream);
@@ -323,6 +355,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .to_device = tprt__cuda_to_device,
     .to_host = tprt__cuda_to_host,
     .synchronize = tprt__cuda_synchronize,
+    .workspace = tprt__cuda_workspace,
     .graph_begin = tprt__cuda_graph_begin,
     .graph_end = tprt__cuda_graph_end,
     .graph_launch = tprt__cuda_graph_launch,

@@ -11,6 +11,10 @@
 #include "tprt_cuda_status.h"
 
 #define TPRT__CUDA_MAX_COMMS 16
+/// In-flight async collectives per rank (tprt_exec's limit too), and the completion events made
+/// at rank_begin so that the first starts of a step create nothing (CUDA graph capture).
+#define TPRT__CUDA_MAX_FUTURES 64
+#define TPRT__CUDA_INITIAL_FUTURES 4
 
 typedef struct {
   uint32_t mask;
@@ -18,21 +22,38 @@ typedef struct {
   int size, index;
 } tprt__cuda_comm_t;
 
+/// A device buffer that grows (outside graph capture) and is reused in stream order.
+typedef struct {
+  void* ptr;
+  size_t bytes;
+} tprt__cuda_buffer_t;
+
+/// The future of an async collective: the event recorded on the comm stream after it.
+typedef struct {
+  cudaEvent_t done;
+  bool in_flight;
+} tprt__cuda_future_t;
+
 typedef struct {
   bool active;
   int device;
-  cudaStream_t stream;
+  cudaStream_t stream;       // compute: kernels, copies, synchronous collectives, in program order
+  cudaStream_t comm_stream;  // highest priority: the async collectives, forked off `stream`
+  cudaStream_t issue;        // where the collectives queue their work now: stream or comm_stream
+  cudaEvent_t fork;          // recorded on `stream` by each start; comm_stream waits on it
+  tprt__cuda_future_t futures[TPRT__CUDA_MAX_FUTURES];
+  int num_futures;  // futures[0..num_futures) have their event
   tprt__cuda_comm_t comms[TPRT__CUDA_MAX_COMMS];
   int num_comms;
-  void* scratch;
-  size_t scratch_bytes;
-  void* lt;  // cuBLASLt handle (fast mode), and its workspace
+  tprt__cuda_buffer_t scratch;       // the collectives' temporaries on `stream`
+  tprt__cuda_buffer_t comm_scratch;  // the same on comm_stream (in flight beside `stream`)
+  tprt__cuda_buffer_t workspace;     // the backend's workspace hook (fused norms' f32 sum)
+  void* lt;                          // cuBLASLt handle (fast mode), and its workspace
   void* lt_workspace;
   bool capturing;  // between graph_begin and graph_end: no host copies, no synchronization
   tprt_rank_t* rank;
   int64_t collectives;  // calls so far (fault injection counts them)
 } tprt__cuda_rank_t;
-
 
 /// The calling rank thread's state (backend_cuda.c).
 extern _Thread_local tprt__cuda_rank_t tprt__r;
@@ -59,11 +80,13 @@ tprt_status_t tprt__need_rank(void);
 /// FAILED_PRECONDITION naming |what| while a CUDA graph is being captured.
 tprt_status_t tprt__not_capturing(const char* what);
 
-/// A device buffer of at least |bytes| reused by the collectives (stream order keeps uses apart).
+/// A device buffer of at least |bytes| reused by the collectives: the scratch of the stream they
+/// issue on now (tprt__r.issue), so in-flight comm-stream work never shares bytes with the
+/// compute stream's; stream order keeps the uses on one stream apart.
 tprt_status_t tprt__scratch(size_t bytes, char** out);
 
-/// Waits for the rank's stream; NCCL errors, a world abort or the timeout abort the rank's
-/// communicators and return a status (backend_cuda_nccl.c).
+/// Waits for the rank's streams (compute and comm); NCCL errors, a world abort or the timeout
+/// abort the rank's communicators and return a status (backend_cuda_nccl.c).
 tprt_status_t tprt__wait_stream(void);
 
 /// The collectives of the backend table (backend_cuda_nccl.c).

@@ -1,7 +1,9 @@
 // The CUDA backend's collectives (backend_cuda_impl.h): NCCL communicators per collective group,
 // canonical reductions as NCCL data movement plus tprt_cuda_reduce_staged, byte movement with
-// strided device copies, and the stream wait that turns NCCL failures, world aborts and timeouts
-// into statuses. See backend_cuda.c for the backend as a whole.
+// strided device copies, the async starts on the comm stream with event futures, and the stream
+// wait that turns NCCL failures, world aborts and timeouts into statuses. See backend_cuda.c for
+// the backend as a whole. Every collective queues its work on tprt__r.issue: the compute stream,
+// or the comm stream while a start issues it.
 #define _POSIX_C_SOURCE 200809L  // nanosleep, clock_gettime
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +34,24 @@ static void tprt__abort_comms(void) {
   tprt__r.num_comms = 0;
 }
 
-// Waits for the rank's stream, polling: an NCCL asynchronous error, another rank's failure (the
-// world aborted) or TPRT_COLLECTIVE_TIMEOUT_S seconds without completion abort the rank's NCCL
-// communicators and return a status naming the cause.
+// Whether |stream| has finished its queued work: NULL with *done set, or a CUDA error.
+static tprt_status_t tprt__stream_done(cudaStream_t stream, bool* done) {
+  cudaError_t e = cudaStreamQuery(stream);
+  *done = e == cudaSuccess;
+  if (e == cudaSuccess || e == cudaErrorNotReady) return NULL;
+  return tprt__cuda_make_status(e, "cudaStreamQuery", __FILE__, __LINE__);
+}
+
+// Waits for the rank's streams (compute and comm), polling: an NCCL asynchronous error, another
+// rank's failure (the world aborted) or TPRT_COLLECTIVE_TIMEOUT_S seconds without completion
+// abort the rank's NCCL communicators and return a status naming the cause.
 tprt_status_t tprt__wait_stream(void) {
   const double start = tprt__now(), timeout = (double)tprt_param_collective_timeout_s();
   for (int polls = 0;; ++polls) {
-    cudaError_t e = cudaStreamQuery(tprt__r.stream);
-    if (e == cudaSuccess) return NULL;
-    if (e != cudaErrorNotReady) return tprt__cuda_make_status(e, "cudaStreamQuery", __FILE__, __LINE__);
+    bool compute = false, comm = true;
+    TPRT__TRY(tprt__stream_done(tprt__r.stream, &compute));
+    if (tprt__r.comm_stream) TPRT__TRY(tprt__stream_done(tprt__r.comm_stream, &comm));
+    if (compute && comm) return NULL;
     for (int i = 0; i < tprt__r.num_comms; ++i) {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(tprt__r.comms[i].comm, &async);
@@ -163,8 +174,8 @@ static tprt_status_t tprt__exchange(tprt__cuda_comm_t* c, const char* send, char
   TPRT__NCCL(ncclGroupStart());
   for (int p = 0; p < c->size; ++p) {
     if (p == c->index) continue;
-    ncclResult_t r = ncclSend(send + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.stream);
-    if (r == ncclSuccess) r = ncclRecv(recv + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.stream);
+    ncclResult_t r = ncclSend(send + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.issue);
+    if (r == ncclSuccess) r = ncclRecv(recv + (size_t)p * bytes, bytes, ncclUint8, p, c->comm, tprt__r.issue);
     if (r != ncclSuccess) {
       ncclGroupEnd();
       return tprt__nccl_status(r, "ncclSend/ncclRecv");
@@ -172,14 +183,14 @@ static tprt_status_t tprt__exchange(tprt__cuda_comm_t* c, const char* send, char
   }
   TPRT__NCCL(ncclGroupEnd());
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(recv + (size_t)c->index * bytes, send + (size_t)c->index * bytes, bytes,
-                                            cudaMemcpyDeviceToDevice, tprt__r.stream));
+                                            cudaMemcpyDeviceToDevice, tprt__r.issue));
   return NULL;
 }
 
 // |in| (or an f32/storage sum of it) converted into |out|'s dtype: a device copy.
 static tprt_status_t tprt__convert(const void* src, int dtype, const tprt_tensor_t* like, tprt_tensor_t* out) {
   tprt_tensor_t t = tprt_tensor_make((void*)src, dtype, like->rank, like->dims);
-  return tprt_cuda_copy(&t, out, tprt__r.stream);
+  return tprt_cuda_copy(&t, out, tprt__r.issue);
 }
 
 tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -196,16 +207,35 @@ tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt
   char* buf = NULL;
   if (order == TPRT_ORDER_CANONICAL) {
     TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
-    TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.stream));
-    return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.stream);
+    TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.issue));
+    return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.issue);
   }
   if (in->dtype == out->dtype) {
-    TPRT__NCCL(ncclAllReduce(in->data, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+    TPRT__NCCL(ncclAllReduce(in->data, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.issue));
     return NULL;
   }
   TPRT__TRY(tprt__scratch(bytes, &buf));
-  TPRT__NCCL(ncclAllReduce(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+  TPRT__NCCL(ncclAllReduce(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.issue));
   return tprt__convert(buf, in->dtype, in, out);
+}
+
+// Scratch regions are carved at this alignment.
+#define TPRT__SCRATCH_ALIGN ((size_t)256)
+
+static size_t tprt__align_up(size_t x) {
+  return (x + TPRT__SCRATCH_ALIGN - 1) / TPRT__SCRATCH_ALIGN * TPRT__SCRATCH_ALIGN;
+}
+
+// Along a dim with leading dims (|outer| > 1 rows of |row| bytes), the reduce-scatter first packs
+// its input as [R][outer, D/R, inner] into |packed| (member p's slice along the dim becomes the
+// contiguous block p), so the outermost path below applies: block p holds exactly the elements of
+// member p's output, in its row-major order, and every element is summed in the same tree.
+static tprt_status_t tprt__pack_slices(const char* in, char* packed, int g, int64_t outer, size_t row) {
+  size_t part = row / (size_t)g, slice = part * (size_t)outer;
+  for (int p = 0; p < g; ++p)
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(packed + (size_t)p * slice, part, in + (size_t)p * part, row, part,
+                                                (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
+  return NULL;
 }
 
 tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -213,34 +243,42 @@ tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask, const 
   TPRT__TRY(tprt__fault());
   tprt__cuda_comm_t* c = NULL;
   TPRT__TRY(tprt__comm(rank, mask, &c));
+  ncclDataType_t dt;
+  if (!tprt__nccl_float(in->dtype, &dt) || dim < 0 || dim >= in->rank || in->dims[dim] % c->size != 0 ||
+      tprt_tensor_numel(out) * c->size != tprt_tensor_numel(in))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "reduce_scatter: float input whose dim %d divides over %d ranks, and an output of 1/%d "
+                            "of its elements, expected",
+                            dim, c->size, c->size);
   int64_t outer;
   size_t row;
   tprt__split_at(in, dim, &outer, &row);
-  ncclDataType_t dt;
-  if (!tprt__nccl_float(in->dtype, &dt) || dim < 0 || dim >= in->rank || in->dims[dim] % c->size != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "reduce_scatter: float input whose dim %d divides over %d ranks expected", dim, c->size);
-  if (outer != 1)
-    return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
-                            "reduce_scatter along dim %d with leading dims of %lld elements: the cuda backend "
-                            "scatters the outermost dimension only",
-                            dim, (long long)outer);
   int64_t n = tprt_tensor_numel(in) / c->size;
-  size_t slice = tprt_tensor_bytes(in) / (size_t)c->size;
+  size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)c->size;
   if (c->size == 1) return tprt__convert(in->data, in->dtype, out, out);
+  // One scratch allocation, carved into regions: [packed input (leading dims only)][staged slices
+  // (canonical) or the NCCL sum (a dtype change)].
+  bool pack = outer != 1 && bytes > 0, convert = in->dtype != out->dtype;
+  size_t packed_bytes = pack ? tprt__align_up(bytes) : 0;
+  size_t rest = order == TPRT_ORDER_CANONICAL ? (size_t)c->size * slice : convert ? slice : 0;
   char* buf = NULL;
-  if (order == TPRT_ORDER_CANONICAL) {
-    TPRT__TRY(tprt__scratch((size_t)c->size * slice, &buf));
-    TPRT__TRY(tprt__exchange(c, in->data, buf, slice));
-    return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.stream);
+  if (packed_bytes + rest) TPRT__TRY(tprt__scratch(packed_bytes + rest, &buf));
+  const char* src = in->data;
+  if (pack) {
+    TPRT__TRY(tprt__pack_slices(in->data, buf, c->size, outer, row));
+    src = buf;
   }
-  if (in->dtype == out->dtype) {
-    TPRT__NCCL(ncclReduceScatter(in->data, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
+  char* tmp = buf + packed_bytes;
+  if (order == TPRT_ORDER_CANONICAL) {
+    TPRT__TRY(tprt__exchange(c, src, tmp, slice));
+    return tprt_cuda_reduce_staged(tmp, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.issue);
+  }
+  if (!convert) {
+    TPRT__NCCL(ncclReduceScatter(src, out->data, (size_t)n, dt, ncclSum, c->comm, tprt__r.issue));
     return NULL;
   }
-  TPRT__TRY(tprt__scratch(slice, &buf));
-  TPRT__NCCL(ncclReduceScatter(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.stream));
-  return tprt__convert(buf, in->dtype, out, out);
+  TPRT__NCCL(ncclReduceScatter(src, tmp, (size_t)n, dt, ncclSum, c->comm, tprt__r.issue));
+  return tprt__convert(tmp, in->dtype, out, out);
 }
 
 tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -255,16 +293,16 @@ tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt
   size_t row, bytes = tprt_tensor_bytes(in);
   tprt__split_at(in, dim, &outer, &row);
   if (outer == 1) {
-    TPRT__NCCL(ncclAllGather(in->data, out->data, bytes, ncclUint8, c->comm, tprt__r.stream));
+    TPRT__NCCL(ncclAllGather(in->data, out->data, bytes, ncclUint8, c->comm, tprt__r.issue));
     return NULL;
   }
   char* buf = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
-  TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.stream));
+  TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.issue));
   for (int p = 0; p < c->size; ++p)
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row, (size_t)c->size * row,
                                                 buf + (size_t)p * bytes, row, row, (size_t)outer,
-                                                cudaMemcpyDeviceToDevice, tprt__r.stream));
+                                                cudaMemcpyDeviceToDevice, tprt__r.issue));
   return NULL;
 }
 
@@ -289,7 +327,7 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   size_t part = row / (size_t)g;
   for (int p = 0; p < g; ++p)
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(send + (size_t)p * slice, part, (const char*)in->data + (size_t)p * part,
-                                                row, part, (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.stream));
+                                                row, part, (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
   TPRT__TRY(tprt__exchange(c, send, recv, slice));
   // Unpack: the slice from member p goes to position p along concat_dim.
   tprt_tensor_t piece = *in;
@@ -300,28 +338,105 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   for (int p = 0; p < g; ++p)
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row_c, (size_t)g * row_c,
                                                 recv + (size_t)p * slice, row_c, row_c, (size_t)outer_c,
-                                                cudaMemcpyDeviceToDevice, tprt__r.stream));
+                                                cudaMemcpyDeviceToDevice, tprt__r.issue));
   return NULL;
 }
 
-// The async forms run at once on the rank's stream; the future is a marker that wait accepts.
-static char tprt__cuda_done;
+//===----------------------------------------------------------------------===//
+// Async collectives: the comm stream and event futures
+//===----------------------------------------------------------------------===//
+
+// A free future of the pool; its event is created here outside graph capture only (rank_begin
+// made the first ones, and a warm-up step grows the pool to a step's need).
+static tprt_status_t tprt__future_take(const char* op, tprt__cuda_future_t** out) {
+  *out = NULL;
+  for (int i = 0; i < tprt__r.num_futures; ++i)
+    if (!tprt__r.futures[i].in_flight) {
+      *out = &tprt__r.futures[i];
+      break;
+    }
+  if (!*out) {
+    if (tprt__r.num_futures == TPRT__CUDA_MAX_FUTURES)
+      return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED,
+                              "%s: more than %d async collectives in flight on one rank of the cuda backend", op,
+                              TPRT__CUDA_MAX_FUTURES);
+    if (tprt__r.capturing)
+      return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                              "--graph: %s needs a completion event beyond the %d made before CUDA graph capture "
+                              "(more async collectives in flight than in the warm-up step)",
+                              op, tprt__r.num_futures);
+    tprt__cuda_future_t* f = &tprt__r.futures[tprt__r.num_futures];
+    TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&f->done, cudaEventDisableTiming));
+    ++tprt__r.num_futures;
+    *out = f;
+  }
+  (*out)->in_flight = true;
+  return NULL;
+}
+
+// Forks the comm stream off the compute stream (it sees every op queued so far: the start's input
+// is ready) and makes it the stream the collectives issue on.
+static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out) {
+  TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__future_take(op, out));
+  cudaError_t e = cudaEventRecord(tprt__r.fork, tprt__r.stream);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(tprt__r.comm_stream, tprt__r.fork, 0);
+  if (e != cudaSuccess) {
+    (*out)->in_flight = false;
+    *out = NULL;
+    return tprt__cuda_make_status(e, "forking the comm stream (cudaEventRecord / cudaStreamWaitEvent)", __FILE__,
+                                  __LINE__);
+  }
+  tprt__r.issue = tprt__r.comm_stream;
+  return NULL;
+}
+
+// Ends a start whose collective returned |s|: collectives issue on the compute stream again, and
+// the future's event marks the end of the comm stream's work. A failed start still records it and
+// joins the compute stream to it (so a graph capture stays joined), then returns |s|.
+static tprt_status_t tprt__start_end(tprt__cuda_future_t* f, tprt_status_t s, tprt_future_t** out_future) {
+  tprt__r.issue = tprt__r.stream;
+  cudaError_t e = cudaEventRecord(f->done, tprt__r.comm_stream);
+  if (s || e != cudaSuccess) {
+    if (e == cudaSuccess) cudaStreamWaitEvent(tprt__r.stream, f->done, 0);
+    f->in_flight = false;
+    if (s) return s;
+    return tprt__cuda_make_status(e, "cudaEventRecord (an async collective's completion)", __FILE__, __LINE__);
+  }
+  *out_future = (tprt_future_t*)f;
+  return NULL;
+}
 
 tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                                  tprt_tensor_t* out, int dim, tprt_future_t** out_future) {
-  *out_future = (tprt_future_t*)&tprt__cuda_done;
-  return tprt__cuda_all_gather(rank, mask, in, out, dim);
+  *out_future = NULL;
+  tprt__cuda_future_t* f = NULL;
+  TPRT__TRY(tprt__start_begin("all_gather_start", &f));
+  return tprt__start_end(f, tprt__cuda_all_gather(rank, mask, in, out, dim), out_future);
 }
 
 tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
                                                      tprt_tensor_t* out, int dim, tprt_order_t order,
                                                      tprt_future_t** out_future) {
-  *out_future = (tprt_future_t*)&tprt__cuda_done;
-  return tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
+  *out_future = NULL;
+  tprt__cuda_future_t* f = NULL;
+  TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
+  return tprt__start_end(f, tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order), out_future);
 }
 
+// The compute stream waits for the collective (on the device; the host does not block), and the
+// event returns to the pool: a later record does not change the wait queued here.
 tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   (void)rank;
-  if (future == (tprt_future_t*)&tprt__cuda_done) return NULL;
-  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "wait: not a future of the cuda backend");
+  TPRT__TRY(tprt__need_rank());
+  tprt__cuda_future_t* f = NULL;
+  for (int i = 0; i < tprt__r.num_futures; ++i)
+    if ((tprt_future_t*)&tprt__r.futures[i] == future) f = &tprt__r.futures[i];
+  if (!f || !f->in_flight)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "wait: not a future of an async collective in flight on this rank of the cuda backend "
+                            "(unknown, or already waited for)");
+  f->in_flight = false;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.stream, f->done, 0));
+  return NULL;
 }

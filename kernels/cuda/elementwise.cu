@@ -3,8 +3,12 @@
 // operands, rounded once to the dtype (docs/numerics.md, "Elementwise ops").
 //
 // Layouts: a, b, c dense with the same shape (any rank) and dtype; c may be a or b (each element
-// is read before it is written, by the same thread). Any alignment (scalar loads).
-// Dtypes: bf16 / f16 / f32, one kernel per op and dtype: tprt_<op>_kernel_<dtype>.
+// is read before it is written, by the same thread). Any alignment (scalar loads). Add also takes
+// the forms tprt_cpu_add does (the shared check tprt__check_elementwise): a rank-1 b of a's last
+// dimension broadcast over the rows (a bias), and an f32 a plus a b in storage precision, with c
+// in a's or b's dtype (the fused norms' residual add); those run tprt_add_kernel_mixed.
+// Dtypes: bf16 / f16 / f32, one kernel per op and dtype: tprt_<op>_kernel_<dtype>; the mixed
+// forms select the dtypes at run time.
 //
 // Launch geometry: one thread per element, 256-thread blocks, grid-stride over the elements (at
 // most 65536 blocks); consecutive threads touch consecutive elements (coalesced).
@@ -36,25 +40,16 @@ TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_bf16, TPRT_DTYPE_BF16, true)
 TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_f16, TPRT_DTYPE_F16, true)
 TPRT__ELEMENTWISE_KERNEL(tprt_mul_kernel_f32, TPRT_DTYPE_F32, true)
 
-// ------------------------------------------------------------------------------------------------
-// Validation (the checks and messages of cpu_elementwise.c)
-// ------------------------------------------------------------------------------------------------
-
-static tprt_status_t tprt__cuda_check_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
-                                                  const tprt_tensor_t* c) {
-  char sa[96], sb[96];
-  tprt_status_t s = tprt__check(op, "a", a, a ? a->rank : 0, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "b", b, a->rank, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "c", c, a->rank, TPRT__FLOATS);
-  if (s) return s;
-  if (!tprt_tensor_same_layout(a, b))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: a and b must have the same shape and dtype; a is %s, b is %s", op,
-                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(b, sb, sizeof sb));
-  if (!tprt_tensor_same_layout(a, c))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: c must have a's shape and dtype %s; got %s", op,
-                            tprt__shape_str(a, sa, sizeof sa), tprt__shape_str(c, sb, sizeof sb));
-  return NULL;
+// c[i] = a[i] + b[cols ? i % cols : i], each with its own dtype (the bias and mixed-dtype forms of
+// add): the same f32 addition, rounded once to c's dtype. c may alias an operand of its dtype.
+extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt_add_kernel_mixed(const void* a, int a_dtype, const void* b, int b_dtype, int64_t cols, void* c, int c_dtype,
+                          int64_t n) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float x = tprt__cuda_ld(a, a_dtype, i), y = tprt__cuda_ld(b, b_dtype, cols ? i % cols : i);
+    tprt__cuda_st(c, c_dtype, i, __fadd_rn(x, y));
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -63,10 +58,22 @@ static tprt_status_t tprt__cuda_check_elementwise(const char* op, const tprt_ten
 
 static tprt_status_t tprt__cuda_elementwise(const char* op, const tprt_tensor_t* a, const tprt_tensor_t* b,
                                             tprt_tensor_t* c, bool mul, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_elementwise(op, a, b, c);
+  int64_t cols = 0;
+  tprt_status_t s = tprt__check_elementwise(op, a, b, c, mul, &cols);
   if (s) return s;
   int64_t n = tprt_tensor_numel(a);
   if (n == 0) return NULL;
+  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
+  if (cols || b->dtype != a->dtype || c->dtype != a->dtype) {  // add's bias and mixed-dtype forms
+    const void* ad = a->data;
+    const void* bd = b->data;
+    void* cd = c->data;
+    int da = a->dtype, db = b->dtype, dc = c->dtype;
+    void* args[] = {&ad, &da, &bd, &db, &cols, &cd, &dc, &n};
+    TPRT_CUDA_RETURN_IF_ERROR(
+        cudaLaunchKernel((const void*)tprt_add_kernel_mixed, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
+    return NULL;
+  }
   const void* kernel;
   switch (a->dtype) {
     case TPRT_DTYPE_BF16:
@@ -86,7 +93,6 @@ static tprt_status_t tprt__cuda_elementwise(const char* op, const tprt_tensor_t*
   const void* bd = b->data;
   void* cd = c->data;
   void* args[] = {&ad, &bd, &cd, &n};
-  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
   TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
   return NULL;
 }

@@ -55,7 +55,8 @@ tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, 
                             float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// c = a + b elementwise (same shape and float dtype), rounded once: bitwise tprt_cpu_add. c may
-/// alias a or b. kernels/cuda/elementwise.cu.
+/// alias a or b. Also tprt_cpu_add's other forms: a rank-1 bias b, and an f32 a plus a b in
+/// storage precision with c in a's or b's dtype. kernels/cuda/elementwise.cu.
 tprt_status_t tprt_cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 

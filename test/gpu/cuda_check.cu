@@ -463,6 +463,66 @@ static void ct_check_elementwise(cudaStream_t stream) {
   }
 }
 
+// The other forms of add (tprt__check_elementwise): a rank-1 bias b of a's last dimension, and an
+// f32 a (a reduced f32 sum) plus a b in storage precision, of a's shape (the fused norms' residual
+// add) or a bias, with c in b's dtype or f32; the residual form also in place (c = b).
+static void ct_check_add_forms(cudaStream_t stream) {
+  if (!ct_selected("add")) return;
+  struct {
+    int rank;
+    int64_t dims[4];
+  } shapes[] = {{2, {7, 333}}, {2, {64, 4096}}, {4, {3, 5, 7, 11}}};
+  uint64_t rng = 0xADD2;
+  for (const auto& sh : shapes) {
+    char shape[48];
+    int used = snprintf(shape, sizeof shape, "[");
+    for (int i = 0; i < sh.rank; ++i)
+      used += snprintf(shape + used, sizeof shape - used, i ? ",%lld" : "%lld", (long long)sh.dims[i]);
+    snprintf(shape + used, sizeof shape - used, "]");
+    const int64_t* cols = &sh.dims[sh.rank - 1];
+    // (a dtype, b dtype, c dtype, b a bias, in place)
+    struct {
+      int a, b, c;
+      bool bias, in_place;
+    } forms[] = {
+        {TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, true, false},
+        {TPRT_DTYPE_F16, TPRT_DTYPE_F16, TPRT_DTYPE_F16, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F32, TPRT_DTYPE_F32, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F16, TPRT_DTYPE_F32, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F16, TPRT_DTYPE_F16, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, false, true},
+    };
+    for (const auto& f : forms) {
+      ct_tensor_t a = ct_make(f.a, sh.rank, sh.dims), b = f.bias ? ct_make(f.b, 1, cols) : ct_make(f.b, sh.rank, sh.dims),
+                  c = ct_make(f.c, sh.rank, sh.dims);
+      ct_fill(&a, &rng, CT_DIST_SPECIAL);
+      ct_fill(&b, &rng, CT_DIST_SPECIAL);
+      // In place (c = b): the CPU computes into a host copy of b, so that both sides read the same b.
+      ct_tensor_t ref = ct_make(f.b, b.h.rank, b.h.dims);
+      memcpy(ref.h.data, b.h.data, tprt_tensor_bytes(&b.h));
+      ct_tensor_t* out = f.in_place ? &b : &c;
+      char params[64];
+      snprintf(params, sizeof params, "%s %s+%s->%s%s", f.bias ? "bias" : "residual", tprt_dtype_name(f.a),
+               tprt_dtype_name(f.b), tprt_dtype_name(f.c), f.in_place ? " c=b" : "");
+      ct_run(
+          "add", shape, tprt_dtype_name(f.a), params, out,
+          [&] {
+            tprt_status_t s = tprt_cpu_add(&a.h, f.in_place ? &ref.h : &b.h, f.in_place ? &ref.h : &c.h);
+            if (!s && f.in_place) memcpy(b.h.data, ref.h.data, tprt_tensor_bytes(&b.h));
+            return s;
+          },
+          [&](cudaStream_t st) { return tprt_cuda_add(&a.d, &b.d, &out->d, st); }, !f.in_place, stream);
+      ct_free(&a);
+      ct_free(&b);
+      ct_free(&c);
+      ct_free(&ref);
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Negative controls: another operation order must give other bits, or the checks above prove
 // nothing. Each control passes when the CUDA result differs from a reference computed in a
@@ -616,6 +676,14 @@ static void ct_check_validation(void) {
   ct_same_status("add shapes", tprt_cpu_add(&ea, &eb, &ea), tprt_cuda_add(&ea, &eb, &ea, 0));
   ct_same_status("mul c dtype", tprt_cpu_mul(&ea, &ea, &ec), tprt_cuda_mul(&ea, &ea, &ec, 0));
   ct_same_status("add NULL", tprt_cpu_add(NULL, &ea, &ea), tprt_cuda_add(NULL, &ea, &ea, 0));
+  // The mixed-dtype forms: only an f32 a takes a b of another dtype, and c then has a's or b's.
+  tprt_tensor_t ef = T(F, 2, 4, 8, 0), eh = T(H, 2, 4, 8, 0), ebias = T(B, 1, 8, 0, 0), ebias_h = T(H, 1, 8, 0, 0);
+  ct_same_status("add residual c dtype", tprt_cpu_add(&ef, &ea, &eh), tprt_cuda_add(&ef, &ea, &eh, 0));
+  ct_same_status("add residual shape", tprt_cpu_add(&ef, &eb, &ea), tprt_cuda_add(&ef, &eb, &ea, 0));
+  ct_same_status("add bf16 a + f16 b", tprt_cpu_add(&ea, &eh, &ea), tprt_cuda_add(&ea, &eh, &ea, 0));
+  ct_same_status("add bias dtype", tprt_cpu_add(&ea, &ebias_h, &ea), tprt_cuda_add(&ea, &ebias_h, &ea, 0));
+  ct_same_status("add bias c dtype", tprt_cpu_add(&ef, &ebias, &eh), tprt_cuda_add(&ef, &ebias, &eh, 0));
+  ct_same_status("mul mixed", tprt_cpu_mul(&ef, &ea, &ea), tprt_cuda_mul(&ef, &ea, &ea, 0));
   ct_check_validation_moe();
 
   ct_summary_t* sum = ct_summary("validation");
@@ -678,6 +746,7 @@ int main(int argc, char** argv) {
   ct_check_norms(stream);
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
+  ct_check_add_forms(stream);
   ct_check_moe_kernels(stream);
   ct_check_grad_kernels(stream);
 

@@ -38,6 +38,13 @@ CONFIGS=(
   "moe-ep4|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=4"
   "moe-ep2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2,tp=2"
   "moe-train-tp2|docs/examples/moe.mlir|--pipeline=train --mesh=tp=2"
+  # Hand-written per-rank modules, lowered as written (lower-cpu, as test/e2e/collectives.test
+  # does; their meshes fix the world): the fused collective + add + RMSNorm ops at world sizes 4
+  # and 2, async starts overlapping compute with reduce-scatter along dim 1, all_gather_start.
+  "fused-norm-tp4|test/e2e/Inputs/fused_norm.mlir|--pipeline=lower-cpu"
+  "fused-norm-tp2|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu"
+  "async-rs-dim1-tp4|test/e2e/Inputs/async_collectives.mlir|--pipeline=lower-cpu"
+  "collectives-tp4|test/e2e/Inputs/collectives.mlir|--pipeline=lower-cpu"
   # World size 8 (issue #7; skipped on machines with fewer GPUs).
   "mlp-tp8|docs/examples/mlp.mlir|--pipeline=infer --mesh=tp=8"
   "mlp-train-sp-tp8|docs/examples/mlp.mlir|--pipeline=train --mesh=tp=8 --sequence-parallel"

@@ -69,3 +69,75 @@ func.func @gather(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
   return %y : tensor<16x8xf32>
 }
 
+
+// -----
+
+/// An async collective's input stays live until its tp.wait (a device reads it on the comm
+/// stream meanwhile): %b, defined between the start and the wait, must not take %a's bytes. The
+/// arena holds %a [0, 256), the future [256, 512) and %b [512, 768); if %a died at the start,
+/// %b would reuse offset 0 and the arena would be 512 bytes.
+// CHECK-LABEL: module attributes {tp.arena_bytes = 768 : i64
+// CHECK-LABEL: func.func @tpc_entry_overlap(
+// CHECK:         %[[A:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[F:.*]] = llvm.getelementptr %{{.*}}[256] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[B:.*]] = llvm.getelementptr %{{.*}}[512] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_reduce_scatter_start(
+// CHECK:         llvm.store %[[B]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_wait(
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @overlap(%x: tensor<4x16xf32>) -> (tensor<4x4xf32>, tensor<4x16xf32>) {
+  %a = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %f = "tp.reduce_scatter_start"(%a) {mesh = @world, axes = ["tp"], dim = 1 : i64, order = "canonical"}
+      : (tensor<4x16xf32>) -> !tp.future<tensor<4x4xf32>>
+  %b = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %c = "tp.add"(%b, %b) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = "tp.wait"(%f) : (!tp.future<tensor<4x4xf32>>) -> tensor<4x4xf32>
+  return %s, %c : tensor<4x4xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+/// A future that no tp.wait consumes completes when the step ends: it and its start's input stay
+/// live to the end of the function, so %b gets bytes of its own: %a [0, 256), the future
+/// [256, 1280), %b [1280, 1536) (if either died early, %b would reuse its bytes).
+// CHECK-LABEL: module attributes {tp.arena_bytes = 1536 : i64
+// CHECK-LABEL: func.func @tpc_entry_unwaited(
+// CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[256] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[1280] : (!llvm.ptr) -> !llvm.ptr, i8
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @unwaited(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %a = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %f = "tp.all_gather_start"(%a) {mesh = @world, axes = ["tp"], dim = 0 : i64}
+      : (tensor<4x16xf32>) -> !tp.future<tensor<16x16xf32>>
+  %b = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %c = "tp.add"(%b, %b) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %c : tensor<4x16xf32>
+}
+
+// -----
+
+/// A returned tp.wait result is copied out of the future's arena buffer after the last op: that
+/// buffer stays live to the end, so %b (defined after the wait) gets bytes of its own: the
+/// future [0, 1024), %b [1024, 1280).
+// CHECK-LABEL: module attributes {tp.arena_bytes = 1280 : i64
+// CHECK-LABEL: func.func @tpc_entry_returned_wait(
+// CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[1024] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         call @tprt_abi_all_gather_start(
+// CHECK:         call @tprt_abi_wait(
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_add(
+// CHECK:         call @tprt_abi_copy(
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @returned_wait(%x: tensor<4x16xf32>) -> (tensor<16x16xf32>, tensor<4x16xf32>) {
+  %f = "tp.all_gather_start"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64}
+      : (tensor<4x16xf32>) -> !tp.future<tensor<16x16xf32>>
+  %g = "tp.wait"(%f) : (!tp.future<tensor<16x16xf32>>) -> tensor<16x16xf32>
+  %b = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %c = "tp.add"(%b, %b) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %g, %c : tensor<16x16xf32>, tensor<4x16xf32>
+}

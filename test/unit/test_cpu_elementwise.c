@@ -55,12 +55,62 @@ TPRT_TEST(add_bias_to_f32_sum_rounds_once) {
   }
   if (wrong) TPRT__FAIL("%lld elements are not round(sum + bias)", (long long)wrong);
   TPRT_EXPECT_STATUS(tprt_cpu_add(&sum.t, &bias.t, &bad.t), TPRT_STATUS_INVALID_ARGUMENT,
-                     "add: c must have a's shape and dtype [5,7] f32 (or, for an f32 a plus a bias, b's dtype); got "
+                     "add: c must have a's shape and dtype [5,7] f32 (or, for an f32 a, b's dtype); got "
                      "[5,7] f16");
   tc_free(&sum);
   tc_free(&bias);
   tc_free(&c);
   tc_free(&bad);
+}
+
+// The residual add of the fused norms: an f32 sum a plus a residual b of a's shape in storage
+// precision, rounded once to b's dtype (or kept in f32), bitwise round(residual + sum) (IEEE
+// addition commutes); c may alias b (the residual updated in place). Other dtype mixes are refused.
+TPRT_TEST(add_f32_sum_plus_storage_residual_rounds_once) {
+  const int storage[2] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16};
+  for (int d = 0; d < 2; ++d) {
+    tc_tensor_t sum = tc_make(TPRT_DTYPE_F32, 3, (int64_t)3, (int64_t)5, (int64_t)7);
+    tc_tensor_t res = tc_make(storage[d], 3, (int64_t)3, (int64_t)5, (int64_t)7);
+    tc_tensor_t c = tc_make(storage[d], 3, (int64_t)3, (int64_t)5, (int64_t)7);
+    tc_tensor_t wide = tc_make(TPRT_DTYPE_F32, 3, (int64_t)3, (int64_t)5, (int64_t)7);
+    tc_fill(&sum.t, 21, -8.0, 8.0);
+    tc_fill(&res.t, 22, -4.0, 4.0);
+    TPRT_EXPECT_OK(tprt_cpu_add(&sum.t, &res.t, &c.t));
+    TPRT_EXPECT_OK(tprt_cpu_add(&sum.t, &res.t, &wide.t));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < tprt_tensor_numel(&sum.t); ++i) {
+      float f = (float)tc_get(&res.t, i) + (float)tc_get(&sum.t, i);
+      uint32_t want = storage[d] == TPRT_DTYPE_BF16 ? tprt_f32_to_bf16(f) : tprt_f32_to_f16(f);
+      uint32_t fbits;
+      memcpy(&fbits, &f, sizeof fbits);
+      wrong += tc_bits(&c.t, i) != want || tc_bits(&wide.t, i) != fbits;
+    }
+    if (wrong) TPRT__FAIL("%lld elements are not round(residual + sum)", (long long)wrong);
+    // In place: residual_out may be the residual.
+    TPRT_EXPECT_OK(tprt_cpu_add(&sum.t, &res.t, &res.t));
+    TPRT_EXPECT(tc_same_bytes(&res.t, &c.t));
+    tc_free(&sum);
+    tc_free(&res);
+    tc_free(&c);
+    tc_free(&wide);
+  }
+  tc_tensor_t f = tc_make(TPRT_DTYPE_F32, 2, (int64_t)2, (int64_t)3),
+              b = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)3);
+  tc_tensor_t h = tc_make(TPRT_DTYPE_F16, 2, (int64_t)2, (int64_t)3),
+              bt = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)3, (int64_t)2);
+  TPRT_EXPECT_STATUS(tprt_cpu_add(&f.t, &b.t, &h.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "add: c must have a's shape and dtype [2,3] f32 (or, for an f32 a, b's dtype); got [2,3] f16");
+  TPRT_EXPECT_STATUS(tprt_cpu_add(&f.t, &bt.t, &b.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "add: a and b must have the same shape and dtype; a is [2,3] f32, b is [3,2] bf16");
+  // Only an f32 a takes another dtype: a bf16 a plus an f16 b, and mul, are refused.
+  TPRT_EXPECT_STATUS(tprt_cpu_add(&b.t, &h.t, &b.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "add: a and b must have the same shape and dtype; a is [2,3] bf16, b is [2,3] f16");
+  TPRT_EXPECT_STATUS(tprt_cpu_mul(&f.t, &b.t, &b.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "mul: a and b must have the same shape and dtype; a is [2,3] f32, b is [2,3] bf16");
+  tc_free(&f);
+  tc_free(&b);
+  tc_free(&h);
+  tc_free(&bt);
 }
 
 TPRT_TEST(elementwise_invalid_arguments) {
