@@ -241,7 +241,9 @@ static tprt_status_t tprt__meet_master(tprt_procs_t* p, const char* host, int po
   tprt_status_t s = NULL;
   if (p->rank == 0) {
     s = tprt__listen(port, &listen_fd, &my_port);
-    if (s) return tprt_status_annotate(s, "rank 0 on MASTER_PORT=%d", port);
+    if (s)
+      return tprt_status_annotate(s, "rank 0 meeting the other processes on port %d (MASTER_PORT, or TPRT_MASTER_PORT "
+                                     "to choose another)", port);
     for (int i = 1; i < p->size && !s; ++i) {
       int fd = -1;
       uint32_t hello[2];
@@ -275,7 +277,7 @@ static tprt_status_t tprt__meet_master(tprt_procs_t* p, const char* host, int po
   if (!s) s = tprt__io(p->fd[0], addrs, sizeof addrs, false, deadline, "receiving the address table from rank 0");
   if (!s) s = tprt__connect_mesh(p, addrs, listen_fd, deadline);
   if (listen_fd >= 0) close(listen_fd);
-  return s ? tprt_status_annotate(s, "meeting at MASTER_ADDR=%s MASTER_PORT=%d", host, port) : NULL;
+  return s ? tprt_status_annotate(s, "meeting rank 0 at %s:%d (MASTER_ADDR, MASTER_PORT)", host, port) : NULL;
 }
 
 // mpirun's way without MASTER_ADDR: MPI all-gathers the listeners' addresses. libmpi is loaded at
@@ -312,6 +314,18 @@ static tprt_status_t tprt__meet_mpi(tprt_procs_t* p, double deadline) {
   if (!s) s = tprt__connect_mesh(p, addrs, listen_fd, deadline);
   close(listen_fd);
   return s;
+}
+
+// The port the processes meet at: TPRT_MASTER_PORT when set; under torchrun, whose agent serves
+// its own store on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), the port after it; else
+// MASTER_PORT.
+static int tprt__meeting_port(int master_port) {
+  int port = 0;
+  if (tprt__env_int("TPRT_MASTER_PORT", &port) && port > 0 && port < 65536) return port;
+  const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (agent && (!strcmp(agent, "True") || !strcmp(agent, "true") || !strcmp(agent, "1")))
+    return master_port < 65535 ? master_port + 1 : master_port - 1;
+  return master_port;
 }
 
 tprt_status_t tprt_procs_from_env(int expected_size, double timeout_s, tprt_procs_t** out) {
@@ -365,7 +379,7 @@ tprt_status_t tprt_procs_from_env(int expected_size, double timeout_s, tprt_proc
   if (size == 1)
     s = NULL;
   else if (host && *host && port && tprt__env_int("MASTER_PORT", &port_number) && port_number > 0 && port_number < 65536)
-    s = tprt__meet_master(p, host, port_number, deadline);
+    s = tprt__meet_master(p, host, tprt__meeting_port(port_number), deadline);
   else if (host || port)
     s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                          "process world: MASTER_ADDR='%s' and MASTER_PORT='%s' must both be set, the port a number "

@@ -31,3 +31,6 @@ config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "m
 # Ranks as processes under mpirun (test/e2e/processes-mpirun.test) when OpenMPI/MPICH is installed.
 if shutil.which("mpirun"):
     config.available_features.add("mpirun")
+# The CUDA backend plugin, built where nvcc and NCCL exist (test/e2e/cuda-plugin-symbols.test).
+if os.path.exists(os.path.join(config.tpc_build_dir, "lib", "libtprt_backend_cuda.so")):
+    config.available_features.add("cuda-plugin")

@@ -101,7 +101,11 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   if (!tprt__r.active) return;
   cudaStreamSynchronize(tprt__r.stream);
   if (tprt__r.comm_stream) cudaStreamSynchronize(tprt__r.comm_stream);
-  for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommDestroy(tprt__r.comms[i].comm);
+  // After a failure a peer may never take part again: abort (returns at once) rather than destroy.
+  tprt_status_t failed = tprt__r.rank ? tprt_rank_check_abort(tprt__r.rank) : NULL;
+  for (int i = 0; i < tprt__r.num_comms; ++i)
+    failed ? ncclCommAbort(tprt__r.comms[i].comm) : ncclCommDestroy(tprt__r.comms[i].comm);
+  tprt_status_free(failed);
   tprt__buffer_free(&tprt__r.scratch);
   tprt__buffer_free(&tprt__r.comm_scratch);
   tprt__buffer_free(&tprt__r.workspace);
@@ -397,4 +401,5 @@ static const tprt_backend_t tprt__cuda_backend = {
 };
 
 /// The plugin's entry point: tpc-run --backend cuda looks it up with dlsym.
-const tprt_backend_t* tprt_backend_cuda(void) { return &tprt__cuda_backend; }
+// The plugin's one exported symbol (the library is built with hidden visibility).
+__attribute__((visibility("default"))) const tprt_backend_t* tprt_backend_cuda(void) { return &tprt__cuda_backend; }

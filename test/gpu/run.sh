@@ -13,7 +13,7 @@
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
 # Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1,
-#              TPC_GPU_KERNELS=0, TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
+#              TPC_GPU_KERNELS=0, TPC_GPU_MODULES=0 (process worlds only), TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
 #              directory, default build-gpu), OUT (if set, logs and tables are copied there).
 # Exit status: 0 when every check passed, 1 on a mismatch or failure, 77 no device.
 set -euo pipefail
@@ -42,8 +42,10 @@ echo "host: $(uname -srm), $(nproc) cores; cc: $("$CC" --version | head -n 1)"
 run_modules() {
   local carry="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}" pass=0 fail=0 skip=0 rows=()
   [[ -f "$carry/modules/list.txt" ]] || { echo "== modules: $carry not staged (run test/gpu/prepare_modules.sh there)"; return 0; }
-  local ngpu
+  local ngpu list="$carry/modules/list.txt"
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  # TPC_GPU_MODULES=0: only the process-world section below (the thread-world modules ran before).
+  if [[ "${TPC_GPU_MODULES:-1}" == 0 ]]; then list=/dev/null; fi
   echo "== example modules, cuda backend vs CPU backend hashes ($ngpu GPUs)"
   while read -r name; do
     local err="$BUILD/$name.err" got="$BUILD/$name.got" t0 t1
@@ -65,8 +67,8 @@ run_modules() {
       fail=$((fail + 1)); rows+=("$(printf '%-18s %-6s %8s ms  rc=%s' "$name" FAIL "$ms" "$rc")")
       echo "-- $name (exit $rc): stderr, then got vs expected"; tail -n 20 "$err"; diff "$got" "$carry/modules/$name.expected" || true
     fi
-    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$got" "$err" "$OUT/" 2>/dev/null || true; fi
-  done < "$carry/modules/list.txt"
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then mkdir -p "$OUT/detail"; cp "$got" "$err" "$OUT/detail/" 2>/dev/null || true; fi
+  done < "$list"
   echo
   echo "== modules table ($(date -u +%Y-%m-%d), cuda backend, exact numerics; wall time includes start-up)"
   printf '%s\n' "${rows[@]}"
@@ -90,7 +92,7 @@ run_modules() {
     else
       gfail=$((gfail + 1)); grows+=("$(printf '%-18s %-6s' "$name" FAIL)"); tail -n 5 "$err"
     fi
-  done < "$carry/modules/list.txt"
+  done < "$list"
   echo
   echo "== the same modules as CUDA graphs (--graph)"
   printf '%s\n' "${grows[@]}"
@@ -99,7 +101,7 @@ run_modules() {
   # exist), so rank 0 waits in NCCL for a partner that never comes. The world must end within the
   # timeout with the injected fault's message (exit 1), not hang (timeout's 124).
   local ffail=0
-  if (( ngpu >= 2 )); then
+  if (( ngpu >= 2 )) && [[ "$list" != /dev/null ]]; then
     echo
     echo "== failure handling: rank 1 fails a collective; rank 0 must not hang"
     local t0 t1 rc
@@ -193,7 +195,9 @@ run_processes() {
   fi
   printf '%s\n' "${rows[@]}"
   echo "processes: $pass passed, $((fail + ffail)) failed"
-  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/*.mpirun.err "$BUILD"/*.torchrun.err "$OUT/" 2>/dev/null || true; fi
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then
+    mkdir -p "$OUT/detail"; cp "$BUILD"/*.mpirun.err "$BUILD"/*.torchrun.err "$BUILD/fault-procs.err" "$OUT/detail/" 2>/dev/null || true
+  fi
   PROCS_FAILED=$((fail + ffail))
 }
 
@@ -251,8 +255,13 @@ PY
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_blocks.txt" "$BUILD/bench_mlp_peer.txt" "$OUT/"; fi
 }
 MODULES_FAILED=0
+# Per-module logs travel as one archive (the device tool fetches a limited number of files).
+pack_details() {
+  if [[ -n "${OUT:-}" && -d "${OUT:-}/detail" ]]; then tar czf "$OUT/detail.tgz" -C "$OUT" detail && rm -rf "$OUT/detail"; fi
+}
 if [[ "${TPC_GPU_KERNELS:-1}" == "0" ]]; then
   run_modules
+  pack_details
   exit $(( MODULES_FAILED > 0 ))
 fi
 
@@ -328,5 +337,6 @@ if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   python3 test/gpu/bench_peer.py "$BUILD/bench_linear.txt"
 fi
 run_modules
+pack_details
 if [[ $rc -eq 0 && $MODULES_FAILED -gt 0 ]]; then rc=1; fi
 exit $rc

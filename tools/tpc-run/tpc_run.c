@@ -473,6 +473,12 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
       last_report = tpc__now();
     }
   }
+  // A failed step ends the world now, before the clean-up below (which may wait on the device):
+  // the other ranks, threads or processes, learn of it at once instead of at their timeout.
+  if (status) {
+    tprt_rank_fail(rank, status);
+    status = NULL;  // tprt_world_run reports the failure recorded by tprt_rank_fail
+  }
   if (exec && !run->opts->graph) st->stats = *tprt_exec_stats(exec);
   tprt_exec_destroy(exec);
   for (int j = 0; device && !status && j < run->fn->num_results; ++j)
