@@ -205,7 +205,21 @@ tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_reduce: float input and an output of its size expected");
   if (c->size == 1) return tprt__convert(in->data, in->dtype, in, out);
   char* buf = NULL;
-  if (order == TPRT_ORDER_CANONICAL) {
+  if (order == TPRT_ORDER_CANONICAL && n % c->size == 0) {
+    // Two phases, the ring's bytes (2(g-1)/g of the tensor each way): member p receives every
+    // member's slice p and sums it in the canonical tree (each element's sum is the one-phase
+    // sum: same members, same order, one rounding), then the reduced slices are all-gathered in
+    // place.
+    int g = c->size;
+    size_t slice = bytes / (size_t)g, out_slice = tprt_tensor_bytes(out) / (size_t)g;
+    char* mine = (char*)out->data + (size_t)c->index * out_slice;
+    TPRT__TRY(tprt__scratch((size_t)g * slice, &buf));
+    TPRT__TRY(tprt__exchange(c, in->data, buf, slice));
+    TPRT__TRY(tprt_cuda_reduce_staged(buf, g, in->dtype, n / g, mine, out->dtype, 1, tprt__r.issue));
+    TPRT__NCCL(ncclAllGather(mine, out->data, out_slice, ncclUint8, c->comm, tprt__r.issue));
+    return NULL;
+  }
+  if (order == TPRT_ORDER_CANONICAL) {  // an element count the group does not divide: gather all
     TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
     TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.issue));
     return tprt_cuda_reduce_staged(buf, c->size, in->dtype, n, out->data, out->dtype, 1, tprt__r.issue);

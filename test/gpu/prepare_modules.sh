@@ -70,5 +70,9 @@ for tp in 1 2 4; do
     echo "mlp8b-tp$tp-$mode $tp $mode" >> "$OUT/bench/list.txt"
   done
 done
+# Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
+for v in sync async; do
+  "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast
+done
 cp test/gpu/bench_mlp_peer.py "$OUT/bench/"
 echo "staged $(wc -l < "$OUT/modules/list.txt") modules and the runtime in $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -132,6 +132,7 @@ run_modules() {
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_collectives.txt" "$OUT/"; fi
   fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/list.txt" ]]; then bench_blocks "$carry" "$ngpu"; fi
+  if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/overlap-async.so" ]] && (( ngpu >= 4 )); then bench_overlap "$carry"; fi
 }
 
 # Ranks as processes: the same precompiled modules launched by mpirun (MPI only exchanges the
@@ -199,6 +200,30 @@ run_processes() {
     mkdir -p "$OUT/detail"; cp "$BUILD"/*.mpirun.err "$BUILD"/*.torchrun.err "$BUILD/fault-procs.err" "$OUT/detail/" 2>/dev/null || true
   fi
   PROCS_FAILED=$((fail + ffail))
+}
+
+# Communication/compute overlap through the comm stream (tools/bench/overlap_{sync,async}.mlir, 4
+# ranks, fast numerics): an all-gather of 256 MB and an independent 8192^3 bf16 linear, one after
+# the other (sync) or the gather on the comm stream while the linear runs (async), each also as a
+# CUDA graph. The peer is the sync form in the same run.
+bench_overlap() {
+  local carry="$1" lt_dir="$CUDA_HOME/lib64" sync_ms=""
+  echo
+  echo "== benchmark: all-gather 256 MB + linear 8192^3 bf16, sync vs async (comm stream), 4 GPUs ($(date -u +%Y-%m-%d))"
+  printf '%-14s %10s %10s\n' form "median ms" "vs sync"
+  for v in sync async; do
+    for g in "" --graph; do
+      LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" \
+        "$carry/bench/overlap-$v.so" --backend cuda $g --seed 7 --repeat 20 > /dev/null 2> "$BUILD/overlap-$v$g.err" ||
+        { echo "overlap-$v $g failed:"; tail -n 5 "$BUILD/overlap-$v$g.err"; continue; }
+      local ms
+      ms=$(grep -o 'median [0-9.]* ms' "$BUILD/overlap-$v$g.err" | awk '{print $2}')
+      [[ -z "$g" && "$v" == sync ]] && sync_ms=$ms
+      python3 -c "import sys; print(f'{sys.argv[1]:<14} {float(sys.argv[2]):>10.3f} {float(sys.argv[2]) / float(sys.argv[3]):>9.2f}x')" \
+        "$v${g:+ graph}" "$ms" "${sync_ms:-$ms}"
+    done
+  done | tee "$BUILD/bench_overlap.txt"
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_overlap.txt" "$OUT/"; fi
 }
 
 # Step time of the Llama-3-8B-like MLP block (tools/bench/llama8b_mlp.mlir, 4096 tokens) at TP 1, 2,
