@@ -137,13 +137,10 @@ tprt_status_t tprt_cpu_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
 // sum is only ever compared with a row count, so absurd counts cannot overflow.
 static int64_t tprt__sat_add(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
 
-tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
-                                   const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments) {
-  char a[96], b[96], rows[32] = "", holder[48] = "there are";
-  if (rows_of) {
-    snprintf(rows, sizeof rows, " of %s", rows_of);
-    snprintf(holder, sizeof holder, "%s has", rows_of);
-  }
+tprt_status_t tprt__check_segment_shapes(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
+                                         const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments) {
+  char a[96], b[96], rows[32] = "";
+  if (rows_of) snprintf(rows, sizeof rows, " of %s", rows_of);
   int64_t e = w->dims[0], g = group_sizes->dims[0];
   // E == 0 (an empty w) keeps the one-segment rule with no counts at all.
   if (e == 0 ? g != 0 : g == 0 || g % e != 0)
@@ -156,6 +153,23 @@ tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: T=%lld rows%s are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
                             (long long)t, rows, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
+  *out_segments = segs;
+  return NULL;
+}
+
+tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
+                                   const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments) {
+  int64_t segs = 1;
+  tprt_status_t s = tprt__check_segment_shapes(op, t, w, wname, rows_of, group_sizes, &segs);
+  if (s) return s;
+  return tprt__check_segment_counts(op, t, w, rows_of, group_sizes, segs, out_segments);
+}
+
+tprt_status_t tprt__check_segment_counts(const char* op, int64_t t, const tprt_tensor_t* w, const char* rows_of,
+                                         const tprt_tensor_t* group_sizes, int64_t segs, int64_t* out_segments) {
+  char holder[48] = "there are";
+  if (rows_of) snprintf(holder, sizeof holder, "%s has", rows_of);
+  int64_t e = w->dims[0];
   const int64_t* sizes = (const int64_t*)group_sizes->data;
   int64_t cap = t / segs;
   for (int64_t sg = 0; sg < segs; ++sg) {

@@ -113,8 +113,8 @@ static tprt_status_t tprt__check_same_dtype(const char* op, const char* name, co
                           tprt_dtype_name(x->dtype), tprt__shape_str(t, a, sizeof a));
 }
 
-tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
-                              tprt_tensor_t* y, int chunks) {
+tprt_status_t tprt__check_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                 const tprt_tensor_t* y, int chunks) {
   const char* op = "linear";
   char a[96], b[96];
   tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
@@ -142,6 +142,15 @@ tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, co
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: an f32 partial y takes no bias (x is %s): the bias is added once, after the reduction",
                             op, tprt_dtype_name(x->dtype));
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                              tprt_tensor_t* y, int chunks) {
+  const char* op = "linear";
+  tprt_status_t s = tprt__check_linear(x, w, bias, y, chunks);
+  if (s) return s;
+  int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
   if (m == 0 || n == 0) return NULL;
   void* mem = NULL;
   tprt__gemm_scratch_t sc;
@@ -153,8 +162,9 @@ tprt_status_t tprt_cpu_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, co
 }
 
 
-tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
-                                      tprt_tensor_t* y, int chunks) {
+tprt_status_t tprt__check_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                         const tprt_tensor_t* group_sizes, const tprt_tensor_t* y, int chunks,
+                                         int64_t* out_segments) {
   const char* op = "grouped_linear";
   char a[96], b[96];
   tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
@@ -164,14 +174,25 @@ tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_
   if (!s) s = tprt__check_chunks(op, chunks);
   if (!s) s = tprt__check_same_dtype(op, "w", w, x);
   if (s) return s;
-  int64_t t = x->dims[0], k = x->dims[1], e = w->dims[0], n = w->dims[1], segs = 1;
+  int64_t t = x->dims[0], k = x->dims[1], n = w->dims[1], segs = 1;
   if (w->dims[2] != k)
     return tprt_make_status(
         TPRT_STATUS_INVALID_ARGUMENT, "%s: x[T,K] and w[E,N,K] disagree on K: x %s has K=%lld, w %s has K=%lld", op,
         tprt__shape_str(x, a, sizeof a), (long long)k, tprt__shape_str(w, b, sizeof b), (long long)w->dims[2]);
-  s = tprt__check_segments(op, x->dims[0], w, "w", "x", group_sizes, &segs);
+  s = tprt__check_segment_shapes(op, t, w, "w", "x", group_sizes, &segs);
   if (!s) s = tprt__check_y(op, x, y, t, n, "[T,N]");
+  if (!s) *out_segments = segs;
+  return s;
+}
+
+tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                      tprt_tensor_t* y, int chunks) {
+  const char* op = "grouped_linear";
+  int64_t segs = 1;
+  tprt_status_t s = tprt__check_grouped_linear(x, w, group_sizes, y, chunks, &segs);
+  if (!s) s = tprt__check_segment_counts(op, x->dims[0], w, "x", group_sizes, segs, &segs);
   if (s) return s;
+  int64_t t = x->dims[0], k = x->dims[1], e = w->dims[0], n = w->dims[1];
   if (t == 0 || n == 0) return NULL;
   void* mem = NULL;
   tprt__gemm_scratch_t sc;

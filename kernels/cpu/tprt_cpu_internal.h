@@ -179,4 +179,19 @@ tprt_status_t tprt__segmented_order(const char* op, int64_t n, int chunks, int s
 tprt_status_t tprt__check_segments(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
                                    const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments);
 
+/// The two halves of tprt__check_segments: the shapes (group_sizes is [S*E], S divides T; stores
+/// S), which a device backend checks too, and the counts (host data), which it cannot read.
+tprt_status_t tprt__check_segment_shapes(const char* op, int64_t t, const tprt_tensor_t* w, const char* wname,
+                                         const char* rows_of, const tprt_tensor_t* group_sizes, int64_t* out_segments);
+tprt_status_t tprt__check_segment_counts(const char* op, int64_t t, const tprt_tensor_t* w, const char* rows_of,
+                                         const tprt_tensor_t* group_sizes, int64_t segs, int64_t* out_segments);
+
+/// The argument checks of tprt_cpu_linear and tprt_cpu_grouped_linear (the latter without the
+/// host-side counts; stores S), shared with the CUDA launchers so both report the same statuses.
+tprt_status_t tprt__check_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                 const tprt_tensor_t* y, int chunks);
+tprt_status_t tprt__check_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                         const tprt_tensor_t* group_sizes, const tprt_tensor_t* y, int chunks,
+                                         int64_t* out_segments);
+
 #endif  // TPRT_CPU_INTERNAL_H_

@@ -94,57 +94,14 @@ TPRT__GL_KERNEL(tprt_grouped_linear_kernel_f16, TPRT_DTYPE_F16)
 TPRT__GL_KERNEL(tprt_grouped_linear_kernel_f32, TPRT_DTYPE_F32)
 
 // ------------------------------------------------------------------------------------------------
-// Validation (the shape checks and messages of cpu_linear.c; the counts are device data)
-// ------------------------------------------------------------------------------------------------
-
-static tprt_status_t tprt__cuda_check_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                                     const tprt_tensor_t* group_sizes, const tprt_tensor_t* y,
-                                                     int chunks, int64_t* out_segments) {
-  const char* op = "grouped_linear";
-  char a[96], b[96];
-  tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "w", w, 3, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "group_sizes", group_sizes, 1, TPRT__M(TPRT_DTYPE_I64));
-  if (!s) s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (!s && !(chunks >= 1 && chunks <= TPRT_MAX_CHUNKS && (chunks & (chunks - 1)) == 0))
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: chunks=%d must be a power of two in [1, %d]", op, chunks,
-                         TPRT_MAX_CHUNKS);
-  if (!s && w->dtype != x->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must have x's dtype %s; got %s", op, "w",
-                         tprt_dtype_name(x->dtype), tprt__shape_str(w, a, sizeof a));
-  if (s) return s;
-  int64_t t = x->dims[0], k = x->dims[1], e = w->dims[0], n = w->dims[1], g = group_sizes->dims[0];
-  if (w->dims[2] != k)
-    return tprt_make_status(
-        TPRT_STATUS_INVALID_ARGUMENT, "%s: x[T,K] and w[E,N,K] disagree on K: x %s has K=%lld, w %s has K=%lld", op,
-        tprt__shape_str(x, a, sizeof a), (long long)k, tprt__shape_str(w, b, sizeof b), (long long)w->dims[2]);
-  if (e == 0 ? g != 0 : g == 0 || g % e != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: group_sizes must be [S*E] = S >= 1 segments of E=%lld counts (w is %s); got %s", op,
-                            (long long)e, tprt__shape_str(w, a, sizeof a), tprt__shape_str(group_sizes, b, sizeof b));
-  int64_t segs = e == 0 ? 1 : g / e;
-  if (t % segs != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: T=%lld rows of x are not divisible by S=%lld segments (group_sizes is %s, E=%lld)", op,
-                            (long long)t, (long long)segs, tprt__shape_str(group_sizes, a, sizeof a), (long long)e);
-  bool y_ok =
-      y->rank == 2 && y->dims[0] == t && y->dims[1] == n && (y->dtype == x->dtype || y->dtype == TPRT_DTYPE_F32);
-  if (!y_ok)
-    return tprt_make_status(
-        TPRT_STATUS_INVALID_ARGUMENT, "%s: y must be %s = [%lld,%lld] of x's dtype %s (or f32 for a partial); got %s",
-        op, "[T,N]", (long long)t, (long long)n, tprt_dtype_name(x->dtype), tprt__shape_str(y, a, sizeof a));
-  *out_segments = segs;
-  return NULL;
-}
-
-// ------------------------------------------------------------------------------------------------
 // Kernel launcher
 // ------------------------------------------------------------------------------------------------
 
 tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
                                        tprt_tensor_t* y, int chunks, cudaStream_t stream) {
   int64_t segs = 1;
-  tprt_status_t s = tprt__cuda_check_grouped_linear(x, w, group_sizes, y, chunks, &segs);
+  // cpu_linear.c's checks and messages, but the counts: they are device data here.
+  tprt_status_t s = tprt__check_grouped_linear(x, w, group_sizes, y, chunks, &segs);
   if (s) return s;
   int64_t t = x->dims[0], k = x->dims[1], e = w->dims[0], n = w->dims[1];
   if (t == 0 || n == 0) return NULL;

@@ -150,61 +150,12 @@ TPRT__LINEAR_KERNEL(tprt_linear_kernel_f16, TPRT_DTYPE_F16)
 TPRT__LINEAR_KERNEL(tprt_linear_kernel_f32, TPRT_DTYPE_F32)
 
 // ------------------------------------------------------------------------------------------------
-// Validation (the checks and messages of cpu_linear.c)
-// ------------------------------------------------------------------------------------------------
-
-static tprt_status_t tprt__cuda_check_chunks(const char* op, int chunks) {
-  if (chunks >= 1 && chunks <= TPRT_MAX_CHUNKS && (chunks & (chunks - 1)) == 0) return NULL;
-  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: chunks=%d must be a power of two in [1, %d]", op, chunks,
-                          TPRT_MAX_CHUNKS);
-}
-
-static tprt_status_t tprt__cuda_check_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
-                                             const tprt_tensor_t* y, int chunks) {
-  const char* op = "linear";
-  char a[96], b[96];
-  tprt_status_t s = tprt__check(op, "x", x, 2, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "w", w, 2, TPRT__FLOATS);
-  if (!s && bias) s = tprt__check(op, "bias", bias, 1, TPRT__FLOATS);
-  if (!s) s = tprt__check(op, "y", y, 2, TPRT__FLOATS);
-  if (!s) s = tprt__cuda_check_chunks(op, chunks);
-  if (!s && w->dtype != x->dtype)
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must have x's dtype %s; got %s", op, "w",
-                         tprt_dtype_name(x->dtype), tprt__shape_str(w, a, sizeof a));
-  if (s) return s;
-  int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
-  if (w->dims[1] != k)
-    return tprt_make_status(
-        TPRT_STATUS_INVALID_ARGUMENT, "%s: x[M,K] and w[N,K] disagree on K: x %s has K=%lld, w %s has K=%lld", op,
-        tprt__shape_str(x, a, sizeof a), (long long)k, tprt__shape_str(w, b, sizeof b), (long long)w->dims[1]);
-  if (bias) {
-    if (bias->dtype != x->dtype)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must have x's dtype %s; got %s", op, "bias",
-                              tprt_dtype_name(x->dtype), tprt__shape_str(bias, a, sizeof a));
-    if (bias->dims[0] != n)
-      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: bias must be [N] = [%lld]; got %s", op, (long long)n,
-                              tprt__shape_str(bias, a, sizeof a));
-  }
-  bool y_ok =
-      y->rank == 2 && y->dims[0] == m && y->dims[1] == n && (y->dtype == x->dtype || y->dtype == TPRT_DTYPE_F32);
-  if (!y_ok)
-    return tprt_make_status(
-        TPRT_STATUS_INVALID_ARGUMENT, "%s: y must be %s = [%lld,%lld] of x's dtype %s (or f32 for a partial); got %s",
-        op, "[M,N]", (long long)m, (long long)n, tprt_dtype_name(x->dtype), tprt__shape_str(y, a, sizeof a));
-  if (bias && y->dtype == TPRT_DTYPE_F32 && x->dtype != TPRT_DTYPE_F32)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "%s: an f32 partial y takes no bias (x is %s): the bias is added once, after the reduction",
-                            op, tprt_dtype_name(x->dtype));
-  return NULL;
-}
-
-// ------------------------------------------------------------------------------------------------
 // Kernel launcher
 // ------------------------------------------------------------------------------------------------
 
 tprt_status_t tprt_cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                tprt_tensor_t* y, int chunks, cudaStream_t stream) {
-  tprt_status_t s = tprt__cuda_check_linear(x, w, bias, y, chunks);
+  tprt_status_t s = tprt__check_linear(x, w, bias, y, chunks);  // cpu_linear.c's checks and messages
   if (s) return s;
   int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
   if (m == 0 || n == 0) return NULL;  // K = 0 is computed: y = bias (or +0)
