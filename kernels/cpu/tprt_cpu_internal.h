@@ -17,31 +17,10 @@
 #define TPRT__FLOATS (TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32))
 
 /// Loads element |i| of float storage |p| of |dtype| (bf16, f16 or f32) as f32, exactly.
-static inline float tprt__ld(const void* p, int dtype, int64_t i) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      return tprt_bf16_to_f32(((const uint16_t*)p)[i]);
-    case TPRT_DTYPE_F16:
-      return tprt_f16_to_f32(((const uint16_t*)p)[i]);
-    default:
-      return ((const float*)p)[i];
-  }
-}
+static inline float tprt__ld(const void* p, int dtype, int64_t i) { return tprt_load_elem(p, dtype, i); }
 
 /// Stores |v| rounded (RNE) to |dtype| at element |i| of |p|.
-static inline void tprt__st(void* p, int dtype, int64_t i, float v) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      ((uint16_t*)p)[i] = tprt_f32_to_bf16(v);
-      break;
-    case TPRT_DTYPE_F16:
-      ((uint16_t*)p)[i] = tprt_f32_to_f16(v);
-      break;
-    default:
-      ((float*)p)[i] = v;
-      break;
-  }
-}
+static inline void tprt__st(void* p, int dtype, int64_t i, float v) { tprt_store_elem(p, dtype, i, v); }
 
 /// Widens n elements starting at element |offset| of |p| into out[0..n).
 void tprt__ld_row(const void* p, int dtype, int64_t offset, int64_t n, float* out);

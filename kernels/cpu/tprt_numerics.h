@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tprt_dtype.h"
+
 #ifdef __CUDACC__
 #define TPRT_HD static __host__ __device__ __forceinline__
 #else
@@ -533,6 +535,34 @@ TPRT_HD uint32_t tprt_philox_bits(uint64_t seed, uint64_t stream, uint64_t i) {
 /// A uniform f32 in [0, 1) for element |i|: the top 24 bits of tprt_philox_bits times 2^-24 (exact).
 TPRT_HD float tprt_philox_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
   return (float)(tprt_philox_bits(seed, stream, i) >> 8) * 5.9604644775390625e-08f /* 2^-24 */;
+}
+
+/// Element |i| of float storage |p| of |dtype| (bf16, f16, else f32) widened to f32 exactly, and
+/// |v| rounded (RNE) into it: the loads and stores of every kernel, host and device (the integer
+/// conversions above, never the hardware's). A compile-time |dtype| folds the switch away.
+TPRT_HD float tprt_load_elem(const void* p, int dtype, int64_t i) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      return tprt_bf16_to_f32(((const uint16_t*)p)[i]);
+    case TPRT_DTYPE_F16:
+      return tprt_f16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const float*)p)[i];
+  }
+}
+
+TPRT_HD void tprt_store_elem(void* p, int dtype, int64_t i, float v) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      ((uint16_t*)p)[i] = tprt_f32_to_bf16(v);
+      break;
+    case TPRT_DTYPE_F16:
+      ((uint16_t*)p)[i] = tprt_f32_to_f16(v);
+      break;
+    default:
+      ((float*)p)[i] = v;
+      break;
+  }
 }
 
 #endif  // TPRT_NUMERICS_H_

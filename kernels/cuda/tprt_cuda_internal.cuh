@@ -59,33 +59,14 @@ static __device__ __forceinline__ float tprt__cuda_row_tree(float v, float* sm) 
   return total;
 }
 
-/// Loads element |i| of float storage |p| of |dtype| (bf16, f16 or f32) as f32, exactly, with the
-/// integer conversions of tprt_numerics.h (never the hardware's). A compile-time |dtype| folds
-/// the switch away.
+/// tprt_load_elem / tprt_store_elem of tprt_numerics.h (the integer conversions, never the
+/// hardware's), in device code.
 static __device__ __forceinline__ float tprt__cuda_ld(const void* p, int dtype, int64_t i) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      return tprt_bf16_to_f32(((const uint16_t*)p)[i]);
-    case TPRT_DTYPE_F16:
-      return tprt_f16_to_f32(((const uint16_t*)p)[i]);
-    default:
-      return ((const float*)p)[i];
-  }
+  return tprt_load_elem(p, dtype, i);
 }
 
-/// Stores |v| rounded (RNE, tprt_numerics.h) to |dtype| at element |i| of |p|.
 static __device__ __forceinline__ void tprt__cuda_st(void* p, int dtype, int64_t i, float v) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      ((uint16_t*)p)[i] = tprt_f32_to_bf16(v);
-      break;
-    case TPRT_DTYPE_F16:
-      ((uint16_t*)p)[i] = tprt_f32_to_f16(v);
-      break;
-    default:
-      ((float*)p)[i] = v;
-      break;
-  }
+  tprt_store_elem(p, dtype, i, v);
 }
 
 /// Blocks for a grid-stride loop over |n| > 0 items with |threads| per block.
