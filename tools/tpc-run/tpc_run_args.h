@@ -1,0 +1,38 @@
+// tpc-run's command line: the options and their parser (tpc_run.c runs them).
+#ifndef TPC_RUN_ARGS_H_
+#define TPC_RUN_ARGS_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/// Most ranks tpc-run runs (the runtime's TPRT_MAX_WORLD_SIZE).
+#define TPC_RUN_MAX_RANKS 64
+
+typedef struct {
+  const char* module_path;
+  const char* function;
+  const char* weights;
+  const char* inputs;
+  const char* outputs;
+  const char* dump_args;
+  const char* mesh;      // --mesh, passed to tpc-compile
+  const char* pipeline;  // --pipeline, passed to tpc-compile
+  const char* numerics;  // --numerics, passed to tpc-compile
+  const char* strategy;  // --strategy, passed to tpc-compile
+  bool sequence_parallel;  // --sequence-parallel, passed to tpc-compile
+  uint64_t seed;
+  bool seed_given;
+  int world;
+  int repeat;
+  bool hash;
+  bool stats;
+  bool count_only;  // --count-only: counters without computing (implies --stats)
+  const char* backend;  // --backend: "cpu" (default) or "cuda"
+  bool graph;           // --graph: capture one step as a CUDA graph and replay it
+} tpc_run_options_t;
+
+/// Parses argv into |o| (zeroed by the caller). Returns 1 to run, 0 after --help (printed), -1 on
+/// an error (printed on stderr).
+int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o);
+
+#endif  // TPC_RUN_ARGS_H_
