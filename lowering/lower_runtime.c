@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower_runtime_impl.h"
 #include "memory_plan.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
@@ -64,19 +65,6 @@ typedef struct {
 // Types and values
 //===----------------------------------------------------------------------===//
 
-static int tpc__dtype_of(MlirType t) {
-  if (mlirTypeIsABF16(t)) return TPRT_DTYPE_BF16;
-  if (mlirTypeIsAF16(t)) return TPRT_DTYPE_F16;
-  if (mlirTypeIsAF32(t)) return TPRT_DTYPE_F32;
-  if (mlirTypeIsAFloat8E4M3FN(t)) return TPRT_DTYPE_F8E4M3FN;
-  if (mlirTypeIsAFloat8E5M2(t)) return TPRT_DTYPE_F8E5M2;
-  if (mlirTypeIsAFloat8E8M0FNU(t)) return TPRT_DTYPE_F8E8M0FNU;
-  if (mlirTypeIsAFloat4E2M1FN(t)) return TPRT_DTYPE_F4E2M1FN;
-  if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32) return TPRT_DTYPE_I32;
-  if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 64) return TPRT_DTYPE_I64;
-  return -1;
-}
-
 // The tensor a value holds: its own type, or the one a !tp.future carries. Null if neither.
 static MlirType tpc__tensor_type(MlirValue v) {
   MlirType t = mlirValueGetType(v);
@@ -90,7 +78,7 @@ static MlirType tpc__tensor_type(MlirValue v) {
 static int64_t tpc__tensor_bytes(MlirType t) {
   int64_t n = 1;
   for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
-  return (int64_t)tprt_dtype_bytes(tpc__dtype_of(mlirShapedTypeGetElementType(t)), n);
+  return (int64_t)tprt_dtype_bytes(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t)), n);
 }
 
 static int tpc__find_value(const tpc__lowering_t* L, MlirValue v) {
@@ -108,7 +96,7 @@ static int tpc__storage_of(const tpc__lowering_t* L, int i) {
 static MlirLogicalResult tpc__add_value(tpc__lowering_t* L, MlirOperation at, MlirValue v, tpc__store_t store,
                                         int index) {
   MlirType t = tpc__tensor_type(v);
-  if (mlirTypeIsNull(t) || tpc__dtype_of(mlirShapedTypeGetElementType(t)) < 0) {
+  if (mlirTypeIsNull(t) || tpc_lower_dtype_of(mlirShapedTypeGetElementType(t)) < 0) {
     mlirEmitError(mlirOperationGetLocation(at),
                   "tp-lower-runtime: every value must be a static tensor of a tp element type");
     return mlirLogicalResultFailure();
@@ -268,7 +256,7 @@ static void tpc__desc_tensor(tpc__desc_t* d, MlirType t) {
     tpc__desc_push(d, 0);
     return;
   }
-  tpc__desc_push(d, tpc__dtype_of(mlirShapedTypeGetElementType(t)));
+  tpc__desc_push(d, tpc_lower_dtype_of(mlirShapedTypeGetElementType(t)));
   tpc__desc_push(d, mlirShapedTypeGetRank(t));
   for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) tpc__desc_push(d, mlirShapedTypeGetDimSize(t, i));
 }
@@ -388,47 +376,6 @@ static void tpc__emit_call(tpc_text_t* body, int* block, const char* callee, cha
                   "  ^bb%d:\n",
                   *block, desc_global, *block, callee, *block, *block, *block, *block, *block + 1, *block, *block + 1);
   ++*block;
-}
-
-// Copies a tp.shard attribute ({axes, blocks, logical}) into |o| as "shard".
-static void tpc__json_shard(cJSON* o, MlirAttribute shard) {
-  if (mlirAttributeIsNull(shard) || !mlirAttributeIsADictionary(shard)) return;
-  MlirAttribute axes = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("axes"));
-  MlirAttribute blocks = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("blocks"));
-  MlirAttribute logical = mlirDictionaryAttrGetElementByName(shard, mlirStringRefCreateFromCString("logical"));
-  if (mlirAttributeIsNull(axes) || mlirAttributeIsNull(blocks) || mlirAttributeIsNull(logical) ||
-      !mlirAttributeIsAArray(axes) || !mlirAttributeIsADenseI64Array(blocks) || !mlirAttributeIsADenseI64Array(logical))
-    return;
-  cJSON* s = cJSON_AddObjectToObject(o, "shard");
-  cJSON* ja = cJSON_AddArrayToObject(s, "axes");
-  for (intptr_t d = 0; d < mlirArrayAttrGetNumElements(axes); ++d) {
-    MlirAttribute dim = mlirArrayAttrGetElement(axes, d);
-    char buf[128] = "";
-    size_t n = 0;
-    for (intptr_t k = 0; mlirAttributeIsAArray(dim) && k < mlirArrayAttrGetNumElements(dim); ++k) {
-      MlirStringRef a = mlirStringAttrGetValue(mlirArrayAttrGetElement(dim, k));
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s", k ? "," : "", (int)a.length, a.data);
-      if (n >= sizeof buf) break;
-    }
-    cJSON_AddItemToArray(ja, cJSON_CreateString(buf));
-  }
-  cJSON* jb = cJSON_AddArrayToObject(s, "blocks");
-  cJSON* jl = cJSON_AddArrayToObject(s, "logical");
-  for (intptr_t d = 0; d < mlirDenseArrayGetNumElements(logical); ++d) {
-    cJSON_AddItemToArray(jb, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(blocks, d)));
-    cJSON_AddItemToArray(jl, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(logical, d)));
-  }
-}
-
-static void tpc__json_tensor(cJSON* list, const char* name, MlirType t, MlirAttribute shard) {
-  cJSON* o = cJSON_CreateObject();
-  tpc__json_shard(o, shard);
-  cJSON_AddStringToObject(o, "name", name);
-  cJSON_AddStringToObject(o, "dtype", tprt_dtype_name(tpc__dtype_of(mlirShapedTypeGetElementType(t))));
-  cJSON* shape = cJSON_AddArrayToObject(o, "shape");
-  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
-    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mlirShapedTypeGetDimSize(t, i)));
-  cJSON_AddItemToArray(list, o);
 }
 
 // Attribute |name| of argument or result |i| of |func|, or a null attribute.
@@ -583,12 +530,12 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
     tpc__slot_name(L->func, false, i, name, sizeof name);
-    tpc__json_tensor(args, name, L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
+    tpc_manifest_tensor(args, name, L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
   }
   cJSON* results = cJSON_AddArrayToObject(f, "results");
   for (int j = 0; j < nres; ++j) {
     tpc__slot_name(L->func, true, j, name, sizeof name);
-    tpc__json_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
+    tpc_manifest_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
                      tpc__slot_attr(L->func, true, j, TPC_ARG_ATTR_SHARD));
   }
   cJSON_AddItemToArray(json_funcs, f);
@@ -598,40 +545,6 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
 //===----------------------------------------------------------------------===//
 // Pass callbacks
 //===----------------------------------------------------------------------===//
-
-static void tpc__json_module_attrs(cJSON* root, MlirOperation module) {
-  MlirAttribute numerics = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_NUMERICS));
-  MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
-  char buf[64] = "fast";
-  if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics)) {
-    MlirStringRef s = mlirStringAttrGetValue(numerics);
-    snprintf(buf, sizeof buf, "%.*s", (int)s.length, s.data);
-  }
-  cJSON_AddStringToObject(root, "numerics", buf);
-  cJSON_AddNumberToObject(root, "chunks",
-                          !mlirAttributeIsNull(chunks) && mlirAttributeIsAInteger(chunks)
-                              ? (double)mlirIntegerAttrGetValueInt(chunks)
-                              : TPC_DEFAULT_CHUNKS);
-  cJSON* meshes = cJSON_AddArrayToObject(root, "meshes");
-  for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(module)));
-       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
-    if (!tpc_is_mesh(o)) continue;
-    cJSON* m = cJSON_CreateObject();
-    MlirStringRef n = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
-    snprintf(buf, sizeof buf, "%.*s", (int)n.length, n.data);
-    cJSON_AddStringToObject(m, "name", buf);
-    cJSON* axes = cJSON_AddArrayToObject(m, "axes");
-    cJSON* shape = cJSON_AddArrayToObject(m, "shape");
-    MlirAttribute a = tpc_mesh_get_axes_attr(o), s = tpc_mesh_get_shape_attr(o);
-    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i) {
-      MlirStringRef an = mlirStringAttrGetValue(mlirArrayAttrGetElement(a, i));
-      snprintf(buf, sizeof buf, "%.*s", (int)an.length, an.data);
-      cJSON_AddItemToArray(axes, cJSON_CreateString(buf));
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mlirDenseI64ArrayGetElement(s, i)));
-    }
-    cJSON_AddItemToArray(meshes, m);
-  }
-}
 
 static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
   MlirModule m = mlirModuleFromOperation(module);
@@ -648,7 +561,7 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
     return mlirLogicalResultFailure();
   }
   cJSON_AddNumberToObject(root, "abi", TPRT_ABI_VERSION);
-  tpc__json_module_attrs(root, module);
+  tpc_manifest_module_attrs(root, module);
   cJSON* json_funcs = cJSON_AddArrayToObject(root, "functions");
   tpc_text_t globals = {0}, funcs = {0};
   bool declared[TPC_OP_COUNT + 2] = {false};
