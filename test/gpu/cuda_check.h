@@ -1,4 +1,5 @@
-// Shared parts of tprt-cuda-check (cuda_check.cu: harness, dense kernels, validation, main;
+// Shared parts of tprt-cuda-check (cuda_check.cu: harness, controls, validation, main;
+// cuda_check_dense.cu: linear, norms, GLU, elementwise;
 // cuda_check_moe.cu: grouped linear, MoE data movement, Philox fill and copy): host/device test
 // tensors, deterministic inputs, the bitwise CPU-vs-CUDA run and the validation comparison.
 #ifndef TPC_TEST_GPU_CUDA_CHECK_H_
@@ -83,6 +84,13 @@ void ct_same_status(const char* what, tprt_status_t cpu, tprt_status_t gpu);
 /// cuda_check_moe.cu: the validation cases and the kernel checks of its kernels.
 void ct_check_validation_moe(void);
 void ct_check_moe_kernels(cudaStream_t stream);
+
+/// The dense forward kernels (cuda_check_dense.cu).
+void ct_check_linear(cudaStream_t stream);
+void ct_check_norms(cudaStream_t stream);
+void ct_check_glu(cudaStream_t stream);
+void ct_check_elementwise(cudaStream_t stream);
+void ct_check_add_forms(cudaStream_t stream);
 
 /// The backward contractions (cuda_check_grad.cu).
 void ct_check_grad_kernels(cudaStream_t stream);

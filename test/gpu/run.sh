@@ -307,7 +307,7 @@ CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kern
             kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
             kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
             kernels/cuda/quant.cu
-            test/gpu/cuda_check.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
+            test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
 t0=$(date +%s)
 pids=()
 objs=()

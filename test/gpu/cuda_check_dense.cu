@@ -1,0 +1,242 @@
+// tprt-cuda-check, the dense forward kernels (cuda_check.h): linear, the norms, GLU, the
+// elementwise ops and the add forms (bias, f32 sum plus a storage-precision residual), each
+// bitwise against its CPU kernel on fresh random inputs.
+#include "cuda_check.h"
+
+void ct_check_linear(cudaStream_t stream) {
+  struct {
+    int64_t m, n, k;
+    int chunks;  // 0: run chunks 1 and 8
+  } shapes[] = {
+      {1, 1, 1, 0},      {3, 5, 7, 0},        {7, 13, 29, 0}, {64, 64, 64, 0}, {65, 127, 300, 0},   {33, 70, 1000, 0},
+      {130, 96, 257, 0}, {256, 512, 1024, 0}, {5, 9, 0, 0},   {4, 5, 7, 16},   {9, 70, 3000, 1024},
+  };
+  uint64_t rng = 0x11AEA5;
+  for (const auto& sh : shapes) {
+    for (int ci = 0; ci < 2; ++ci) {
+      int chunks = sh.chunks ? sh.chunks : (ci == 0 ? 1 : 8);
+      if (sh.chunks && ci == 1) break;
+      for (int dtype : kDtypes) {
+        for (int partial = 0; partial < 2; ++partial) {
+          int64_t xd[2] = {sh.m, sh.k}, wd[2] = {sh.n, sh.k}, bd[1] = {sh.n}, yd[2] = {sh.m, sh.n};
+          int y_dtype = partial ? TPRT_DTYPE_F32 : dtype;
+          bool with_bias = !partial;  // an f32 partial takes no bias
+          ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 2, wd), b = ct_make(dtype, 1, bd),
+                      y = ct_make(y_dtype, 2, yd);
+          ct_fill(&x, &rng, CT_DIST_MODERATE);
+          ct_fill(&w, &rng, CT_DIST_MODERATE);
+          ct_fill(&b, &rng, CT_DIST_MODERATE);
+          char shape[48], params[48];
+          snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+          snprintf(params, sizeof params, "chunks=%d %s", chunks, partial ? "y=f32 partial" : "bias");
+          ct_run(
+              "linear", shape, tprt_dtype_name(dtype), params, &y,
+              [&] { return tprt_cpu_linear(&x.h, &w.h, with_bias ? &b.h : NULL, &y.h, chunks); },
+              [&](cudaStream_t st) { return tprt_cuda_linear(&x.d, &w.d, with_bias ? &b.d : NULL, &y.d, chunks, st); },
+              true, stream);
+          ct_free(&x);
+          ct_free(&w);
+          ct_free(&b);
+          ct_free(&y);
+        }
+      }
+    }
+  }
+}
+
+void ct_check_norms(cudaStream_t stream) {
+  const int64_t shapes[][2] = {{1, 1}, {3, 17}, {4, 256}, {5, 257}, {7, 1000}, {64, 4096}, {3, 8191}};
+  uint64_t rng = 0x2A0B;
+  for (int layer = 0; layer < 2; ++layer) {
+    const char* kernel = layer ? "layernorm" : "rmsnorm";
+    if (!ct_selected(kernel)) continue;
+    int si = 0;
+    for (const auto& sh : shapes) {
+      for (int di = 0; di < 3; ++di) {
+        int dtype = kDtypes[di], g_dtype = kDtypes[(di + si) % 3];  // every x/gamma dtype pairing occurs
+        float eps = layer ? 1e-5f : 1e-6f;
+        int64_t h1[1] = {sh[1]};
+        ct_tensor_t x = ct_make(dtype, 2, sh), y = ct_make(dtype, 2, sh), g = ct_make(g_dtype, 1, h1),
+                    b = ct_make(g_dtype, 1, h1);
+        ct_fill(&x, &rng, layer ? CT_DIST_OFFSET : CT_DIST_MODERATE);
+        ct_fill(&g, &rng, CT_DIST_MODERATE);
+        ct_fill(&b, &rng, CT_DIST_MODERATE);
+        char shape[48], params[48];
+        snprintf(shape, sizeof shape, "M=%lld H=%lld", (long long)sh[0], (long long)sh[1]);
+        snprintf(params, sizeof params, "gamma=%s eps=%g", tprt_dtype_name(g_dtype), (double)eps);
+        ct_run(
+            kernel, shape, tprt_dtype_name(dtype), params, &y,
+            [&] {
+              return layer ? tprt_cpu_layernorm(&x.h, &g.h, &b.h, &y.h, eps) : tprt_cpu_rmsnorm(&x.h, &g.h, &y.h, eps);
+            },
+            [&](cudaStream_t st) {
+              return layer ? tprt_cuda_layernorm(&x.d, &g.d, &b.d, &y.d, eps, st)
+                           : tprt_cuda_rmsnorm(&x.d, &g.d, &y.d, eps, st);
+            },
+            true, stream);
+        ct_free(&x);
+        ct_free(&y);
+        ct_free(&g);
+        ct_free(&b);
+      }
+      ++si;
+    }
+  }
+}
+
+void ct_check_glu(cudaStream_t stream) {
+  struct {
+    int rank;
+    int64_t dims[3];
+    ct_dist_t dist;
+  } shapes[] = {
+      {2, {3, 2}, CT_DIST_WIDE},          // F = 1: interleave 0 only
+      {2, {4, 64}, CT_DIST_SPECIAL},      // edge values: +-0, +-inf, subnormals, clamps
+      {3, {3, 5, 128}, CT_DIST_WIDE},     // rank 3
+      {2, {64, 2752}, CT_DIST_MODERATE},  // F = 1376 = 43 blocks of 32
+  };
+  const char* kinds[] = {"swiglu", "geglu", "quick_geglu"};
+  const float alpha = 1.702f, limit = 7.0f;  // TE's ClampedQGeGLU defaults (gpt-oss)
+  uint64_t rng = 0x61C;
+  for (const auto& sh : shapes) {
+    int64_t f = sh.dims[sh.rank - 1] / 2;
+    for (int64_t interleave : {(int64_t)0, (int64_t)32}) {
+      if (interleave && f % interleave) continue;
+      for (int kind = 0; kind < 3; ++kind) {
+        for (int dtype : kDtypes) {
+          int64_t yd[3] = {sh.dims[0], sh.dims[1], sh.dims[2]};
+          yd[sh.rank - 1] = f;
+          ct_tensor_t x = ct_make(dtype, sh.rank, sh.dims), y = ct_make(dtype, sh.rank, yd);
+          ct_fill(&x, &rng, sh.dist);
+          char shape[48], params[48];
+          if (sh.rank == 2)
+            snprintf(shape, sizeof shape, "[%lld,%lld]", (long long)sh.dims[0], (long long)sh.dims[1]);
+          else
+            snprintf(shape, sizeof shape, "[%lld,%lld,%lld]", (long long)sh.dims[0], (long long)sh.dims[1],
+                     (long long)sh.dims[2]);
+          snprintf(params, sizeof params, "%s interleave=%lld%s", kinds[kind], (long long)interleave,
+                   sh.dist == CT_DIST_SPECIAL ? " edge" : "");
+          ct_run(
+              "glu", shape, tprt_dtype_name(dtype), params, &y,
+              [&] { return tprt_cpu_glu(&x.h, &y.h, kind, interleave, alpha, limit); },
+              [&](cudaStream_t st) { return tprt_cuda_glu(&x.d, &y.d, kind, interleave, alpha, limit, st); }, true,
+              stream);
+          ct_free(&x);
+          ct_free(&y);
+        }
+      }
+    }
+  }
+}
+
+void ct_check_elementwise(cudaStream_t stream) {
+  struct {
+    int rank;
+    int64_t dims[4];
+  } shapes[] = {{1, {1}}, {1, {1000}}, {2, {7, 333}}, {2, {64, 4096}}, {4, {3, 5, 7, 11}}};
+  uint64_t rng = 0xADD;
+  for (int mul = 0; mul < 2; ++mul) {
+    const char* kernel = mul ? "mul" : "add";
+    if (!ct_selected(kernel)) continue;
+    int si = 0;
+    for (const auto& sh : shapes) {
+      for (int dtype : kDtypes) {
+        // The last shape runs in place (c = a) to check the aliasing the API allows.
+        bool in_place = si == 4;
+        ct_tensor_t a = ct_make(dtype, sh.rank, sh.dims), b = ct_make(dtype, sh.rank, sh.dims),
+                    c = ct_make(dtype, sh.rank, sh.dims);
+        ct_fill(&a, &rng, CT_DIST_SPECIAL);
+        ct_fill(&b, &rng, CT_DIST_SPECIAL);
+        ct_tensor_t* out = in_place ? &a : &c;
+        char shape[48];
+        int used = snprintf(shape, sizeof shape, "[");
+        for (int i = 0; i < sh.rank; ++i)
+          used += snprintf(shape + used, sizeof shape - used, i ? ",%lld" : "%lld", (long long)sh.dims[i]);
+        snprintf(shape + used, sizeof shape - used, "]");
+        // The CPU computes into a host copy of a when in place, so that both sides read the same a.
+        ct_tensor_t ref = ct_make(dtype, sh.rank, sh.dims);
+        memcpy(ref.h.data, a.h.data, tprt_tensor_bytes(&a.h));
+        ct_tensor_t* cpu_out = in_place ? &ref : &c;
+        // ct_run compares out->h against out->d: the CPU result must sit in out->h.
+        ct_run(
+            kernel, shape, tprt_dtype_name(dtype), in_place ? "edge c=a (in place)" : "edge", out,
+            [&] {
+              tprt_status_t s = mul ? tprt_cpu_mul(in_place ? &ref.h : &a.h, &b.h, &cpu_out->h)
+                                    : tprt_cpu_add(in_place ? &ref.h : &a.h, &b.h, &cpu_out->h);
+              if (!s && in_place) memcpy(a.h.data, ref.h.data, tprt_tensor_bytes(&a.h));
+              return s;
+            },
+            [&](cudaStream_t st) {
+              return mul ? tprt_cuda_mul(&a.d, &b.d, &out->d, st) : tprt_cuda_add(&a.d, &b.d, &out->d, st);
+            },
+            !in_place, stream);
+        ct_free(&a);
+        ct_free(&b);
+        ct_free(&c);
+        ct_free(&ref);
+      }
+      ++si;
+    }
+  }
+}
+
+// The other forms of add (tprt__check_elementwise): a rank-1 bias b of a's last dimension, and an
+// f32 a (a reduced f32 sum) plus a b in storage precision, of a's shape (the fused norms' residual
+// add) or a bias, with c in b's dtype or f32; the residual form also in place (c = b).
+void ct_check_add_forms(cudaStream_t stream) {
+  if (!ct_selected("add")) return;
+  struct {
+    int rank;
+    int64_t dims[4];
+  } shapes[] = {{2, {7, 333}}, {2, {64, 4096}}, {4, {3, 5, 7, 11}}};
+  uint64_t rng = 0xADD2;
+  for (const auto& sh : shapes) {
+    char shape[48];
+    int used = snprintf(shape, sizeof shape, "[");
+    for (int i = 0; i < sh.rank; ++i)
+      used += snprintf(shape + used, sizeof shape - used, i ? ",%lld" : "%lld", (long long)sh.dims[i]);
+    snprintf(shape + used, sizeof shape - used, "]");
+    const int64_t* cols = &sh.dims[sh.rank - 1];
+    // (a dtype, b dtype, c dtype, b a bias, in place)
+    struct {
+      int a, b, c;
+      bool bias, in_place;
+    } forms[] = {
+        {TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, true, false},
+        {TPRT_DTYPE_F16, TPRT_DTYPE_F16, TPRT_DTYPE_F16, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F32, TPRT_DTYPE_F32, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F16, TPRT_DTYPE_F32, true, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_F16, TPRT_DTYPE_F16, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, false, false},
+        {TPRT_DTYPE_F32, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, false, true},
+    };
+    for (const auto& f : forms) {
+      ct_tensor_t a = ct_make(f.a, sh.rank, sh.dims), b = f.bias ? ct_make(f.b, 1, cols) : ct_make(f.b, sh.rank, sh.dims),
+                  c = ct_make(f.c, sh.rank, sh.dims);
+      ct_fill(&a, &rng, CT_DIST_SPECIAL);
+      ct_fill(&b, &rng, CT_DIST_SPECIAL);
+      // In place (c = b): the CPU computes into a host copy of b, so that both sides read the same b.
+      ct_tensor_t ref = ct_make(f.b, b.h.rank, b.h.dims);
+      memcpy(ref.h.data, b.h.data, tprt_tensor_bytes(&b.h));
+      ct_tensor_t* out = f.in_place ? &b : &c;
+      char params[64];
+      snprintf(params, sizeof params, "%s %s+%s->%s%s", f.bias ? "bias" : "residual", tprt_dtype_name(f.a),
+               tprt_dtype_name(f.b), tprt_dtype_name(f.c), f.in_place ? " c=b" : "");
+      ct_run(
+          "add", shape, tprt_dtype_name(f.a), params, out,
+          [&] {
+            tprt_status_t s = tprt_cpu_add(&a.h, f.in_place ? &ref.h : &b.h, f.in_place ? &ref.h : &c.h);
+            if (!s && f.in_place) memcpy(b.h.data, ref.h.data, tprt_tensor_bytes(&b.h));
+            return s;
+          },
+          [&](cudaStream_t st) { return tprt_cuda_add(&a.d, &b.d, &out->d, st); }, !f.in_place, stream);
+      ct_free(&a);
+      ct_free(&b);
+      ct_free(&c);
+      ct_free(&ref);
+    }
+  }
+}
+
