@@ -299,7 +299,7 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     ok = mlirLogicalResultIsSuccess(tpc__ad_func(A, &funcs));
     tpc_text_free(&A->body);
   }
-  if (ok) ok = tpc_replace_functions(module, funcs.data, "tp-autodiff", "training step");
+  if (ok) ok = tpc_replace_functions(module, funcs.data, false, "tp-autodiff", "training step");
   tpc_text_free(&funcs);
   free(A);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();

@@ -581,34 +581,15 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
   char* json = ok ? cJSON_PrintUnformatted(root) : NULL;
   tpc_text_t text = {0};
   if (ok && json) {
-    tpc_text_printf(&text, "module {\n%s%s", globals.data ? globals.data : "", funcs.data ? funcs.data : "");
+    tpc_text_printf(&text, "%s%s", globals.data ? globals.data : "", funcs.data ? funcs.data : "");
     tpc_text_printf(&text, "  llvm.mlir.global external constant @" TPRT_ABI_MODULE_INFO_SYMBOL "(\"");
     tpc_text_append_mlir_escaped(&text, json, strlen(json));
-    tpc_text_printf(&text, "\\00\") {addr_space = 0 : i32} : !llvm.array<%zu x i8>\n}\n", strlen(json) + 1);
+    tpc_text_printf(&text, "\\00\") {addr_space = 0 : i32} : !llvm.array<%zu x i8>\n", strlen(json) + 1);
   }
   ok = ok && json && !text.oom && !globals.oom && !funcs.oom;
-  MlirModule lowered = {NULL};
+  // Replace the tp functions and meshes by the lowered ops.
+  ok = ok && tpc_replace_functions(module, text.data, true, "tp-lower-runtime", "lowered IR");
   if (ok) {
-    lowered = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
-    if (mlirModuleIsNull(lowered)) {
-      mlirEmitError(mlirOperationGetLocation(module), "tp-lower-runtime: internal error: the lowered IR does not parse");
-      ok = false;
-    }
-  }
-  if (ok) {
-    // Replace the tp functions and meshes by the lowered ops.
-    MlirOperation o = mlirBlockGetFirstOperation(top);
-    while (!mlirOperationIsNull(o)) {
-      MlirOperation next = mlirOperationGetNextInBlock(o);
-      if (tpc__op_is(o, "func.func") || tpc_is_mesh(o)) mlirOperationDestroy(o);
-      o = next;
-    }
-    MlirBlock src = mlirModuleGetBody(lowered);
-    for (MlirOperation n = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(n); n = mlirBlockGetFirstOperation(src)) {
-      mlirOperationRemoveFromParent(n);
-      mlirBlockAppendOwnedOperation(top, n);
-    }
-    mlirModuleDestroy(lowered);
     MlirContext ctx = mlirOperationGetContext(module);
     mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_ARENA_BYTES),
                                     mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), arena));

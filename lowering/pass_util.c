@@ -6,6 +6,7 @@
 
 #include "mlir-c/Diagnostics.h"
 #include "text_buffer.h"
+#include "tpc_dialect.h"
 
 typedef struct {
   tpc_pass_info_t* info;
@@ -49,7 +50,7 @@ MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options) {
                                 NULL, callbacks, state);
 }
 
-bool tpc_replace_functions(MlirOperation module, const char* funcs, const char* pass, const char* what) {
+bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_meshes, const char* pass, const char* what) {
   tpc_text_t text = {0};
   tpc_text_printf(&text, "module {\n%s}\n", funcs ? funcs : "");
   MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
@@ -65,7 +66,8 @@ bool tpc_replace_functions(MlirOperation module, const char* funcs, const char* 
     MlirOperation o = mlirBlockGetFirstOperation(top);
     while (!mlirOperationIsNull(o)) {
       MlirOperation next = mlirOperationGetNextInBlock(o);
-      if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)), mlirStringRefCreateFromCString("func.func")))
+      if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)), mlirStringRefCreateFromCString("func.func")) ||
+          (and_meshes && tpc_is_mesh(o)))
         mlirOperationDestroy(o);
       o = next;
     }

@@ -32,11 +32,12 @@ typedef struct tpc_pass_info_t {
 /// |options| must outlive the pass.
 MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options);
 
-/// The passes that rewrite whole functions as text (tp-shard, tp-autodiff): parses |funcs| (the
-/// new func.func ops) and replaces every func.func of |module| by them. When the text does not
+/// The passes that rewrite whole functions as text (tp-shard, tp-autodiff, tp-lower-runtime):
+/// parses |funcs| (the new top-level ops) and replaces every func.func of |module| (and every
+/// tp.mesh, when |and_meshes|) by them. When the text does not
 /// parse (an internal error), prints it to stderr, emits "<pass>: internal error: the <what> does
 /// not parse" at |module| and returns false, leaving the module unchanged.
-bool tpc_replace_functions(MlirOperation module, const char* funcs, const char* pass, const char* what);
+bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_meshes, const char* pass, const char* what);
 
 #ifdef __cplusplus
 }

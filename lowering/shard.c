@@ -610,7 +610,7 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
     ok = mlirLogicalResultIsSuccess(tpc__shard_func(S, &funcs));
     tpc_text_free(&S->body);
   }
-  if (ok) ok = tpc_replace_functions(module, funcs.data, "tp-shard", "sharded IR");
+  if (ok) ok = tpc_replace_functions(module, funcs.data, false, "tp-shard", "sharded IR");
   tpc_text_free(&funcs);
   free(S);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
