@@ -548,8 +548,8 @@ void tprt_procs_abort(tprt_procs_t* p, const char* message) {
   tprt__msg_header_t h = {n, TPRT__MSG_ABORT, (uint32_t)p->rank};
   memcpy(buf, &h, sizeof h);
   memcpy(buf + sizeof h, message, n);
-  for (int q = 0; q < p->size; ++q)
-    if (p->fd[q] >= 0 && send(p->fd[q], buf, sizeof h + n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) continue;
+  for (int q = 0; q < p->size; ++q)  // best effort: a peer that cannot take it is failing too
+    if (p->fd[q] >= 0) (void)send(p->fd[q], buf, sizeof h + n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 tprt_status_t tprt_procs_finish(tprt_procs_t* p) {

@@ -86,7 +86,7 @@ static tprt_status_t tprt__rendezvous_post_procs(tprt_rank_t* rank, tprt__rendez
   tprt_allocator_free(world->allocator, owned_input);
   if (status) {
     if (c) tprt__collective_free(world, c);
-    if (!atomic_load(&world->aborted) && status && tprt_status_code(status) == TPRT_STATUS_ABORTED) {
+    if (!atomic_load(&world->aborted) && tprt_status_code(status) == TPRT_STATUS_ABORTED) {
       // A peer failed: this process's world is aborted too.
       pthread_mutex_lock(&world->abort_mutex);
       if (!atomic_load(&world->aborted)) {

@@ -240,8 +240,8 @@ static size_t tprt__align_up(size_t x) {
   return (x + TPRT__SCRATCH_ALIGN - 1) / TPRT__SCRATCH_ALIGN * TPRT__SCRATCH_ALIGN;
 }
 
-// Along a dim with leading dims (|outer| > 1 rows of |row| bytes), the reduce-scatter first packs
-// its input as [R][outer, D/R, inner] into |packed| (member p's slice along the dim becomes the
+// Along a dim with leading dims (|outer| > 1 rows of |row| bytes), the reduce-scatter (and the
+// all-to-all, along its split dim) first packs its input as [R][outer, D/R, inner] into |packed| (member p's slice along the dim becomes the
 // contiguous block p), so the outermost path below applies: block p holds exactly the elements of
 // member p's output, in its row-major order, and every element is summed in the same tree.
 static tprt_status_t tprt__pack_slices(const char* in, char* packed, int g, int64_t outer, size_t row) {
@@ -338,10 +338,7 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   int64_t outer;
   size_t row;
   tprt__split_at(in, split_dim, &outer, &row);
-  size_t part = row / (size_t)g;
-  for (int p = 0; p < g; ++p)
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(send + (size_t)p * slice, part, (const char*)in->data + (size_t)p * part,
-                                                row, part, (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
+  TPRT__TRY(tprt__pack_slices(in->data, send, g, outer, row));
   TPRT__TRY(tprt__exchange(c, send, recv, slice));
   // Unpack: the slice from member p goes to position p along concat_dim.
   tprt_tensor_t piece = *in;
