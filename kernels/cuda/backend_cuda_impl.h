@@ -37,6 +37,7 @@ typedef struct {
 typedef struct {
   bool active;
   int device;
+  int sm;  // the device's compute capability, major * 10 + minor (90 on H100 and H200)
   cudaStream_t stream;       // compute: kernels, copies, synchronous collectives, in program order
   cudaStream_t comm_stream;  // highest priority: the async collectives, forked off `stream`
   cudaStream_t issue;        // where the collectives queue their work now: stream or comm_stream
@@ -88,6 +89,12 @@ tprt_status_t tprt__scratch(size_t bytes, char** out);
 /// Waits for the rank's streams (compute and comm); NCCL errors, a world abort or the timeout
 /// abort the rank's communicators and return a status (backend_cuda_nccl.c).
 tprt_status_t tprt__wait_stream(void);
+
+/// The kernels of the backend table (backend_cuda_kernels.c), and its numerics hook.
+#define TPRT__CUDA_KERNEL_DECL(name, params, args) tprt_status_t tprt__cuda_##name params;
+TPRT_BACKEND_KERNELS(TPRT__CUDA_KERNEL_DECL)
+#undef TPRT__CUDA_KERNEL_DECL
+tprt_status_t tprt__cuda_configure(const char* numerics);
 
 /// The collectives of the backend table (backend_cuda_nccl.c).
 #define TPRT__CUDA_COLLECTIVE_DECL(name, params, args) tprt_status_t tprt__cuda_##name params;
