@@ -11,6 +11,7 @@ have ninja || need+=(ninja-build)
 have cc || need+=(gcc)
 have make || need+=(make)
 have python3 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 [ -f "$LLVM/include/mlir-c/IR.h" ] && [ -f "$LLVM/lib/libMLIRCAPIIR.a" ] || need+=(libmlir-22-dev)
 [ -x "$LLVM/bin/mlir-opt" ] || need+=(mlir-22-tools)
 [ -f "$LLVM/lib/libLLVM.so" ] || need+=(llvm-22-dev)
@@ -19,7 +20,35 @@ have python3 || need+=(python3)
 have mpirun || need+=(openmpi-bin)  # ranks as processes (test/e2e/processes-mpirun.test)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
 
+# CUTLASS/CuTe headers for the tensor-core kernels (fast-mode grouped GEMM), only where nvcc is:
+# the nvidia-cutlass wheel from PyPI ships them; unpacked once into third_party/cutlass/include.
+fetch_cutlass() {
+  local root version=4.2.0.0 dest tmp
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  dest="$root/third_party/cutlass"
+  [ -f "$dest/include/cutlass/cutlass.h" ] && [ -f "$dest/VERSION" ] && [ "$(cat "$dest/VERSION")" = "$version" ] && return 0
+  have nvcc || [ -x /usr/local/cuda/bin/nvcc ] || return 0
+  echo "setup: fetching CUTLASS $version headers (nvidia-cutlass wheel) into third_party/cutlass"
+  tmp=$(mktemp -d)
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "nvidia-cutlass==$version" >&2; then
+    echo "setup: error: could not download nvidia-cutlass==$version from PyPI (the CUDA tensor-core kernels need it)" >&2
+    rm -rf "$tmp"; exit 1
+  fi
+  python3 - "$tmp"/nvidia_cutlass-*.whl "$tmp/x" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith(("cutlass_library/source/include/",
+                                                                        "cutlass_library/source/tools/util/include/"))])
+PY
+  rm -rf "$dest" && mkdir -p "$dest"
+  mv "$tmp/x/cutlass_library/source/include" "$dest/include"
+  cp -r "$tmp/x/cutlass_library/source/tools/util/include/cutlass/util" "$dest/include/cutlass/"  # packed_stride.hpp
+  echo "$version" > "$dest/VERSION"
+  rm -rf "$tmp"
+}
+
 if [ ${#need[@]} -eq 0 ]; then
+  fetch_cutlass
   exit 0
 fi
 
@@ -36,4 +65,5 @@ if ! $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"; then
   echo "setup: MLIR/LLVM 22 packages come from Debian 12 (bookworm-security) or apt.llvm.org." >&2
   exit 1
 fi
+fetch_cutlass
 echo "setup: done"

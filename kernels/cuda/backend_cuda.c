@@ -103,8 +103,7 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   tprt__buffer_free(&tprt__r.scratch);
   tprt__buffer_free(&tprt__r.comm_scratch);
   tprt__buffer_free(&tprt__r.workspace);
-  if (tprt__r.lt_workspace) cudaFree(tprt__r.lt_workspace);
-  tprt_cuda_lt_handle_destroy(tprt__r.lt);
+  tprt_cuda_lt_destroy(&tprt__r.lt);
   for (int i = 0; i < tprt__r.num_futures; ++i) cudaEventDestroy(tprt__r.futures[i].done);
   if (tprt__r.fork) cudaEventDestroy(tprt__r.fork);
   if (tprt__r.comm_stream) cudaStreamDestroy(tprt__r.comm_stream);

@@ -49,8 +49,7 @@ typedef struct {
   tprt__cuda_buffer_t scratch;       // the collectives' temporaries on `stream`
   tprt__cuda_buffer_t comm_scratch;  // the same on comm_stream (in flight beside `stream`)
   tprt__cuda_buffer_t workspace;     // the backend's workspace hook (fused norms' f32 sum)
-  void* lt;                          // cuBLASLt handle (fast mode), and its workspace
-  void* lt_workspace;
+  tprt_cuda_lt_t lt;                 // cuBLASLt handle and workspace (fast mode), made on first use
   bool capturing;  // between graph_begin and graph_end: no host copies, no synchronization
   tprt_rank_t* rank;
   int64_t collectives;  // calls so far (fault injection counts them)

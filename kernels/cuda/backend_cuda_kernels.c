@@ -1,20 +1,250 @@
-// The kernels of the CUDA backend's table (tprt_backend.h): each entry runs the CUDA launcher of
-// tprt_cuda_kernels.h on the calling rank's compute stream. The numerics of the module
-// (configure: "fast", "invariant", "exact") choose among the contraction kernels.
+// The kernels of the CUDA backend's table (tprt_backend.h): each entry runs a CUDA launcher of
+// tprt_cuda_kernels.h on the calling rank's compute stream.
+//
+// The contractions (dense and grouped linears, their gradients, the fused grouped MLP) have
+// several implementations; which one runs is decided by ONE table, tprt__contraction_kernels
+// below: for an op, the module's numerics (tp.numerics, given to configure), the device's
+// compute capability and the call's dtypes and shapes, the first row that matches wins. A new
+// kernel is one row plus its file. TPRT_CUDA_KERNELS=1 prints each choice once to stderr
+// ("tprt cuda: linear [fast, sm_90, bf16] -> cuBLASLt matmul (linear_fast.c)"). Every op has an
+// exact row last, for any numerics: the exact kernels are also TP- and batch-invariant, so they
+// serve invariant mode until a tensor-core invariant kernel has a row, and fast-mode calls that
+// no faster kernel fits (f32 operands, odd alignment).
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_cuda_impl.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
 
-#define TPRT__LT_WORKSPACE_BYTES ((size_t)32 << 20)
+//===----------------------------------------------------------------------===//
+// Numerics
+//===----------------------------------------------------------------------===//
 
-// tp.numerics == "fast": linears go to cuBLASLt (configure, before any rank starts).
-static bool tprt__cuda_fast;
+/// The numerics modes, as bits of a row's mask.
+enum { TPRT__FAST = 1, TPRT__INVARIANT = 2, TPRT__EXACT = 4, TPRT__ANY = 7 };
+
+// The world's tp.numerics (configure runs once, before any rank starts; exact by default).
+static int tprt__numerics = TPRT__EXACT;
+
+static const char* tprt__numerics_name(int mode) {
+  return mode == TPRT__FAST ? "fast" : mode == TPRT__INVARIANT ? "invariant" : "exact";
+}
 
 tprt_status_t tprt__cuda_configure(const char* numerics) {
-  tprt__cuda_fast = numerics && strcmp(numerics, "fast") == 0;
+  if (!numerics || strcmp(numerics, "exact") == 0) {
+    tprt__numerics = TPRT__EXACT;
+  } else if (strcmp(numerics, "fast") == 0) {
+    tprt__numerics = TPRT__FAST;
+  } else if (strcmp(numerics, "invariant") == 0) {
+    tprt__numerics = TPRT__INVARIANT;
+  } else {
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "the cuda backend knows numerics fast, invariant and exact, not '%s'", numerics);
+  }
   return NULL;
+}
+
+//===----------------------------------------------------------------------===//
+// The contraction table
+//===----------------------------------------------------------------------===//
+
+/// The contractions with a choice of kernel.
+typedef enum {
+  TPRT__LINEAR,
+  TPRT__LINEAR_DGRAD,
+  TPRT__LINEAR_WGRAD,
+  TPRT__BIAS_GRAD,
+  TPRT__GROUPED_LINEAR,
+  TPRT__GROUPED_LINEAR_DGRAD,
+  TPRT__GROUPED_LINEAR_WGRAD,
+  TPRT__FUSED_GROUPED_MLP,
+} tprt__op_t;
+
+static const char* const tprt__op_names[] = {
+    "linear",         "linear_dgrad",         "linear_wgrad",         "bias_grad",
+    "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp"};
+
+/// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
+/// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
+/// w1 (fused MLP, with w2).
+typedef struct {
+  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2;
+  tprt_tensor_t* out;
+  int chunks, segments, blocks;
+  int kind;
+  int64_t interleave;
+  float alpha, limit;
+} tprt__call_t;
+
+/// A row: |run| serves |op| in the |numerics| modes on devices of compute capability
+/// [min_sm, max_sm] (0: no bound) for the calls |fits| accepts (NULL: every call; the kernel
+/// validates and reports bad input). |dtypes| and |kernel| are for the reader and the trace.
+typedef struct {
+  tprt__op_t op;
+  unsigned numerics;
+  int min_sm, max_sm;
+  const char* dtypes;
+  bool (*fits)(const tprt__call_t*);
+  tprt_status_t (*run)(const tprt__call_t*);
+  const char* kernel;
+} tprt__row_t;
+
+// The cuBLASLt context of the calling rank, created on first use.
+static tprt_status_t tprt__lt(tprt_cuda_lt_t** out) {
+  if (!tprt__r.lt.handle) TPRT__TRY(tprt_cuda_lt_create(&tprt__r.lt));
+  *out = &tprt__r.lt;
+  return NULL;
+}
+
+// Fast mode: cuBLASLt (linear_fast.c).
+static bool tprt__lt_linear_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_fast_fits(c->a, c->b, c->bias, c->out);
+}
+static tprt_status_t tprt__lt_linear(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_linear_fast(c->a, c->b, c->bias, c->out, lt, tprt__r.stream);
+}
+static bool tprt__lt_dgrad_fits(const tprt__call_t* c) { return tprt_cuda_linear_dgrad_fast_fits(c->a, c->b, c->out); }
+static tprt_status_t tprt__lt_dgrad(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_linear_dgrad_fast(c->a, c->b, c->out, lt, tprt__r.stream);
+}
+static bool tprt__lt_wgrad_fits(const tprt__call_t* c) { return tprt_cuda_linear_wgrad_fast_fits(c->a, c->b, c->out); }
+static tprt_status_t tprt__lt_wgrad(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_linear_wgrad_fast(c->a, c->b, c->out, lt, tprt__r.stream);
+}
+static bool tprt__lt_bias_grad_fits(const tprt__call_t* c) { return tprt_cuda_bias_grad_fast_fits(c->a, c->out); }
+static tprt_status_t tprt__lt_bias_grad(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_bias_grad_fast(c->a, c->out, lt, tprt__r.stream);
+}
+
+// Fast mode: CUTLASS grouped GEMM (grouped_fast.cu).
+static bool tprt__cutlass_grouped_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_fast_fits(c->a, c->b, c->group_sizes, c->out, 0);
+}
+static tprt_status_t tprt__cutlass_grouped(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_fast(c->a, c->b, c->group_sizes, c->out, tprt__r.stream);
+}
+static bool tprt__cutlass_grouped_dgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_fast_fits(c->a, c->b, c->group_sizes, c->out, 1);
+}
+static tprt_status_t tprt__cutlass_grouped_dgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_dgrad_fast(c->a, c->b, c->group_sizes, c->out, tprt__r.stream);
+}
+static bool tprt__cutlass_grouped_wgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_fast_fits(c->a, c->b, c->group_sizes, c->out, 2);
+}
+static tprt_status_t tprt__cutlass_grouped_wgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_wgrad_fast(c->a, c->b, c->group_sizes, c->out, tprt__r.stream);
+}
+// Both GEMMs of the MLP fit: x[T,H]·w1[E,2F,H]ᵀ -> [T,2F], then [T,F]·w2[E,H,F]ᵀ -> y (the
+// intermediates are fresh allocations, aligned).
+static bool tprt__cutlass_mlp_fits(const tprt__call_t* c) {
+  const tprt_tensor_t *x = c->a, *w1 = c->b, *w2 = c->w2;
+  if (!x || !w1 || !w2 || !c->out || x->rank != 2 || w1->rank != 3 || w2->rank != 3 || w1->dims[1] % 2 != 0)
+    return false;
+  int64_t t = x->dims[0], f = w1->dims[1] / 2;
+  int64_t hd[2] = {t, 2 * f}, gd[2] = {t, f};
+  tprt_tensor_t hidden = tprt_tensor_make(c->out->data, x->dtype, 2, hd),
+                gated = tprt_tensor_make(c->out->data, x->dtype, 2, gd);
+  return c->out->dtype == x->dtype && f % 8 == 0 && tprt_cuda_grouped_fast_fits(x, w1, c->group_sizes, &hidden, 0) &&
+         tprt_cuda_grouped_fast_fits(&gated, w2, c->group_sizes, c->out, 0);
+}
+static tprt_status_t tprt__cutlass_mlp(const tprt__call_t* c) {
+  return tprt_cuda_fused_grouped_mlp_fast(c->a, c->b, c->w2, c->group_sizes, c->out, c->kind, c->interleave, c->alpha,
+                                          c->limit, tprt__r.stream);
+}
+
+// Every mode: the exact kernels (bitwise the CPU's; linear.cu, grouped_linear.cu, linear_grad.c,
+// fused_mlp.c), which validate their input.
+static tprt_status_t tprt__exact_linear(const tprt__call_t* c) {
+  return tprt_cuda_linear(c->a, c->b, c->bias, c->out, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_dgrad(const tprt__call_t* c) {
+  return tprt_cuda_linear_dgrad_segmented(c->a, c->b, c->out, c->chunks, c->segments, c->blocks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_wgrad(const tprt__call_t* c) {
+  return tprt_cuda_linear_wgrad(c->a, c->b, c->out, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_bias_grad(const tprt__call_t* c) {
+  return tprt_cuda_bias_grad(c->a, c->out, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_grouped(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear(c->a, c->b, c->group_sizes, c->out, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_grouped_dgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_dgrad_segmented(c->a, c->b, c->group_sizes, c->out, c->chunks, c->segments, c->blocks,
+                                                  tprt__r.stream);
+}
+static tprt_status_t tprt__exact_grouped_wgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_wgrad(c->a, c->b, c->group_sizes, c->out, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_mlp(const tprt__call_t* c) {
+  return tprt_cuda_fused_grouped_mlp(c->a, c->b, c->w2, c->group_sizes, c->out, c->kind, c->interleave, c->alpha,
+                                     c->limit, c->chunks, tprt__r.stream);
+}
+
+#define TPRT__EXACT_KERNEL "exact f32 fma chains on CUDA cores, bitwise the CPU"
+// clang-format off
+static const tprt__row_t tprt__contraction_kernels[] = {
+  // op                          modes        sm       dtypes (a, b -> out)          fits                              run                          kernel (file)
+  {TPRT__LINEAR,               TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_linear_fits,            tprt__lt_linear,             "cuBLASLt matmul, bias epilogue (linear_fast.c)"},
+  {TPRT__LINEAR,               TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_linear,          TPRT__EXACT_KERNEL " (linear.cu)"},
+  {TPRT__LINEAR_DGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_dgrad_fits,             tprt__lt_dgrad,              "cuBLASLt matmul (linear_fast.c)"},
+  {TPRT__LINEAR_DGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_dgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__LINEAR_WGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_wgrad_fits,             tprt__lt_wgrad,              "cuBLASLt matmul (linear_fast.c)"},
+  {TPRT__LINEAR_WGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_wgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__BIAS_GRAD,            TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_bias_grad_fits,         tprt__lt_bias_grad,          "cuBLASLt GEMV with ones (linear_fast.c)"},
+  {TPRT__BIAS_GRAD,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_bias_grad,       TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__GROUPED_LINEAR,       TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_fits,      tprt__cutlass_grouped,       "CUTLASS sm90 grouped GEMM, TMA + WGMMA (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped,         TPRT__EXACT_KERNEL " (grouped_linear.cu)"},
+  {TPRT__GROUPED_LINEAR_DGRAD, TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_dgrad_fits, tprt__cutlass_grouped_dgrad, "CUTLASS sm90 grouped GEMM, TMA + WGMMA (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR_DGRAD, TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped_dgrad,   TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__GROUPED_LINEAR_WGRAD, TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_wgrad_fits, tprt__cutlass_grouped_wgrad, "CUTLASS sm90 grouped GEMM, K = rows (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR_WGRAD, TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped_wgrad,   TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__FUSED_GROUPED_MLP,    TPRT__FAST,  90, 90, "bf16",                    tprt__cutlass_mlp_fits,          tprt__cutlass_mlp,           "CUTLASS grouped GEMM, GLU, CUTLASS grouped GEMM (fused_mlp.c)"},
+  {TPRT__FUSED_GROUPED_MLP,    TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_mlp,             TPRT__EXACT_KERNEL " (fused_mlp.c)"},
+};
+// clang-format on
+#define TPRT__NUM_ROWS ((int)(sizeof tprt__contraction_kernels / sizeof tprt__contraction_kernels[0]))
+
+// TPRT_CUDA_KERNELS=1: each row's first use is printed once per process.
+static atomic_bool tprt__traced[TPRT__NUM_ROWS];
+
+static bool tprt__trace_on(void) {
+  static int on = -1;  // benign race: every thread computes the same value
+  if (on < 0) {
+    const char* v = getenv("TPRT_CUDA_KERNELS");
+    on = v && *v && strcmp(v, "0") != 0;
+  }
+  return on;
+}
+
+/// Runs the first row of the table that serves |op| for this world's numerics, this device and
+/// this call.
+static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
+  TPRT__TRY(tprt__need_rank());
+  for (int i = 0; i < TPRT__NUM_ROWS; ++i) {
+    const tprt__row_t* row = &tprt__contraction_kernels[i];
+    if (row->op != op || !(row->numerics & (unsigned)tprt__numerics)) continue;
+    if ((row->min_sm && tprt__r.sm < row->min_sm) || (row->max_sm && tprt__r.sm > row->max_sm)) continue;
+    if (row->fits && !row->fits(call)) continue;
+    if (tprt__trace_on() && !atomic_exchange(&tprt__traced[i], true))
+      fprintf(stderr, "tprt cuda: %s [%s, sm_%d, %s] -> %s\n", tprt__op_names[op], tprt__numerics_name(tprt__numerics),
+              tprt__r.sm, call->a ? tprt_dtype_name(call->a->dtype) : "?", row->kernel);
+    return row->run(call);
+  }
+  return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "the cuda backend has no %s kernel for numerics %s on sm_%d",
+                          tprt__op_names[op], tprt__numerics_name(tprt__numerics), tprt__r.sm);
 }
 
 //===----------------------------------------------------------------------===//
@@ -23,18 +253,55 @@ tprt_status_t tprt__cuda_configure(const char* numerics) {
 
 tprt_status_t tprt__cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                 tprt_tensor_t* y, int chunks) {
-  if (!tprt__cuda_fast || !tprt_cuda_linear_fast_supported(x, w, bias, y))
-    return tprt_cuda_linear(x, w, bias, y, chunks, tprt__r.stream);
-  if (!tprt__r.lt) {
-    TPRT__TRY(tprt_cuda_lt_handle(&tprt__r.lt));
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&tprt__r.lt_workspace, TPRT__LT_WORKSPACE_BYTES));
-  }
-  return tprt_cuda_linear_fast(x, w, y, tprt__r.lt, tprt__r.lt_workspace, TPRT__LT_WORKSPACE_BYTES, tprt__r.stream);
+  tprt__call_t c = {.a = x, .b = w, .bias = bias, .out = y, .chunks = chunks};
+  return tprt__contract(TPRT__LINEAR, &c);
 }
 tprt_status_t tprt__cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks) {
-  return tprt_cuda_grouped_linear(x, w, group_sizes, y, chunks, tprt__r.stream);
+  tprt__call_t c = {.a = x, .b = w, .group_sizes = group_sizes, .out = y, .chunks = chunks};
+  return tprt__contract(TPRT__GROUPED_LINEAR, &c);
 }
+tprt_status_t tprt__cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                                int chunks, int segments, int blocks) {
+  tprt__call_t c = {.a = dy, .b = w, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
+  return tprt__contract(TPRT__LINEAR_DGRAD, &c);
+}
+tprt_status_t tprt__cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks) {
+  tprt__call_t c = {.a = dy, .b = x, .out = dw, .chunks = chunks};
+  return tprt__contract(TPRT__LINEAR_WGRAD, &c);
+}
+tprt_status_t tprt__cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks) {
+  tprt__call_t c = {.a = dy, .out = db, .chunks = chunks};
+  return tprt__contract(TPRT__BIAS_GRAD, &c);
+}
+tprt_status_t tprt__cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                        int segments, int blocks) {
+  tprt__call_t c = {
+      .a = dy, .b = w, .group_sizes = group_sizes, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
+  return tprt__contract(TPRT__GROUPED_LINEAR_DGRAD, &c);
+}
+tprt_status_t tprt__cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks) {
+  tprt__call_t c = {.a = dy, .b = x, .group_sizes = group_sizes, .out = dw, .chunks = chunks};
+  return tprt__contract(TPRT__GROUPED_LINEAR_WGRAD, &c);
+}
+tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                           int64_t interleave, float alpha, float limit, int chunks) {
+  tprt__call_t c = {.a = x,
+                    .b = w1,
+                    .w2 = w2,
+                    .group_sizes = group_sizes,
+                    .out = y,
+                    .chunks = chunks,
+                    .kind = kind,
+                    .interleave = interleave,
+                    .alpha = alpha,
+                    .limit = limit};
+  return tprt__contract(TPRT__FUSED_GROUPED_MLP, &c);
+}
+
 tprt_status_t tprt__cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                              float limit) {
   return tprt_cuda_glu(x, y, kind, interleave, alpha, limit, tprt__r.stream);
@@ -69,25 +336,6 @@ tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor
                                        const tprt_tensor_t* weights, tprt_tensor_t* out) {
   return tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream);
 }
-tprt_status_t tprt__cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
-                                                int chunks, int segments, int blocks) {
-  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, segments, blocks, tprt__r.stream);
-}
-tprt_status_t tprt__cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks) {
-  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, tprt__r.stream);
-}
-tprt_status_t tprt__cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks) {
-  return tprt_cuda_bias_grad(dy, db, chunks, tprt__r.stream);
-}
-tprt_status_t tprt__cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
-                                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
-                                                        int segments, int blocks) {
-  return tprt_cuda_grouped_linear_dgrad_segmented(dy, w, group_sizes, dx, chunks, segments, blocks, tprt__r.stream);
-}
-tprt_status_t tprt__cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
-                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks) {
-  return tprt_cuda_grouped_linear_wgrad(dy, x, group_sizes, dw, chunks, tprt__r.stream);
-}
 tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                   int64_t interleave, float alpha, float limit) {
   return tprt_cuda_glu_grad(x, dy, dx, kind, interleave, alpha, limit, tprt__r.stream);
@@ -118,11 +366,6 @@ tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_
                                         const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
                                         bool normalize) {
   return tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream);
-}
-tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
-                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
-                                           int64_t interleave, float alpha, float limit, int chunks) {
-  return tprt_cuda_fused_grouped_mlp(x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, chunks, tprt__r.stream);
 }
 tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                   tprt_tensor_t* global_scale, int format, int axis) {

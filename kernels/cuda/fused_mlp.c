@@ -1,15 +1,28 @@
 // tprt_cuda_fused_grouped_mlp: bitwise tprt_cpu_fused_grouped_mlp, which is by definition
 // grouped_linear -> glu -> grouped_linear with both intermediates rounded to x's dtype: the same
 // three CUDA kernels in sequence, the intermediates in stream-ordered temporaries. (A fused
-// kernel may replace this later; it must keep these bits.)
+// kernel may replace this later; it must keep these bits.) tprt_cuda_fused_grouped_mlp_fast is
+// the same sequence with the fast-mode grouped linear (tensor cores, no bitwise promise).
 #include "tprt_cpu_internal.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
 
-tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
-                                          const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
-                                          int64_t interleave, float alpha, float limit, int chunks,
-                                          cudaStream_t stream) {
+// A grouped linear launcher: the exact one (chunks) or the fast one.
+typedef struct {
+  bool fast;
+  int chunks;  // the exact one's
+} tprt__mlp_gl_t;
+
+static tprt_status_t tprt__mlp_grouped_linear(const tprt__mlp_gl_t* gl, const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* y, cudaStream_t stream) {
+  return gl->fast ? tprt_cuda_grouped_linear_fast(x, w, group_sizes, y, stream)
+                  : tprt_cuda_grouped_linear(x, w, group_sizes, y, gl->chunks, stream);
+}
+
+static tprt_status_t tprt__fused_grouped_mlp(const tprt__mlp_gl_t* gl, const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                             const tprt_tensor_t* w2, const tprt_tensor_t* group_sizes,
+                                             tprt_tensor_t* y, int kind, int64_t interleave, float alpha, float limit,
+                                             cudaStream_t stream) {
   const char* op = "fused_grouped_mlp";
   tprt_status_t s = tprt__check_fused_grouped_mlp(x, w1, w2, group_sizes, y);
   if (s) return s;
@@ -21,16 +34,31 @@ tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_ten
   int64_t hdims[2] = {t, two_f}, gdims[2] = {t, f};
   tprt_tensor_t hidden = tprt_tensor_make(mem, x->dtype, 2, hdims);
   tprt_tensor_t gated = tprt_tensor_make((char*)mem + (size_t)t * (size_t)two_f * elem, x->dtype, 2, gdims);
-  s = tprt_cuda_grouped_linear(x, w1, group_sizes, &hidden, chunks, stream);
+  s = tprt__mlp_grouped_linear(gl, x, w1, group_sizes, &hidden, stream);
   if (s) s = tprt_status_annotate(s, "%s fc1", op);
   if (!s) {
     s = tprt_cuda_glu(&hidden, &gated, kind, interleave, alpha, limit, stream);
     if (s) s = tprt_status_annotate(s, "%s activation", op);
   }
   if (!s) {
-    s = tprt_cuda_grouped_linear(&gated, w2, group_sizes, y, chunks, stream);
+    s = tprt__mlp_grouped_linear(gl, &gated, w2, group_sizes, y, stream);
     if (s) s = tprt_status_annotate(s, "%s fc2", op);
   }
   cudaFreeAsync(mem, stream);
   return s;
+}
+
+tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                          const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                          int64_t interleave, float alpha, float limit, int chunks,
+                                          cudaStream_t stream) {
+  tprt__mlp_gl_t gl = {false, chunks};
+  return tprt__fused_grouped_mlp(&gl, x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, stream);
+}
+
+tprt_status_t tprt_cuda_fused_grouped_mlp_fast(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                               const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                               int64_t interleave, float alpha, float limit, cudaStream_t stream) {
+  tprt__mlp_gl_t gl = {true, 0};
+  return tprt__fused_grouped_mlp(&gl, x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, stream);
 }

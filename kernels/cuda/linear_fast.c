@@ -1,10 +1,15 @@
-// tprt_cuda_linear_fast: fast-mode linear on cuBLASLt (tensor cores, f32 accumulation, cuBLASLt's
-// own reduction order: no invariance, docs/numerics.md "Modes"). libcublasLt is loaded with dlopen
-// on first use, so the CUDA backend plugin still loads (and exact mode still runs) on a machine
-// without it; the status then says what is missing.
+// The fast-mode dense contractions on cuBLASLt (tensor cores, f32 accumulation, cuBLASLt's own
+// reduction order: no invariance, docs/numerics.md "Modes"): the linear's forward (bias in the
+// epilogue), dgrad, wgrad and bias gradient. libcublasLt is loaded with dlopen on first use, so
+// the CUDA backend plugin still loads (and exact mode still runs) on a machine without it; the
+// status then says what is missing.
 //
-// Row-major y[M,N] = x[M,K]·w[N,K]ᵀ is column-major yᵀ[N,M] = op_T(w as K×N)·(x as K×M): A = w
-// with TRANSA = T, B = x, C = D = y, all with leading dimension their row length.
+// Every call is one column-major cuBLASLt matmul on the row-major tensors (a row-major [R,C]
+// matrix is a column-major C x R one with leading dimension C):
+//   forward  yᵀ[N,M]  = (w as K x N)ᵀ · (x as K x M)
+//   dgrad    dxᵀ[K,M] = (w as K x N) · (dy as N x M)
+//   wgrad    dwᵀ[K,N] = (x as K x M) · (dy as N x M)ᵀ
+//   bias     db[N]    = (dy as N x M) · ones[M]
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +18,7 @@
 #include <cublasLt.h>
 
 #include "tprt_cuda_kernels.h"
+#include "tprt_cuda_status.h"
 
 typedef struct {
   void* lib;
@@ -35,7 +41,7 @@ typedef struct {
   char error[256];
 } tprt__lt_t;
 
-static tprt__lt_t tprt__lt;
+static tprt__lt_t tprt__lt;  // the library's entry points, loaded once per process
 static pthread_once_t tprt__lt_once = PTHREAD_ONCE_INIT;
 
 static void tprt__lt_load(void) {
@@ -45,11 +51,11 @@ static void tprt__lt_load(void) {
     snprintf(tprt__lt.error, sizeof tprt__lt.error, "cannot load libcublasLt (%s)", dlerror());
     return;
   }
-#define TPRT__SYM(field, name)                                                                       \
-  if (!(*(void**)&tprt__lt.field = dlsym(tprt__lt.lib, name))) {                                     \
-    snprintf(tprt__lt.error, sizeof tprt__lt.error, "libcublasLt has no %s", name);                  \
-    tprt__lt.lib = NULL;                                                                              \
-    return;                                                                                           \
+#define TPRT__SYM(field, name)                                                      \
+  if (!(*(void**)& tprt__lt.field = dlsym(tprt__lt.lib, name))) {                   \
+    snprintf(tprt__lt.error, sizeof tprt__lt.error, "libcublasLt has no %s", name); \
+    tprt__lt.lib = NULL;                                                            \
+    return;                                                                         \
   }
   TPRT__SYM(create, "cublasLtCreate")
   TPRT__SYM(destroy, "cublasLtDestroy")
@@ -86,64 +92,63 @@ static bool tprt__lt_type(int dtype, cudaDataType_t* out) {
   }
 }
 
-bool tprt_cuda_linear_fast_supported(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
-                                     const tprt_tensor_t* y) {
-  cudaDataType_t t;
-  return !bias && x->rank == 2 && w->rank == 2 && y->rank == 2 && x->dtype == w->dtype &&
-         (x->dtype == TPRT_DTYPE_BF16 || x->dtype == TPRT_DTYPE_F16) && tprt__lt_type(y->dtype, &t) &&
-         (y->dtype == x->dtype || y->dtype == TPRT_DTYPE_F32) && x->dims[1] == w->dims[1] && y->dims[0] == x->dims[0] &&
-         y->dims[1] == w->dims[0] && x->dims[0] > 0 && w->dims[0] > 0 && x->dims[1] > 0;
-}
+// The cuBLASLt call of every fast dense contraction, column-major: D[m,n] = op(A)·op(B) with
+// op(A) m x k, op(B) k x n, f32 accumulation, optional bias[m] (the epilogue adds it in f32
+// before the one rounding to D's dtype).
+typedef struct {
+  cublasOperation_t opa, opb;
+  int64_t m, n, k;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* d;
+  int64_t ldd;
+  int ab_dtype, d_dtype;
+  const void* bias;
+} tprt__lt_gemm_t;
 
-tprt_status_t tprt_cuda_lt_handle(void** out) {
-  pthread_once(&tprt__lt_once, tprt__lt_load);
-  if (!tprt__lt.lib) return tprt_make_status(TPRT_STATUS_UNAVAILABLE, "fast-mode linear: %s", tprt__lt.error);
-  cublasLtHandle_t h = NULL;
-  cublasStatus_t s = tprt__lt.create(&h);
-  if (s != CUBLAS_STATUS_SUCCESS) return tprt__lt_status(s, "cublasLtCreate");
-  *out = h;
-  return NULL;
-}
-
-void tprt_cuda_lt_handle_destroy(void* handle) {
-  if (handle && tprt__lt.lib) tprt__lt.destroy((cublasLtHandle_t)handle);
-}
-
-tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, void* handle,
-                                    void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  if (!tprt_cuda_linear_fast_supported(x, w, NULL, y))
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "fast-mode linear: unsupported shapes or dtypes");
-  int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
+static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, const tprt_cuda_lt_t* lt,
+                                     cudaStream_t stream) {
   cudaDataType_t ab = CUDA_R_16BF, c = CUDA_R_32F;
-  tprt__lt_type(x->dtype, &ab);
-  tprt__lt_type(y->dtype, &c);
+  if (!tprt__lt_type(g->ab_dtype, &ab) || !tprt__lt_type(g->d_dtype, &c))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s (fast): unsupported dtypes", op);
   cublasLtMatmulDesc_t desc = NULL;
   cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
   cublasLtMatmulPreference_t pref = NULL;
   tprt_status_t st = NULL;
+  bool ta = g->opa == CUBLAS_OP_T, tb = g->opb == CUBLAS_OP_T;
   cublasStatus_t s = tprt__lt.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-  cublasOperation_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
-  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof opt);
-  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof opn);
-  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.layout_create(&la, ab, (uint64_t)k, (uint64_t)n, k);
-  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.layout_create(&lb, ab, (uint64_t)k, (uint64_t)m, k);
-  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.layout_create(&lc, c, (uint64_t)n, (uint64_t)m, n);
+  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &g->opa, sizeof g->opa);
+  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &g->opb, sizeof g->opb);
+  if (s == CUBLAS_STATUS_SUCCESS && g->bias) {
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof g->bias);
+  }
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = tprt__lt.layout_create(&la, ab, (uint64_t)(ta ? g->k : g->m), (uint64_t)(ta ? g->m : g->k), g->lda);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = tprt__lt.layout_create(&lb, ab, (uint64_t)(tb ? g->n : g->k), (uint64_t)(tb ? g->k : g->n), g->ldb);
+  if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.layout_create(&lc, c, (uint64_t)g->m, (uint64_t)g->n, g->ldd);
   if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.pref_create(&pref);
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = tprt__lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
+    s = tprt__lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt->workspace_bytes,
+                          sizeof lt->workspace_bytes);
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = tprt__lt.heuristic((cublasLtHandle_t)handle, desc, la, lb, lc, lc, pref, 1, &result, &found);
+    s = tprt__lt.heuristic((cublasLtHandle_t)lt->handle, desc, la, lb, lc, lc, pref, 1, &result, &found);
   if (s != CUBLAS_STATUS_SUCCESS) {
     st = tprt__lt_status(s, "cuBLASLt setup");
   } else if (found == 0) {
-    st = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "fast-mode linear: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld",
-                          (long long)m, (long long)n, (long long)k);
+    st = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s (fast): cuBLASLt has no algorithm for M=%lld N=%lld K=%lld",
+                          op, (long long)g->m, (long long)g->n, (long long)g->k);
   } else {
     const float alpha = 1.0f, beta = 0.0f;
-    s = tprt__lt.matmul((cublasLtHandle_t)handle, desc, &alpha, w->data, la, x->data, lb, &beta, y->data, lc, y->data,
-                        lc, &result.algo, workspace, workspace_bytes, stream);
+    s = tprt__lt.matmul((cublasLtHandle_t)lt->handle, desc, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc,
+                        &result.algo, lt->workspace, lt->workspace_bytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) st = tprt__lt_status(s, "cublasLtMatmul");
   }
   if (pref) tprt__lt.pref_destroy(pref);
@@ -151,5 +156,123 @@ tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t*
   if (lb) tprt__lt.layout_destroy(lb);
   if (la) tprt__lt.layout_destroy(la);
   if (desc) tprt__lt.desc_destroy(desc);
-  return st;
+  return st ? tprt_status_annotate(st, "%s (fast)", op) : NULL;
+}
+
+static bool tprt__half(const tprt_tensor_t* t) {
+  return t && (t->dtype == TPRT_DTYPE_BF16 || t->dtype == TPRT_DTYPE_F16);
+}
+
+// A 2-D operand pair of one half dtype and a result of that dtype or f32, all non-empty.
+static bool tprt__fits2(const tprt_tensor_t* a, const tprt_tensor_t* b, const tprt_tensor_t* d) {
+  return tprt__half(a) && b && d && a->rank == 2 && b->rank == 2 && d->rank == 2 && b->dtype == a->dtype &&
+         (d->dtype == a->dtype || d->dtype == TPRT_DTYPE_F32) && a->dims[0] > 0 && a->dims[1] > 0 && b->dims[0] > 0 &&
+         b->dims[1] > 0;
+}
+
+bool tprt_cuda_linear_fast_fits(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                const tprt_tensor_t* y) {
+  // The bias rides cuBLASLt's epilogue in y's dtype, so y must have x's (an f32 partial has none).
+  bool bias_ok =
+      !bias || (bias->rank == 1 && bias->dtype == x->dtype && y->dtype == x->dtype && bias->dims[0] == w->dims[0]);
+  return tprt__fits2(x, w, y) && bias_ok && x->dims[1] == w->dims[1] && y->dims[0] == x->dims[0] &&
+         y->dims[1] == w->dims[0];
+}
+
+bool tprt_cuda_linear_dgrad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* dx) {
+  return tprt__fits2(dy, w, dx) && w->dims[0] == dy->dims[1] && dx->dims[0] == dy->dims[0] && dx->dims[1] == w->dims[1];
+}
+
+bool tprt_cuda_linear_wgrad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* dw) {
+  return tprt__fits2(dy, x, dw) && x->dims[0] == dy->dims[0] && dw->dims[0] == dy->dims[1] && dw->dims[1] == x->dims[1];
+}
+
+bool tprt_cuda_bias_grad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* db) {
+  return tprt__half(dy) && db && dy->rank == 2 && db->rank == 1 && db->dims[0] == dy->dims[1] && dy->dims[0] > 0 &&
+         dy->dims[1] > 0 && (db->dtype == dy->dtype || db->dtype == TPRT_DTYPE_F32);
+}
+
+tprt_status_t tprt_cuda_lt_create(tprt_cuda_lt_t* lt) {
+  memset(lt, 0, sizeof *lt);
+  pthread_once(&tprt__lt_once, tprt__lt_load);
+  if (!tprt__lt.lib) return tprt_make_status(TPRT_STATUS_UNAVAILABLE, "fast-mode linear: %s", tprt__lt.error);
+  cublasLtHandle_t h = NULL;
+  cublasStatus_t s = tprt__lt.create(&h);
+  if (s != CUBLAS_STATUS_SUCCESS) return tprt__lt_status(s, "cublasLtCreate");
+  lt->handle = h;
+  lt->workspace_bytes = TPRT_CUDA_LT_WORKSPACE_BYTES;
+  cudaError_t err = cudaMalloc(&lt->workspace, lt->workspace_bytes);
+  if (err != cudaSuccess) {
+    tprt_cuda_lt_destroy(lt);
+    return tprt__cuda_make_status(err, "cuBLASLt workspace", __FILE__, __LINE__);
+  }
+  return NULL;
+}
+
+void tprt_cuda_lt_destroy(tprt_cuda_lt_t* lt) {
+  if (lt->handle && tprt__lt.lib) tprt__lt.destroy((cublasLtHandle_t)lt->handle);
+  if (lt->workspace) cudaFree(lt->workspace);
+  if (lt->ones) cudaFree(lt->ones);
+  memset(lt, 0, sizeof *lt);
+}
+
+tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                    tprt_tensor_t* y, const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  if (!tprt_cuda_linear_fast_fits(x, w, bias, y))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear (fast): unsupported shapes or dtypes");
+  // yᵀ[N,M] = (w as K x N)ᵀ · (x as K x M)
+  int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
+  tprt__lt_gemm_t g = {CUBLAS_OP_T, CUBLAS_OP_N, n,       m, k,        w->data,  k,
+                       x->data,     k,           y->data, n, x->dtype, y->dtype, bias ? bias->data : NULL};
+  return tprt__lt_matmul("linear", &g, lt, stream);
+}
+
+tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                          const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  if (!tprt_cuda_linear_dgrad_fast_fits(dy, w, dx))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear_dgrad (fast): unsupported shapes or dtypes");
+  // dxᵀ[K,M] = (w as K x N) · (dy as N x M)
+  int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
+  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, k,        m, n,         w->data,   k,
+                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL};
+  return tprt__lt_matmul("linear_dgrad", &g, lt, stream);
+}
+
+tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                          const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  if (!tprt_cuda_linear_wgrad_fast_fits(dy, x, dw))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear_wgrad (fast): unsupported shapes or dtypes");
+  // dwᵀ[K,N] = (x as K x M) · (dy as N x M)ᵀ
+  int64_t m = dy->dims[0], n = dy->dims[1], k = x->dims[1];
+  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_T, k,        n, m,         x->data,   k,
+                       dy->data,    n,           dw->data, k, dy->dtype, dw->dtype, NULL};
+  return tprt__lt_matmul("linear_wgrad", &g, lt, stream);
+}
+
+tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* db, tprt_cuda_lt_t* lt,
+                                       cudaStream_t stream) {
+  if (!tprt_cuda_bias_grad_fast_fits(dy, db))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "bias_grad (fast): unsupported shapes or dtypes");
+  int64_t m = dy->dims[0], n = dy->dims[1];
+  // db[N] = (dy as N x M) · ones[M]: a vector of ones in dy's dtype, grown outside graph capture.
+  if (lt->ones_count < m || lt->ones_dtype != dy->dtype) {
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    TPRT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                              "--graph: bias_grad (fast) needs a larger ones vector during CUDA graph capture");
+    if (lt->ones) {
+      TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      TPRT_CUDA_RETURN_IF_ERROR(cudaFree(lt->ones));
+      lt->ones = NULL;
+    }
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&lt->ones, (size_t)m * 2));
+    lt->ones_count = m;
+    lt->ones_dtype = dy->dtype;
+    tprt_status_t s = tprt_cuda_fill_bits(lt->ones, m, 2, dy->dtype == TPRT_DTYPE_BF16 ? 0x3F80u : 0x3C00u, stream);
+    if (s) return s;
+  }
+  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, n,        1, m,         dy->data,  n,
+                       lt->ones,    m,           db->data, n, dy->dtype, db->dtype, NULL};
+  return tprt__lt_matmul("bias_grad", &g, lt, stream);
 }

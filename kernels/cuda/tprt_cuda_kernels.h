@@ -103,16 +103,66 @@ tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t st
                                     int64_t row_offset, int64_t col_offset, int64_t logical_cols,
                                     cudaStream_t cuda_stream) TPRT_MUST_USE_RESULT;
 
-/// Fast mode (docs/numerics.md "Modes"): y = x·wᵀ on cuBLASLt (tensor cores, f32 accumulation,
-/// cuBLASLt's reduction order), for bf16/f16 x and w without bias, y of x's dtype or f32. |handle|
-/// from tprt_cuda_lt_handle (libcublasLt is loaded on first use), |workspace| device memory.
-/// kernels/cuda/linear_fast.c.
-bool tprt_cuda_linear_fast_supported(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
-                                     const tprt_tensor_t* y);
-tprt_status_t tprt_cuda_lt_handle(void** out) TPRT_MUST_USE_RESULT;
-void tprt_cuda_lt_handle_destroy(void* handle);
-tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, void* handle,
-                                    void* workspace, size_t workspace_bytes, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// Fast mode (docs/numerics.md "Modes": no bitwise promise) on tensor cores.
+///
+/// Dense contractions on cuBLASLt (kernels/cuda/linear_fast.c): bf16/f16 operands of one dtype,
+/// results of that dtype or f32, f32 accumulation in cuBLASLt's order. A per-rank context holds
+/// the handle, the workspace and the ones vector of the bias gradient. The _fits predicates say
+/// whether a call can take this path (the kernel table falls back to the exact kernels when not).
+#define TPRT_CUDA_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+typedef struct tprt_cuda_lt_t {
+  void* handle;
+  void* workspace;
+  size_t workspace_bytes;
+  void* ones;  // bias_grad: ones_count ones of ones_dtype
+  int64_t ones_count;
+  int ones_dtype;
+} tprt_cuda_lt_t;
+tprt_status_t tprt_cuda_lt_create(tprt_cuda_lt_t* lt) TPRT_MUST_USE_RESULT;
+void tprt_cuda_lt_destroy(tprt_cuda_lt_t* lt);
+bool tprt_cuda_linear_fast_fits(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                const tprt_tensor_t* y);
+bool tprt_cuda_linear_dgrad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* dx);
+bool tprt_cuda_linear_wgrad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* dw);
+bool tprt_cuda_bias_grad_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* db);
+/// y = x·wᵀ (+ bias, added in f32 before the one rounding).
+tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                    tprt_tensor_t* y, const tprt_cuda_lt_t* lt,
+                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// dx = dy·w (any segmented order of the exact kernels is the same sum here).
+tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                          const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// dw = dyᵀ·x.
+tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                          const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// db = Σ_m dy[m] (a GEMV against a ones vector, grown outside graph capture).
+tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* db, tprt_cuda_lt_t* lt,
+                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Grouped contractions on CUTLASS's sm90 grouped GEMM (kernels/cuda/grouped_fast.cu, sm_90a):
+/// bf16 operands, results bf16 or f32, the device group sizes of tprt_cuda_grouped_linear (S
+/// segments of E experts); one launch for all groups, no host synchronization, stream-ordered
+/// temporaries. |which|: 0 forward (a = x, w = w[E,N,K], out = y), 1 dgrad (a = dy, w, out = dx),
+/// 2 wgrad (a = dy, w = x, out = dw[E,N,K]). Needs K and N multiples of 8, 16-byte aligned data.
+bool tprt_cuda_grouped_fast_fits(const tprt_tensor_t* a, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                 const tprt_tensor_t* out, int which);
+tprt_status_t tprt_cuda_grouped_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The fused grouped MLP with a caller-chosen grouped linear (the exact one, or the fast one of
+/// |fast|): grouped_linear -> glu -> grouped_linear, intermediates in x's dtype.
+/// kernels/cuda/fused_mlp.c.
+tprt_status_t tprt_cuda_fused_grouped_mlp_fast(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
+                                               const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
+                                               int64_t interleave, float alpha, float limit,
+                                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// A segmented order (docs/numerics.md, "Segmented contractions"); chunks = 0 means none.
 typedef struct tprt_cuda_order_t {
@@ -126,7 +176,8 @@ typedef struct tprt_cuda_order_t {
 tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem, const int64_t* index,
                                   tprt_cuda_order_t order, int64_t len, int transpose, void* dst,
                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
-tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits,
+                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The backward contractions, bitwise tprt_cpu_linear_dgrad_segmented, tprt_cpu_linear_wgrad,
 /// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:
@@ -142,8 +193,8 @@ tprt_status_t tprt_cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_
 tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks,
                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
-                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
-                                                       int chunks, int segments, int blocks,
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                       int segments, int blocks,
                                                        cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks,
@@ -152,7 +203,8 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
 /// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
 /// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.
 tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
-                                 int64_t interleave, float alpha, float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                 int64_t interleave, float alpha, float limit,
+                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The norm gradients: bitwise tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad, same validation;
 /// an f32 xhat scratch of M·H floats is allocated stream-ordered. kernels/cuda/norm_grad.cu.
@@ -180,8 +232,8 @@ tprt_status_t tprt_cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt
                                            tprt_tensor_t* dy, tprt_tensor_t* dweights,
                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
-                                       const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
-                                       bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                       const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k, bool normalize,
+                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// grouped_linear -> glu -> grouped_linear with intermediates in x's dtype: bitwise
 /// tprt_cpu_fused_grouped_mlp (same validation). kernels/cuda/fused_mlp.c.

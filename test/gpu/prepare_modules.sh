@@ -11,9 +11,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 OUT="$ROOT/build-gpu-carry"
 cd "$ROOT"
-ninja -C "$BUILD" tpc-run tpc-compile tprt_backend_cuda tprt-bench-collectives > /dev/null
+ninja -C "$BUILD" tpc-run tpc-compile tprt_backend_cuda tprt-bench-collectives tprt-cuda-check tprt-cuda-check-fast \
+  tprt-bench-gemm tprt-bench-linear > /dev/null
 rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/modules"
-cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$OUT/bin/"
+# The kernel checkers and benchmarks are built here for sm_90a (CUTLASS's templates compile in
+# minutes; the GPU machine then spends its time running, not compiling).
+cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$BUILD/bin/tprt-cuda-check" \
+  "$BUILD/bin/tprt-cuda-check-fast" "$BUILD/bin/tprt-bench-gemm" "$BUILD/bin/tprt-bench-linear" "$OUT/bin/"
 cp "$BUILD/runtime/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/" 2>/dev/null ||
   cp "$(find "$BUILD" -name libtprt.so | head -n 1)" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
 cp "$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')" "$OUT/lib/"
@@ -69,6 +73,12 @@ for tp in 1 2 4; do
       --mesh=tp=$tp --numerics=$mode
     echo "mlp8b-tp$tp-$mode $tp $mode" >> "$OUT/bench/list.txt"
   done
+done
+# Training steps (forward + backward) of the same block at TP 1 in each numerics.
+for mode in fast invariant exact; do
+  "$BUILD/bin/tpc-compile" tools/bench/llama8b_mlp.mlir -o "$OUT/bench/mlp8b-train-tp1-$mode.so" --pipeline=train \
+    --mesh=tp=1 --numerics=$mode
+  echo "mlp8b-train-tp1-$mode 1 $mode train" >> "$OUT/bench/list.txt"
 done
 # Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
 for v in sync async; do

@@ -235,14 +235,32 @@ bench_blocks() {
   if ! ls "$lt_dir"/libcublasLt.so.* > /dev/null 2>&1; then
     lt_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), 'lib'))" 2>/dev/null || echo "")
   fi
-  peer=$(python3 "$carry/bench/bench_mlp_peer.py" 2>&1 | tee "$BUILD/bench_mlp_peer.txt" | awk '/^peer_ms/{print $2}')
+  python3 "$carry/bench/bench_mlp_peer.py" > "$BUILD/bench_mlp_peer.txt" 2>&1 || true
+  peer=$(awk '/^peer_ms/{print $2}' "$BUILD/bench_mlp_peer.txt")
+  local peer_train peer_compile
+  peer_train=$(awk '/^peer_train_ms/{print $2}' "$BUILD/bench_mlp_peer.txt")
+  peer_compile=$(awk '/^peer_train_compile_ms/{print $2}' "$BUILD/bench_mlp_peer.txt")
   local flops=$(( 2 * 4096 * 4096 * 28672 + 2 * 4096 * 14336 * 4096 ))
   echo
   echo "== benchmark: MLP block step, Llama-3-8B-like (h 4096, ffn 14336, 4096 tokens, bf16) ($(date -u +%Y-%m-%d))"
   printf '%4s %-6s %12s %14s %10s %12s\n' TP mode "median ms" "TFLOP/s/GPU" "vs fast" "vs torch TP1"
   declare -A fast_ms
-  while read -r name tp mode; do
+  while read -r name tp mode step; do
     if (( tp > ngpu )); then continue; fi
+    if [[ "$step" == train ]]; then  # forward + backward: three times the GEMM FLOPs, vs torch's step
+      LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
+        --backend cuda --seed 7 --repeat 5 > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
+      python3 - "$tp" "$mode" "$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')" "$((3 * flops))" \
+        "${train_fast:-}" "$peer_train" "$peer_compile" <<'PY'
+import sys
+tp, mode, ms, flops = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+fast = float(sys.argv[5] or ms); eager = float(sys.argv[6] or "nan"); comp = float(sys.argv[7] or "nan")
+print(f"{tp:>4} {'train '+mode:<16} {ms:>8.3f} {flops / tp / (ms * 1e-3) / 1e12:>14.1f} {ms / fast:>9.2f}x"
+      f" {ms / eager:>11.2f}x (eager {eager:.3f} ms; torch.compile {comp:.3f} ms: {ms / comp:.2f}x)")
+PY
+      [[ "$mode" == fast ]] && train_fast=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')
+      continue
+    fi
     LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
       --backend cuda --seed 7 --repeat 10 > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
     local ms
@@ -266,7 +284,7 @@ print(f"{tp:>4} {mode:<6} {ms:>12.3f} {flops / tp / (ms * 1e-3) / 1e12:>14.1f} {
 PY
   done < "$carry/bench/list.txt" | tee "$BUILD/bench_blocks.txt"
   tail -n 1 "$BUILD/bench_mlp_peer.txt"
-  echo "torch TP1 peer: $peer ms per step"
+  echo "torch TP1 peer: $peer ms per forward, $peer_train ms per training step (eager), $peer_compile ms (torch.compile)"
   # Fast mode has no bitwise contract: check its TP = 2 output against exact mode's within bf16
   # tolerance (test/e2e/compare.py), so a wrong cuBLASLt call cannot pass as fast.
   if (( ngpu >= 2 )); then
@@ -290,51 +308,76 @@ if [[ "${TPC_GPU_KERNELS:-1}" == "0" ]]; then
   exit $(( MODULES_FAILED > 0 ))
 fi
 
-echo "== build (arch $ARCH)"
-INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu)
-# The C flags of the CMake build that matter for the bits: no contraction, no fast math.
-CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
-# Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
-NVFLAGS=(-std=c++17 -O3 -g -arch="$ARCH" --fmad=false -prec-div=true -prec-sqrt=true -ftz=false
-         -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off)
-C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
-           kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
-           kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
-           kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c kernels/cuda/linear_grad.c
-           kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c
-           kernels/cpu/cpu_fused_mlp.c kernels/cuda/fused_mlp.c kernels/cpu/cpu_quant.c)
-CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
-            kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
-            kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
-            kernels/cuda/quant.cu
-            test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
-t0=$(date +%s)
-pids=()
-objs=()
-for src in "${C_SOURCES[@]}"; do
-  obj="$BUILD/obj/$(basename "${src%.c}").o"
+CARRY_BIN="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}/bin"
+if [[ -x "$CARRY_BIN/tprt-cuda-check" && -z "${TPC_GPU_REBUILD:-}" ]]; then
+  # Built for sm_90a by prepare_modules.sh on the MLIR machine (CUTLASS's templates included).
+  echo "== prebuilt checkers and benchmarks from $CARRY_BIN"
+  export LD_LIBRARY_PATH="$CARRY_BIN/../lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}"
+  cp "$CARRY_BIN"/tprt-cuda-check* "$CARRY_BIN"/tprt-bench-* "$BUILD/"
+else
+  echo "== build (arch $ARCH)"
+  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu)
+  # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
+  CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
+  # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
+  NVFLAGS=(-std=c++17 -O3 -g -arch="$ARCH" --fmad=false -prec-div=true -prec-sqrt=true -ftz=false
+           -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off)
+  C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
+             kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
+             kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
+             kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c kernels/cuda/linear_grad.c
+             kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c
+             kernels/cpu/cpu_fused_mlp.c kernels/cuda/fused_mlp.c kernels/cpu/cpu_quant.c
+             kernels/cuda/linear_fast.c)
+  CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
+              kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
+              kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
+              kernels/cuda/quant.cu
+              test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
+  t0=$(date +%s)
+  pids=()
+  objs=()
+  for src in "${C_SOURCES[@]}"; do
+    obj="$BUILD/obj/$(basename "${src%.c}").o"
+    objs+=("$obj")
+    "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c "$src" -o "$obj" & pids+=($!)
+  done
+  obj="$BUILD/obj/cuda_status.o"
   objs+=("$obj")
-  "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c "$src" -o "$obj" & pids+=($!)
-done
-obj="$BUILD/obj/cuda_status.o"
-objs+=("$obj")
-"$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_status.c -o "$obj" & pids+=($!)
-for src in "${CU_SOURCES[@]}"; do
-  obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
-  objs+=("$obj")
-  "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
-done
-for pid in "${pids[@]}"; do wait "$pid"; done
-"$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm
-echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
-if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
-  # The benchmark links the same kernel objects, without the checker's.
-  bench_objs=()
-  for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || bench_objs+=("$o"); done
-  "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c test/gpu/bench_linear.cu -o "$BUILD/obj/bench_linear_cu.o"
-  "$NVCC" -arch="$ARCH" "${bench_objs[@]}" "$BUILD/obj/bench_linear_cu.o" -o "$BUILD/tprt-bench-linear" -lm
+  "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_status.c -o "$obj" & pids+=($!)
+  for src in "${CU_SOURCES[@]}"; do
+    obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
+    objs+=("$obj")
+    "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
+  done
+  # The CUTLASS grouped GEMMs (fast mode): headers in third_party/cutlass (tools/setup.sh), or
+  # TPC_CUTLASS_DIR; no exact-mode flags (tensor cores, no bitwise contract).
+  CUTLASS_INC="${TPC_CUTLASS_DIR:-$ROOT/third_party/cutlass/include}"
+  [[ -f "$CUTLASS_INC/cutlass/cutlass.h" ]] || { echo "run.sh: CUTLASS headers not found in $CUTLASS_INC" >&2; exit 1; }
+  for src in kernels/cuda/grouped_fast.cu kernels/cuda/grouped_fast_fwd.cu kernels/cuda/grouped_fast_dgrad.cu \
+             kernels/cuda/grouped_fast_wgrad.cu; do
+    obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
+    objs+=("$obj")
+    "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${INC[@]}" -isystem "$CUTLASS_INC" \
+      -c "$src" -o "$obj" & pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  kernel_objs=()
+  for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || kernel_objs+=("$o"); done
+  "$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm -ldl
+  "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu "${kernel_objs[@]}" \
+    -o "$BUILD/tprt-cuda-check-fast" -lm -ldl
+  echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
+  if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
+    # The benchmark links the same kernel objects, without the checker's.
+    bench_objs=()
+    for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || bench_objs+=("$o"); done
+    "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c test/gpu/bench_linear.cu -o "$BUILD/obj/bench_linear_cu.o"
+    "$NVCC" -arch="$ARCH" "${bench_objs[@]}" "$BUILD/obj/bench_linear_cu.o" -o "$BUILD/tprt-bench-linear" -lm -ldl
+    "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" tools/bench/bench_gemm.cu "${bench_objs[@]}" \
+      -o "$BUILD/tprt-bench-gemm" -lm -ldl
+  fi
 fi
-
 echo "== tprt-cuda-check"
 LOG="$BUILD/cuda_check.log"
 set +e
@@ -353,6 +396,18 @@ else
   cat "$LOG"
 fi
 echo "tprt-cuda-check exit status: $rc"
+# Fast-mode kernels (cuBLASLt, CUTLASS) against the exact ones, within tolerance.
+if [[ -x "$BUILD/tprt-cuda-check-fast" ]]; then
+  echo
+  echo "== tprt-cuda-check-fast"
+  set +e
+  "$BUILD/tprt-cuda-check-fast" > "$BUILD/check_fast.log" 2>&1
+  frc=$?
+  set -e
+  grep -v ' pass $' "$BUILD/check_fast.log" | tail -n 40
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/check_fast.log" "$OUT/"; fi
+  if [[ $frc -ne 0 && $rc -eq 0 ]]; then rc=$frc; fi
+fi
 if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   # Exact-mode linear against the peer (PyTorch bf16 matmul) measured in the same run.
   echo
@@ -360,6 +415,12 @@ if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   "$BUILD/tprt-bench-linear" > "$BUILD/bench_linear.txt"
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_linear.txt" "$OUT/"; fi
   python3 test/gpu/bench_peer.py "$BUILD/bench_linear.txt"
+  if [[ -x "$BUILD/tprt-bench-gemm" ]]; then
+    echo
+    python3 tools/bench/gemm.py --bin "$BUILD/tprt-bench-gemm" ${TPC_GPU_BENCH_QUICK:+--quick} \
+      --json "$BUILD/bench_gemm.json" | tee "$BUILD/bench_gemm.txt"
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_gemm.json" "$BUILD/bench_gemm.txt" "$OUT/"; fi
+  fi
 fi
 run_modules
 pack_details

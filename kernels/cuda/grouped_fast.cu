@@ -1,0 +1,264 @@
+// Fast-mode grouped linears (docs/numerics.md "Modes": no bitwise promise) on CUTLASS's sm90
+// grouped GEMM (grouped_fast.cuh): forward, dgrad and wgrad of tp.grouped_linear with the device
+// group sizes, one GEMM launch for all experts and segments and no host synchronization.
+//
+// Planning: a kernel reads group_sizes[S*E] (segment s holds group_sizes[s*E + j] rows of expert
+// j, then padding up to the capacity T/S; docs/numerics.md "Segmented group sizes") and writes
+// each group's problem shape, operand pointers and leading dimensions into a stream-ordered
+// device buffer, clamping the counts exactly as the exact kernels do (a count outside [0, T/S]
+// never reads or writes out of bounds). Forward and dgrad have one group per (segment, expert);
+// rows of padding get +0.0 (a memset first, only when S > 1). The wgrad contracts an expert's
+// rows across all segments: with S > 1 they are first copied to expert-major order (compaction),
+// then each expert is one group whose K is its row count; experts without rows get dw = +0.0.
+//
+// Requirements (tprt_cuda_grouped_fast_fits): bf16 operands; D bf16 or f32; K and N multiples of
+// 8 and 16-byte aligned tensors (TMA); sizes below 2^31. Other inputs take the exact kernels.
+#include "grouped_fast.cuh"
+#include "tprt_cpu_internal.h"
+#include "tprt_cuda_internal.cuh"
+#include "tprt_cuda_kernels.h"
+
+namespace {
+
+// Threads of the planning, compaction and zeroing kernels.
+constexpr int kThreads = 256;
+
+/// Count j of segment s, clamped as the exact kernels clamp it: to [0, cap], and to what is left
+/// of the segment after the counts before it. |start| gets the row of the group's first row.
+__device__ int64_t tprt__group_rows(const int64_t* sizes, int64_t s, int64_t j, int64_t e, int64_t cap,
+                                    int64_t* start) {
+  int64_t local = 0;
+  for (int64_t i = 0; i < j; ++i) {
+    int64_t c = sizes[s * e + i];
+    local += c < 0 ? 0 : c > cap ? cap : c;
+  }
+  if (local > cap) local = cap;
+  int64_t c = sizes[s * e + j];
+  c = c < 0 ? 0 : c > cap ? cap : c;
+  if (c > cap - local) c = cap - local;
+  *start = s * cap + local;
+  return c;
+}
+
+/// Rows of expert j over all segments.
+__device__ int64_t tprt__expert_rows(const int64_t* sizes, int64_t segs, int64_t j, int64_t e, int64_t cap) {
+  int64_t n = 0, start;
+  for (int64_t s = 0; s < segs; ++s) n += tprt__group_rows(sizes, s, j, e, cap, &start);
+  return n;
+}
+
+/// One thread per group: the forward or dgrad problem of (segment g / E, expert g % E).
+__global__ void tprt__plan_rows(int layout, const int64_t* sizes, int64_t segs, int64_t e, int64_t cap, const char* a,
+                                const char* w, char* d, int64_t n, int64_t k, int d_elem, tprt__grouped_plan_t plan) {
+  int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= segs * e) return;
+  int64_t s = g / e, j = g % e, row;
+  int64_t m = tprt__group_rows(sizes, s, j, e, cap, &row);
+  const size_t two = 2;  // bf16 operands
+  plan.b[g] = w + (size_t)(j * n * k) * two;
+  if (layout == TPRT__GROUPED_FWD) {  // y[rows] = x[rows] · w[j]ᵀ: (m, N, K)
+    plan.problems[g] = cute::make_shape((int)m, (int)n, (int)k);
+    plan.a[g] = a + (size_t)(row * k) * two;
+    plan.d[g] = d + (size_t)(row * n) * (size_t)d_elem;
+    plan.lda[g] = k;
+    plan.ldb[g] = k;
+    plan.ldd[g] = n;
+  } else {  // dx[rows] = dy[rows] · w[j]: (m, K, N), w[j] row-major as N x K
+    plan.problems[g] = cute::make_shape((int)m, (int)k, (int)n);
+    plan.a[g] = a + (size_t)(row * n) * two;
+    plan.d[g] = d + (size_t)(row * k) * (size_t)d_elem;
+    plan.lda[g] = n;
+    plan.ldb[g] = k;
+    plan.ldd[g] = k;
+  }
+}
+
+/// One thread per expert: dw[j] = dy[rows_j]ᵀ · x[rows_j] over the expert-major rows of
+/// |dy|, |x| (N x K, K = the expert's rows; no tiles for an expert without rows).
+__global__ void tprt__plan_wgrad(const int64_t* sizes, int64_t segs, int64_t e, int64_t cap, const char* dy,
+                                 const char* x, char* dw, int64_t n, int64_t k, int d_elem, tprt__grouped_plan_t plan) {
+  int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= e) return;
+  int64_t r0 = 0;
+  for (int64_t i = 0; i < j; ++i) r0 += tprt__expert_rows(sizes, segs, i, e, cap);
+  int64_t rows = tprt__expert_rows(sizes, segs, j, e, cap);
+  plan.problems[j] = cute::make_shape(rows > 0 ? (int)n : 0, (int)k, (int)rows);
+  plan.a[j] = dy + (size_t)(r0 * n) * 2;
+  plan.b[j] = x + (size_t)(r0 * k) * 2;
+  plan.d[j] = dw + (size_t)(j * n * k) * (size_t)d_elem;
+  plan.lda[j] = n;
+  plan.ldb[j] = k;
+  plan.ldd[j] = k;
+}
+
+/// Copies |rows| rows of |bytes| (a multiple of 16) from src row |from| to dst row |to|.
+__device__ void tprt__copy_rows(const char* src, char* dst, int64_t from, int64_t to, int64_t rows, int64_t bytes) {
+  const int64_t words = bytes / 16;
+  for (int64_t i = threadIdx.x; i < rows * words; i += blockDim.x) {
+    int64_t r = i / words, c = i % words;
+    reinterpret_cast<uint4*>(dst + (to + r) * bytes)[c] = reinterpret_cast<const uint4*>(src + (from + r) * bytes)[c];
+  }
+}
+
+/// One block per (segment, expert): its rows of dy and x to their place in expert-major order.
+__global__ void tprt__compact_rows(const int64_t* sizes, int64_t segs, int64_t e, int64_t cap, const char* dy,
+                                   const char* x, char* dyc, char* xc, int64_t n, int64_t k) {
+  int64_t s = blockIdx.x / e, j = blockIdx.x % e, from, unused;
+  int64_t rows = tprt__group_rows(sizes, s, j, e, cap, &from);
+  if (rows == 0) return;
+  int64_t to = 0;
+  for (int64_t i = 0; i < j; ++i) to += tprt__expert_rows(sizes, segs, i, e, cap);
+  for (int64_t t = 0; t < s; ++t) to += tprt__group_rows(sizes, t, j, e, cap, &unused);
+  tprt__copy_rows(dy, dyc, from, to, rows, n * 2);
+  tprt__copy_rows(x, xc, from, to, rows, k * 2);
+}
+
+/// dw[j] = +0.0 for the experts without rows (grid.y = expert; |bytes| per expert, multiple of 16).
+__global__ void tprt__zero_empty(const int64_t* sizes, int64_t segs, int64_t e, int64_t cap, char* dw, int64_t bytes) {
+  const int64_t j = blockIdx.y;
+  if (tprt__expert_rows(sizes, segs, j, e, cap) != 0) return;
+  uint4* out = reinterpret_cast<uint4*>(dw + j * bytes);
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < bytes / 16; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = make_uint4(0, 0, 0, 0);
+}
+
+bool tprt__aligned(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+/// The plan's device buffer for |groups| groups (each array 16-byte aligned).
+tprt_status_t tprt__plan_alloc(int64_t groups, tprt__grouped_plan_t* plan, void** mem, cudaStream_t stream) {
+  const int64_t g2 = (groups + 1) / 2 * 2;  // pointer and int64 arrays: whole 16-byte units
+  const size_t shapes = ((size_t)groups * sizeof(cute::Shape<int, int, int>) + 15) / 16 * 16;
+  size_t bytes = (size_t)g2 * 6 * 8 + shapes;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(mem, bytes, stream));
+  char* p = (char*)*mem;
+  plan->groups = (int)groups;
+  plan->a = (const void**)p;
+  plan->b = (const void**)(p + g2 * 8);
+  plan->d = (void**)(p + g2 * 16);
+  plan->lda = (int64_t*)(p + g2 * 24);
+  plan->ldb = (int64_t*)(p + g2 * 32);
+  plan->ldd = (int64_t*)(p + g2 * 40);
+  plan->problems = (cute::Shape<int, int, int>*)(p + g2 * 48);
+  return nullptr;
+}
+
+tprt_status_t tprt__sm_count(int* out) {
+  int dev = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(out, cudaDevAttrMultiProcessorCount, dev));
+  return nullptr;
+}
+
+int64_t tprt__blocks(int64_t n) { return (n + kThreads - 1) / kThreads; }
+
+/// The status of the last launch: NULL, or what failed.
+tprt_status_t tprt__launched(const char* what) {
+  cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : tprt__cuda_make_status(err, what, __FILE__, __LINE__);
+}
+
+}  // namespace
+
+extern "C" bool tprt_cuda_grouped_fast_fits(const tprt_tensor_t* a, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* group_sizes, const tprt_tensor_t* out, int which) {
+  // a: x (forward) or dy; w: the weights [E,N,K] (forward, dgrad) or x (wgrad); out: y, dx or dw.
+  if (!a || !w || !group_sizes || !out || a->rank != 2 || group_sizes->rank != 1 ||
+      group_sizes->dtype != TPRT_DTYPE_I64 || a->dtype != TPRT_DTYPE_BF16 || w->dtype != TPRT_DTYPE_BF16 ||
+      (out->dtype != TPRT_DTYPE_BF16 && out->dtype != TPRT_DTYPE_F32))
+    return false;
+  if (!tprt__aligned(a->data) || !tprt__aligned(w->data) || !tprt__aligned(out->data)) return false;
+  const int64_t lim = INT32_MAX;
+  int64_t t = a->dims[0], e, n, k;
+  if (which == TPRT__GROUPED_WGRAD) {  // dy[T,N], x[T,K], dw[E,N,K]
+    if (w->rank != 2 || out->rank != 3 || w->dims[0] != t) return false;
+    e = out->dims[0], n = a->dims[1], k = w->dims[1];
+    if (out->dims[1] != n || out->dims[2] != k) return false;
+  } else {  // forward x[T,K], w[E,N,K], y[T,N]; dgrad dy[T,N], w[E,N,K], dx[T,K]
+    if (w->rank != 3 || out->rank != 2 || out->dims[0] != t) return false;
+    e = w->dims[0], n = w->dims[1], k = w->dims[2];
+    int64_t in = which == TPRT__GROUPED_FWD ? k : n, res = which == TPRT__GROUPED_FWD ? n : k;
+    if (a->dims[1] != in || out->dims[1] != res) return false;
+  }
+  int64_t g = group_sizes->dims[0];
+  return e > 0 && g > 0 && g % e == 0 && t % (g / e) == 0 && t > 0 && n > 0 && k > 0 && n % 8 == 0 && k % 8 == 0 &&
+         t < lim && n < lim && k < lim && g < lim;
+}
+
+static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, const tprt_tensor_t* w,
+                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* out, cudaStream_t stream) {
+  const char* op = layout == TPRT__GROUPED_FWD ? "grouped_linear (fast)" : "grouped_linear_dgrad (fast)";
+  if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, out, layout))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
+  int64_t t = a->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];
+  int64_t segs = group_sizes->dims[0] / e, cap = t / segs, groups = segs * e;
+  if (segs > 1) TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->data, 0, tprt_tensor_bytes(out), stream));
+  int sm = 0;
+  TPRT_RETURN_IF_ERROR(tprt__sm_count(&sm), "%s", op);
+  tprt__grouped_plan_t plan;
+  void* mem = nullptr;
+  TPRT_RETURN_IF_ERROR(tprt__plan_alloc(groups, &plan, &mem, stream), "%s", op);
+  tprt__plan_rows<<<(unsigned)tprt__blocks(groups), kThreads, 0, stream>>>(
+      layout, (const int64_t*)group_sizes->data, segs, e, cap, (const char*)a->data, (const char*)w->data,
+      (char*)out->data, n, k, out->dtype == TPRT_DTYPE_F32 ? 4 : 2, plan);
+  tprt_status_t s = tprt__launched("grouped GEMM plan");
+  bool f32 = out->dtype == TPRT_DTYPE_F32;
+  if (!s)
+    s = layout == TPRT__GROUPED_FWD ? tprt__grouped_gemm_fwd(plan, f32, sm, stream)
+                                    : tprt__grouped_gemm_dgrad(plan, f32, sm, stream);
+  cudaFreeAsync(mem, stream);
+  return s ? tprt_status_annotate(s, "%s", op) : nullptr;
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                                       cudaStream_t stream) {
+  return tprt__grouped_rows(TPRT__GROUPED_FWD, x, w, group_sizes, y, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                             cudaStream_t stream) {
+  return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                                             cudaStream_t stream) {
+  const char* op = "grouped_linear_wgrad (fast)";
+  if (!tprt_cuda_grouped_fast_fits(dy, x, group_sizes, dw, TPRT__GROUPED_WGRAD))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
+  int64_t t = dy->dims[0], n = dy->dims[1], k = x->dims[1], e = dw->dims[0];
+  int64_t segs = group_sizes->dims[0] / e, cap = t / segs;
+  const int64_t* sizes = (const int64_t*)group_sizes->data;
+  int sm = 0;
+  TPRT_RETURN_IF_ERROR(tprt__sm_count(&sm), "%s", op);
+  const int d_elem = dw->dtype == TPRT_DTYPE_F32 ? 4 : 2;
+  const int64_t expert_bytes = n * k * d_elem;
+  tprt__zero_empty<<<dim3((unsigned)(tprt__blocks(expert_bytes / 16) < 1024 ? tprt__blocks(expert_bytes / 16) : 1024),
+                          (unsigned)e),
+                     kThreads, 0, stream>>>(sizes, segs, e, cap, (char*)dw->data, expert_bytes);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  // Segments: the expert's rows to expert-major order first.
+  const char *dyp = (const char*)dy->data, *xp = (const char*)x->data;
+  void* compact = nullptr;
+  if (segs > 1) {
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&compact, (size_t)(t * (n + k)) * 2, stream));
+    char *dyc = (char*)compact, *xc = dyc + (size_t)(t * n) * 2;
+    tprt__compact_rows<<<(unsigned)(segs * e), kThreads, 0, stream>>>(sizes, segs, e, cap, dyp, xp, dyc, xc, n, k);
+    dyp = dyc;
+    xp = xc;
+  }
+  tprt__grouped_plan_t plan;
+  void* mem = nullptr;
+  tprt_status_t s = tprt__launched("grouped wgrad compaction");
+  if (!s) s = tprt__plan_alloc(e, &plan, &mem, stream);
+  if (!s) {
+    tprt__plan_wgrad<<<(unsigned)tprt__blocks(e), kThreads, 0, stream>>>(sizes, segs, e, cap, dyp, xp, (char*)dw->data,
+                                                                         n, k, d_elem, plan);
+    s = tprt__launched("grouped GEMM plan");
+  }
+  if (!s) s = tprt__grouped_gemm_wgrad(plan, dw->dtype == TPRT_DTYPE_F32, sm, stream);
+  if (mem) cudaFreeAsync(mem, stream);
+  if (compact) cudaFreeAsync(compact, stream);
+  return s ? tprt_status_annotate(s, "%s", op) : nullptr;
+}

@@ -1,0 +1,110 @@
+// Fast-mode grouped GEMM on Hopper tensor cores: CUTLASS's sm90 pointer-array grouped kernel
+// (TMA loads, WGMMA, warp-specialized cooperative schedule, persistent tile scheduler) whose
+// per-group problem shapes, pointers and leading dimensions live in device memory, written by a
+// small planning kernel from the device group sizes: one launch for all experts, no host sync.
+//
+// Operands are bf16; D is bf16 or f32 (the unrounded partial of a row-parallel shard). Three
+// operand layouts cover the three contractions of a grouped linear (row-major tensors):
+//   forward  y[rows_g]  = x[rows_g] · w[e]ᵀ     A row-major (x), B column-major (w[e] = [N,K])
+//   dgrad    dx[rows_g] = dy[rows_g] · w[e]     A row-major (dy), B row-major (w[e] as K'=N x N'=K)
+//   wgrad    dw[e]      = dy[rows_e]ᵀ · x[rows_e]  A column-major (dyᵀ), B row-major (x); K = rows
+// Internal to kernels/cuda (grouped_fast.cu and grouped_fast_<layout>.cu).
+#ifndef TPRT_GROUPED_FAST_CUH_
+#define TPRT_GROUPED_FAST_CUH_
+
+#include <cutlass/cutlass.h>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cute/tensor.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/group_array_problem_shape.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+
+#include "tprt_cuda_status.h"
+#include "tprt_status.h"
+
+/// The per-group arguments of one grouped GEMM, in device memory (one allocation): |groups|
+/// problems (M, N, K), operand pointers and leading dimensions (elements).
+struct tprt__grouped_plan_t {
+  int groups;
+  cute::Shape<int, int, int>* problems;
+  const void** a;
+  const void** b;
+  void** d;
+  int64_t* lda;
+  int64_t* ldb;
+  int64_t* ldd;
+};
+
+/// The layouts of the three contractions (CUTLASS's A [M,K] and B [K,N] conventions).
+enum tprt__grouped_layout_t { TPRT__GROUPED_FWD = 0, TPRT__GROUPED_DGRAD = 1, TPRT__GROUPED_WGRAD = 2 };
+
+/// Runs the grouped GEMM of |layout| with D of |d_f32| ? f32 : bf16 (grouped_fast_<layout>.cu).
+tprt_status_t tprt__grouped_gemm_fwd(const tprt__grouped_plan_t& plan, bool d_f32, int sm_count, cudaStream_t stream);
+tprt_status_t tprt__grouped_gemm_dgrad(const tprt__grouped_plan_t& plan, bool d_f32, int sm_count, cudaStream_t stream);
+tprt_status_t tprt__grouped_gemm_wgrad(const tprt__grouped_plan_t& plan, bool d_f32, int sm_count, cudaStream_t stream);
+
+/// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: tiles of
+/// 128 x 256 x 64, clusters of 2 x 1 (PyTorch's choice for torch._grouped_mm's large problems),
+/// pipeline stages as many as fit beside the epilogue's shared memory.
+template <class LayoutA, class LayoutB, class ElementD>
+struct tprt__grouped_gemm_t {
+  using Element = cutlass::bfloat16_t;
+  using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
+  using TileShape = cute::Shape<cute::_128, cute::_256, cute::_64>;
+  using ClusterShape = cute::Shape<cute::_2, cute::_1, cute::_1>;
+  static constexpr int kAlign = 16 / sizeof(Element);
+  static constexpr int kAlignD = 16 / sizeof(ElementD);
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD,
+      ElementD, cutlass::layout::RowMajor*, kAlignD, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>>::CollectiveOp;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA*, kAlign, Element, LayoutB*, kAlign, float,
+      TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  using StrideA = typename Kernel::InternalStrideA;
+  using StrideB = typename Kernel::InternalStrideB;
+  using StrideD = typename Kernel::InternalStrideD;
+  // The plan stores one int64 leading dimension per group: the only non-constant stride mode.
+  static_assert(sizeof(StrideA) == 8 && sizeof(StrideB) == 8 && sizeof(StrideD) == 8, "one int64 per stride");
+};
+
+/// Launches the grouped GEMM |G| over |plan| on |stream| (CUTLASS's workspace stream-ordered).
+template <class G>
+tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_count, cudaStream_t stream) {
+  using Gemm = typename G::Gemm;
+  using ElementD = typename Gemm::ElementD;
+  typename Gemm::Arguments args{
+      cutlass::gemm::GemmUniversalMode::kGrouped,
+      {plan.groups, plan.problems, nullptr},
+      {reinterpret_cast<const typename G::Element**>(plan.a), reinterpret_cast<typename G::StrideA*>(plan.lda),
+       reinterpret_cast<const typename G::Element**>(plan.b), reinterpret_cast<typename G::StrideB*>(plan.ldb)},
+      {{}, nullptr, nullptr, reinterpret_cast<ElementD**>(plan.d), reinterpret_cast<typename G::StrideD*>(plan.ldd)}};
+  args.epilogue.thread.alpha = 1.0f;
+  args.epilogue.thread.beta = 0.0f;
+  args.hw_info.sm_count = sm_count;
+  Gemm gemm;
+  cutlass::Status st = gemm.can_implement(args);
+  if (st != cutlass::Status::kSuccess)
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "fast grouped GEMM: CUTLASS cannot implement it (%s)",
+                            cutlassGetStatusString(st));
+  size_t bytes = Gemm::get_workspace_size(args);
+  void* workspace = nullptr;
+  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&workspace, bytes, stream));
+  st = gemm.initialize(args, workspace, stream);
+  if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
+  if (workspace) cudaFreeAsync(workspace, stream);
+  if (st != cutlass::Status::kSuccess)
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "fast grouped GEMM: CUTLASS launch failed (%s): %s",
+                            cutlassGetStatusString(st), cudaGetErrorString(cudaGetLastError()));
+  return nullptr;
+}
+
+#endif  // TPRT_GROUPED_FAST_CUH_

@@ -1,0 +1,311 @@
+// tprt-cuda-check-fast: checks the fast-mode contraction kernels (cuBLASLt dense linears and their
+// gradients, the CUTLASS grouped GEMMs, the fast fused grouped MLP) against the exact CUDA kernels,
+// which are bitwise the CPU's (tprt-cuda-check proves that), on fresh random inputs each run.
+// Fast mode promises no bits, so each output must be close: ‖fast − exact‖ / ‖exact‖ below the
+// output dtype's rounding (bf16 1e-2, f16 2e-3, f32 1e-4: the two accumulate the same f32
+// products in different orders, then round once), every element finite. Outputs are poisoned
+// (0xFF bytes: NaN in every float dtype) before each run, so an unwritten element fails.
+// Grouped cases cover empty experts, skewed and uniform counts, segments with padding rows (expert
+// parallelism) and a replay as a CUDA graph (no host synchronization inside).
+//
+// One row per case, a summary last: "N passed, N failed". Exit status 0 only when all passed,
+// 77 when there is no GPU.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <vector>
+
+#include "tprt_cuda_kernels.h"
+#include "tprt_numerics.h"
+#include "tprt_status.h"
+
+#define FC_CUDA(expr)                                                                                 \
+  do {                                                                                                \
+    cudaError_t fc_e = (expr);                                                                        \
+    if (fc_e != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(fc_e)); \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
+
+static int g_passed, g_failed;
+static uint64_t g_rng;
+
+static uint64_t fc_next(void) {  // splitmix64
+  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// A device tensor (and its dims) that frees itself.
+struct fc_tensor {
+  tprt_tensor_t t;
+  int64_t dims[3];
+  fc_tensor(int dtype, std::initializer_list<int64_t> d) {
+    int r = 0;
+    for (int64_t v : d) dims[r++] = v;
+    size_t bytes = 1;
+    for (int i = 0; i < r; ++i) bytes *= (size_t)dims[i];
+    bytes *= (size_t)tprt_dtype_bytes(dtype, 1);
+    void* p = nullptr;
+    FC_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
+    t = tprt_tensor_make(p, dtype, r, dims);
+  }
+  ~fc_tensor() { cudaFree(t.data); }
+  size_t bytes() const { return tprt_tensor_bytes(&t); }
+  int64_t count() const { return (int64_t)(bytes() / tprt_dtype_bytes(t.dtype, 1)); }
+  void poison() { FC_CUDA(cudaMemset(t.data, 0xFF, bytes() ? bytes() : 1)); }
+  /// Uniform values in [-1, 1) rounded to the dtype.
+  void fill() {
+    std::vector<uint8_t> h(bytes());
+    for (int64_t i = 0; i < count(); ++i) {
+      float v = (float)((int64_t)(fc_next() >> 40) - (1 << 23)) * 0x1p-23f;
+      tprt_store_elem(h.data(), t.dtype, i, v);
+    }
+    FC_CUDA(cudaMemcpy(t.data, h.data(), bytes(), cudaMemcpyHostToDevice));
+  }
+  std::vector<double> host() const {
+    std::vector<uint8_t> h(bytes());
+    FC_CUDA(cudaMemcpy(h.data(), t.data, bytes(), cudaMemcpyDeviceToHost));
+    std::vector<double> v((size_t)count());
+    for (int64_t i = 0; i < count(); ++i) v[(size_t)i] = tprt_load_elem(h.data(), t.dtype, i);
+    return v;
+  }
+};
+
+static double fc_tolerance(int dtype) {
+  return dtype == TPRT_DTYPE_BF16 ? 1e-2 : dtype == TPRT_DTYPE_F16 ? 2e-3 : 1e-4;
+}
+
+/// Compares |got| with |want| and prints a row.
+static void fc_compare(const char* kernel, const char* shape, const fc_tensor& got, const fc_tensor& want,
+                       tprt_status_t fast_status, tprt_status_t exact_status) {
+  char why[256] = "";
+  double err = NAN;
+  if (fast_status || exact_status) {
+    snprintf(why, sizeof why, "%s: %s", fast_status ? "fast" : "exact",
+             tprt_status_message(fast_status ? fast_status : exact_status));
+  } else {
+    FC_CUDA(cudaDeviceSynchronize());
+    std::vector<double> g = got.host(), w = want.host();
+    double num = 0, den = 0;
+    int64_t bad = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (!isfinite(g[i]) || !isfinite(w[i])) ++bad;
+      num += (g[i] - w[i]) * (g[i] - w[i]);
+      den += w[i] * w[i];
+    }
+    err = den > 0 ? sqrt(num / den) : sqrt(num);
+    if (bad)
+      snprintf(why, sizeof why, "%lld non-finite elements (unwritten?)", (long long)bad);
+    else if (!(err <= fc_tolerance(got.t.dtype)))
+      snprintf(why, sizeof why, "relative error over %.0e", fc_tolerance(got.t.dtype));
+  }
+  bool ok = why[0] == 0;
+  ok ? ++g_passed : ++g_failed;
+  printf("%-22s %-34s %-5s %10.2e  %s %s\n", kernel, shape, tprt_dtype_name(got.t.dtype), err, ok ? "pass" : "FAIL",
+         why);
+  tprt_status_free(fast_status);
+  tprt_status_free(exact_status);
+}
+
+static void fc_check_dense(tprt_cuda_lt_t* lt, cudaStream_t s) {
+  const int64_t shapes[][3] = {{1, 256, 512},    {7, 384, 1024},     {64, 512, 256},
+                               {257, 1024, 768}, {1024, 1024, 4096}, {300, 520, 136}};
+  const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16};
+  for (const auto& sh : shapes) {
+    int64_t m = sh[0], n = sh[1], k = sh[2];
+    for (int dt : dtypes) {
+      for (int out_f32 = 0; out_f32 < 2; ++out_f32) {
+        int od = out_f32 ? TPRT_DTYPE_F32 : dt;
+        char shape[64];
+        snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)m, (long long)n, (long long)k);
+        fc_tensor x(dt, {m, k}), w(dt, {n, k}), bias(dt, {n}), dy(dt, {m, n});
+        x.fill(), w.fill(), bias.fill(), dy.fill();
+        {  // forward (with the bias when y has x's dtype)
+          fc_tensor y(od, {m, n}), ref(od, {m, n});
+          y.poison(), ref.poison();
+          const tprt_tensor_t* b = out_f32 ? nullptr : &bias.t;
+          tprt_status_t fs = tprt_cuda_linear_fast(&x.t, &w.t, b, &y.t, lt, s);
+          tprt_status_t es = tprt_cuda_linear(&x.t, &w.t, b, &ref.t, 8, s);
+          fc_compare(out_f32 ? "linear" : "linear+bias", shape, y, ref, fs, es);
+        }
+        {  // dgrad
+          fc_tensor dx(od, {m, k}), ref(od, {m, k});
+          dx.poison(), ref.poison();
+          tprt_status_t fs = tprt_cuda_linear_dgrad_fast(&dy.t, &w.t, &dx.t, lt, s);
+          tprt_status_t es = tprt_cuda_linear_dgrad_segmented(&dy.t, &w.t, &ref.t, 8, 1, 1, s);
+          fc_compare("linear_dgrad", shape, dx, ref, fs, es);
+        }
+        {  // wgrad
+          fc_tensor dw(od, {n, k}), ref(od, {n, k});
+          dw.poison(), ref.poison();
+          tprt_status_t fs = tprt_cuda_linear_wgrad_fast(&dy.t, &x.t, &dw.t, lt, s);
+          tprt_status_t es = tprt_cuda_linear_wgrad(&dy.t, &x.t, &ref.t, 8, s);
+          fc_compare("linear_wgrad", shape, dw, ref, fs, es);
+        }
+        {  // bias gradient
+          fc_tensor db(od, {n}), ref(od, {n});
+          db.poison(), ref.poison();
+          tprt_status_t fs = tprt_cuda_bias_grad_fast(&dy.t, &db.t, lt, s);
+          tprt_status_t es = tprt_cuda_bias_grad(&dy.t, &ref.t, 8, s);
+          fc_compare("bias_grad", shape, db, ref, fs, es);
+        }
+      }
+    }
+  }
+}
+
+/// group_sizes[S*E] for T rows: |pattern| 0 uniform, 1 skewed (a few experts take most rows, some
+/// none), 2 one expert takes all; with S > 1 each segment is filled to a random part of its
+/// capacity (the rest is padding).
+static std::vector<int64_t> fc_counts(int64_t t, int64_t e, int64_t segs, int pattern) {
+  std::vector<int64_t> c((size_t)(segs * e), 0);
+  int64_t cap = t / segs;
+  for (int64_t s = 0; s < segs; ++s) {
+    int64_t rows = segs == 1 ? cap : cap - (int64_t)(fc_next() % (uint64_t)(cap / 2 + 1));
+    if (pattern == 2) {
+      c[(size_t)(s * e + (e - 1))] = rows;
+      continue;
+    }
+    std::vector<double> wgt((size_t)e);
+    double sum = 0;
+    for (int64_t j = 0; j < e; ++j) {
+      double u = (double)(fc_next() >> 11) * 0x1p-53;
+      wgt[(size_t)j] = pattern == 0 ? 1.0 : (u < 0.3 ? 0.0 : pow(u, 4.0));
+      sum += wgt[(size_t)j];
+    }
+    int64_t left = rows;
+    for (int64_t j = 0; j < e; ++j) {
+      int64_t n = sum > 0 ? (int64_t)floor((double)rows * wgt[(size_t)j] / sum) : 0;
+      if (n > left) n = left;
+      c[(size_t)(s * e + j)] = n;
+      left -= n;
+    }
+    c[(size_t)(s * e + (e - 1))] += left;  // what rounding left over
+  }
+  return c;
+}
+
+static void fc_check_grouped(cudaStream_t s) {
+  struct Case {
+    int64_t t, n, k, e, segs;
+    int pattern;
+  };
+  const Case cases[] = {{512, 256, 128, 8, 1, 0},   {512, 256, 128, 8, 1, 1},   {777, 384, 256, 4, 1, 1},
+                        {1024, 512, 512, 64, 1, 1}, {1024, 512, 512, 64, 1, 0}, {256, 128, 64, 8, 1, 2},
+                        {1024, 256, 384, 4, 4, 1},  {768, 384, 128, 8, 2, 0},   {16, 128, 256, 8, 1, 1}};
+  const char* names[] = {"uniform", "skewed", "one expert"};
+  for (const Case& c : cases) {
+    for (int out_f32 = 0; out_f32 < 2; ++out_f32) {
+      int od = out_f32 ? TPRT_DTYPE_F32 : TPRT_DTYPE_BF16;
+      std::vector<int64_t> counts = fc_counts(c.t, c.e, c.segs, c.pattern);
+      fc_tensor gs(TPRT_DTYPE_I64, {c.segs * c.e});
+      FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+      char shape[96];
+      snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld S=%lld %s", (long long)c.t, (long long)c.n,
+               (long long)c.k, (long long)c.e, (long long)c.segs, names[c.pattern]);
+      fc_tensor x(TPRT_DTYPE_BF16, {c.t, c.k}), w(TPRT_DTYPE_BF16, {c.e, c.n, c.k}), dy(TPRT_DTYPE_BF16, {c.t, c.n});
+      x.fill(), w.fill(), dy.fill();
+      {
+        fc_tensor y(od, {c.t, c.n}), ref(od, {c.t, c.n});
+        y.poison(), ref.poison();
+        tprt_status_t fs = tprt_cuda_grouped_linear_fast(&x.t, &w.t, &gs.t, &y.t, s);
+        tprt_status_t es = tprt_cuda_grouped_linear(&x.t, &w.t, &gs.t, &ref.t, 8, s);
+        fc_compare("grouped_linear", shape, y, ref, fs, es);
+      }
+      {
+        fc_tensor dx(od, {c.t, c.k}), ref(od, {c.t, c.k});
+        dx.poison(), ref.poison();
+        tprt_status_t fs = tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w.t, &gs.t, &dx.t, s);
+        tprt_status_t es = tprt_cuda_grouped_linear_dgrad_segmented(&dy.t, &w.t, &gs.t, &ref.t, 8, 1, 1, s);
+        fc_compare("grouped_linear_dgrad", shape, dx, ref, fs, es);
+      }
+      {
+        fc_tensor dw(od, {c.e, c.n, c.k}), ref(od, {c.e, c.n, c.k});
+        dw.poison(), ref.poison();
+        tprt_status_t fs = tprt_cuda_grouped_linear_wgrad_fast(&dy.t, &x.t, &gs.t, &dw.t, s);
+        tprt_status_t es = tprt_cuda_grouped_linear_wgrad(&dy.t, &x.t, &gs.t, &ref.t, 8, s);
+        fc_compare("grouped_linear_wgrad", shape, dw, ref, fs, es);
+      }
+    }
+  }
+}
+
+static void fc_check_mlp_and_graph(cudaStream_t s) {
+  const int64_t t = 512, h = 256, f = 384, e = 8;
+  std::vector<int64_t> counts = fc_counts(t, e, 1, 1);
+  fc_tensor gs(TPRT_DTYPE_I64, {e});
+  FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  fc_tensor x(TPRT_DTYPE_BF16, {t, h}), w1(TPRT_DTYPE_BF16, {e, 2 * f, h}), w2(TPRT_DTYPE_BF16, {e, h, f});
+  x.fill(), w1.fill(), w2.fill();
+  fc_tensor y(TPRT_DTYPE_BF16, {t, h}), ref(TPRT_DTYPE_BF16, {t, h});
+  y.poison(), ref.poison();
+  tprt_status_t fs = tprt_cuda_fused_grouped_mlp_fast(&x.t, &w1.t, &w2.t, &gs.t, &y.t, 0, 0, 1.702f, 7.0f, s);
+  tprt_status_t es = tprt_cuda_fused_grouped_mlp(&x.t, &w1.t, &w2.t, &gs.t, &ref.t, 0, 0, 1.702f, 7.0f, 8, s);
+  fc_compare("fused_grouped_mlp", "T=512 H=256 F=384 E=8 swiglu", y, ref, fs, es);
+
+  // The grouped forward captured into a CUDA graph and replayed: no host synchronization inside,
+  // and new counts written between replays are honoured (they are read on the device).
+  fc_tensor g(TPRT_DTYPE_BF16, {t, 2 * f}), gref(TPRT_DTYPE_BF16, {t, 2 * f});
+  cudaStream_t cs;
+  FC_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  FC_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  tprt_status_t cap = tprt_cuda_grouped_linear_fast(&x.t, &w1.t, &gs.t, &g.t, cs);
+  FC_CUDA(cudaStreamEndCapture(cs, &graph));
+  if (cap) {
+    fc_compare("grouped_linear graph", "capture", g, gref, cap, nullptr);
+  } else {
+    cudaGraphExec_t exec;
+    FC_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      std::vector<int64_t> c2 = fc_counts(t, e, 1, pattern);
+      FC_CUDA(cudaMemcpy(gs.t.data, c2.data(), c2.size() * 8, cudaMemcpyHostToDevice));
+      g.poison(), gref.poison();
+      FC_CUDA(cudaGraphLaunch(exec, cs));
+      FC_CUDA(cudaStreamSynchronize(cs));
+      tprt_status_t es2 = tprt_cuda_grouped_linear(&x.t, &w1.t, &gs.t, &gref.t, 8, s);
+      char what[64];
+      snprintf(what, sizeof what, "replay, new counts %d", pattern);
+      fc_compare("grouped_linear graph", what, g, gref, nullptr, es2);
+    }
+    FC_CUDA(cudaGraphExecDestroy(exec));
+  }
+  FC_CUDA(cudaGraphDestroy(graph));
+  FC_CUDA(cudaStreamDestroy(cs));
+}
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    printf("tprt-cuda-check-fast: no CUDA device\n");
+    return 77;
+  }
+  g_rng = argc > 1 ? strtoull(argv[1], nullptr, 0) : (uint64_t)time(nullptr);
+  printf("tprt-cuda-check-fast: seed %llu (pass it as the argument to repeat a run)\n", (unsigned long long)g_rng);
+  printf("%-22s %-34s %-5s %10s\n", "kernel", "shape", "out", "rel. err");
+  cudaStream_t s;
+  FC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  tprt_cuda_lt_t lt;
+  tprt_status_t st = tprt_cuda_lt_create(&lt);
+  if (st) {
+    printf("cuBLASLt: %s\n", tprt_status_message(st));
+    tprt_status_free(st);
+    ++g_failed;
+  } else {
+    fc_check_dense(&lt, s);
+  }
+  fc_check_grouped(s);
+  fc_check_mlp_and_graph(s);
+  FC_CUDA(cudaStreamSynchronize(s));
+  tprt_cuda_lt_destroy(&lt);
+  printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
+}

@@ -1,0 +1,226 @@
+// tprt-bench-gemm: times tpc's contraction kernels on transformer shapes, bf16 in and out, one line
+// per measurement:
+//   dense <pass> <mode> <M> <N> <K> <median ms>        pass: fwd (y = x·wᵀ), dgrad (dx = dy·w),
+//                                                      wgrad (dw = dyᵀ·x)
+//   grouped <pass> <mode> <E> <T> <N> <K> <dist> <median ms>   dist: uniform or skewed counts
+//   mlp <mode> <E> <T> <H> <F> <dist> <median ms>       the fused grouped SwiGLU MLP forward
+// mode: fast (cuBLASLt / CUTLASS), or exact (the CUDA-core kernels that invariant and exact
+// numerics run today; only on the smaller shapes, they are ~40x slower). tools/bench/gemm.py runs
+// this, times the PyTorch peers on the same shapes in the same run and prints the ratios.
+//
+// Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
+// operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
+// small enough to sit in L2.
+// Usage: tprt-bench-gemm [quick]   (quick: a few shapes, for a smoke run)
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "tprt_cuda_kernels.h"
+#include "tprt_numerics.h"
+#include "tprt_status.h"
+#include "tprt_tensor.h"
+
+#define BG_CUDA(expr)                                                                        \
+  do {                                                                                       \
+    cudaError_t e_ = (expr);                                                                 \
+    if (e_ != cudaSuccess) {                                                                 \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      exit(2);                                                                               \
+    }                                                                                        \
+  } while (0)
+
+static void bg_ok(tprt_status_t s, const char* what) {
+  if (!s) return;
+  fprintf(stderr, "%s: %s\n", what, tprt_status_message(s));
+  exit(1);
+}
+
+__global__ void bg_fill(uint16_t* p, int64_t n, uint64_t seed) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    float u = (float)((int64_t)((z ^ (z >> 31)) >> 40) - (1 << 23)) * 0x1p-23f;
+    p[i] = tprt_f32_to_bf16(u);
+  }
+}
+
+/// A device bf16 (or |dtype|) tensor of random values.
+struct bg_tensor {
+  tprt_tensor_t t;
+  int64_t dims[3];
+  bg_tensor(std::initializer_list<int64_t> d, int dtype = TPRT_DTYPE_BF16, bool random = true) {
+    int r = 0;
+    for (int64_t v : d) dims[r++] = v;
+    void* p = nullptr;
+    t = tprt_tensor_make(nullptr, dtype, r, dims);
+    size_t bytes = tprt_tensor_bytes(&t);
+    BG_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
+    t.data = p;
+    static uint64_t seed = 1;
+    if (random && dtype == TPRT_DTYPE_BF16) bg_fill<<<1024, 256>>>((uint16_t*)p, (int64_t)(bytes / 2), seed++);
+    BG_CUDA(cudaGetLastError());
+  }
+  ~bg_tensor() { cudaFree(t.data); }
+};
+
+static float bg_time(const std::function<void(int)>& run, int reps, cudaStream_t s) {
+  cudaEvent_t e0, e1;
+  BG_CUDA(cudaEventCreate(&e0));
+  BG_CUDA(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 3 + reps; ++i) {
+    BG_CUDA(cudaEventRecord(e0, s));
+    run(i);
+    BG_CUDA(cudaEventRecord(e1, s));
+    BG_CUDA(cudaEventSynchronize(e1));
+    float t = 0;
+    BG_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return ms[ms.size() / 2];
+}
+
+static int bg_reps(double flops) { return flops > 5e12 ? 5 : flops > 5e11 ? 10 : 20; }
+
+static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, int64_t k, bool exact) {
+  // Input sets rotated when one set is small (the weights of a decode step fit in L2).
+  const size_t set_bytes = (size_t)(m * k + n * k + m * n) * 2;
+  const int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
+  std::vector<bg_tensor*> xs, ws, dys;
+  for (int i = 0; i < sets; ++i) {
+    xs.push_back(new bg_tensor({m, k}));
+    ws.push_back(new bg_tensor({n, k}));
+    dys.push_back(new bg_tensor({m, n}));
+  }
+  bg_tensor y({m, n}, TPRT_DTYPE_BF16, false), dx({m, k}, TPRT_DTYPE_BF16, false), dw({n, k}, TPRT_DTYPE_BF16, false);
+  const double flops = 2.0 * m * n * k;
+  const char* modes[] = {"fast", "exact"};
+  for (int mode = 0; mode < (exact ? 2 : 1); ++mode) {
+    int reps = mode ? 3 : bg_reps(flops);
+    float f = bg_time(
+        [&](int i) {
+          bg_ok(mode ? tprt_cuda_linear(&xs[i % sets]->t, &ws[i % sets]->t, nullptr, &y.t, 8, s)
+                     : tprt_cuda_linear_fast(&xs[i % sets]->t, &ws[i % sets]->t, nullptr, &y.t, lt, s),
+                "linear");
+        },
+        reps, s);
+    printf("dense fwd %s %lld %lld %lld %.4f\n", modes[mode], (long long)m, (long long)n, (long long)k, f);
+    float d = bg_time(
+        [&](int i) {
+          bg_ok(mode ? tprt_cuda_linear_dgrad_segmented(&dys[i % sets]->t, &ws[i % sets]->t, &dx.t, 8, 1, 1, s)
+                     : tprt_cuda_linear_dgrad_fast(&dys[i % sets]->t, &ws[i % sets]->t, &dx.t, lt, s),
+                "dgrad");
+        },
+        reps, s);
+    printf("dense dgrad %s %lld %lld %lld %.4f\n", modes[mode], (long long)m, (long long)n, (long long)k, d);
+    float w = bg_time(
+        [&](int i) {
+          bg_ok(mode ? tprt_cuda_linear_wgrad(&dys[i % sets]->t, &xs[i % sets]->t, &dw.t, 8, s)
+                     : tprt_cuda_linear_wgrad_fast(&dys[i % sets]->t, &xs[i % sets]->t, &dw.t, lt, s),
+                "wgrad");
+        },
+        reps, s);
+    printf("dense wgrad %s %lld %lld %lld %.4f\n", modes[mode], (long long)m, (long long)n, (long long)k, w);
+    fflush(stdout);
+  }
+  for (int i = 0; i < sets; ++i) delete xs[i], delete ws[i], delete dys[i];
+}
+
+/// Counts of E experts over T rows: uniform, or skewed (Zipf-like weights 1/(j+1), shuffled).
+static std::vector<int64_t> bg_counts(int64_t t, int64_t e, bool skewed) {
+  std::vector<int64_t> c((size_t)e, t / e);
+  if (skewed) {
+    double sum = 0;
+    for (int64_t j = 0; j < e; ++j) sum += 1.0 / (double)(j + 1);
+    int64_t left = t;
+    for (int64_t j = 0; j < e; ++j) {
+      c[(size_t)j] = (int64_t)floor((double)t / (double)(j + 1) / sum);
+      left -= c[(size_t)j];
+    }
+    c[0] += left;
+    for (int64_t j = e - 1; j > 0; --j) std::swap(c[(size_t)j], c[(size_t)((j * 7919) % (j + 1))]);
+  } else {
+    c[0] += t - (t / e) * e;
+  }
+  return c;
+}
+
+static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t k, bool skewed) {
+  std::vector<int64_t> counts = bg_counts(t, e, skewed);
+  bg_tensor gs({e}, TPRT_DTYPE_I64, false);
+  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  bg_tensor x({t, k}), w({e, n, k}), dy({t, n});
+  bg_tensor y({t, n}, TPRT_DTYPE_BF16, false), dx({t, k}, TPRT_DTYPE_BF16, false),
+      dw({e, n, k}, TPRT_DTYPE_BF16, false);
+  const double flops = 2.0 * t * n * k;
+  const char* dist = skewed ? "skewed" : "uniform";
+  float f = bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_fast(&x.t, &w.t, &gs.t, &y.t, s), "grouped"); },
+                    bg_reps(flops), s);
+  printf("grouped fwd fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k, dist,
+         f);
+  float d =
+      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w.t, &gs.t, &dx.t, s), "grouped dgrad"); },
+              bg_reps(flops), s);
+  printf("grouped dgrad fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k,
+         dist, d);
+  float g =
+      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_wgrad_fast(&dy.t, &x.t, &gs.t, &dw.t, s), "grouped wgrad"); },
+              bg_reps(flops), s);
+  printf("grouped wgrad fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k,
+         dist, g);
+  fflush(stdout);
+}
+
+static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, bool skewed) {
+  std::vector<int64_t> counts = bg_counts(t, e, skewed);
+  bg_tensor gs({e}, TPRT_DTYPE_I64, false);
+  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  bg_tensor x({t, h}), w1({e, 2 * f, h}), w2({e, h, f}), y({t, h}, TPRT_DTYPE_BF16, false);
+  float ms = bg_time(
+      [&](int) {
+        bg_ok(tprt_cuda_fused_grouped_mlp_fast(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0, 1.702f, 7.0f, s),
+              "fused mlp");
+      },
+      bg_reps(6.0 * t * h * f), s);
+  printf("mlp fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)h, (long long)f,
+         skewed ? "skewed" : "uniform", ms);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+  cudaStream_t s;
+  BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  tprt_cuda_lt_t lt;
+  bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
+  // Square shapes, then the MLP GEMMs of Llama-3-8B (h 4096, ffn 14336: FC1 N = 2 x 14336) and
+  // Llama-3-70B (h 8192, ffn 28672) at M = 1 .. 16384 tokens.
+  bg_dense(&lt, s, 4096, 4096, 4096, true);
+  if (!quick) bg_dense(&lt, s, 8192, 8192, 8192, false);
+  const int64_t ms[] = {1, 16, 128, 4096, 16384};
+  const int64_t mlp[][2] = {{28672, 4096}, {4096, 14336}, {57344, 8192}, {8192, 28672}};
+  for (const auto& nk : mlp)
+    for (int64_t m : ms)
+      if (!quick || m == 128) bg_dense(&lt, s, m, nk[0], nk[1], false);
+  // Grouped: 8 experts x 4096 tokens and 64 experts x 512 tokens, 4096 x 4096 each; and a
+  // Mixtral-like FFN (h 4096, ffn 14336; FC1 2 x 14336) on 8 experts.
+  for (int skewed = 0; skewed < 2; ++skewed) {
+    bg_grouped(s, 8, 32768, 4096, 4096, skewed);
+    if (!quick) bg_grouped(s, 64, 32768, 4096, 4096, skewed);
+    if (!quick) bg_grouped(s, 8, 16384, 28672, 4096, skewed);
+    bg_mlp(s, 8, quick ? 4096 : 16384, 4096, quick ? 4096 : 14336, skewed);
+  }
+  tprt_cuda_lt_destroy(&lt);
+  return 0;
+}
