@@ -9,7 +9,9 @@
 // ("tprt cuda: linear [fast, sm_90, bf16] -> cuBLASLt matmul (linear_fast.c)"). Every op has an
 // exact row last, for any numerics: the exact kernels are also TP- and batch-invariant, so they
 // serve invariant mode until a tensor-core invariant kernel has a row, and fast-mode calls that
-// no faster kernel fits (f32 operands, odd alignment).
+// no faster kernel fits (f32 operands, odd alignment). In invariant mode the dense contractions
+// run the chunk-tree tensor-core GEMMs where the chunk length allows (a multiple of 64); whether a
+// call fits depends only on its logical problem, never on M or the TP degree.
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +166,26 @@ static tprt_status_t tprt__cutlass_mlp(const tprt__call_t* c) {
                                           c->limit, tprt__r.stream);
 }
 
+// Invariant mode: the chunk-tree GEMMs on tensor cores (invariant_linear.cu).
+static bool tprt__inv_linear_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_invariant_fits(c->a, c->b, c->bias, c->out, c->chunks);
+}
+static tprt_status_t tprt__inv_linear(const tprt__call_t* c) {
+  return tprt_cuda_linear_invariant(c->a, c->b, c->bias, c->out, c->chunks, tprt__r.stream);
+}
+static bool tprt__inv_dgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_dgrad_invariant_fits(c->a, c->b, c->out, c->chunks);
+}
+static tprt_status_t tprt__inv_dgrad(const tprt__call_t* c) {
+  return tprt_cuda_linear_dgrad_invariant(c->a, c->b, c->out, c->chunks, c->segments, c->blocks, tprt__r.stream);
+}
+static bool tprt__inv_wgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_wgrad_invariant_fits(c->a, c->b, c->out, c->chunks);
+}
+static tprt_status_t tprt__inv_wgrad(const tprt__call_t* c) {
+  return tprt_cuda_linear_wgrad_invariant(c->a, c->b, c->out, c->chunks, tprt__r.stream);
+}
+
 // Every mode: the exact kernels (bitwise the CPU's; linear.cu, grouped_linear.cu, linear_grad.c,
 // fused_mlp.c), which validate their input.
 static tprt_status_t tprt__exact_linear(const tprt__call_t* c) {
@@ -198,10 +220,13 @@ static tprt_status_t tprt__exact_mlp(const tprt__call_t* c) {
 static const tprt__row_t tprt__contraction_kernels[] = {
   // op                          modes        sm       dtypes (a, b -> out)          fits                              run                          kernel (file)
   {TPRT__LINEAR,               TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_linear_fits,            tprt__lt_linear,             "cuBLASLt matmul, bias epilogue (linear_fast.c)"},
+  {TPRT__LINEAR,               TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_linear_fits,      tprt__inv_linear,            "chunk-tree WGMMA GEMM, bias epilogue (invariant_linear.cu)"},
   {TPRT__LINEAR,               TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_linear,          TPRT__EXACT_KERNEL " (linear.cu)"},
   {TPRT__LINEAR_DGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_dgrad_fits,             tprt__lt_dgrad,              "cuBLASLt matmul (linear_fast.c)"},
+  {TPRT__LINEAR_DGRAD,         TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_dgrad_fits,       tprt__inv_dgrad,             "chunk-tree WGMMA GEMM on ordered operands (invariant_linear.cu)"},
   {TPRT__LINEAR_DGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_dgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__LINEAR_WGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_wgrad_fits,             tprt__lt_wgrad,              "cuBLASLt matmul (linear_fast.c)"},
+  {TPRT__LINEAR_WGRAD,         TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_wgrad_fits,       tprt__inv_wgrad,             "chunk-tree WGMMA GEMM over tokens (invariant_linear.cu)"},
   {TPRT__LINEAR_WGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_wgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__BIAS_GRAD,            TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_bias_grad_fits,         tprt__lt_bias_grad,          "cuBLASLt GEMV with ones (linear_fast.c)"},
   {TPRT__BIAS_GRAD,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_bias_grad,       TPRT__EXACT_KERNEL " (linear_grad.c)"},

@@ -27,8 +27,8 @@
 static int tprt__elem(int dtype) { return dtype == TPRT_DTYPE_F32 ? 4 : 2; }
 
 static tprt_status_t tprt__check_2d(const char* op, const char* name, const tprt_tensor_t* t, int rank) {
-  bool ok = t && t->rank == rank &&
-            (t->dtype == TPRT_DTYPE_BF16 || t->dtype == TPRT_DTYPE_F16 || t->dtype == TPRT_DTYPE_F32);
+  bool ok =
+      t && t->rank == rank && (t->dtype == TPRT_DTYPE_BF16 || t->dtype == TPRT_DTYPE_F16 || t->dtype == TPRT_DTYPE_F32);
   return ok ? NULL
             : tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be a rank-%d bf16, f16 or f32 tensor", op,
                                name, rank);
@@ -46,10 +46,10 @@ static tprt_status_t tprt__upload_index(const int64_t* host, int64_t n, int64_t*
 }
 
 // dy (and w, or w[e] for each expert) in the segmented order: dyp [T,N] (dy itself when the order
-// is plain) and wt [E][K][N]. |op| names the caller.
-static tprt_status_t tprt__dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
-                                          int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
-                                          void** wt, cudaStream_t stream) {
+// is plain) and wt [E][K][N]. |op| names the caller. (Also the invariant tensor-core dgrad's.)
+tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
+                                       int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
+                                       void** wt, cudaStream_t stream) {
   // The host order only validates (same checks and messages as the CPU kernel); the device
   // computes the same order in closed form (tprt_cuda_gather_2d), so nothing is uploaded.
   int64_t* order = NULL;
@@ -83,7 +83,7 @@ tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tp
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dy[M,N], w[N,K] (dy's dtype) and dx[M,K] disagree", op);
   if (m == 0 || k == 0) return NULL;
   void *dyp = NULL, *wt = NULL;
-  tprt_status_t s = tprt__dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
+  tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
   int64_t xd[2] = {m, n}, wd[2] = {k, n};
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 2, wd);
   if (!s) s = tprt_cuda_linear(&xv, &wv, NULL, dx, chunks, stream);
@@ -93,8 +93,8 @@ tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tp
 }
 
 tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
-                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
-                                                       int chunks, int segments, int blocks, cudaStream_t stream) {
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                       int segments, int blocks, cudaStream_t stream) {
   const char* op = "grouped_linear_dgrad";
   TPRT__TRY(tprt__check_2d(op, "dy", dy, 2));
   TPRT__TRY(tprt__check_2d(op, "w", w, 3));
@@ -105,7 +105,7 @@ tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, 
                             op);
   if (t == 0 || k == 0) return NULL;
   void *dyp = NULL, *wt = NULL;
-  tprt_status_t s = tprt__dgrad_operands(op, dy, w, e, n, k, chunks, segments, blocks, &dyp, &wt, stream);
+  tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, e, n, k, chunks, segments, blocks, &dyp, &wt, stream);
   int64_t xd[2] = {t, n}, wd[3] = {e, k, n};
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 3, wd);
   if (!s) s = tprt_cuda_grouped_linear(&xv, &wv, group_sizes, dx, chunks, stream);
@@ -214,7 +214,8 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
   cudaError_t err = cudaSuccess;
   if (!s) err = cudaMemcpyAsync(sizes, group_sizes->data, (size_t)g * sizeof(int64_t), cudaMemcpyDeviceToHost, stream);
   if (!s && err == cudaSuccess) err = cudaStreamSynchronize(stream);
-  if (!s && err != cudaSuccess) s = tprt__cuda_make_status(err, "grouped_linear_wgrad: group sizes", __FILE__, __LINE__);
+  if (!s && err != cudaSuccess)
+    s = tprt__cuda_make_status(err, "grouped_linear_wgrad: group sizes", __FILE__, __LINE__);
   // Each expert's rows in increasing global row order across the segments (the CPU's order).
   size_t expert_bytes = (size_t)(n * k) * (size_t)tprt_dtype_bytes(dw->dtype, 1);
   for (int64_t i = 0; !s && i < e; ++i) {

@@ -200,6 +200,32 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks,
                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The operands of a dgrad in its segmented order (kernels/cuda/linear_grad.c): *dyp [T,N] (dy
+/// itself, or a stream-ordered permuted copy) and *wt [E][K][N] (w[e] transposed and permuted, a
+/// stream-ordered allocation); the caller frees both (cudaFreeAsync; *dyp only if not dy->data).
+tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
+                                       int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
+                                       void** wt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Invariant mode on tensor cores (kernels/cuda/invariant_linear.cu, sm_90a; docs/numerics.md
+/// "Invariant tensor-core kernels"): bf16 operands, results bf16 or f32; the contracted length
+/// must split into |chunks| chunks of a multiple of 64 (the _fits predicates; otherwise the exact
+/// kernels, which are invariant too, serve the call). The bits depend on the logical problem
+/// only: not on M, the other rows, or the TP degree that owns a subtree of the chunks.
+bool tprt_cuda_linear_invariant_fits(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                     const tprt_tensor_t* y, int chunks);
+tprt_status_t tprt_cuda_linear_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                         tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+bool tprt_cuda_linear_dgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* dx,
+                                           int chunks);
+tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                               int chunks, int segments, int blocks,
+                                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+bool tprt_cuda_linear_wgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* dw,
+                                           int chunks);
+tprt_status_t tprt_cuda_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                               int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
 /// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.
 tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,

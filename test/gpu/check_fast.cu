@@ -282,6 +282,171 @@ static void fc_check_mlp_and_graph(cudaStream_t s) {
   FC_CUDA(cudaStreamDestroy(cs));
 }
 
+/// Bitwise comparison of |n| elements of two device buffers of |dtype| (strided rows: |rows| rows
+/// of |cols| at pitches |pa|, |pb| elements).
+static int64_t fc_diff_rows(const void* a, int64_t pa, const void* b, int64_t pb, int64_t rows, int64_t cols,
+                            int elem) {
+  std::vector<uint8_t> ha((size_t)(rows * cols * elem)), hb(ha.size());
+  FC_CUDA(cudaMemcpy2D(ha.data(), (size_t)(cols * elem), a, (size_t)(pa * elem), (size_t)(cols * elem), (size_t)rows,
+                       cudaMemcpyDeviceToHost));
+  FC_CUDA(cudaMemcpy2D(hb.data(), (size_t)(cols * elem), b, (size_t)(pb * elem), (size_t)(cols * elem), (size_t)rows,
+                       cudaMemcpyDeviceToHost));
+  int64_t bad = 0;
+  for (size_t i = 0; i < ha.size(); i += (size_t)elem) bad += memcmp(&ha[i], &hb[i], (size_t)elem) != 0;
+  return bad;
+}
+
+static void fc_bitwise_row(const char* kernel, const char* what, int64_t bad, tprt_status_t s) {
+  bool ok = !s && bad == 0;
+  ok ? ++g_passed : ++g_failed;
+  printf("%-22s %-34s %-5s %10lld  %s %s\n", kernel, what, "bits", (long long)bad, ok ? "pass" : "FAIL",
+         s     ? tprt_status_message(s)
+         : bad ? "elements differ"
+               : "");
+  tprt_status_free(s);
+}
+
+/// The f32 partials of R ranks summed by the canonical pairwise tree (the collectives' order).
+static std::vector<float> fc_tree(std::vector<std::vector<double>>& parts) {
+  std::vector<float> p[8];
+  size_t r = parts.size(), n = parts[0].size();
+  for (size_t i = 0; i < r; ++i) p[i].assign(parts[i].begin(), parts[i].end());
+  for (size_t step = 1; step < r; step *= 2)
+    for (size_t i = 0; i + step < r; i += 2 * step)
+      for (size_t j = 0; j < n; ++j) p[i][j] = p[i][j] + p[i + step][j];
+  return p[0];
+}
+
+/// Invariant-mode tensor-core kernels: close to the exact ones, and bitwise invariant over the
+/// batch (rows alone = rows in a batch), column shards, and row-parallel K shards (R ranks each
+/// computing its chunk subtree as an f32 partial, summed by the canonical tree) for R = 2, 4, 8.
+static void fc_check_invariant(cudaStream_t s) {
+  const int64_t m = 4096 + 37, n = 1024 + 64, k = 4096, chunks = 8;
+  fc_tensor x(TPRT_DTYPE_BF16, {m, k}), w(TPRT_DTYPE_BF16, {n, k}), bias(TPRT_DTYPE_BF16, {n});
+  x.fill(), w.fill(), bias.fill();
+  fc_tensor y(TPRT_DTYPE_BF16, {m, n}), ref(TPRT_DTYPE_BF16, {m, n}), yf(TPRT_DTYPE_F32, {m, n});
+  y.poison(), ref.poison(), yf.poison();
+  tprt_status_t is = tprt_cuda_linear_invariant(&x.t, &w.t, &bias.t, &y.t, chunks, s);
+  tprt_status_t es = tprt_cuda_linear(&x.t, &w.t, &bias.t, &ref.t, chunks, s);
+  fc_compare("linear inv+bias", "M=4133 N=1088 K=4096 C=8", y, ref, is, es);
+  tprt_status_t fs = tprt_cuda_linear_invariant(&x.t, &w.t, nullptr, &yf.t, chunks, s);
+  {
+    fc_tensor rf(TPRT_DTYPE_F32, {m, n});
+    rf.poison();
+    fc_compare("linear inv f32", "M=4133 N=1088 K=4096 C=8", yf, rf, fs,
+               tprt_cuda_linear(&x.t, &w.t, nullptr, &rf.t, chunks, s));
+  }
+  // Batch invariance: rows [r0, r0 + rows) alone.
+  const int64_t subs[][2] = {{0, 1}, {5, 7}, {128, 64}, {1000, 257}, {3, 4096}};
+  for (const auto& sub : subs) {
+    int64_t r0 = sub[0], rows = sub[1];
+    int64_t xd[2] = {rows, k}, yd[2] = {rows, n};
+    fc_tensor ys(TPRT_DTYPE_BF16, {rows, n});
+    ys.poison();
+    tprt_tensor_t xs = tprt_tensor_make((char*)x.t.data + r0 * k * 2, TPRT_DTYPE_BF16, 2, xd);
+    tprt_tensor_t yv = tprt_tensor_make(ys.t.data, TPRT_DTYPE_BF16, 2, yd);
+    tprt_status_t st = tprt_cuda_linear_invariant(&xs, &w.t, &bias.t, &yv, chunks, s);
+    FC_CUDA(cudaDeviceSynchronize());
+    char what[64];
+    snprintf(what, sizeof what, "batch: rows %lld..+%lld alone", (long long)r0, (long long)rows);
+    fc_bitwise_row("linear inv", what, st ? 0 : fc_diff_rows((char*)y.t.data + r0 * n * 2, n, ys.t.data, n, rows, n, 2),
+                   st);
+  }
+  // Column shards (column-parallel): N/R columns of w.
+  for (int r = 2; r <= 8; r *= 2) {
+    int64_t nl = n / r, wd[2] = {nl, k}, yd[2] = {m, nl}, bd[1] = {nl};
+    fc_tensor ys(TPRT_DTYPE_BF16, {m, nl});
+    ys.poison();
+    int64_t j = r - 1;  // the last shard
+    tprt_tensor_t wv = tprt_tensor_make((char*)w.t.data + j * nl * k * 2, TPRT_DTYPE_BF16, 2, wd);
+    tprt_tensor_t bv = tprt_tensor_make((char*)bias.t.data + j * nl * 2, TPRT_DTYPE_BF16, 1, bd);
+    tprt_tensor_t yv = tprt_tensor_make(ys.t.data, TPRT_DTYPE_BF16, 2, yd);
+    tprt_status_t st = tprt_cuda_linear_invariant(&x.t, &wv, &bv, &yv, chunks, s);
+    FC_CUDA(cudaDeviceSynchronize());
+    char what[64];
+    snprintf(what, sizeof what, "column shard %lld of %d", (long long)j, r);
+    fc_bitwise_row("linear inv", what, st ? 0 : fc_diff_rows((char*)y.t.data + j * nl * 2, n, ys.t.data, nl, m, nl, 2),
+                   st);
+  }
+  // Row-parallel K shards: rank q computes chunks [q·C/R, (q+1)·C/R) over x[:, K slice] and w[:, K slice].
+  // The x and w slices are strided views: copy them into dense tensors first.
+  auto slice_cols = [&](const fc_tensor& src, int64_t rows, int64_t c0, int64_t cols) {
+    fc_tensor* d = new fc_tensor(TPRT_DTYPE_BF16, {rows, cols});
+    FC_CUDA(cudaMemcpy2D(d->t.data, (size_t)(cols * 2), (char*)src.t.data + c0 * 2, (size_t)(src.t.dims[1] * 2),
+                         (size_t)(cols * 2), (size_t)rows, cudaMemcpyDeviceToDevice));
+    return d;
+  };
+  std::vector<double> tp1f = yf.host();
+  for (int r = 2; r <= 8; r *= 2) {
+    std::vector<std::vector<double>> parts;
+    tprt_status_t st = nullptr;
+    for (int q = 0; q < r && !st; ++q) {
+      fc_tensor *xs = slice_cols(x, m, q * k / r, k / r), *ws = slice_cols(w, n, q * k / r, k / r);
+      fc_tensor p(TPRT_DTYPE_F32, {m, n});
+      p.poison();
+      st = tprt_cuda_linear_invariant(&xs->t, &ws->t, nullptr, &p.t, (int)(chunks / r), s);
+      FC_CUDA(cudaDeviceSynchronize());
+      parts.push_back(p.host());
+      delete xs;
+      delete ws;
+    }
+    int64_t bad = 0;
+    if (!st) {
+      std::vector<float> sum = fc_tree(parts);
+      for (size_t i = 0; i < sum.size(); ++i) bad += (float)tp1f[i] != sum[i] && !(isnan(sum[i]) && isnan(tp1f[i]));
+    }
+    char what[64];
+    snprintf(what, sizeof what, "row-parallel TP=%d partials + tree", r);
+    fc_bitwise_row("linear inv", what, bad, st);
+  }
+  // dgrad and wgrad: close to the exact kernels; wgrad's token shards (sequence parallel) sum to TP 1.
+  {
+    fc_tensor dx(TPRT_DTYPE_BF16, {m - 37, k}), rdx(TPRT_DTYPE_BF16, {m - 37, k});
+    fc_tensor dy2(TPRT_DTYPE_BF16, {m - 37, n - 64}), w2(TPRT_DTYPE_BF16, {n - 64, k});
+    dy2.fill(), w2.fill();
+    dx.poison(), rdx.poison();
+    fc_compare("linear_dgrad inv", "M=4096 N=1024 K=4096 C=8", dx, rdx,
+               tprt_cuda_linear_dgrad_invariant(&dy2.t, &w2.t, &dx.t, chunks, 1, 1, s),
+               tprt_cuda_linear_dgrad_segmented(&dy2.t, &w2.t, &rdx.t, chunks, 1, 1, s));
+    fc_tensor sdx(TPRT_DTYPE_BF16, {m - 37, k}), srdx(TPRT_DTYPE_BF16, {m - 37, k});
+    sdx.poison(), srdx.poison();
+    fc_compare("linear_dgrad inv seg2", "M=4096 N=1024 K=4096 C=8 segments=2", sdx, srdx,
+               tprt_cuda_linear_dgrad_invariant(&dy2.t, &w2.t, &sdx.t, chunks, 2, 1, s),
+               tprt_cuda_linear_dgrad_segmented(&dy2.t, &w2.t, &srdx.t, chunks, 2, 1, s));
+    fc_tensor dw(TPRT_DTYPE_F32, {n - 64, k}), rdw(TPRT_DTYPE_F32, {n - 64, k});
+    dw.poison(), rdw.poison();
+    fc_tensor xx(TPRT_DTYPE_BF16, {m - 37, k});
+    xx.fill();
+    fc_compare("linear_wgrad inv", "M=4096 N=1024 K=4096 C=8", dw, rdw,
+               tprt_cuda_linear_wgrad_invariant(&dy2.t, &xx.t, &dw.t, chunks, s),
+               tprt_cuda_linear_wgrad(&dy2.t, &xx.t, &rdw.t, chunks, s));
+    std::vector<double> full = dw.host();
+    for (int r = 2; r <= 8; r *= 2) {
+      std::vector<std::vector<double>> parts;
+      tprt_status_t st = nullptr;
+      int64_t ml = (m - 37) / r;
+      for (int q = 0; q < r && !st; ++q) {
+        int64_t dd[2] = {ml, n - 64}, xd[2] = {ml, k};
+        tprt_tensor_t dv = tprt_tensor_make((char*)dy2.t.data + q * ml * (n - 64) * 2, TPRT_DTYPE_BF16, 2, dd);
+        tprt_tensor_t xv = tprt_tensor_make((char*)xx.t.data + q * ml * k * 2, TPRT_DTYPE_BF16, 2, xd);
+        fc_tensor p(TPRT_DTYPE_F32, {n - 64, k});
+        p.poison();
+        st = tprt_cuda_linear_wgrad_invariant(&dv, &xv, &p.t, (int)(chunks / r), s);
+        FC_CUDA(cudaDeviceSynchronize());
+        parts.push_back(p.host());
+      }
+      int64_t bad = 0;
+      if (!st) {
+        std::vector<float> sum = fc_tree(parts);
+        for (size_t i = 0; i < sum.size(); ++i) bad += (float)full[i] != sum[i];
+      }
+      char what[64];
+      snprintf(what, sizeof what, "token shards SP=%d partials + tree", r);
+      fc_bitwise_row("linear_wgrad inv", what, bad, st);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -304,6 +469,7 @@ int main(int argc, char** argv) {
   }
   fc_check_grouped(s);
   fc_check_mlp_and_graph(s);
+  fc_check_invariant(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

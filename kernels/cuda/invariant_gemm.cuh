@@ -1,0 +1,278 @@
+// Invariant-mode GEMM on Hopper tensor cores (docs/numerics.md "Modes", "Invariant tensor-core
+// kernels"): D = the canonical chunk tree over K of tensor-core partials.
+//
+// The contraction length K is split into C chunks of S = K / C elements (S a multiple of the 64-wide
+// k tile). Each chunk's partial is one fixed WGMMA sequence: from +0 (the first MMA of the chunk
+// does not accumulate), the chunk's k tiles in increasing order, each tile's four m64n128k16 MMAs
+// in increasing k, f32 accumulation. The C partials are combined by the pairwise tree of
+// docs/numerics.md ("Canonical K accumulation", step 4) with IEEE f32 additions as the chunks end
+// (a binary counter: chunk c is added, as the right operand, to the pending left subtrees of the
+// levels where c has trailing one bits). Level 0 lives in registers, deeper levels (only when
+// C > 2) in a per-CTA global workspace that stays in L2 (more registers spill the accumulators).
+//
+// Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
+// the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
+// its subtree): the tile shape (128 x 128 x 64), the MMA instruction and the K order are fixed for
+// every problem. So the result is invariant over batch size and, through the canonical
+// collectives, over TP/SP/EP degrees; its bits are those of this kernel on sm_90 (H100 = H200).
+//
+// Built on CUTLASS's sm90 TMA + WGMMA warp-specialized cooperative kernel with a persistent
+// data-parallel tile scheduler (never split-K or stream-K); only the consumer's main loop
+// (ChunkTreeMma::mma) differs from CUTLASS's. Internal to kernels/cuda (invariant_gemm*.cu).
+#ifndef TPRT_INVARIANT_GEMM_CUH_
+#define TPRT_INVARIANT_GEMM_CUH_
+
+#include <cutlass/cutlass.h>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cute/tensor.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <cutlass/gemm/kernel/tile_scheduler.hpp>
+#include <cutlass/util/packed_stride.hpp>
+
+#include "tprt_cuda_status.h"
+#include "tprt_status.h"
+
+/// One invariant GEMM: D[M,N] (row-major, ld N) = tree over |chunks| of A·B partials, A and B as
+/// the layout's convention; |bias| (per column of D, or NULL) added to the f32 tree in the
+/// epilogue before the one rounding. |tree_ws|: (levels - 1) x |tree_ctas| x 256 x 64 floats.
+struct tprt__inv_gemm_t {
+  int m, n, k;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* d;
+  int64_t ldd;
+  bool d_f32;
+  const void* bias;
+  int chunks;
+  float* tree_ws;
+  int tree_ctas;
+  int sm_count;
+};
+
+/// The two operand layouts: forward (A row-major, B column-major: both K-major; also every dgrad,
+/// on permuted and transposed operands) and wgrad (A column-major, B row-major).
+enum tprt__inv_layout_t { TPRT__INV_FWD = 0, TPRT__INV_WGRAD = 2 };
+
+tprt_status_t tprt__inv_gemm_fwd(const tprt__inv_gemm_t& g, cudaStream_t stream);
+tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t stream);
+
+/// Threads of the consumer warpgroups and accumulators per thread of the 128 x 128 tile.
+constexpr int kTprtInvMmaThreads = 256;
+constexpr int kTprtInvAccum = 64;
+
+/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop.
+template <class Base>
+struct tprt__chunk_tree_mma : Base {
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::TensorStorage;
+  using typename Base::TiledMma;
+
+  struct Arguments : Base::Arguments {
+    int tiles_per_chunk;
+    float* tree_ws;
+    int tree_ctas;
+  };
+  struct Params : Base::Params {
+    int tiles_per_chunk;
+    float* tree_ws;
+    int tree_ctas;
+  };
+
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
+                                                  void* workspace) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
+    p.tiles_per_chunk = args.tiles_per_chunk;
+    p.tree_ws = args.tree_ws;
+    p.tree_ctas = args.tree_ctas;
+    return p;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    return Base::can_implement(problem_shape, args) && args.tiles_per_chunk > 0;
+  }
+
+  /// The consumer: chunk after chunk, each from +0 over its k tiles; the tree as chunks end.
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
+                          int thread_idx, TensorStorage& shared_tensors, Params const& params) {
+    using namespace cute;
+    static_assert(size(FrgTensorC{}) == kTprtInvAccum, "a 128 x 128 tile over two consumer warpgroups");
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});
+    constexpr int MmaWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    Layout warp_group_thread_layout = make_layout(Int<MmaWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thread_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+    Tensor tCsA = thread_mma.partition_A(sA);
+    Tensor tCsB = thread_mma.partition_B(sB);
+    Tensor tCrA = thread_mma.make_fragment_A(tCsA);
+    Tensor tCrB = thread_mma.make_fragment_B(tCsB);
+
+    auto level0 = make_fragment_like(accum);
+    const int per_chunk = params.tiles_per_chunk;
+    const int chunks = k_tile_count / per_chunk;
+    const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (chunks > 2 && cta >= params.tree_ctas) __trap();  // the workspace is sized by the host
+    // This thread's 64 floats of level L >= 1.
+    auto deep = [&](int level) {
+      return reinterpret_cast<float4*>(
+          params.tree_ws +
+          (((size_t)(level - 1) * params.tree_ctas + cta) * kTprtInvMmaThreads + thread_idx) * kTprtInvAccum);
+    };
+
+    PipelineState smem_pipe_release = smem_pipe_read;
+    int in_flight = 0;  // tiles issued whose stage is not released yet
+    for (int c = 0; c < chunks; ++c) {
+      for (int t = 0; t < per_chunk; ++t) {
+        auto barrier_token = pipeline.consumer_try_wait(smem_pipe_read);
+        pipeline.consumer_wait(smem_pipe_read, barrier_token);
+        const int read_stage = smem_pipe_read.index();
+        warpgroup_fence_operand(accum);
+        warpgroup_arrive();
+        CUTLASS_PRAGMA_UNROLL
+        for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+          // The chunk's first MMA starts from +0; every other one accumulates.
+          tiled_mma.accumulate_ = (t == 0 && k_block == 0) ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+          cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB(_, _, k_block, read_stage), accum);
+        }
+        warpgroup_commit_batch();
+        ++smem_pipe_read;
+        ++in_flight;
+        if (t + 1 < per_chunk) {
+          if (in_flight == 2) {  // keep one MMA batch in flight
+            warpgroup_wait<1>();
+            pipeline.consumer_release(smem_pipe_release);
+            ++smem_pipe_release;
+            --in_flight;
+          }
+          continue;
+        }
+        // The chunk is complete: release its stages and fold it into the tree.
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accum);
+        for (; in_flight > 0; --in_flight) {
+          pipeline.consumer_release(smem_pipe_release);
+          ++smem_pipe_release;
+        }
+        int level = 0;
+        for (; (c >> level) & 1; ++level) {
+          if (level == 0) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(level0(i), accum(i));
+          } else {
+            const float4* p = deep(level);
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+              float4 v = p[i];
+              accum(4 * i) = __fadd_rn(v.x, accum(4 * i));
+              accum(4 * i + 1) = __fadd_rn(v.y, accum(4 * i + 1));
+              accum(4 * i + 2) = __fadd_rn(v.z, accum(4 * i + 2));
+              accum(4 * i + 3) = __fadd_rn(v.w, accum(4 * i + 3));
+            }
+          }
+        }
+        if (c + 1 == chunks) break;  // accum holds the whole tree
+        if (level == 0) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum; ++i) level0(i) = accum(i);
+        } else {
+          float4* p = deep(level);
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum / 4; ++i)
+            p[i] = make_float4(accum(4 * i), accum(4 * i + 1), accum(4 * i + 2), accum(4 * i + 3));
+        }
+      }
+    }
+    warpgroup_fence_operand(accum);
+  }
+
+  /// Every stage was released by mma: nothing is left in flight.
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+};
+
+/// The kernel of layouts LayoutA/LayoutB, output ElementD, with a per-column bias or not.
+template <class LayoutA, class LayoutB, class ElementD, bool Bias>
+struct tprt__inv_kernel_t {
+  static constexpr bool kBias = Bias;
+  using Element = cutlass::bfloat16_t;
+  using TileShape = cute::Shape<cute::_128, cute::_128, cute::_64>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  static constexpr int kAlign = 8;
+  static constexpr int kAlignD = 16 / sizeof(ElementD);
+  using Fusion =
+      cute::conditional_t<Bias,
+                          cutlass::epilogue::fusion::LinCombPerColBias<ElementD, float, Element, void, float, kAlign>,
+                          cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>>;
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor, kAlignD, ElementD,
+      cutlass::layout::RowMajor, kAlignD, cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+  using BaseMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlign, Element, LayoutB, kAlign, float,
+      TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  using Mainloop = tprt__chunk_tree_mma<BaseMainloop>;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, CollectiveEpilogue,
+                                                      cutlass::gemm::PersistentScheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+};
+
+/// Runs kernel |K| for |g| on |stream|.
+template <class K>
+tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream) {
+  using Gemm = typename K::Gemm;
+  using Kernel = typename K::Kernel;
+  using StrideA = typename Kernel::StrideA;
+  using StrideB = typename Kernel::StrideB;
+  using StrideD = typename Kernel::StrideD;
+  using Element = typename K::Element;
+  using ElementD = typename Gemm::ElementD;
+  StrideA sa = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape((int)g.lda, (int)g.lda, 1));
+  StrideB sb = cutlass::make_cute_packed_stride(StrideB{}, cute::make_shape((int)g.ldb, (int)g.ldb, 1));
+  StrideD sd = cutlass::make_cute_packed_stride(StrideD{}, cute::make_shape(g.m, (int)g.ldd, 1));
+  typename K::Mainloop::Arguments mainloop{};
+  static_cast<typename K::BaseMainloop::Arguments&>(mainloop) =
+      typename K::BaseMainloop::Arguments{static_cast<const Element*>(g.a), sa, static_cast<const Element*>(g.b), sb};
+  mainloop.tiles_per_chunk = g.k / g.chunks / 64;
+  mainloop.tree_ws = g.tree_ws;
+  mainloop.tree_ctas = g.tree_ctas;
+  typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                {g.m, g.n, g.k, 1},
+                                mainloop,
+                                {{}, nullptr, StrideD{}, static_cast<ElementD*>(g.d), sd}};
+  args.epilogue.thread.alpha = 1.0f;
+  args.epilogue.thread.beta = 0.0f;
+  if constexpr (K::kBias) args.epilogue.thread.bias_ptr = static_cast<const Element*>(g.bias);
+  args.hw_info.sm_count = g.sm_count;
+  Gemm gemm;
+  cutlass::Status st = gemm.can_implement(args);
+  if (st != cutlass::Status::kSuccess)
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "invariant GEMM: CUTLASS cannot implement M=%d N=%d K=%d (%s)", g.m,
+                            g.n, g.k, cutlassGetStatusString(st));
+  size_t bytes = Gemm::get_workspace_size(args);
+  void* workspace = nullptr;
+  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&workspace, bytes, stream));
+  st = gemm.initialize(args, workspace, stream);
+  if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
+  if (workspace) cudaFreeAsync(workspace, stream);
+  if (st != cutlass::Status::kSuccess)
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "invariant GEMM: CUTLASS launch failed (%s): %s",
+                            cutlassGetStatusString(st), cudaGetErrorString(cudaGetLastError()));
+  return nullptr;
+}
+
+#endif  // TPRT_INVARIANT_GEMM_CUH_

@@ -1,0 +1,10 @@
+// The wgrad layout of the invariant GEMM (invariant_gemm.cuh): dw[N,K] = dy[M,N]ᵀ·x[M,K], A column-major, B row-major;
+// the result bf16 or an f32 partial. One file per layout so that the CUTLASS instantiations compile in parallel.
+#include "invariant_gemm.cuh"
+
+tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t stream) {
+  using A = cutlass::layout::ColumnMajor;
+  using B = cutlass::layout::RowMajor;
+  if (g.d_f32) return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, float, false>>(g, stream);
+  return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, cutlass::bfloat16_t, false>>(g, stream);
+}

@@ -1,0 +1,142 @@
+// Invariant-mode dense contractions on tensor cores (invariant_gemm.cuh): the linear's forward
+// (bias in the epilogue), dgrad and wgrad, each one invariant GEMM whose per-element arithmetic is
+// the chunk tree over the contracted length of fixed WGMMA sequences.
+//
+//   forward  y[M,N]  = x[M,K]·w[N,K]ᵀ        chunks over K
+//   dgrad    dx[M,K] = dy[M,N]·w[N,K]        chunks over N, in the op's segmented order: dy's
+//            columns and w's rows are put in that order first (and w transposed), so the GEMM is
+//            the forward layout over [dy | order] and wᵀ — always, also for the plain order, so
+//            that one instruction layout serves every dgrad
+//   wgrad    dw[N,K] = dy[M,N]ᵀ·x[M,K]       chunks over M (the tokens)
+//
+// Requirements (the _fits predicates): bf16 operands, results bf16 or f32 (a bias only with a
+// bf16 result), the contracted length a multiple of chunks x 64, row lengths multiples of 8 (TMA),
+// 16-byte aligned data, sizes below 2^31. They depend on the logical problem only (the chunk
+// length K/C is the same at every TP degree), so a model takes this path at every degree or at
+// none.
+#include "invariant_gemm.cuh"
+#include "tprt_cuda_kernels.h"
+
+namespace {
+
+bool tprt__inv_aligned(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+bool tprt__inv_operands(const tprt_tensor_t* a, const tprt_tensor_t* b, const tprt_tensor_t* out) {
+  return a && b && out && a->rank == 2 && b->rank == 2 && out->rank == 2 && a->dtype == TPRT_DTYPE_BF16 &&
+         b->dtype == TPRT_DTYPE_BF16 && (out->dtype == TPRT_DTYPE_BF16 || out->dtype == TPRT_DTYPE_F32) &&
+         tprt__inv_aligned(a->data) && tprt__inv_aligned(b->data) && tprt__inv_aligned(out->data);
+}
+
+/// |len| (the contracted length) splits into |chunks| chunks of whole 64-wide k tiles; the other
+/// sizes are TMA-friendly.
+bool tprt__inv_sizes(int64_t len, int chunks, std::initializer_list<int64_t> rows) {
+  if (chunks < 1 || chunks > 1024 || (chunks & (chunks - 1)) || len <= 0 || len % chunks || (len / chunks) % 64)
+    return false;
+  for (int64_t r : rows)
+    if (r <= 0 || r >= INT32_MAX || r % 8) return false;
+  return len < INT32_MAX;
+}
+
+/// The tree workspace for |chunks| > 2 (levels 1 and up) and the SM count: stream-ordered.
+tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, void** ws, cudaStream_t stream) {
+  int dev = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
+  int levels = 0;
+  while ((1 << levels) < g->chunks) ++levels;
+  *ws = nullptr;
+  g->tree_ws = nullptr;
+  g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
+  if (levels > 1) {
+    size_t bytes = (size_t)(levels - 1) * (size_t)g->tree_ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(ws, bytes, stream));
+    g->tree_ws = static_cast<float*>(*ws);
+  }
+  return nullptr;
+}
+
+tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
+  void* ws = nullptr;
+  tprt_status_t s = tprt__inv_prepare(&g, &ws, stream);
+  if (!s) {
+    s = layout == TPRT__INV_FWD ? tprt__inv_gemm_fwd(g, stream) : tprt__inv_gemm_wgrad(g, stream);
+  }
+  if (ws) cudaFreeAsync(ws, stream);
+  return s;
+}
+
+}  // namespace
+
+extern "C" bool tprt_cuda_linear_invariant_fits(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                const tprt_tensor_t* bias, const tprt_tensor_t* y, int chunks) {
+  if (!tprt__inv_operands(x, w, y)) return false;
+  int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
+  if (w->dims[1] != k || y->dims[0] != m || y->dims[1] != n || m <= 0 || m >= INT32_MAX) return false;
+  if (bias && (bias->rank != 1 || bias->dims[0] != n || bias->dtype != TPRT_DTYPE_BF16 || y->dtype != TPRT_DTYPE_BF16 ||
+               !tprt__inv_aligned(bias->data)))
+    return false;
+  return tprt__inv_sizes(k, chunks, {n});
+}
+
+extern "C" tprt_status_t tprt_cuda_linear_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                    const tprt_tensor_t* bias, tprt_tensor_t* y, int chunks,
+                                                    cudaStream_t stream) {
+  if (!tprt_cuda_linear_invariant_fits(x, w, bias, y, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear (invariant): unsupported shapes, dtypes or chunks");
+  tprt__inv_gemm_t g{};
+  g.m = (int)x->dims[0], g.n = (int)w->dims[0], g.k = (int)x->dims[1];
+  g.a = x->data, g.lda = g.k, g.b = w->data, g.ldb = g.k, g.d = y->data, g.ldd = g.n;
+  g.d_f32 = y->dtype == TPRT_DTYPE_F32, g.bias = bias ? bias->data : nullptr, g.chunks = chunks;
+  tprt_status_t s = tprt__inv_launch(TPRT__INV_FWD, g, stream);
+  return s ? tprt_status_annotate(s, "linear (invariant)") : nullptr;
+}
+
+extern "C" bool tprt_cuda_linear_dgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                      const tprt_tensor_t* dx, int chunks) {
+  if (!tprt__inv_operands(dy, w, dx)) return false;
+  int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
+  if (w->dims[0] != n || dx->dims[0] != m || dx->dims[1] != k || m <= 0 || m >= INT32_MAX) return false;
+  return tprt__inv_sizes(n, chunks, {k});
+}
+
+extern "C" tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                          tprt_tensor_t* dx, int chunks, int segments, int blocks,
+                                                          cudaStream_t stream) {
+  const char* op = "linear_dgrad (invariant)";
+  if (!tprt_cuda_linear_dgrad_invariant_fits(dy, w, dx, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or chunks", op);
+  int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
+  void *dyp = nullptr, *wt = nullptr;
+  tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
+  if (!s) {
+    tprt__inv_gemm_t g{};
+    g.m = (int)m, g.n = (int)k, g.k = (int)n;
+    g.a = dyp, g.lda = n, g.b = wt, g.ldb = n, g.d = dx->data, g.ldd = k;
+    g.d_f32 = dx->dtype == TPRT_DTYPE_F32, g.chunks = chunks;
+    s = tprt__inv_launch(TPRT__INV_FWD, g, stream);
+  }
+  if (wt) cudaFreeAsync(wt, stream);
+  if (dyp && dyp != dy->data) cudaFreeAsync(dyp, stream);
+  return s ? tprt_status_annotate(s, "%s", op) : nullptr;
+}
+
+extern "C" bool tprt_cuda_linear_wgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                      const tprt_tensor_t* dw, int chunks) {
+  if (!tprt__inv_operands(dy, x, dw)) return false;
+  int64_t m = dy->dims[0], n = dy->dims[1], k = x->dims[1];
+  if (x->dims[0] != m || dw->dims[0] != n || dw->dims[1] != k) return false;
+  return tprt__inv_sizes(m, chunks, {n, k});
+}
+
+extern "C" tprt_status_t tprt_cuda_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                          tprt_tensor_t* dw, int chunks, cudaStream_t stream) {
+  if (!tprt_cuda_linear_wgrad_invariant_fits(dy, x, dw, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "linear_wgrad (invariant): unsupported shapes, dtypes or chunks");
+  tprt__inv_gemm_t g{};
+  g.m = (int)dy->dims[1], g.n = (int)x->dims[1], g.k = (int)dy->dims[0];
+  g.a = dy->data, g.lda = g.m, g.b = x->data, g.ldb = g.n, g.d = dw->data, g.ldd = g.n;
+  g.d_f32 = dw->dtype == TPRT_DTYPE_F32, g.chunks = chunks;
+  tprt_status_t s = tprt__inv_launch(TPRT__INV_WGRAD, g, stream);
+  return s ? tprt_status_annotate(s, "linear_wgrad (invariant)") : nullptr;
+}
