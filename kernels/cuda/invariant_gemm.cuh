@@ -13,8 +13,8 @@
 // Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
 // the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
 // its subtree): the tile shape (128 x 128 x 64), the MMA instruction and the K order are fixed for
-// every problem. So the result is invariant over batch size and, through the canonical
-// collectives, over TP/SP/EP degrees; its bits are those of this kernel on sm_90 (H100 = H200).
+// every problem (the 2 x 2 cluster only multicasts the operand loads). So the result is invariant over batch size and,
+// through the canonical collectives, over TP/SP/EP degrees; its bits are those of this kernel on sm_90 (H100 = H200).
 //
 // Built on CUTLASS's sm90 TMA + WGMMA warp-specialized cooperative kernel with a persistent
 // data-parallel tile scheduler (never split-K or stream-K); only the consumer's main loop
@@ -125,11 +125,12 @@ struct tprt__chunk_tree_mma : Base {
     const int chunks = k_tile_count / per_chunk;
     const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     if (chunks > 2 && cta >= params.tree_ctas) __trap();  // the workspace is sized by the host
-    // This thread's 64 floats of level L >= 1.
+    // Level L >= 1 of this CTA: 64 floats per thread, stored as 16 float4 planes of 256 threads so
+    // that each warp's access is 512 contiguous bytes. The thread's float4 i is deep(L)[256 * i].
     auto deep = [&](int level) {
-      return reinterpret_cast<float4*>(
-          params.tree_ws +
-          (((size_t)(level - 1) * params.tree_ctas + cta) * kTprtInvMmaThreads + thread_idx) * kTprtInvAccum);
+      return reinterpret_cast<float4*>(params.tree_ws + ((size_t)(level - 1) * params.tree_ctas + cta) *
+                                                            kTprtInvMmaThreads * kTprtInvAccum) +
+             thread_idx;
     };
 
     PipelineState smem_pipe_release = smem_pipe_read;
@@ -175,7 +176,7 @@ struct tprt__chunk_tree_mma : Base {
             const float4* p = deep(level);
             CUTLASS_PRAGMA_UNROLL
             for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-              float4 v = p[i];
+              float4 v = p[kTprtInvMmaThreads * i];
               accum(4 * i) = __fadd_rn(v.x, accum(4 * i));
               accum(4 * i + 1) = __fadd_rn(v.y, accum(4 * i + 1));
               accum(4 * i + 2) = __fadd_rn(v.z, accum(4 * i + 2));
@@ -191,7 +192,7 @@ struct tprt__chunk_tree_mma : Base {
           float4* p = deep(level);
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum / 4; ++i)
-            p[i] = make_float4(accum(4 * i), accum(4 * i + 1), accum(4 * i + 2), accum(4 * i + 3));
+            p[kTprtInvMmaThreads * i] = make_float4(accum(4 * i), accum(4 * i + 1), accum(4 * i + 2), accum(4 * i + 3));
         }
       }
     }
@@ -208,7 +209,7 @@ struct tprt__inv_kernel_t {
   static constexpr bool kBias = Bias;
   using Element = cutlass::bfloat16_t;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_64>;
-  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using ClusterShape = cute::Shape<cute::_2, cute::_2, cute::_1>;  // TMA multicast of A and B: half the L2 traffic
   static constexpr int kAlign = 8;
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   using Fusion =

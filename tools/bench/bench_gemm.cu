@@ -11,7 +11,8 @@
 // Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
 // operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
 // small enough to sit in L2.
-// Usage: tprt-bench-gemm [quick]   (quick: a few shapes, for a smoke run)
+// Usage: tprt-bench-gemm [quick]   (quick: a few shapes, for a smoke run); TPRT_BENCH_CHUNKS=C sets
+// the chunk count of the invariant and exact kernels (default 8).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,6 +92,9 @@ static float bg_time(const std::function<void(int)>& run, int reps, cudaStream_t
   return ms[ms.size() / 2];
 }
 
+// tp.chunks of the invariant and exact kernels (TPRT_BENCH_CHUNKS; default 8, tpc's default).
+static int bg_chunks = 8;
+
 static int bg_reps(double flops) { return flops > 5e12 ? 5 : flops > 5e11 ? 10 : 20; }
 
 static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, int64_t k, bool exact) {
@@ -108,7 +112,7 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
   // fast: cuBLASLt; invariant: the chunk-tree tensor-core GEMM where it fits (else the exact
   // kernel, as the backend's table does: the mode is printed as "invariant-exact"); exact.
   const char* modes[] = {"fast", "invariant", "exact"};
-  const int chunks = 8;
+  const int chunks = bg_chunks;
   for (int mode = 0; mode < (exact ? 3 : 2); ++mode) {
     int reps = mode == 2 ? 3 : bg_reps(flops);
     bool inv_f = tprt_cuda_linear_invariant_fits(&xs[0]->t, &ws[0]->t, nullptr, &y.t, chunks);
@@ -214,6 +218,7 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+  if (getenv("TPRT_BENCH_CHUNKS")) bg_chunks = atoi(getenv("TPRT_BENCH_CHUNKS"));
   cudaStream_t s;
   BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   tprt_cuda_lt_t lt;
