@@ -7,8 +7,9 @@
 // in increasing k, f32 accumulation. The C partials are combined by the pairwise tree of
 // docs/numerics.md ("Canonical K accumulation", step 4) with IEEE f32 additions as the chunks end
 // (a binary counter: chunk c is added, as the right operand, to the pending left subtrees of the
-// levels where c has trailing one bits). Level 0 lives in registers, deeper levels (only when
-// C > 2) in a per-CTA global workspace that stays in L2 (more registers spill the accumulators).
+// levels where c has trailing one bits). Two accumulator sets alternate between chunks, so that
+// level 0 (a pair of chunks) is one register add and the deeper levels, kept in a per-CTA global
+// workspace that stays in L2 (only when C > 2), overlap the next chunk's MMAs.
 //
 // Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
 // the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
@@ -120,7 +121,7 @@ struct tprt__chunk_tree_mma : Base {
     Tensor tCrA = thread_mma.make_fragment_A(tCsA);
     Tensor tCrB = thread_mma.make_fragment_B(tCsB);
 
-    auto level0 = make_fragment_like(accum);
+    auto acc1 = make_fragment_like(accum);
     const int per_chunk = params.tiles_per_chunk;
     const int chunks = k_tile_count / per_chunk;
     const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
@@ -135,66 +136,92 @@ struct tprt__chunk_tree_mma : Base {
 
     PipelineState smem_pipe_release = smem_pipe_read;
     int in_flight = 0;  // tiles issued whose stage is not released yet
-    for (int c = 0; c < chunks; ++c) {
-      for (int t = 0; t < per_chunk; ++t) {
-        auto barrier_token = pipeline.consumer_try_wait(smem_pipe_read);
-        pipeline.consumer_wait(smem_pipe_read, barrier_token);
-        const int read_stage = smem_pipe_read.index();
-        warpgroup_fence_operand(accum);
-        warpgroup_arrive();
+    // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, acc1 =
+    // accum + acc1 is the pair's sum (tree level 1); its deeper merges (workspace loads and
+    // stores) run after the next chunk's first MMAs are issued into accum, so they overlap them.
+    int fold_pending = -1;  // the odd chunk whose pair sum in acc1 still needs its deeper levels
+    auto fold_deep = [&](int c) {
+      int level = 1;
+      for (; (c >> level) & 1; ++level) {
+        const float4* p = deep(level);
         CUTLASS_PRAGMA_UNROLL
-        for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
-          // The chunk's first MMA starts from +0; every other one accumulates.
-          tiled_mma.accumulate_ = (t == 0 && k_block == 0) ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
-          cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB(_, _, k_block, read_stage), accum);
-        }
-        warpgroup_commit_batch();
-        ++smem_pipe_read;
-        ++in_flight;
-        if (t + 1 < per_chunk) {
-          if (in_flight == 2) {  // keep one MMA batch in flight
-            warpgroup_wait<1>();
-            pipeline.consumer_release(smem_pipe_release);
-            ++smem_pipe_release;
-            --in_flight;
-          }
-          continue;
-        }
-        // The chunk is complete: release its stages and fold it into the tree.
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(accum);
-        for (; in_flight > 0; --in_flight) {
-          pipeline.consumer_release(smem_pipe_release);
-          ++smem_pipe_release;
-        }
-        int level = 0;
-        for (; (c >> level) & 1; ++level) {
-          if (level == 0) {
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(level0(i), accum(i));
-          } else {
-            const float4* p = deep(level);
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-              float4 v = p[kTprtInvMmaThreads * i];
-              accum(4 * i) = __fadd_rn(v.x, accum(4 * i));
-              accum(4 * i + 1) = __fadd_rn(v.y, accum(4 * i + 1));
-              accum(4 * i + 2) = __fadd_rn(v.z, accum(4 * i + 2));
-              accum(4 * i + 3) = __fadd_rn(v.w, accum(4 * i + 3));
-            }
-          }
-        }
-        if (c + 1 == chunks) break;  // accum holds the whole tree
-        if (level == 0) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum; ++i) level0(i) = accum(i);
-        } else {
-          float4* p = deep(level);
-          CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum / 4; ++i)
-            p[kTprtInvMmaThreads * i] = make_float4(accum(4 * i), accum(4 * i + 1), accum(4 * i + 2), accum(4 * i + 3));
+        for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+          float4 v = p[kTprtInvMmaThreads * i];
+          acc1(4 * i) = __fadd_rn(v.x, acc1(4 * i));
+          acc1(4 * i + 1) = __fadd_rn(v.y, acc1(4 * i + 1));
+          acc1(4 * i + 2) = __fadd_rn(v.z, acc1(4 * i + 2));
+          acc1(4 * i + 3) = __fadd_rn(v.w, acc1(4 * i + 3));
         }
       }
+      if (c + 1 == chunks) return;  // acc1 holds the whole tree
+      float4* p = deep(level);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kTprtInvAccum / 4; ++i)
+        p[kTprtInvMmaThreads * i] = make_float4(acc1(4 * i), acc1(4 * i + 1), acc1(4 * i + 2), acc1(4 * i + 3));
+    };
+    // One k tile of chunk c into |acc|: from +0 at the chunk's first MMA.
+    auto issue = [&](auto& acc, int t) {
+      auto barrier_token = pipeline.consumer_try_wait(smem_pipe_read);
+      pipeline.consumer_wait(smem_pipe_read, barrier_token);
+      const int read_stage = smem_pipe_read.index();
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+        tiled_mma.accumulate_ = (t == 0 && k_block == 0) ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+        cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB(_, _, k_block, read_stage), acc);
+      }
+      warpgroup_commit_batch();
+      ++smem_pipe_read;
+      ++in_flight;
+    };
+    auto release_one = [&]() {  // keep one MMA batch in flight
+      if (in_flight == 2) {
+        warpgroup_wait<1>();
+        pipeline.consumer_release(smem_pipe_release);
+        ++smem_pipe_release;
+        --in_flight;
+      }
+    };
+    auto drain = [&]() {
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(accum);
+      warpgroup_fence_operand(acc1);
+      for (; in_flight > 0; --in_flight) {
+        pipeline.consumer_release(smem_pipe_release);
+        ++smem_pipe_release;
+      }
+    };
+    for (int c = 0; c < chunks; ++c) {
+      for (int t = 0; t < per_chunk; ++t) {
+        if (c & 1) {
+          issue(acc1, t);
+        } else {
+          issue(accum, t);
+          if (t == 0 && fold_pending >= 0) {  // overlaps the MMAs just issued into accum
+            fold_deep(fold_pending);
+            fold_pending = -1;
+          }
+        }
+        if (t + 1 < per_chunk || !(c & 1)) {
+          release_one();
+          continue;
+        }
+        // An odd chunk is complete: level 0 of the tree, the pair's sum, in acc1.
+        drain();
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
+        if (c + 1 == chunks) {
+          fold_deep(c);
+        } else {
+          fold_pending = c;
+        }
+      }
+    }
+    drain();
+    if (chunks > 1) {  // the tree ended in acc1 (one chunk: in accum already)
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = acc1(i);
     }
     warpgroup_fence_operand(accum);
   }
