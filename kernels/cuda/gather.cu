@@ -30,8 +30,8 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 }
 
 extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem,
-                                            const int64_t* index, tprt_cuda_order_t order, int64_t len,
-                                            int transpose, void* dst, cudaStream_t stream) {
+                                             const int64_t* index, tprt_cuda_order_t order, int64_t len, int transpose,
+                                             void* dst, cudaStream_t stream) {
   int64_t total = (transpose ? cols : rows) * len;
   if (total <= 0) return NULL;
   dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
@@ -43,6 +43,32 @@ extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int6
         (const uint32_t*)src, rows, cols, index, order, len, transpose, (uint32_t*)dst);
   else
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "gather_2d: elements of %d bytes (2 or 4 expected)", elem);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}
+
+// dst row r = src row idx(r) (the segmented order), |words| 16-byte words a row; one block of
+// threads per destination row.
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__gather_rows_kernel(const uint4* __restrict__ src, int64_t rows, int64_t words, tprt_cuda_order_t order,
+                             uint4* __restrict__ dst) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t j = order.chunks > 0 ? tprt__segmented_index(r, rows, order) : r;
+    for (int64_t w = threadIdx.x; w < words; w += blockDim.x) dst[r * words + w] = src[j * words + w];
+  }
+}
+
+extern "C" tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes,
+                                               tprt_cuda_order_t order, void* dst, cudaStream_t stream) {
+  if (rows <= 0 || row_bytes <= 0) return NULL;
+  if (row_bytes % 16 || ((uintptr_t)src | (uintptr_t)dst) % 16)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "gather_rows: rows of %lld bytes at %p and %p are not "
+                            "16-byte aligned",
+                            (long long)row_bytes, src, dst);
+  unsigned grid = (unsigned)(rows < 65535 ? rows : 65535);
+  tprt__gather_rows_kernel<<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((const uint4*)src, rows, row_bytes / 16, order,
+                                                                       (uint4*)dst);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
 }

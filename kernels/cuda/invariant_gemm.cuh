@@ -55,11 +55,11 @@ struct tprt__inv_gemm_t {
   int sm_count;
 };
 
-/// The two operand layouts: forward (A row-major, B column-major: both K-major; also every dgrad,
-/// on permuted and transposed operands) and wgrad (A column-major, B row-major).
-enum tprt__inv_layout_t { TPRT__INV_FWD = 0, TPRT__INV_WGRAD = 2 };
+/// The operand layouts of the three contractions, as in grouped_fast.cuh.
+enum tprt__inv_layout_t { TPRT__INV_FWD = 0, TPRT__INV_DGRAD = 1, TPRT__INV_WGRAD = 2 };
 
 tprt_status_t tprt__inv_gemm_fwd(const tprt__inv_gemm_t& g, cudaStream_t stream);
+tprt_status_t tprt__inv_gemm_dgrad(const tprt__inv_gemm_t& g, cudaStream_t stream);
 tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t stream);
 
 /// Threads of the consumer warpgroups and accumulators per thread of the 128 x 128 tile.

@@ -3,10 +3,9 @@
 // the chunk tree over the contracted length of fixed WGMMA sequences.
 //
 //   forward  y[M,N]  = x[M,K]·w[N,K]ᵀ        chunks over K
-//   dgrad    dx[M,K] = dy[M,N]·w[N,K]        chunks over N, in the op's segmented order: dy's
-//            columns and w's rows are put in that order first (and w transposed), so the GEMM is
-//            the forward layout over [dy | order] and wᵀ — always, also for the plain order, so
-//            that one instruction layout serves every dgrad
+//   dgrad    dx[M,K] = dy[M,N]·w[N,K]        chunks over N, in the op's segmented order: for a
+//            segmented order dy's columns and w's rows are put in that order first (copies); the
+//            GEMM reads w as it is stored (B row-major), one instruction layout for every dgrad
 //   wgrad    dw[N,K] = dy[M,N]ᵀ·x[M,K]       chunks over M (the tokens)
 //
 // Requirements (the _fits predicates): bf16 operands, results bf16 or f32 (a bias only with a
@@ -16,6 +15,9 @@
 // none.
 #include "invariant_gemm.cuh"
 #include "tprt_cuda_kernels.h"
+extern "C" {
+#include "tprt_cpu_internal.h"  // tprt__segmented_order (a C header)
+}
 
 namespace {
 
@@ -59,7 +61,9 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
   void* ws = nullptr;
   tprt_status_t s = tprt__inv_prepare(&g, &ws, stream);
   if (!s) {
-    s = layout == TPRT__INV_FWD ? tprt__inv_gemm_fwd(g, stream) : tprt__inv_gemm_wgrad(g, stream);
+    s = layout == TPRT__INV_FWD     ? tprt__inv_gemm_fwd(g, stream)
+        : layout == TPRT__INV_DGRAD ? tprt__inv_gemm_dgrad(g, stream)
+                                    : tprt__inv_gemm_wgrad(g, stream);
   }
   if (ws) cudaFreeAsync(ws, stream);
   return s;
@@ -106,17 +110,32 @@ extern "C" tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* d
   if (!tprt_cuda_linear_dgrad_invariant_fits(dy, w, dx, chunks))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or chunks", op);
   int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
-  void *dyp = nullptr, *wt = nullptr;
-  tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
+  // The host order only validates (the CPU kernel's checks and messages); the device computes it.
+  int64_t* order = nullptr;
+  tprt_status_t s = tprt__segmented_order(op, n, chunks, segments, blocks, &order);
+  if (s) return s;
+  const bool segmented = order != nullptr;
+  tprt__scratch_free(order);
+  const void *a = dy->data, *b = w->data;
+  void *dyp = nullptr, *wp = nullptr;
+  if (segmented) {  // dy's columns and w's rows in the segmented order
+    tprt_cuda_order_t o = {chunks, segments, blocks};
+    cudaError_t err = cudaMallocAsync(&dyp, (size_t)(m * n) * 2, stream);
+    if (err == cudaSuccess) err = cudaMallocAsync(&wp, (size_t)(n * k) * 2, stream);
+    if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
+    if (!s) s = tprt_cuda_gather_2d(dy->data, m, n, 2, nullptr, o, n, 0, dyp, stream);
+    if (!s) s = tprt_cuda_gather_rows(w->data, n, k * 2, o, wp, stream);
+    a = dyp, b = wp;
+  }
   if (!s) {
     tprt__inv_gemm_t g{};
     g.m = (int)m, g.n = (int)k, g.k = (int)n;
-    g.a = dyp, g.lda = n, g.b = wt, g.ldb = n, g.d = dx->data, g.ldd = k;
+    g.a = a, g.lda = n, g.b = b, g.ldb = k, g.d = dx->data, g.ldd = k;
     g.d_f32 = dx->dtype == TPRT_DTYPE_F32, g.chunks = chunks;
-    s = tprt__inv_launch(TPRT__INV_FWD, g, stream);
+    s = tprt__inv_launch(TPRT__INV_DGRAD, g, stream);
   }
-  if (wt) cudaFreeAsync(wt, stream);
-  if (dyp && dyp != dy->data) cudaFreeAsync(dyp, stream);
+  if (dyp) cudaFreeAsync(dyp, stream);
+  if (wp) cudaFreeAsync(wp, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 

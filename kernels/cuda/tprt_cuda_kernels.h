@@ -178,6 +178,10 @@ tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, i
                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits,
                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// Whole rows in |order| (identity when order.chunks == 0): dst row r = src row idx(r) of |rows|
+/// rows of |row_bytes| (a multiple of 16; 16-byte aligned buffers). kernels/cuda/gather.cu.
+tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes, tprt_cuda_order_t order,
+                                    void* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The backward contractions, bitwise tprt_cpu_linear_dgrad_segmented, tprt_cpu_linear_wgrad,
 /// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:

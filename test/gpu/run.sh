@@ -355,7 +355,8 @@ else
   CUTLASS_INC="${TPC_CUTLASS_DIR:-$ROOT/third_party/cutlass/include}"
   [[ -f "$CUTLASS_INC/cutlass/cutlass.h" ]] || { echo "run.sh: CUTLASS headers not found in $CUTLASS_INC" >&2; exit 1; }
   for src in kernels/cuda/grouped_fast.cu kernels/cuda/grouped_fast_fwd.cu kernels/cuda/grouped_fast_dgrad.cu \
-             kernels/cuda/grouped_fast_wgrad.cu; do
+             kernels/cuda/grouped_fast_wgrad.cu kernels/cuda/invariant_linear.cu kernels/cuda/invariant_gemm_fwd.cu \
+             kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu; do
     obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
     objs+=("$obj")
     "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${INC[@]}" -isystem "$CUTLASS_INC" \
