@@ -21,6 +21,7 @@
 #include <cutlass/gemm/group_array_problem_shape.hpp>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
+#include "cutlass_launch.cuh"
 #include "tprt_cuda_status.h"
 #include "tprt_status.h"
 
@@ -90,21 +91,7 @@ tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_co
   args.epilogue.thread.alpha = 1.0f;
   args.epilogue.thread.beta = 0.0f;
   args.hw_info.sm_count = sm_count;
-  Gemm gemm;
-  cutlass::Status st = gemm.can_implement(args);
-  if (st != cutlass::Status::kSuccess)
-    return tprt_make_status(TPRT_STATUS_INTERNAL, "fast grouped GEMM: CUTLASS cannot implement it (%s)",
-                            cutlassGetStatusString(st));
-  size_t bytes = Gemm::get_workspace_size(args);
-  void* workspace = nullptr;
-  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&workspace, bytes, stream));
-  st = gemm.initialize(args, workspace, stream);
-  if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
-  if (workspace) cudaFreeAsync(workspace, stream);
-  if (st != cutlass::Status::kSuccess)
-    return tprt_make_status(TPRT_STATUS_INTERNAL, "fast grouped GEMM: CUTLASS launch failed (%s): %s",
-                            cutlassGetStatusString(st), cudaGetErrorString(cudaGetLastError()));
-  return nullptr;
+  return tprt__cutlass_launch<Gemm>(args, "fast grouped GEMM", stream);
 }
 
 #endif  // TPRT_GROUPED_FAST_CUH_

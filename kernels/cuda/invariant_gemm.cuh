@@ -33,6 +33,7 @@
 #include <cutlass/gemm/kernel/tile_scheduler.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
+#include "cutlass_launch.cuh"
 #include "tprt_cuda_status.h"
 #include "tprt_status.h"
 
@@ -286,21 +287,7 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   args.epilogue.thread.beta = 0.0f;
   if constexpr (K::kBias) args.epilogue.thread.bias_ptr = static_cast<const Element*>(g.bias);
   args.hw_info.sm_count = g.sm_count;
-  Gemm gemm;
-  cutlass::Status st = gemm.can_implement(args);
-  if (st != cutlass::Status::kSuccess)
-    return tprt_make_status(TPRT_STATUS_INTERNAL, "invariant GEMM: CUTLASS cannot implement M=%d N=%d K=%d (%s)", g.m,
-                            g.n, g.k, cutlassGetStatusString(st));
-  size_t bytes = Gemm::get_workspace_size(args);
-  void* workspace = nullptr;
-  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&workspace, bytes, stream));
-  st = gemm.initialize(args, workspace, stream);
-  if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
-  if (workspace) cudaFreeAsync(workspace, stream);
-  if (st != cutlass::Status::kSuccess)
-    return tprt_make_status(TPRT_STATUS_INTERNAL, "invariant GEMM: CUTLASS launch failed (%s): %s",
-                            cutlassGetStatusString(st), cudaGetErrorString(cudaGetLastError()));
-  return nullptr;
+  return tprt__cutlass_launch<Gemm>(args, "invariant GEMM", stream);
 }
 
 #endif  // TPRT_INVARIANT_GEMM_CUH_
