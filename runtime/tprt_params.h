@@ -34,6 +34,10 @@ int64_t tprt__param_load(const char* name, int64_t default_value, _Atomic int64_
 /// DEADLINE_EXCEEDED (TPRT_COLLECTIVE_TIMEOUT_S, default 600; 0 or less waits forever).
 TPRT_PARAM_DECLARE(collective_timeout_s);
 
+/// Non-zero: the CUDA backend lets the ranks of a thread world share GPUs when there are more
+/// ranks than GPUs (TPRT_CUDA_SHARE_DEVICES, default 0; tpc-run --share-gpus sets it).
+TPRT_PARAM_DECLARE(cuda_share_devices);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,10 @@
 // Every compute op has a CUDA kernel; the ABI's host fallback (tprt_abi_impl.h) remains for
 // backends or ops added later without one.
 //
+// Ranks sharing GPUs (tpc-run --share-gpus, TPRT_CUDA_SHARE_DEVICES=1): a world of threads with
+// more ranks than GPUs puts rank i on device i % GPUs, and its collectives copy between the ranks'
+// buffers instead of using NCCL (backend_cuda_local.c); a test mode, without CUDA graphs.
+//
 // Thread safety: each rank thread has its own state (thread-local): device, streams, events,
 // communicators.
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include "tprt_backend.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
+#include "tprt_params.h"
 
 _Thread_local tprt__cuda_rank_t tprt__r;
 
@@ -62,14 +67,27 @@ static tprt_status_t tprt__cuda_rank_streams(void) {
 static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
   int n = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&n));
-  // One GPU per rank: the rank's index on its node (LOCAL_RANK for a process world).
+  // One GPU per rank: the rank's index on its node (LOCAL_RANK for a process world). Threads of
+  // one process may share GPUs when asked to (their buffers are then addressable by each other).
   int local = tprt_rank_local_size(rank), index = tprt_rank_local_index(rank);
-  if (local > n)
+  bool process = tprt_rank_is_process(rank);
+  bool shared = local > n && n > 0 && !process && tprt_param_cuda_share_devices() != 0;
+  if (local > n && process)
     return tprt_make_status(TPRT_STATUS_UNAVAILABLE,
-                            "the cuda backend runs one rank per GPU: %s%d ranks need %d GPUs; this machine has %d",
-                            tprt_rank_is_process(rank) ? "this node's " : "a world of ", local, local, n);
+                            "the cuda backend runs one rank per GPU: this node's %d ranks need %d GPUs; this machine "
+                            "has %d%s",
+                            local, local, n,
+                            tprt_param_cuda_share_devices() ? " (--share-gpus lets the ranks of one process share "
+                                                              "GPUs, not ranks run as processes)"
+                                                            : "");
+  if (local > n && !shared)
+    return tprt_make_status(TPRT_STATUS_UNAVAILABLE,
+                            "the cuda backend runs one rank per GPU: a world of %d ranks needs %d GPUs; this machine "
+                            "has %d (--share-gpus or TPRT_CUDA_SHARE_DEVICES=1 lets ranks share GPUs, for tests)",
+                            local, local, n);
   memset(&tprt__r, 0, sizeof tprt__r);
-  tprt__r.device = index;
+  tprt__r.device = shared ? index % n : index;
+  tprt__r.shared = shared;
   tprt__r.rank = rank;
   TPRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(tprt__r.device));
   int major = 0, minor = 0;
@@ -80,6 +98,7 @@ static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
   tprt__r.issue = tprt__r.stream;
   tprt__r.active = true;
   tprt_status_t s = tprt__cuda_rank_streams();
+  if (!s && shared) s = tprt__local_rank_begin(n);
   if (s) tprt__cuda_rank_end(rank);
   return s;
 }
@@ -98,10 +117,15 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   // After a failure a peer may never take part again: abort (returns at once) rather than destroy.
   tprt_status_t failed = tprt__r.rank ? tprt_rank_check_abort(tprt__r.rank) : NULL;
   for (int i = 0; i < tprt__r.num_comms; ++i)
-    failed ? ncclCommAbort(tprt__r.comms[i].comm) : ncclCommDestroy(tprt__r.comms[i].comm);
+    if (tprt__r.comms[i].comm) failed ? ncclCommAbort(tprt__r.comms[i].comm) : ncclCommDestroy(tprt__r.comms[i].comm);
+  tprt__local_rank_end(failed != NULL);
+  // Ranks that share GPUs read each other's scratch (a packed source): after a failure a peer may
+  // still read it (backend_cuda_local.c), so it is left to the process's end.
+  if (!(tprt__r.shared && failed)) {
+    tprt__buffer_free(&tprt__r.scratch);
+    tprt__buffer_free(&tprt__r.comm_scratch);
+  }
   tprt_status_free(failed);
-  tprt__buffer_free(&tprt__r.scratch);
-  tprt__buffer_free(&tprt__r.comm_scratch);
   tprt__buffer_free(&tprt__r.workspace);
   tprt_cuda_lt_destroy(&tprt__r.lt);
   for (int i = 0; i < tprt__r.num_futures; ++i) cudaEventDestroy(tprt__r.futures[i].done);
@@ -120,7 +144,10 @@ static tprt_status_t tprt__cuda_alloc(size_t bytes, void** out) {
 }
 
 static void tprt__cuda_free(void* ptr) {
-  if (ptr) cudaFree(ptr);
+  if (!ptr) return;
+  // Ranks that share GPUs read each other's buffers (backend_cuda_local.c decides when that is over).
+  if (tprt__r.active && tprt__r.shared && !tprt__local_may_free()) return;
+  cudaFree(ptr);
 }
 
 // Host copies and synchronization cannot be captured into a CUDA graph.
@@ -156,6 +183,12 @@ static tprt_status_t tprt__cuda_synchronize(void) {
 
 static tprt_status_t tprt__cuda_graph_begin(void) {
   TPRT__TRY(tprt__need_rank());
+  // A local collective makes each rank's stream wait on events its peers record on theirs: edges
+  // between the separate graphs of the ranks, which stream capture cannot express.
+  if (tprt__r.shared)
+    return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                            "--graph: ranks that share a GPU (--share-gpus) order their streams through each other's "
+                            "events, which per-rank CUDA graphs cannot capture; run without --graph");
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(tprt__r.stream, cudaStreamCaptureModeThreadLocal));
   tprt__r.capturing = true;
   return NULL;

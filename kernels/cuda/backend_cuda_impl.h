@@ -1,5 +1,6 @@
 // Internal to the CUDA backend plugin (backend_cuda.c: ranks, memory, graphs, kernels;
-// backend_cuda_nccl.c: communicators, collectives, waiting): the per-rank state and helpers.
+// backend_cuda_nccl.c: communicators, collectives, waiting; backend_cuda_local.c: the collectives
+// of ranks that share GPUs): the per-rank state and helpers.
 #ifndef TPRT_BACKEND_CUDA_IMPL_H_
 #define TPRT_BACKEND_CUDA_IMPL_H_
 
@@ -18,8 +19,9 @@
 
 typedef struct {
   uint32_t mask;
-  ncclComm_t comm;
+  ncclComm_t comm;  // NULL for a local group
   int size, index;
+  bool local;  // the ranks share GPUs: no NCCL communicator, the collectives of backend_cuda_local.c
 } tprt__cuda_comm_t;
 
 /// A device buffer that grows (outside graph capture) and is reused in stream order.
@@ -53,6 +55,11 @@ typedef struct {
   bool capturing;  // between graph_begin and graph_end: no host copies, no synchronization
   tprt_rank_t* rank;
   int64_t collectives;  // calls so far (fault injection counts them)
+  // Ranks sharing GPUs (TPRT_CUDA_SHARE_DEVICES, a thread world with more ranks than GPUs): every
+  // collective group is local (backend_cuda_local.c), synchronized through these two events.
+  bool shared;
+  cudaEvent_t local_ready;  // recorded on the issuing stream once the collective's source is written
+  cudaEvent_t local_done;   // recorded on it once the rank's reads of its peers' sources are queued
 } tprt__cuda_rank_t;
 
 /// The calling rank thread's state (backend_cuda.c).
@@ -88,6 +95,44 @@ tprt_status_t tprt__scratch(size_t bytes, char** out);
 /// Waits for the rank's streams (compute and comm); NCCL errors, a world abort or the timeout
 /// abort the rank's communicators and return a status (backend_cuda_nccl.c).
 tprt_status_t tprt__wait_stream(void);
+
+/// Elements before |dim| (the outer count) and bytes from |dim| on (one outer row), of |t|.
+void tprt__split_at(const tprt_tensor_t* t, int dim, int64_t* outer, size_t* row_bytes);
+
+/// Packs |in| ([outer] rows of |row| bytes, each split into |g| equal parts) as [g][outer][row/g]
+/// into |packed|: part p of every row becomes the contiguous block p. On tprt__r.issue.
+tprt_status_t tprt__pack_slices(const char* in, char* packed, int g, int64_t outer, size_t row);
+
+/// The inverse placement: block p of |blocks| (|block_bytes| each, [outer] rows of |row| bytes)
+/// goes to position p of every row of |out| (rows of g·|row| bytes). On tprt__r.issue.
+tprt_status_t tprt__concat_blocks(const char* blocks, size_t block_bytes, int g, int64_t outer, size_t row, char* out);
+
+/// |x| rounded up to the alignment at which scratch regions are carved (256 bytes).
+size_t tprt__align_up(size_t x);
+
+/// The collectives of a local group (|c|->local: its ranks share GPUs), on tprt__r.issue, with
+/// arguments that the callers in backend_cuda_nccl.c have validated (backend_cuda_local.c).
+tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, tprt_order_t order);
+tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                         tprt_tensor_t* out, int dim, tprt_order_t order);
+tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int dim);
+tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int split_dim, int concat_dim);
+
+/// Creates the rank's two local events and enables peer access from its device to the other
+/// |num_devices| - 1 (best effort: copies between GPUs without it go through the host) (rank_begin).
+tprt_status_t tprt__local_rank_begin(int num_devices);
+
+/// Destroys the local events, unless the world |failed|: a peer may then still be about to name
+/// them, and they are left to the process's end (rank_end).
+void tprt__local_rank_end(bool failed);
+
+/// Whether a device buffer of the calling rank (tprt__r.shared) may be freed now: after its streams
+/// drain, true unless the world failed (a peer may then still read the buffer: it is left to the
+/// process's end) (the backend's free).
+bool tprt__local_may_free(void);
 
 /// The kernels of the backend table (backend_cuda_kernels.c), and its numerics hook.
 #define TPRT__CUDA_KERNEL_DECL(name, params, args) tprt_status_t tprt__cuda_##name params;

@@ -3,7 +3,9 @@
 // strided device copies, the async starts on the comm stream with event futures, and the stream
 // wait that turns NCCL failures, world aborts and timeouts into statuses. See backend_cuda.c for
 // the backend as a whole. Every collective queues its work on tprt__r.issue: the compute stream,
-// or the comm stream while a start issues it.
+// or the comm stream while a start issues it. When the ranks share GPUs (tprt__r.shared) no NCCL
+// communicator exists: each collective validates its arguments here, then hands a local group to
+// backend_cuda_local.c.
 #define _POSIX_C_SOURCE 200809L  // nanosleep, clock_gettime
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,8 @@ static double tprt__now(void) {
 
 // Aborts every communicator of the rank (their kernels return), so that no stream waits forever.
 static void tprt__abort_comms(void) {
-  for (int i = 0; i < tprt__r.num_comms; ++i) ncclCommAbort(tprt__r.comms[i].comm);
+  for (int i = 0; i < tprt__r.num_comms; ++i)
+    if (tprt__r.comms[i].comm) ncclCommAbort(tprt__r.comms[i].comm);
   tprt__r.num_comms = 0;
 }
 
@@ -54,7 +57,7 @@ tprt_status_t tprt__wait_stream(void) {
     if (compute && comm) return NULL;
     for (int i = 0; i < tprt__r.num_comms; ++i) {
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(tprt__r.comms[i].comm, &async);
+      if (tprt__r.comms[i].comm) ncclCommGetAsyncError(tprt__r.comms[i].comm, &async);
       if (async != ncclSuccess && async != ncclInProgress) {
         tprt_status_t s = tprt__nccl_status(async, "an NCCL collective (asynchronous error)");
         tprt__abort_comms();
@@ -100,6 +103,7 @@ static tprt_status_t tprt__fault(void) {
 
 // The communicator of the calling rank's group over |mask|, created on first use: group member 0
 // makes the NCCL unique id and the CPU world's all-gather (host memory) hands it to the others.
+// When the ranks share GPUs the group is local instead (no NCCL, nothing exchanged here).
 static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_comm_t** out) {
   TPRT__TRY(tprt__need_rank());
   for (int i = 0; i < tprt__r.num_comms; ++i)
@@ -110,6 +114,12 @@ static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_com
   if (tprt__r.num_comms == TPRT__CUDA_MAX_COMMS)
     return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "more than %d collective groups", TPRT__CUDA_MAX_COMMS);
   int g = tprt_rank_group_size(rank, mask), index = tprt_rank_group_index(rank, mask);
+  if (tprt__r.shared && g > 0) {
+    tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms++];
+    *c = (tprt__cuda_comm_t){.mask = mask, .comm = NULL, .size = g, .index = index, .local = true};
+    *out = c;
+    return NULL;
+  }
   enum { WORDS = (sizeof(ncclUniqueId) + 3) / 4 };
   int32_t mine[WORDS];
   int32_t* all = calloc((size_t)g * WORDS, sizeof(int32_t));
@@ -132,6 +142,7 @@ static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_com
   if (s) return s;
   tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms];
   TPRT__NCCL(ncclCommInitRank(&c->comm, g, id, index));
+  c->local = false;
   c->mask = mask;
   c->size = g;
   c->index = index;
@@ -160,8 +171,7 @@ static bool tprt__nccl_float(int dtype, ncclDataType_t* out) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-// Elements before |dim| (the outer count) and bytes from |dim| on (one outer row), of |t|.
-static void tprt__split_at(const tprt_tensor_t* t, int dim, int64_t* outer, size_t* row_bytes) {
+void tprt__split_at(const tprt_tensor_t* t, int dim, int64_t* outer, size_t* row_bytes) {
   int64_t o = 1;
   for (int d = 0; d < dim; ++d) o *= t->dims[d];
   *outer = o;
@@ -204,6 +214,7 @@ tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt
   if (!tprt__nccl_float(in->dtype, &dt) || tprt_tensor_numel(out) != n)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_reduce: float input and an output of its size expected");
   if (c->size == 1) return tprt__convert(in->data, in->dtype, in, out);
+  if (c->local) return tprt__local_all_reduce(rank, c, in, out, order);
   char* buf = NULL;
   if (order == TPRT_ORDER_CANONICAL && n % c->size == 0) {
     // Two phases, the ring's bytes (2(g-1)/g of the tensor each way): member p receives every
@@ -236,7 +247,7 @@ tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt
 // Scratch regions are carved at this alignment.
 #define TPRT__SCRATCH_ALIGN ((size_t)256)
 
-static size_t tprt__align_up(size_t x) {
+size_t tprt__align_up(size_t x) {
   return (x + TPRT__SCRATCH_ALIGN - 1) / TPRT__SCRATCH_ALIGN * TPRT__SCRATCH_ALIGN;
 }
 
@@ -244,11 +255,18 @@ static size_t tprt__align_up(size_t x) {
 // all-to-all, along its split dim) first packs its input as [R][outer, D/R, inner] into |packed| (member p's slice along the dim becomes the
 // contiguous block p), so the outermost path below applies: block p holds exactly the elements of
 // member p's output, in its row-major order, and every element is summed in the same tree.
-static tprt_status_t tprt__pack_slices(const char* in, char* packed, int g, int64_t outer, size_t row) {
+tprt_status_t tprt__pack_slices(const char* in, char* packed, int g, int64_t outer, size_t row) {
   size_t part = row / (size_t)g, slice = part * (size_t)outer;
   for (int p = 0; p < g; ++p)
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(packed + (size_t)p * slice, part, in + (size_t)p * part, row, part,
                                                 (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
+  return NULL;
+}
+
+tprt_status_t tprt__concat_blocks(const char* blocks, size_t block_bytes, int g, int64_t outer, size_t row, char* out) {
+  for (int p = 0; p < g; ++p)
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out + (size_t)p * row, (size_t)g * row, blocks + (size_t)p * block_bytes,
+                                                row, row, (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
   return NULL;
 }
 
@@ -270,6 +288,7 @@ tprt_status_t tprt__cuda_reduce_scatter(tprt_rank_t* rank, uint32_t mask, const 
   int64_t n = tprt_tensor_numel(in) / c->size;
   size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)c->size;
   if (c->size == 1) return tprt__convert(in->data, in->dtype, out, out);
+  if (c->local) return tprt__local_reduce_scatter(rank, c, in, out, dim, order);
   // One scratch allocation, carved into regions: [packed input (leading dims only)][staged slices
   // (canonical) or the NCCL sum (a dtype change)].
   bool pack = outer != 1 && bytes > 0, convert = in->dtype != out->dtype;
@@ -303,6 +322,7 @@ tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt
   if (dim < 0 || dim >= in->rank || tprt_tensor_bytes(out) != (size_t)c->size * tprt_tensor_bytes(in))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_gather: output of %d inputs along dim %d expected",
                             c->size, dim);
+  if (c->local) return tprt__local_all_gather(rank, c, in, out, dim);
   int64_t outer;
   size_t row, bytes = tprt_tensor_bytes(in);
   tprt__split_at(in, dim, &outer, &row);
@@ -313,11 +333,7 @@ tprt_status_t tprt__cuda_all_gather(tprt_rank_t* rank, uint32_t mask, const tprt
   char* buf = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &buf));
   TPRT__NCCL(ncclAllGather(in->data, buf, bytes, ncclUint8, c->comm, tprt__r.issue));
-  for (int p = 0; p < c->size; ++p)
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row, (size_t)c->size * row,
-                                                buf + (size_t)p * bytes, row, row, (size_t)outer,
-                                                cudaMemcpyDeviceToDevice, tprt__r.issue));
-  return NULL;
+  return tprt__concat_blocks(buf, bytes, c->size, outer, row, out->data);
 }
 
 tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -330,6 +346,7 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
       in->dims[split_dim] % g != 0 || tprt_tensor_bytes(out) != tprt_tensor_bytes(in))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_to_all: split dim %d must divide over %d ranks",
                             split_dim, g);
+  if (c->local) return tprt__local_all_to_all(rank, c, in, out, split_dim, concat_dim);
   size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
   char* buf = NULL;
   TPRT__TRY(tprt__scratch(2 * bytes, &buf));
@@ -346,11 +363,7 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   int64_t outer_c;
   size_t row_c;
   tprt__split_at(&piece, concat_dim, &outer_c, &row_c);
-  for (int p = 0; p < g; ++p)
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync((char*)out->data + (size_t)p * row_c, (size_t)g * row_c,
-                                                recv + (size_t)p * slice, row_c, row_c, (size_t)outer_c,
-                                                cudaMemcpyDeviceToDevice, tprt__r.issue));
-  return NULL;
+  return tprt__concat_blocks(recv, slice, g, outer_c, row_c, out->data);
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,7 +3,7 @@
 //
 //   tpc-run model.so|model.mlir [--world N] [--function F] [--weights ckpt.safetensors]
 //           [--inputs in.safetensors] [--seed S] [--outputs out.safetensors] [--hash] [--stats]
-//           [--repeat R] [--backend cpu]
+//           [--repeat R] [--backend cpu|cuda] [--graph] [--share-gpus]
 //
 // Arguments come from --inputs, then --weights (by name), then seeded Philox initialisation
 // (element (i,j) of a tensor depends only on the seed, the tensor's name and (i,j)). Prints the
@@ -365,6 +365,8 @@ int main(int argc, char** argv) {
   memset(&opts, 0, sizeof opts);
   int parsed = tpc_run_parse_args(argc, argv, &opts);
   if (parsed <= 0) return parsed == 0 ? 0 : 2;
+  // The CUDA backend reads the knob when its first rank begins (tprt_params.h), after this.
+  if (opts.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1);
 
   tprt_allocator_t alloc = tprt_allocator_system();
   char tmpdir[] = "/tmp/tpc-run-XXXXXX";

@@ -38,6 +38,11 @@ static void tpc__usage(FILE* out) {
           "  --backend cpu|cuda      cpu (default): rank threads on this CPU. cuda: one GPU per rank, NCCL\n"
           "                          collectives (loads libtprt_backend_cuda.so from ../lib next to tpc-run,\n"
           "                          or the path in TPRT_BACKEND_CUDA)\n"
+          "  --share-gpus            (--backend cuda) let a world have more ranks than GPUs: rank i on GPU\n"
+          "                          i %% GPUs, collectives as device copies plus the canonical sums instead of\n"
+          "                          NCCL (the same bits); for tests such as TP invariance at TP 8 on one GPU.\n"
+          "                          Ranks as threads only, no --graph; a world with enough GPUs runs one GPU\n"
+          "                          per rank as without it. Sets TPRT_CUDA_SHARE_DEVICES=1\n"
           "  -h, --help              Print this help\n\n"
           "RANKS AS PROCESSES:\n"
           "  Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; LOCAL_RANK picks the GPU) or mpirun\n"
@@ -77,6 +82,9 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       continue;
     } else if (!strcmp(a, "--graph")) {
       o->graph = true;
+      continue;
+    } else if (!strcmp(a, "--share-gpus")) {
+      o->share_gpus = true;
       continue;
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
@@ -156,6 +164,10 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
   if (compile_flags && !o->pipeline) o->pipeline = "infer";
   if (o->graph && (!o->backend || strcmp(o->backend, "cuda") != 0)) {
     fprintf(stderr, "tpc-run: error: --graph captures CUDA graphs: it needs --backend cuda\n");
+    return -1;
+  }
+  if (o->share_gpus && (!o->backend || strcmp(o->backend, "cuda") != 0)) {
+    fprintf(stderr, "tpc-run: error: --share-gpus lets the ranks share GPUs: it needs --backend cuda\n");
     return -1;
   }
   if (o->count_only && (o->hash || o->outputs || o->dump_args || o->weights || o->inputs)) {

@@ -29,6 +29,7 @@ typedef struct {
   bool count_only;  // --count-only: counters without computing (implies --stats)
   const char* backend;  // --backend: "cpu" (default) or "cuda"
   bool graph;           // --graph: capture one step as a CUDA graph and replay it
+  bool share_gpus;      // --share-gpus: ranks of a thread world may share GPUs (TPRT_CUDA_SHARE_DEVICES=1)
 } tpc_run_options_t;
 
 /// Parses argv into |o| (zeroed by the caller). Returns 1 to run, 0 after --help (printed), -1 on

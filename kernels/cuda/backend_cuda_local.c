@@ -1,0 +1,222 @@
+// The CUDA backend's collectives for ranks that share GPUs (backend_cuda_impl.h). With tpc-run
+// --share-gpus (TPRT_CUDA_SHARE_DEVICES=1) a world of threads may have more ranks than the machine
+// has GPUs: rank i runs on device i % GPUs (backend_cuda.c). NCCL refuses two ranks of one
+// communicator on one GPU, so every collective group of such a world is local: the ranks are
+// threads of this process and read each other's device buffers directly. One collective, on the
+// stream it issues on (tprt__r.issue: the compute stream, or the comm stream under a start):
+//
+//   1. publish: the rank records its `ready` event after the source its peers will read (its
+//      input, or a packed copy in its scratch) and all-gathers {source, ready, done, device} over
+//      the CPU world; its stream then waits on every peer's `ready`;
+//   2. collect: device-to-device copies (peer copies between GPUs) of each member's block into the
+//      rank's own staging buffer [group][block], on its stream;
+//   3. finish: the rank records `done` after those reads; a CPU barrier of the group (every peer
+//      has queued its waits on this rank's `ready`, which may now be recorded again, and has
+//      recorded its `done`); its stream waits on every peer's `done` (past that point no peer reads
+//      its source any more: later work may overwrite it, and its buffers may be freed once the
+//      stream drains); a second barrier (every peer has queued its waits on this rank's `done`, so
+//      the next collective may record it again and rank_end may destroy both events);
+//   4. the output is written from the staging buffer only after step 3, so an in-place all-reduce
+//      (out == in) never overwrites bytes that a peer has still to read.
+//
+// No deadlock: every stream wait names an event record that was queued before the wait (the
+// rendezvous orders them on the host), so each item of a stream depends only on items queued
+// earlier and the dependencies cannot form a cycle; no kernel spins on another rank (there is no
+// NCCL kernel), so ranks on one GPU never wait for a co-resident kernel. A rank that fails leaves
+// its peers in a CPU rendezvous, which returns ABORTED; since a peer may then still have queued
+// (or be about to queue) reads of the failed rank's buffers, or waits on its events, a shared
+// rank of a failed world frees no device buffer a peer may read and destroys no event: they are
+// left to the process's end (tprt__local_may_free, tprt__local_rank_end).
+//
+// The staging and the sums are the NCCL path's: canonical reductions run tprt_cuda_reduce_staged
+// on the same [group][n] staging (its tree sums each element alone, so one phase gives the NCCL
+// path's two-phase bits), the CPU backend's bits; order "any" sums in increasing group rank, the
+// CPU backend's "any" (there is no NCCL ring order to reproduce). Cost: three rendezvous of the
+// group's threads per collective and a staging copy of every member's block (an all-reduce reads g
+// times its input); no CUDA graphs (backend_cuda.c refuses the capture: a rank's stream waits on
+// events of its peers' streams, which per-rank stream capture cannot express).
+#include <stdint.h>
+#include <string.h>
+
+#include "backend_cuda_impl.h"
+
+// What a member learns of its group in step 1.
+typedef struct {
+  int size, index;
+  const char* src[TPRT_MAX_WORLD_SIZE];   // each member's source
+  cudaEvent_t done[TPRT_MAX_WORLD_SIZE];  // each member's `done` event
+  int device[TPRT_MAX_WORLD_SIZE];        // each member's GPU
+} tprt__local_peers_t;
+
+// The words a member publishes: source, ready event, done event, device.
+enum { TPRT__LOCAL_WORDS = 4 };
+
+tprt_status_t tprt__local_rank_begin(int num_devices) {
+  TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&tprt__r.local_ready, cudaEventDisableTiming));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&tprt__r.local_done, cudaEventDisableTiming));
+  // Direct peer copies where the GPUs allow them; several ranks of one GPU may enable the same
+  // peer, and the later ones get cudaErrorPeerAccessAlreadyEnabled (cleared, as every failure
+  // here: copies without peer access are staged through the host by CUDA).
+  for (int d = 0; d < num_devices; ++d) {
+    int can = 0;
+    if (d == tprt__r.device || cudaDeviceCanAccessPeer(&can, tprt__r.device, d) != cudaSuccess || !can) continue;
+    if (cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
+  }
+  (void)cudaGetLastError();
+  return NULL;
+}
+
+void tprt__local_rank_end(bool failed) {
+  if (!failed) {
+    if (tprt__r.local_ready) cudaEventDestroy(tprt__r.local_ready);
+    if (tprt__r.local_done) cudaEventDestroy(tprt__r.local_done);
+  }
+  tprt__r.local_ready = tprt__r.local_done = NULL;
+}
+
+bool tprt__local_may_free(void) {
+  // Every peer read of this rank's buffers is queued ahead of a wait of its own streams (step 3).
+  cudaStreamSynchronize(tprt__r.stream);
+  cudaStreamSynchronize(tprt__r.comm_stream);
+  tprt_status_t failed = tprt__r.rank ? tprt_rank_check_abort(tprt__r.rank) : NULL;
+  bool ok = failed == NULL;
+  tprt_status_free(failed);
+  return ok;
+}
+
+// Step 1: publishes |src| (the bytes the peers read, written by the work queued so far on
+// tprt__r.issue) and learns the peers' sources; the issuing stream then waits until every peer's
+// source is written.
+static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
+                                         tprt__local_peers_t* out) {
+  out->size = c->size;
+  out->index = c->index;
+  out->src[c->index] = src;
+  out->done[c->index] = tprt__r.local_done;
+  out->device[c->index] = tprt__r.device;
+  if (c->size == 1) return NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(tprt__r.local_ready, tprt__r.issue));
+  int64_t mine[TPRT__LOCAL_WORDS] = {(int64_t)(uintptr_t)src, (int64_t)(uintptr_t)tprt__r.local_ready,
+                                     (int64_t)(uintptr_t)tprt__r.local_done, tprt__r.device};
+  int64_t all[TPRT_MAX_WORLD_SIZE * TPRT__LOCAL_WORDS];
+  int64_t dm[1] = {TPRT__LOCAL_WORDS}, da[1] = {(int64_t)c->size * TPRT__LOCAL_WORDS};
+  tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I64, 1, dm);
+  tprt_tensor_t gathered = tprt_tensor_make(all, TPRT_DTYPE_I64, 1, da);
+  TPRT__TRY(tprt_all_gather(rank, c->mask, &in, &gathered, 0));
+  for (int p = 0; p < c->size; ++p) {
+    const int64_t* w = all + (size_t)p * TPRT__LOCAL_WORDS;
+    out->src[p] = (const char*)(uintptr_t)w[0];
+    out->done[p] = (cudaEvent_t)(uintptr_t)w[2];
+    out->device[p] = (int)w[3];
+    if (p != c->index) TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.issue, (cudaEvent_t)(uintptr_t)w[1], 0));
+  }
+  return NULL;
+}
+
+// Step 2: copies |bytes| at |offset| of member p's source into block p of |dst| (the caller's
+// staging buffer), for every member p, the caller included.
+static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_t offset, size_t bytes, char* dst) {
+  if (!bytes) return NULL;
+  for (int p = 0; p < peers->size; ++p) {
+    const char* from = peers->src[p] + offset;
+    char* to = dst + (size_t)p * bytes;
+    if (peers->device[p] == tprt__r.device)
+      TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, tprt__r.issue));
+    else
+      TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(to, tprt__r.device, from, peers->device[p], bytes, tprt__r.issue));
+  }
+  return NULL;
+}
+
+// Step 3: after it, the issuing stream has every peer's reads of the caller's source behind it, and
+// no peer names the caller's events any more.
+static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt__local_peers_t* peers) {
+  if (c->size == 1) return NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(tprt__r.local_done, tprt__r.issue));
+  TPRT__TRY(tprt_barrier(rank, c->mask));  // every member has recorded its `done`
+  for (int p = 0; p < c->size; ++p)
+    if (p != c->index) TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.issue, peers->done[p], 0));
+  return tprt_barrier(rank, c->mask);  // every member has queued its waits
+}
+
+// Steps 1-3 for a source of the caller's: block p of |staged| receives |bytes| at |offset| of
+// member p's source.
+static tprt_status_t tprt__local_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, size_t offset,
+                                        size_t bytes, char* staged) {
+  tprt__local_peers_t peers;
+  TPRT__TRY(tprt__local_publish(rank, c, src, &peers));
+  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, staged));
+  return tprt__local_finish(rank, c, &peers);
+}
+
+tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, tprt_order_t order) {
+  // Every member's whole input, staged as [g][n]; each member sums all n elements itself.
+  size_t bytes = tprt_tensor_bytes(in);
+  char* staged = NULL;
+  TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
+  TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));
+  return tprt_cuda_reduce_staged(staged, c->size, in->dtype, tprt_tensor_numel(in), out->data, out->dtype,
+                                 order == TPRT_ORDER_CANONICAL, tprt__r.issue);
+}
+
+tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                         tprt_tensor_t* out, int dim, tprt_order_t order) {
+  // Scratch regions: [the packed input (leading dims only), which the peers read][the staged
+  // slices [g][n/g], which only the caller writes]. Reserved before publishing: a growth would
+  // free bytes that the peers are about to read.
+  int64_t outer;
+  size_t row, bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)c->size;
+  tprt__split_at(in, dim, &outer, &row);
+  bool pack = outer != 1 && bytes > 0;
+  size_t packed_bytes = pack ? tprt__align_up(bytes) : 0;
+  char* buf = NULL;
+  TPRT__TRY(tprt__scratch(packed_bytes + (size_t)c->size * slice, &buf));
+  const char* src = in->data;
+  if (pack) {
+    TPRT__TRY(tprt__pack_slices(in->data, buf, c->size, outer, row));
+    src = buf;
+  }
+  char* staged = buf + packed_bytes;
+  TPRT__TRY(tprt__local_gather(rank, c, src, (size_t)c->index * slice, slice, staged));
+  return tprt_cuda_reduce_staged(staged, c->size, in->dtype, tprt_tensor_numel(in) / c->size, out->data, out->dtype,
+                                 order == TPRT_ORDER_CANONICAL, tprt__r.issue);
+}
+
+tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int dim) {
+  // Staged as [g][in] (never straight into |out|, which may hold the caller's input in place).
+  int64_t outer;
+  size_t row, bytes = tprt_tensor_bytes(in);
+  tprt__split_at(in, dim, &outer, &row);
+  char* staged = NULL;
+  TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
+  TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));
+  if (outer != 1) return tprt__concat_blocks(staged, bytes, c->size, outer, row, out->data);
+  if (bytes)
+    TPRT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(out->data, staged, (size_t)c->size * bytes, cudaMemcpyDeviceToDevice, tprt__r.issue));
+  return NULL;
+}
+
+tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int split_dim, int concat_dim) {
+  // As the NCCL path: pack (block p = slice p along split_dim, read by member p), exchange, unpack
+  // (the block from member p goes to position p along concat_dim).
+  int g = c->size;
+  size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
+  char* buf = NULL;
+  TPRT__TRY(tprt__scratch(2 * bytes, &buf));
+  char *send = buf, *recv = buf + bytes;
+  int64_t outer;
+  size_t row;
+  tprt__split_at(in, split_dim, &outer, &row);
+  TPRT__TRY(tprt__pack_slices(in->data, send, g, outer, row));
+  TPRT__TRY(tprt__local_gather(rank, c, send, (size_t)c->index * slice, slice, recv));
+  tprt_tensor_t piece = *in;
+  piece.dims[split_dim] /= g;
+  int64_t outer_c;
+  size_t row_c;
+  tprt__split_at(&piece, concat_dim, &outer_c, &row_c);
+  return tprt__concat_blocks(recv, slice, g, outer_c, row_c, out->data);
+}

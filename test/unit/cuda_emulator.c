@@ -1,0 +1,608 @@
+// A host emulation of the part of the CUDA runtime (and the two summing/copy kernels) that the
+// CUDA backend's collectives use, so that backend_cuda.c, backend_cuda_nccl.c and
+// backend_cuda_local.c can be checked on a machine without a GPU (cuda_local_check.c).
+//
+// Streams are worker threads that run their queue in order, each op after a random delay of up
+// to 50 us, so work on different streams interleaves differently on every run. Events follow
+// CUDA's semantics: cudaEventRecord queues a marker that completes when the stream reaches it;
+// cudaStreamWaitEvent makes the stream wait for the event's latest record at the time of the
+// call (none: no wait). "Device memory" is host memory from malloc, filled with 0xA5 garbage and
+// tagged with the current device. The emulator reports, and fails the process for, what a GPU
+// would get wrong or fault on silently: a copy (or kernel) touching device memory that is not
+// allocated at the moment it runs (use after free), a same-device copy between GPUs or a peer copy
+// whose pointers are not on the devices named, an event recorded on another device's stream, and
+// any use of a destroyed event. NCCL must never be called (every NCCL entry point fails).
+//
+// Knobs: TPRT_EMU_DEVICES (the GPU count, default 1).
+#define _POSIX_C_SOURCE 200809L  // nanosleep, rand_r
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_cuda_impl.h"
+#include "tprt_numerics.h"
+
+//===----------------------------------------------------------------------===//
+// Failures and device memory
+//===----------------------------------------------------------------------===//
+
+// Ends the process: an emulated GPU would have faulted, or produced garbage.
+static void emu__fail(const char* what, const void* p) {
+  fprintf(stderr, "cuda emulator: %s (%p)\n", what, p);
+  fflush(stderr);
+  abort();
+}
+
+typedef struct {
+  char* ptr;
+  size_t bytes;
+  int device;
+} emu__alloc_t;
+
+enum { EMU__MAX_ALLOCS = 4096 };
+static pthread_mutex_t emu__mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static emu__alloc_t emu__allocs[EMU__MAX_ALLOCS];
+static int emu__num_allocs;
+static _Thread_local int emu__device;
+static _Thread_local cudaError_t emu__last_error;
+
+// The device of the live allocation holding [p, p + bytes), or -1 when none holds it.
+static int emu__device_of(const void* p, size_t bytes) {
+  int device = -1;
+  pthread_mutex_lock(&emu__mem_mu);
+  for (int i = 0; i < emu__num_allocs; ++i) {
+    const emu__alloc_t* a = &emu__allocs[i];
+    if ((const char*)p >= a->ptr && (const char*)p + bytes <= a->ptr + a->bytes) device = a->device;
+  }
+  pthread_mutex_unlock(&emu__mem_mu);
+  return device;
+}
+
+// Fails unless [p, p + bytes) is live memory of |device|; empty ranges and host memory (|device|
+// -1) pass.
+static void emu__check(const void* p, size_t bytes, int device, const char* what) {
+  if (!bytes || device < 0) return;
+  int d = emu__device_of(p, bytes);
+  if (d < 0) emu__fail(what, p);
+  if (d != device) emu__fail("device memory used on another device than its own", p);
+}
+
+cudaError_t cudaMalloc(void** out, size_t bytes) {
+  char* p = malloc(bytes ? bytes : 1);
+  if (!p) return cudaErrorMemoryAllocation;
+  memset(p, 0xA5, bytes);
+  pthread_mutex_lock(&emu__mem_mu);
+  if (emu__num_allocs == EMU__MAX_ALLOCS) emu__fail("too many allocations", p);
+  emu__allocs[emu__num_allocs++] = (emu__alloc_t){p, bytes ? bytes : 1, emu__device};
+  pthread_mutex_unlock(&emu__mem_mu);
+  *out = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  pthread_mutex_lock(&emu__mem_mu);
+  int i = 0;
+  while (i < emu__num_allocs && emu__allocs[i].ptr != p) ++i;
+  if (i == emu__num_allocs) emu__fail("cudaFree of memory that cudaMalloc did not return", p);
+  emu__allocs[i] = emu__allocs[--emu__num_allocs];
+  pthread_mutex_unlock(&emu__mem_mu);
+  free(p);
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Events and streams
+//===----------------------------------------------------------------------===//
+
+// One record of an event; never freed before the process ends (a wait may name an old one).
+typedef struct emu__token_t {
+  bool done;
+  struct emu__token_t* next;
+} emu__token_t;
+
+struct CUevent_st {
+  emu__token_t* latest;
+  int device;
+  bool destroyed;
+};
+
+typedef enum { EMU__COPY, EMU__COPY_2D, EMU__SET, EMU__RECORD, EMU__WAIT, EMU__CALL } emu__kind_t;
+
+typedef struct emu__op_t {
+  emu__kind_t kind;
+  char* dst;
+  const char* src;
+  size_t bytes, dpitch, spitch, width, height;
+  int value, dst_device, src_device;  // -1: host memory, not checked
+  emu__token_t* token;
+  void (*fn)(void* arg);
+  void* arg;
+  struct emu__op_t* next;
+} emu__op_t;
+
+struct CUstream_st {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  emu__op_t *head, *tail;
+  int pending;  // queued or running
+  bool stop;
+  int device;
+  unsigned seed;
+};
+
+// Event completion: one lock and condition for every event of the process.
+static pthread_mutex_t emu__event_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t emu__event_cv = PTHREAD_COND_INITIALIZER;
+static emu__token_t* emu__tokens;  // every record, freed at exit
+
+// A random delay: mostly under 50 us, one time in 16 a straggler of up to 1.5 ms.
+static void emu__delay(unsigned* seed) {
+  unsigned r = (unsigned)rand_r(seed);
+  long us = r % 16 == 0 ? 500 + (long)(r / 16 % 1000) : (long)(r / 16 % 50);
+  struct timespec delay = {0, us * 1000};
+  nanosleep(&delay, NULL);
+}
+
+static void emu__run(struct CUstream_st* s, emu__op_t* op) {
+  emu__delay(&s->seed);
+  switch (op->kind) {
+    case EMU__COPY:
+      emu__check(op->dst, op->bytes, op->dst_device, "a copy writes memory that is not allocated");
+      emu__check(op->src, op->bytes, op->src_device, "a copy reads memory that is not allocated");
+      if (op->bytes) memmove(op->dst, op->src, op->bytes);
+      break;
+    case EMU__COPY_2D:
+      for (size_t r = 0; r < op->height; ++r) {
+        emu__check(op->dst + r * op->dpitch, op->width, s->device, "a 2D copy writes memory that is not allocated");
+        emu__check(op->src + r * op->spitch, op->width, s->device, "a 2D copy reads memory that is not allocated");
+        if (op->width) memmove(op->dst + r * op->dpitch, op->src + r * op->spitch, op->width);
+      }
+      break;
+    case EMU__SET:
+      emu__check(op->dst, op->bytes, s->device, "a memset writes memory that is not allocated");
+      memset(op->dst, op->value, op->bytes);
+      break;
+    case EMU__RECORD:
+      pthread_mutex_lock(&emu__event_mu);
+      op->token->done = true;
+      pthread_cond_broadcast(&emu__event_cv);
+      pthread_mutex_unlock(&emu__event_mu);
+      break;
+    case EMU__WAIT:
+      pthread_mutex_lock(&emu__event_mu);
+      while (!op->token->done) pthread_cond_wait(&emu__event_cv, &emu__event_mu);
+      pthread_mutex_unlock(&emu__event_mu);
+      break;
+    case EMU__CALL:
+      op->fn(op->arg);
+      free(op->arg);
+      break;
+  }
+}
+
+static void* emu__worker(void* arg) {
+  struct CUstream_st* s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    if (!s->head) break;
+    emu__op_t* op = s->head;
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    emu__run(s, op);
+    free(op);
+    pthread_mutex_lock(&s->mu);
+    --s->pending;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+// A random pause of the calling host thread, so that the rank threads' calls interleave
+// differently on every run too.
+static void emu__jitter(void) {
+  static _Thread_local unsigned seed;
+  if (!seed) seed = (unsigned)(uintptr_t)&seed | 1u;
+  emu__delay(&seed);
+}
+
+static cudaError_t emu__enqueue(cudaStream_t s, emu__op_t op) {
+  if (!s) emu__fail("work queued on the legacy default stream", NULL);
+  emu__jitter();
+  emu__op_t* o = malloc(sizeof *o);
+  *o = op;
+  o->next = NULL;
+  pthread_mutex_lock(&s->mu);
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
+  s->tail = o;
+  ++s->pending;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  return cudaSuccess;
+}
+
+static unsigned emu__seeds;
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* out, unsigned int flags) {
+  (void)flags;
+  struct CUstream_st* s = calloc(1, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->device = emu__device;
+  s->seed = __atomic_add_fetch(&emu__seeds, 7919u, __ATOMIC_RELAXED);
+  pthread_create(&s->thread, NULL, emu__worker, s);
+  *out = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* out, unsigned int flags, int priority) {
+  (void)priority;
+  return cudaStreamCreateWithFlags(out, flags);
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  pthread_mutex_lock(&s->mu);
+  while (s->pending) pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  pthread_mutex_lock(&s->mu);
+  int pending = s->pending;
+  pthread_mutex_unlock(&s->mu);
+  return pending ? cudaErrorNotReady : cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  cudaStreamSynchronize(s);
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->thread, NULL);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+  return cudaSuccess;
+}
+
+// Destroyed events stay allocated (so that a late use is reported, not undefined); freed at exit.
+enum { EMU__MAX_EVENTS = 4096 };
+static struct CUevent_st* emu__events[EMU__MAX_EVENTS];
+static int emu__num_events;
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* out, unsigned int flags) {
+  (void)flags;
+  struct CUevent_st* e = calloc(1, sizeof *e);
+  e->device = emu__device;
+  pthread_mutex_lock(&emu__event_mu);
+  if (emu__num_events == EMU__MAX_EVENTS) emu__fail("too many events", e);
+  emu__events[emu__num_events++] = e;
+  pthread_mutex_unlock(&emu__event_mu);
+  *out = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  pthread_mutex_lock(&emu__event_mu);
+  if (e->destroyed) emu__fail("an event destroyed twice", e);
+  e->destroyed = true;
+  pthread_mutex_unlock(&emu__event_mu);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  emu__jitter();
+  emu__token_t* t = calloc(1, sizeof *t);
+  pthread_mutex_lock(&emu__event_mu);
+  if (e->destroyed) emu__fail("cudaEventRecord of a destroyed event", e);
+  if (e->device != s->device) emu__fail("cudaEventRecord of an event of another device than the stream's", e);
+  t->next = emu__tokens;
+  emu__tokens = t;
+  e->latest = t;
+  pthread_mutex_unlock(&emu__event_mu);
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__RECORD, .token = t});
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  (void)flags;
+  emu__jitter();
+  pthread_mutex_lock(&emu__event_mu);
+  if (e->destroyed) emu__fail("cudaStreamWaitEvent on a destroyed event", e);
+  emu__token_t* t = e->latest;
+  pthread_mutex_unlock(&emu__event_mu);
+  if (!t) return cudaSuccess;
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__WAIT, .token = t});
+}
+
+//===----------------------------------------------------------------------===//
+// Copies
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s) {
+  bool dd = kind == cudaMemcpyDeviceToDevice, hd = kind == cudaMemcpyHostToDevice, dh = kind == cudaMemcpyDeviceToHost;
+  if (!dd && !hd && !dh) emu__fail("a copy of a kind the backend does not use", dst);
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__COPY,
+                                     .dst = dst,
+                                     .src = src,
+                                     .bytes = bytes,
+                                     .dst_device = dh ? -1 : s->device,
+                                     .src_device = hd ? -1 : s->device});
+}
+
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                                cudaStream_t s) {
+  if (dst_device != s->device) emu__fail("a peer copy into another device than its stream's", dst);
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__COPY,
+                                     .dst = dst,
+                                     .src = src,
+                                     .bytes = bytes,
+                                     .dst_device = dst_device,
+                                     .src_device = src_device});
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind kind, cudaStream_t s) {
+  if (kind != cudaMemcpyDeviceToDevice) emu__fail("a 2D copy that is not device to device", dst);
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__COPY_2D,
+                                     .dst = dst,
+                                     .src = src,
+                                     .dpitch = dpitch,
+                                     .spitch = spitch,
+                                     .width = width,
+                                     .height = height});
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__SET, .dst = dst, .value = value, .bytes = bytes});
+}
+
+//===----------------------------------------------------------------------===//
+// Devices, errors, graphs
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaGetDeviceCount(int* out) {
+  const char* n = getenv("TPRT_EMU_DEVICES");
+  *out = n ? atoi(n) : 1;
+  return *out > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  emu__device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* out, enum cudaDeviceAttr attr, int device) {
+  (void)device;
+  *out = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int* out, int device, int peer) {
+  *out = device != peer;
+  return cudaSuccess;
+}
+
+static pthread_mutex_t emu__peer_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool emu__peer[64][64];
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  (void)flags;
+  pthread_mutex_lock(&emu__peer_mu);
+  bool already = emu__peer[emu__device & 63][peer & 63];
+  emu__peer[emu__device & 63][peer & 63] = true;
+  pthread_mutex_unlock(&emu__peer_mu);
+  if (already) emu__last_error = cudaErrorPeerAccessAlreadyEnabled;
+  return already ? cudaErrorPeerAccessAlreadyEnabled : cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  cudaError_t e = emu__last_error;
+  emu__last_error = cudaSuccess;
+  return e;
+}
+
+const char* cudaGetErrorName(cudaError_t e) { return e == cudaErrorNotSupported ? "cudaErrorNotSupported" : "cudaError"; }
+
+const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  (void)s;
+  (void)mode;
+  return cudaErrorNotSupported;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* out) {
+  (void)s;
+  *out = NULL;
+  return cudaErrorNotSupported;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
+  (void)graph;
+  (void)flags;
+  *out = NULL;
+  return cudaErrorNotSupported;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  (void)graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
+  (void)graph;
+  (void)s;
+  return cudaErrorNotSupported;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graph) {
+  (void)graph;
+  return cudaSuccess;
+}
+
+// Frees what the emulator kept for its checks (run at exit, after every stream was destroyed).
+__attribute__((destructor)) static void emu__free_all(void) {
+  for (int i = 0; i < emu__num_events; ++i) free(emu__events[i]);
+  while (emu__tokens) {
+    emu__token_t* t = emu__tokens;
+    emu__tokens = t->next;
+    free(t);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The two kernels the collectives launch, on the stream; the others and NCCL must not run
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  const void* staged;
+  int group, in_dtype, out_dtype, canonical, device;
+  int64_t n;
+  void* out;
+} emu__reduce_t;
+
+// tprt_cuda_reduce_staged's arithmetic (reduce.cu): f32 sums, one rounding.
+static void emu__reduce(void* arg) {
+  const emu__reduce_t* r = arg;
+  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "reduce_staged reads freed memory");
+  emu__check(r->out, tprt_dtype_bytes(r->out_dtype, r->n), r->device, "reduce_staged writes freed memory");
+  for (int64_t i = 0; i < r->n; ++i) {
+    float v[TPRT_MAX_WORLD_SIZE] = {0};
+    for (int g = 0; g < r->group; ++g) v[g] = tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
+    if (r->canonical) {
+      for (int s = 1; s < r->group; s *= 2)
+        for (int g = 0; g + s < r->group; g += 2 * s) v[g] = v[g] + v[g + s];
+    } else {
+      for (int g = 1; g < r->group; ++g) v[0] = v[0] + v[g];
+    }
+    tprt_store_elem(r->out, r->out_dtype, i, v[0]);
+  }
+}
+
+tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
+                                      int canonical, cudaStream_t stream) {
+  emu__reduce_t* r = malloc(sizeof *r);
+  *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, stream->device, n, out};
+  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__reduce, .arg = r});
+  return NULL;
+}
+
+typedef struct {
+  tprt_tensor_t src, dst;
+} emu__copy_t;
+
+static void emu__copy(void* arg) {
+  emu__copy_t* c = arg;
+  tprt_status_t s = tprt_cpu_copy(&c->src, &c->dst);
+  if (s) emu__fail(tprt_status_message(s), c->dst.data);
+}
+
+tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) {
+  emu__copy_t* c = malloc(sizeof *c);
+  *c = (emu__copy_t){*src, *dst};
+  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__copy, .arg = c});
+  return NULL;
+}
+
+void tprt_cuda_lt_destroy(tprt_cuda_lt_t* lt) { (void)lt; }
+
+tprt_status_t tprt__cuda_configure(const char* numerics) {
+  (void)numerics;
+  return NULL;
+}
+
+#define EMU__KERNEL_STUB(name, params, args)                                                   \
+  tprt_status_t tprt__cuda_##name params {                                                    \
+    return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "cuda emulator: no kernel %s", #name); \
+  }
+TPRT_BACKEND_KERNELS(EMU__KERNEL_STUB)
+#undef EMU__KERNEL_STUB
+
+// NCCL: the local collectives must not reach it.
+#define EMU__NCCL_FAIL emu__fail("NCCL called", NULL)
+const char* ncclGetErrorString(ncclResult_t r) {
+  (void)r;
+  return "emulated NCCL";
+}
+const char* ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
+  return "";
+}
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  (void)id;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int n, ncclUniqueId id, int rank) {
+  (void)comm, (void)n, (void)id, (void)rank;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  (void)comm;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  (void)comm;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* out) {
+  (void)comm, (void)out;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclGroupStart(void) {
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclGroupEnd(void) {
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclSend(const void* buf, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
+  (void)buf, (void)n, (void)t, (void)peer, (void)comm, (void)s;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclRecv(void* buf, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
+  (void)buf, (void)n, (void)t, (void)peer, (void)comm, (void)s;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclAllGather(const void* in, void* out, size_t n, ncclDataType_t t, ncclComm_t comm, cudaStream_t s) {
+  (void)in, (void)out, (void)n, (void)t, (void)comm, (void)s;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclAllReduce(const void* in, void* out, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t s) {
+  (void)in, (void)out, (void)n, (void)t, (void)op, (void)comm, (void)s;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclReduceScatter(const void* in, void* out, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t s) {
+  (void)in, (void)out, (void)n, (void)t, (void)op, (void)comm, (void)s;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}

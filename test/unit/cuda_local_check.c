@@ -1,0 +1,247 @@
+// Checks the CUDA backend's collectives for ranks that share GPUs (backend_cuda_local.c) on the
+// host: the backend's C files run against the CUDA emulator of cuda_emulator.c, whose streams are
+// threads with random delays, so missing stream/event ordering shows up as wrong bytes or as a
+// reported use of freed memory. Every result must equal the CPU collectives' bits (the canonical
+// tree and the "any" order of tprt_collectives.h).
+//
+// Usage: tprt-cuda-local-check share [R] (TPRT_CUDA_SHARE_DEVICES=1; TPRT_EMU_DEVICES GPUs): every
+//          collective over each group of a dp=2 x tp=4 mesh, issued back to back, async starts
+//          overlapping synchronous collectives; then --graph must be refused. R runs (default 1),
+//          each with other random delays
+//        tprt-cuda-local-check refuse  (TPRT_CUDA_SHARE_DEVICES unset): rank_begin's message
+//        tprt-cuda-local-check fault   (TPRT_CUDA_FAULT set): the world ends with the fault
+// Prints one line per check; exit status 0 when every check passed.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda_impl.h"
+#include "tprt_collectives.h"
+#include "tprt_numerics.h"
+#include "tprt_world.h"
+
+const tprt_backend_t* tprt_backend_cuda(void);
+
+typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL } kind_t;
+
+// One collective call: the same on every rank.
+typedef struct {
+  kind_t kind;
+  uint32_t mask;  // bit 0: dp (2), bit 1: tp (4)
+  int in_dtype, out_dtype;
+  int dim, concat_dim;
+  tprt_order_t order;
+  bool async;    // all_gather_start / reduce_scatter_start, waited at the end of the batch
+  bool inplace;  // all-reduce into its input
+} case_t;
+
+#define BF16 TPRT_DTYPE_BF16
+#define F32 TPRT_DTYPE_F32
+#define CANON TPRT_ORDER_CANONICAL
+#define ANY TPRT_ORDER_ANY
+
+// Issued back to back without a host synchronization, in this order.
+static const case_t kCases[] = {
+    {ALL_REDUCE, 2, BF16, F32, 0, 0, CANON, false, false},
+    {ALL_REDUCE, 1, BF16, BF16, 0, 0, CANON, false, true},
+    {REDUCE_SCATTER, 2, BF16, BF16, 1, 0, CANON, true, false},  // in flight over the next ones
+    {ALL_REDUCE, 3, F32, F32, 0, 0, ANY, false, false},
+    {ALL_REDUCE, 3, BF16, BF16, 0, 0, CANON, false, true},
+    {REDUCE_SCATTER, 3, BF16, BF16, 0, 0, CANON, false, false},
+    {ALL_GATHER, 1, F32, F32, 0, 0, 0, true, false},  // a second start in flight
+    {REDUCE_SCATTER, 1, F32, BF16, 1, 0, CANON, false, false},
+    {REDUCE_SCATTER, 2, BF16, F32, 1, 0, ANY, false, false},
+    {ALL_GATHER, 2, BF16, BF16, 0, 0, 0, false, false},
+    {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, false, false},
+    {ALL_TO_ALL, 2, BF16, BF16, 1, 0, 0, false, false},
+    {ALL_TO_ALL, 3, F32, F32, 0, 1, 0, false, false},
+    {REDUCE_SCATTER, 3, F32, F32, 1, 0, CANON, true, false},
+    {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, true, false},
+    {ALL_REDUCE, 2, F32, BF16, 0, 0, CANON, false, false},
+};
+enum { NUM_CASES = sizeof kCases / sizeof kCases[0], ROWS = 16, COLS = 24 };
+
+// A rank's buffers of one case.
+typedef struct {
+  tprt_tensor_t in, out;  // host views: the input and the CPU collectives' output
+  void* dev_in;
+  void* dev_out;
+  void* got;  // the device output, downloaded
+  tprt_future_t* future;
+} slot_t;
+
+// The output view of |c| on a group of |g| ranks, of |in|'s [ROWS, COLS].
+static tprt_tensor_t out_view(const case_t* c, int g, void* data) {
+  int64_t dims[2] = {ROWS, COLS};
+  if (c->kind == REDUCE_SCATTER) dims[c->dim] /= g;
+  if (c->kind == ALL_GATHER) dims[c->dim] *= g;
+  if (c->kind == ALL_TO_ALL) {
+    dims[c->dim] /= g;
+    dims[c->concat_dim] *= g;
+  }
+  return tprt_tensor_make(data, c->out_dtype, 2, dims);
+}
+
+// Inputs whose sums depend on the order: values of many magnitudes and both signs.
+static void fill(tprt_tensor_t* t, int rank, int which) {
+  for (int64_t i = 0; i < tprt_tensor_numel(t); ++i) {
+    double v = sin(0.37 * (double)i + 1.3 * rank + 0.71 * which) * ldexp(1.0, (int)((i * 7 + rank * 3) % 11) - 5);
+    tprt_store_elem(t->data, t->dtype, i, (float)v);
+  }
+}
+
+// The CPU collectives' output of |c| (the reference bits).
+static tprt_status_t cpu_reference(tprt_rank_t* rank, const case_t* c, slot_t* s) {
+  switch (c->kind) {
+    case ALL_REDUCE:
+      return tprt_all_reduce(rank, c->mask, &s->in, &s->out, c->order);
+    case REDUCE_SCATTER:
+      return tprt_reduce_scatter(rank, c->mask, &s->in, &s->out, c->dim, c->order);
+    case ALL_GATHER:
+      return tprt_all_gather(rank, c->mask, &s->in, &s->out, c->dim);
+    default:
+      return tprt_all_to_all(rank, c->mask, &s->in, &s->out, c->dim, c->concat_dim);
+  }
+}
+
+// Issues |c| on the device: the input is rewritten asynchronously just before (garbage, then the
+// values), so a peer that reads it early reads garbage.
+static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const case_t* c, slot_t* s) {
+  size_t in_bytes = tprt_tensor_bytes(&s->in), out_bytes = tprt_tensor_bytes(&s->out);
+  TPRT_RETURN_IF_ERROR(b->alloc(in_bytes, &s->dev_in), "alloc");
+  if (!c->inplace) TPRT_RETURN_IF_ERROR(b->alloc(out_bytes, &s->dev_out), "alloc");
+  if (c->inplace) s->dev_out = s->dev_in;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->dev_in, 0xEE, in_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->dev_in, s->in.data, in_bytes, cudaMemcpyHostToDevice, tprt__r.stream));
+  tprt_tensor_t din = s->in, dout = s->out;
+  din.data = s->dev_in;
+  dout.data = s->dev_out;
+  if (c->async && c->kind == ALL_GATHER) return b->all_gather_start(rank, c->mask, &din, &dout, c->dim, &s->future);
+  if (c->async) return b->reduce_scatter_start(rank, c->mask, &din, &dout, c->dim, c->order, &s->future);
+  switch (c->kind) {
+    case ALL_REDUCE:
+      TPRT__TRY(b->all_reduce(rank, c->mask, &din, &dout, c->order));
+      break;
+    case REDUCE_SCATTER:
+      TPRT__TRY(b->reduce_scatter(rank, c->mask, &din, &dout, c->dim, c->order));
+      break;
+    case ALL_GATHER:
+      TPRT__TRY(b->all_gather(rank, c->mask, &din, &dout, c->dim));
+      break;
+    default:
+      TPRT__TRY(b->all_to_all(rank, c->mask, &din, &dout, c->dim, c->concat_dim));
+      break;
+  }
+  // The input is dead after a synchronous collective: clobber it (a peer reading it late fails).
+  if (!c->inplace) TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->dev_in, 0xEE, in_bytes, tprt__r.stream));
+  return NULL;
+}
+
+// Every case, issued back to back; then the waits, the downloads and the comparisons.
+static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_t* slots) {
+  for (int k = 0; k < NUM_CASES; ++k) {
+    const case_t* c = &kCases[k];
+    slot_t* s = &slots[k];
+    int64_t dims[2] = {ROWS, COLS};
+    int g = tprt_rank_group_size(rank, c->mask);
+    s->in = tprt_tensor_make(malloc(tprt_dtype_bytes(c->in_dtype, ROWS * COLS)), c->in_dtype, 2, dims);
+    s->out = out_view(c, g, NULL);
+    s->out.data = malloc(tprt_tensor_bytes(&s->out));
+    s->got = malloc(tprt_tensor_bytes(&s->out));
+    fill(&s->in, tprt_rank_index(rank), k);
+    TPRT_RETURN_IF_ERROR(cpu_reference(rank, c, s), "case %d: the CPU reference", k);
+  }
+  for (int k = 0; k < NUM_CASES; ++k) TPRT_RETURN_IF_ERROR(issue(b, rank, &kCases[k], &slots[k]), "case %d", k);
+  for (int k = 0; k < NUM_CASES; ++k) {
+    if (!slots[k].future) continue;
+    tprt_future_t* f = slots[k].future;
+    slots[k].future = NULL;
+    TPRT_RETURN_IF_ERROR(b->wait(rank, f), "case %d: wait", k);
+    TPRT_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(slots[k].dev_in, 0xEE, tprt_tensor_bytes(&slots[k].in), tprt__r.stream));
+  }
+  for (int k = 0; k < NUM_CASES; ++k) {
+    slot_t* s = &slots[k];
+    size_t bytes = tprt_tensor_bytes(&s->out);
+    TPRT_RETURN_IF_ERROR(b->to_host(s->got, s->dev_out, bytes), "case %d: download", k);
+    for (size_t i = 0; i < bytes; ++i)
+      if (((const unsigned char*)s->got)[i] != ((const unsigned char*)s->out.data)[i])
+        return tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: byte %zu of %zu differs from the CPU collective's", k,
+                                i, bytes);
+  }
+  return NULL;
+}
+
+// The rank function of the share and fault modes.
+static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
+  int run = *(const int*)user;
+  const tprt_backend_t* b = tprt_backend_cuda();
+  TPRT_RETURN_IF_ERROR(b->rank_begin(rank), "rank_begin");
+  slot_t slots[NUM_CASES];
+  memset(slots, 0, sizeof slots);
+  tprt_status_t s = run_cases(b, rank, slots);
+  if (!s) {
+    tprt_status_t graph = b->graph_begin();
+    if (!graph) s = tprt_make_status(TPRT_STATUS_INTERNAL, "graph_begin accepted ranks that share GPUs");
+    if (graph && tprt_rank_index(rank) == 0 && run == 0) printf("graph: %s\n", tprt_status_message(graph));
+    tprt_status_free(graph);
+  }
+  if (s) {  // end the world now, as tpc-run does, so that no peer waits for this rank's cleanup
+    tprt_rank_fail(rank, s);
+    s = NULL;
+  }
+  for (int k = 0; k < NUM_CASES; ++k) {
+    if (slots[k].future) tprt_status_ignore(b->wait(rank, slots[k].future));
+    if (slots[k].dev_out != slots[k].dev_in) b->free(slots[k].dev_out);
+    b->free(slots[k].dev_in);
+    free(slots[k].in.data);
+    free(slots[k].out.data);
+    free(slots[k].got);
+  }
+  b->rank_end(rank);
+  return s;
+}
+
+static tprt_status_t begin_only(tprt_rank_t* rank, void* user) {
+  (void)user;
+  const tprt_backend_t* b = tprt_backend_cuda();
+  TPRT__TRY(b->rank_begin(rank));
+  b->rank_end(rank);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault");
+  if (!refuse && !fault && strcmp(mode, "share") != 0) {
+    fprintf(stderr, "usage: tprt-cuda-local-check share|refuse|fault\n");
+    return 2;
+  }
+  tprt_world_options_t o;
+  memset(&o, 0, sizeof o);
+  o.num_axes = 2;
+  o.axes[0] = (tprt_mesh_axis_t){"dp", 2};
+  o.axes[1] = (tprt_mesh_axis_t){"tp", 4};
+  o.collective_timeout_s = 60;
+  int runs = argc > 2 ? atoi(argv[2]) : 1;
+  tprt_world_t* world = NULL;
+  tprt_status_t s = tprt_world_create(&o, tprt_allocator_system(), &world);
+  for (int run = 0; !s && run < runs; ++run) s = tprt_world_run(world, refuse ? begin_only : check_rank, &run);
+  tprt_world_destroy(world);
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  int rc = 0;
+  if (fault || refuse) {  // the run must fail, with the message the lit test checks
+    printf("%s: %s\n", mode, s ? tprt_status_message(s) : "the run succeeded");
+    rc = s ? 0 : 1;
+  } else if (s) {
+    printf("share: FAIL on %d GPU(s): %s\n", devices, tprt_status_message(s));
+    rc = 1;
+  } else {
+    printf("share: %d runs of %d collectives on 8 ranks sharing %d GPU(s): the CPU collectives' bits\n", runs,
+           NUM_CASES, devices);
+  }
+  tprt_status_free(s);
+  return rc;
+}
