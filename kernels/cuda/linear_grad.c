@@ -1,12 +1,16 @@
 // The CUDA backward contractions, bitwise equal to the CPU kernels of cpu_linear_grad.c. Each is
-// the exact forward kernel (tprt_cuda_linear / tprt_cuda_grouped_linear) on operands laid out so
-// that its K loop visits the contracted dimension in the canonical order of the gradient:
-//   dgrad  dx = dy·w:   linear(x = dy with columns in the segmented order, w' = wᵀ [K,N] likewise)
-//   wgrad  dw = dyᵀ·x:  linear(x = dyᵀ [N,M], w' = xᵀ [K,M])
-//   bias   db = Σ_m dy: linear(x = dyᵀ [N,M], w' = ones [1,M])   (acc + v == fmaf(v, 1, acc))
-// The forward kernel computes fmaf(x[i,r], w'[j,r], acc) over r in chunk order and the gradient's
-// definition is fmaf(a[r], b[r], acc) over the same r (fmaf is commutative in its factors), so the
-// bits are the CPU's (test/gpu/cuda_check.cu checks them). Costs: one transposed copy per operand.
+// the exact GEMM of the forward kernels (tprt_cuda_gemm_exact / tprt_cuda_grouped_gemm_exact,
+// linear.cu / grouped_linear.cu) with operands laid out so that its K loop visits the contracted
+// dimension in the canonical order of the gradient:
+//   dgrad  dx = dy·w:   gemm(a = dy [M,N], b = w read k-major ([N,K]: N contracted))
+//   wgrad  dw = dyᵀ·x:  gemm(a = dy read k-major, b = x read k-major; M contracted)
+//   bias   db = Σ_m dy: gemm(a = dy read k-major, b = ones [M,1] k-major)   (acc + v == fmaf(v, 1, acc))
+// The GEMM computes fmaf(a[i,r], b[j,r], acc) over r in chunk order and the gradient's definition
+// is fmaf(a[r], b[r], acc) over the same r (fmaf is commutative in its factors), so the bits are
+// the CPU's (test/gpu/cuda_check_grad.cu checks them). The operands are read where they are, with
+// two exceptions that make copies: a segmented dgrad order (dy's columns and w's rows permuted
+// into a transposed copy, tprt_cuda_dgrad_operands), and a grouped wgrad expert whose rows are
+// not one contiguous range (several segments: its rows gathered, transposed).
 //
 // Unlike the single-kernel launchers these allocate their temporaries with the stream-ordered
 // allocator (cudaMallocAsync / cudaFreeAsync on |stream|), and the grouped wgrad reads the group
@@ -72,6 +76,16 @@ tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, 
   return s;
 }
 
+// Whether the dgrad's order is segmented (validated as by the CPU kernel).
+static tprt_status_t tprt__dgrad_segmented(const char* op, int64_t n, int chunks, int segments, int blocks,
+                                           bool* out_segmented) {
+  int64_t* order = NULL;
+  TPRT__TRY(tprt__segmented_order(op, n, chunks, segments, blocks, &order));
+  *out_segmented = order != NULL;
+  tprt__scratch_free(order);
+  return NULL;
+}
+
 tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                                int chunks, int segments, int blocks, cudaStream_t stream) {
   const char* op = "linear_dgrad";
@@ -82,9 +96,17 @@ tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tp
   if (w->dims[0] != n || w->dtype != dy->dtype || dx->dims[0] != m || dx->dims[1] != k)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dy[M,N], w[N,K] (dy's dtype) and dx[M,K] disagree", op);
   if (m == 0 || k == 0) return NULL;
+  bool segmented = false;
+  TPRT__TRY(tprt__dgrad_segmented(op, n, chunks, segments, blocks, &segmented));
+  int64_t xd[2] = {m, n}, wd[2] = {k, n};
+  if (!segmented) {  // dy as stored, w read k-major: no copies
+    tprt_tensor_t xv = tprt_tensor_make(dy->data, dy->dtype, 2, xd), wv = tprt_tensor_make(w->data, dy->dtype, 2, wd);
+    TPRT__TRY(tprt__check_linear(&xv, &wv, NULL, dx, chunks));
+    return tprt_cuda_gemm_exact(dy->data, 0, w->data, 1, dy->dtype, m, k, n, NULL, dx->data, dx->dtype, chunks,
+                                TPRT_CUDA_TILE_AUTO, stream);
+  }
   void *dyp = NULL, *wt = NULL;
   tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
-  int64_t xd[2] = {m, n}, wd[2] = {k, n};
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 2, wd);
   if (!s) s = tprt_cuda_linear(&xv, &wv, NULL, dx, chunks, stream);
   if (wt) cudaFreeAsync(wt, stream);
@@ -104,9 +126,18 @@ tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, 
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dy[T,N], w[E,N,K] (dy's dtype) and dx[T,K] disagree",
                             op);
   if (t == 0 || k == 0) return NULL;
+  bool segmented = false;
+  TPRT__TRY(tprt__dgrad_segmented(op, n, chunks, segments, blocks, &segmented));
+  int64_t xd[2] = {t, n}, wd[3] = {e, k, n};
+  if (!segmented) {  // dy as stored, w[e] read k-major: no copies
+    tprt_tensor_t xv = tprt_tensor_make(dy->data, dy->dtype, 2, xd), wv = tprt_tensor_make(w->data, dy->dtype, 3, wd);
+    int64_t segs = 1;
+    TPRT__TRY(tprt__check_grouped_linear(&xv, &wv, group_sizes, dx, chunks, &segs));
+    return tprt_cuda_grouped_gemm_exact(dy->data, w->data, 1, dy->dtype, t, k, n, e, (const int64_t*)group_sizes->data,
+                                        segs, dx->data, dx->dtype, chunks, TPRT_CUDA_TILE_AUTO, stream);
+  }
   void *dyp = NULL, *wt = NULL;
   tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, e, n, k, chunks, segments, blocks, &dyp, &wt, stream);
-  int64_t xd[2] = {t, n}, wd[3] = {e, k, n};
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 3, wd);
   if (!s) s = tprt_cuda_grouped_linear(&xv, &wv, group_sizes, dx, chunks, stream);
   if (wt) cudaFreeAsync(wt, stream);
@@ -125,13 +156,20 @@ static tprt_status_t tprt__transposed(const tprt_tensor_t* src, const int64_t* d
   return tprt_cuda_gather_2d(src->data, src->dims[0], src->dims[1], elem, d_index, none, len, 1, *out, stream);
 }
 
-// dw [N,K] = Σ over |len| rows (|d_index|, or all) of dyᵀ·x, canonical over those rows.
+// dw [N,K] = Σ over |len| rows (|d_index|, or all) of dyᵀ·x, canonical over those rows: with an
+// index, on transposed copies of the rows; without, dy and x read k-major where they are.
 static tprt_status_t tprt__wgrad_rows(const tprt_tensor_t* dy, const tprt_tensor_t* x, const int64_t* d_index,
                                       int64_t len, tprt_tensor_t* dw, int chunks, cudaStream_t stream) {
+  int64_t ad[2] = {dy->dims[1], len}, bd[2] = {x->dims[1], len};
+  if (!d_index) {
+    tprt_tensor_t av = tprt_tensor_make(dy->data, dy->dtype, 2, ad), bv = tprt_tensor_make(x->data, x->dtype, 2, bd);
+    TPRT__TRY(tprt__check_linear(&av, &bv, NULL, dw, chunks));
+    return tprt_cuda_gemm_exact(dy->data, 1, x->data, 1, dy->dtype, dy->dims[1], x->dims[1], len, NULL, dw->data,
+                                dw->dtype, chunks, TPRT_CUDA_TILE_AUTO, stream);
+  }
   void *dyt = NULL, *xt = NULL;
   tprt_status_t s = tprt__transposed(dy, d_index, len, &dyt, stream);
   if (!s) s = tprt__transposed(x, d_index, len, &xt, stream);
-  int64_t ad[2] = {dy->dims[1], len}, bd[2] = {x->dims[1], len};
   tprt_tensor_t av = tprt_tensor_make(dyt, dy->dtype, 2, ad), bv = tprt_tensor_make(xt, x->dtype, 2, bd);
   if (!s) s = tprt_cuda_linear(&av, &bv, NULL, dw, chunks, stream);
   if (dyt) cudaFreeAsync(dyt, stream);
@@ -175,13 +213,14 @@ tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, in
   cudaError_t err = cudaMallocAsync(&ones, (size_t)m * (size_t)elem, stream);
   if (err != cudaSuccess) s = tprt__cuda_make_status(err, "bias_grad: ones", __FILE__, __LINE__);
   if (!s) s = tprt_cuda_fill_bits(ones, m, elem, one, stream);
-  void* dyt = NULL;
-  if (!s) s = tprt__transposed(dy, NULL, m, &dyt, stream);
+  // dy read k-major against ones[M,1] read k-major: db[N,1] = Σ_m fmaf(dy[m,n], 1, acc).
   int64_t ad[2] = {n, m}, od[2] = {1, m}, yd[2] = {n, 1};
-  tprt_tensor_t av = tprt_tensor_make(dyt, dy->dtype, 2, ad), ov = tprt_tensor_make(ones, dy->dtype, 2, od);
+  tprt_tensor_t av = tprt_tensor_make(dy->data, dy->dtype, 2, ad), ov = tprt_tensor_make(ones, dy->dtype, 2, od);
   tprt_tensor_t yv = tprt_tensor_make(db->data, db->dtype, 2, yd);
-  if (!s) s = tprt_cuda_linear(&av, &ov, NULL, &yv, chunks, stream);
-  if (dyt) cudaFreeAsync(dyt, stream);
+  if (!s) s = tprt__check_linear(&av, &ov, NULL, &yv, chunks);
+  if (!s)
+    s = tprt_cuda_gemm_exact(dy->data, 1, ones, 1, dy->dtype, n, 1, m, NULL, db->data, db->dtype, chunks,
+                             TPRT_CUDA_TILE_AUTO, stream);
   if (ones) cudaFreeAsync(ones, stream);
   return s;
 }
@@ -231,10 +270,19 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
       if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMemsetAsync", __FILE__, __LINE__);
       continue;
     }
-    int64_t* d_rows = NULL;
-    s = tprt__upload_index(rows, count, &d_rows, stream);
     int64_t od[2] = {n, k};
     tprt_tensor_t ov = tprt_tensor_make(out, dw->dtype, 2, od);
+    if (rows[0] >= 0 && rows[count - 1] < t && rows[count - 1] - rows[0] == count - 1) {
+      // One contiguous range of rows (always so with one segment): dy and x read where they are.
+      size_t elem = tprt_dtype_bytes(dy->dtype, 1);
+      int64_t dyd[2] = {count, n}, xd[2] = {count, k};
+      tprt_tensor_t dys = tprt_tensor_make((char*)dy->data + (size_t)(rows[0] * n) * elem, dy->dtype, 2, dyd);
+      tprt_tensor_t xs = tprt_tensor_make((char*)x->data + (size_t)(rows[0] * k) * elem, x->dtype, 2, xd);
+      s = tprt__wgrad_rows(&dys, &xs, NULL, count, &ov, chunks, stream);
+      continue;
+    }
+    int64_t* d_rows = NULL;
+    s = tprt__upload_index(rows, count, &d_rows, stream);
     if (!s) s = tprt__wgrad_rows(dy, x, d_rows, count, &ov, chunks, stream);
     if (d_rows) cudaFreeAsync(d_rows, stream);
   }

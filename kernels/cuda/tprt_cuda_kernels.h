@@ -38,6 +38,23 @@ extern "C" {
 tprt_status_t tprt_cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The output tile of the exact contraction kernels: chosen from the grid size (AUTO), or forced
+/// (the checks run every shape with both). The bits never depend on it.
+enum { TPRT_CUDA_TILE_AUTO = 0, TPRT_CUDA_TILE_SMALL = 1, TPRT_CUDA_TILE_LARGE = 2 };
+
+/// tprt_cuda_linear with the output tile |tile| (TPRT_CUDA_TILE_*). kernels/cuda/linear.cu.
+tprt_status_t tprt_cuda_linear_tiled(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
+                                     tprt_tensor_t* y, int chunks, int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The exact GEMM under tprt_cuda_linear and the backward contractions: out[M,N] = Σ_k a·b with
+/// the canonical K accumulation (+ bias[N], then one rounding to |out_dtype|), where a is [M,K]
+/// row-major, or [K,M] when |a_kmajor|, and b is [N,K], or [K,N] when |b_kmajor|; a, b and bias
+/// (NULL: none) of the float |dtype|, out [M,N] of |dtype| or f32. No validation (the callers
+/// validate); any alignment. kernels/cuda/linear.cu.
+tprt_status_t tprt_cuda_gemm_exact(const void* a, int a_kmajor, const void* b, int b_kmajor, int dtype, int64_t m,
+                                   int64_t n, int64_t k, const void* bias, void* out, int out_dtype, int chunks,
+                                   int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// y[M,H] = x · rsqrt(mean(x²) + eps) · gamma with the canonical row reduction: bitwise
 /// tprt_cpu_rmsnorm. gamma[H] may have any float dtype. kernels/cuda/norm.cu.
 tprt_status_t tprt_cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps,
@@ -70,6 +87,20 @@ tprt_status_t tprt_cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt
 /// rejects leave y unspecified, never an out-of-bounds access. kernels/cuda/grouped_linear.cu.
 tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
                                        tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// tprt_cuda_grouped_linear with the output tile |tile| (TPRT_CUDA_TILE_*).
+/// kernels/cuda/grouped_linear.cu.
+tprt_status_t tprt_cuda_grouped_linear_tiled(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks, int tile,
+                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The exact grouped GEMM under tprt_cuda_grouped_linear and the grouped dgrad: y[T,N] = x[T,K]
+/// against w[e] of each row's expert, w[E,N,K], or w[E,K,N] when |w_kmajor|; |sizes| the device
+/// counts of |segs| segments of E experts. No validation (the callers validate); any alignment.
+/// kernels/cuda/grouped_linear.cu.
+tprt_status_t tprt_cuda_grouped_gemm_exact(const void* x, const void* w, int w_kmajor, int dtype, int64_t t, int64_t n,
+                                           int64_t k, int64_t e, const int64_t* sizes, int64_t segs, void* y,
+                                           int y_dtype, int chunks, int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Copies each token once per selected expert, rows ordered by expert, token, slot; writes
 /// group_sizes[E] and row_map[T*k]: bitwise tprt_cpu_moe_permute (the order is computed on the
@@ -182,11 +213,15 @@ tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits,
 /// rows of |row_bytes| (a multiple of 16; 16-byte aligned buffers). kernels/cuda/gather.cu.
 tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes, tprt_cuda_order_t order,
                                     void* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The same for |batches| consecutive blocks of |rows| rows, each permuted alone (w[E,N,K]'s experts).
+tprt_status_t tprt_cuda_gather_rows_batched(const void* src, int64_t batches, int64_t rows, int64_t row_bytes,
+                                            tprt_cuda_order_t order, void* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The backward contractions, bitwise tprt_cpu_linear_dgrad_segmented, tprt_cpu_linear_wgrad,
 /// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:
-/// the exact forward kernels on transposed (and, for a segmented dgrad, permuted) copies of the
-/// operands. They allocate their temporaries stream-ordered (cudaMallocAsync), and the grouped
+/// the exact GEMMs of the forward kernels reading the operands where they are (k-major), or, for
+/// a segmented dgrad order and a grouped wgrad expert spread over several segments, on permuted
+/// copies. They allocate their temporaries stream-ordered (cudaMallocAsync), and the grouped
 /// wgrad reads the group sizes back to the host (it synchronizes |stream|). Validation is their
 /// own (messages may differ from the CPU kernels'). kernels/cuda/linear_grad.c.
 tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
@@ -229,6 +264,32 @@ bool tprt_cuda_linear_wgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_t
                                            int chunks);
 tprt_status_t tprt_cuda_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
                                                int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Invariant grouped contractions on tensor cores (kernels/cuda/grouped_fast.cu with
+/// grouped_invariant.cuh, sm_90a): the planning of the fast grouped GEMMs (device group sizes, one
+/// launch, segments, empty experts) with the dense invariant GEMM's per-element arithmetic. Fits
+/// as tprt_cuda_grouped_fast_fits, and for the forward and dgrad the contracted length (K, N)
+/// must split into |chunks| chunks of a multiple of 64. The wgrad contracts an expert's rows (never
+/// split across ranks: tp-invariant refuses expert weight gradients summed over ranks) as one
+/// chunk, whatever |chunks|. The dgrad takes the op's segmented order (copies of dy and w in that
+/// order first, as the dense invariant dgrad).
+bool tprt_cuda_grouped_invariant_fits(const tprt_tensor_t* a, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
+                                      const tprt_tensor_t* out, int which, int chunks);
+tprt_status_t tprt_cuda_grouped_linear_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                 const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks,
+                                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                       int segments, int blocks,
+                                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_grouped_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                       const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The fused grouped MLP on the invariant grouped GEMM (both GEMMs must fit with |chunks|).
+tprt_status_t tprt_cuda_fused_grouped_mlp_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                                    const tprt_tensor_t* w2, const tprt_tensor_t* group_sizes,
+                                                    tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                                                    float limit, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
 /// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.

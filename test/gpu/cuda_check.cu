@@ -502,6 +502,7 @@ int main(int argc, char** argv) {
 
   if (ct_selected("control")) ct_check_controls(stream);
   if (ct_selected("linear")) ct_check_linear(stream);
+  if (ct_selected("linear")) ct_check_gemm_layouts(stream);
   ct_check_norms(stream);
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);

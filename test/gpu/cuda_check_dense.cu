@@ -7,9 +7,32 @@ void ct_check_linear(cudaStream_t stream) {
   struct {
     int64_t m, n, k;
     int chunks;  // 0: run chunks 1 and 8
+    ct_dist_t dist;
   } shapes[] = {
-      {1, 1, 1, 0},      {3, 5, 7, 0},        {7, 13, 29, 0}, {64, 64, 64, 0}, {65, 127, 300, 0},   {33, 70, 1000, 0},
-      {130, 96, 257, 0}, {256, 512, 1024, 0}, {5, 9, 0, 0},   {4, 5, 7, 16},   {9, 70, 3000, 1024},
+      {1, 1, 1, 0, CT_DIST_MODERATE},
+      {3, 5, 7, 0, CT_DIST_MODERATE},
+      {7, 13, 29, 0, CT_DIST_MODERATE},
+      {64, 64, 64, 0, CT_DIST_MODERATE},
+      {65, 127, 300, 0, CT_DIST_MODERATE},
+      {33, 70, 1000, 0, CT_DIST_MODERATE},
+      {130, 96, 257, 0, CT_DIST_MODERATE},
+      {256, 512, 1024, 0, CT_DIST_MODERATE},
+      {5, 9, 0, 0, CT_DIST_MODERATE},
+      {4, 5, 7, 16, CT_DIST_MODERATE},
+      {9, 70, 3000, 1024, CT_DIST_MODERATE},
+      // The tiled kernels' special cases (linear_tile.cuh): M = 1 over several tiles; ragged M, N
+      // and K; chunk sizes that are multiples of the 16-byte vector but not of the k tile (24 with
+      // chunks 8: a full and a partial tile of 16, one partial tile of 32), a short non-empty last
+      // chunk (K=248, chunks 16: S=16, chunk 15 has 8) and an empty one (K=120, chunks 16: S=8)
+      // on the vector loads; odd chunk sizes on the scalar loads (K=520: S=65); f16 subnormals
+      // (wide values) and infinities, NaNs and signed zeros (special values).
+      {1, 300, 520, 0, CT_DIST_MODERATE},
+      {100, 200, 192, 0, CT_DIST_MODERATE},
+      {65, 129, 248, 16, CT_DIST_MODERATE},
+      {70, 130, 120, 16, CT_DIST_MODERATE},
+      {129, 131, 67, 0, CT_DIST_MODERATE},
+      {64, 96, 256, 8, CT_DIST_WIDE},
+      {16, 40, 64, 8, CT_DIST_SPECIAL},
   };
   uint64_t rng = 0x11AEA5;
   for (const auto& sh : shapes) {
@@ -18,28 +41,106 @@ void ct_check_linear(cudaStream_t stream) {
       if (sh.chunks && ci == 1) break;
       for (int dtype : kDtypes) {
         for (int partial = 0; partial < 2; ++partial) {
-          int64_t xd[2] = {sh.m, sh.k}, wd[2] = {sh.n, sh.k}, bd[1] = {sh.n}, yd[2] = {sh.m, sh.n};
-          int y_dtype = partial ? TPRT_DTYPE_F32 : dtype;
-          bool with_bias = !partial;  // an f32 partial takes no bias
-          ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 2, wd), b = ct_make(dtype, 1, bd),
-                      y = ct_make(y_dtype, 2, yd);
-          ct_fill(&x, &rng, CT_DIST_MODERATE);
-          ct_fill(&w, &rng, CT_DIST_MODERATE);
-          ct_fill(&b, &rng, CT_DIST_MODERATE);
-          char shape[48], params[48];
-          snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
-          snprintf(params, sizeof params, "chunks=%d %s", chunks, partial ? "y=f32 partial" : "bias");
-          ct_run(
-              "linear", shape, tprt_dtype_name(dtype), params, &y,
-              [&] { return tprt_cpu_linear(&x.h, &w.h, with_bias ? &b.h : NULL, &y.h, chunks); },
-              [&](cudaStream_t st) { return tprt_cuda_linear(&x.d, &w.d, with_bias ? &b.d : NULL, &y.d, chunks, st); },
-              true, stream);
-          ct_free(&x);
-          ct_free(&w);
-          ct_free(&b);
-          ct_free(&y);
+          // Both output tiles of the tiled kernel (64 and 128 square), whatever the grid size.
+          for (int tile : {TPRT_CUDA_TILE_SMALL, TPRT_CUDA_TILE_LARGE}) {
+            int64_t xd[2] = {sh.m, sh.k}, wd[2] = {sh.n, sh.k}, bd[1] = {sh.n}, yd[2] = {sh.m, sh.n};
+            int y_dtype = partial ? TPRT_DTYPE_F32 : dtype;
+            bool with_bias = !partial;  // an f32 partial takes no bias
+            ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 2, wd), b = ct_make(dtype, 1, bd),
+                        y = ct_make(y_dtype, 2, yd);
+            ct_fill(&x, &rng, sh.dist);
+            ct_fill(&w, &rng, sh.dist);
+            ct_fill(&b, &rng, CT_DIST_MODERATE);
+            char shape[48], params[64];
+            snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+            snprintf(params, sizeof params, "chunks=%d %s tile=%d%s", chunks, partial ? "y=f32 partial" : "bias",
+                     tile == TPRT_CUDA_TILE_LARGE ? 128 : 64,
+                     sh.dist == CT_DIST_WIDE ? " wide" : sh.dist == CT_DIST_SPECIAL ? " edge" : "");
+            ct_run(
+                "linear", shape, tprt_dtype_name(dtype), params, &y,
+                [&] { return tprt_cpu_linear(&x.h, &w.h, with_bias ? &b.h : NULL, &y.h, chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_linear_tiled(&x.d, &w.d, with_bias ? &b.d : NULL, &y.d, chunks, tile, st);
+                },
+                true, stream);
+            ct_free(&x);
+            ct_free(&w);
+            ct_free(&b);
+            ct_free(&y);
+          }
         }
       }
+    }
+  }
+}
+
+/// A device copy of a host [R, C] matrix, transposed ([C, R]) when |transpose|, at an offset of
+/// |offset| elements into its allocation (1: misaligned for 16-byte loads). Free |base|.
+typedef struct {
+  void* base;
+  void* data;
+} ct_dev_t;
+
+static ct_dev_t ct_dev_copy(const tprt_tensor_t* h, bool transpose, int offset) {
+  int64_t r = h->dims[h->rank - 2], c = h->dims[h->rank - 1], mats = tprt_tensor_numel(h) / (r * c > 0 ? r * c : 1);
+  size_t elem = tprt_dtype_bytes(h->dtype, 1), bytes = tprt_tensor_bytes(h);
+  char* tmp = (char*)malloc(bytes ? bytes : 1);
+  for (int64_t e = 0; e < mats; ++e)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        size_t from = (size_t)(e * r * c + i * c + j), to = (size_t)(e * r * c + (transpose ? j * r + i : i * c + j));
+        memcpy(tmp + to * elem, (const char*)h->data + from * elem, elem);
+      }
+  ct_dev_t d;
+  CT_CUDA(cudaMalloc(&d.base, bytes + 16));
+  d.data = (char*)d.base + (size_t)offset * elem;
+  CT_CUDA(cudaMemcpy(d.data, tmp, bytes, cudaMemcpyHostToDevice));
+  free(tmp);
+  return d;
+}
+
+// The exact GEMM under the gradients with every operand layout (tprt_cuda_gemm_exact: a and b row
+// major or read k-major, as the dgrad and wgrad read them), both tiles, 16-byte aligned and
+// misaligned operands (the scalar loads), against tprt_cpu_linear of the same product; and the
+// grouped GEMM with w read k-major (the grouped dgrad's) and misaligned operands.
+void ct_check_gemm_layouts(cudaStream_t stream) {
+  struct {
+    int64_t m, n, k;
+    int chunks;
+  } shapes[] = {{1, 136, 64, 8}, {130, 200, 192, 8}, {67, 72, 248, 16}, {256, 264, 120, 16}, {40, 24, 520, 8}};
+  uint64_t rng = 0x6E33;
+  for (const auto& sh : shapes) {
+    for (int dtype : kDtypes) {
+      int64_t xd[2] = {sh.m, sh.k}, wd[2] = {sh.n, sh.k}, yd[2] = {sh.m, sh.n};
+      ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 2, wd), y = ct_make(TPRT_DTYPE_F32, 2, yd);
+      ct_fill(&x, &rng, CT_DIST_MODERATE);
+      ct_fill(&w, &rng, CT_DIST_MODERATE);
+      for (int layout = 0; layout < 4; ++layout) {
+        const int a_kmajor = layout & 1, b_kmajor = layout >> 1;
+        for (int offset = 0; offset < 2; ++offset) {
+          ct_dev_t a = ct_dev_copy(&x.h, a_kmajor, offset), b = ct_dev_copy(&w.h, b_kmajor, offset);
+          for (int tile : {TPRT_CUDA_TILE_SMALL, TPRT_CUDA_TILE_LARGE}) {
+            char shape[48], params[64];
+            snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+            snprintf(params, sizeof params, "gemm %s%s chunks=%d tile=%d%s", a_kmajor ? "Ak" : "Ar",
+                     b_kmajor ? "Bk" : "Br", sh.chunks, tile == TPRT_CUDA_TILE_LARGE ? 128 : 64,
+                     offset ? " misaligned" : "");
+            ct_run(
+                "linear", shape, tprt_dtype_name(dtype), params, &y,
+                [&] { return tprt_cpu_linear(&x.h, &w.h, NULL, &y.h, sh.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_gemm_exact(a.data, a_kmajor, b.data, b_kmajor, dtype, sh.m, sh.n, sh.k, NULL,
+                                              y.d.data, TPRT_DTYPE_F32, sh.chunks, tile, st);
+                },
+                true, stream);
+          }
+          CT_CUDA(cudaFree(a.base));
+          CT_CUDA(cudaFree(b.base));
+        }
+      }
+      ct_free(&x);
+      ct_free(&w);
+      ct_free(&y);
     }
   }
 }

@@ -47,6 +47,8 @@ static void ct_check_grouped_linear(cudaStream_t stream) {
       {256, 130, 257, 4, 2, 0, {0}, 100},  // each segment 100 of 128 rows
       {6, 5, 0, 2, 1, 1, {3, 3}, 0},       // K = 0: +0 rows
       {9, 70, 3000, 3, 1, 1024, {2, 4, 3}, 0},
+      {300, 136, 192, 5, 1, 8, {0}, 300},   // several experts per tile, chunks of 24 (vector loads)
+      {1, 200, 64, 3, 1, 8, {0, 1, 0}, 0},  // one row
   };
   uint64_t rng = 0x6F0;
   for (const auto& c : cases) {
@@ -61,26 +63,102 @@ static void ct_check_grouped_linear(cudaStream_t stream) {
         for (int partial = 0; partial < 2; ++partial) {
           if (partial && dtype == TPRT_DTYPE_F32) continue;  // an f32 partial of f32 is the f32 case
           int64_t xd[2] = {c.t, c.k}, wd[3] = {c.e, c.n, c.k}, yd[2] = {c.t, c.n};
-          ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 3, wd),
-                      y = ct_make(partial ? TPRT_DTYPE_F32 : dtype, 2, yd), gs = ct_make_counts(sizes, g);
-          ct_fill(&x, &rng, CT_DIST_MODERATE);
-          ct_fill(&w, &rng, CT_DIST_MODERATE);
-          char shape[48], params[48];
-          snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld", (long long)c.t, (long long)c.n, (long long)c.k,
-                   (long long)c.e);
-          snprintf(params, sizeof params, "S=%lld chunks=%d%s", (long long)c.segs, chunks,
-                   partial ? " y=f32 partial" : "");
-          ct_run(
-              "grouped_linear", shape, tprt_dtype_name(dtype), params, &y,
-              [&] { return tprt_cpu_grouped_linear(&x.h, &w.h, &gs.h, &y.h, chunks); },
-              [&](cudaStream_t st) { return tprt_cuda_grouped_linear(&x.d, &w.d, &gs.d, &y.d, chunks, st); }, true,
-              stream);
-          ct_free(&x);
-          ct_free(&w);
-          ct_free(&y);
-          ct_free(&gs);
+          for (int tile : {TPRT_CUDA_TILE_SMALL, TPRT_CUDA_TILE_LARGE}) {  // both tiles (linear_tile.cuh)
+            ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 3, wd),
+                        y = ct_make(partial ? TPRT_DTYPE_F32 : dtype, 2, yd), gs = ct_make_counts(sizes, g);
+            ct_fill(&x, &rng, CT_DIST_MODERATE);
+            ct_fill(&w, &rng, CT_DIST_MODERATE);
+            char shape[48], params[48];
+            snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld", (long long)c.t, (long long)c.n, (long long)c.k,
+                     (long long)c.e);
+            snprintf(params, sizeof params, "S=%lld chunks=%d%s tile=%d", (long long)c.segs, chunks,
+                     partial ? " y=f32 partial" : "", tile == TPRT_CUDA_TILE_LARGE ? 128 : 64);
+            ct_run(
+                "grouped_linear", shape, tprt_dtype_name(dtype), params, &y,
+                [&] { return tprt_cpu_grouped_linear(&x.h, &w.h, &gs.h, &y.h, chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_grouped_linear_tiled(&x.d, &w.d, &gs.d, &y.d, chunks, tile, st);
+                },
+                true, stream);
+            ct_free(&x);
+            ct_free(&w);
+            ct_free(&y);
+            ct_free(&gs);
+          }
         }
       }
+    }
+  }
+}
+
+/// A device copy of host |h| ([E, R, C]), each matrix transposed ([E, C, R]) when |transpose|, at
+/// an offset of |offset| elements into its allocation |*base| (1: misaligned for 16-byte loads).
+static void* ct_moe_dev_copy(const tprt_tensor_t* h, bool transpose, int offset, void** base) {
+  int64_t r = h->dims[h->rank - 2], c = h->dims[h->rank - 1], mats = tprt_tensor_numel(h) / (r * c > 0 ? r * c : 1);
+  size_t elem = tprt_dtype_bytes(h->dtype, 1), bytes = tprt_tensor_bytes(h);
+  char* tmp = (char*)malloc(bytes ? bytes : 1);
+  for (int64_t e = 0; e < mats; ++e)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        size_t from = (size_t)(e * r * c + i * c + j), to = (size_t)(e * r * c + (transpose ? j * r + i : i * c + j));
+        memcpy(tmp + to * elem, (const char*)h->data + from * elem, elem);
+      }
+  CT_CUDA(cudaMalloc(base, bytes + 16));
+  char* data = (char*)*base + (size_t)offset * elem;
+  CT_CUDA(cudaMemcpy(data, tmp, bytes, cudaMemcpyHostToDevice));
+  free(tmp);
+  return data;
+}
+
+// The grouped GEMM with w read k-major (w[E,K,N]: the grouped dgrad's operand as stored) and with
+// misaligned operands (the scalar loads), both tiles, against tprt_cpu_grouped_linear.
+static void ct_check_grouped_layouts(cudaStream_t stream) {
+  struct {
+    int64_t t, n, k, e, segs;
+    int chunks;
+  } cases[] = {{300, 136, 192, 5, 1, 8}, {256, 72, 248, 3, 2, 16}, {40, 24, 520, 2, 1, 8}};
+  uint64_t rng = 0x6F1;
+  for (const auto& c : cases) {
+    int64_t g = c.segs * c.e, sizes[16];
+    // One segment holds every row; several leave 3 padding rows each.
+    for (int64_t sg = 0; sg < c.segs; ++sg)
+      ct_random_counts(&rng, c.segs == 1 ? c.t : c.t / c.segs - 3, c.e, sizes + sg * c.e);
+    for (int dtype : kDtypes) {
+      int64_t xd[2] = {c.t, c.k}, wd[3] = {c.e, c.n, c.k}, yd[2] = {c.t, c.n};
+      ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 3, wd), y = ct_make(TPRT_DTYPE_F32, 2, yd),
+                  gs = ct_make_counts(sizes, g);
+      ct_fill(&x, &rng, CT_DIST_MODERATE);
+      ct_fill(&w, &rng, CT_DIST_MODERATE);
+      for (int w_kmajor = 0; w_kmajor < 2; ++w_kmajor) {
+        for (int offset = 0; offset < 2; ++offset) {
+          void *xbase = NULL, *wbase = NULL;
+          void* xdev = ct_moe_dev_copy(&x.h, false, offset, &xbase);
+          void* wdev = ct_moe_dev_copy(&w.h, w_kmajor, offset, &wbase);
+          for (int tile : {TPRT_CUDA_TILE_SMALL, TPRT_CUDA_TILE_LARGE}) {
+            char shape[48], params[64];
+            snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld", (long long)c.t, (long long)c.n, (long long)c.k,
+                     (long long)c.e);
+            snprintf(params, sizeof params, "S=%lld chunks=%d w=%s tile=%d%s", (long long)c.segs, c.chunks,
+                     w_kmajor ? "[E,K,N]" : "[E,N,K]", tile == TPRT_CUDA_TILE_LARGE ? 128 : 64,
+                     offset ? " misaligned" : "");
+            ct_run(
+                "grouped_linear", shape, tprt_dtype_name(dtype), params, &y,
+                [&] { return tprt_cpu_grouped_linear(&x.h, &w.h, &gs.h, &y.h, c.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_grouped_gemm_exact(xdev, wdev, w_kmajor, dtype, c.t, c.n, c.k, c.e,
+                                                      (const int64_t*)gs.d.data, c.segs, y.d.data, TPRT_DTYPE_F32,
+                                                      c.chunks, tile, st);
+                },
+                true, stream);
+          }
+          CT_CUDA(cudaFree(xbase));
+          CT_CUDA(cudaFree(wbase));
+        }
+      }
+      ct_free(&x);
+      ct_free(&w);
+      ct_free(&y);
+      ct_free(&gs);
     }
   }
 }
@@ -273,6 +351,7 @@ static void ct_check_copy(cudaStream_t stream) {
 
 void ct_check_moe_kernels(cudaStream_t stream) {
   if (ct_selected("grouped_linear")) ct_check_grouped_linear(stream);
+  if (ct_selected("grouped_linear")) ct_check_grouped_layouts(stream);
   if (ct_selected("moe_permute")) ct_check_permute(stream);
   if (ct_selected("moe_unpermute")) ct_check_unpermute(stream);
   ct_check_buckets(stream);
