@@ -148,23 +148,14 @@ static bool tprt__cutlass_grouped_wgrad_fits(const tprt__call_t* c) {
 static tprt_status_t tprt__cutlass_grouped_wgrad(const tprt__call_t* c) {
   return tprt_cuda_grouped_linear_wgrad_fast(c->a, c->b, c->group_sizes, c->out, tprt__r.stream);
 }
-// Both GEMMs of the MLP fit: x[T,H]·w1[E,2F,H]ᵀ -> [T,2F], then [T,F]·w2[E,H,F]ᵀ -> y (the
-// intermediates are fresh allocations, aligned).
-static bool tprt__cutlass_mlp_fits(const tprt__call_t* c) {
-  const tprt_tensor_t *x = c->a, *w1 = c->b, *w2 = c->w2;
-  if (!x || !w1 || !w2 || !c->out || x->rank != 2 || w1->rank != 3 || w2->rank != 3 || w1->dims[1] % 2 != 0)
-    return false;
-  int64_t t = x->dims[0], f = w1->dims[1] / 2;
-  int64_t hd[2] = {t, 2 * f}, gd[2] = {t, f};
-  tprt_tensor_t hidden = tprt_tensor_make(c->out->data, x->dtype, 2, hd),
-                gated = tprt_tensor_make(c->out->data, x->dtype, 2, gd);
-  return c->out->dtype == x->dtype && f % 8 == 0 && tprt_cuda_grouped_fast_fits(x, w1, c->group_sizes, &hidden, 0) &&
-         tprt_cuda_grouped_fast_fits(&gated, w2, c->group_sizes, c->out, 0);
-}
+static bool tprt__cutlass_mlp_fits(const tprt__call_t* c);
 static tprt_status_t tprt__cutlass_mlp(const tprt__call_t* c) {
   return tprt_cuda_fused_grouped_mlp_fast(c->a, c->b, c->w2, c->group_sizes, c->out, c->kind, c->interleave, c->alpha,
                                           c->limit, tprt__r.stream);
 }
+
+static bool tprt__mlp_fits(const tprt__call_t* c, bool invariant);
+static bool tprt__cutlass_mlp_fits(const tprt__call_t* c) { return tprt__mlp_fits(c, false); }
 
 // Invariant mode: the chunk-tree GEMMs on tensor cores (invariant_linear.cu).
 static bool tprt__inv_linear_fits(const tprt__call_t* c) {
@@ -184,6 +175,50 @@ static bool tprt__inv_wgrad_fits(const tprt__call_t* c) {
 }
 static tprt_status_t tprt__inv_wgrad(const tprt__call_t* c) {
   return tprt_cuda_linear_wgrad_invariant(c->a, c->b, c->out, c->chunks, tprt__r.stream);
+}
+
+// Invariant mode: the grouped chunk-tree GEMMs (grouped_fast.cu, grouped_invariant.cuh).
+static bool tprt__inv_grouped_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_invariant_fits(c->a, c->b, c->group_sizes, c->out, 0, c->chunks);
+}
+static tprt_status_t tprt__inv_grouped(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_invariant(c->a, c->b, c->group_sizes, c->out, c->chunks, tprt__r.stream);
+}
+static bool tprt__inv_grouped_dgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_invariant_fits(c->a, c->b, c->group_sizes, c->out, 1, c->chunks);
+}
+static tprt_status_t tprt__inv_grouped_dgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_dgrad_invariant(c->a, c->b, c->group_sizes, c->out, c->chunks, c->segments, c->blocks,
+                                                  tprt__r.stream);
+}
+static bool tprt__inv_grouped_wgrad_fits(const tprt__call_t* c) {
+  return tprt_cuda_grouped_invariant_fits(c->a, c->b, c->group_sizes, c->out, 2, c->chunks);
+}
+static tprt_status_t tprt__inv_grouped_wgrad(const tprt__call_t* c) {
+  return tprt_cuda_grouped_linear_wgrad_invariant(c->a, c->b, c->group_sizes, c->out, tprt__r.stream);
+}
+// Both GEMMs of the MLP fit the grouped kind |fits| (0: fast; else invariant with the call's
+// chunks): x[T,H]·w1[E,2F,H]ᵀ -> [T,2F], then [T,F]·w2[E,H,F]ᵀ -> y (the intermediates are fresh
+// allocations, aligned).
+static bool tprt__mlp_fits(const tprt__call_t* c, bool invariant) {
+  const tprt_tensor_t *x = c->a, *w1 = c->b, *w2 = c->w2;
+  if (!x || !w1 || !w2 || !c->out || x->rank != 2 || w1->rank != 3 || w2->rank != 3 || w1->dims[1] % 2 != 0)
+    return false;
+  int64_t t = x->dims[0], f = w1->dims[1] / 2;
+  int64_t hd[2] = {t, 2 * f}, gd[2] = {t, f};
+  tprt_tensor_t hidden = tprt_tensor_make(c->out->data, x->dtype, 2, hd),
+                gated = tprt_tensor_make(c->out->data, x->dtype, 2, gd);
+  if (c->out->dtype != x->dtype || f % 8 != 0) return false;
+  if (invariant)
+    return tprt_cuda_grouped_invariant_fits(x, w1, c->group_sizes, &hidden, 0, c->chunks) &&
+           tprt_cuda_grouped_invariant_fits(&gated, w2, c->group_sizes, c->out, 0, c->chunks);
+  return tprt_cuda_grouped_fast_fits(x, w1, c->group_sizes, &hidden, 0) &&
+         tprt_cuda_grouped_fast_fits(&gated, w2, c->group_sizes, c->out, 0);
+}
+static bool tprt__inv_mlp_fits(const tprt__call_t* c) { return tprt__mlp_fits(c, true); }
+static tprt_status_t tprt__inv_mlp(const tprt__call_t* c) {
+  return tprt_cuda_fused_grouped_mlp_invariant(c->a, c->b, c->w2, c->group_sizes, c->out, c->kind, c->interleave,
+                                               c->alpha, c->limit, c->chunks, tprt__r.stream);
 }
 
 // Every mode: the exact kernels (bitwise the CPU's; linear.cu, grouped_linear.cu, linear_grad.c,
@@ -231,12 +266,16 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__BIAS_GRAD,            TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_bias_grad_fits,         tprt__lt_bias_grad,          "cuBLASLt GEMV with ones (linear_fast.c)"},
   {TPRT__BIAS_GRAD,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_bias_grad,       TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__GROUPED_LINEAR,       TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_fits,      tprt__cutlass_grouped,       "CUTLASS sm90 grouped GEMM, TMA + WGMMA (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR,       TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_grouped_fits,   tprt__inv_grouped,           "chunk-tree WGMMA grouped GEMM (grouped_fast.cu)"},
   {TPRT__GROUPED_LINEAR,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped,         TPRT__EXACT_KERNEL " (grouped_linear.cu)"},
   {TPRT__GROUPED_LINEAR_DGRAD, TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_dgrad_fits, tprt__cutlass_grouped_dgrad, "CUTLASS sm90 grouped GEMM, TMA + WGMMA (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR_DGRAD, TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_grouped_dgrad_fits, tprt__inv_grouped_dgrad, "chunk-tree WGMMA grouped GEMM on ordered operands (grouped_fast.cu)"},
   {TPRT__GROUPED_LINEAR_DGRAD, TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped_dgrad,   TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__GROUPED_LINEAR_WGRAD, TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_wgrad_fits, tprt__cutlass_grouped_wgrad, "CUTLASS sm90 grouped GEMM, K = rows (grouped_fast.cu)"},
+  {TPRT__GROUPED_LINEAR_WGRAD, TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_grouped_wgrad_fits, tprt__inv_grouped_wgrad, "WGMMA grouped GEMM, one chunk over an expert's rows (grouped_fast.cu)"},
   {TPRT__GROUPED_LINEAR_WGRAD, TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_grouped_wgrad,   TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__FUSED_GROUPED_MLP,    TPRT__FAST,  90, 90, "bf16",                    tprt__cutlass_mlp_fits,          tprt__cutlass_mlp,           "CUTLASS grouped GEMM, GLU, CUTLASS grouped GEMM (fused_mlp.c)"},
+  {TPRT__FUSED_GROUPED_MLP,    TPRT__INVARIANT, 90, 90, "bf16",          tprt__inv_mlp_fits,              tprt__inv_mlp,               "invariant grouped GEMM, GLU, invariant grouped GEMM (fused_mlp.c)"},
   {TPRT__FUSED_GROUPED_MLP,    TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_mlp,             TPRT__EXACT_KERNEL " (fused_mlp.c)"},
 };
 // clang-format on

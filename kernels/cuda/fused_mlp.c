@@ -1,22 +1,30 @@
 // tprt_cuda_fused_grouped_mlp: bitwise tprt_cpu_fused_grouped_mlp, which is by definition
 // grouped_linear -> glu -> grouped_linear with both intermediates rounded to x's dtype: the same
 // three CUDA kernels in sequence, the intermediates in stream-ordered temporaries. (A fused
-// kernel may replace this later; it must keep these bits.) tprt_cuda_fused_grouped_mlp_fast is
-// the same sequence with the fast-mode grouped linear (tensor cores, no bitwise promise).
+// kernel may replace this later; it must keep these bits.) tprt_cuda_fused_grouped_mlp_fast and
+// _invariant are the same sequence with the fast-mode grouped linear (tensor cores, no bitwise
+// promise) or the invariant one (tensor cores, the invariant grouped GEMM's bits).
 #include "tprt_cpu_internal.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
 
 // A grouped linear launcher: the exact one (chunks) or the fast one.
+typedef enum { TPRT__MLP_EXACT, TPRT__MLP_FAST, TPRT__MLP_INVARIANT } tprt__mlp_mode_t;
 typedef struct {
-  bool fast;
-  int chunks;  // the exact one's
+  tprt__mlp_mode_t mode;
+  int chunks;  // the exact and invariant ones'
 } tprt__mlp_gl_t;
 
 static tprt_status_t tprt__mlp_grouped_linear(const tprt__mlp_gl_t* gl, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                               const tprt_tensor_t* group_sizes, tprt_tensor_t* y, cudaStream_t stream) {
-  return gl->fast ? tprt_cuda_grouped_linear_fast(x, w, group_sizes, y, stream)
-                  : tprt_cuda_grouped_linear(x, w, group_sizes, y, gl->chunks, stream);
+  switch (gl->mode) {
+    case TPRT__MLP_FAST:
+      return tprt_cuda_grouped_linear_fast(x, w, group_sizes, y, stream);
+    case TPRT__MLP_INVARIANT:
+      return tprt_cuda_grouped_linear_invariant(x, w, group_sizes, y, gl->chunks, stream);
+    default:
+      return tprt_cuda_grouped_linear(x, w, group_sizes, y, gl->chunks, stream);
+  }
 }
 
 static tprt_status_t tprt__fused_grouped_mlp(const tprt__mlp_gl_t* gl, const tprt_tensor_t* x, const tprt_tensor_t* w1,
@@ -52,13 +60,21 @@ tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_ten
                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
                                           int64_t interleave, float alpha, float limit, int chunks,
                                           cudaStream_t stream) {
-  tprt__mlp_gl_t gl = {false, chunks};
+  tprt__mlp_gl_t gl = {TPRT__MLP_EXACT, chunks};
   return tprt__fused_grouped_mlp(&gl, x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, stream);
 }
 
 tprt_status_t tprt_cuda_fused_grouped_mlp_fast(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
                                                const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
                                                int64_t interleave, float alpha, float limit, cudaStream_t stream) {
-  tprt__mlp_gl_t gl = {true, 0};
+  tprt__mlp_gl_t gl = {TPRT__MLP_FAST, 0};
+  return tprt__fused_grouped_mlp(&gl, x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, stream);
+}
+
+tprt_status_t tprt_cuda_fused_grouped_mlp_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                                    const tprt_tensor_t* w2, const tprt_tensor_t* group_sizes,
+                                                    tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                                                    float limit, int chunks, cudaStream_t stream) {
+  tprt__mlp_gl_t gl = {TPRT__MLP_INVARIANT, chunks};
   return tprt__fused_grouped_mlp(&gl, x, w1, w2, group_sizes, y, kind, interleave, alpha, limit, stream);
 }

@@ -47,30 +47,38 @@ extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int6
   return NULL;
 }
 
-// dst row r = src row idx(r) (the segmented order), |words| 16-byte words a row; one block of
-// threads per destination row.
+// dst row b·rows + r = src row b·rows + idx(r) (the segmented order within each of the batches of
+// |rows| rows), |words| 16-byte words a row; one block of threads per destination row.
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
-    tprt__gather_rows_kernel(const uint4* __restrict__ src, int64_t rows, int64_t words, tprt_cuda_order_t order,
-                             uint4* __restrict__ dst) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t j = order.chunks > 0 ? tprt__segmented_index(r, rows, order) : r;
+    tprt__gather_rows_kernel(const uint4* __restrict__ src, int64_t total, int64_t rows, int64_t words,
+                             tprt_cuda_order_t order, uint4* __restrict__ dst) {
+  for (int64_t r = blockIdx.x; r < total; r += gridDim.x) {
+    const int64_t b = r / rows, i = r - b * rows;
+    const int64_t j = b * rows + (order.chunks > 0 ? tprt__segmented_index(i, rows, order) : i);
     for (int64_t w = threadIdx.x; w < words; w += blockDim.x) dst[r * words + w] = src[j * words + w];
   }
 }
 
-extern "C" tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes,
-                                               tprt_cuda_order_t order, void* dst, cudaStream_t stream) {
-  if (rows <= 0 || row_bytes <= 0) return NULL;
+extern "C" tprt_status_t tprt_cuda_gather_rows_batched(const void* src, int64_t batches, int64_t rows,
+                                                       int64_t row_bytes, tprt_cuda_order_t order, void* dst,
+                                                       cudaStream_t stream) {
+  if (batches <= 0 || rows <= 0 || row_bytes <= 0) return NULL;
   if (row_bytes % 16 || ((uintptr_t)src | (uintptr_t)dst) % 16)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "gather_rows: rows of %lld bytes at %p and %p are not "
                             "16-byte aligned",
                             (long long)row_bytes, src, dst);
-  unsigned grid = (unsigned)(rows < 65535 ? rows : 65535);
-  tprt__gather_rows_kernel<<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((const uint4*)src, rows, row_bytes / 16, order,
-                                                                       (uint4*)dst);
+  const int64_t total = batches * rows;
+  unsigned grid = (unsigned)(total < 65535 ? total : 65535);
+  tprt__gather_rows_kernel<<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((const uint4*)src, total, rows, row_bytes / 16,
+                                                                       order, (uint4*)dst);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
+}
+
+extern "C" tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes,
+                                               tprt_cuda_order_t order, void* dst, cudaStream_t stream) {
+  return tprt_cuda_gather_rows_batched(src, 1, rows, row_bytes, order, dst, stream);
 }
 
 template <typename T>

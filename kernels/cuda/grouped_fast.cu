@@ -13,10 +13,17 @@
 //
 // Requirements (tprt_cuda_grouped_fast_fits): bf16 operands; D bf16 or f32; K and N multiples of
 // 8 and 16-byte aligned tensors (TMA); sizes below 2^31. Other inputs take the exact kernels.
-#include "grouped_fast.cuh"
-#include "tprt_cpu_internal.h"
+//
+// Invariant mode runs the same plans on the invariant grouped GEMM (grouped_invariant.cuh): the
+// chunk tree over K (forward) or N (dgrad, in the op's segmented order), one chunk over an
+// expert's rows (wgrad). Nothing else differs, so segments, padding rows and empty experts are
+// handled once for both modes.
+#include "grouped_invariant.cuh"
 #include "tprt_cuda_internal.cuh"
 #include "tprt_cuda_kernels.h"
+extern "C" {
+#include "tprt_cpu_internal.h"  // tprt__segmented_order (a C header)
+}
 
 namespace {
 
@@ -151,6 +158,31 @@ tprt_status_t tprt__sm_count(int* out) {
 
 int64_t tprt__blocks(int64_t n) { return (n + kThreads - 1) / kThreads; }
 
+/// Which GEMM runs a plan: the fast kernel, or the invariant one with |chunks| chunks of
+/// |tiles_per_chunk| k tiles (0: one chunk of the group's K).
+struct tprt__grouped_mode_t {
+  bool invariant;
+  int chunks, tiles_per_chunk;
+};
+
+/// Runs the grouped GEMM of |layout| over |plan| in |mode| (the invariant tree's workspace
+/// stream-ordered).
+tprt_status_t tprt__grouped_gemm(int layout, const tprt__grouped_plan_t& plan, const tprt__grouped_mode_t& mode,
+                                 bool d_f32, int sm, cudaStream_t stream) {
+  if (!mode.invariant)
+    return layout == TPRT__GROUPED_FWD     ? tprt__grouped_gemm_fwd(plan, d_f32, sm, stream)
+           : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_gemm_dgrad(plan, d_f32, sm, stream)
+                                           : tprt__grouped_gemm_wgrad(plan, d_f32, sm, stream);
+  tprt__grouped_tree_t tree{mode.tiles_per_chunk, nullptr, sm};
+  tprt_status_t s = tprt__inv_tree_alloc(mode.tiles_per_chunk > 0 ? mode.chunks : 1, sm, &tree.tree_ws, stream);
+  if (s) return s;
+  s = layout == TPRT__GROUPED_FWD     ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)
+                    : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_inv_gemm_dgrad(plan, tree, d_f32, sm, stream)
+                                                    : tprt__grouped_inv_gemm_wgrad(plan, tree, d_f32, sm, stream);
+  if (tree.tree_ws) cudaFreeAsync(tree.tree_ws, stream);
+  return s;
+}
+
 /// The status of the last launch: NULL, or what failed.
 tprt_status_t tprt__launched(const char* what) {
   cudaError_t err = cudaGetLastError();
@@ -185,8 +217,11 @@ extern "C" bool tprt_cuda_grouped_fast_fits(const tprt_tensor_t* a, const tprt_t
 }
 
 static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, const tprt_tensor_t* w,
-                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* out, cudaStream_t stream) {
-  const char* op = layout == TPRT__GROUPED_FWD ? "grouped_linear (fast)" : "grouped_linear_dgrad (fast)";
+                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* out,
+                                        const tprt__grouped_mode_t& mode, cudaStream_t stream) {
+  const char* op = layout == TPRT__GROUPED_FWD ? (mode.invariant ? "grouped_linear (invariant)" : "grouped_linear (fast)")
+                   : mode.invariant            ? "grouped_linear_dgrad (invariant)"
+                                               : "grouped_linear_dgrad (fast)";
   if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, out, layout))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
   int64_t t = a->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];
@@ -202,9 +237,7 @@ static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, cons
       (char*)out->data, n, k, out->dtype == TPRT_DTYPE_F32 ? 4 : 2, plan);
   tprt_status_t s = tprt__launched("grouped GEMM plan");
   bool f32 = out->dtype == TPRT_DTYPE_F32;
-  if (!s)
-    s = layout == TPRT__GROUPED_FWD ? tprt__grouped_gemm_fwd(plan, f32, sm, stream)
-                                    : tprt__grouped_gemm_dgrad(plan, f32, sm, stream);
+  if (!s) s = tprt__grouped_gemm(layout, plan, mode, f32, sm, stream);
   cudaFreeAsync(mem, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
@@ -212,19 +245,19 @@ static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, cons
 extern "C" tprt_status_t tprt_cuda_grouped_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
                                                        cudaStream_t stream) {
-  return tprt__grouped_rows(TPRT__GROUPED_FWD, x, w, group_sizes, y, stream);
+  return tprt__grouped_rows(TPRT__GROUPED_FWD, x, w, group_sizes, y, tprt__grouped_mode_t{false, 0, 0}, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w,
                                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
                                                              cudaStream_t stream) {
-  return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, stream);
+  return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, tprt__grouped_mode_t{false, 0, 0}, stream);
 }
 
-extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x,
-                                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
-                                                             cudaStream_t stream) {
-  const char* op = "grouped_linear_wgrad (fast)";
+static tprt_status_t tprt__grouped_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                         const tprt__grouped_mode_t& mode, cudaStream_t stream) {
+  const char* op = mode.invariant ? "grouped_linear_wgrad (invariant)" : "grouped_linear_wgrad (fast)";
   if (!tprt_cuda_grouped_fast_fits(dy, x, group_sizes, dw, TPRT__GROUPED_WGRAD))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
   int64_t t = dy->dims[0], n = dy->dims[1], k = x->dims[1], e = dw->dims[0];
@@ -257,8 +290,87 @@ extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t
                                                                          n, k, d_elem, plan);
     s = tprt__launched("grouped GEMM plan");
   }
-  if (!s) s = tprt__grouped_gemm_wgrad(plan, dw->dtype == TPRT_DTYPE_F32, sm, stream);
+  if (!s) s = tprt__grouped_gemm(TPRT__GROUPED_WGRAD, plan, mode, dw->dtype == TPRT_DTYPE_F32, sm, stream);
   if (mem) cudaFreeAsync(mem, stream);
   if (compact) cudaFreeAsync(compact, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                             const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                                             cudaStream_t stream) {
+  return tprt__grouped_wgrad(dy, x, group_sizes, dw, tprt__grouped_mode_t{false, 0, 0}, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// Invariant mode
+//===----------------------------------------------------------------------===//
+
+/// The contracted length of |which| (0 forward: K; 1 dgrad: N) for an invariant call that fits.
+static int64_t tprt__inv_len(const tprt_tensor_t* w, int which) { return which == 0 ? w->dims[2] : w->dims[1]; }
+
+/// |len| splits into |chunks| (a power of two up to 1024) chunks of whole 64-wide k tiles.
+static bool tprt__inv_chunks_fit(int64_t len, int chunks) {
+  return chunks >= 1 && chunks <= 1024 && (chunks & (chunks - 1)) == 0 && len % chunks == 0 && (len / chunks) % 64 == 0;
+}
+
+extern "C" bool tprt_cuda_grouped_invariant_fits(const tprt_tensor_t* a, const tprt_tensor_t* w,
+                                                 const tprt_tensor_t* group_sizes, const tprt_tensor_t* out, int which,
+                                                 int chunks) {
+  if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, out, which)) return false;
+  return which == TPRT__GROUPED_WGRAD || tprt__inv_chunks_fit(tprt__inv_len(w, which), chunks);
+}
+
+/// The invariant mode for a call of |which| that fits.
+static tprt__grouped_mode_t tprt__inv_mode(const tprt_tensor_t* w, int which, int chunks) {
+  return tprt__grouped_mode_t{true, chunks, (int)(tprt__inv_len(w, which) / chunks / 64)};
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_invariant(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                            const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
+                                                            int chunks, cudaStream_t stream) {
+  if (!tprt_cuda_grouped_invariant_fits(x, w, group_sizes, y, TPRT__GROUPED_FWD, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "grouped_linear (invariant): unsupported shapes, dtypes, alignment or chunks");
+  return tprt__grouped_rows(TPRT__GROUPED_FWD, x, w, group_sizes, y, tprt__inv_mode(w, TPRT__GROUPED_FWD, chunks),
+                            stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                                  int chunks, int segments, int blocks,
+                                                                  cudaStream_t stream) {
+  const char* op = "grouped_linear_dgrad (invariant)";
+  if (!tprt_cuda_grouped_invariant_fits(dy, w, group_sizes, dx, TPRT__GROUPED_DGRAD, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes, alignment or chunks", op);
+  int64_t t = dy->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];
+  // The host order only validates (the CPU kernel's checks and messages); the device computes it.
+  int64_t* order = nullptr;
+  tprt_status_t s = tprt__segmented_order(op, n, chunks, segments, blocks, &order);
+  if (s) return s;
+  const bool segmented = order != nullptr;
+  tprt__scratch_free(order);
+  const tprt__grouped_mode_t mode = tprt__inv_mode(w, TPRT__GROUPED_DGRAD, chunks);
+  if (!segmented) return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, mode, stream);
+  // dy's columns and every expert's rows of w in the segmented order (copies), then the same GEMM.
+  tprt_cuda_order_t o = {chunks, segments, blocks};
+  void *dyp = nullptr, *wp = nullptr;
+  cudaError_t err = cudaMallocAsync(&dyp, (size_t)(t * n) * 2, stream);
+  if (err == cudaSuccess) err = cudaMallocAsync(&wp, (size_t)(e * n * k) * 2, stream);
+  if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
+  if (!s) s = tprt_cuda_gather_2d(dy->data, t, n, 2, nullptr, o, n, 0, dyp, stream);
+  if (!s) s = tprt_cuda_gather_rows_batched(w->data, e, n, k * 2, o, wp, stream);
+  if (!s) {
+    tprt_tensor_t dyv = tprt_tensor_make(dyp, dy->dtype, 2, dy->dims), wv = tprt_tensor_make(wp, w->dtype, 3, w->dims);
+    s = tprt__grouped_rows(TPRT__GROUPED_DGRAD, &dyv, &wv, group_sizes, dx, mode, stream);
+  }
+  if (dyp) cudaFreeAsync(dyp, stream);
+  if (wp) cudaFreeAsync(wp, stream);
+  return s ? tprt_status_annotate(s, "%s", op) : nullptr;
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
+                                                                  cudaStream_t stream) {
+  return tprt__grouped_wgrad(dy, x, group_sizes, dw, tprt__grouped_mode_t{true, 1, 0}, stream);
 }

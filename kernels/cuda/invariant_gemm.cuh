@@ -67,6 +67,20 @@ tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t strea
 constexpr int kTprtInvMmaThreads = 256;
 constexpr int kTprtInvAccum = 64;
 
+/// The tree workspace of levels 1 and up for |chunks| chunks (none for chunks <= 2) of |ctas| CTAs
+/// (a persistent grid never exceeds the SM count): stream-ordered, *ws NULL when none is needed.
+inline tprt_status_t tprt__inv_tree_alloc(int chunks, int ctas, float** ws, cudaStream_t stream) {
+  int levels = 0;
+  while ((1 << levels) < chunks) ++levels;
+  *ws = nullptr;
+  if (levels <= 1) return nullptr;
+  size_t bytes = (size_t)(levels - 1) * (size_t)ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
+  void* p = nullptr;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&p, bytes, stream));
+  *ws = static_cast<float*>(p);
+  return nullptr;
+}
+
 /// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop.
 template <class Base>
 struct tprt__chunk_tree_mma : Base {
@@ -101,7 +115,7 @@ struct tprt__chunk_tree_mma : Base {
 
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    return Base::can_implement(problem_shape, args) && args.tiles_per_chunk > 0;
+    return Base::can_implement(problem_shape, args) && args.tiles_per_chunk >= 0;
   }
 
   /// The consumer: chunk after chunk, each from +0 over its k tiles; the tree as chunks end.
@@ -123,7 +137,10 @@ struct tprt__chunk_tree_mma : Base {
     Tensor tCrB = thread_mma.make_fragment_B(tCsB);
 
     auto acc1 = make_fragment_like(accum);
-    const int per_chunk = params.tiles_per_chunk;
+    // tiles_per_chunk 0: one chunk of every k tile of the problem (a grouped wgrad, whose K, an
+    // expert's rows, is known only on the device). K = 0 never reaches here: the grouped plans give
+    // such a group no rows.
+    const int per_chunk = params.tiles_per_chunk > 0 ? params.tiles_per_chunk : (k_tile_count > 0 ? k_tile_count : 1);
     const int chunks = k_tile_count / per_chunk;
     const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     if (chunks > 2 && cta >= params.tree_ctas) __trap();  // the workspace is sized by the host

@@ -39,33 +39,24 @@ bool tprt__inv_sizes(int64_t len, int chunks, std::initializer_list<int64_t> row
   return len < INT32_MAX;
 }
 
-/// The tree workspace for |chunks| > 2 (levels 1 and up) and the SM count: stream-ordered.
-tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, void** ws, cudaStream_t stream) {
+/// The SM count and the tree workspace (stream-ordered).
+tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, cudaStream_t stream) {
   int dev = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
-  int levels = 0;
-  while ((1 << levels) < g->chunks) ++levels;
-  *ws = nullptr;
-  g->tree_ws = nullptr;
   g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
-  if (levels > 1) {
-    size_t bytes = (size_t)(levels - 1) * (size_t)g->tree_ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(ws, bytes, stream));
-    g->tree_ws = static_cast<float*>(*ws);
-  }
-  return nullptr;
+  return tprt__inv_tree_alloc(g->chunks, g->tree_ctas, &g->tree_ws, stream);
 }
 
 tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
-  void* ws = nullptr;
-  tprt_status_t s = tprt__inv_prepare(&g, &ws, stream);
+  g.tree_ws = nullptr;
+  tprt_status_t s = tprt__inv_prepare(&g, stream);
   if (!s) {
     s = layout == TPRT__INV_FWD     ? tprt__inv_gemm_fwd(g, stream)
         : layout == TPRT__INV_DGRAD ? tprt__inv_gemm_dgrad(g, stream)
                                     : tprt__inv_gemm_wgrad(g, stream);
   }
-  if (ws) cudaFreeAsync(ws, stream);
+  if (g.tree_ws) cudaFreeAsync(g.tree_ws, stream);
   return s;
 }
 

@@ -2,7 +2,8 @@
 # Runs HERE (the MLIR machine) before a GPU run: compiles the example modules ahead of time for
 # world sizes 1, 2 and 4 in exact numerics (the GPU machine has no MLIR), records the CPU
 # backend's hashes of each, and stages everything test/gpu/run.sh needs to run them with
-# `tpc-run --backend cuda` into build-gpu-carry/ (carry that path to the GPU machine):
+# `tpc-run --backend cuda` into build-gpu-carry/, packed as build-gpu-carry.tar.xz (carry that
+# file to the GPU machine; run.sh unpacks it):
 #   bin/tpc-run, lib/libtprt.so, lib/libtprt_backend_cuda.so, lib/libcjson.so.1,
 #   modules/<name>.so, modules/<name>.expected (the CPU hashes), modules/list.txt.
 # Usage: bash test/gpu/prepare_modules.sh [build-dir]
@@ -63,6 +64,57 @@ for c in "${CONFIGS[@]}"; do
   "$BUILD/bin/tpc-run" "$OUT/modules/$name.so" --seed 7 --hash 2> /dev/null > "$OUT/modules/$name.expected"
   echo "$name" >> "$OUT/modules/list.txt"
 done
+# The TP-invariance matrix of test/gpu/shared_gpu.sh: the example blocks (and "-wide" versions,
+# every dimension but the tokens and experts x4 (MLP) or x8 (MoE), so that invariant mode's
+# tensor-core GEMMs run on the GPU) with M tokens, one training step (output and every gradient) in invariant numerics at
+# TP 1/2/4/8 with and without sequence parallelism. shared/list.txt has one line per configuration,
+# "model M tp sp module.so", or "model M tp sp - reason" where tp-shard refuses it (sequence
+# parallelism splits the M tokens over tp ranks: M must be divisible by tp; tpc never pads);
+# shared/<model>-m<M>.cpu holds the CPU backend's hashes at TP 1 (shown for comparison: the GPU's
+# invariant tensor-core kernels compute other bits than the CPU's exact ones).
+SHARED="$OUT/shared" VARIANTS="$OUT/shared/src"
+mkdir -p "$SHARED" "$VARIANTS"
+: > "$SHARED/list.txt"
+for model in mlp moe mlp-wide moe-wide; do
+  for m in 1 7 64 257; do
+    python3 - "docs/examples/${model%-wide}.mlir" "$m" "$model" > "$VARIANTS/$model-m$m.mlir" <<'PYVARIANT'
+import re, sys
+src, m, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+text = open(src).read()
+t = int(re.search(r"%x: tensor<(\d+)x", text).group(1))  # the tokens (16)
+k = re.search(r"top_k = (\d+)", text)
+sizes = {t: m}
+if k:  # a MoE block's permuted rows: tokens x top_k
+    sizes[t * int(k.group(1))] = m * int(k.group(1))
+if model.endswith("-wide"):  # hidden and FFN sizes (64 and up; experts 8, top_k 2 stay): x4 for the
+    # MLP, x8 for the MoE, so that every expert GEMM's chunk (K / tp.chunks) is a multiple of 64
+    f = 8 if model.startswith("moe") else 4
+    sizes.update({d: f * d for d in (64, 128, 256, 512)})
+dims = lambda g: "tensor<" + "x".join(str(sizes.get(int(d), int(d))) if d.isdigit() else d
+                                      for d in g.group(1).split("x")) + ">"
+print(re.sub(r"tensor<([0-9a-z]+(?:x[0-9a-z]+)*)>", dims, text), end="")
+PYVARIANT
+    "$BUILD/bin/tpc-compile" "$VARIANTS/$model-m$m.mlir" -o "$SHARED/ref.so" --pipeline=train --mesh=tp=1 \
+      --numerics=invariant
+    "$BUILD/bin/tpc-run" "$SHARED/ref.so" --seed 7 --hash 2> /dev/null > "$SHARED/$model-m$m.cpu"
+    for sp in off on; do
+      for tp in 1 2 4 8; do
+        name="$model-m$m-tp$tp" flags=(--pipeline=train --mesh=tp=$tp --numerics=invariant)
+        if [[ $sp == on ]]; then name+="-sp" flags+=(--sequence-parallel); fi
+        if "$BUILD/bin/tpc-compile" "$VARIANTS/$model-m$m.mlir" -o "$SHARED/$name.so" "${flags[@]}" 2> "$SHARED/err"; then
+          echo "$model $m $tp $sp $name.so" >> "$SHARED/list.txt"
+        elif [[ $sp == on ]] && (( m % tp != 0 )) && grep -q "is not divisible by" "$SHARED/err"; then
+          echo "$model $m $tp $sp - tp-shard: $(grep -o 'dimension 0 (size [0-9]*) is not divisible by .*' "$SHARED/err")" \
+            >> "$SHARED/list.txt"
+        else
+          cat "$SHARED/err" >&2; exit 1
+        fi
+      done
+    done
+  done
+done
+rm -rf "$SHARED/ref.so" "$SHARED/err" "$VARIANTS"
+
 # Step-time benchmark modules (TPC_GPU_BENCH=1 test/gpu/run.sh): a Llama-3-8B-like MLP block at
 # TP 1, 2, 4 in fast (cuBLASLt + NCCL) and exact (exact kernels + canonical collectives) numerics.
 mkdir -p "$OUT/bench"
@@ -80,9 +132,24 @@ for mode in fast invariant exact; do
     --mesh=tp=1 --numerics=$mode
   echo "mlp8b-train-tp1-$mode 1 $mode train" >> "$OUT/bench/list.txt"
 done
+# MoE block training steps (Mixtral-8x7B-like, tools/bench/mixtral_moe.mlir) at TP 1 in each
+# numerics, with their own list ("name mode") and PyTorch peer (test/gpu/bench_moe_peer.py).
+: > "$OUT/bench/moe_list.txt"
+for mode in fast invariant exact; do
+  "$BUILD/bin/tpc-compile" tools/bench/mixtral_moe.mlir -o "$OUT/bench/moe-train-tp1-$mode.so" --pipeline=train \
+    --mesh=tp=1 --numerics=$mode
+  echo "moe-train-tp1-$mode $mode" >> "$OUT/bench/moe_list.txt"
+done
+cp test/gpu/bench_moe_peer.py "$OUT/bench/"
 # Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
 for v in sync async; do
   "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast
 done
 cp test/gpu/bench_mlp_peer.py "$OUT/bench/"
-echo "staged $(wc -l < "$OUT/modules/list.txt") modules and the runtime in $OUT ($(du -sh "$OUT" | cut -f1))"
+# Debug information stays here (the GPU machine needs none), and the whole stage travels as one
+# compressed archive (the device tool carries at most 64 MiB): carry build-gpu-carry.tar.xz, and
+# test/gpu/run.sh unpacks it where build-gpu-carry/ is missing.
+strip --strip-debug "$OUT"/bin/* "$OUT"/lib/*.so* 2> /dev/null || true
+tar -C "$ROOT" -cJf "$ROOT/build-gpu-carry.tar.xz" build-gpu-carry
+echo "staged $(wc -l < "$OUT/modules/list.txt") modules and the runtime in $OUT ($(du -sh "$OUT" | cut -f1));" \
+  "carry $ROOT/build-gpu-carry.tar.xz ($(du -sh "$ROOT/build-gpu-carry.tar.xz" | cut -f1))"

@@ -13,7 +13,8 @@
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
 # Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1,
-#              TPC_GPU_KERNELS=0, TPC_GPU_MODULES=0 (process worlds only), TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
+#              TPC_GPU_KERNELS=0, TPC_GPU_MODULES=0 (process worlds only), TPC_GPU_BENCH_ONLY=1 (the
+#              benchmarks alone), TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
 #              directory, default build-gpu), OUT (if set, logs and tables are copied there).
 # Exit status: 0 when every check passed, 1 on a mismatch or failure, 77 no device.
 set -euo pipefail
@@ -30,6 +31,12 @@ ARCH="${TPC_CUDA_ARCH:-sm_90a}"
 BUILD="${TPC_GPU_BUILD:-$ROOT/build-gpu}"
 mkdir -p "$BUILD/obj"
 cd "$ROOT"
+# Benchmarks alone: no kernel checks, no modules, no TP-invariance matrix.
+if [[ -n "${TPC_GPU_BENCH_ONLY:-}" ]]; then export TPC_GPU_BENCH=1 TPC_GPU_MODULES=0; fi
+# The stage of test/gpu/prepare_modules.sh travels as one archive: unpack it where it is missing.
+if [[ -z "${TPC_GPU_CARRY:-}" && ! -d "$ROOT/build-gpu-carry" && -f "$ROOT/build-gpu-carry.tar.xz" ]]; then
+  tar -C "$ROOT" -xJf "$ROOT/build-gpu-carry.tar.xz"
+fi
 
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: unavailable"
@@ -121,7 +128,11 @@ run_modules() {
   fi
   run_processes "$carry" "$ngpu"
   MODULES_FAILED=$((fail + gfail + ffail + PROCS_FAILED))
-  if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]]; then
+  # TP invariance at TP 1/2/4/8 +- SP, M in {1, 7, 64, 257}, ranks sharing GPUs where there are fewer.
+  if [[ "$list" != /dev/null ]]; then
+    echo; TPC_GPU_CARRY="$carry" bash "$ROOT/test/gpu/shared_gpu.sh" || MODULES_FAILED=$((MODULES_FAILED + 1))
+  fi
+  if [[ -n "${TPC_GPU_BENCH:-}" && -x "$carry/bin/tprt-bench-collectives" ]] && (( ngpu >= 2 )); then
     echo
     echo "== benchmark: canonical collectives vs NCCL ($(date -u +%Y-%m-%d), $ngpu GPUs)"
     LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" "$carry/bin/tprt-bench-collectives" "$ngpu" \
@@ -132,6 +143,7 @@ run_modules() {
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_collectives.txt" "$OUT/"; fi
   fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/list.txt" ]]; then bench_blocks "$carry" "$ngpu"; fi
+  if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/moe_list.txt" ]]; then bench_moe "$carry"; fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/overlap-async.so" ]] && (( ngpu >= 4 )); then bench_overlap "$carry"; fi
 }
 
@@ -297,6 +309,50 @@ PY
   fi
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_blocks.txt" "$BUILD/bench_mlp_peer.txt" "$OUT/"; fi
 }
+
+# Training step (forward + backward) of the Mixtral-8x7B-like MoE block (tools/bench/mixtral_moe.mlir:
+# 4096 tokens, hidden 4096, 8 experts top-2, expert FFN 14336, bf16) at TP 1 in fast, invariant and
+# exact numerics, with PyTorch's step on one GPU (test/gpu/bench_moe_peer.py: torch._grouped_mm,
+# eager and torch.compile) as the peer, in the same run.
+bench_moe() {
+  local carry="$1" lt_dir peer_log="$BUILD/bench_moe_peer.txt" peer_fwd peer_train peer_compile
+  lt_dir="$CUDA_HOME/lib64"
+  if ! ls "$lt_dir"/libcublasLt.so.* > /dev/null 2>&1; then
+    lt_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), 'lib'))" 2>/dev/null || echo "")
+  fi
+  timeout 600 python3 "$carry/bench/bench_moe_peer.py" > "$peer_log" 2>&1 || true
+  peer_fwd=$(awk '/^peer_moe_fwd_ms/{print $2}' "$peer_log")
+  peer_train=$(awk '/^peer_moe_train_ms/{print $2}' "$peer_log")
+  peer_compile=$(awk '/^peer_moe_train_compile_ms/{print $2}' "$peer_log")
+  # GEMM FLOPs of a step: the routed expert GEMMs (tokens x top_k rows through FC1 H -> 2F and FC2
+  # F -> H) and the router (H -> E), three times for forward, dgrad and wgrad (tpc-run --count-only
+  # reports the same 8659459375104).
+  local flops=$(( 3 * (2 * 4096 * 2 * (4096 * 2 * 14336 + 14336 * 4096) + 2 * 4096 * 4096 * 8) ))
+  echo
+  echo "== benchmark: MoE block train step, Mixtral-8x7B-like (h 4096, ffn 14336, 8 experts top-2, 4096 tokens, bf16) ($(date -u +%Y-%m-%d))"
+  printf '%-16s %10s %9s %9s %15s %17s\n' mode "median ms" "TFLOP/s" "vs fast" "vs torch eager" "vs torch.compile"
+  local fast=""
+  while read -r name mode; do
+    local repeat=5 ms
+    if [[ "$mode" == exact ]]; then repeat=2; fi
+    LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
+      --backend cuda --seed 7 --repeat "$repeat" > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
+    ms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')
+    if [[ -z "$ms" ]]; then echo "$name: no median in its log"; continue; fi
+    if [[ "$mode" == fast ]]; then fast=$ms; fi
+    python3 - "$mode" "$ms" "$flops" "$fast" "$peer_train" "$peer_compile" <<'PY' || true
+import sys
+mode, ms, flops = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+fast = float(sys.argv[4] or ms); eager = float(sys.argv[5] or "nan"); comp = float(sys.argv[6] or "nan")
+print(f"{'train ' + mode:<16} {ms:>10.3f} {flops / (ms * 1e-3) / 1e12:>9.1f} {ms / fast:>8.2f}x {ms / eager:>14.2f}x"
+      f" {ms / comp:>16.2f}x")
+PY
+  done < "$carry/bench/moe_list.txt" | tee "$BUILD/bench_moe.txt"
+  grep -E '^(peer_moe_group_sizes|peer:|torch.compile failed)' "$peer_log" | tee -a "$BUILD/bench_moe.txt" || true
+  echo "torch TP1 peer: ${peer_fwd:-?} ms per forward, ${peer_train:-?} ms per training step (eager), ${peer_compile:-?} ms (torch.compile)" \
+    | tee -a "$BUILD/bench_moe.txt"
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_moe.txt" "$peer_log" "$OUT/"; fi
+}
 MODULES_FAILED=0
 # Per-module logs travel as one archive (the device tool fetches a limited number of files).
 pack_details() {
@@ -356,7 +412,8 @@ else
   [[ -f "$CUTLASS_INC/cutlass/cutlass.h" ]] || { echo "run.sh: CUTLASS headers not found in $CUTLASS_INC" >&2; exit 1; }
   for src in kernels/cuda/grouped_fast.cu kernels/cuda/grouped_fast_fwd.cu kernels/cuda/grouped_fast_dgrad.cu \
              kernels/cuda/grouped_fast_wgrad.cu kernels/cuda/invariant_linear.cu kernels/cuda/invariant_gemm_fwd.cu \
-             kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu; do
+             kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu kernels/cuda/grouped_inv_fwd.cu \
+             kernels/cuda/grouped_inv_dgrad.cu kernels/cuda/grouped_inv_wgrad.cu; do
     obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
     objs+=("$obj")
     "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${INC[@]}" -isystem "$CUTLASS_INC" \
@@ -379,6 +436,10 @@ else
       -o "$BUILD/tprt-bench-gemm" -lm -ldl
   fi
 fi
+rc=0
+if [[ -n "${TPC_GPU_BENCH_ONLY:-}" ]]; then
+  echo "== TPC_GPU_BENCH_ONLY: the kernel checks, modules and TP-invariance matrix are skipped"
+else
 echo "== tprt-cuda-check"
 LOG="$BUILD/cuda_check.log"
 set +e
@@ -409,6 +470,7 @@ if [[ -x "$BUILD/tprt-cuda-check-fast" ]]; then
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/check_fast.log" "$OUT/"; fi
   if [[ $frc -ne 0 && $rc -eq 0 ]]; then rc=$frc; fi
 fi
+fi  # TPC_GPU_BENCH_ONLY
 if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   # Exact-mode linear against the peer (PyTorch bf16 matmul) measured in the same run.
   echo

@@ -4,6 +4,10 @@
 //                                                      wgrad (dw = dyᵀ·x)
 //   grouped <pass> <mode> <E> <T> <N> <K> <dist> <median ms>   dist: uniform or skewed counts
 //   mlp <mode> <E> <T> <H> <F> <dist> <median ms>       the fused grouped SwiGLU MLP forward
+//   (grouped and mlp: modes fast and invariant)
+//   exact <pass> <dtype> <M> <N> <K> <chunks> <median ms> <TFLOP/s>   the exact kernels (bf16 and
+//       f32 operands; pass fwd, dgrad, wgrad, or grouped-fwd/-dgrad/-wgrad with M = T tokens over
+//       8 experts); gemm.py ignores these lines
 // mode: fast (cuBLASLt / CUTLASS), or exact (the CUDA-core kernels that invariant and exact
 // numerics run today; only on the smaller shapes, they are ~40x slower). tools/bench/gemm.py runs
 // this, times the PyTorch peers on the same shapes in the same run and prints the ratios.
@@ -11,8 +15,9 @@
 // Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
 // operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
 // small enough to sit in L2.
-// Usage: tprt-bench-gemm [quick]   (quick: a few shapes, for a smoke run); TPRT_BENCH_CHUNKS=C sets
-// the chunk count of the invariant and exact kernels (default 8).
+// Usage: tprt-bench-gemm [quick | exact]   (quick: a few shapes, for a smoke run; exact: only the
+// exact lines); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
+// (default 8).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +58,15 @@ __global__ void bg_fill(uint16_t* p, int64_t n, uint64_t seed) {
   }
 }
 
+__global__ void bg_fill_f32(float* p, int64_t n, uint64_t seed) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    p[i] = (float)((int64_t)((z ^ (z >> 31)) >> 40) - (1 << 23)) * 0x1p-23f;
+  }
+}
+
 /// A device bf16 (or |dtype|) tensor of random values.
 struct bg_tensor {
   tprt_tensor_t t;
@@ -67,6 +81,7 @@ struct bg_tensor {
     t.data = p;
     static uint64_t seed = 1;
     if (random && dtype == TPRT_DTYPE_BF16) bg_fill<<<1024, 256>>>((uint16_t*)p, (int64_t)(bytes / 2), seed++);
+    if (random && dtype == TPRT_DTYPE_F32) bg_fill_f32<<<1024, 256>>>((float*)p, (int64_t)(bytes / 4), seed++);
     BG_CUDA(cudaGetLastError());
   }
   ~bg_tensor() { cudaFree(t.data); }
@@ -155,6 +170,52 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
   for (int i = 0; i < sets; ++i) delete xs[i], delete ws[i], delete dys[i];
 }
 
+static void bg_exact_line(const char* pass, int dtype, int64_t m, int64_t n, int64_t k, float ms) {
+  printf("exact %s %s %lld %lld %lld %d %.4f %.2f\n", pass, tprt_dtype_name(dtype), (long long)m, (long long)n,
+         (long long)k, bg_chunks, ms, 2.0 * m * n * k / (ms * 1e-3) / 1e12);
+  fflush(stdout);
+}
+
+/// The exact kernels (exact numerics, and invariant mode's fallback) on an m x n x k product with
+/// |dtype| operands and outputs: forward, dgrad (plain order), wgrad.
+static void bg_exact_dense(cudaStream_t s, int dtype, int64_t m, int64_t n, int64_t k) {
+  bg_tensor x({m, k}, dtype), w({n, k}, dtype), dy({m, n}, dtype);
+  bg_tensor y({m, n}, dtype, false), dx({m, k}, dtype, false), dw({n, k}, dtype, false);
+  const int reps = 5, chunks = bg_chunks;
+  float f = bg_time([&](int) { bg_ok(tprt_cuda_linear(&x.t, &w.t, nullptr, &y.t, chunks, s), "linear"); }, reps, s);
+  bg_exact_line("fwd", dtype, m, n, k, f);
+  float d = bg_time([&](int) { bg_ok(tprt_cuda_linear_dgrad_segmented(&dy.t, &w.t, &dx.t, chunks, 1, 1, s), "dgrad"); },
+                    reps, s);
+  bg_exact_line("dgrad", dtype, m, k, n, d);
+  float g = bg_time([&](int) { bg_ok(tprt_cuda_linear_wgrad(&dy.t, &x.t, &dw.t, chunks, s), "wgrad"); }, reps, s);
+  bg_exact_line("wgrad", dtype, n, k, m, g);
+}
+
+static std::vector<int64_t> bg_counts(int64_t t, int64_t e, bool skewed);
+
+/// The exact grouped kernels: t tokens over e experts (uniform counts), n x k weights.
+static void bg_exact_grouped(cudaStream_t s, int dtype, int64_t e, int64_t t, int64_t n, int64_t k) {
+  std::vector<int64_t> counts = bg_counts(t, e, false);
+  bg_tensor gs({e}, TPRT_DTYPE_I64, false);
+  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  bg_tensor x({t, k}, dtype), w({e, n, k}, dtype), dy({t, n}, dtype);
+  bg_tensor y({t, n}, dtype, false), dx({t, k}, dtype, false), dw({e, n, k}, dtype, false);
+  const int reps = 3, chunks = bg_chunks;
+  float f =
+      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear(&x.t, &w.t, &gs.t, &y.t, chunks, s), "grouped"); }, reps, s);
+  bg_exact_line("grouped-fwd", dtype, t, n, k, f);
+  float d = bg_time(
+      [&](int) {
+        bg_ok(tprt_cuda_grouped_linear_dgrad_segmented(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s), "grouped dgrad");
+      },
+      reps, s);
+  bg_exact_line("grouped-dgrad", dtype, t, k, n, d);
+  float g = bg_time(
+      [&](int) { bg_ok(tprt_cuda_grouped_linear_wgrad(&dy.t, &x.t, &gs.t, &dw.t, chunks, s), "grouped wgrad"); }, reps,
+      s);
+  bg_exact_line("grouped-wgrad", dtype, n, k, t, g);
+}
+
 /// Counts of E experts over T rows: uniform, or skewed (Zipf-like weights 1/(j+1), shuffled).
 static std::vector<int64_t> bg_counts(int64_t t, int64_t e, bool skewed) {
   std::vector<int64_t> c((size_t)e, t / e);
@@ -183,21 +244,42 @@ static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t 
       dw({e, n, k}, TPRT_DTYPE_BF16, false);
   const double flops = 2.0 * t * n * k;
   const char* dist = skewed ? "skewed" : "uniform";
-  float f = bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_fast(&x.t, &w.t, &gs.t, &y.t, s), "grouped"); },
-                    bg_reps(flops), s);
-  printf("grouped fwd fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k, dist,
-         f);
-  float d =
-      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w.t, &gs.t, &dx.t, s), "grouped dgrad"); },
-              bg_reps(flops), s);
-  printf("grouped dgrad fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k,
-         dist, d);
-  float g =
-      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear_wgrad_fast(&dy.t, &x.t, &gs.t, &dw.t, s), "grouped wgrad"); },
-              bg_reps(flops), s);
-  printf("grouped wgrad fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)n, (long long)k,
-         dist, g);
-  fflush(stdout);
+  const int chunks = bg_chunks;
+  // fast: CUTLASS's grouped GEMM; invariant: the chunk-tree grouped GEMM (where it fits).
+  for (int inv = 0; inv < 2; ++inv) {
+    const char* mode = inv ? "invariant" : "fast";
+    if (inv && (!tprt_cuda_grouped_invariant_fits(&x.t, &w.t, &gs.t, &y.t, 0, chunks) ||
+                !tprt_cuda_grouped_invariant_fits(&dy.t, &w.t, &gs.t, &dx.t, 1, chunks)))
+      continue;
+    float f = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w.t, &gs.t, &y.t, chunks, s)
+                    : tprt_cuda_grouped_linear_fast(&x.t, &w.t, &gs.t, &y.t, s),
+                "grouped");
+        },
+        bg_reps(flops), s);
+    printf("grouped fwd %s %lld %lld %lld %lld %s %.4f\n", mode, (long long)e, (long long)t, (long long)n,
+           (long long)k, dist, f);
+    float d = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s)
+                    : tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w.t, &gs.t, &dx.t, s),
+                "grouped dgrad");
+        },
+        bg_reps(flops), s);
+    printf("grouped dgrad %s %lld %lld %lld %lld %s %.4f\n", mode, (long long)e, (long long)t, (long long)n,
+           (long long)k, dist, d);
+    float g = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_grouped_linear_wgrad_invariant(&dy.t, &x.t, &gs.t, &dw.t, s)
+                    : tprt_cuda_grouped_linear_wgrad_fast(&dy.t, &x.t, &gs.t, &dw.t, s),
+                "grouped wgrad");
+        },
+        bg_reps(flops), s);
+    printf("grouped wgrad %s %lld %lld %lld %lld %s %.4f\n", mode, (long long)e, (long long)t, (long long)n,
+           (long long)k, dist, g);
+    fflush(stdout);
+  }
 }
 
 static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, bool skewed) {
@@ -205,24 +287,38 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
   bg_tensor gs({e}, TPRT_DTYPE_I64, false);
   BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
   bg_tensor x({t, h}), w1({e, 2 * f, h}), w2({e, h, f}), y({t, h}, TPRT_DTYPE_BF16, false);
-  float ms = bg_time(
-      [&](int) {
-        bg_ok(tprt_cuda_fused_grouped_mlp_fast(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0, 1.702f, 7.0f, s),
-              "fused mlp");
-      },
-      bg_reps(6.0 * t * h * f), s);
-  printf("mlp fast %lld %lld %lld %lld %s %.4f\n", (long long)e, (long long)t, (long long)h, (long long)f,
-         skewed ? "skewed" : "uniform", ms);
-  fflush(stdout);
+  for (int inv = 0; inv < 2; ++inv) {
+    float ms = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_fused_grouped_mlp_invariant(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0,
+                                                            1.702f, 7.0f, bg_chunks, s)
+                    : tprt_cuda_fused_grouped_mlp_fast(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0, 1.702f,
+                                                       7.0f, s),
+                "fused mlp");
+        },
+        bg_reps(6.0 * t * h * f), s);
+    printf("mlp %s %lld %lld %lld %lld %s %.4f\n", inv ? "invariant" : "fast", (long long)e, (long long)t, (long long)h,
+           (long long)f, skewed ? "skewed" : "uniform", ms);
+    fflush(stdout);
+  }
 }
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+  bool exact_only = argc > 1 && strcmp(argv[1], "exact") == 0;
   if (getenv("TPRT_BENCH_CHUNKS")) bg_chunks = atoi(getenv("TPRT_BENCH_CHUNKS"));
   cudaStream_t s;
   BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   tprt_cuda_lt_t lt;
   bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
+  // The exact kernels at 4096^3, bf16 and f32 operands (the exact-mode target: half the f32
+  // CUDA-core peak), and grouped over 8 experts.
+  for (int dtype : {TPRT_DTYPE_BF16, TPRT_DTYPE_F32}) bg_exact_dense(s, dtype, 4096, 4096, 4096);
+  bg_exact_grouped(s, TPRT_DTYPE_BF16, 8, 8192, 4096, 4096);
+  if (exact_only) {
+    tprt_cuda_lt_destroy(&lt);
+    return 0;
+  }
   // Square shapes, then the MLP GEMMs of Llama-3-8B (h 4096, ffn 14336: FC1 N = 2 x 14336) and
   // Llama-3-70B (h 8192, ffn 28672) at M = 1 .. 16384 tokens.
   bg_dense(&lt, s, 4096, 4096, 4096, true);

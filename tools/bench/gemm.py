@@ -6,7 +6,8 @@ the same method (CUDA events, median after 3 warm-ups, random bf16 operands):
   dense   torch.matmul (cuBLAS): fwd x @ w.T, dgrad dy @ w, wgrad dy.T @ x
   grouped torch._grouped_mm with offsets: fwd x @ w[e].T, dgrad dy @ w[e], wgrad dy.T @ x per expert
   mlp     torch._grouped_mm, SwiGLU (F.silu(g) * u), torch._grouped_mm
-Prints one table, last: time, TFLOP/s, and "vs peer" = peer time / tpc time (> 1: tpc faster).
+Prints one table, last: time, TFLOP/s, and "vs peer" = peer time / tpc time (> 1: tpc faster);
+then the exact kernels' own lines (exact <pass> <dtype> ... <median ms> <TFLOP/s>) as printed.
 With --json FILE the rows are also written as JSON (for plots in docs/performance.md).
 
 Usage: python3 tools/bench/gemm.py [--bin build/bin/tprt-bench-gemm] [--quick] [--json out.json]
@@ -106,6 +107,7 @@ def main():
     cmd = [args.bin] + (["quick"] if args.quick else [])
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     rows = []
+    exact_lines = [line for line in out.splitlines() if line.startswith("exact ")]
     cache = {}
 
     def peer(key, fn):  # one peer measurement per shape and pass, whatever tpc's modes
@@ -126,25 +128,28 @@ def main():
             p, mode, e, t, n, k, dist, ms = f[1], f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7], float(f[8])
             rows.append(dict(kind="grouped", pass_=p, mode=mode, shape=f"E={e} T={t} N={n} K={k} {dist}",
                              flops=2.0 * t * n * k, ms=ms, peer="torch._grouped_mm",
-                             peer_ms=grouped_peer(p, e, t, n, k, dist)))
+                             peer_ms=peer(("g", p, e, t, n, k, dist), lambda: grouped_peer(p, e, t, n, k, dist))))
         elif f[0] == "mlp":
             mode, e, t, h, ff, dist, ms = f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], float(f[7])
             rows.append(dict(kind="mlp", pass_="fwd", mode=mode, shape=f"E={e} T={t} H={h} F={ff} {dist}",
                              flops=6.0 * t * h * ff, ms=ms, peer="_grouped_mm+silu*u+_grouped_mm",
-                             peer_ms=mlp_peer(e, t, h, ff, dist)))
+                             peer_ms=peer(("m", e, t, h, ff, dist), lambda: mlp_peer(e, t, h, ff, dist))))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, rows=rows), fh, indent=1)
     print(f"== GEMM benchmark: tpc vs PyTorch, {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(f"{'kind':<8} {'pass':<6} {'mode':<6} {'shape':<38} {'tpc ms':>9} {'TF/s':>7} {'peer ms':>9} {'TF/s':>7}"
+    print(f"{'kind':<8} {'pass':<6} {'mode':<9} {'shape':<38} {'tpc ms':>9} {'TF/s':>7} {'peer ms':>9} {'TF/s':>7}"
           f" {'vs peer':>8}")
     for r in rows:
         tf = r["flops"] / (r["ms"] * 1e-3) / 1e12
         ptf = r["flops"] / (r["peer_ms"] * 1e-3) / 1e12
-        print(f"{r['kind']:<8} {r['pass_']:<6} {r['mode']:<6} {r['shape']:<38} {r['ms']:>9.4f} {tf:>7.1f}"
+        print(f"{r['kind']:<8} {r['pass_']:<6} {r['mode']:<9} {r['shape']:<38} {r['ms']:>9.4f} {tf:>7.1f}"
               f" {r['peer_ms']:>9.4f} {ptf:>7.1f} {r['peer_ms'] / r['ms']:>7.2f}x")
     print("vs peer = peer time / tpc time (>= 1: tpc as fast or faster); peers: dense torch.matmul, grouped "
           "torch._grouped_mm, mlp _grouped_mm + silu*u + _grouped_mm")
+    if exact_lines:  # tprt-bench-gemm's own lines for the exact kernels (no peer: f32 CUDA-core arithmetic)
+        print("== exact kernels: exact <pass> <dtype> <M> <N> <K> <chunks> <median ms> <TFLOP/s>")
+        print("\n".join(exact_lines))
     return 0
 
 
