@@ -21,6 +21,8 @@
 #include <cutlass/gemm/group_array_problem_shape.hpp>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
+#include <type_traits>
+
 #include "cutlass_launch.cuh"
 #include "tprt_cuda_status.h"
 #include "tprt_status.h"
@@ -46,14 +48,31 @@ tprt_status_t tprt__grouped_gemm_fwd(const tprt__grouped_plan_t& plan, bool d_f3
 tprt_status_t tprt__grouped_gemm_dgrad(const tprt__grouped_plan_t& plan, bool d_f32, int sm_count, cudaStream_t stream);
 tprt_status_t tprt__grouped_gemm_wgrad(const tprt__grouped_plan_t& plan, bool d_f32, int sm_count, cudaStream_t stream);
 
-/// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: tiles of
-/// 128 x 256 x 64, clusters of 2 x 1 (PyTorch's choice for torch._grouped_mm's large problems),
-/// pipeline stages as many as fit beside the epilogue's shared memory.
-template <class LayoutA, class LayoutB, class ElementD>
+/// The chunk tree of an invariant grouped GEMM (grouped_invariant.cuh): |tiles_per_chunk| k tiles
+/// a chunk (0: one chunk of each group's K), the workspace of the deeper levels as
+/// tprt__inv_gemm_t's.
+struct tprt__grouped_tree_t {
+  int tiles_per_chunk;
+  float* tree_ws;
+  int tree_ctas;
+};
+
+/// CUTLASS's collective main loop as it is (the fast kernels).
+template <class Base>
+using tprt__plain_mma = Base;
+
+/// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: clusters
+/// of 2 x 1, pipeline stages as many as fit beside the epilogue's shared memory. The fast kernels
+/// take tiles of 128 x 256 x 64 (PyTorch's choice for torch._grouped_mm's large problems) and
+/// CUTLASS's main loop; the invariant ones (grouped_invariant.cuh) the dense invariant kernel's
+/// 128 x 128 x 64 tile and its chunk-tree consumer loop (Wrap = tprt__chunk_tree_mma).
+template <class LayoutA, class LayoutB, class ElementD,
+          class TileShape_ = cute::Shape<cute::_128, cute::_256, cute::_64>,
+          template <class> class Wrap = tprt__plain_mma>
 struct tprt__grouped_gemm_t {
   using Element = cutlass::bfloat16_t;
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
-  using TileShape = cute::Shape<cute::_128, cute::_256, cute::_64>;
+  using TileShape = TileShape_;
   using ClusterShape = cute::Shape<cute::_2, cute::_1, cute::_1>;
   static constexpr int kAlign = 16 / sizeof(Element);
   static constexpr int kAlignD = 16 / sizeof(ElementD);
@@ -62,13 +81,15 @@ struct tprt__grouped_gemm_t {
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD,
       ElementD, cutlass::layout::RowMajor*, kAlignD, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
       cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>>::CollectiveOp;
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BaseMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA*, kAlign, Element, LayoutB*, kAlign, float,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
-  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Mainloop = Wrap<BaseMainloop>;
+  static constexpr bool kTree = !std::is_same_v<Mainloop, BaseMainloop>;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, Mainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   using StrideA = typename Kernel::InternalStrideA;
   using StrideB = typename Kernel::InternalStrideB;
@@ -77,21 +98,31 @@ struct tprt__grouped_gemm_t {
   static_assert(sizeof(StrideA) == 8 && sizeof(StrideB) == 8 && sizeof(StrideD) == 8, "one int64 per stride");
 };
 
-/// Launches the grouped GEMM |G| over |plan| on |stream| (CUTLASS's workspace stream-ordered).
+/// Launches the grouped GEMM |G| over |plan| on |stream| (CUTLASS's workspace stream-ordered);
+/// |tree|: the chunk tree of an invariant kernel (ignored by the fast ones).
 template <class G>
-tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_count, cudaStream_t stream) {
+tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_count, cudaStream_t stream,
+                                     const tprt__grouped_tree_t* tree = nullptr) {
   using Gemm = typename G::Gemm;
   using ElementD = typename Gemm::ElementD;
+  typename G::Mainloop::Arguments mainloop{};
+  static_cast<typename G::BaseMainloop::Arguments&>(mainloop) = typename G::BaseMainloop::Arguments{
+      reinterpret_cast<const typename G::Element**>(plan.a), reinterpret_cast<typename G::StrideA*>(plan.lda),
+      reinterpret_cast<const typename G::Element**>(plan.b), reinterpret_cast<typename G::StrideB*>(plan.ldb)};
+  if constexpr (G::kTree) {
+    mainloop.tiles_per_chunk = tree->tiles_per_chunk;
+    mainloop.tree_ws = tree->tree_ws;
+    mainloop.tree_ctas = tree->tree_ctas;
+  }
   typename Gemm::Arguments args{
       cutlass::gemm::GemmUniversalMode::kGrouped,
       {plan.groups, plan.problems, nullptr},
-      {reinterpret_cast<const typename G::Element**>(plan.a), reinterpret_cast<typename G::StrideA*>(plan.lda),
-       reinterpret_cast<const typename G::Element**>(plan.b), reinterpret_cast<typename G::StrideB*>(plan.ldb)},
+      mainloop,
       {{}, nullptr, nullptr, reinterpret_cast<ElementD**>(plan.d), reinterpret_cast<typename G::StrideD*>(plan.ldd)}};
   args.epilogue.thread.alpha = 1.0f;
   args.epilogue.thread.beta = 0.0f;
   args.hw_info.sm_count = sm_count;
-  return tprt__cutlass_launch<Gemm>(args, "fast grouped GEMM", stream);
+  return tprt__cutlass_launch<Gemm>(args, G::kTree ? "invariant grouped GEMM" : "fast grouped GEMM", stream);
 }
 
 #endif  // TPRT_GROUPED_FAST_CUH_

@@ -1,12 +1,13 @@
-// The dgrad layout of the invariant grouped GEMM (grouped_invariant.cuh): dx[rows] = dy[rows]·w[e], A row-major, B row-major (w[e] as stored);
-// D bf16 or an f32 partial. One file per layout so that the CUTLASS instantiations compile in parallel.
+// The dgrad layout of the invariant grouped GEMM (grouped_invariant.cuh): dx[rows] = dy[rows]·w[e], A row-major, B
+// row-major (w[e] as stored); D bf16 or an f32 partial. One file per layout so that the CUTLASS instantiations compile
+// in parallel.
 #include "grouped_invariant.cuh"
 
-tprt_status_t tprt__grouped_inv_gemm_dgrad(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree, bool d_f32,
-                                         int sm_count, cudaStream_t stream) {
+tprt_status_t tprt__grouped_inv_gemm_dgrad(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree,
+                                           bool d_f32, int sm_count, cudaStream_t stream) {
   using A = cutlass::layout::RowMajor;
   using B = cutlass::layout::RowMajor;
-  return d_f32 ? tprt__grouped_inv_gemm_run<tprt__grouped_inv_gemm_t<A, B, float>>(plan, tree, sm_count, stream)
-               : tprt__grouped_inv_gemm_run<tprt__grouped_inv_gemm_t<A, B, cutlass::bfloat16_t>>(plan, tree, sm_count,
-                                                                                                    stream);
+  return d_f32 ? tprt__grouped_gemm_run<tprt__grouped_inv_gemm_t<A, B, float>>(plan, sm_count, stream, &tree)
+               : tprt__grouped_gemm_run<tprt__grouped_inv_gemm_t<A, B, cutlass::bfloat16_t>>(plan, sm_count, stream,
+                                                                                             &tree);
 }
