@@ -174,11 +174,12 @@ tprt_status_t tprt__grouped_gemm(int layout, const tprt__grouped_plan_t& plan, c
            : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_gemm_dgrad(plan, d_f32, sm, stream)
                                            : tprt__grouped_gemm_wgrad(plan, d_f32, sm, stream);
   tprt__grouped_tree_t tree{mode.tiles_per_chunk, nullptr, sm};
-  tprt_status_t s = tprt__inv_tree_alloc(mode.tiles_per_chunk > 0 ? mode.chunks : 1, sm, &tree.tree_ws, stream);
+  tprt_status_t s = tprt__inv_tree_alloc(mode.tiles_per_chunk > 0 ? mode.chunks : 1,
+                                         tprt__inv_first_workspace_level(false), sm, &tree.tree_ws, stream);
   if (s) return s;
   s = layout == TPRT__GROUPED_FWD     ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)
-                    : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_inv_gemm_dgrad(plan, tree, d_f32, sm, stream)
-                                                    : tprt__grouped_inv_gemm_wgrad(plan, tree, d_f32, sm, stream);
+      : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_inv_gemm_dgrad(plan, tree, d_f32, sm, stream)
+                                      : tprt__grouped_inv_gemm_wgrad(plan, tree, d_f32, sm, stream);
   if (tree.tree_ws) cudaFreeAsync(tree.tree_ws, stream);
   return s;
 }
@@ -219,9 +220,10 @@ extern "C" bool tprt_cuda_grouped_fast_fits(const tprt_tensor_t* a, const tprt_t
 static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, const tprt_tensor_t* w,
                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* out,
                                         const tprt__grouped_mode_t& mode, cudaStream_t stream) {
-  const char* op = layout == TPRT__GROUPED_FWD ? (mode.invariant ? "grouped_linear (invariant)" : "grouped_linear (fast)")
-                   : mode.invariant            ? "grouped_linear_dgrad (invariant)"
-                                               : "grouped_linear_dgrad (fast)";
+  const char* op = layout == TPRT__GROUPED_FWD
+                       ? (mode.invariant ? "grouped_linear (invariant)" : "grouped_linear (fast)")
+                   : mode.invariant ? "grouped_linear_dgrad (invariant)"
+                                    : "grouped_linear_dgrad (fast)";
   if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, out, layout))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
   int64_t t = a->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];

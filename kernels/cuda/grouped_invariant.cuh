@@ -26,9 +26,14 @@ tprt_status_t tprt__grouped_inv_gemm_wgrad(const tprt__grouped_plan_t& plan, con
 
 /// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: the dense
 /// invariant kernel's tile (128 x 128 x 64) and consumer loop in grouped_fast.cuh's grouped kernel.
+/// The chunk tree with every level from 1 in the workspace: the pointer-array main loop holds
+/// more state than the dense one, and tree level 1 in registers would spill.
+template <class Base>
+using tprt__grouped_chunk_tree_mma = tprt__chunk_tree_mma<Base, false>;
+
 template <class LayoutA, class LayoutB, class ElementD>
 using tprt__grouped_inv_gemm_t =
     tprt__grouped_gemm_t<LayoutA, LayoutB, ElementD, cute::Shape<cute::_128, cute::_128, cute::_64>,
-                         tprt__chunk_tree_mma>;
+                         tprt__grouped_chunk_tree_mma>;
 
 #endif  // TPRT_GROUPED_INVARIANT_CUH_

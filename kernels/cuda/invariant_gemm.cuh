@@ -8,8 +8,10 @@
 // docs/numerics.md ("Canonical K accumulation", step 4) with IEEE f32 additions as the chunks end
 // (a binary counter: chunk c is added, as the right operand, to the pending left subtrees of the
 // levels where c has trailing one bits). Two accumulator sets alternate between chunks, so that
-// level 0 (a pair of chunks) is one register add and the deeper levels, kept in a per-CTA global
-// workspace that stays in L2 (only when C > 2), overlap the next chunk's MMAs.
+// level 0 (a pair of chunks) is one register add after the pair's MMAs; level 1 (the pending pair,
+// then the sum of four chunks) is kept in registers that no MMA writes, and the deeper levels
+// (only when C > 4) in a per-CTA global workspace that stays in L2; those merges overlap the next
+// chunk's MMAs.
 //
 // Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
 // the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
@@ -39,7 +41,8 @@
 
 /// One invariant GEMM: D[M,N] (row-major, ld N) = tree over |chunks| of A·B partials, A and B as
 /// the layout's convention; |bias| (per column of D, or NULL) added to the f32 tree in the
-/// epilogue before the one rounding. |tree_ws|: (levels - 1) x |tree_ctas| x 256 x 64 floats.
+/// epilogue before the one rounding. |tree_ws|: tree levels 2 and up (chunks > 4), (levels - 2) x
+/// |tree_ctas| x 256 x 64 floats.
 struct tprt__inv_gemm_t {
   int m, n, k;
   const void* a;
@@ -67,23 +70,32 @@ tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t strea
 constexpr int kTprtInvMmaThreads = 256;
 constexpr int kTprtInvAccum = 64;
 
-/// The tree workspace of levels 1 and up for |chunks| chunks (none for chunks <= 2) of |ctas| CTAs
-/// (a persistent grid never exceeds the SM count): stream-ordered, *ws NULL when none is needed.
-inline tprt_status_t tprt__inv_tree_alloc(int chunks, int ctas, float** ws, cudaStream_t stream) {
+/// The tree workspace of levels |first| and up (tprt__inv_first_workspace_level) for
+/// |chunks| chunks of |ctas| CTAs (a persistent grid never exceeds the SM count): stream-ordered,
+/// *ws NULL when none is needed.
+inline tprt_status_t tprt__inv_tree_alloc(int chunks, int first, int ctas, float** ws, cudaStream_t stream) {
   int levels = 0;
   while ((1 << levels) < chunks) ++levels;
   *ws = nullptr;
-  if (levels <= 1) return nullptr;
-  size_t bytes = (size_t)(levels - 1) * (size_t)ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
+  if (levels <= first) return nullptr;
+  size_t bytes = (size_t)(levels - first) * (size_t)ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
   void* p = nullptr;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&p, bytes, stream));
   *ws = static_cast<float*>(p);
   return nullptr;
 }
 
-/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop.
-template <class Base>
+/// The first tree level that tprt__chunk_tree_mma<Base, |pend_in_regs|> keeps in the workspace.
+constexpr int tprt__inv_first_workspace_level(bool pend_in_regs) { return pend_in_regs ? 2 : 1; }
+
+/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop. |PendInRegs|:
+/// tree level 1 in registers (the dense kernels; the workspace then holds levels 2 and up), or, for
+/// a main loop that leaves no registers to spare (the pointer-array grouped kernel would spill),
+/// every level from 1 in the workspace, merged into the odd chunk's accumulators.
+template <class Base, bool PendInRegs = true>
 struct tprt__chunk_tree_mma : Base {
+  /// The first tree level kept in the workspace.
+  static constexpr int kFirstWorkspaceLevel = tprt__inv_first_workspace_level(PendInRegs);
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::SmemLayoutA;
@@ -143,39 +155,56 @@ struct tprt__chunk_tree_mma : Base {
     const int per_chunk = params.tiles_per_chunk > 0 ? params.tiles_per_chunk : (k_tile_count > 0 ? k_tile_count : 1);
     const int chunks = k_tile_count / per_chunk;
     const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (chunks > 2 && cta >= params.tree_ctas) __trap();  // the workspace is sized by the host
-    // Level L >= 1 of this CTA: 64 floats per thread, stored as 16 float4 planes of 256 threads so
-    // that each warp's access is 512 contiguous bytes. The thread's float4 i is deep(L)[256 * i].
+    if (chunks > (1 << kFirstWorkspaceLevel) && cta >= params.tree_ctas) __trap();  // sized by the host
+    // Workspace level L of this CTA: 64 floats per thread, stored as 16 float4 planes of 256
+    // threads so that each warp's access is 512 contiguous bytes. The thread's float4 i is
+    // deep(L)[256 * i].
     auto deep = [&](int level) {
-      return reinterpret_cast<float4*>(params.tree_ws + ((size_t)(level - 1) * params.tree_ctas + cta) *
-                                                            kTprtInvMmaThreads * kTprtInvAccum) +
+      return reinterpret_cast<float4*>(params.tree_ws +
+                                       ((size_t)(level - kFirstWorkspaceLevel) * params.tree_ctas + cta) *
+                                           kTprtInvMmaThreads * kTprtInvAccum) +
              thread_idx;
     };
+    // Level 1 (a pair's sum waiting for its right sibling, then the sum of four chunks) lives in
+    // registers that no MMA writes: the code outside the MMAs never defines an accumulator while
+    // MMAs are in flight, so ptxas keeps the MMAs asynchronous.
+    auto pend = make_fragment_like(accum);
 
     PipelineState smem_pipe_release = smem_pipe_read;
     int in_flight = 0;  // tiles issued whose stage is not released yet
-    // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, acc1 =
-    // accum + acc1 is the pair's sum (tree level 1); its deeper merges (workspace loads and
-    // stores) run after the next chunk's first MMAs are issued into accum, so they overlap them.
-    int fold_pending = -1;  // the odd chunk whose pair sum in acc1 still needs its deeper levels
-    auto fold_deep = [&](int c) {
-      int level = 1;
+    // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, the pair's
+    // sum accum + acc1 (tree level 1) goes to pend, or is added to it (level 2); the deeper merges
+    // of pend (workspace loads and stores) run after the next chunk's first MMAs are issued into
+    // accum, so they overlap them.
+    // (Without PendInRegs the pair's sum goes to acc1 and every deeper level to the workspace.)
+    int fold_pending = -1;  // the odd chunk whose node (pend or acc1) still needs its deeper levels
+    // Merges |node| (the subtree ending with chunk c, at level kFirstWorkspaceLevel) into the
+    // workspace levels where c has trailing one bits, then parks it at the next level.
+    auto fold_into = [&](auto& node, int c) {
+      int level = kFirstWorkspaceLevel;
       for (; (c >> level) & 1; ++level) {
         const float4* p = deep(level);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kTprtInvAccum / 4; ++i) {
           float4 v = p[kTprtInvMmaThreads * i];
-          acc1(4 * i) = __fadd_rn(v.x, acc1(4 * i));
-          acc1(4 * i + 1) = __fadd_rn(v.y, acc1(4 * i + 1));
-          acc1(4 * i + 2) = __fadd_rn(v.z, acc1(4 * i + 2));
-          acc1(4 * i + 3) = __fadd_rn(v.w, acc1(4 * i + 3));
+          node(4 * i) = __fadd_rn(v.x, node(4 * i));
+          node(4 * i + 1) = __fadd_rn(v.y, node(4 * i + 1));
+          node(4 * i + 2) = __fadd_rn(v.z, node(4 * i + 2));
+          node(4 * i + 3) = __fadd_rn(v.w, node(4 * i + 3));
         }
       }
-      if (c + 1 == chunks) return;  // acc1 holds the whole tree
+      if (c + 1 == chunks) return;  // node holds the whole tree
       float4* p = deep(level);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < kTprtInvAccum / 4; ++i)
-        p[kTprtInvMmaThreads * i] = make_float4(acc1(4 * i), acc1(4 * i + 1), acc1(4 * i + 2), acc1(4 * i + 3));
+        p[kTprtInvMmaThreads * i] = make_float4(node(4 * i), node(4 * i + 1), node(4 * i + 2), node(4 * i + 3));
+    };
+    auto fold_deep = [&](int c) {
+      if constexpr (PendInRegs) {
+        fold_into(pend, c);
+      } else {
+        fold_into(acc1, c);
+      }
     };
     // One k tile of chunk c into |acc|: from +0 at the chunk's first MMA.
     auto issue = [&](auto& acc, int t) {
@@ -225,19 +254,42 @@ struct tprt__chunk_tree_mma : Base {
           release_one();
           continue;
         }
-        // An odd chunk is complete: level 0 of the tree, the pair's sum, in acc1.
+        // An odd chunk is complete: the pair's sum (tree level 1) from accum and acc1.
         drain();
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
-        if (c + 1 == chunks) {
-          fold_deep(c);
-        } else {
-          fold_pending = c;
+        if constexpr (!PendInRegs) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
+          if (c + 1 == chunks) {
+            fold_deep(c);
+          } else {
+            fold_pending = c;
+          }
+        } else if (((c >> 1) & 1) == 0) {  // a left child at level 1
+          if (c + 1 == chunks) {           // two chunks: the whole tree, into accum
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(accum(i), acc1(i));
+          } else {
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(accum(i), acc1(i));
+          }
+        } else {  // a right child: pend + pair is the level-2 node
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(pend(i), __fadd_rn(accum(i), acc1(i)));
+          if (c + 1 == chunks) {
+            fold_deep(c);
+          } else {
+            fold_pending = c;
+          }
         }
       }
     }
     drain();
-    if (chunks > 1) {  // the tree ended in acc1 (one chunk: in accum already)
+    if constexpr (PendInRegs) {
+      if (chunks > 2) {  // the tree ended in pend (one or two chunks: in accum already)
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = pend(i);
+      }
+    } else if (chunks > 1) {  // the tree ended in acc1
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = acc1(i);
     }

@@ -45,7 +45,7 @@ tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, cudaStream_t stream) {
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
   g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
-  return tprt__inv_tree_alloc(g->chunks, g->tree_ctas, &g->tree_ws, stream);
+  return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(true), g->tree_ctas, &g->tree_ws, stream);
 }
 
 tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
