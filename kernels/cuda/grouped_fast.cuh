@@ -65,7 +65,7 @@ using tprt__plain_mma = Base;
 /// of 2 x 1, pipeline stages as many as fit beside the epilogue's shared memory. The fast kernels
 /// take tiles of 128 x 256 x 64 (PyTorch's choice for torch._grouped_mm's large problems) and
 /// CUTLASS's main loop; the invariant ones (grouped_invariant.cuh) the dense invariant kernel's
-/// 128 x 128 x 64 tile and its chunk-tree consumer loop (Wrap = tprt__chunk_tree_mma).
+/// 128 x 128 x 64 tile and its chunk-tree consumer loop (Wrap = tprt__grouped_chunk_tree_mma).
 template <class LayoutA, class LayoutB, class ElementD,
           class TileShape_ = cute::Shape<cute::_128, cute::_256, cute::_64>,
           template <class> class Wrap = tprt__plain_mma>
