@@ -436,8 +436,11 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
                         "    %%r%d = llvm.load %%rp%d : !llvm.ptr -> !llvm.ptr\n", j, j, j, j);
   for (int v = 0; v < L->num_values; ++v)
     if (L->values[v].store == TPC_STORE_ARENA)
-      tpc_text_printf(&b, "    %%m%d = llvm.getelementptr %%arena[%lld] : (!llvm.ptr) -> !llvm.ptr, i8\n", v,
-                      (long long)L->buffers[L->values[v].index].offset);
+      // A 64-bit offset (the dialect's constant GEP indices are 32-bit: arenas past 2 GiB need this).
+      tpc_text_printf(&b,
+                      "    %%mo%d = llvm.mlir.constant(%lld : i64) : i64\n"
+                      "    %%m%d = llvm.getelementptr %%arena[%%mo%d] : (!llvm.ptr, i64) -> !llvm.ptr, i8\n",
+                      v, (long long)L->buffers[L->values[v].index].offset, v, v);
 
   int block = 0, desc_index = 0, op_index = 0;
   char slots[64][32];

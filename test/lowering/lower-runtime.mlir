@@ -10,9 +10,12 @@
 // CHECK-DAG:   func.func private @tprt_abi_rmsnorm(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-DAG:   func.func private @tprt_abi_linear(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-LABEL: func.func @tpc_entry_mlp(
-// CHECK-DAG:     %[[NORM:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-DAG:     %[[FC1:.*]] = llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-DAG:     %[[ACT:.*]] = llvm.getelementptr %{{.*}}[20480] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:     llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT: %[[NORM:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:     llvm.mlir.constant(4096 : i64) : i64
+// CHECK-NEXT: %[[FC1:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:     llvm.mlir.constant(20480 : i64) : i64
+// CHECK-NEXT: %[[ACT:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_rmsnorm(
 // CHECK:         call @tprt_abi_linear(
 // CHECK:         call @tprt_abi_glu(
@@ -56,7 +59,8 @@ func.func @returns(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, te
 // CHECK-LABEL: module attributes {tp.arena_bytes = 512 : i64
 // CHECK:       llvm.mlir.global internal constant @__tpc_desc_gather_0(dense<[{{[0-9]+}}, 2, 2, 2, 4, 8, 2, 2, 16, 8, 4, 3, 2, 2, 4, 1, 2, 1, 0, 1, 0]>
 // CHECK-LABEL: func.func @tpc_entry_gather(
-// CHECK:         %[[BUF:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT:    %[[BUF:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_all_gather_start(
 // CHECK:         llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
@@ -78,9 +82,12 @@ func.func @gather(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
 /// %b would reuse offset 0 and the arena would be 512 bytes.
 // CHECK-LABEL: module attributes {tp.arena_bytes = 768 : i64
 // CHECK-LABEL: func.func @tpc_entry_overlap(
-// CHECK:         %[[A:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-NEXT:    %[[F:.*]] = llvm.getelementptr %{{.*}}[256] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-NEXT:    %[[B:.*]] = llvm.getelementptr %{{.*}}[512] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT:    %[[A:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.mlir.constant(256 : i64) : i64
+// CHECK-NEXT:    %[[F:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.mlir.constant(512 : i64) : i64
+// CHECK-NEXT:    %[[B:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_add(
 // CHECK:         call @tprt_abi_reduce_scatter_start(
 // CHECK:         llvm.store %[[B]], %{{.*}} : !llvm.ptr, !llvm.ptr
@@ -105,9 +112,12 @@ func.func @overlap(%x: tensor<4x16xf32>) -> (tensor<4x4xf32>, tensor<4x16xf32>) 
 /// [256, 1280), %b [1280, 1536) (if either died early, %b would reuse its bytes).
 // CHECK-LABEL: module attributes {tp.arena_bytes = 1536 : i64
 // CHECK-LABEL: func.func @tpc_entry_unwaited(
-// CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-NEXT:    llvm.getelementptr %{{.*}}[256] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-NEXT:    llvm.getelementptr %{{.*}}[1280] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.mlir.constant(256 : i64) : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.mlir.constant(1280 : i64) : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @unwaited(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %a = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
@@ -125,8 +135,10 @@ func.func @unwaited(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 /// future [0, 1024), %b [1024, 1280).
 // CHECK-LABEL: module attributes {tp.arena_bytes = 1280 : i64
 // CHECK-LABEL: func.func @tpc_entry_returned_wait(
-// CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK-NEXT:    llvm.getelementptr %{{.*}}[1024] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.mlir.constant(1024 : i64) : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_all_gather_start(
 // CHECK:         call @tprt_abi_wait(
 // CHECK:         call @tprt_abi_add(
