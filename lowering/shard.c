@@ -90,20 +90,24 @@ static bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int 
   }
 }
 
-// Gives every block argument the layout of its first use in program order.
+// Gives every block argument the layout of its first use in program order (any number of
+// arguments: the per-argument state is allocated).
 static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
   intptr_t nargs = mlirBlockGetNumArguments(body);
-  if (nargs > 64) {
-    mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: more than 64 function arguments");
-    return mlirLogicalResultFailure();
+  bool* decided = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *decided);
+  tpc_layout_t* layouts = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *layouts);
+  MlirLogicalResult result = mlirLogicalResultSuccess();
+  if (!decided || !layouts) {
+    mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: out of memory for the function's arguments");
+    result = mlirLogicalResultFailure();
+    goto done;
   }
-  bool decided[64] = {false};
-  tpc_layout_t layouts[64];
   for (intptr_t i = 0; i < nargs; ++i) {
     MlirType t = mlirValueGetType(mlirBlockGetArgument(body, i));
     if (!mlirTypeIsARankedTensor(t)) {
       mlirEmitError(mlirOperationGetLocation(S->func), "tp-shard: function arguments must be tensors");
-      return mlirLogicalResultFailure();
+      result = mlirLogicalResultFailure();
+      goto done;
     }
     layouts[i] = tpc_layout_replicated(t);
   }
@@ -127,10 +131,15 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
     if (!decided[i] && layouts[i].rank >= 1)
       layouts[i].mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     if (!tpc__new_value(S, mlirBlockGetArgument(body, i), name, &layouts[i]) ||
-        mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, name + 1, &layouts[i])))
-      return mlirLogicalResultFailure();
+        mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, name + 1, &layouts[i]))) {
+      result = mlirLogicalResultFailure();
+      goto done;
+    }
   }
-  return mlirLogicalResultSuccess();
+done:
+  free(decided);
+  free(layouts);
+  return result;
 }
 
 //===----------------------------------------------------------------------===//

@@ -5,14 +5,19 @@
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+// Reads the tensor list |list| into a new array *out_list (calloc; the module frees it).
 static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, const char* what,
-                                        tprt_module_tensor_t* out, int* out_count) {
+                                        tprt_module_tensor_t** out_list, int* out_count) {
   int n = cJSON_GetArraySize(list);
-  if (!cJSON_IsArray(list) || n > TPRT_MODULE_MAX_TENSORS)
-    return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: '%s' must be an array of at most %d tensors",
-                            path, what, TPRT_MODULE_MAX_TENSORS);
+  if (!cJSON_IsArray(list))
+    return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: '%s' must be an array of tensors", path, what);
+  tprt_module_tensor_t* out = calloc((size_t)n + 1, sizeof *out);
+  if (!out)
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory for %d %s tensors", path, n, what);
+  *out_list = out;
   for (int i = 0; i < n; ++i) {
     const cJSON* t = cJSON_GetArrayItem(list, i);
     const cJSON* name = cJSON_GetObjectItemCaseSensitive(t, "name");
@@ -81,8 +86,13 @@ static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
   }
   const cJSON* funcs = cJSON_GetObjectItemCaseSensitive(root, "functions");
   int nf = cJSON_GetArraySize(funcs);
-  if (!cJSON_IsArray(funcs) || nf == 0 || nf > TPRT_MODULE_MAX_FUNCTIONS) {
+  if (!cJSON_IsArray(funcs) || nf == 0) {
     status = tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info lists no usable functions", m->path);
+    goto done;
+  }
+  m->functions = calloc((size_t)nf, sizeof *m->functions);
+  if (!m->functions) {
+    status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory for %d functions", m->path, nf);
     goto done;
   }
   for (int i = 0; i < nf && !status; ++i) {
@@ -103,11 +113,11 @@ static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
       break;
     }
     memcpy(&mf->entry, &sym, sizeof sym);  // ISO C forbids casting object pointers to functions
-    status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "args"), "argument", mf->args, &mf->num_args);
+    m->num_functions = i + 1;  // counted before reading, so that unload frees what was read
+    status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "args"), "argument", &mf->args, &mf->num_args);
     if (!status)
-      status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "results"), "result", mf->results,
+      status = tprt__read_tensors(m->path, cJSON_GetObjectItemCaseSensitive(f, "results"), "result", &mf->results,
                                   &mf->num_results);
-    m->num_functions = i + 1;
   }
 done:
   cJSON_Delete(root);
@@ -118,6 +128,7 @@ tprt_status_t tprt_module_load(const char* path, tprt_allocator_t allocator, tpr
   *out_module = NULL;
   tprt_module_t* m = NULL;
   TPRT_RETURN_IF_ERROR(tprt_allocator_malloc(allocator, sizeof *m, 16, (void**)&m), "loading %s", path);
+  memset(m, 0, sizeof *m);
   snprintf(m->path, sizeof m->path, "%s", path);
   // A path without a slash would make dlopen search the library path instead of the file.
   char resolved[1100];
@@ -142,6 +153,11 @@ tprt_status_t tprt_module_load(const char* path, tprt_allocator_t allocator, tpr
 
 void tprt_module_unload(tprt_module_t* module, tprt_allocator_t allocator) {
   if (!module) return;
+  for (int i = 0; module->functions && i < module->num_functions; ++i) {
+    free(module->functions[i].args);
+    free(module->functions[i].results);
+  }
+  free(module->functions);
   if (module->handle) dlclose(module->handle);
   tprt_allocator_free(allocator, module);
 }

@@ -13,8 +13,6 @@
 extern "C" {
 #endif
 
-#define TPRT_MODULE_MAX_TENSORS 64
-#define TPRT_MODULE_MAX_FUNCTIONS 16
 #define TPRT_MODULE_NAME_LEN 128
 
 /// An argument or result: its name and per-rank layout (tensor.data is NULL), and, for modules
@@ -33,8 +31,8 @@ typedef struct tprt_module_function_t {
   tprt_entry_fn_t entry;
   int64_t arena_bytes;
   int num_args, num_results;
-  tprt_module_tensor_t args[TPRT_MODULE_MAX_TENSORS];
-  tprt_module_tensor_t results[TPRT_MODULE_MAX_TENSORS];
+  tprt_module_tensor_t* args;     // num_args (any number; owned by the module)
+  tprt_module_tensor_t* results;  // num_results
 } tprt_module_function_t;
 
 typedef struct tprt_module_t {
@@ -43,7 +41,7 @@ typedef struct tprt_module_t {
   char numerics[16];
   int chunks;
   int num_functions;
-  tprt_module_function_t functions[TPRT_MODULE_MAX_FUNCTIONS];
+  tprt_module_function_t* functions;  // num_functions (owned by the module)
   /// The first tp.mesh of the module (num_mesh_axes == 0 when it declares none).
   int num_mesh_axes;
   char mesh_axes[4][32];

@@ -36,8 +36,8 @@
 #include "tpc_run_args.h"
 
 typedef struct {
-  void* args[TPRT_MODULE_MAX_TENSORS];
-  void* results[TPRT_MODULE_MAX_TENSORS];
+  void** args;     // the function's num_args host buffers
+  void** results;  // its num_results host buffers
   void* arena;
   double* step_seconds;
   tprt_exec_stats_t stats;
@@ -51,8 +51,8 @@ typedef struct {
   const tprt_module_function_t* fn;
   tpc_rank_state_t ranks[TPC_RUN_MAX_RANKS];
   // Logical (whole) arguments and results: what checkpoints hold, what --hash and --outputs see.
-  void* logical_args[TPRT_MODULE_MAX_TENSORS];
-  void* logical_results[TPRT_MODULE_MAX_TENSORS];
+  void** logical_args;     // num_args
+  void** logical_results;  // num_results
 } tpc_run_t;
 
 // The logical tensor of a module argument or result (its local layout when not sharded), and the
@@ -204,20 +204,25 @@ static double tpc__now(void) {
 
 // Device buffers of one rank on a backend whose memory is not the host's.
 typedef struct {
-  void* args[TPRT_MODULE_MAX_TENSORS];
-  void* results[TPRT_MODULE_MAX_TENSORS];
+  void** args;
+  void** results;
   void* arena;
 } tpc_device_state_t;
 
 static void tpc__device_free(const tprt_backend_t* b, const tpc_run_t* run, tpc_device_state_t* d) {
-  for (int a = 0; a < run->fn->num_args; ++a) b->free(d->args[a]);
-  for (int j = 0; j < run->fn->num_results; ++j) b->free(d->results[j]);
+  for (int a = 0; d->args && a < run->fn->num_args; ++a) b->free(d->args[a]);
+  for (int j = 0; d->results && j < run->fn->num_results; ++j) b->free(d->results[j]);
   b->free(d->arena);
+  free(d->args);
+  free(d->results);
 }
 
 // Allocates the rank's arena, arguments and results on the device and uploads the arguments.
 static tprt_status_t tpc__device_setup(const tprt_backend_t* b, const tpc_run_t* run, const tpc_rank_state_t* st,
                                        tpc_device_state_t* d) {
+  d->args = calloc((size_t)run->fn->num_args + 1, sizeof *d->args);
+  d->results = calloc((size_t)run->fn->num_results + 1, sizeof *d->results);
+  if (!d->args || !d->results) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
   TPRT_RETURN_IF_ERROR(b->alloc((size_t)run->fn->arena_bytes, &d->arena), "arena of %lld bytes",
                        (long long)run->fn->arena_bytes);
   for (int a = 0; a < run->fn->num_args; ++a) {
@@ -237,7 +242,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
   tpc_rank_state_t* st = &run->ranks[r];
   const tprt_backend_t* b = run->backend;
   bool device = b != tprt_backend_cpu();
-  tpc_device_state_t dev = {{0}, {0}, NULL};
+  tpc_device_state_t dev = {NULL, NULL, NULL};
   if (device && b->rank_begin) TPRT_RETURN_IF_ERROR(b->rank_begin(rank), "rank %d: %s backend", r, b->name);
   tprt_status_t status = device ? tpc__device_setup(b, run, st, &dev) : NULL;
   void** args = device ? dev.args : st->args;
@@ -387,6 +392,8 @@ int main(int argc, char** argv) {
   tprt_procs_t* procs = NULL;
   tprt_safetensors_t *inputs = NULL, *weights = NULL;
   int rc = 1;
+  tprt_tensor_t* outs = NULL;  // the results as logical tensors, and their names
+  const char** names = NULL;
   tprt_status_t status = tprt_module_load(path, alloc, &module);
   if (status) goto fail;
   run->opts = &opts;
@@ -424,6 +431,19 @@ int main(int argc, char** argv) {
   status = tprt_world_create(&wopts, alloc, &world);
   if (status) goto fail;
   int nranks = tprt_world_size(world);
+  // Per-argument and per-result buffer tables, as long as the function's lists (no fixed cap).
+  run->logical_args = calloc((size_t)run->fn->num_args + 1, sizeof(void*));
+  run->logical_results = calloc((size_t)run->fn->num_results + 1, sizeof(void*));
+  for (int r = 0; r < nranks && run->logical_args && run->logical_results; ++r) {
+    run->ranks[r].args = calloc((size_t)run->fn->num_args + 1, sizeof(void*));
+    run->ranks[r].results = calloc((size_t)run->fn->num_results + 1, sizeof(void*));
+    if (!run->ranks[r].args || !run->ranks[r].results) break;
+  }
+  if (!run->logical_args || !run->logical_results || !run->ranks[nranks - 1].results) {
+    status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory for %d arguments and %d results",
+                              run->fn->num_args, run->fn->num_results);
+    goto fail;
+  }
   if (opts.inputs && (status = tprt_safetensors_open(opts.inputs, alloc, &inputs))) goto fail;
   if (opts.weights && (status = tprt_safetensors_open(opts.weights, alloc, &weights))) goto fail;
   for (int r = 0; r < nranks; ++r) {
@@ -466,15 +486,19 @@ int main(int argc, char** argv) {
     }
   }
   if (opts.dump_args && self == 0) {
-    tprt_tensor_t args[TPRT_MODULE_MAX_TENSORS];
-    const char* arg_names[TPRT_MODULE_MAX_TENSORS];
-    for (int a = 0; a < run->fn->num_args; ++a) {
+    tprt_tensor_t* args = calloc((size_t)run->fn->num_args + 1, sizeof *args);
+    const char** arg_names = calloc((size_t)run->fn->num_args + 1, sizeof *arg_names);
+    if (!args || !arg_names) status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    for (int a = 0; !status && a < run->fn->num_args; ++a) {
       tprt_shard_t shard;
-      if ((status = tpc__logical(&run->fn->args[a], world, &args[a], &shard))) goto fail;
+      status = tpc__logical(&run->fn->args[a], world, &args[a], &shard);
       args[a].data = run->logical_args[a];
       arg_names[a] = run->fn->args[a].name;
     }
-    if ((status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL))) goto fail;
+    if (!status) status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL);
+    free(args);
+    free(arg_names);
+    if (status) goto fail;
   }
   if (self == 0)
     fprintf(stderr, "tpc-run: %s: function %s on %d rank%s (%s%s%s%s), arena %lld bytes per rank, numerics %s\n",
@@ -492,8 +516,12 @@ int main(int argc, char** argv) {
     goto done;
   }
 
-  tprt_tensor_t outs[TPRT_MODULE_MAX_TENSORS];
-  const char* names[TPRT_MODULE_MAX_TENSORS];
+  outs = calloc((size_t)run->fn->num_results + 1, sizeof *outs);
+  names = calloc((size_t)run->fn->num_results + 1, sizeof *names);
+  if (!outs || !names) {
+    status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    goto fail;
+  }
   for (int j = 0; j < run->fn->num_results && !opts.count_only; ++j) {
     // Reassemble sharded results from every rank; replicated ones are rank 0's.
     const tprt_module_tensor_t* mt = &run->fn->results[j];
@@ -544,16 +572,19 @@ done:
     tprt_status_free(status);
     rc = 1;
   }
-  for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {
-    tprt_allocator_free(alloc, run->logical_args[a]);
-    tprt_allocator_free(alloc, run->logical_results[a]);
-  }
+  free(outs);
+  free(names);
+  const int num_args = run->fn ? run->fn->num_args : 0, num_results = run->fn ? run->fn->num_results : 0;
+  for (int a = 0; run->logical_args && a < num_args; ++a) tprt_allocator_free(alloc, run->logical_args[a]);
+  for (int j = 0; run->logical_results && j < num_results; ++j) tprt_allocator_free(alloc, run->logical_results[j]);
+  free(run->logical_args);
+  free(run->logical_results);
   for (int r = 0; r < TPC_RUN_MAX_RANKS; ++r) {
     tpc_rank_state_t* st = &run->ranks[r];
-    for (int a = 0; a < TPRT_MODULE_MAX_TENSORS; ++a) {
-      tprt_allocator_free(alloc, st->args[a]);
-      tprt_allocator_free(alloc, st->results[a]);
-    }
+    for (int a = 0; st->args && a < num_args; ++a) tprt_allocator_free(alloc, st->args[a]);
+    for (int j = 0; st->results && j < num_results; ++j) tprt_allocator_free(alloc, st->results[j]);
+    free(st->args);
+    free(st->results);
     tprt_allocator_free(alloc, st->arena);
     free(st->step_seconds);
   }
