@@ -82,7 +82,7 @@ static void tpc__print_dict(tpc_text_t* t, MlirAttribute d) {
   mlirAttributePrint(d, tpc_text_append_ref, t);
 }
 
-static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
+static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOperation* ops) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(A->func, 0));
   intptr_t nargs = mlirBlockGetNumArguments(body);
   for (intptr_t i = 0; i < nargs; ++i) {
@@ -107,8 +107,7 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
     }
   }
   MlirOperation ret = {NULL};
-  MlirOperation ops[TPC_AD_MAX_VALUES];
-  int nops = 0;
+  int nops = 0;  // ops: the caller's table of cap_vals entries (at least one per op)
   // Forward: the ops as they were, with fresh names.
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
@@ -116,7 +115,7 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
       ret = op;
       break;
     }
-    if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN || nops == TPC_AD_MAX_VALUES) {
+    if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN || nops == A->cap_vals) {
       mlirEmitError(mlirOperationGetLocation(op), "tp-autodiff: only tp ops can be differentiated");
       return mlirLogicalResultFailure();
     }
@@ -246,6 +245,17 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
   return mlirLogicalResultSuccess();
 }
 
+static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
+  MlirOperation* ops = calloc((size_t)A->cap_vals, sizeof *ops);
+  if (!ops) {
+    mlirEmitError(mlirOperationGetLocation(A->func), "tp-autodiff: out of memory for the function's ops");
+    return mlirLogicalResultFailure();
+  }
+  MlirLogicalResult r = tpc__ad_func_ops(A, out, ops);
+  free(ops);
+  return r;
+}
+
 //===----------------------------------------------------------------------===//
 // Pass callbacks
 //===----------------------------------------------------------------------===//
@@ -296,8 +306,17 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     A->ctx = mlirOperationGetContext(module);
     A->tp = -1;
     tpc__ad_read_mesh(A, module);
+    A->cap_vals = tpc_func_value_bound(o, 16);
+    A->vals = calloc((size_t)A->cap_vals, sizeof *A->vals);
+    if (!A->vals) {
+      mlirEmitError(mlirOperationGetLocation(o), "tp-autodiff: out of memory for the function's value table");
+      ok = false;
+      break;
+    }
     ok = mlirLogicalResultIsSuccess(tpc__ad_func(A, &funcs));
     tpc_text_free(&A->body);
+    free(A->vals);
+    A->vals = NULL;
   }
   if (ok) ok = tpc_replace_functions(module, funcs.data, false, "tp-autodiff", "training step");
   tpc_text_free(&funcs);

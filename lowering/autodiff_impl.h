@@ -9,7 +9,6 @@
 #include "mlir-c/IR.h"
 #include "text_buffer.h"
 
-#define TPC_AD_MAX_VALUES 4096
 
 typedef struct {
   MlirValue value;
@@ -30,8 +29,8 @@ typedef struct {
   char axes[4][16];
   int64_t sizes[4];
   int tp;
-  tpc__adval_t vals[TPC_AD_MAX_VALUES];
-  int num_vals;
+  tpc__adval_t* vals;  // cap_vals entries, sized from the function (tpc_func_value_bound)
+  int num_vals, cap_vals;
   int counter;
   tpc_text_t body;
 } tpc__ad_t;

@@ -16,7 +16,7 @@ tpc__adval_t* tpc__ad_find(tpc__ad_t* A, MlirValue v) {
 }
 
 tpc__adval_t* tpc__ad_add(tpc__ad_t* A, MlirValue v, const char* name) {
-  if (A->num_vals == TPC_AD_MAX_VALUES) return NULL;
+  if (A->num_vals == A->cap_vals) return NULL;
   tpc__adval_t* a = &A->vals[A->num_vals++];
   a->value = v;
   snprintf(a->name, sizeof a->name, "%s", name);

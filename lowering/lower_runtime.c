@@ -33,7 +33,6 @@
 #include "tprt_abi.h"
 #include "tprt_dtype.h"
 
-#define TPC_MAX_VALUES 4096
 
 /// Pass options: |poison| makes the lowered code overwrite every arena buffer with 0xFF bytes
 /// right after its last use, so that a plan that lets a live buffer share bytes with a dead one
@@ -54,9 +53,9 @@ typedef struct {
 typedef struct {
   MlirOperation func;
   MlirOperation module;
-  tpc__value_t values[TPC_MAX_VALUES];
-  int num_values;
-  tpc_plan_buffer_t buffers[TPC_MAX_VALUES];
+  tpc__value_t* values;        // cap_values entries, sized from the function (tpc_func_value_bound)
+  int num_values, cap_values;  // (a plan buffer per value at most: buffers has as many)
+  tpc_plan_buffer_t* buffers;
   int num_buffers;
   int64_t arena_bytes;
 } tpc__lowering_t;
@@ -101,8 +100,10 @@ static MlirLogicalResult tpc__add_value(tpc__lowering_t* L, MlirOperation at, Ml
                   "tp-lower-runtime: every value must be a static tensor of a tp element type");
     return mlirLogicalResultFailure();
   }
-  if (L->num_values == TPC_MAX_VALUES) {
-    mlirEmitError(mlirOperationGetLocation(at), "tp-lower-runtime: more than 4096 values in one function");
+  if (L->num_values == L->cap_values) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "tp-lower-runtime: internal error: the value table of %d entries is full", L->cap_values);
+    mlirEmitError(mlirOperationGetLocation(at), msg);
     return mlirLogicalResultFailure();
   }
   L->values[L->num_values++] = (tpc__value_t){v, store, index, t};
@@ -577,9 +578,20 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
     memset(L, 0, sizeof *L);
     L->func = o;
     L->module = module;
-    ok = mlirLogicalResultIsSuccess(
+    L->cap_values = tpc_func_value_bound(o, 1);
+    L->values = calloc((size_t)L->cap_values, sizeof *L->values);
+    L->buffers = calloc((size_t)L->cap_values, sizeof *L->buffers);
+    if (!L->values || !L->buffers) {
+      mlirEmitError(mlirOperationGetLocation(o), "tp-lower-runtime: out of memory for the function's value table");
+      ok = false;
+    }
+    ok = ok && mlirLogicalResultIsSuccess(
         tpc__lower_func(L, &globals, &funcs, declared, json_funcs, options && ((tpc__lower_options_t*)options)->poison));
     if (L->arena_bytes > arena) arena = L->arena_bytes;
+    free(L->values);
+    free(L->buffers);
+    L->values = NULL;
+    L->buffers = NULL;
   }
   char* json = ok ? cJSON_PrintUnformatted(root) : NULL;
   tpc_text_t text = {0};

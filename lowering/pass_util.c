@@ -1,6 +1,7 @@
 // External pass glue shared by every tpc pass.
 #include "pass_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,4 +81,13 @@ bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_mes
   }
   tpc_text_free(&text);
   return ok;
+}
+
+int tpc_func_value_bound(MlirOperation func, int per_op) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  if (mlirBlockIsNull(body)) return 64;
+  int64_t n = 64 + (int64_t)mlirBlockGetNumArguments(body);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    n += per_op + (int64_t)mlirOperationGetNumResults(op);
+  return n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
 }

@@ -39,6 +39,11 @@ MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options);
 /// not parse" at |module| and returns false, leaving the module unchanged.
 bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_meshes, const char* pass, const char* what);
 
+/// A bound on the values a pass creates for function |func|: |per_op| per op of its body plus its
+/// arguments plus a margin. Passes size their value tables with it (allocated once, so pointers
+/// into them stay valid): no fixed cap on the function's size.
+int tpc_func_value_bound(MlirOperation func, int per_op);
+
 #ifdef __cplusplus
 }
 #endif

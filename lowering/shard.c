@@ -616,8 +616,17 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
     S->dp = dp;
     S->ep = ep;
     S->func = o;
+    S->cap_vals = tpc_func_value_bound(o, 16);
+    S->vals = calloc((size_t)S->cap_vals, sizeof *S->vals);
+    if (!S->vals) {
+      mlirEmitError(mlirOperationGetLocation(o), "tp-shard: out of memory for the function's value table");
+      ok = false;
+      break;
+    }
     ok = mlirLogicalResultIsSuccess(tpc__shard_func(S, &funcs));
     tpc_text_free(&S->body);
+    free(S->vals);
+    S->vals = NULL;
   }
   if (ok) ok = tpc_replace_functions(module, funcs.data, false, "tp-shard", "sharded IR");
   tpc_text_free(&funcs);

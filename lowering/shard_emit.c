@@ -62,7 +62,7 @@ MlirLogicalResult tpc__check_divisible(tpc__shard_t* S, MlirOperation op, const 
 }
 
 tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l) {
-  if (S->num_vals == TPC_SHARD_MAX_VALUES) return NULL;
+  if (S->num_vals == S->cap_vals) return NULL;
   tpc__sval_t* s = &S->vals[S->num_vals++];
   s->value = v;
   snprintf(s->name, sizeof s->name, "%s", name);

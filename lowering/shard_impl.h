@@ -10,7 +10,6 @@
 #include "shard_layout.h"
 #include "text_buffer.h"
 
-#define TPC_SHARD_MAX_VALUES 2048
 
 typedef struct tpc__sval_t tpc__sval_t;
 struct tpc__sval_t {
@@ -38,8 +37,8 @@ typedef struct {
   bool sp;     // some linear of the function is sequence parallel
   MlirOperation func;
   MlirOperation cur_op;  // the op being sharded: emitted ops and collectives carry its location
-  tpc__sval_t vals[TPC_SHARD_MAX_VALUES];
-  int num_vals;
+  tpc__sval_t* vals;  // cap_vals entries, sized from the function (tpc_func_value_bound)
+  int num_vals, cap_vals;
   int counter;
   tpc_text_t body;
 } tpc__shard_t;
