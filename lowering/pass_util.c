@@ -1,9 +1,12 @@
+#define _POSIX_C_SOURCE 200809L  // getpid
 // External pass glue shared by every tpc pass.
 #include "pass_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mlir-c/Diagnostics.h"
 #include "text_buffer.h"
@@ -51,16 +54,68 @@ MlirPass tpc_pass_create(tpc_pass_info_t* info, void* options) {
                                 NULL, callbacks, state);
 }
 
+// The first error MLIR reports while parsing a pass's generated text: its message and position.
+typedef struct {
+  char msg[200];
+  size_t len;
+  int line, col;
+  bool have;
+} tpc__parse_error_t;
+
+static void tpc__parse_error_append(MlirStringRef s, void* user) {
+  tpc__parse_error_t* p = user;
+  size_t n = s.length < sizeof p->msg - 1 - p->len ? s.length : sizeof p->msg - 1 - p->len;
+  memcpy(p->msg + p->len, s.data, n);
+  p->len += n;
+  p->msg[p->len] = '\0';
+}
+
+// Keeps the first error and swallows every diagnostic of the parse: their positions refer to the
+// generated text, not to the user's file, so they are reported once, by tpc_replace_functions.
+static MlirLogicalResult tpc__parse_error_capture(MlirDiagnostic d, void* user) {
+  tpc__parse_error_t* p = user;
+  if (!p->have && mlirDiagnosticGetSeverity(d) == MlirDiagnosticError) {
+    p->have = true;
+    mlirDiagnosticPrint(d, tpc__parse_error_append, p);
+    MlirLocation loc = mlirDiagnosticGetLocation(d);
+    if (mlirLocationIsAFileLineColRange(loc)) {
+      p->line = mlirLocationFileLineColRangeGetStartLine(loc);
+      p->col = mlirLocationFileLineColRangeGetStartColumn(loc);
+    }
+  }
+  return mlirLogicalResultSuccess();
+}
+
 bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_meshes, const char* pass, const char* what) {
   tpc_text_t text = {0};
   tpc_text_printf(&text, "module {\n%s}\n", funcs ? funcs : "");
-  MlirModule parsed = mlirModuleCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len));
+  // Fault injection for the test of this error path (test/e2e/internal-errors.test):
+  // TPC_TEST_BREAK_IR=<pass> makes that pass's generated text unparsable.
+  const char* brk = getenv("TPC_TEST_BREAK_IR");
+  if (brk && strcmp(brk, pass) == 0) tpc_text_printf(&text, "this is not MLIR\n");
+  MlirContext ctx = mlirOperationGetContext(module);
+  tpc__parse_error_t perr = {{0}, 0, 0, 0, false};
+  MlirDiagnosticHandlerID handler = mlirContextAttachDiagnosticHandler(ctx, tpc__parse_error_capture, &perr, NULL);
+  MlirModule parsed = mlirModuleCreateParse(ctx, mlirStringRefCreate(text.data, text.len));
+  mlirContextDetachDiagnosticHandler(ctx, handler);
   bool ok = !mlirModuleIsNull(parsed);
   if (!ok) {
-    // The diagnostics point into this text; print it so the bug can be reported.
-    fprintf(stderr, "%s: the %s that failed to parse:\n%s", pass, what, text.data ? text.data : "");
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s: internal error: the %s does not parse", pass, what);
+    // One short error; the generated text goes to a file for a bug report (on stderr too with
+    // TPC_PRINT_IR_ON_FAILURE=1), never to the terminal by default.
+    char path[256];
+    const char* dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/tpc-%s-%ld.mlir", dir && *dir ? dir : "/tmp", pass, (long)getpid());
+    FILE* f = fopen(path, "w");
+    if (f) {
+      fwrite(text.data ? text.data : "", 1, text.len, f);
+      fclose(f);
+    }
+    const char* print = getenv("TPC_PRINT_IR_ON_FAILURE");
+    if (print && *print && strcmp(print, "0") != 0)
+      fprintf(stderr, "%s: the %s that failed to parse:\n%s", pass, what, text.data ? text.data : "");
+    char msg[768];
+    snprintf(msg, sizeof msg, "%s: internal error: the %s does not parse: %s (line %d, column %d of %s; please report it)",
+             pass, what, perr.have ? perr.msg : "no message", perr.line, perr.col, f ? path : "the text could not be saved");
     mlirEmitError(mlirOperationGetLocation(module), msg);
   } else {
     MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
