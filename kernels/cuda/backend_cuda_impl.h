@@ -118,8 +118,10 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
                                          tprt_tensor_t* out, int dim, tprt_order_t order);
 tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
                                      tprt_tensor_t* out, int dim);
-tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
-                                     tprt_tensor_t* out, int split_dim, int concat_dim);
+/// The exchange step of an all-to-all (backend_cuda_nccl.c packs and unpacks): block p of |recv|
+/// (|slice| bytes each) is block |c|->index of member p's |send|.
+tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const char* send, char* recv,
+                                   size_t slice);
 
 /// Creates the rank's two local events and enables peer access from its device to the other
 /// |num_devices| - 1 (best effort: copies between GPUs without it go through the host) (rank_begin).

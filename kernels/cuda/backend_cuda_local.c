@@ -199,24 +199,9 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
   return NULL;
 }
 
-tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
-                                     tprt_tensor_t* out, int split_dim, int concat_dim) {
-  // As the NCCL path: pack (block p = slice p along split_dim, read by member p), exchange, unpack
-  // (the block from member p goes to position p along concat_dim).
-  int g = c->size;
-  size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
-  char* buf = NULL;
-  TPRT__TRY(tprt__scratch(2 * bytes, &buf));
-  char *send = buf, *recv = buf + bytes;
-  int64_t outer;
-  size_t row;
-  tprt__split_at(in, split_dim, &outer, &row);
-  TPRT__TRY(tprt__pack_slices(in->data, send, g, outer, row));
-  TPRT__TRY(tprt__local_gather(rank, c, send, (size_t)c->index * slice, slice, recv));
-  tprt_tensor_t piece = *in;
-  piece.dims[split_dim] /= g;
-  int64_t outer_c;
-  size_t row_c;
-  tprt__split_at(&piece, concat_dim, &outer_c, &row_c);
-  return tprt__concat_blocks(recv, slice, g, outer_c, row_c, out->data);
+tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const char* send, char* recv,
+                                   size_t slice) {
+  // The all-to-all's exchange (its packing and unpacking are the NCCL path's): block p of |recv|
+  // is the block at this member's index in member p's |send|.
+  return tprt__local_gather(rank, c, send, (size_t)c->index * slice, slice, recv);
 }

@@ -346,7 +346,6 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
       in->dims[split_dim] % g != 0 || tprt_tensor_bytes(out) != tprt_tensor_bytes(in))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_to_all: split dim %d must divide over %d ranks",
                             split_dim, g);
-  if (c->local) return tprt__local_all_to_all(rank, c, in, out, split_dim, concat_dim);
   size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
   char* buf = NULL;
   TPRT__TRY(tprt__scratch(2 * bytes, &buf));
@@ -356,7 +355,7 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   size_t row;
   tprt__split_at(in, split_dim, &outer, &row);
   TPRT__TRY(tprt__pack_slices(in->data, send, g, outer, row));
-  TPRT__TRY(tprt__exchange(c, send, recv, slice));
+  TPRT__TRY(c->local ? tprt__local_exchange(rank, c, send, recv, slice) : tprt__exchange(c, send, recv, slice));
   // Unpack: the slice from member p goes to position p along concat_dim.
   tprt_tensor_t piece = *in;
   piece.dims[split_dim] /= g;
