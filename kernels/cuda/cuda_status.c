@@ -38,3 +38,4 @@ tprt_status_t tprt__cuda_make_status(cudaError_t err, const char* expr, const ch
   return tprt__make_status(file, line, tprt_cuda_status_code(err), "%s failed: %s (%s)", expr, cudaGetErrorName(err),
                            cudaGetErrorString(err));
 }
+

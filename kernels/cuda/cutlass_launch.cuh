@@ -18,7 +18,7 @@ tprt_status_t tprt__cutlass_launch(const typename Gemm::Arguments& args, const c
                             cutlassGetStatusString(st));
   size_t bytes = Gemm::get_workspace_size(args);
   void* workspace = nullptr;
-  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&workspace, bytes, stream));
+  if (bytes) TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&workspace, bytes, stream));
   st = gemm.initialize(args, workspace, stream);
   if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
   if (workspace) cudaFreeAsync(workspace, stream);

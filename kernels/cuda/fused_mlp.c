@@ -38,7 +38,7 @@ static tprt_status_t tprt__fused_grouped_mlp(const tprt__mlp_gl_t* gl, const tpr
   size_t elem = tprt_dtype_bytes(x->dtype, 1);
   void* mem = NULL;
   size_t bytes = (size_t)t * (size_t)(two_f + f) * elem;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&mem, bytes ? bytes : 1, stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&mem, bytes ? bytes : 1, stream));
   int64_t hdims[2] = {t, two_f}, gdims[2] = {t, f};
   tprt_tensor_t hidden = tprt_tensor_make(mem, x->dtype, 2, hdims);
   tprt_tensor_t gated = tprt_tensor_make((char*)mem + (size_t)t * (size_t)two_f * elem, x->dtype, 2, gdims);

@@ -136,7 +136,7 @@ tprt_status_t tprt__plan_alloc(int64_t groups, tprt__grouped_plan_t* plan, void*
   const int64_t g2 = (groups + 1) / 2 * 2;  // pointer and int64 arrays: whole 16-byte units
   const size_t shapes = ((size_t)groups * sizeof(cute::Shape<int, int, int>) + 15) / 16 * 16;
   size_t bytes = (size_t)g2 * 6 * 8 + shapes;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(mem, bytes, stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(mem, bytes, stream));
   char* p = (char*)*mem;
   plan->groups = (int)groups;
   plan->a = (const void**)p;
@@ -277,7 +277,7 @@ static tprt_status_t tprt__grouped_wgrad(const tprt_tensor_t* dy, const tprt_ten
   const char *dyp = (const char*)dy->data, *xp = (const char*)x->data;
   void* compact = nullptr;
   if (segs > 1) {
-    TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&compact, (size_t)(t * (n + k)) * 2, stream));
+    TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&compact, (size_t)(t * (n + k)) * 2, stream));
     char *dyc = (char*)compact, *xc = dyc + (size_t)(t * n) * 2;
     tprt__compact_rows<<<(unsigned)(segs * e), kThreads, 0, stream>>>(sizes, segs, e, cap, dyp, xp, dyc, xc, n, k);
     dyp = dyc;
@@ -357,9 +357,9 @@ extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_ten
   // dy's columns and every expert's rows of w in the segmented order (copies), then the same GEMM.
   tprt_cuda_order_t o = {chunks, segments, blocks};
   void *dyp = nullptr, *wp = nullptr;
-  cudaError_t err = cudaMallocAsync(&dyp, (size_t)(t * n) * 2, stream);
-  if (err == cudaSuccess) err = cudaMallocAsync(&wp, (size_t)(e * n * k) * 2, stream);
-  if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
+  cudaError_t err = tprt__cuda_malloc_async(&dyp, (size_t)(t * n) * 2, stream);
+  if (err == cudaSuccess) err = tprt__cuda_malloc_async(&wp, (size_t)(e * n * k) * 2, stream);
+  if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__cuda_malloc_async", __FILE__, __LINE__);
   if (!s) s = tprt_cuda_gather_2d(dy->data, t, n, 2, nullptr, o, n, 0, dyp, stream);
   if (!s) s = tprt_cuda_gather_rows_batched(w->data, e, n, k * 2, o, wp, stream);
   if (!s) {

@@ -57,6 +57,14 @@ struct tprt__inv_gemm_t {
   float* tree_ws;
   int tree_ctas;
   int sm_count;
+  /// A batch of |batches| independent GEMMs of this shape (1: one GEMM): batch b reads A and B
+  /// |a_batch| and |b_batch| elements further and writes D |d_batch| elements further. The split
+  /// schedule of invariant_linear.cu uses it to run a chunk subtree per batch.
+  int batches;
+  int64_t a_batch, b_batch, d_batch;
+  /// The 1 x 2 cluster instance (an f32 partial without bias only): for a single row of tiles,
+  /// which a 2 x 2 cluster would leave half idle.
+  bool narrow;
 };
 
 /// The operand layouts of the three contractions, as in grouped_fast.cuh.
@@ -80,7 +88,7 @@ inline tprt_status_t tprt__inv_tree_alloc(int chunks, int first, int ctas, float
   if (levels <= first) return nullptr;
   size_t bytes = (size_t)(levels - first) * (size_t)ctas * kTprtInvMmaThreads * kTprtInvAccum * sizeof(float);
   void* p = nullptr;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&p, bytes, stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&p, bytes, stream));
   *ws = static_cast<float*>(p);
   return nullptr;
 }
@@ -301,12 +309,14 @@ struct tprt__chunk_tree_mma : Base {
 };
 
 /// The kernel of layouts LayoutA/LayoutB, output ElementD, with a per-column bias or not.
-template <class LayoutA, class LayoutB, class ElementD, bool Bias>
+/// |ClusterM| CTAs along M share B's loads (2, or 1 for a single row of tiles); 2 along N share A's.
+template <class LayoutA, class LayoutB, class ElementD, bool Bias, int ClusterM = 2>
 struct tprt__inv_kernel_t {
   static constexpr bool kBias = Bias;
   using Element = cutlass::bfloat16_t;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_64>;
-  using ClusterShape = cute::Shape<cute::_2, cute::_2, cute::_1>;  // TMA multicast of A and B: half the L2 traffic
+  // TMA multicast of A and B: half the L2 traffic
+  using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::_2, cute::_1>;
   static constexpr int kAlign = 8;
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   using Fusion =
@@ -342,6 +352,12 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   StrideA sa = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape((int)g.lda, (int)g.lda, 1));
   StrideB sb = cutlass::make_cute_packed_stride(StrideB{}, cute::make_shape((int)g.ldb, (int)g.ldb, 1));
   StrideD sd = cutlass::make_cute_packed_stride(StrideD{}, cute::make_shape(g.m, (int)g.ldd, 1));
+  const int batches = g.batches > 1 ? g.batches : 1;
+  if (batches > 1) {
+    cute::get<2>(sa) = g.a_batch;
+    cute::get<2>(sb) = g.b_batch;
+    cute::get<2>(sd) = g.d_batch;
+  }
   typename K::Mainloop::Arguments mainloop{};
   static_cast<typename K::BaseMainloop::Arguments&>(mainloop) =
       typename K::BaseMainloop::Arguments{static_cast<const Element*>(g.a), sa, static_cast<const Element*>(g.b), sb};
@@ -349,7 +365,7 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   mainloop.tree_ws = g.tree_ws;
   mainloop.tree_ctas = g.tree_ctas;
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                {g.m, g.n, g.k, 1},
+                                {g.m, g.n, g.k, batches},
                                 mainloop,
                                 {{}, nullptr, StrideD{}, static_cast<ElementD*>(g.d), sd}};
   args.epilogue.thread.alpha = 1.0f;

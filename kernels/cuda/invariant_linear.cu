@@ -13,6 +13,10 @@
 // 16-byte aligned data, sizes below 2^31. They depend on the logical problem only (the chunk
 // length K/C is the same at every TP degree), so a model takes this path at every degree or at
 // none.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
 #include "invariant_gemm.cuh"
 #include "tprt_cuda_kernels.h"
 extern "C" {
@@ -39,24 +43,100 @@ bool tprt__inv_sizes(int64_t len, int chunks, std::initializer_list<int64_t> row
   return len < INT32_MAX;
 }
 
-/// The SM count and the tree workspace (stream-ordered).
+/// The tree workspace (stream-ordered) of |g|, whose sm_count is set.
 tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, cudaStream_t stream) {
-  int dev = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
   g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
   return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(true), g->tree_ctas, &g->tree_ws, stream);
 }
 
+/// The top of the chunk tree of the split schedule: d = the pairwise tree (binary counter, left +
+/// right, as in tprt__chunk_tree_mma) over the |batches| f32 subtree partials part[b][m][n]
+/// (plane m·n), plus the bias, rounded once to D's type: what the epilogue of the unsplit kernel
+/// computes from the same tree.
+template <class ElementD>
+__global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, int m, int n,
+                                   const __nv_bfloat16* __restrict__ bias, ElementD* __restrict__ d, int64_t ldd) {
+  const int64_t plane = (int64_t)m * n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < plane; i += (int64_t)gridDim.x * blockDim.x) {
+    float stack[32];
+    int top = 0;
+    for (int b = 0; b < batches; ++b) {
+      float v = part[b * plane + i];
+      int level = 0;
+      for (; (b >> level) & 1; ++level) v = __fadd_rn(stack[level], v);
+      stack[level] = v;
+      top = level;
+    }
+    float v = stack[top];
+    const int64_t row = i / n, col = i % n;
+    if (bias) v = __fadd_rn(v, __bfloat162float(bias[col]));
+    if constexpr (sizeof(ElementD) == 4) {
+      d[row * ldd + col] = v;
+    } else {
+      d[row * ldd + col] = __float2bfloat16_rn(v);
+    }
+  }
+}
+
+/// The schedule of one invariant GEMM. The chunk tree fixes every element's arithmetic, so the
+/// work may be cut along it without changing a bit: when the output has too few 128 x 128 tiles
+/// to fill the GPU (small M: decode, or a narrow layer), the chunks are split into |batches| =
+/// C / per subtrees of |per| chunks, computed in parallel as f32 partials (one batched launch of
+/// the same kernel, each batch from +0 over its subtree's chunks) and combined by the tree's top
+/// levels in tprt__inv_tree_top. A single row of tiles always takes this path, on the 1 x 2
+/// cluster instance. test/gpu/check_fast.cu checks that a row alone, through this path, has the
+/// bits it has in a large batch, which does not split.
 tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
   g.tree_ws = nullptr;
-  tprt_status_t s = tprt__inv_prepare(&g, stream);
+  g.batches = 1;
+  int dev = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g.sm_count, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t m_tiles = (g.m + 127) / 128, tiles = m_tiles * ((g.n + 127) / 128);
+  int per = g.chunks;
+  while (per > 1 && tiles * (g.chunks / per) < 2 * (int64_t)g.sm_count) per /= 2;
+  auto run = [&](tprt__inv_gemm_t& h) {
+    tprt_status_t s = tprt__inv_prepare(&h, stream);
+    if (!s) {
+      s = layout == TPRT__INV_FWD     ? tprt__inv_gemm_fwd(h, stream)
+          : layout == TPRT__INV_DGRAD ? tprt__inv_gemm_dgrad(h, stream)
+                                      : tprt__inv_gemm_wgrad(h, stream);
+    }
+    if (h.tree_ws) cudaFreeAsync(h.tree_ws, stream);
+    return s;
+  };
+  if (per == g.chunks && m_tiles > 1) return run(g);
+  // Split: batch b holds chunks [b·per, (b+1)·per), a contiguous slice of the contracted length.
+  const int batches = g.chunks / per;
+  const int64_t len = g.k / batches;  // contracted elements per batch
+  tprt__inv_gemm_t h = g;
+  h.k = (int)len, h.chunks = per, h.batches = batches;
+  // FWD contracts A's and B's contiguous dimension; DGRAD A's contiguous one and B's rows; WGRAD
+  // the rows of both.
+  h.a_batch = layout == TPRT__INV_WGRAD ? len * g.lda : len;
+  h.b_batch = layout == TPRT__INV_FWD ? len : len * g.ldb;
+  h.d_batch = (int64_t)g.m * g.n;
+  h.ldd = g.n, h.d_f32 = true, h.bias = nullptr, h.narrow = m_tiles == 1;
+  void* part = nullptr;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&part, (size_t)batches * (size_t)h.d_batch * sizeof(float), stream));
+  h.d = part;
+  tprt_status_t s = run(h);
   if (!s) {
-    s = layout == TPRT__INV_FWD     ? tprt__inv_gemm_fwd(g, stream)
-        : layout == TPRT__INV_DGRAD ? tprt__inv_gemm_dgrad(g, stream)
-                                    : tprt__inv_gemm_wgrad(g, stream);
+    const int64_t plane = (int64_t)g.m * g.n;
+    const int threads = 256;
+    const int64_t blocks = std::min<int64_t>((plane + threads - 1) / threads, (int64_t)g.sm_count * 16);
+    const __nv_bfloat16* bias = static_cast<const __nv_bfloat16*>(g.bias);
+    if (g.d_f32) {
+      tprt__inv_tree_top<<<(unsigned)blocks, threads, 0, stream>>>(static_cast<const float*>(part), batches, g.m, g.n,
+                                                                    bias, static_cast<float*>(g.d), g.ldd);
+    } else {
+      tprt__inv_tree_top<<<(unsigned)blocks, threads, 0, stream>>>(static_cast<const float*>(part), batches, g.m, g.n,
+                                                                    bias, static_cast<__nv_bfloat16*>(g.d), g.ldd);
+    }
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__inv_tree_top<<<>>>", __FILE__, __LINE__);
   }
-  if (g.tree_ws) cudaFreeAsync(g.tree_ws, stream);
+  cudaFreeAsync(part, stream);
   return s;
 }
 
@@ -111,9 +191,9 @@ extern "C" tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* d
   void *dyp = nullptr, *wp = nullptr;
   if (segmented) {  // dy's columns and w's rows in the segmented order
     tprt_cuda_order_t o = {chunks, segments, blocks};
-    cudaError_t err = cudaMallocAsync(&dyp, (size_t)(m * n) * 2, stream);
-    if (err == cudaSuccess) err = cudaMallocAsync(&wp, (size_t)(n * k) * 2, stream);
-    if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
+    cudaError_t err = tprt__cuda_malloc_async(&dyp, (size_t)(m * n) * 2, stream);
+    if (err == cudaSuccess) err = tprt__cuda_malloc_async(&wp, (size_t)(n * k) * 2, stream);
+    if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__cuda_malloc_async", __FILE__, __LINE__);
     if (!s) s = tprt_cuda_gather_2d(dy->data, m, n, 2, nullptr, o, n, 0, dyp, stream);
     if (!s) s = tprt_cuda_gather_rows(w->data, n, k * 2, o, wp, stream);
     a = dyp, b = wp;

@@ -13,7 +13,7 @@
 // not one contiguous range (several segments: its rows gathered, transposed).
 //
 // Unlike the single-kernel launchers these allocate their temporaries with the stream-ordered
-// allocator (cudaMallocAsync / cudaFreeAsync on |stream|), and the grouped wgrad reads the group
+// allocator (tprt__cuda_malloc_async / cudaFreeAsync on |stream|), and the grouped wgrad reads the group
 // sizes back to the host (one synchronization) to list each expert's rows.
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,7 @@ static tprt_status_t tprt__check_2d(const char* op, const char* name, const tprt
 static tprt_status_t tprt__upload_index(const int64_t* host, int64_t n, int64_t** out, cudaStream_t stream) {
   *out = NULL;
   if (!host || n <= 0) return NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)out, (size_t)n * sizeof(int64_t), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)out, (size_t)n * sizeof(int64_t), stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(*out, host, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
   // Pageable host memory: the copy has been staged when cudaMemcpyAsync returns; the caller may
   // free |host| now.
@@ -65,10 +65,10 @@ tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, 
   tprt_status_t s = NULL;
   *dyp = dy->data;
   *wt = NULL;
-  cudaError_t err = cudaMallocAsync(wt, (size_t)(e * k * n > 0 ? e * k * n : 1) * (size_t)elem, stream);
+  cudaError_t err = tprt__cuda_malloc_async(wt, (size_t)(e * k * n > 0 ? e * k * n : 1) * (size_t)elem, stream);
   if (err == cudaSuccess && segmented)
-    err = cudaMallocAsync(dyp, (size_t)(dy->dims[0] * n > 0 ? dy->dims[0] * n : 1) * (size_t)elem, stream);
-  if (err != cudaSuccess) s = tprt__cuda_make_status(err, "cudaMallocAsync", __FILE__, __LINE__);
+    err = tprt__cuda_malloc_async(dyp, (size_t)(dy->dims[0] * n > 0 ? dy->dims[0] * n : 1) * (size_t)elem, stream);
+  if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__cuda_malloc_async", __FILE__, __LINE__);
   for (int64_t i = 0; !s && i < e; ++i)
     s = tprt_cuda_gather_2d((const char*)w->data + (size_t)(i * n * k) * (size_t)elem, n, k, elem, NULL, o, n, 1,
                             (char*)*wt + (size_t)(i * k * n) * (size_t)elem, stream);
@@ -151,7 +151,7 @@ static tprt_status_t tprt__transposed(const tprt_tensor_t* src, const int64_t* d
                                       cudaStream_t stream) {
   int elem = tprt__elem(src->dtype);
   size_t bytes = (size_t)(src->dims[1] * len > 0 ? src->dims[1] * len : 1) * (size_t)elem;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync(out, bytes, stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(out, bytes, stream));
   tprt_cuda_order_t none = {0, 1, 1};
   return tprt_cuda_gather_2d(src->data, src->dims[0], src->dims[1], elem, d_index, none, len, 1, *out, stream);
 }
@@ -210,7 +210,7 @@ tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, in
   uint32_t one = dy->dtype == TPRT_DTYPE_F32 ? 0x3F800000u : dy->dtype == TPRT_DTYPE_BF16 ? 0x3F80u : 0x3C00u;
   void* ones = NULL;
   tprt_status_t s = NULL;
-  cudaError_t err = cudaMallocAsync(&ones, (size_t)m * (size_t)elem, stream);
+  cudaError_t err = tprt__cuda_malloc_async(&ones, (size_t)m * (size_t)elem, stream);
   if (err != cudaSuccess) s = tprt__cuda_make_status(err, "bias_grad: ones", __FILE__, __LINE__);
   if (!s) s = tprt_cuda_fill_bits(ones, m, elem, one, stream);
   // dy read k-major against ones[M,1] read k-major: db[N,1] = Σ_m fmaf(dy[m,n], 1, acc).

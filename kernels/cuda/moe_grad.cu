@@ -27,7 +27,7 @@ static __global__ void tprt__invert_map_kernel(const int32_t* __restrict__ map, 
 // inv[slot] = row, stream-ordered allocation (rows entries, zero-filled so that a bad map stays in
 // bounds).
 static tprt_status_t tprt__invert_map(const tprt_tensor_t* row_map, int64_t rows, int64_t** inv, cudaStream_t stream) {
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)inv, (size_t)rows * sizeof(int64_t), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)inv, (size_t)rows * sizeof(int64_t), stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(*inv, 0, (size_t)rows * sizeof(int64_t), stream));
   dim3 grid(tprt__cuda_ew_blocks(rows, TPRT__CUDA_EW_THREADS));
   tprt__invert_map_kernel<<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>((const int32_t*)row_map->data, rows, *inv);
@@ -160,7 +160,7 @@ extern "C" tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, c
   const int64_t t = logits->dims[0], e = logits->dims[1];
   if (t == 0) return NULL;
   float* work = NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)&work, (size_t)(t * e) * 2 * sizeof(float), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&work, (size_t)(t * e) * 2 * sizeof(float), stream));
   dim3 grid((unsigned)((t + 63) / 64 < 65536 ? (t + 63) / 64 : 65536));
   const int32_t* idx = (const int32_t*)indices->data;
   const float* dw = (const float*)dweights->data;

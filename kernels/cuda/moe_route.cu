@@ -24,7 +24,7 @@ extern "C" tprt_status_t tprt_cuda_moe_route(const tprt_tensor_t* logits, tprt_t
   if (t == 0) return NULL;
   float* work = NULL;
   unsigned char* taken = NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)&work, (size_t)(t * e) * (2 * sizeof(float) + 1), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&work, (size_t)(t * e) * (2 * sizeof(float) + 1), stream));
   taken = (unsigned char*)(work + 2 * t * e);
   // Few tokens per block: each thread walks its whole row several times.
   const int threads = 64;

@@ -114,7 +114,7 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
   const int64_t m = x->dims[0], h = x->dims[1];
   if (h == 0) return NULL;
   float* xh = NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)&xh, (size_t)(m > 0 ? m * h : 1) * sizeof(float), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&xh, (size_t)(m > 0 ? m * h : 1) * sizeof(float), stream));
   switch (x->dtype) {
     case TPRT_DTYPE_BF16:
       tprt__norm_grad_launch<TPRT_DTYPE_BF16>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);

@@ -108,7 +108,7 @@ extern "C" tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scale->data, 0, tprt_tensor_bytes(scale), stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(data->data, 0, tprt_tensor_bytes(data), stream));
   unsigned* scalars = NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMallocAsync((void**)&scalars, 4 * sizeof(unsigned), stream));
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&scalars, 4 * sizeof(unsigned), stream));
   cudaError_t err = cudaMemsetAsync(scalars, 0, 4 * sizeof(unsigned), stream);
   const bool per_tensor = format == TPRT_QUANT_FP8_E4M3 || format == TPRT_QUANT_FP8_E5M2;
   const unsigned threads = TPRT__CUDA_EW_THREADS;

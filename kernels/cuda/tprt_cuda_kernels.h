@@ -221,7 +221,7 @@ tprt_status_t tprt_cuda_gather_rows_batched(const void* src, int64_t batches, in
 /// tprt_cpu_bias_grad, tprt_cpu_grouped_linear_dgrad_segmented and tprt_cpu_grouped_linear_wgrad:
 /// the exact GEMMs of the forward kernels reading the operands where they are (k-major), or, for
 /// a segmented dgrad order and a grouped wgrad expert spread over several segments, on permuted
-/// copies. They allocate their temporaries stream-ordered (cudaMallocAsync), and the grouped
+/// copies. They allocate their temporaries stream-ordered (tprt__cuda_malloc_async), and the grouped
 /// wgrad reads the group sizes back to the host (it synchronizes |stream|). Validation is their
 /// own (messages may differ from the CPU kernels'). kernels/cuda/linear_grad.c.
 tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,

@@ -49,6 +49,15 @@ tprt_status_t tprt__cuda_make_status(cudaError_t err, const char* expr, const ch
     }                                                                                 \
   } while (0)
 
+/// Stream-ordered temporaries of the CUDA kernels (workspaces, reordered copies, plans): like
+/// cudaMallocAsync, from a memory pool of libtprt's own per device whose release threshold is
+/// unbounded, so that memory freed with cudaFreeAsync is reused by the next call instead of being
+/// returned to the driver at every synchronization (the default pool's behaviour: then each call
+/// after a synchronization maps fresh memory, tens of microseconds on the host before the kernel
+/// can start). The pool keeps at most the largest set of temporaries live at once; it is not
+/// shared with the application's allocations. Thread-safe. Free with cudaFreeAsync.
+cudaError_t tprt__cuda_malloc_async(void** ptr, size_t bytes, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

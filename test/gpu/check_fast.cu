@@ -353,6 +353,21 @@ static void fc_check_invariant(cudaStream_t s) {
     fc_bitwise_row("linear inv", what, st ? 0 : fc_diff_rows((char*)y.t.data + r0 * n * 2, n, ys.t.data, n, rows, n, 2),
                    st);
   }
+  // The same for f32 partials without bias (what a row-parallel rank produces).
+  for (const auto& sub : subs) {
+    int64_t r0 = sub[0], rows = sub[1];
+    int64_t xd[2] = {rows, k}, yd[2] = {rows, n};
+    fc_tensor ys(TPRT_DTYPE_F32, {rows, n});
+    ys.poison();
+    tprt_tensor_t xs = tprt_tensor_make((char*)x.t.data + r0 * k * 2, TPRT_DTYPE_BF16, 2, xd);
+    tprt_tensor_t yv = tprt_tensor_make(ys.t.data, TPRT_DTYPE_F32, 2, yd);
+    tprt_status_t st = tprt_cuda_linear_invariant(&xs, &w.t, nullptr, &yv, chunks, s);
+    FC_CUDA(cudaDeviceSynchronize());
+    char what[64];
+    snprintf(what, sizeof what, "f32 batch: rows %lld..+%lld alone", (long long)r0, (long long)rows);
+    fc_bitwise_row("linear inv", what,
+                   st ? 0 : fc_diff_rows((char*)yf.t.data + r0 * n * 4, n, ys.t.data, n, rows, n, 4), st);
+  }
   // Column shards (column-parallel): N/R columns of w.
   for (int r = 2; r <= 8; r *= 2) {
     int64_t nl = n / r, wd[2] = {nl, k}, yd[2] = {m, nl}, bd[1] = {nl};
@@ -409,6 +424,22 @@ static void fc_check_invariant(cudaStream_t s) {
     fc_compare("linear_dgrad inv", "M=4096 N=1024 K=4096 C=8", dx, rdx,
                tprt_cuda_linear_dgrad_invariant(&dy2.t, &w2.t, &dx.t, chunks, 1, 1, s),
                tprt_cuda_linear_dgrad_segmented(&dy2.t, &w2.t, &rdx.t, chunks, 1, 1, s));
+    // Batch invariance of the dgrad: rows alone (small M: the split schedule) = rows in the batch.
+    for (const auto& sub : subs) {
+      int64_t r0 = sub[0], rows = sub[1];
+      if (r0 + rows > m - 37) continue;
+      int64_t dd[2] = {rows, n - 64}, xd[2] = {rows, k};
+      fc_tensor dxs(TPRT_DTYPE_BF16, {rows, k});
+      dxs.poison();
+      tprt_tensor_t dv = tprt_tensor_make((char*)dy2.t.data + r0 * (n - 64) * 2, TPRT_DTYPE_BF16, 2, dd);
+      tprt_tensor_t xv = tprt_tensor_make(dxs.t.data, TPRT_DTYPE_BF16, 2, xd);
+      tprt_status_t st = tprt_cuda_linear_dgrad_invariant(&dv, &w2.t, &xv, chunks, 1, 1, s);
+      FC_CUDA(cudaDeviceSynchronize());
+      char what[64];
+      snprintf(what, sizeof what, "batch: rows %lld..+%lld alone", (long long)r0, (long long)rows);
+      fc_bitwise_row("linear_dgrad inv", what,
+                     st ? 0 : fc_diff_rows((char*)dx.t.data + r0 * k * 2, k, dxs.t.data, k, rows, k, 2), st);
+    }
     fc_tensor sdx(TPRT_DTYPE_BF16, {m - 37, k}), srdx(TPRT_DTYPE_BF16, {m - 37, k});
     sdx.poison(), srdx.poison();
     fc_compare("linear_dgrad inv seg2", "M=4096 N=1024 K=4096 C=8 segments=2", sdx, srdx,
