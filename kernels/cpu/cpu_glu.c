@@ -10,22 +10,6 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-/// One GLU output from its gate and up inputs (f32), before rounding.
-static inline float tprt__glu_value(int kind, float g, float u, float alpha, float limit) {
-  switch (kind) {
-    case TPRT_GLU_SWIGLU:
-      return tprt_siluf(g) * u;
-    case TPRT_GLU_GEGLU:
-      return tprt_gelu_tanhf(g) * u;
-    default: {
-      // Comparisons, not fminf/fmaxf, so that a NaN input stays NaN.
-      float gc = g > limit ? limit : g;
-      float uc = u > limit ? limit : u < -limit ? -limit : u;
-      return tprt_quick_geluf(gc, alpha) * (uc + 1.0f);
-    }
-  }
-}
-
 tprt_status_t tprt_cpu_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                            float limit) {
   tprt_status_t s = tprt__check_glu("glu", x, "y", y, kind, interleave, alpha, limit);
@@ -38,7 +22,7 @@ tprt_status_t tprt_cpu_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, i
       int64_t gcol, ucol;
       tprt_glu_columns(j, f, interleave, &gcol, &ucol);
       float g = tprt__ld(x->data, x->dtype, xo + gcol), u = tprt__ld(x->data, x->dtype, xo + ucol);
-      tprt__st(y->data, y->dtype, yo + j, tprt__glu_value(kind, g, u, alpha, limit));
+      tprt__st(y->data, y->dtype, yo + j, tprt_glu_value(kind, g, u, alpha, limit));
     }
   }
   return NULL;

@@ -302,6 +302,19 @@ TPRT_HD void tprt__sigmoid_pair(float z, float* out_p, float* out_q) {
   *out_q = z >= 0.0f ? small : big;
 }
 
+/// One GLU output from its gate and up inputs (f32, before rounding; docs/numerics.md "GLU"):
+/// |kind| a tprt_glu_kind_t (0 swiglu: silu(g)·u, 1 geglu: gelu_tanh(g)·u, 2 quick_geglu:
+/// quick_gelu(min(g, limit), alpha)·(clamp(u, -limit, limit) + 1)). Shared by the CPU and CUDA
+/// kernels and the fused GLU epilogue of the grouped GEMM.
+TPRT_HD float tprt_glu_value(int kind, float g, float u, float alpha, float limit) {
+  if (kind == 0) return tprt_siluf(g) * u;
+  if (kind == 1) return tprt_gelu_tanhf(g) * u;
+  // Comparisons, not fminf/fmaxf, so that a NaN input stays NaN.
+  float gc = g > limit ? limit : g;
+  float uc = u > limit ? limit : u < -limit ? -limit : u;
+  return tprt_quick_geluf(gc, alpha) * (uc + 1.0f);
+}
+
 /// The gradients of one GLU output with respect to its gate and up inputs (f32, before rounding):
 /// du = dy·a(g), dg = (dy·v)·a'(g), the formulas of kernels/cpu/cpu_glu_grad.c (docs/numerics.md,
 /// "Backward"); |kind| a tprt_glu_kind_t (0 swiglu, 1 geglu, 2 quick_geglu). Shared by the CPU

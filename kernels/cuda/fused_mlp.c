@@ -1,9 +1,12 @@
 // tprt_cuda_fused_grouped_mlp: bitwise tprt_cpu_fused_grouped_mlp, which is by definition
 // grouped_linear -> glu -> grouped_linear with both intermediates rounded to x's dtype: the same
-// three CUDA kernels in sequence, the intermediates in stream-ordered temporaries. (A fused
-// kernel may replace this later; it must keep these bits.) tprt_cuda_fused_grouped_mlp_fast and
-// _invariant are the same sequence with the fast-mode grouped linear (tensor cores, no bitwise
-// promise) or the invariant one (tensor cores, the invariant grouped GEMM's bits).
+// three CUDA kernels in sequence, the intermediates in stream-ordered temporaries.
+// tprt_cuda_fused_grouped_mlp_fast and _invariant are the same sequence with the fast-mode grouped
+// linear (tensor cores, no bitwise promise) or the invariant one (tensor cores, the invariant
+// grouped GEMM's bits). The GLU in FC1's epilogue (tprt_cuda_grouped_linear_glu, same bits) is not
+// used here: in CUTLASS's cooperative kernel the epilogue's GLU arithmetic runs on two warpgroups
+// with the tensor cores idle, and FC1 + GLU measured ~2.5x slower than FC1 and the GLU kernel
+// (tprt-bench-gemm's glu-epilogue lines, docs/performance.md).
 #include "tprt_cpu_internal.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"

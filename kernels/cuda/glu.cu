@@ -21,22 +21,6 @@
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
-/// One GLU output from its gate and up inputs, before rounding: tprt__glu_value of cpu_glu.c.
-static __device__ __forceinline__ float tprt__cuda_glu_value(int kind, float g, float u, float alpha, float limit) {
-  switch (kind) {
-    case TPRT_GLU_SWIGLU:
-      return __fmul_rn(tprt_siluf(g), u);
-    case TPRT_GLU_GEGLU:
-      return __fmul_rn(tprt_gelu_tanhf(g), u);
-    default: {
-      // Comparisons, not fminf/fmaxf, so that a NaN input stays NaN.
-      float gc = g > limit ? limit : g;
-      float uc = u > limit ? limit : u < -limit ? -limit : u;
-      return __fmul_rn(tprt_quick_geluf(gc, alpha), __fadd_rn(uc, 1.0f));
-    }
-  }
-}
-
 template <int D>
 static __device__ __forceinline__ void tprt__glu_body(const void* __restrict__ x, void* __restrict__ y, int64_t total,
                                                       int64_t f, int64_t interleave, int kind, float alpha,
@@ -48,7 +32,7 @@ static __device__ __forceinline__ void tprt__glu_body(const void* __restrict__ x
     tprt_glu_columns(j, f, interleave, &gcol, &ucol);
     const int64_t xo = row * 2 * f;
     const float g = tprt__cuda_ld(x, D, xo + gcol), u = tprt__cuda_ld(x, D, xo + ucol);
-    tprt__cuda_st(y, D, i, tprt__cuda_glu_value(kind, g, u, alpha, limit));
+    tprt__cuda_st(y, D, i, tprt_glu_value(kind, g, u, alpha, limit));
   }
 }
 

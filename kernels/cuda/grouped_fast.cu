@@ -18,6 +18,7 @@
 // chunk tree over K (forward) or N (dgrad, in the op's segmented order), one chunk over an
 // expert's rows (wgrad). Nothing else differs, so segments, padding rows and empty experts are
 // handled once for both modes.
+#include "grouped_glu.cuh"
 #include "grouped_invariant.cuh"
 #include "tprt_cuda_internal.cuh"
 #include "tprt_cuda_kernels.h"
@@ -55,8 +56,10 @@ __device__ int64_t tprt__expert_rows(const int64_t* sizes, int64_t segs, int64_t
 }
 
 /// One thread per group: the forward or dgrad problem of (segment g / E, expert g % E).
+/// |ldd|: D's row length (0: the product's, N forward and K dgrad; a GLU epilogue writes F or 2F).
 __global__ void tprt__plan_rows(int layout, const int64_t* sizes, int64_t segs, int64_t e, int64_t cap, const char* a,
-                                const char* w, char* d, int64_t n, int64_t k, int d_elem, tprt__grouped_plan_t plan) {
+                                const char* w, char* d, int64_t n, int64_t k, int d_elem, int64_t ldd,
+                                tprt__grouped_plan_t plan) {
   int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= segs * e) return;
   int64_t s = g / e, j = g % e, row;
@@ -66,17 +69,19 @@ __global__ void tprt__plan_rows(int layout, const int64_t* sizes, int64_t segs, 
   if (layout == TPRT__GROUPED_FWD) {  // y[rows] = x[rows] · w[j]ᵀ: (m, N, K)
     plan.problems[g] = cute::make_shape((int)m, (int)n, (int)k);
     plan.a[g] = a + (size_t)(row * k) * two;
-    plan.d[g] = d + (size_t)(row * n) * (size_t)d_elem;
+    if (ldd == 0) ldd = n;
+    plan.d[g] = d + (size_t)(row * ldd) * (size_t)d_elem;
     plan.lda[g] = k;
     plan.ldb[g] = k;
-    plan.ldd[g] = n;
+    plan.ldd[g] = ldd;
   } else {  // dx[rows] = dy[rows] · w[j]: (m, K, N), w[j] row-major as N x K
     plan.problems[g] = cute::make_shape((int)m, (int)k, (int)n);
     plan.a[g] = a + (size_t)(row * n) * two;
-    plan.d[g] = d + (size_t)(row * k) * (size_t)d_elem;
+    if (ldd == 0) ldd = k;
+    plan.d[g] = d + (size_t)(row * ldd) * (size_t)d_elem;
     plan.lda[g] = n;
     plan.ldb[g] = k;
-    plan.ldd[g] = k;
+    plan.ldd[g] = ldd;
   }
 }
 
@@ -166,18 +171,23 @@ struct tprt__grouped_mode_t {
 };
 
 /// Runs the grouped GEMM of |layout| over |plan| in |mode| (the invariant tree's workspace
-/// stream-ordered).
+/// stream-ordered); with |glu|, the GLU epilogue's kernel (layout FWD: the forward, DGRAD: the
+/// backward; D bf16).
 tprt_status_t tprt__grouped_gemm(int layout, const tprt__grouped_plan_t& plan, const tprt__grouped_mode_t& mode,
-                                 bool d_f32, int sm, cudaStream_t stream) {
-  if (!mode.invariant)
+                                 bool d_f32, int sm, cudaStream_t stream, const tprt__glu_epi_t* glu = nullptr) {
+  const bool backward = layout == TPRT__GROUPED_DGRAD;
+  if (!mode.invariant) {
+    if (glu) return tprt__grouped_glu_gemm_fast(backward, plan, *glu, sm, stream);
     return layout == TPRT__GROUPED_FWD     ? tprt__grouped_gemm_fwd(plan, d_f32, sm, stream)
            : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_gemm_dgrad(plan, d_f32, sm, stream)
                                            : tprt__grouped_gemm_wgrad(plan, d_f32, sm, stream);
+  }
   tprt__grouped_tree_t tree{mode.tiles_per_chunk, nullptr, sm};
   tprt_status_t s = tprt__inv_tree_alloc(mode.tiles_per_chunk > 0 ? mode.chunks : 1,
                                          tprt__inv_first_workspace_level(false), sm, &tree.tree_ws, stream);
   if (s) return s;
-  s = layout == TPRT__GROUPED_FWD     ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)
+  s = glu                             ? tprt__grouped_glu_gemm_inv(backward, plan, tree, *glu, sm, stream)
+      : layout == TPRT__GROUPED_FWD   ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)
       : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_inv_gemm_dgrad(plan, tree, d_f32, sm, stream)
                                       : tprt__grouped_inv_gemm_wgrad(plan, tree, d_f32, sm, stream);
   if (tree.tree_ws) cudaFreeAsync(tree.tree_ws, stream);
@@ -217,14 +227,18 @@ extern "C" bool tprt_cuda_grouped_fast_fits(const tprt_tensor_t* a, const tprt_t
          t < lim && n < lim && k < lim && g < lim;
 }
 
+/// Forward or dgrad over the rows of every group. With |glu| the GLU epilogue's kernel writes
+/// |out| (gated [T, F] forward, dh [T, 2F] backward) instead of the product, whose shape the
+/// checks take from |prod| (bf16 [T, 2F] forward, [T, F] backward).
 static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, const tprt_tensor_t* w,
                                         const tprt_tensor_t* group_sizes, tprt_tensor_t* out,
-                                        const tprt__grouped_mode_t& mode, cudaStream_t stream) {
+                                        const tprt__grouped_mode_t& mode, cudaStream_t stream,
+                                        const tprt__glu_epi_t* glu = nullptr, const tprt_tensor_t* prod = nullptr) {
   const char* op = layout == TPRT__GROUPED_FWD
                        ? (mode.invariant ? "grouped_linear (invariant)" : "grouped_linear (fast)")
                    : mode.invariant ? "grouped_linear_dgrad (invariant)"
                                     : "grouped_linear_dgrad (fast)";
-  if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, out, layout))
+  if (!tprt_cuda_grouped_fast_fits(a, w, group_sizes, glu ? prod : out, layout))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes or alignment", op);
   int64_t t = a->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];
   int64_t segs = group_sizes->dims[0] / e, cap = t / segs, groups = segs * e;
@@ -236,10 +250,10 @@ static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, cons
   TPRT_RETURN_IF_ERROR(tprt__plan_alloc(groups, &plan, &mem, stream), "%s", op);
   tprt__plan_rows<<<(unsigned)tprt__blocks(groups), kThreads, 0, stream>>>(
       layout, (const int64_t*)group_sizes->data, segs, e, cap, (const char*)a->data, (const char*)w->data,
-      (char*)out->data, n, k, out->dtype == TPRT_DTYPE_F32 ? 4 : 2, plan);
+      (char*)out->data, n, k, out->dtype == TPRT_DTYPE_F32 ? 4 : 2, glu ? out->dims[1] : 0, plan);
   tprt_status_t s = tprt__launched("grouped GEMM plan");
   bool f32 = out->dtype == TPRT_DTYPE_F32;
-  if (!s) s = tprt__grouped_gemm(layout, plan, mode, f32, sm, stream);
+  if (!s) s = tprt__grouped_gemm(layout, plan, mode, f32, sm, stream, glu);
   cudaFreeAsync(mem, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
@@ -338,12 +352,14 @@ extern "C" tprt_status_t tprt_cuda_grouped_linear_invariant(const tprt_tensor_t*
                             stream);
 }
 
-extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
-                                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
-                                                                  int chunks, int segments, int blocks,
-                                                                  cudaStream_t stream) {
-  const char* op = "grouped_linear_dgrad (invariant)";
-  if (!tprt_cuda_grouped_invariant_fits(dy, w, group_sizes, dx, TPRT__GROUPED_DGRAD, chunks))
+/// The invariant dgrad; with |glu|, the GLU epilogue's backward writing |dx| = dh from the
+/// product's shape |prod|.
+static tprt_status_t tprt__grouped_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                   const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
+                                                   int segments, int blocks, cudaStream_t stream,
+                                                   const tprt__glu_epi_t* glu, const tprt_tensor_t* prod) {
+  const char* op = glu ? "grouped_linear_dgrad_glu (invariant)" : "grouped_linear_dgrad (invariant)";
+  if (!tprt_cuda_grouped_invariant_fits(dy, w, group_sizes, glu ? prod : dx, TPRT__GROUPED_DGRAD, chunks))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes, alignment or chunks", op);
   int64_t t = dy->dims[0], e = w->dims[0], n = w->dims[1], k = w->dims[2];
   // The host order only validates (the CPU kernel's checks and messages); the device computes it.
@@ -353,7 +369,7 @@ extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_ten
   const bool segmented = order != nullptr;
   tprt__scratch_free(order);
   const tprt__grouped_mode_t mode = tprt__inv_mode(w, TPRT__GROUPED_DGRAD, chunks);
-  if (!segmented) return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, mode, stream);
+  if (!segmented) return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w, group_sizes, dx, mode, stream, glu, prod);
   // dy's columns and every expert's rows of w in the segmented order (copies), then the same GEMM.
   tprt_cuda_order_t o = {chunks, segments, blocks};
   void *dyp = nullptr, *wp = nullptr;
@@ -364,15 +380,108 @@ extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_ten
   if (!s) s = tprt_cuda_gather_rows_batched(w->data, e, n, k * 2, o, wp, stream);
   if (!s) {
     tprt_tensor_t dyv = tprt_tensor_make(dyp, dy->dtype, 2, dy->dims), wv = tprt_tensor_make(wp, w->dtype, 3, w->dims);
-    s = tprt__grouped_rows(TPRT__GROUPED_DGRAD, &dyv, &wv, group_sizes, dx, mode, stream);
+    s = tprt__grouped_rows(TPRT__GROUPED_DGRAD, &dyv, &wv, group_sizes, dx, mode, stream, glu, prod);
   }
   if (dyp) cudaFreeAsync(dyp, stream);
   if (wp) cudaFreeAsync(wp, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 
+extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                                                  const tprt_tensor_t* group_sizes, tprt_tensor_t* dx,
+                                                                  int chunks, int segments, int blocks,
+                                                                  cudaStream_t stream) {
+  return tprt__grouped_dgrad_invariant(dy, w, group_sizes, dx, chunks, segments, blocks, stream, nullptr, nullptr);
+}
+
 extern "C" tprt_status_t tprt_cuda_grouped_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x,
                                                                   const tprt_tensor_t* group_sizes, tprt_tensor_t* dw,
                                                                   cudaStream_t stream) {
   return tprt__grouped_wgrad(dy, x, group_sizes, dw, tprt__grouped_mode_t{true, 1, 0}, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// The GLU in the epilogue (grouped_glu.cuh)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The GLU epilogue's parameters, or NULL with |why| set when the shapes do not allow it.
+bool tprt__glu_setup(const tprt_tensor_t* h_like, int kind, int64_t interleave, float alpha, float limit,
+                     tprt__glu_epi_t* glu) {
+  if (!h_like || h_like->rank != 2 || h_like->dims[1] % 2 || kind < 0 || kind > 2 || interleave < 0 ||
+      interleave > INT32_MAX)
+    return false;
+  const int64_t f = h_like->dims[1] / 2;
+  if (f == 0 || (interleave > 0 && f % interleave)) return false;
+  *glu = tprt__glu_epi_t{kind, (int)interleave, alpha, limit, f, nullptr, nullptr};
+  return true;
+}
+
+}  // namespace
+
+extern "C" bool tprt_cuda_grouped_linear_glu_fits(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                                  const tprt_tensor_t* group_sizes, const tprt_tensor_t* gated,
+                                                  int64_t interleave, int chunks) {
+  if (!x || !w1 || !gated || gated->rank != 2 || w1->rank != 3 || gated->dtype != TPRT_DTYPE_BF16 ||
+      w1->dims[1] != 2 * gated->dims[1] || !tprt__aligned(gated->data))
+    return false;
+  // The product h [T, 2F] the kernel computes and never writes.
+  int64_t hd[2] = {gated->dims[0], w1->dims[1]};
+  tprt_tensor_t h = tprt_tensor_make(gated->data, TPRT_DTYPE_BF16, 2, hd);
+  if (chunks == 0) {
+    return tprt__glu_fwd_pairs(interleave, cute::size<1>(tprt__grouped_fast_tile_t{})) &&
+           tprt_cuda_grouped_fast_fits(x, w1, group_sizes, &h, TPRT__GROUPED_FWD);
+  }
+  return tprt__glu_fwd_pairs(interleave, cute::size<1>(tprt__grouped_inv_tile_t{})) &&
+         tprt_cuda_grouped_invariant_fits(x, w1, group_sizes, &h, TPRT__GROUPED_FWD, chunks);
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_glu(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                                      const tprt_tensor_t* group_sizes, tprt_tensor_t* gated, int kind,
+                                                      int64_t interleave, float alpha, float limit, int chunks,
+                                                      cudaStream_t stream) {
+  const char* op = chunks ? "grouped_linear_glu (invariant)" : "grouped_linear_glu (fast)";
+  tprt__glu_epi_t glu;
+  if (!tprt_cuda_grouped_linear_glu_fits(x, w1, group_sizes, gated, interleave, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes, interleave or chunks", op);
+  int64_t hd[2] = {gated->dims[0], w1->dims[1]};
+  tprt_tensor_t h = tprt_tensor_make(gated->data, TPRT_DTYPE_BF16, 2, hd);
+  if (!tprt__glu_setup(&h, kind, interleave, alpha, limit, &glu))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported GLU", op);
+  const tprt__grouped_mode_t mode = chunks ? tprt__inv_mode(w1, TPRT__GROUPED_FWD, chunks) : tprt__grouped_mode_t{};
+  return tprt__grouped_rows(TPRT__GROUPED_FWD, x, w1, group_sizes, gated, mode, stream, &glu, &h);
+}
+
+extern "C" bool tprt_cuda_grouped_linear_dgrad_glu_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w2,
+                                                        const tprt_tensor_t* group_sizes, const tprt_tensor_t* h,
+                                                        const tprt_tensor_t* dh, int chunks) {
+  if (!dy || !w2 || !h || !dh || h->rank != 2 || dh->rank != 2 || h->dtype != TPRT_DTYPE_BF16 ||
+      dh->dtype != TPRT_DTYPE_BF16 || h->dims[0] != dh->dims[0] || h->dims[1] != dh->dims[1] || h->dims[1] % 2 ||
+      w2->rank != 3 || w2->dims[2] != h->dims[1] / 2 || !tprt__aligned(h->data) || !tprt__aligned(dh->data))
+    return false;
+  int64_t pd[2] = {dh->dims[0], dh->dims[1] / 2};  // the product dgated [T, F]
+  tprt_tensor_t prod = tprt_tensor_make(dh->data, TPRT_DTYPE_BF16, 2, pd);
+  return chunks == 0 ? tprt_cuda_grouped_fast_fits(dy, w2, group_sizes, &prod, TPRT__GROUPED_DGRAD)
+                     : tprt_cuda_grouped_invariant_fits(dy, w2, group_sizes, &prod, TPRT__GROUPED_DGRAD, chunks);
+}
+
+extern "C" tprt_status_t tprt_cuda_grouped_linear_dgrad_glu(const tprt_tensor_t* dy, const tprt_tensor_t* w2,
+                                                            const tprt_tensor_t* group_sizes, const tprt_tensor_t* h,
+                                                            tprt_tensor_t* dh, int kind, int64_t interleave,
+                                                            float alpha, float limit, int chunks, int segments,
+                                                            int blocks, cudaStream_t stream) {
+  const char* op = chunks ? "grouped_linear_dgrad_glu (invariant)" : "grouped_linear_dgrad_glu (fast)";
+  tprt__glu_epi_t glu;
+  if (!tprt_cuda_grouped_linear_dgrad_glu_fits(dy, w2, group_sizes, h, dh, chunks))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported shapes, dtypes, alignment or chunks", op);
+  if (!tprt__glu_setup(h, kind, interleave, alpha, limit, &glu))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unsupported GLU", op);
+  glu.h = static_cast<const uint16_t*>(h->data);
+  glu.d_base = static_cast<const uint16_t*>(dh->data);
+  int64_t pd[2] = {dh->dims[0], dh->dims[1] / 2};
+  tprt_tensor_t prod = tprt_tensor_make(dh->data, TPRT_DTYPE_BF16, 2, pd);
+  if (chunks)
+    return tprt__grouped_dgrad_invariant(dy, w2, group_sizes, dh, chunks, segments, blocks, stream, &glu, &prod);
+  return tprt__grouped_rows(TPRT__GROUPED_DGRAD, dy, w2, group_sizes, dh, tprt__grouped_mode_t{}, stream, &glu, &prod);
 }

@@ -16,6 +16,7 @@
 #include <cutlass/gemm/device/gemm_universal_adapter.h>
 #include <cute/tensor.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/collective/detail.hpp>
 #include <cutlass/gemm/collective/collective_builder.hpp>
 #include <cutlass/gemm/dispatch_policy.hpp>
 #include <cutlass/gemm/group_array_problem_shape.hpp>
@@ -57,18 +58,43 @@ struct tprt__grouped_tree_t {
   int tree_ctas;
 };
 
+/// The GLU of a grouped GEMM with the GLU in its epilogue (grouped_glu.cuh): kind, interleave,
+/// alpha, limit as tp.glu's; f = F. Backward: h is the FC1 output [T, 2F] and d_base the dh
+/// tensor the plan's D pointers point into (a group's h rows sit at the same offset from h as its
+/// dh rows from d_base).
+struct tprt__glu_epi_t {
+  int kind;
+  int interleave;
+  float alpha, limit;
+  int64_t f;
+  const uint16_t* h;
+  const uint16_t* d_base;
+};
+
+/// The tiles of the fast kernels (PyTorch's choice for torch._grouped_mm's large problems) and of
+/// the invariant ones (the dense invariant kernel's).
+using tprt__grouped_fast_tile_t = cute::Shape<cute::_128, cute::_256, cute::_64>;
+using tprt__grouped_inv_tile_t = cute::Shape<cute::_128, cute::_128, cute::_64>;
+
+/// Whether the forward GLU epilogue can pair the gate and up columns of |interleave| in tiles
+/// |tile_n| wide: b a multiple of 8 (a thread's accumulators cover columns in groups of 8) with 2b
+/// dividing the tile.
+constexpr bool tprt__glu_fwd_pairs(int64_t interleave, int tile_n) {
+  return interleave >= 8 && interleave <= 128 && interleave % 8 == 0 && tile_n % (2 * interleave) == 0;
+}
+
 /// CUTLASS's collective main loop as it is (the fast kernels).
 template <class Base>
 using tprt__plain_mma = Base;
 
 /// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: clusters
 /// of 2 x 1, pipeline stages as many as fit beside the epilogue's shared memory. The fast kernels
-/// take tiles of 128 x 256 x 64 (PyTorch's choice for torch._grouped_mm's large problems) and
-/// CUTLASS's main loop; the invariant ones (grouped_invariant.cuh) the dense invariant kernel's
-/// 128 x 128 x 64 tile and its chunk-tree consumer loop (Wrap = tprt__grouped_chunk_tree_mma).
-template <class LayoutA, class LayoutB, class ElementD,
-          class TileShape_ = cute::Shape<cute::_128, cute::_256, cute::_64>,
-          template <class> class Wrap = tprt__plain_mma>
+/// take tiles of 128 x 256 x 64 and CUTLASS's main loop; the invariant ones (grouped_invariant.cuh)
+/// 128 x 128 x 64 tiles and the chunk-tree consumer loop (Wrap = tprt__grouped_chunk_tree_mma).
+/// |Epi|: void for CUTLASS's TMA epilogue (D = the product), or an operator-style epilogue of
+/// grouped_glu.cuh.
+template <class LayoutA, class LayoutB, class ElementD, class TileShape_ = tprt__grouped_fast_tile_t,
+          template <class> class Wrap = tprt__plain_mma, class Epi = void>
 struct tprt__grouped_gemm_t {
   using Element = cutlass::bfloat16_t;
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
@@ -76,11 +102,14 @@ struct tprt__grouped_gemm_t {
   using ClusterShape = cute::Shape<cute::_2, cute::_1, cute::_1>;
   static constexpr int kAlign = 16 / sizeof(Element);
   static constexpr int kAlignD = 16 / sizeof(ElementD);
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD,
-      ElementD, cutlass::layout::RowMajor*, kAlignD, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
-      cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>>::CollectiveOp;
+  static constexpr bool kGlu = !std::is_void_v<Epi>;
+  using CollectiveEpilogue = cute::conditional_t<
+      kGlu, cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<cute::conditional_t<kGlu, Epi, int>>,
+      typename cutlass::epilogue::collective::CollectiveBuilder<
+          cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+          cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD,
+          ElementD, cutlass::layout::RowMajor*, kAlignD, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+          cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>>::CollectiveOp>;
   using BaseMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA*, kAlign, Element, LayoutB*, kAlign, float,
       TileShape, ClusterShape,
@@ -99,10 +128,12 @@ struct tprt__grouped_gemm_t {
 };
 
 /// Launches the grouped GEMM |G| over |plan| on |stream| (CUTLASS's workspace stream-ordered);
-/// |tree|: the chunk tree of an invariant kernel (ignored by the fast ones).
+/// |tree|: the chunk tree of an invariant kernel (ignored by the fast ones); |glu|: the GLU of a
+/// kernel with the GLU epilogue.
 template <class G>
 tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_count, cudaStream_t stream,
-                                     const tprt__grouped_tree_t* tree = nullptr) {
+                                     const tprt__grouped_tree_t* tree = nullptr,
+                                     const tprt__glu_epi_t* glu = nullptr) {
   using Gemm = typename G::Gemm;
   using ElementD = typename Gemm::ElementD;
   typename G::Mainloop::Arguments mainloop{};
@@ -114,13 +145,20 @@ tprt_status_t tprt__grouped_gemm_run(const tprt__grouped_plan_t& plan, int sm_co
     mainloop.tree_ws = tree->tree_ws;
     mainloop.tree_ctas = tree->tree_ctas;
   }
-  typename Gemm::Arguments args{
-      cutlass::gemm::GemmUniversalMode::kGrouped,
-      {plan.groups, plan.problems, nullptr},
-      mainloop,
-      {{}, nullptr, nullptr, reinterpret_cast<ElementD**>(plan.d), reinterpret_cast<typename G::StrideD*>(plan.ldd)}};
-  args.epilogue.thread.alpha = 1.0f;
-  args.epilogue.thread.beta = 0.0f;
+  typename Gemm::Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+  args.problem_shape = {plan.groups, plan.problems, nullptr};
+  args.mainloop = mainloop;
+  if constexpr (G::kGlu) {
+    args.epilogue.ptr_D = reinterpret_cast<ElementD**>(plan.d);
+    args.epilogue.ldd = plan.ldd;
+    args.epilogue.glu = *glu;
+  } else {
+    args.epilogue = {
+        {}, nullptr, nullptr, reinterpret_cast<ElementD**>(plan.d), reinterpret_cast<typename G::StrideD*>(plan.ldd)};
+    args.epilogue.thread.alpha = 1.0f;
+    args.epilogue.thread.beta = 0.0f;
+  }
   args.hw_info.sm_count = sm_count;
   return tprt__cutlass_launch<Gemm>(args, G::kTree ? "invariant grouped GEMM" : "fast grouped GEMM", stream);
 }

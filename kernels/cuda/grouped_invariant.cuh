@@ -33,7 +33,6 @@ using tprt__grouped_chunk_tree_mma = tprt__chunk_tree_mma<Base, false>;
 
 template <class LayoutA, class LayoutB, class ElementD>
 using tprt__grouped_inv_gemm_t =
-    tprt__grouped_gemm_t<LayoutA, LayoutB, ElementD, cute::Shape<cute::_128, cute::_128, cute::_64>,
-                         tprt__grouped_chunk_tree_mma>;
+    tprt__grouped_gemm_t<LayoutA, LayoutB, ElementD, tprt__grouped_inv_tile_t, tprt__grouped_chunk_tree_mma>;
 
 #endif  // TPRT_GROUPED_INVARIANT_CUH_

@@ -93,6 +93,27 @@ inline tprt_status_t tprt__inv_tree_alloc(int chunks, int first, int ctas, float
   return nullptr;
 }
 
+/// Workspace accesses with L2 eviction hints: a stored partial is read back once, chunks later,
+/// while the operand tiles of those chunks stream through L2 (evict_last keeps the partial there
+/// instead of letting the stream push it to HBM); once read it is dead (evict_first).
+__device__ __forceinline__ void tprt__ws_store(float4* p, float4 v) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w), "l"(pol)
+               : "memory");
+}
+__device__ __forceinline__ float4 tprt__ws_load(const float4* p) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  float4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(pol)
+               : "memory");
+  return v;
+}
+
 /// The first tree level that tprt__chunk_tree_mma<Base, |pend_in_regs|> keeps in the workspace.
 constexpr int tprt__inv_first_workspace_level(bool pend_in_regs) { return pend_in_regs ? 2 : 1; }
 
@@ -194,7 +215,7 @@ struct tprt__chunk_tree_mma : Base {
         const float4* p = deep(level);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-          float4 v = p[kTprtInvMmaThreads * i];
+          float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
           node(4 * i) = __fadd_rn(v.x, node(4 * i));
           node(4 * i + 1) = __fadd_rn(v.y, node(4 * i + 1));
           node(4 * i + 2) = __fadd_rn(v.z, node(4 * i + 2));
@@ -205,7 +226,8 @@ struct tprt__chunk_tree_mma : Base {
       float4* p = deep(level);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < kTprtInvAccum / 4; ++i)
-        p[kTprtInvMmaThreads * i] = make_float4(node(4 * i), node(4 * i + 1), node(4 * i + 2), node(4 * i + 3));
+        tprt__ws_store(p + kTprtInvMmaThreads * i,
+                       make_float4(node(4 * i), node(4 * i + 1), node(4 * i + 2), node(4 * i + 3)));
     };
     auto fold_deep = [&](int c) {
       if constexpr (PendInRegs) {

@@ -291,6 +291,30 @@ tprt_status_t tprt_cuda_fused_grouped_mlp_invariant(const tprt_tensor_t* x, cons
                                                     tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                                                     float limit, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The GLU in the grouped GEMM's epilogue (kernels/cuda/grouped_glu.cuh), fast (|chunks| 0) or
+/// invariant (|chunks| chunks), bitwise the unfused sequence of the same mode:
+///   tprt_cuda_grouped_linear_glu: gated [T, F] = glu(grouped_linear(x, w1)) with the product
+///     h [T, 2F] rounded to bf16 and never written. Needs interleave b with b a multiple of 8 and
+///     2b dividing the kernel's tile width (256 fast, 128 invariant); interleave 0 does not fit.
+///   tprt_cuda_grouped_linear_dgrad_glu: dh [T, 2F] = glu_grad(h, grouped_linear_dgrad(dy, w2))
+///     with the product [T, F] rounded to bf16 and never written (any interleave).
+/// The _fits predicates say whether a call can take this path (else: the unfused sequence).
+bool tprt_cuda_grouped_linear_glu_fits(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                       const tprt_tensor_t* group_sizes, const tprt_tensor_t* gated,
+                                       int64_t interleave, int chunks);
+tprt_status_t tprt_cuda_grouped_linear_glu(const tprt_tensor_t* x, const tprt_tensor_t* w1,
+                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* gated, int kind,
+                                           int64_t interleave, float alpha, float limit, int chunks,
+                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
+bool tprt_cuda_grouped_linear_dgrad_glu_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w2,
+                                             const tprt_tensor_t* group_sizes, const tprt_tensor_t* h,
+                                             const tprt_tensor_t* dh, int chunks);
+tprt_status_t tprt_cuda_grouped_linear_dgrad_glu(const tprt_tensor_t* dy, const tprt_tensor_t* w2,
+                                                 const tprt_tensor_t* group_sizes, const tprt_tensor_t* h,
+                                                 tprt_tensor_t* dh, int kind, int64_t interleave, float alpha,
+                                                 float limit, int chunks, int segments, int blocks,
+                                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
 /// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.
 tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,

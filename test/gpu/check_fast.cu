@@ -479,6 +479,69 @@ static void fc_check_invariant(cudaStream_t s) {
   }
 }
 
+/// The GLU in the grouped GEMM's epilogue: the forward (FC1 + GLU) and the backward (FC2's dgrad +
+/// GLU gradient), fast and invariant, bitwise the unfused sequence of the same mode (the grouped
+/// GEMM with a bf16 product, then tprt_cuda_glu / tprt_cuda_glu_grad), over kinds, interleaves,
+/// skewed counts with empty experts, and segments (padding rows).
+static void fc_check_grouped_glu(cudaStream_t s) {
+  struct Case {
+    int64_t t, h, f, e, segs, interleave;
+    int kind, pattern, chunks;  // chunks 0: fast
+  };
+  const Case cases[] = {{1024, 512, 512, 8, 1, 32, TPRT_GLU_SWIGLU, 1, 0},
+                        {777, 256, 256, 4, 1, 8, TPRT_GLU_QUICK_GEGLU, 1, 0},
+                        {1024, 512, 512, 4, 2, 128, TPRT_GLU_GEGLU, 1, 0},
+                        {1024, 512, 512, 8, 1, 64, TPRT_GLU_SWIGLU, 1, 4},
+                        {512, 512, 1024, 4, 2, 32, TPRT_GLU_QUICK_GEGLU, 1, 8},
+                        {256, 512, 512, 8, 1, 16, TPRT_GLU_SWIGLU, 2, 8}};
+  const char* kinds[] = {"swiglu", "geglu", "quick_geglu"};
+  for (const Case& c : cases) {
+    std::vector<int64_t> counts = fc_counts(c.t, c.e, c.segs, c.pattern);
+    fc_tensor gs(TPRT_DTYPE_I64, {c.segs * c.e});
+    FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    char shape[112];
+    snprintf(shape, sizeof shape, "T=%lld H=%lld F=%lld E=%lld S=%lld b=%lld %s %s", (long long)c.t, (long long)c.h,
+             (long long)c.f, (long long)c.e, (long long)c.segs, (long long)c.interleave, kinds[c.kind],
+             c.chunks ? "inv" : "fast");
+    const float alpha = 1.702f, limit = 7.0f;
+    fc_tensor x(TPRT_DTYPE_BF16, {c.t, c.h}), w1(TPRT_DTYPE_BF16, {c.e, 2 * c.f, c.h});
+    fc_tensor w2(TPRT_DTYPE_BF16, {c.e, c.h, c.f}), dy(TPRT_DTYPE_BF16, {c.t, c.h});
+    x.fill(), w1.fill(), w2.fill(), dy.fill();
+    // Forward: unfused h = FC1, gated = glu(h); fused straight to gated.
+    fc_tensor h(TPRT_DTYPE_BF16, {c.t, 2 * c.f}), ref(TPRT_DTYPE_BF16, {c.t, c.f}), got(TPRT_DTYPE_BF16, {c.t, c.f});
+    h.poison(), ref.poison(), got.poison();
+    tprt_status_t st = c.chunks ? tprt_cuda_grouped_linear_invariant(&x.t, &w1.t, &gs.t, &h.t, c.chunks, s)
+                                : tprt_cuda_grouped_linear_fast(&x.t, &w1.t, &gs.t, &h.t, s);
+    if (!st) st = tprt_cuda_glu(&h.t, &ref.t, c.kind, c.interleave, alpha, limit, s);
+    bool fits = tprt_cuda_grouped_linear_glu_fits(&x.t, &w1.t, &gs.t, &got.t, c.interleave, c.chunks);
+    tprt_status_t gst = fits ? tprt_cuda_grouped_linear_glu(&x.t, &w1.t, &gs.t, &got.t, c.kind, c.interleave, alpha,
+                                                            limit, c.chunks, s)
+                             : tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "does not fit");
+    FC_CUDA(cudaDeviceSynchronize());
+    if (st) gst = st;
+    fc_bitwise_row("grouped_linear_glu", shape, gst ? 0 : fc_diff_rows(got.t.data, c.f, ref.t.data, c.f, c.t, c.f, 2),
+                   gst);
+    // Backward on the same h (its padding rows +0.0): unfused dgated = FC2 dgrad, dh =
+    // glu_grad(h, dgated); fused straight to dh; with the case's interleave and with 0.
+    fc_tensor dg(TPRT_DTYPE_BF16, {c.t, c.f}), dref(TPRT_DTYPE_BF16, {c.t, 2 * c.f});
+    fc_tensor dgot(TPRT_DTYPE_BF16, {c.t, 2 * c.f});
+    dg.poison(), dref.poison(), dgot.poison();
+    for (int64_t b : {c.interleave, (int64_t)0}) {
+      st = c.chunks ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w2.t, &gs.t, &dg.t, c.chunks, 1, 1, s)
+                    : tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w2.t, &gs.t, &dg.t, s);
+      if (!st) st = tprt_cuda_glu_grad(&h.t, &dg.t, &dref.t, c.kind, b, alpha, limit, s);
+      tprt_status_t bst = tprt_cuda_grouped_linear_dgrad_glu(&dy.t, &w2.t, &gs.t, &h.t, &dgot.t, c.kind, b, alpha,
+                                                             limit, c.chunks, 1, 1, s);
+      FC_CUDA(cudaDeviceSynchronize());
+      if (st) bst = st;
+      char what[128];
+      snprintf(what, sizeof what, "%s b'=%lld", shape, (long long)b);
+      fc_bitwise_row("grouped_linear_dgrad_glu", what,
+                     bst ? 0 : fc_diff_rows(dgot.t.data, 2 * c.f, dref.t.data, 2 * c.f, c.t, 2 * c.f, 2), bst);
+    }
+  }
+}
+
 /// Invariant grouped GEMMs (forward, dgrad with and without a segmented order, wgrad, the fused
 /// MLP): close to the exact kernels; every group's rows bitwise the dense invariant GEMM of those
 /// rows with the group's expert (so a row does not depend on its group's size, the other groups,
@@ -709,6 +772,7 @@ int main(int argc, char** argv) {
   fc_check_mlp_and_graph(s);
   fc_check_invariant(s);
   fc_check_grouped_invariant(s);
+  fc_check_grouped_glu(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

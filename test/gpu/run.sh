@@ -401,23 +401,30 @@ else
   obj="$BUILD/obj/cuda_status.o"
   objs+=("$obj")
   "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_status.c -o "$obj" & pids+=($!)
+  obj="$BUILD/obj/cuda_pool.o"
+  objs+=("$obj")
+  "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_pool.c -o "$obj" & pids+=($!)
   for src in "${CU_SOURCES[@]}"; do
     obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
     objs+=("$obj")
     "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
   done
-  # The CUTLASS grouped GEMMs (fast mode): headers in third_party/cutlass (tools/setup.sh), or
-  # TPC_CUTLASS_DIR; no exact-mode flags (tensor cores, no bitwise contract).
+  # The CUTLASS GEMMs (fast and invariant): headers in third_party/cutlass (tools/setup.sh), or
+  # TPC_CUTLASS_DIR; no exact-mode flags (tensor cores) except for the GLU epilogue.
   CUTLASS_INC="${TPC_CUTLASS_DIR:-$ROOT/third_party/cutlass/include}"
   [[ -f "$CUTLASS_INC/cutlass/cutlass.h" ]] || { echo "run.sh: CUTLASS headers not found in $CUTLASS_INC" >&2; exit 1; }
   for src in kernels/cuda/grouped_fast.cu kernels/cuda/grouped_fast_fwd.cu kernels/cuda/grouped_fast_dgrad.cu \
              kernels/cuda/grouped_fast_wgrad.cu kernels/cuda/invariant_linear.cu kernels/cuda/invariant_gemm_fwd.cu \
              kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu kernels/cuda/grouped_inv_fwd.cu \
-             kernels/cuda/grouped_inv_dgrad.cu kernels/cuda/grouped_inv_wgrad.cu; do
+             kernels/cuda/grouped_inv_dgrad.cu kernels/cuda/grouped_inv_wgrad.cu kernels/cuda/grouped_glu_fast.cu \
+             kernels/cuda/grouped_glu_inv.cu; do
     obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
     objs+=("$obj")
-    "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${INC[@]}" -isystem "$CUTLASS_INC" \
-      -c "$src" -o "$obj" & pids+=($!)
+    # The GLU epilogue evaluates the exact GLU functions: IEEE operations only, as in CMake.
+    exact=()
+    [[ "$src" == *grouped_glu_* ]] && exact=(--fmad=false -prec-div=true -prec-sqrt=true -ftz=false)
+    "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${exact[@]}" "${INC[@]}" \
+      -isystem "$CUTLASS_INC" -c "$src" -o "$obj" & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   kernel_objs=()

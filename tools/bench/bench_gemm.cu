@@ -5,6 +5,9 @@
 //   grouped <pass> <mode> <E> <T> <N> <K> <dist> <median ms>   dist: uniform or skewed counts
 //   mlp <mode> <E> <T> <H> <F> <dist> <median ms>       the fused grouped SwiGLU MLP forward
 //   (grouped and mlp: modes fast and invariant)
+//   glu-epilogue <fwd|bwd> <mode> <E> <T> <H> <F> <dist> <fused ms> <separate ms>   the GLU in the
+//       grouped GEMM's epilogue (FC1 + GLU; FC2 dgrad + GLU gradient) against the GEMM then the GLU
+//       kernel; gemm.py prints these lines as they are
 //   exact <pass> <dtype> <M> <N> <K> <chunks> <median ms> <TFLOP/s>   the exact kernels (bf16 and
 //       f32 operands; pass fwd, dgrad, wgrad, or grouped-fwd/-dgrad/-wgrad with M = T tokens over
 //       8 experts); gemm.py ignores these lines
@@ -299,6 +302,51 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
         bg_reps(6.0 * t * h * f), s);
     printf("mlp %s %lld %lld %lld %lld %s %.4f\n", inv ? "invariant" : "fast", (long long)e, (long long)t, (long long)h,
            (long long)f, skewed ? "skewed" : "uniform", ms);
+    fflush(stdout);
+  }
+  // The GLU in the grouped GEMM's epilogue against the GEMM then the GLU kernel (gate and up in
+  // blocks of 32): FC1 + GLU forward, FC2 dgrad + GLU gradient.
+  bg_tensor gated({t, f}, TPRT_DTYPE_BF16, false), hh({t, 2 * f}), dh({t, 2 * f}, TPRT_DTYPE_BF16, false);
+  bg_tensor dy({t, h}), dgated({t, f}, TPRT_DTYPE_BF16, false);
+  const int64_t b = 32;
+  for (int inv = 0; inv < 2; ++inv) {
+    const int chunks = inv ? bg_chunks : 0;
+    const int reps = bg_reps(4.0 * t * h * f);
+    float fused = bg_time(
+        [&](int) {
+          bg_ok(tprt_cuda_grouped_linear_glu(&x.t, &w1.t, &gs.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, chunks, s),
+                "fc1 + glu epilogue");
+        },
+        reps, s);
+    float sep = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w1.t, &gs.t, &hh.t, chunks, s)
+                    : tprt_cuda_grouped_linear_fast(&x.t, &w1.t, &gs.t, &hh.t, s),
+                "fc1");
+          bg_ok(tprt_cuda_glu(&hh.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu");
+        },
+        reps, s);
+    float bfused = bg_time(
+        [&](int) {
+          bg_ok(tprt_cuda_grouped_linear_dgrad_glu(&dy.t, &w2.t, &gs.t, &hh.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f,
+                                                   chunks, 1, 1, s),
+                "fc2 dgrad + glu_grad epilogue");
+        },
+        reps, s);
+    float bsep = bg_time(
+        [&](int) {
+          bg_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w2.t, &gs.t, &dgated.t, chunks, 1, 1, s)
+                    : tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w2.t, &gs.t, &dgated.t, s),
+                "fc2 dgrad");
+          bg_ok(tprt_cuda_glu_grad(&hh.t, &dgated.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu_grad");
+        },
+        reps, s);
+    const char* mode = inv ? "invariant" : "fast";
+    const char* dist = skewed ? "skewed" : "uniform";
+    printf("glu-epilogue fwd %s %lld %lld %lld %lld %s %.4f %.4f\n", mode, (long long)e, (long long)t, (long long)h,
+           (long long)f, dist, fused, sep);
+    printf("glu-epilogue bwd %s %lld %lld %lld %lld %s %.4f %.4f\n", mode, (long long)e, (long long)t, (long long)h,
+           (long long)f, dist, bfused, bsep);
     fflush(stdout);
   }
 }

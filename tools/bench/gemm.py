@@ -108,6 +108,7 @@ def main():
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     rows = []
     exact_lines = [line for line in out.splitlines() if line.startswith("exact ")]
+    glu_lines = [line for line in out.splitlines() if line.startswith("glu-epilogue ")]
     cache = {}
 
     def peer(key, fn):  # one peer measurement per shape and pass, whatever tpc's modes
@@ -147,6 +148,11 @@ def main():
               f" {r['peer_ms']:>9.4f} {ptf:>7.1f} {r['peer_ms'] / r['ms']:>7.2f}x")
     print("vs peer = peer time / tpc time (>= 1: tpc as fast or faster); peers: dense torch.matmul, grouped "
           "torch._grouped_mm, mlp _grouped_mm + silu*u + _grouped_mm")
+    if glu_lines:  # tprt-bench-gemm's own lines: the GLU epilogue against the GEMM + GLU kernel
+        print("== GLU in the grouped GEMM epilogue: glu-epilogue <fwd|bwd> <mode> <E> <T> <H> <F> <dist> "
+              "<fused ms> <separate ms>")
+        for line in glu_lines:
+            print(line)
     if exact_lines:  # tprt-bench-gemm's own lines for the exact kernels (no peer: f32 CUDA-core arithmetic)
         print("== exact kernels: exact <pass> <dtype> <M> <N> <K> <chunks> <median ms> <TFLOP/s>")
         print("\n".join(exact_lines))
