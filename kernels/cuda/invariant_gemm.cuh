@@ -394,6 +394,8 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   args.epilogue.thread.beta = 0.0f;
   if constexpr (K::kBias) args.epilogue.thread.bias_ptr = static_cast<const Element*>(g.bias);
   args.hw_info.sm_count = g.sm_count;
+  // Tiles visited in swizzled groups of 8 (the order of tiles never touches the bits).
+  args.scheduler.max_swizzle_size = 8;
   return tprt__cutlass_launch<Gemm>(args, "invariant GEMM", stream);
 }
 
