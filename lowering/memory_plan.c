@@ -12,42 +12,63 @@ static int tpc__by_def(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+// The space a placed buffer occupies: its size rounded up, at least one alignment unit.
+static int64_t tpc__extent(const tpc_plan_buffer_t* b, int64_t alignment) {
+  return tpc__align(b->bytes > 0 ? b->bytes : 1, alignment);
+}
+
 int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
   if (count < 0 || alignment < 1) return -1;
   if (count == 0) return 0;
   tpc_plan_buffer_t** order = malloc(sizeof *order * (size_t)count);
-  if (!order) return -1;
+  // The placed buffers still live, sorted by offset: they never overlap one another (each pair
+  // is live at the later one's definition), so their extents are disjoint and sorted too.
+  tpc_plan_buffer_t** live = malloc(sizeof *live * (size_t)count);
+  if (!order || !live) {
+    free(order);
+    free(live);
+    return -1;
+  }
   for (int i = 0; i < count; ++i) {
     if (buffers[i].bytes < 0) {
       free(order);
+      free(live);
       return -1;
     }
     order[i] = &buffers[i];
   }
   qsort(order, (size_t)count, sizeof *order, tpc__by_def);
   int64_t arena = 0;
+  int nlive = 0;
   for (int i = 0; i < count; ++i) {
     tpc_plan_buffer_t* b = order[i];
-    int64_t size = tpc__align(b->bytes > 0 ? b->bytes : 1, alignment);
-    // Candidate offsets are 0 and the ends of live placed buffers; take the lowest that does not
-    // overlap any placed buffer still live when |b| is defined.
+    int64_t size = tpc__extent(b, alignment);
+    int n = 0;  // drop the buffers dead before |b| is written
+    for (int k = 0; k < nlive; ++k)
+      if (live[k]->last_use >= b->def) live[n++] = live[k];
+    nlive = n;
+    // Candidate offsets are 0 and the (aligned) ends of the live buffers, in increasing order;
+    // take the first whose range overlaps no live buffer. |j|: the first live buffer whose extent
+    // ends after the candidate (the ones before it cannot overlap it).
     int64_t best = -1;
-    for (int c = -1; c < i; ++c) {
-      int64_t off = c < 0 ? 0 : tpc__align(order[c]->offset + order[c]->bytes, alignment);
-      if (c >= 0 && order[c]->last_use < b->def) continue;
-      if (best >= 0 && off >= best) continue;
-      int fits = 1;
-      for (int o = 0; o < i && fits; ++o) {
-        const tpc_plan_buffer_t* p = order[o];
-        if (p->last_use < b->def) continue;  // dead before b is written
-        int64_t pend = p->offset + tpc__align(p->bytes > 0 ? p->bytes : 1, alignment);
-        fits = off + size <= p->offset || off >= pend;
-      }
-      if (fits) best = off;
+    int j = 0;
+    for (int c = -1; c < nlive && best < 0; ++c) {
+      int64_t off = c < 0 ? 0 : live[c]->offset + tpc__extent(live[c], alignment);
+      while (j < nlive && live[j]->offset + tpc__extent(live[j], alignment) <= off) ++j;
+      if (j == nlive || live[j]->offset >= off + size) best = off;
     }
     b->offset = best;
     if (best + size > arena) arena = best + size;
+    // Insert |b| into the live list by offset.
+    int at = nlive;
+    while (at > 0 && live[at - 1]->offset > best) {
+      live[at] = live[at - 1];
+      --at;
+    }
+    live[at] = b;
+    ++nlive;
   }
   free(order);
+  free(live);
   return arena;
 }
