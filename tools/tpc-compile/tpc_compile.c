@@ -203,7 +203,10 @@ static bool tpc__emit_native(MlirOperation module, const tpc_compile_options_t* 
     fprintf(stderr, "tpc-compile: error: no LLVM target for '%s': %s\n", triple, error);
     goto done;
   }
-  tm = LLVMCreateTargetMachine(target, triple, o->cpu, "", LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+  // No optimization: the step function is a sequence of calls into libtprt (the arithmetic is in
+  // the kernels), and the optimizing register allocator is superlinear in its length (a 500-layer
+  // training step spent ~80% of its compile there).
+  tm = LLVMCreateTargetMachine(target, triple, o->cpu, "", LLVMCodeGenLevelNone, LLVMRelocPIC, LLVMCodeModelDefault);
   if (!tm) {
     fprintf(stderr, "tpc-compile: error: cannot create a target machine for %s (cpu %s)\n", triple, o->cpu);
     goto done;
