@@ -430,7 +430,7 @@ else
   kernel_objs=()
   for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || kernel_objs+=("$o"); done
   "$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm -ldl
-  "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu "${kernel_objs[@]}" \
+  "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu test/gpu/check_fast_invariant.cu "${kernel_objs[@]}" \
     -o "$BUILD/tprt-cuda-check-fast" -lm -ldl
   echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
   if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
