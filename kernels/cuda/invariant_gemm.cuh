@@ -95,11 +95,13 @@ inline tprt_status_t tprt__inv_tree_alloc(int chunks, int first, int ctas, float
 
 /// Workspace accesses with L2 eviction hints: a stored partial is read back once, chunks later,
 /// while the operand tiles of those chunks stream through L2 (evict_last keeps the partial there
-/// instead of letting the stream push it to HBM); once read it is dead (evict_first).
+/// instead of letting the stream push it to HBM); once read it is dead (evict_first). Neither
+/// allocates in L1: the consumer's few register spills live there, and 64 KB of partials passing
+/// through evicted them (each k tile's stage release then waited on L2).
 __device__ __forceinline__ void tprt__ws_store(float4* p, float4 v) {
   uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
                "f"(v.w), "l"(pol)
                : "memory");
 }
@@ -107,12 +109,15 @@ __device__ __forceinline__ float4 tprt__ws_load(const float4* p) {
   uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
   float4 v;
-  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+  asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                : "l"(p), "l"(pol)
                : "memory");
   return v;
 }
+
+/// This CTA's index in the grid (its workspace slot).
+__device__ __forceinline__ int tprt__inv_cta() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
 
 /// The first tree level that tprt__chunk_tree_mma<Base, |pend_in_regs|> keeps in the workspace.
 constexpr int tprt__inv_first_workspace_level(bool pend_in_regs) { return pend_in_regs ? 2 : 1; }
@@ -183,16 +188,17 @@ struct tprt__chunk_tree_mma : Base {
     // such a group no rows.
     const int per_chunk = params.tiles_per_chunk > 0 ? params.tiles_per_chunk : (k_tile_count > 0 ? k_tile_count : 1);
     const int chunks = k_tile_count / per_chunk;
-    const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (chunks > (1 << kFirstWorkspaceLevel) && cta >= params.tree_ctas) __trap();  // sized by the host
+    if (chunks > (1 << kFirstWorkspaceLevel) && tprt__inv_cta() >= params.tree_ctas) __trap();  // sized by the host
     // Workspace level L of this CTA: 64 floats per thread, stored as 16 float4 planes of 256
     // threads so that each warp's access is 512 contiguous bytes. The thread's float4 i is
-    // deep(L)[256 * i].
+    // deep(L)[256 * i]. The CTA and the thread are read again from the special registers here
+    // rather than kept live across the main loop (registers are short there: three accumulator
+    // sets).
     auto deep = [&](int level) {
       return reinterpret_cast<float4*>(params.tree_ws +
-                                       ((size_t)(level - kFirstWorkspaceLevel) * params.tree_ctas + cta) *
+                                       ((size_t)(level - kFirstWorkspaceLevel) * params.tree_ctas + tprt__inv_cta()) *
                                            kTprtInvMmaThreads * kTprtInvAccum) +
-             thread_idx;
+             threadIdx.x % kTprtInvMmaThreads;
     };
     // Level 1 (a pair's sum waiting for its right sibling, then the sum of four chunks) lives in
     // registers that no MMA writes: the code outside the MMAs never defines an accumulator while
@@ -203,23 +209,39 @@ struct tprt__chunk_tree_mma : Base {
     int in_flight = 0;  // tiles issued whose stage is not released yet
     // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, the pair's
     // sum accum + acc1 (tree level 1) goes to pend, or is added to it (level 2); the deeper merges
-    // of pend (workspace loads and stores) run after the next chunk's first MMAs are issued into
-    // accum, so they overlap them.
-    // (Without PendInRegs the pair's sum goes to acc1 and every deeper level to the workspace.)
-    int fold_pending = -1;  // the odd chunk whose node (pend or acc1) still needs its deeper levels
+    // of pend (workspace stores, and loads where a left sibling waits there) follow at once, while
+    // no MMA is in flight, with acc1 as the landing place of the loads: acc1's chunk is summed
+    // already and the next MMA into acc1 starts from +0, so its registers are free, and a WGMMA
+    // accumulator counts as live for the register allocator anyway (the instruction names it even
+    // when it does not accumulate). Separate temporaries raised the consumer's register peak past
+    // its budget and ptxas spilled values that the main loop reads on every k tile; defining acc1
+    // while MMAs into accum were in flight would serialize the MMAs.
+    // (Without PendInRegs the pair's sum goes to acc1 and every deeper level to the workspace; its
+    // merges run after the next chunk's first MMAs are issued into accum, so they overlap them.)
+    int fold_pending = -1;  // the odd chunk whose node (acc1) still needs its deeper levels
     // Merges |node| (the subtree ending with chunk c, at level kFirstWorkspaceLevel) into the
     // workspace levels where c has trailing one bits, then parks it at the next level.
     auto fold_into = [&](auto& node, int c) {
       int level = kFirstWorkspaceLevel;
       for (; (c >> level) & 1; ++level) {
         const float4* p = deep(level);
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-          float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
-          node(4 * i) = __fadd_rn(v.x, node(4 * i));
-          node(4 * i + 1) = __fadd_rn(v.y, node(4 * i + 1));
-          node(4 * i + 2) = __fadd_rn(v.z, node(4 * i + 2));
-          node(4 * i + 3) = __fadd_rn(v.w, node(4 * i + 3));
+        if constexpr (PendInRegs) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+            float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
+            acc1(4 * i) = v.x, acc1(4 * i + 1) = v.y, acc1(4 * i + 2) = v.z, acc1(4 * i + 3) = v.w;
+          }
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum; ++i) node(i) = __fadd_rn(acc1(i), node(i));
+        } else {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+            float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
+            node(4 * i) = __fadd_rn(v.x, node(4 * i));
+            node(4 * i + 1) = __fadd_rn(v.y, node(4 * i + 1));
+            node(4 * i + 2) = __fadd_rn(v.z, node(4 * i + 2));
+            node(4 * i + 3) = __fadd_rn(v.w, node(4 * i + 3));
+          }
         }
       }
       if (c + 1 == chunks) return;  // node holds the whole tree
@@ -305,11 +327,7 @@ struct tprt__chunk_tree_mma : Base {
         } else {  // a right child: pend + pair is the level-2 node
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(pend(i), __fadd_rn(accum(i), acc1(i)));
-          if (c + 1 == chunks) {
-            fold_deep(c);
-          } else {
-            fold_pending = c;
-          }
+          fold_deep(c);
         }
       }
     }

@@ -18,8 +18,9 @@
 // Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
 // operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
 // small enough to sit in L2.
-// Usage: tprt-bench-gemm [quick | exact]   (quick: a few shapes, for a smoke run; exact: only the
-// exact lines); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
+// Usage: tprt-bench-gemm [quick | exact | dense M N K]   (quick: a few shapes, for a smoke run;
+// exact: only the exact lines; dense M N K: the fast and invariant lines of one dense shape, for
+// profiling a kernel); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
 // (default 8).
 #include <cuda_runtime.h>
 #include <math.h>
@@ -359,6 +360,17 @@ int main(int argc, char** argv) {
   BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   tprt_cuda_lt_t lt;
   bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
+  if (argc > 1 && strcmp(argv[1], "dense") == 0) {
+    long long m = 0, n = 0, k = 0;
+    if (argc != 5 || sscanf(argv[2], "%lld", &m) != 1 || sscanf(argv[3], "%lld", &n) != 1 ||
+        sscanf(argv[4], "%lld", &k) != 1 || m < 1 || n < 1 || k < 1) {
+      fprintf(stderr, "usage: tprt-bench-gemm dense M N K (positive sizes)\n");
+      return 2;
+    }
+    bg_dense(&lt, s, m, n, k, false);
+    tprt_cuda_lt_destroy(&lt);
+    return 0;
+  }
   // The exact kernels at 4096^3, bf16 and f32 operands (the exact-mode target: half the f32
   // CUDA-core peak), and grouped over 8 experts.
   for (int dtype : {TPRT_DTYPE_BF16, TPRT_DTYPE_F32}) bg_exact_dense(s, dtype, 4096, 4096, 4096);
