@@ -56,6 +56,8 @@ struct tprt__grouped_tree_t {
   int tiles_per_chunk;
   float* tree_ws;
   int tree_ctas;
+  /// Clusters of 2 x 2 rather than 2 x 1 (grouped_invariant.cuh): for long contractions.
+  bool wide_cluster;
 };
 
 /// The GLU of a grouped GEMM with the GLU in its epilogue (grouped_glu.cuh): kind, interleave,
@@ -88,18 +90,19 @@ template <class Base>
 using tprt__plain_mma = Base;
 
 /// The CUTLASS kernel for operand layouts LayoutA/LayoutB and output element ElementD: clusters
-/// of 2 x 1, pipeline stages as many as fit beside the epilogue's shared memory. The fast kernels
+/// of 2 x 1 (the invariant kernels: 2 x 2), pipeline stages as many as fit beside the epilogue's shared memory. The fast kernels
 /// take tiles of 128 x 256 x 64 and CUTLASS's main loop; the invariant ones (grouped_invariant.cuh)
 /// 128 x 128 x 64 tiles and the chunk-tree consumer loop (Wrap = tprt__grouped_chunk_tree_mma).
 /// |Epi|: void for CUTLASS's TMA epilogue (D = the product), or an operator-style epilogue of
 /// grouped_glu.cuh.
 template <class LayoutA, class LayoutB, class ElementD, class TileShape_ = tprt__grouped_fast_tile_t,
-          template <class> class Wrap = tprt__plain_mma, class Epi = void>
+          template <class> class Wrap = tprt__plain_mma, class Epi = void,
+          class ClusterShape_ = cute::Shape<cute::_2, cute::_1, cute::_1>>
 struct tprt__grouped_gemm_t {
   using Element = cutlass::bfloat16_t;
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
   using TileShape = TileShape_;
-  using ClusterShape = cute::Shape<cute::_2, cute::_1, cute::_1>;
+  using ClusterShape = ClusterShape_;
   static constexpr int kAlign = 16 / sizeof(Element);
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   static constexpr bool kGlu = !std::is_void_v<Epi>;

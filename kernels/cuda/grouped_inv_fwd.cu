@@ -5,9 +5,5 @@
 
 tprt_status_t tprt__grouped_inv_gemm_fwd(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree, bool d_f32,
                                          int sm_count, cudaStream_t stream) {
-  using A = cutlass::layout::RowMajor;
-  using B = cutlass::layout::ColumnMajor;
-  return d_f32 ? tprt__grouped_gemm_run<tprt__grouped_inv_gemm_t<A, B, float>>(plan, sm_count, stream, &tree)
-               : tprt__grouped_gemm_run<tprt__grouped_inv_gemm_t<A, B, cutlass::bfloat16_t>>(plan, sm_count, stream,
-                                                                                             &tree);
+  return tprt__grouped_inv_run<cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>(plan, tree, d_f32, sm_count, stream);
 }

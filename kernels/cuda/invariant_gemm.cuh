@@ -10,8 +10,8 @@
 // levels where c has trailing one bits). Two accumulator sets alternate between chunks, so that
 // level 0 (a pair of chunks) is one register add after the pair's MMAs; level 1 (the pending pair,
 // then the sum of four chunks) is kept in registers that no MMA writes, and the deeper levels
-// (only when C > 4) in a per-CTA global workspace that stays in L2; those merges overlap the next
-// chunk's MMAs.
+// (only when C > 4) in a per-CTA global workspace that stays in L2, merged right after the pair's
+// sum while no MMA is in flight.
 //
 // Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
 // the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
@@ -208,41 +208,29 @@ struct tprt__chunk_tree_mma : Base {
     PipelineState smem_pipe_release = smem_pipe_read;
     int in_flight = 0;  // tiles issued whose stage is not released yet
     // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, the pair's
-    // sum accum + acc1 (tree level 1) goes to pend, or is added to it (level 2); the deeper merges
-    // of pend (workspace stores, and loads where a left sibling waits there) follow at once, while
-    // no MMA is in flight, with acc1 as the landing place of the loads: acc1's chunk is summed
-    // already and the next MMA into acc1 starts from +0, so its registers are free, and a WGMMA
-    // accumulator counts as live for the register allocator anyway (the instruction names it even
-    // when it does not accumulate). Separate temporaries raised the consumer's register peak past
-    // its budget and ptxas spilled values that the main loop reads on every k tile; defining acc1
-    // while MMAs into accum were in flight would serialize the MMAs.
-    // (Without PendInRegs the pair's sum goes to acc1 and every deeper level to the workspace; its
-    // merges run after the next chunk's first MMAs are issued into accum, so they overlap them.)
-    int fold_pending = -1;  // the odd chunk whose node (acc1) still needs its deeper levels
+    // sum accum + acc1 (tree level 1) goes to pend, or is added to it (level 2); without
+    // PendInRegs it goes to acc1. The deeper merges of that node (workspace stores, and loads where
+    // a left sibling waits there) follow at once, while no MMA is in flight, and the loads land in
+    // the accumulator set the pair's sum has freed (acc1 with PendInRegs, else accum): its chunk
+    // is summed already and the next MMA into it starts from +0, and a WGMMA accumulator counts as
+    // live for the register allocator anyway (the instruction names it even when it does not
+    // accumulate). Separate temporaries raised the consumer's register peak past its budget (ptxas
+    // spilled values that the main loop reads on every k tile), and defining an accumulator while
+    // MMAs are in flight makes ptxas serialize the MMAs.
     // Merges |node| (the subtree ending with chunk c, at level kFirstWorkspaceLevel) into the
-    // workspace levels where c has trailing one bits, then parks it at the next level.
-    auto fold_into = [&](auto& node, int c) {
+    // workspace levels where c has trailing one bits, |stage| holding each loaded level, then parks
+    // it at the next level.
+    auto fold_into = [&](auto& node, auto& stage, int c) {
       int level = kFirstWorkspaceLevel;
       for (; (c >> level) & 1; ++level) {
         const float4* p = deep(level);
-        if constexpr (PendInRegs) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-            float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
-            acc1(4 * i) = v.x, acc1(4 * i + 1) = v.y, acc1(4 * i + 2) = v.z, acc1(4 * i + 3) = v.w;
-          }
-          CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum; ++i) node(i) = __fadd_rn(acc1(i), node(i));
-        } else {
-          CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-            float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
-            node(4 * i) = __fadd_rn(v.x, node(4 * i));
-            node(4 * i + 1) = __fadd_rn(v.y, node(4 * i + 1));
-            node(4 * i + 2) = __fadd_rn(v.z, node(4 * i + 2));
-            node(4 * i + 3) = __fadd_rn(v.w, node(4 * i + 3));
-          }
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+          float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
+          stage(4 * i) = v.x, stage(4 * i + 1) = v.y, stage(4 * i + 2) = v.z, stage(4 * i + 3) = v.w;
         }
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < kTprtInvAccum; ++i) node(i) = __fadd_rn(stage(i), node(i));
       }
       if (c + 1 == chunks) return;  // node holds the whole tree
       float4* p = deep(level);
@@ -253,9 +241,9 @@ struct tprt__chunk_tree_mma : Base {
     };
     auto fold_deep = [&](int c) {
       if constexpr (PendInRegs) {
-        fold_into(pend, c);
+        fold_into(pend, acc1, c);
       } else {
-        fold_into(acc1, c);
+        fold_into(acc1, accum, c);
       }
     };
     // One k tile of chunk c into |acc|: from +0 at the chunk's first MMA.
@@ -297,10 +285,6 @@ struct tprt__chunk_tree_mma : Base {
           issue(acc1, t);
         } else {
           issue(accum, t);
-          if (t == 0 && fold_pending >= 0) {  // overlaps the MMAs just issued into accum
-            fold_deep(fold_pending);
-            fold_pending = -1;
-          }
         }
         if (t + 1 < per_chunk || !(c & 1)) {
           release_one();
@@ -311,11 +295,7 @@ struct tprt__chunk_tree_mma : Base {
         if constexpr (!PendInRegs) {
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
-          if (c + 1 == chunks) {
-            fold_deep(c);
-          } else {
-            fold_pending = c;
-          }
+          fold_deep(c);
         } else if (((c >> 1) & 1) == 0) {  // a left child at level 1
           if (c + 1 == chunks) {           // two chunks: the whole tree, into accum
             CUTLASS_PRAGMA_UNROLL

@@ -18,9 +18,9 @@
 // Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
 // operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
 // small enough to sit in L2.
-// Usage: tprt-bench-gemm [quick | exact | dense M N K]   (quick: a few shapes, for a smoke run;
-// exact: only the exact lines; dense M N K: the fast and invariant lines of one dense shape, for
-// profiling a kernel); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
+// Usage: tprt-bench-gemm [quick | exact | dense M N K | grouped E T N K uniform|skewed]   (quick: a
+// few shapes, for a smoke run; exact: only the exact lines; dense, grouped: the fast and invariant
+// lines of one shape, for profiling a kernel); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
 // (default 8).
 #include <cuda_runtime.h>
 #include <math.h>
@@ -368,6 +368,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     bg_dense(&lt, s, m, n, k, false);
+    tprt_cuda_lt_destroy(&lt);
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "grouped") == 0) {
+    long long e = 0, t = 0, n = 0, k = 0;
+    if (argc != 7 || sscanf(argv[2], "%lld", &e) != 1 || sscanf(argv[3], "%lld", &t) != 1 ||
+        sscanf(argv[4], "%lld", &n) != 1 || sscanf(argv[5], "%lld", &k) != 1 || e < 1 || t < 1 || n < 1 || k < 1 ||
+        (strcmp(argv[6], "uniform") != 0 && strcmp(argv[6], "skewed") != 0)) {
+      fprintf(stderr, "usage: tprt-bench-gemm grouped E T N K uniform|skewed (positive sizes)\n");
+      return 2;
+    }
+    bg_grouped(s, e, t, n, k, strcmp(argv[6], "skewed") == 0);
     tprt_cuda_lt_destroy(&lt);
     return 0;
   }
