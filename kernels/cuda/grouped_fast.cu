@@ -182,12 +182,12 @@ tprt_status_t tprt__grouped_gemm(int layout, const tprt__grouped_plan_t& plan, c
            : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_gemm_dgrad(plan, d_f32, sm, stream)
                                            : tprt__grouped_gemm_wgrad(plan, d_f32, sm, stream);
   }
-  // A long contraction takes the 2 x 2 cluster (grouped_invariant.cuh); the wgrad's (an expert's
-  // rows, known on the device) never does.
-  const bool wide = mode.tiles_per_chunk > 0 && (int64_t)mode.tiles_per_chunk * 64 * mode.chunks >= 12288;
-  tprt__grouped_tree_t tree{mode.tiles_per_chunk, nullptr, sm, wide};
+  // A long contraction takes its own kernel (grouped_invariant.cuh); the wgrad's (an expert's
+  // rows, known on the device: one chunk) never does.
+  const bool long_k = mode.tiles_per_chunk > 0 && (int64_t)mode.tiles_per_chunk * 64 * mode.chunks >= 12288;
+  tprt__grouped_tree_t tree{mode.tiles_per_chunk, nullptr, sm, long_k};
   tprt_status_t s = tprt__inv_tree_alloc(mode.tiles_per_chunk > 0 ? mode.chunks : 1,
-                                         tprt__inv_first_workspace_level(false), sm, &tree.tree_ws, stream);
+                                         tprt__grouped_inv_first_level(tree), sm, &tree.tree_ws, stream);
   if (s) return s;
   s = glu                             ? tprt__grouped_glu_gemm_inv(backward, plan, tree, *glu, sm, stream)
       : layout == TPRT__GROUPED_FWD   ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)

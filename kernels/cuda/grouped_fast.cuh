@@ -56,8 +56,8 @@ struct tprt__grouped_tree_t {
   int tiles_per_chunk;
   float* tree_ws;
   int tree_ctas;
-  /// Clusters of 2 x 2 rather than 2 x 1 (grouped_invariant.cuh): for long contractions.
-  bool wide_cluster;
+  /// A long contraction: the kernel for those (grouped_invariant.cuh).
+  bool long_k;
 };
 
 /// The GLU of a grouped GEMM with the GLU in its epilogue (grouped_glu.cuh): kind, interleave,
@@ -94,10 +94,11 @@ using tprt__plain_mma = Base;
 /// take tiles of 128 x 256 x 64 and CUTLASS's main loop; the invariant ones (grouped_invariant.cuh)
 /// 128 x 128 x 64 tiles and the chunk-tree consumer loop (Wrap = tprt__grouped_chunk_tree_mma).
 /// |Epi|: void for CUTLASS's TMA epilogue (D = the product), or an operator-style epilogue of
-/// grouped_glu.cuh.
+/// grouped_glu.cuh. |WrapSmemBytes|: shared memory that Wrap's main loop adds to CUTLASS's (taken
+/// from the pipeline stages).
 template <class LayoutA, class LayoutB, class ElementD, class TileShape_ = tprt__grouped_fast_tile_t,
           template <class> class Wrap = tprt__plain_mma, class Epi = void,
-          class ClusterShape_ = cute::Shape<cute::_2, cute::_1, cute::_1>>
+          class ClusterShape_ = cute::Shape<cute::_2, cute::_1, cute::_1>, int WrapSmemBytes = 0>
 struct tprt__grouped_gemm_t {
   using Element = cutlass::bfloat16_t;
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
@@ -117,7 +118,7 @@ struct tprt__grouped_gemm_t {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA*, kAlign, Element, LayoutB*, kAlign, float,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+          sizeof(typename CollectiveEpilogue::SharedStorage)) + WrapSmemBytes>,
       cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
   using Mainloop = Wrap<BaseMainloop>;
   static constexpr bool kTree = !std::is_same_v<Mainloop, BaseMainloop>;

@@ -11,8 +11,10 @@ tprt_status_t tprt__grouped_glu_gemm_inv(bool backward, const tprt__grouped_plan
   using Tile = tprt__grouped_inv_tile_t;
   if (backward)
     return tprt__grouped_gemm_run<tprt__grouped_gemm_t<R, R, cutlass::bfloat16_t, Tile, tprt__grouped_chunk_tree_mma,
-                                                       tprt__glu_epilogue<true>>>(plan, sm_count, stream, &tree,
+                                                       tprt__glu_epilogue<true>, cute::Shape<cute::_2, cute::_1, cute::_1>,
+                                                       kTprtGroupedTreeSmem>>(plan, sm_count, stream, &tree,
                                                                                   &glu);
   return tprt__grouped_gemm_run<tprt__grouped_gemm_t<R, C, cutlass::bfloat16_t, Tile, tprt__grouped_chunk_tree_mma,
-                                                     tprt__glu_epilogue<false>>>(plan, sm_count, stream, &tree, &glu);
+                                                     tprt__glu_epilogue<false>, cute::Shape<cute::_2, cute::_1, cute::_1>,
+                                                     kTprtGroupedTreeSmem>>(plan, sm_count, stream, &tree, &glu);
 }

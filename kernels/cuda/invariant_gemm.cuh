@@ -119,22 +119,40 @@ __device__ __forceinline__ float4 tprt__ws_load(const float4* p) {
 /// This CTA's index in the grid (its workspace slot).
 __device__ __forceinline__ int tprt__inv_cta() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
 
-/// The first tree level that tprt__chunk_tree_mma<Base, |pend_in_regs|> keeps in the workspace.
-constexpr int tprt__inv_first_workspace_level(bool pend_in_regs) { return pend_in_regs ? 2 : 1; }
+/// Where tprt__chunk_tree_mma keeps tree level 1 (a pair's sum waiting for its right sibling):
+/// registers (the dense kernels), 64 KB of shared memory added to the main loop's (the kernel's
+/// builder carves kTprtInvPendSmemBytes out of its stages), or the L2 workspace with the deeper
+/// levels. The pointer-array grouped kernel has no registers to spare (level 1 in registers
+/// spilled a kilobyte); in the workspace it costs a 64 KB store or load per pair of chunks and tile
+/// (short contractions), in shared memory two pipeline stages (long ones).
+enum tprt__inv_pend_t { TPRT__PEND_REGS = 0, TPRT__PEND_SMEM = 1, TPRT__PEND_WORKSPACE = 2 };
 
-/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop. |PendInRegs|:
-/// tree level 1 in registers (the dense kernels; the workspace then holds levels 2 and up), or, for
-/// a main loop that leaves no registers to spare (the pointer-array grouped kernel would spill),
-/// every level from 1 in the workspace, merged into the odd chunk's accumulators.
-template <class Base, bool PendInRegs = true>
+/// The first tree level kept in the workspace under |pend|.
+constexpr int tprt__inv_first_workspace_level(int pend) { return pend == TPRT__PEND_WORKSPACE ? 1 : 2; }
+
+/// Shared memory that tprt__chunk_tree_mma<Base, TPRT__PEND_SMEM> adds to its main loop's.
+constexpr int kTprtInvPendSmemBytes = kTprtInvMmaThreads * kTprtInvAccum * (int)sizeof(float);
+
+/// The main loop's shared tensors, with tree level 1 (|PendInSmem|) or without.
+template <class BaseStorage, bool PendInSmem>
+struct tprt__inv_tensor_storage : BaseStorage {
+  /// Thread t's float4 i at [256 * i + t]: each warp's access is 512 contiguous bytes.
+  alignas(128) float4 pend[kTprtInvMmaThreads * kTprtInvAccum / 4];
+};
+template <class BaseStorage>
+struct tprt__inv_tensor_storage<BaseStorage, false> : BaseStorage {};
+
+/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop, tree level 1
+/// where |Pend| says.
+template <class Base, int Pend = TPRT__PEND_REGS>
 struct tprt__chunk_tree_mma : Base {
-  /// The first tree level kept in the workspace.
-  static constexpr int kFirstWorkspaceLevel = tprt__inv_first_workspace_level(PendInRegs);
+  static constexpr bool PendInRegs = Pend == TPRT__PEND_REGS;
+  static constexpr int kFirstWorkspaceLevel = tprt__inv_first_workspace_level(Pend);
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using typename Base::TensorStorage;
+  using TensorStorage = tprt__inv_tensor_storage<typename Base::TensorStorage, Pend == TPRT__PEND_SMEM>;
   using typename Base::TiledMma;
 
   struct Arguments : Base::Arguments {
@@ -201,18 +219,18 @@ struct tprt__chunk_tree_mma : Base {
              threadIdx.x % kTprtInvMmaThreads;
     };
     // Level 1 (a pair's sum waiting for its right sibling, then the sum of four chunks) lives in
-    // registers that no MMA writes: the code outside the MMAs never defines an accumulator while
-    // MMAs are in flight, so ptxas keeps the MMAs asynchronous.
+    // registers that no MMA writes (PendInRegs; unused otherwise): the code outside the MMAs never
+    // defines an accumulator while MMAs are in flight, so ptxas keeps the MMAs asynchronous.
     auto pend = make_fragment_like(accum);
 
     PipelineState smem_pipe_release = smem_pipe_read;
     int in_flight = 0;  // tiles issued whose stage is not released yet
     // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, the pair's
-    // sum accum + acc1 (tree level 1) goes to pend, or is added to it (level 2); without
-    // PendInRegs it goes to acc1. The deeper merges of that node (workspace stores, and loads where
+    // sum accum + acc1 (tree level 1) goes to pend (registers, or shared memory through acc1), or
+    // is added to it (level 2). The deeper merges of that node (workspace stores, and loads where
     // a left sibling waits there) follow at once, while no MMA is in flight, and the loads land in
-    // the accumulator set the pair's sum has freed (acc1 with PendInRegs, else accum): its chunk
-    // is summed already and the next MMA into it starts from +0, and a WGMMA accumulator counts as
+    // an accumulator set the sums have freed (acc1 with PendInRegs, else accum): its chunk is
+    // summed already and the next MMA into it starts from +0, and a WGMMA accumulator counts as
     // live for the register allocator anyway (the instruction names it even when it does not
     // accumulate). Separate temporaries raised the consumer's register peak past its budget (ptxas
     // spilled values that the main loop reads on every k tile), and defining an accumulator while
@@ -292,22 +310,45 @@ struct tprt__chunk_tree_mma : Base {
         }
         // An odd chunk is complete: the pair's sum (tree level 1) from accum and acc1.
         drain();
-        if constexpr (!PendInRegs) {
+        const bool left = ((c >> 1) & 1) == 0;  // the pair is a left child at level 1
+        if constexpr (PendInRegs) {
+          if (left && c + 1 == chunks) {  // two chunks: the whole tree, into accum
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(accum(i), acc1(i));
+          } else if (left) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(accum(i), acc1(i));
+          } else {  // a right child: pend + pair is the level-2 node
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(pend(i), __fadd_rn(accum(i), acc1(i)));
+            fold_deep(c);
+          }
+        } else if constexpr (Pend == TPRT__PEND_WORKSPACE) {  // the pair in acc1, then the workspace levels
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
           fold_deep(c);
-        } else if (((c >> 1) & 1) == 0) {  // a left child at level 1
-          if (c + 1 == chunks) {           // two chunks: the whole tree, into accum
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(accum(i), acc1(i));
-          } else {
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(accum(i), acc1(i));
-          }
-        } else {  // a right child: pend + pair is the level-2 node
+        } else {  // level 1 in shared memory: the pair in acc1, accum free to stage the pending one
+          uint32_t sp = (uint32_t)__cvta_generic_to_shared(shared_tensors.pend) +
+                        16 * (threadIdx.x % kTprtInvMmaThreads);
           CUTLASS_PRAGMA_UNROLL
-          for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(pend(i), __fadd_rn(accum(i), acc1(i)));
-          fold_deep(c);
+          for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
+          if (left && c + 1 < chunks) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum / 4; ++i)
+              asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(sp + 16 * kTprtInvMmaThreads * i),
+                           "f"(acc1(4 * i)), "f"(acc1(4 * i + 1)), "f"(acc1(4 * i + 2)), "f"(acc1(4 * i + 3))
+                           : "memory");
+          } else if (!left) {  // a right child: pend + pair is the level-2 node
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum / 4; ++i)
+              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                           : "=f"(accum(4 * i)), "=f"(accum(4 * i + 1)), "=f"(accum(4 * i + 2)), "=f"(accum(4 * i + 3))
+                           : "r"(sp + 16 * kTprtInvMmaThreads * i)
+                           : "memory");
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
+            fold_deep(c);
+          }
         }
       }
     }

@@ -46,7 +46,7 @@ bool tprt__inv_sizes(int64_t len, int chunks, std::initializer_list<int64_t> row
 /// The tree workspace (stream-ordered) of |g|, whose sm_count is set.
 tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, cudaStream_t stream) {
   g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
-  return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(true), g->tree_ctas, &g->tree_ws, stream);
+  return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(TPRT__PEND_REGS), g->tree_ctas, &g->tree_ws, stream);
 }
 
 /// The top of the chunk tree of the split schedule: d = the pairwise tree (binary counter, left +
