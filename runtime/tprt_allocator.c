@@ -4,6 +4,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+// "cannot allocate X GiB (N bytes) of host memory; the machine has A GiB available of T GiB".
+static tprt_status_t tprt__no_room(size_t size) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), total = sysconf(_SC_PHYS_PAGES);
+  if (page <= 0 || avail < 0 || total <= 0)
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "cannot allocate %.2f GiB (%zu bytes) of host memory",
+                            size / gib, size);
+  return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED,
+                          "cannot allocate %.2f GiB (%zu bytes) of host memory; the machine has %.2f GiB available "
+                          "of %.2f GiB",
+                          size / gib, size, (double)avail * (double)page / gib, (double)total * (double)page / gib);
+}
 
 static tprt_status_t tprt__system_fn(void* self, size_t size, size_t alignment, void* ptr, void** out_ptr) {
   (void)self;
@@ -15,11 +29,10 @@ static tprt_status_t tprt__system_fn(void* self, size_t size, size_t alignment, 
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "alignment %zu is not a power of two >= %zu", alignment,
                             sizeof(void*));
   // aligned_alloc needs a size that is a multiple of the alignment.
-  if (size > SIZE_MAX - alignment)
-    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "cannot allocate %zu bytes", size);
+  if (size > SIZE_MAX - alignment) return tprt__no_room(size);
   size_t rounded = (size + alignment - 1) / alignment * alignment;
   void* p = aligned_alloc(alignment, rounded);
-  if (!p) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "cannot allocate %zu bytes", size);
+  if (!p) return tprt__no_room(size);
   *out_ptr = p;
   return NULL;
 }

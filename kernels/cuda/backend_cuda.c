@@ -135,10 +135,30 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   memset(&tprt__r, 0, sizeof tprt__r);
 }
 
+// "needs X GiB of GPU memory; GPU d has F GiB free of T GiB" when |bytes| cannot be had.
+static tprt_status_t tprt__cuda_no_room(size_t bytes, size_t free_bytes, size_t total_bytes) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED,
+                          "needs %.2f GiB (%zu bytes) of GPU memory; GPU %d has %.2f GiB free of %.2f GiB", bytes / gib,
+                          bytes, tprt__r.device, free_bytes / gib, total_bytes / gib);
+}
+
+// Device memory for the runtime (arenas, arguments, results): checked against the free memory
+// first, so that a plan too large for the GPU fails with what it needs and what there is.
 static tprt_status_t tprt__cuda_alloc(size_t bytes, void** out) {
   *out = NULL;
   TPRT__TRY(tprt__need_rank());
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(out, bytes > 0 ? bytes : 1));
+  size_t free_bytes = 0, total_bytes = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (bytes > free_bytes) return tprt__cuda_no_room(bytes, free_bytes, total_bytes);
+  cudaError_t err = cudaMalloc(out, bytes > 0 ? bytes : 1);
+  if (err == cudaErrorMemoryAllocation) {  // free memory is fragmented, or another process took it
+    (void)cudaGetLastError();
+    *out = NULL;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) free_bytes = total_bytes = 0;
+    return tprt__cuda_no_room(bytes, free_bytes, total_bytes);
+  }
+  TPRT_CUDA_RETURN_IF_ERROR(err);
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(*out, 0, bytes > 0 ? bytes : 1, tprt__r.stream));
   return NULL;
 }

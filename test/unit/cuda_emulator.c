@@ -82,6 +82,19 @@ cudaError_t cudaMalloc(void** out, size_t bytes) {
   return cudaSuccess;
 }
 
+// Each emulated GPU has 80 GiB; what is free is that less the live allocations on it.
+#define EMU__DEVICE_BYTES ((size_t)80 << 30)
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  size_t used = 0;
+  pthread_mutex_lock(&emu__mem_mu);
+  for (int i = 0; i < emu__num_allocs; ++i)
+    if (emu__allocs[i].device == emu__device) used += emu__allocs[i].bytes;
+  pthread_mutex_unlock(&emu__mem_mu);
+  *total_bytes = EMU__DEVICE_BYTES;
+  *free_bytes = used < EMU__DEVICE_BYTES ? EMU__DEVICE_BYTES - used : 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
   pthread_mutex_lock(&emu__mem_mu);

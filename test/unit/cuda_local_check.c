@@ -10,6 +10,9 @@
 //          each with other random delays
 //        tprt-cuda-local-check refuse  (TPRT_CUDA_SHARE_DEVICES unset): rank_begin's message
 //        tprt-cuda-local-check fault   (TPRT_CUDA_FAULT set): the world ends with the fault
+//        tprt-cuda-local-check room    (TPRT_CUDA_SHARE_DEVICES=1): an allocation larger than the
+//          GPU's free memory fails with what it needs and what is free (rank 0 prints it); a small
+//          one still succeeds
 // Prints one line per check; exit status 0 when every check passed.
 #include <math.h>
 #include <stdio.h>
@@ -211,11 +214,30 @@ static tprt_status_t begin_only(tprt_rank_t* rank, void* user) {
   return NULL;
 }
 
+// The rank function of the room mode.
+static tprt_status_t room_rank(tprt_rank_t* rank, void* user) {
+  (void)user;
+  const tprt_backend_t* b = tprt_backend_cuda();
+  TPRT__TRY(b->rank_begin(rank));
+  void* p = NULL;
+  tprt_status_t big = b->alloc((size_t)1 << 50, &p);  // 1 PiB
+  tprt_status_t s = NULL;
+  if (!big || tprt_status_code(big) != TPRT_STATUS_RESOURCE_EXHAUSTED || p)
+    s = tprt_make_status(TPRT_STATUS_INTERNAL, "a 1 PiB allocation did not fail as out of memory");
+  else if (tprt_rank_index(rank) == 0)
+    printf("room: %s\n", tprt_status_message(big));
+  tprt_status_free(big);
+  if (!s) s = b->alloc(1 << 20, &p);
+  if (p) b->free(p);
+  b->rank_end(rank);
+  return s;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
-  bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault");
-  if (!refuse && !fault && strcmp(mode, "share") != 0) {
-    fprintf(stderr, "usage: tprt-cuda-local-check share|refuse|fault\n");
+  bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
+  if (!refuse && !fault && !room && strcmp(mode, "share") != 0) {
+    fprintf(stderr, "usage: tprt-cuda-local-check share|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;
@@ -227,12 +249,16 @@ int main(int argc, char** argv) {
   int runs = argc > 2 ? atoi(argv[2]) : 1;
   tprt_world_t* world = NULL;
   tprt_status_t s = tprt_world_create(&o, tprt_allocator_system(), &world);
-  for (int run = 0; !s && run < runs; ++run) s = tprt_world_run(world, refuse ? begin_only : check_rank, &run);
+  for (int run = 0; !s && run < runs; ++run)
+    s = tprt_world_run(world, refuse ? begin_only : room ? room_rank : check_rank, &run);
   tprt_world_destroy(world);
   int devices = 0;
   cudaGetDeviceCount(&devices);
   int rc = 0;
-  if (fault || refuse) {  // the run must fail, with the message the lit test checks
+  if (room) {
+    if (s) printf("room: FAIL: %s\n", tprt_status_message(s));
+    rc = s ? 1 : 0;
+  } else if (fault || refuse) {  // the run must fail, with the message the lit test checks
     printf("%s: %s\n", mode, s ? tprt_status_message(s) : "the run succeeded");
     rc = s ? 0 : 1;
   } else if (s) {
