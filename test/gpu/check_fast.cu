@@ -132,23 +132,16 @@ std::vector<int64_t> fc_counts(int64_t t, int64_t e, int64_t segs, int pattern) 
 }
 
 static void fc_check_grouped(cudaStream_t s) {
-  struct Case {
-    int64_t t, n, k, e, segs;
-    int pattern;
-  };
-  const Case cases[] = {{512, 256, 128, 8, 1, 0},   {512, 256, 128, 8, 1, 1},   {777, 384, 256, 4, 1, 1},
+  const fc_grouped_case cases[] = {{512, 256, 128, 8, 1, 0},   {512, 256, 128, 8, 1, 1},   {777, 384, 256, 4, 1, 1},
                         {1024, 512, 512, 64, 1, 1}, {1024, 512, 512, 64, 1, 0}, {256, 128, 64, 8, 1, 2},
                         {1024, 256, 384, 4, 4, 1},  {768, 384, 128, 8, 2, 0},   {16, 128, 256, 8, 1, 1}};
-  const char* names[] = {"uniform", "skewed", "one expert"};
-  for (const Case& c : cases) {
+  for (const fc_grouped_case& c : cases) {
     for (int out_f32 = 0; out_f32 < 2; ++out_f32) {
       int od = out_f32 ? TPRT_DTYPE_F32 : TPRT_DTYPE_BF16;
-      std::vector<int64_t> counts = fc_counts(c.t, c.e, c.segs, c.pattern);
-      fc_tensor gs(TPRT_DTYPE_I64, {c.segs * c.e});
-      FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
-      char shape[96];
-      snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld S=%lld %s", (long long)c.t, (long long)c.n,
-               (long long)c.k, (long long)c.e, (long long)c.segs, names[c.pattern]);
+      std::vector<int64_t> counts = c.counts();
+      fc_tensor gs(counts);
+      const std::string label = c.label();
+      const char* shape = label.c_str();
       fc_tensor x(TPRT_DTYPE_BF16, {c.t, c.k}), w(TPRT_DTYPE_BF16, {c.e, c.n, c.k}), dy(TPRT_DTYPE_BF16, {c.t, c.n});
       x.fill(), w.fill(), dy.fill();
       {
@@ -179,8 +172,7 @@ static void fc_check_grouped(cudaStream_t s) {
 static void fc_check_mlp_and_graph(cudaStream_t s) {
   const int64_t t = 512, h = 256, f = 384, e = 8;
   std::vector<int64_t> counts = fc_counts(t, e, 1, 1);
-  fc_tensor gs(TPRT_DTYPE_I64, {e});
-  FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  fc_tensor gs(counts);
   fc_tensor x(TPRT_DTYPE_BF16, {t, h}), w1(TPRT_DTYPE_BF16, {e, 2 * f, h}), w2(TPRT_DTYPE_BF16, {e, h, f});
   x.fill(), w1.fill(), w2.fill();
   fc_tensor y(TPRT_DTYPE_BF16, {t, h}), ref(TPRT_DTYPE_BF16, {t, h});
@@ -244,17 +236,29 @@ void fc_bitwise_row(const char* kernel, const char* what, int64_t bad, tprt_stat
   tprt_status_free(s);
 }
 
-/// The f32 partials of R ranks summed by the canonical pairwise tree (the collectives' order).
-std::vector<float> fc_tree(std::vector<std::vector<double>>& parts) {
-  std::vector<float> p[8];
-  size_t r = parts.size(), n = parts[0].size();
-  for (size_t i = 0; i < r; ++i) p[i].assign(parts[i].begin(), parts[i].end());
-  for (size_t step = 1; step < r; step *= 2)
-    for (size_t i = 0; i + step < r; i += 2 * step)
-      for (size_t j = 0; j < n; ++j) p[i][j] = p[i][j] + p[i + step][j];
-  return p[0];
+void fc_tree_row(const char* kernel, const char* shards, const std::vector<double>& tp1,
+                 const std::vector<std::vector<double>>& parts, tprt_status_t s) {
+  int64_t bad = 0;
+  if (!s) {
+    std::vector<std::vector<float>> p(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) p[i].assign(parts[i].begin(), parts[i].end());
+    for (size_t step = 1; step < p.size(); step *= 2)
+      for (size_t i = 0; i + step < p.size(); i += 2 * step)
+        for (size_t j = 0; j < p[i].size(); ++j) p[i][j] = p[i][j] + p[i + step][j];
+    for (size_t i = 0; i < p[0].size(); ++i) bad += (float)tp1[i] != p[0][i] && !(isnan(p[0][i]) && isnan(tp1[i]));
+  }
+  char what[64];
+  snprintf(what, sizeof what, "%s=%zu partials + tree", shards, parts.size());
+  fc_bitwise_row(kernel, what, bad, s);
 }
 
+std::string fc_grouped_case::label() const {
+  const char* names[] = {"uniform", "skewed", "one expert"};
+  char out[96];
+  snprintf(out, sizeof out, "T=%lld N=%lld K=%lld E=%lld S=%lld %s", (long long)t, (long long)n, (long long)k,
+           (long long)e, (long long)segs, names[pattern]);
+  return out;
+}
 
 int main(int argc, char** argv) {
   int n = 0;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <utility>
+#include <string>
 #include <vector>
 
 #include "tprt_cuda_kernels.h"
@@ -52,6 +53,12 @@ struct fc_tensor {
     FC_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
     t = tprt_tensor_make(p, dtype, r, dims);
   }
+  /// The group sizes |counts| as an i64 tensor on the device.
+  explicit fc_tensor(const std::vector<int64_t>& counts) : fc_tensor(TPRT_DTYPE_I64, {(int64_t)counts.size()}) {
+    FC_CUDA(cudaMemcpy(t.data, counts.data(), counts.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+  }
+  fc_tensor(const fc_tensor&) = delete;
+  fc_tensor& operator=(const fc_tensor&) = delete;
   ~fc_tensor() { cudaFree(t.data); }
   size_t bytes() const { return tprt_tensor_bytes(&t); }
   int64_t count() const { return (int64_t)(bytes() / tprt_dtype_bytes(t.dtype, 1)); }
@@ -79,12 +86,23 @@ void fc_compare(const char* kernel, const char* shape, const fc_tensor& got, con
                 tprt_status_t fast_status, tprt_status_t exact_status);
 /// group_sizes[S*E] for T rows: |pattern| 0 uniform, 1 skewed, 2 one expert takes all.
 std::vector<int64_t> fc_counts(int64_t t, int64_t e, int64_t segs, int pattern);
+/// A grouped-linear case: T rows, E experts of N x K weights, S segments, fc_counts' |pattern|.
+struct fc_grouped_case {
+  int64_t t, n, k, e, segs;
+  int pattern;
+  std::vector<int64_t> counts() const { return fc_counts(t, e, segs, pattern); }
+  /// "T=.. N=.. K=.. E=.. S=.. <pattern>".
+  std::string label() const;
+};
 /// Bitwise comparison of |rows| rows of |cols| elements of |elem| bytes at pitches |pa|, |pb|.
 int64_t fc_diff_rows(const void* a, int64_t pa, const void* b, int64_t pb, int64_t rows, int64_t cols, int elem);
 /// Prints a row for a bitwise check with |bad| differing elements (or the failure |s|).
 void fc_bitwise_row(const char* kernel, const char* what, int64_t bad, tprt_status_t s);
-/// The f32 partials of R ranks summed by the canonical pairwise tree (the collectives' order).
-std::vector<float> fc_tree(std::vector<std::vector<double>>& parts);
+/// Prints a bitwise row for |kernel|: the f32 partials of R = |parts| shards (|shards|: "row-parallel
+/// TP", "token shards SP") summed by the canonical pairwise tree (the collectives' order) against
+/// the one-rank result |tp1| (NaN equals NaN), or the failure |s|.
+void fc_tree_row(const char* kernel, const char* shards, const std::vector<double>& tp1,
+                 const std::vector<std::vector<double>>& parts, tprt_status_t s);
 
 /// The invariant-mode checks (check_fast_invariant.cu).
 void fc_check_invariant(cudaStream_t s);

@@ -82,14 +82,7 @@ void fc_check_invariant(cudaStream_t s) {
       delete xs;
       delete ws;
     }
-    int64_t bad = 0;
-    if (!st) {
-      std::vector<float> sum = fc_tree(parts);
-      for (size_t i = 0; i < sum.size(); ++i) bad += (float)tp1f[i] != sum[i] && !(isnan(sum[i]) && isnan(tp1f[i]));
-    }
-    char what[64];
-    snprintf(what, sizeof what, "row-parallel TP=%d partials + tree", r);
-    fc_bitwise_row("linear inv", what, bad, st);
+    fc_tree_row("linear inv", "row-parallel TP", tp1f, parts, st);
   }
   // dgrad and wgrad: close to the exact kernels; wgrad's token shards (sequence parallel) sum to TP 1.
   {
@@ -143,14 +136,7 @@ void fc_check_invariant(cudaStream_t s) {
         FC_CUDA(cudaDeviceSynchronize());
         parts.push_back(p.host());
       }
-      int64_t bad = 0;
-      if (!st) {
-        std::vector<float> sum = fc_tree(parts);
-        for (size_t i = 0; i < sum.size(); ++i) bad += (float)full[i] != sum[i];
-      }
-      char what[64];
-      snprintf(what, sizeof what, "token shards SP=%d partials + tree", r);
-      fc_bitwise_row("linear_wgrad inv", what, bad, st);
+      fc_tree_row("linear_wgrad inv", "token shards SP", full, parts, st);
     }
   }
 }
@@ -173,8 +159,7 @@ void fc_check_grouped_glu(cudaStream_t s) {
   const char* kinds[] = {"swiglu", "geglu", "quick_geglu"};
   for (const Case& c : cases) {
     std::vector<int64_t> counts = fc_counts(c.t, c.e, c.segs, c.pattern);
-    fc_tensor gs(TPRT_DTYPE_I64, {c.segs * c.e});
-    FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    fc_tensor gs(counts);
     char shape[112];
     snprintf(shape, sizeof shape, "T=%lld H=%lld F=%lld E=%lld S=%lld b=%lld %s %s", (long long)c.t, (long long)c.h,
              (long long)c.f, (long long)c.e, (long long)c.segs, (long long)c.interleave, kinds[c.kind],
@@ -225,21 +210,14 @@ void fc_check_grouped_glu(cudaStream_t s) {
 /// by the canonical tree) bitwise TP 1; an expert-parallel (segmented) wgrad bitwise the
 /// one-segment wgrad of the compacted rows, and an expert with 64·j rows bitwise the dense wgrad.
 void fc_check_grouped_invariant(cudaStream_t s) {
-  struct Case {
-    int64_t t, n, k, e, segs;
-    int pattern;
-  };
-  const Case cases[] = {{512, 256, 512, 8, 1, 0}, {777, 512, 256, 4, 1, 1},  {1024, 256, 512, 16, 1, 1},
+  const fc_grouped_case cases[] = {{512, 256, 512, 8, 1, 0}, {777, 512, 256, 4, 1, 1},  {1024, 256, 512, 16, 1, 1},
                         {1024, 512, 256, 4, 4, 1}, {256, 256, 256, 8, 1, 2}, {16, 256, 512, 8, 1, 1}};
-  const char* names[] = {"uniform", "skewed", "one expert"};
   const int chunks = 4;
-  for (const Case& c : cases) {
-    std::vector<int64_t> counts = fc_counts(c.t, c.e, c.segs, c.pattern);
-    fc_tensor gs(TPRT_DTYPE_I64, {c.segs * c.e});
-    FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
-    char shape[96];
-    snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld E=%lld S=%lld %s", (long long)c.t, (long long)c.n,
-             (long long)c.k, (long long)c.e, (long long)c.segs, names[c.pattern]);
+  for (const fc_grouped_case& c : cases) {
+    std::vector<int64_t> counts = c.counts();
+    fc_tensor gs(counts);
+    const std::string label = c.label();
+    const char* shape = label.c_str();
     fc_tensor x(TPRT_DTYPE_BF16, {c.t, c.k}), w(TPRT_DTYPE_BF16, {c.e, c.n, c.k}), dy(TPRT_DTYPE_BF16, {c.t, c.n});
     x.fill(), w.fill(), dy.fill();
     const int64_t cap = c.t / c.segs;
@@ -394,14 +372,7 @@ void fc_check_grouped_invariant(cudaStream_t s) {
           FC_CUDA(cudaDeviceSynchronize());
           parts.push_back(p.host());
         }
-        int64_t bad = 0;
-        if (!st) {
-          std::vector<float> sum = fc_tree(parts);
-          for (size_t i = 0; i < sum.size(); ++i) bad += (float)tp1[i] != sum[i] && !(isnan(sum[i]) && isnan(tp1[i]));
-        }
-        char what[64];
-        snprintf(what, sizeof what, "row-parallel TP=%d partials + tree", r);
-        fc_bitwise_row("grouped_linear inv", what, bad, st);
+        fc_tree_row("grouped_linear inv", "row-parallel TP", tp1, parts, st);
         st = nullptr;
       }
       tprt_status_free(st);
@@ -411,8 +382,7 @@ void fc_check_grouped_invariant(cudaStream_t s) {
   {
     const int64_t t = 512, h = 256, f = 512, e = 8;
     std::vector<int64_t> counts = fc_counts(t, e, 1, 1);
-    fc_tensor gs(TPRT_DTYPE_I64, {e});
-    FC_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    fc_tensor gs(counts);
     fc_tensor x(TPRT_DTYPE_BF16, {t, h}), w1(TPRT_DTYPE_BF16, {e, 2 * f, h}), w2(TPRT_DTYPE_BF16, {e, h, f});
     x.fill(), w1.fill(), w2.fill();
     fc_tensor y(TPRT_DTYPE_BF16, {t, h}), ref(TPRT_DTYPE_BF16, {t, h});

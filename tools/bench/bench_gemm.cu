@@ -352,6 +352,16 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
   }
 }
 
+// Parses |n| positive sizes from |args| into |out|.
+static bool bg_sizes(char** args, int n, long long* out) {
+  for (int i = 0; i < n; ++i) {
+    char* end = nullptr;
+    out[i] = strtoll(args[i], &end, 10);
+    if (end == args[i] || *end || out[i] < 1) return false;
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
   bool exact_only = argc > 1 && strcmp(argv[1], "exact") == 0;
@@ -361,25 +371,23 @@ int main(int argc, char** argv) {
   tprt_cuda_lt_t lt;
   bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
   if (argc > 1 && strcmp(argv[1], "dense") == 0) {
-    long long m = 0, n = 0, k = 0;
-    if (argc != 5 || sscanf(argv[2], "%lld", &m) != 1 || sscanf(argv[3], "%lld", &n) != 1 ||
-        sscanf(argv[4], "%lld", &k) != 1 || m < 1 || n < 1 || k < 1) {
+    long long v[3];
+    if (argc != 5 || !bg_sizes(argv + 2, 3, v)) {
       fprintf(stderr, "usage: tprt-bench-gemm dense M N K (positive sizes)\n");
       return 2;
     }
-    bg_dense(&lt, s, m, n, k, false);
+    bg_dense(&lt, s, v[0], v[1], v[2], false);
     tprt_cuda_lt_destroy(&lt);
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "grouped") == 0) {
-    long long e = 0, t = 0, n = 0, k = 0;
-    if (argc != 7 || sscanf(argv[2], "%lld", &e) != 1 || sscanf(argv[3], "%lld", &t) != 1 ||
-        sscanf(argv[4], "%lld", &n) != 1 || sscanf(argv[5], "%lld", &k) != 1 || e < 1 || t < 1 || n < 1 || k < 1 ||
+    long long v[4];
+    if (argc != 7 || !bg_sizes(argv + 2, 4, v) ||
         (strcmp(argv[6], "uniform") != 0 && strcmp(argv[6], "skewed") != 0)) {
       fprintf(stderr, "usage: tprt-bench-gemm grouped E T N K uniform|skewed (positive sizes)\n");
       return 2;
     }
-    bg_grouped(s, e, t, n, k, strcmp(argv[6], "skewed") == 0);
+    bg_grouped(s, v[0], v[1], v[2], v[3], strcmp(argv[6], "skewed") == 0);
     tprt_cuda_lt_destroy(&lt);
     return 0;
   }
