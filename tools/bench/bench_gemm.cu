@@ -18,10 +18,12 @@
 // Method: CUDA events around each launch on one stream, median of |reps| after 3 warm-ups;
 // operands are random bf16 in [-1, 1) (never zeros), several input sets rotated when they are
 // small enough to sit in L2.
-// Usage: tprt-bench-gemm [quick | exact | dense M N K | grouped E T N K uniform|skewed]   (quick: a
-// few shapes, for a smoke run; exact: only the exact lines; dense, grouped: the fast and invariant
-// lines of one shape, for profiling a kernel); TPRT_BENCH_CHUNKS=C sets the chunk count of the invariant and exact kernels
-// (default 8).
+// Usage: tprt-bench-gemm [quick | list [quick] | exact | dense M N K [with-exact] |
+//                         grouped E T N K uniform|skewed | mlp E T H F uniform|skewed]
+// No argument: every case (bg_cases) in turn; quick: a few, for a smoke run; list: the cases, one
+// per line, each as the arguments that run it alone (exact: the exact kernels' lines; dense,
+// grouped, mlp: the lines of one shape, also for profiling a kernel). TPRT_BENCH_CHUNKS=C sets the
+// chunk count of the invariant and exact kernels (default 8).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tprt_cuda_kernels.h"
@@ -353,7 +356,7 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
 }
 
 // Parses |n| positive sizes from |args| into |out|.
-static bool bg_sizes(char** args, int n, long long* out) {
+static bool bg_sizes(char* const* args, int n, long long* out) {
   for (int i = 0; i < n; ++i) {
     char* end = nullptr;
     out[i] = strtoll(args[i], &end, 10);
@@ -362,60 +365,110 @@ static bool bg_sizes(char** args, int n, long long* out) {
   return true;
 }
 
+// The benchmark's cases, each as the arguments that run it alone (`tprt-bench-gemm list` prints
+// them; tools/bench/gemm.py runs them one at a time and times each one's peer right after it, so
+// that both see the same clocks).
+static std::vector<std::string> bg_cases(bool quick) {
+  std::vector<std::string> c;
+  auto add = [&](const char* fmt, auto... v) {
+    char line[160];
+    snprintf(line, sizeof line, fmt, v...);
+    c.push_back(line);
+  };
+  // The exact kernels at 4096^3, bf16 and f32 operands (the exact-mode target: half the f32
+  // CUDA-core peak), and grouped over 8 experts.
+  add("exact");
+  // Square shapes (4096^3 with the exact kernels too), then the MLP GEMMs of Llama-3-8B (h 4096,
+  // ffn 14336: FC1 N = 2 x 14336) and Llama-3-70B (h 8192, ffn 28672) at M = 1 .. 16384 tokens.
+  add("dense 4096 4096 4096 with-exact");
+  if (!quick) add("dense 8192 8192 8192");
+  const long long ms[] = {1, 16, 128, 4096, 16384};
+  const long long mlp[][2] = {{28672, 4096}, {4096, 14336}, {57344, 8192}, {8192, 28672}};
+  for (const auto& nk : mlp)
+    for (long long m : ms)
+      if (!quick || m == 128) add("dense %lld %lld %lld", m, nk[0], nk[1]);
+  // Grouped: 8 experts x 4096 tokens and 64 experts x 512 tokens, 4096 x 4096 each; and a
+  // Mixtral-like FFN (h 4096, ffn 14336; FC1 2 x 14336) on 8 experts.
+  for (const char* dist : {"uniform", "skewed"}) {
+    add("grouped 8 32768 4096 4096 %s", dist);
+    if (!quick) add("grouped 64 32768 4096 4096 %s", dist);
+    if (!quick) add("grouped 8 16384 28672 4096 %s", dist);
+    add("mlp 8 %d 4096 %d %s", quick ? 4096 : 16384, quick ? 4096 : 14336, dist);
+  }
+  return c;
+}
+
+static const char* kBgUsage =
+    "usage: tprt-bench-gemm [quick | list [quick] | exact | dense M N K [with-exact] |\n"
+    "                        grouped E T N K uniform|skewed | mlp E T H F uniform|skewed]   (positive sizes)\n";
+
+// Runs the case of |args| (bg_cases' form), or with |lt| NULL only checks it; false on a
+// malformed case.
+static bool bg_run_case(const std::vector<char*>& args, tprt_cuda_lt_t* lt, cudaStream_t s) {
+  const size_t n = args.size();
+  long long v[4];
+  if (n == 1 && strcmp(args[0], "exact") == 0) {
+    if (!lt) return true;
+    for (int dtype : {TPRT_DTYPE_BF16, TPRT_DTYPE_F32}) bg_exact_dense(s, dtype, 4096, 4096, 4096);
+    bg_exact_grouped(s, TPRT_DTYPE_BF16, 8, 8192, 4096, 4096);
+    return true;
+  }
+  if ((n == 4 || n == 5) && strcmp(args[0], "dense") == 0 && bg_sizes(args.data() + 1, 3, v) &&
+      (n == 4 || strcmp(args[4], "with-exact") == 0)) {
+    if (lt) bg_dense(lt, s, v[0], v[1], v[2], n == 5);
+    return true;
+  }
+  const bool grouped = n == 6 && strcmp(args[0], "grouped") == 0, mlp = n == 6 && strcmp(args[0], "mlp") == 0;
+  if ((grouped || mlp) && bg_sizes(args.data() + 1, 4, v) &&
+      (strcmp(args[5], "uniform") == 0 || strcmp(args[5], "skewed") == 0)) {
+    const bool skewed = strcmp(args[5], "skewed") == 0;
+    if (!lt) return true;
+    if (grouped) bg_grouped(s, v[0], v[1], v[2], v[3], skewed);
+    if (mlp) bg_mlp(s, v[0], v[1], v[2], v[3], skewed);
+    return true;
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-  bool exact_only = argc > 1 && strcmp(argv[1], "exact") == 0;
   if (getenv("TPRT_BENCH_CHUNKS")) bg_chunks = atoi(getenv("TPRT_BENCH_CHUNKS"));
+  const bool list = argc > 1 && strcmp(argv[1], "list") == 0;
+  const bool quick = argc > 1 + list && strcmp(argv[1 + list], "quick") == 0;
+  const bool all = argc == 1 || (argc == 2 && quick);  // every case, in this process
+  if (list) {
+    if (argc != 2 + quick) {
+      fputs(kBgUsage, stderr);
+      return 2;
+    }
+    for (const std::string& c : bg_cases(quick)) puts(c.c_str());
+    return 0;
+  }
+  const std::vector<char*> one(argv + 1, argv + argc);
+  if (!all && !bg_run_case(one, nullptr, nullptr)) {
+    fputs(kBgUsage, stderr);
+    return 2;
+  }
   cudaStream_t s;
   BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   tprt_cuda_lt_t lt;
   bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
-  if (argc > 1 && strcmp(argv[1], "dense") == 0) {
-    long long v[3];
-    if (argc != 5 || !bg_sizes(argv + 2, 3, v)) {
-      fprintf(stderr, "usage: tprt-bench-gemm dense M N K (positive sizes)\n");
-      return 2;
+  bool ok = true;
+  if (all) {
+    for (const std::string& c : bg_cases(quick)) {
+      std::vector<std::string> words;
+      for (size_t at = 0; at < c.size();) {
+        size_t end = c.find(' ', at);
+        if (end == std::string::npos) end = c.size();
+        words.push_back(c.substr(at, end - at));
+        at = end + 1;
+      }
+      std::vector<char*> args;
+      for (std::string& w : words) args.push_back(&w[0]);
+      ok = ok && bg_run_case(args, &lt, s);
     }
-    bg_dense(&lt, s, v[0], v[1], v[2], false);
-    tprt_cuda_lt_destroy(&lt);
-    return 0;
-  }
-  if (argc > 1 && strcmp(argv[1], "grouped") == 0) {
-    long long v[4];
-    if (argc != 7 || !bg_sizes(argv + 2, 4, v) ||
-        (strcmp(argv[6], "uniform") != 0 && strcmp(argv[6], "skewed") != 0)) {
-      fprintf(stderr, "usage: tprt-bench-gemm grouped E T N K uniform|skewed (positive sizes)\n");
-      return 2;
-    }
-    bg_grouped(s, v[0], v[1], v[2], v[3], strcmp(argv[6], "skewed") == 0);
-    tprt_cuda_lt_destroy(&lt);
-    return 0;
-  }
-  // The exact kernels at 4096^3, bf16 and f32 operands (the exact-mode target: half the f32
-  // CUDA-core peak), and grouped over 8 experts.
-  for (int dtype : {TPRT_DTYPE_BF16, TPRT_DTYPE_F32}) bg_exact_dense(s, dtype, 4096, 4096, 4096);
-  bg_exact_grouped(s, TPRT_DTYPE_BF16, 8, 8192, 4096, 4096);
-  if (exact_only) {
-    tprt_cuda_lt_destroy(&lt);
-    return 0;
-  }
-  // Square shapes, then the MLP GEMMs of Llama-3-8B (h 4096, ffn 14336: FC1 N = 2 x 14336) and
-  // Llama-3-70B (h 8192, ffn 28672) at M = 1 .. 16384 tokens.
-  bg_dense(&lt, s, 4096, 4096, 4096, true);
-  if (!quick) bg_dense(&lt, s, 8192, 8192, 8192, false);
-  const int64_t ms[] = {1, 16, 128, 4096, 16384};
-  const int64_t mlp[][2] = {{28672, 4096}, {4096, 14336}, {57344, 8192}, {8192, 28672}};
-  for (const auto& nk : mlp)
-    for (int64_t m : ms)
-      if (!quick || m == 128) bg_dense(&lt, s, m, nk[0], nk[1], false);
-  // Grouped: 8 experts x 4096 tokens and 64 experts x 512 tokens, 4096 x 4096 each; and a
-  // Mixtral-like FFN (h 4096, ffn 14336; FC1 2 x 14336) on 8 experts.
-  for (int skewed = 0; skewed < 2; ++skewed) {
-    bg_grouped(s, 8, 32768, 4096, 4096, skewed);
-    if (!quick) bg_grouped(s, 64, 32768, 4096, 4096, skewed);
-    if (!quick) bg_grouped(s, 8, 16384, 28672, 4096, skewed);
-    bg_mlp(s, 8, quick ? 4096 : 16384, 4096, quick ? 4096 : 14336, skewed);
+  } else {
+    ok = bg_run_case(one, &lt, s);
   }
   tprt_cuda_lt_destroy(&lt);
-  return 0;
+  return ok ? 0 : 2;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """GEMM benchmark of tpc's contraction kernels against PyTorch, measured in the same run.
 
-Runs tprt-bench-gemm (tools/bench/bench_gemm.cu) and times the peer of every line it prints with
-the same method (CUDA events, median after 3 warm-ups, random bf16 operands):
+Runs tprt-bench-gemm (tools/bench/bench_gemm.cu) one case at a time (`tprt-bench-gemm list`) and
+times the peer of every line a case prints right after that case, with the same method (CUDA
+events, median after 3 warm-ups, random bf16 operands), so that tpc and the peer run at the same
+point of the run (clocks fall as the GPU warms over minutes of GEMMs):
   dense   torch.matmul (cuBLAS): fwd x @ w.T, dgrad dy @ w, wgrad dy.T @ x
   grouped torch._grouped_mm with offsets: fwd x @ w[e].T, dgrad dy @ w[e], wgrad dy.T @ x per expert
   mlp     torch._grouped_mm, SwiGLU (F.silu(g) * u), torch._grouped_mm
@@ -104,11 +106,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
-    cmd = [args.bin] + (["quick"] if args.quick else [])
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-    rows = []
-    exact_lines = [line for line in out.splitlines() if line.startswith("exact ")]
-    glu_lines = [line for line in out.splitlines() if line.startswith("glu-epilogue ")]
+    cases = subprocess.run([args.bin, "list"] + (["quick"] if args.quick else []), check=True,
+                           stdout=subprocess.PIPE, text=True).stdout.splitlines()
+    rows, exact_lines, glu_lines = [], [], []
     cache = {}
 
     def peer(key, fn):  # one peer measurement per shape and pass, whatever tpc's modes
@@ -116,25 +116,32 @@ def main():
             cache[key] = fn()
         return cache[key]
 
-    for line in out.splitlines():
-        f = line.split()
-        if not f:
-            continue
-        if f[0] == "dense":
-            p, mode, m, n, k, ms = f[1], f[2], int(f[3]), int(f[4]), int(f[5]), float(f[6])
-            flops = 2.0 * m * n * k
-            rows.append(dict(kind="dense", pass_=p, mode=mode, shape=f"M={m} N={n} K={k}", flops=flops, ms=ms,
-                             peer="torch.matmul", peer_ms=peer(("d", p, m, n, k), lambda: dense_peer(p, m, n, k))))
-        elif f[0] == "grouped":
-            p, mode, e, t, n, k, dist, ms = f[1], f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7], float(f[8])
-            rows.append(dict(kind="grouped", pass_=p, mode=mode, shape=f"E={e} T={t} N={n} K={k} {dist}",
-                             flops=2.0 * t * n * k, ms=ms, peer="torch._grouped_mm",
-                             peer_ms=peer(("g", p, e, t, n, k, dist), lambda: grouped_peer(p, e, t, n, k, dist))))
-        elif f[0] == "mlp":
-            mode, e, t, h, ff, dist, ms = f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], float(f[7])
-            rows.append(dict(kind="mlp", pass_="fwd", mode=mode, shape=f"E={e} T={t} H={h} F={ff} {dist}",
-                             flops=6.0 * t * h * ff, ms=ms, peer="_grouped_mm+silu*u+_grouped_mm",
-                             peer_ms=peer(("m", e, t, h, ff, dist), lambda: mlp_peer(e, t, h, ff, dist))))
+    for case in cases:
+        out = subprocess.run([args.bin] + case.split(), check=True, stdout=subprocess.PIPE, text=True).stdout
+        print(f"case {case}: done", file=sys.stderr, flush=True)
+        for line in out.splitlines():
+            f = line.split()
+            if not f:
+                continue
+            if f[0] == "exact":
+                exact_lines.append(line)
+            elif f[0] == "glu-epilogue":
+                glu_lines.append(line)
+            elif f[0] == "dense":
+                p, mode, m, n, k, ms = f[1], f[2], int(f[3]), int(f[4]), int(f[5]), float(f[6])
+                rows.append(dict(kind="dense", pass_=p, mode=mode, shape=f"M={m} N={n} K={k}", flops=2.0 * m * n * k,
+                                 ms=ms, peer="torch.matmul",
+                                 peer_ms=peer(("d", p, m, n, k), lambda: dense_peer(p, m, n, k))))
+            elif f[0] == "grouped":
+                p, mode, e, t, n, k, dist, ms = f[1], f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7], float(f[8])
+                rows.append(dict(kind="grouped", pass_=p, mode=mode, shape=f"E={e} T={t} N={n} K={k} {dist}",
+                                 flops=2.0 * t * n * k, ms=ms, peer="torch._grouped_mm",
+                                 peer_ms=peer(("g", p, e, t, n, k, dist), lambda: grouped_peer(p, e, t, n, k, dist))))
+            elif f[0] == "mlp":
+                mode, e, t, h, ff, dist, ms = f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], float(f[7])
+                rows.append(dict(kind="mlp", pass_="fwd", mode=mode, shape=f"E={e} T={t} H={h} F={ff} {dist}",
+                                 flops=6.0 * t * h * ff, ms=ms, peer="_grouped_mm+silu*u+_grouped_mm",
+                                 peer_ms=peer(("m", e, t, h, ff, dist), lambda: mlp_peer(e, t, h, ff, dist))))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, rows=rows), fh, indent=1)
