@@ -156,32 +156,46 @@ static void tprt__shard_plan_push(tprt__shard_plan_t* plan, int64_t size, int64_
   ++plan->n;
 }
 
-// Builds the plan of a valid |shard| for world rank |rank_index|.
-static void tprt__shard_plan(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index,
-                             tprt__shard_plan_t* plan) {
-  memset(plan, 0, sizeof *plan);
-  plan->total = 1;
-  // Coordinates from the row-major rank index, last axis fastest.
+// The composite coordinate and the shard count of dim |d| of a valid |shard| for world rank
+// |rank_index| (coordinates from the row-major rank index, last axis fastest).
+static void tprt__shard_coord(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index, int d, int64_t* c,
+                              int64_t* s) {
   int coord[TPRT_MAX_MESH_AXES] = {0};
   for (int a = tprt_world_num_axes(world) - 1, rest = rank_index; a >= 0; --a) {
     int size = tprt_world_axis_size(world, a);
     coord[a] = rest % size;
     rest /= size;
   }
+  *c = 0, *s = 1;
+  for (int k = 0; k < shard->num_axes[d]; ++k) {
+    int64_t size = tprt_world_axis_size(world, shard->axes[d][k]);
+    *c = *c * size + coord[shard->axes[d][k]];
+    *s *= size;
+  }
+}
+
+void tprt_shard_dim_piece(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index, int d, int64_t* first,
+                          int64_t* piece) {
+  int64_t c, s;
+  tprt__shard_coord(shard, world, rank_index, d, &c, &s);
+  *piece = shard->logical[d] / (shard->blocks[d] * s);
+  *first = c * *piece;
+}
+
+// Builds the plan of a valid |shard| for world rank |rank_index|.
+static void tprt__shard_plan(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index,
+                             tprt__shard_plan_t* plan) {
+  memset(plan, 0, sizeof *plan);
+  plan->total = 1;
   int64_t pitch[TPRT_MAX_RANK], p = 1;
   for (int d = shard->rank - 1; d >= 0; --d) {
     pitch[d] = p;
     p *= shard->logical[d];
   }
   for (int d = 0; d < shard->rank; ++d) {
-    int64_t c = 0, s = 1;
-    for (int k = 0; k < shard->num_axes[d]; ++k) {
-      int64_t size = tprt_world_axis_size(world, shard->axes[d][k]);
-      c = c * size + coord[shard->axes[d][k]];
-      s *= size;
-    }
-    int64_t blocks = shard->blocks[d], piece = shard->logical[d] / (blocks * s);
-    plan->base += c * piece * pitch[d];
+    int64_t first, piece, blocks = shard->blocks[d];
+    tprt_shard_dim_piece(shard, world, rank_index, d, &first, &piece);
+    plan->base += first * pitch[d];
     plan->total *= blocks * piece;
     tprt__shard_plan_push(plan, blocks, shard->logical[d] / blocks * pitch[d]);
     tprt__shard_plan_push(plan, piece, pitch[d]);

@@ -69,6 +69,12 @@ tprt_status_t tprt_shard_extract(const tprt_shard_t* shard, const tprt_world_t* 
 tprt_status_t tprt_shard_insert(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index,
                                 const tprt_tensor_t* local, tprt_tensor_t* logical) TPRT_MUST_USE_RESULT;
 
+/// Rank |rank_index|'s piece of dim |d| of a valid |shard| (tprt_shard_local_dims succeeded):
+/// local index j * |*piece| + i (block j, 0 <= i < |*piece|) is logical index
+/// j * logical[d] / blocks[d] + |*first| + i. A replicated dim gives first 0, piece logical[d].
+void tprt_shard_dim_piece(const tprt_shard_t* shard, const tprt_world_t* world, int rank_index, int d, int64_t* first,
+                          int64_t* piece);
+
 /// Builds and validates a shard from axis names, as tools read them from a module description:
 /// |axis_names[d]| is a comma-separated list of |world|'s axis names, major first ("dp,tp";
 /// spaces around names are ignored; "" or NULL for a replicated dim). |axis_names| may be NULL

@@ -34,6 +34,8 @@
 #include "tprt_shard.h"
 #include "tprt_world.h"
 #include "tpc_run_args.h"
+#include "tpc_run_load.h"
+#include "tprt_checkpoint.h"
 
 typedef struct {
   void** args;     // the function's num_args host buffers
@@ -166,19 +168,19 @@ static uint64_t tpc__fnv1a(const void* data, size_t n) {
 // rank derives the same values for the same logical tensor.
 static uint64_t tpc__stream_of(const char* name) { return tpc__fnv1a(name, strlen(name)); }
 
-// Fills argument |t| named |name| from the input files or Philox.
-static tprt_status_t tpc__init_arg(const tpc_run_options_t* o, tprt_safetensors_t* inputs, tprt_safetensors_t* weights,
-                                   const char* name, tprt_tensor_t* t) {
-  tprt_safetensors_t* files[2] = {inputs, weights};
-  for (int f = 0; f < 2; ++f)
-    if (files[f] && tprt_safetensors_find(files[f], name) >= 0) return tprt_safetensors_read(files[f], name, t);
+// Fills argument |t| named |name|, found in no checkpoint, from Philox.
+static tprt_status_t tpc__init_arg(const tpc_run_options_t* o, const tpc_sources_t* src, const char* name,
+                                   tprt_tensor_t* t) {
   // With a checkpoint, a missing tensor is an error (a silently random weight would be lost
   // work); --seed states that the remaining arguments may be drawn at random.
-  if ((inputs || weights) && !o->seed_given)
+  if ((src->inputs || src->weights) && !o->seed_given)
     return tprt_make_status(TPRT_STATUS_NOT_FOUND,
-                            "argument '%s' is in neither %s%s%s; add it, or pass --seed to initialise missing arguments",
-                            name, inputs ? tprt_safetensors_path(inputs) : "", inputs && weights ? " nor " : "",
-                            weights ? tprt_safetensors_path(weights) : "");
+                            "argument '%s' is %s %s%s%s%s; add it, or pass --seed to initialise missing arguments", name,
+                            src->inputs && src->weights ? "in neither" : "not in",
+                            src->inputs ? tprt_checkpoint_path(src->inputs) : "",
+                            src->inputs && src->weights ? " nor " : "",
+                            src->weights ? tprt_checkpoint_path(src->weights) : "",
+                            src->rules ? " (and no --weight-names rule matches it)" : "");
   if (t->dtype == TPRT_DTYPE_I32 || t->dtype == TPRT_DTYPE_I64)
     return tprt_make_status(TPRT_STATUS_NOT_FOUND,
                             "argument '%s' (%s) has no random initialisation; give it in --inputs or --weights", name,
@@ -194,6 +196,15 @@ static tprt_status_t tpc__init_arg(const tpc_run_options_t* o, tprt_safetensors_
   int64_t dims[2] = {rows, cols};
   view = tprt_tensor_make(t->data, t->dtype, 2, dims);
   return tprt_cpu_fill_philox(&view, o->seed, tpc__stream_of(name), lo, hi, 0, 0, cols);
+}
+
+// Writes |n| tensors to |path|: one safetensors file, or an index and its files (a .json name).
+static tprt_status_t tpc__write(const tpc_run_options_t* o, const char* path, int n, const char** names,
+                                const tprt_tensor_t* tensors) {
+  size_t len = strlen(path);
+  if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+    return tprt_checkpoint_write(path, n, names, tensors, o->max_file_size);
+  return tprt_safetensors_write(path, n, names, tensors, NULL);
 }
 
 static double tpc__now(void) {
@@ -390,7 +401,7 @@ int main(int argc, char** argv) {
   tprt_module_t* module = NULL;
   tprt_world_t* world = NULL;
   tprt_procs_t* procs = NULL;
-  tprt_safetensors_t *inputs = NULL, *weights = NULL;
+  tpc_sources_t sources = {0};
   int rc = 1;
   tprt_tensor_t* outs = NULL;  // the results as logical tensors, and their names
   const char** names = NULL;
@@ -444,8 +455,7 @@ int main(int argc, char** argv) {
                               run->fn->num_args, run->fn->num_results);
     goto fail;
   }
-  if (opts.inputs && (status = tprt_safetensors_open(opts.inputs, alloc, &inputs))) goto fail;
-  if (opts.weights && (status = tprt_safetensors_open(opts.weights, alloc, &weights))) goto fail;
+  if ((status = tpc_sources_open(&opts, alloc, &sources))) goto fail;
   for (int r = 0; r < nranks; ++r) {
     if (procs && r != self) continue;  // the other processes hold the other ranks
     tpc_rank_state_t* st = &run->ranks[r];
@@ -463,27 +473,48 @@ int main(int argc, char** argv) {
       if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&run->fn->results[j].layout), 64, &st->results[j])))
         goto fail;
   }
-  // Every argument is made once as a logical tensor (from the files or Philox), then each rank
-  // receives its shard, so one checkpoint and one seed serve every mesh.
+  // Every argument comes from the checkpoints or Philox, the same logical tensor for every mesh.
+  // From a checkpoint each rank reads only its piece; otherwise the logical tensor is made once
+  // and each rank receives its shard (and --dump-args writes the logical tensors).
   for (int a = 0; a < run->fn->num_args && !opts.count_only; ++a) {
     const tprt_module_tensor_t* mt = &run->fn->args[a];
     tprt_tensor_t logical;
     tprt_shard_t shard;
+    tpc_arg_src_t src;
     if ((status = tpc__logical(mt, world, &logical, &shard))) goto fail;
-    if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&logical), 64, &run->logical_args[a]))) goto fail;
-    logical.data = run->logical_args[a];
-    if ((status = tpc__init_arg(&opts, inputs, weights, mt->name, &logical))) goto fail;
-    for (int r = 0; r < nranks; ++r) {
+    if ((status = tpc_arg_src_find(&sources, mt->name, &logical, &src))) goto fail;
+    const bool direct = src.count > 0 && !opts.dump_args && (!mt->sharded || tpc_arg_src_can_slice(&shard, logical.dtype));
+    if (!direct) {
+      status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&logical), 64, &run->logical_args[a]);
+      logical.data = run->logical_args[a];
+      if (!status)
+        status = src.count ? tpc_arg_src_read(&sources, &src, &logical) : tpc__init_arg(&opts, &sources, mt->name, &logical);
+    }
+    int first_rank = -1;  // the first rank of this process that holds a replicated argument
+    for (int r = 0; r < nranks && !status; ++r) {
       if (procs && r != self) continue;
       tprt_tensor_t local = mt->layout;
-      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&local), 64, &run->ranks[r].args[a]))) goto fail;
+      if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&local), 64, &run->ranks[r].args[a]))) break;
       local.data = run->ranks[r].args[a];
-      if (mt->sharded)
+      if (!direct && mt->sharded)
         status = tprt_shard_extract(&shard, world, r, &logical, &local);
+      else if (!direct || first_rank >= 0)
+        memcpy(local.data, direct ? run->ranks[first_rank].args[a] : logical.data, tprt_tensor_bytes(&local));
+      else if (mt->sharded)
+        status = tpc_arg_src_read_local(&sources, &src, &shard, world, r, &local);
       else
-        memcpy(local.data, logical.data, tprt_tensor_bytes(&local));
-      if (status) goto fail;
+        status = tpc_arg_src_read(&sources, &src, &local);
+      if (direct && !mt->sharded && first_rank < 0) first_rank = r;
     }
+    tpc_arg_src_free(&src);
+    if (status) goto fail;
+  }
+  if (opts.stats && sources.bytes_read && self == 0) {
+    int files = (sources.inputs ? tprt_checkpoint_num_files(sources.inputs) : 0) +
+                (sources.weights ? tprt_checkpoint_num_files(sources.weights) : 0);
+    fprintf(stderr, "tpc-run: read %.3f MiB of arguments from %d checkpoint file%s in %.3f s (%.2f GB/s)\n",
+            (double)sources.bytes_read / (1u << 20), files, files == 1 ? "" : "s", sources.seconds,
+            sources.seconds > 0 ? (double)sources.bytes_read / sources.seconds / 1e9 : 0.0);
   }
   if (opts.dump_args && self == 0) {
     tprt_tensor_t* args = calloc((size_t)run->fn->num_args + 1, sizeof *args);
@@ -495,7 +526,7 @@ int main(int argc, char** argv) {
       args[a].data = run->logical_args[a];
       arg_names[a] = run->fn->args[a].name;
     }
-    if (!status) status = tprt_safetensors_write(opts.dump_args, run->fn->num_args, arg_names, args, NULL);
+    if (!status) status = tpc__write(&opts, opts.dump_args, run->fn->num_args, arg_names, args);
     free(args);
     free(arg_names);
     if (status) goto fail;
@@ -550,8 +581,7 @@ int main(int argc, char** argv) {
     }
   }
   if (opts.stats) tpc__print_stats(run, procs ? 1 : nranks);
-  if (opts.outputs && (status = tprt_safetensors_write(opts.outputs, run->fn->num_results, names, outs, NULL)))
-    goto fail;
+  if (opts.outputs && (status = tpc__write(&opts, opts.outputs, run->fn->num_results, names, outs))) goto fail;
   double* s = run->ranks[0].step_seconds;
   qsort(s, (size_t)opts.repeat, sizeof *s, tpc__cmp_double);
   double sum = 0;
@@ -588,8 +618,7 @@ done:
     tprt_allocator_free(alloc, st->arena);
     free(st->step_seconds);
   }
-  tprt_safetensors_close(inputs);
-  tprt_safetensors_close(weights);
+  tpc_sources_close(&sources);
   tprt_world_destroy(world);
   tprt_procs_destroy(procs);
   tprt_module_unload(module, alloc);

@@ -21,12 +21,19 @@ static void tpc__usage(FILE* out) {
           "                          f32 partials summed in the canonical tree) or gather (TransformerEngine's way)\n"
           "  --sequence-parallel     Compile with sequence_parallel = true on every column/row-parallel linear\n"
           "  --function F            Function to run (default: the first)\n"
-          "  --weights FILE          safetensors file with arguments by name\n"
-          "  --inputs FILE           safetensors file with arguments by name (checked before --weights)\n"
+          "  --weights FILE          Checkpoint with arguments by name: a safetensors file, or a Hugging Face\n"
+          "                          index (model.safetensors.index.json) of several; each rank reads only\n"
+          "                          its shard's bytes\n"
+          "  --weight-names RULES    Rules naming the --weights tensors of each argument, one per line:\n"
+          "                          'w1_{i} = model.layers.{i}.mlp.gate_proj.weight + model.layers.{i}.mlp.up_proj.weight'\n"
+          "                          ('+' concatenates along the first dimension; docs/io.md)\n"
+          "  --inputs FILE           Checkpoint with arguments by name (checked before --weights)\n"
           "  --seed S                Seed of the Philox initialisation of arguments found in no file (default 0;\n"
           "                          with --weights/--inputs, missing arguments are an error unless --seed is given)\n"
           "  --outputs FILE          Write rank 0's results to this safetensors file\n"
           "  --dump-args FILE        Write rank 0's arguments (as initialised) to this safetensors file\n"
+          "                          (--outputs and --dump-args: a name ending in .json writes an index and files of\n"
+          "                          at most --max-file-size bytes, default 5000000000, as Hugging Face does)\n"
           "  --hash                  Print one line per result: name, shape, dtype, FNV-1a-64 of the bytes\n"
           "  --stats                 Print per rank and step: GEMM FLOPs, and per collective family the calls\n"
           "                          and bytes sent/received (ring/direct schedule model, docs/runtime.md)\n"
@@ -64,6 +71,7 @@ static int tpc__parse_u64(const char* s, uint64_t* out) {
 
 int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
   o->repeat = 1;
+  o->max_file_size = 5000000000ull;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -116,6 +124,13 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       o->function = v;
     } else if (!strcmp(a, "--weights")) {
       o->weights = v;
+    } else if (!strcmp(a, "--weight-names")) {
+      o->weight_names = v;
+    } else if (!strcmp(a, "--max-file-size")) {
+      if (!tpc__parse_u64(v, &o->max_file_size) || o->max_file_size < 1) {
+        fprintf(stderr, "tpc-run: error: --max-file-size must be a positive number of bytes; got '%s'\n", v);
+        return -1;
+      }
     } else if (!strcmp(a, "--inputs")) {
       o->inputs = v;
     } else if (!strcmp(a, "--outputs")) {

@@ -12,6 +12,8 @@ typedef struct {
   const char* module_path;
   const char* function;
   const char* weights;
+  const char* weight_names;  // --weight-names: rules mapping argument names to --weights tensors
+  uint64_t max_file_size;    // --max-file-size: data bytes per file of an index checkpoint written
   const char* inputs;
   const char* outputs;
   const char* dump_args;
