@@ -58,6 +58,7 @@ typedef struct {
   tpc_plan_buffer_t* buffers;
   int num_buffers;
   int64_t arena_bytes;
+  int64_t arena_live_peak;  // the plan's lower bound (tpc_memory_plan_peak)
 } tpc__lowering_t;
 
 //===----------------------------------------------------------------------===//
@@ -223,6 +224,7 @@ static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOp
       owner[n] = L->values[v].index;
       plan[n++] = L->buffers[L->values[v].index];
     }
+  L->arena_live_peak = plan && owner ? tpc_memory_plan_peak(plan, n, TPRT_ABI_ARENA_ALIGNMENT) : -1;
   L->arena_bytes = plan && owner ? tpc_memory_plan(plan, n, TPRT_ABI_ARENA_ALIGNMENT) : -1;
   for (int i = 0; i < n && L->arena_bytes >= 0; ++i) L->buffers[owner[i]].offset = plan[i].offset;
   free(plan);
@@ -531,6 +533,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   snprintf(name, sizeof name, TPRT_ABI_ENTRY_PREFIX "%.*s", (int)fname.length, fname.data);
   cJSON_AddStringToObject(f, "entry", name);
   cJSON_AddNumberToObject(f, "arena_bytes", (double)L->arena_bytes);
+  cJSON_AddNumberToObject(f, "arena_live_peak_bytes", (double)L->arena_live_peak);
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
     tpc__slot_name(L->func, false, i, name, sizeof name);

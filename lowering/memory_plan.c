@@ -72,3 +72,38 @@ int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment
   free(live);
   return arena;
 }
+
+typedef struct {
+  int at;         // op index where the change applies
+  int64_t delta;  // + extent at the definition, - extent after the last use
+} tpc__plan_event_t;
+
+static int tpc__by_at(const void* a, const void* b) {
+  const tpc__plan_event_t *x = a, *y = b;
+  if (x->at != y->at) return x->at < y->at ? -1 : 1;
+  return (x->delta > y->delta) - (x->delta < y->delta);  // frees before definitions at one op
+}
+
+int64_t tpc_memory_plan_peak(const tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
+  if (count < 0 || alignment < 1) return -1;
+  if (count == 0) return 0;
+  tpc__plan_event_t* ev = malloc(sizeof *ev * 2 * (size_t)count);
+  if (!ev) return -1;
+  for (int i = 0; i < count; ++i) {
+    if (buffers[i].bytes < 0) {
+      free(ev);
+      return -1;
+    }
+    int64_t e = tpc__extent(&buffers[i], alignment);
+    ev[2 * i] = (tpc__plan_event_t){buffers[i].def, e};
+    ev[2 * i + 1] = (tpc__plan_event_t){buffers[i].last_use + 1, -e};
+  }
+  qsort(ev, 2 * (size_t)count, sizeof *ev, tpc__by_at);
+  int64_t live = 0, peak = 0;
+  for (int i = 0; i < 2 * count; ++i) {
+    live += ev[i].delta;
+    if (live > peak) peak = live;
+  }
+  free(ev);
+  return peak;
+}

@@ -20,4 +20,9 @@ typedef struct tpc_plan_buffer_t {
 /// |count| is negative or a size is negative.
 int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment);
 
+/// The lower bound of any placement of |buffers|: the largest sum of their extents (sizes
+/// rounded up to |alignment|, at least one unit) over the ops where they are live together (a
+/// buffer is live from |def| through |last_use|). Returns -1 on the inputs tpc_memory_plan refuses.
+int64_t tpc_memory_plan_peak(const tpc_plan_buffer_t* buffers, int count, int64_t alignment);
+
 #endif  // TPC_MEMORY_PLAN_H_

@@ -107,6 +107,8 @@ static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
     }
     snprintf(mf->name, sizeof mf->name, "%s", name->valuestring);
     mf->arena_bytes = (int64_t)arena->valuedouble;
+    const cJSON* peak = cJSON_GetObjectItemCaseSensitive(f, "arena_live_peak_bytes");
+    mf->arena_live_peak_bytes = cJSON_IsNumber(peak) ? (int64_t)peak->valuedouble : -1;
     void* sym = dlsym(m->handle, entry->valuestring);
     if (!sym) {
       status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: entry point '%s' is missing", m->path, entry->valuestring);

@@ -30,6 +30,7 @@ typedef struct tprt_module_function_t {
   char name[TPRT_MODULE_NAME_LEN];
   tprt_entry_fn_t entry;
   int64_t arena_bytes;
+  int64_t arena_live_peak_bytes;  // the most arena bytes live at one op: the plan's lower bound (-1: unknown)
   int num_args, num_results;
   tprt_module_tensor_t* args;     // num_args (any number; owned by the module)
   tprt_module_tensor_t* results;  // num_results

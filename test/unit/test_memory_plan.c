@@ -35,6 +35,10 @@ TPRT_TEST(known_plan) {
   TPRT_EXPECT_EQ_I64(a[1].offset, 1024);
   TPRT_EXPECT_EQ_I64(a[2].offset, 0);
   TPRT_EXPECT_EQ_I64(arena, 1536);
+  // The lower bound: a and b live together at ops 1 and 2 (1024 + 512), b and c at 3 (512 + 1024).
+  TPRT_EXPECT_EQ_I64(tpc_memory_plan_peak(a, 3, 256), 1536);
+  TPRT_EXPECT_EQ_I64(tpc_memory_plan_peak(a, 0, 256), 0);
+  TPRT_EXPECT_EQ_I64(tpc_memory_plan_peak(a, -1, 256), -1);
   TPRT_EXPECT_EQ_I64(tpc_memory_plan(a, -1, 256), -1);
   tpc_plan_buffer_t neg = {-5, 0, 0, 0};
   TPRT_EXPECT_EQ_I64(tpc_memory_plan(&neg, 1, 256), -1);
@@ -55,6 +59,16 @@ TPRT_TEST(random_plans_valid_and_order_independent) {
     for (int i = 0; i < n; ++i) b[i] = a[n - 1 - i];  // the same buffers in reverse order
     int64_t arena = tpc_memory_plan(a, n, al), arena_b = tpc_memory_plan(b, n, al);
     TPRT_EXPECT(arena >= 0 && arena_b >= 0);
+    // No placement beats the bound; a brute-force bound from the definition agrees.
+    int64_t peak = tpc_memory_plan_peak(a, n, al), brute = 0;
+    for (int op = 0; op < 60; ++op) {
+      int64_t live = 0;
+      for (int i = 0; i < n; ++i)
+        if (a[i].def <= op && op <= a[i].last_use) live += mp__extent(&a[i], al);
+      if (live > brute) brute = live;
+    }
+    TPRT_EXPECT_EQ_I64(peak, brute);
+    TPRT_EXPECT(arena >= peak);
     if (mp__invalid(a, n, al, arena) || mp__invalid(b, n, al, arena_b)) {
       TPRT_EXPECT(!"an invalid plan");
       return;
@@ -84,5 +98,6 @@ TPRT_TEST(long_training_like_program) {
   }
   int64_t arena = tpc_memory_plan(a, n, 256);
   TPRT_EXPECT_EQ_I64(arena, (int64_t)(n / 2 + 1) * 4096);
+  TPRT_EXPECT_EQ_I64(tpc_memory_plan_peak(a, n, 256), arena);  // first fit meets the bound here
   free(a);
 }

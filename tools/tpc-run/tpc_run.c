@@ -342,6 +342,19 @@ static void tpc__print_stats(const tpc_run_t* run, int nranks) {
              (long long)(c->bytes_received / steps), "-");
     }
   }
+  // Memory of one rank (every rank of a module has the same shapes): the planned arena against
+  // its lower bound, the most intermediate bytes live at one op, plus the argument and result
+  // buffers (weights, inputs, gradients, optimizer state: whatever the function takes and returns).
+  const tprt_module_function_t* fn = run->fn;
+  int64_t args = 0, results = 0;
+  for (int a = 0; a < fn->num_args; ++a) args += (int64_t)tprt_tensor_bytes(&fn->args[a].layout);
+  for (int j = 0; j < fn->num_results; ++j) results += (int64_t)tprt_tensor_bytes(&fn->results[j].layout);
+  printf("stats: memory per rank: arena %lld bytes", (long long)fn->arena_bytes);
+  if (fn->arena_live_peak_bytes > 0)
+    printf(" (live peak %lld, %.3fx of it)", (long long)fn->arena_live_peak_bytes,
+           (double)fn->arena_bytes / (double)fn->arena_live_peak_bytes);
+  printf(", arguments %lld, results %lld, total %lld bytes\n", (long long)args, (long long)results,
+         (long long)(fn->arena_bytes + args + results));
 }
 
 // A process world: every rank's results (and step times) reach rank 0, which then holds them as
