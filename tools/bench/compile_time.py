@@ -25,29 +25,8 @@ import sys
 import tempfile
 import time
 
-
-def stack(n, h, f, numerics, tokens=16):
-    args = [f'%x: tensor<{tokens}x{h}xbf16> {{tp.name = "x"}}']
-    body, cur = [], "%x"
-    for i in range(n):
-        args.append(f'%w1_{i}: tensor<{2 * f}x{h}xbf16> {{tp.name = "w1_{i}"}}')
-        args.append(f'%w2_{i}: tensor<{h}x{f}xbf16> {{tp.name = "w2_{i}"}}')
-        body.append(f'    %h{i} = "tp.linear"({cur}, %w1_{i}) {{parallel = "column"}} : (tensor<{tokens}x{h}xbf16>, '
-                    f'tensor<{2 * f}x{h}xbf16>) -> tensor<{tokens}x{2 * f}xbf16>')
-        body.append(f'    %a{i} = "tp.glu"(%h{i}) {{kind = "swiglu"}} : (tensor<{tokens}x{2 * f}xbf16>) -> '
-                    f'tensor<{tokens}x{f}xbf16>')
-        body.append(f'    %y{i} = "tp.linear"(%a{i}, %w2_{i}) {{parallel = "row"}} : (tensor<{tokens}x{f}xbf16>, '
-                    f'tensor<{h}x{f}xbf16>) -> tensor<{tokens}x{h}xbf16>')
-        cur = f"%y{i}"
-    return "\n".join([
-        f'module attributes {{tp.numerics = "{numerics}", tp.chunks = 8 : i64}} {{',
-        "  func.func @stack(" + ", ".join(args) + f') -> (tensor<{tokens}x{h}xbf16> {{tp.name = "y"}}) {{',
-        *body,
-        f"    return {cur} : tensor<{tokens}x{h}xbf16>",
-        "  }",
-        "}",
-        "",
-    ])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gen_stack import stack  # noqa: E402,F401  (tools/gen_stack.py; other benchmarks import it from here)
 
 
 def run(cmd):
