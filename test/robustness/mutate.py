@@ -81,6 +81,22 @@ def collect(paths):
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|SUMMARY: UndefinedBehavior")
 
 
+def longest_diagnostic(err):
+    """Lines of the longest diagnostic in |err|: an error line and the lines after it (notes, any
+    dump) up to the next error."""
+    longest, cur = 0, 0
+    for line in err.splitlines():
+        if ": error:" in line or line.startswith("error:"):
+            cur = 1
+        elif cur:
+            cur += 1
+        longest = max(longest, cur)
+    return longest
+
+
+MAX_DIAGNOSTIC_LINES = 3  # an error and its notes: never an IR dump (issue: short errors)
+
+
 def run_one(tool, path, timeout, tool_args):
     try:
         r = subprocess.run([tool] + tool_args + [path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -98,6 +114,9 @@ def run_one(tool, path, timeout, tool_args):
         return "exit status 0 after printing an error"
     if r.returncode == 1 and ": error:" not in err and "error:" not in err:
         return "exit status 1 without any error message"
+    if longest_diagnostic(err) > MAX_DIAGNOSTIC_LINES:
+        return "a diagnostic of %d lines (at most %d):\n%s" % (longest_diagnostic(err), MAX_DIAGNOSTIC_LINES,
+                                                               err[:2000])
     return None
 
 
