@@ -16,6 +16,12 @@ extern "C" {
 /// Module attribute choosing how tp-invariant completes cross-rank contractions: "canonical"
 /// (default; tree-ordered f32 partials) or "gather" (operands gathered, full contraction per rank).
 #define TPC_MODULE_ATTR_STRATEGY "tp.strategy"
+/// Module attribute: `tp.recompute = true` makes tp-autodiff recompute each layer (the ops that
+/// carry one `tp.layer` value, contiguous) right before its gradients instead of keeping its
+/// activations (docs/passes.md, "Activation recomputation").
+#define TPC_MODULE_ATTR_RECOMPUTE "tp.recompute"
+/// Op attribute: `tp.layer = i` (an integer >= 0) puts the op in layer i for recomputation.
+#define TPC_OP_ATTR_LAYER "tp.layer"
 /// Module attribute naming the quantization recipe.
 #define TPC_MODULE_ATTR_RECIPE "tp.recipe"
 /// Module attribute set by tp-lower-runtime: the arena bytes one rank needs.

@@ -309,6 +309,14 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
                       tpc__attr_text(strategy, &text));
     }
   }
+  MlirAttribute recompute =
+      mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_RECOMPUTE));
+  if (!mlirAttributeIsNull(recompute) && !mlirAttributeIsABool(recompute)) {
+    tpc__text_t text = {{0}, 0, false};
+    ok = false;
+    tpc__rule_error(module, "module.recompute", TPC_MODULE_ATTR_RECOMPUTE " must be true or false; got %s",
+                    tpc__attr_text(recompute, &text));
+  }
   MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
   if (!mlirAttributeIsNull(chunks)) {
     int64_t c = mlirAttributeIsAInteger(chunks) && !mlirAttributeIsABool(chunks) ? mlirIntegerAttrGetValueInt(chunks) : 0;

@@ -82,6 +82,84 @@ static void tpc__print_dict(tpc_text_t* t, MlirAttribute d) {
   mlirAttributePrint(d, tpc_text_append_ref, t);
 }
 
+// Emits forward op |op| again with its operands' current names; |base| receives its result name
+// ("<base>" for one result, "<base>#i" for result i of several).
+static MlirLogicalResult tpc__ad_forward(tpc__ad_t* A, MlirOperation op, char* base, size_t size) {
+  A->loc_op = op;
+  const char* operands[16];
+  MlirType operand_types[16], result_types[8];
+  int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
+  if (nin > 16 || nout > 8) return mlirLogicalResultFailure();
+  for (int i = 0; i < nin; ++i) {
+    operands[i] = tpc__ad_name(A, mlirOperationGetOperand(op, i));
+    operand_types[i] = mlirValueGetType(mlirOperationGetOperand(op, i));
+  }
+  for (int i = 0; i < nout; ++i) result_types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  char opname[64];
+  snprintf(opname, sizeof opname, "%.*s", (int)n.length, n.data);
+  tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout, op, NULL, NULL, base, size);
+  return mlirLogicalResultSuccess();
+}
+
+// The op's tp.layer (recomputation), or -1.
+static int64_t tpc__ad_layer(MlirOperation op) {
+  MlirAttribute l = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(TPC_OP_ATTR_LAYER));
+  return !mlirAttributeIsNull(l) && mlirAttributeIsAInteger(l) && !mlirAttributeIsABool(l) ? mlirIntegerAttrGetValueInt(l)
+                                                                                           : -1;
+}
+
+// Activation recomputation: the layer that ends at backward position |k| (ops[lo..k], one
+// tp.layer value) is emitted again and its results renamed to the new values, so that its
+// gradients read those and the forward's own activations of the layer die after the forward.
+// The original names go to |saved| (one per result, in order) for tpc__ad_unrecompute.
+typedef struct {
+  int lo, hi;           // the recomputed ops, or lo > hi
+  char (*saved)[48];    // the forward's names of their results
+} tpc__ad_recomputed_t;
+
+static void tpc__ad_unrecompute(tpc__ad_t* A, MlirOperation* ops, tpc__ad_recomputed_t* rc) {
+  int r = 0;
+  for (int i = rc->lo; i <= rc->hi; ++i)
+    for (intptr_t j = 0; j < mlirOperationGetNumResults(ops[i]); ++j) {
+      tpc__adval_t* a = tpc__ad_find(A, mlirOperationGetResult(ops[i], j));
+      if (a) snprintf(a->name, sizeof a->name, "%s", rc->saved[r]);
+      ++r;
+    }
+  free(rc->saved);
+  rc->saved = NULL;
+  rc->lo = 0, rc->hi = -1;
+}
+
+static MlirLogicalResult tpc__ad_recompute(tpc__ad_t* A, MlirOperation* ops, int k, tpc__ad_recomputed_t* rc) {
+  int64_t layer = tpc__ad_layer(ops[k]);
+  int lo = k, results = 0;
+  while (lo > 0 && tpc__ad_layer(ops[lo - 1]) == layer) --lo;
+  for (int i = lo; i <= k; ++i) results += (int)mlirOperationGetNumResults(ops[i]);
+  rc->saved = calloc((size_t)results + 1, sizeof *rc->saved);
+  if (!rc->saved) {
+    mlirEmitError(mlirOperationGetLocation(ops[k]), "tp-autodiff: out of memory recomputing a layer");
+    return mlirLogicalResultFailure();
+  }
+  rc->lo = lo, rc->hi = k;
+  int r = 0;
+  for (int i = lo; i <= k; ++i) {
+    char base[40];
+    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, ops[i], base, sizeof base))) return mlirLogicalResultFailure();
+    intptr_t nout = mlirOperationGetNumResults(ops[i]);
+    for (intptr_t j = 0; j < nout; ++j) {
+      tpc__adval_t* a = tpc__ad_find(A, mlirOperationGetResult(ops[i], j));
+      snprintf(rc->saved[r++], sizeof rc->saved[0], "%s", a ? a->name : "");
+      if (!a) continue;
+      if (nout == 1)
+        snprintf(a->name, sizeof a->name, "%s", base);
+      else
+        snprintf(a->name, sizeof a->name, "%s#%d", base, (int)(j & 7));  // at most 8 results (tpc__ad_forward)
+    }
+  }
+  return mlirLogicalResultSuccess();
+}
+
 static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOperation* ops) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(A->func, 0));
   intptr_t nargs = mlirBlockGetNumArguments(body);
@@ -110,8 +188,8 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
   int nops = 0;  // ops: the caller's table of cap_vals entries (at least one per op)
   // Forward: the ops as they were, with fresh names.
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-    if (mlirStringRefEqual(n, mlirStringRefCreateFromCString("func.return"))) {
+    MlirStringRef opn = mlirIdentifierStr(mlirOperationGetName(op));
+    if (mlirStringRefEqual(opn, mlirStringRefCreateFromCString("func.return"))) {
       ret = op;
       break;
     }
@@ -120,20 +198,9 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
       return mlirLogicalResultFailure();
     }
     ops[nops++] = op;
-    A->loc_op = op;
-    const char* operands[16];
-    MlirType operand_types[16], result_types[8];
-    int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
-    if (nin > 16 || nout > 8) return mlirLogicalResultFailure();
-    for (int i = 0; i < nin; ++i) {
-      operands[i] = tpc__ad_name(A, mlirOperationGetOperand(op, i));
-      operand_types[i] = mlirValueGetType(mlirOperationGetOperand(op, i));
-    }
-    for (int i = 0; i < nout; ++i) result_types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
     char base[40], name[48];
-    char opname[64];
-    snprintf(opname, sizeof opname, "%.*s", (int)n.length, n.data);
-    tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout, op, NULL, NULL, base, sizeof base);
+    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, op, base, sizeof base))) return mlirLogicalResultFailure();
+    int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op) & 15;  // <= 8 (tpc__ad_forward)
     // Token sharding flows through ops; the sequence-parallel collectives change it.
     uint32_t tokens = nin ? tpc__ad_tokens(A, mlirOperationGetOperand(op, 0)) : 0u;
     int kind = tpc_op_get_kind(op);
@@ -163,11 +230,18 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     MlirValue r = mlirOperationGetOperand(ret, j);
     tpc__ad_accumulate(A, r, n, mlirValueGetType(r));
   }
-  // Backward, in reverse program order.
-  for (int k = nops - 1; k >= 0; --k) {
+  // Backward, in reverse program order; with tp.recompute, each layer is emitted again first.
+  tpc__ad_recomputed_t rc = {0, -1, NULL};
+  bool failed = false;
+  for (int k = nops - 1; k >= 0 && !failed; --k) {
+    if (A->recompute && k < rc.lo) tpc__ad_unrecompute(A, ops, &rc);
+    if (A->recompute && rc.lo > rc.hi && tpc__ad_layer(ops[k]) >= 0)
+      failed = mlirLogicalResultIsFailure(tpc__ad_recompute(A, ops, k, &rc));
     A->loc_op = ops[k];
-    if (mlirLogicalResultIsFailure(tpc__ad_rule(A, ops[k], tpc_op_get_kind(ops[k])))) return mlirLogicalResultFailure();
+    failed = failed || mlirLogicalResultIsFailure(tpc__ad_rule(A, ops[k], tpc_op_get_kind(ops[k])));
   }
+  if (rc.lo <= rc.hi) tpc__ad_unrecompute(A, ops, &rc);
+  if (failed) return mlirLogicalResultFailure();
 
   MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("sym_name")));
   tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
@@ -305,6 +379,8 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     A->func = o;
     A->ctx = mlirOperationGetContext(module);
     A->tp = -1;
+    MlirAttribute rc = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_RECOMPUTE));
+    A->recompute = !mlirAttributeIsNull(rc) && mlirAttributeIsABool(rc) && mlirBoolAttrGetValue(rc);
     tpc__ad_read_mesh(A, module);
     A->cap_vals = tpc_func_value_bound(o, 16);
     A->vals = calloc((size_t)A->cap_vals, sizeof *A->vals);

@@ -32,6 +32,7 @@ typedef struct {
   tpc__adval_t* vals;  // cap_vals entries, sized from the function (tpc_func_value_bound)
   int num_vals, cap_vals;
   int counter;
+  bool recompute;  // the module's tp.recompute: layers are recomputed before their gradients
   tpc_text_t body;
 } tpc__ad_t;
 

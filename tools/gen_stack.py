@@ -12,7 +12,9 @@ Layer i (arguments named per layer, so a checkpoint's tensors map to them one to
        grouped FC2 w2_{i} [E, H, F] -> weighted unpermute (docs/examples/moe.mlir's block)
 --block plain (default) chains the layers (y_i = layer_i(y_{i-1})); --block llama adds an RMSNorm
 with its own gamma_{i} [H] before each layer and the residual: y_i = y_{i-1} + layer_i(norm(y_{i-1})).
-The function takes x [T, H] and the weights, returns y [T, H]; all bf16.
+The function takes x [T, H] and the weights, returns y [T, H]; all bf16. --recompute marks layer
+i's ops with tp.layer = i and sets tp.recompute = true: tp-autodiff then recomputes each layer right
+before its gradients (the residual stream is what it keeps).
 """
 import argparse
 import sys
@@ -22,7 +24,15 @@ def _t(*dims, dtype="bf16"):
     return "tensor<" + "x".join(str(d) for d in dims) + f"x{dtype}>"
 
 
-def stack(n, h, f, numerics, tokens=16, kind="mlp", experts=8, top_k=2, block="plain", chunks=8):
+def _layer(line, i):
+    """|line| (one op) with tp.layer = i in its attributes."""
+    close = line.index(")", line.index("(", line.index('"tp.')))
+    if line[close + 1:].startswith(" {"):
+        return line[:close + 3] + f"tp.layer = {i} : i64, " + line[close + 3:]
+    return line[:close + 1] + f" {{tp.layer = {i} : i64}}" + line[close + 1:]
+
+
+def stack(n, h, f, numerics, tokens=16, kind="mlp", experts=8, top_k=2, block="plain", chunks=8, recompute=False):
     """The module text (see the module docstring)."""
     T, E, k = tokens, experts, top_k
     x = _t(T, h)
@@ -33,6 +43,7 @@ def stack(n, h, f, numerics, tokens=16, kind="mlp", experts=8, top_k=2, block="p
         args.append(f'%{name}: {ty} {{tp.name = "{name}"}}')
 
     for i in range(n):
+        first = len(body)
         inp = cur
         if block == "llama":
             arg(f"gamma_{i}", _t(h))
@@ -64,13 +75,16 @@ def stack(n, h, f, numerics, tokens=16, kind="mlp", experts=8, top_k=2, block="p
                 f'    %o{i} = "tp.moe_unpermute"(%g{i}, %map{i}, %wts{i}) : '
                 f'({_t(R, h)}, {_t(R, dtype="i32")}, {_t(T, k, dtype="f32")}) -> {x}',
             ]
+        if recompute:  # the layer's ops, not the residual add: its output is what the layer keeps
+            body[first:] = [_layer(line, i) for line in body[first:]]
         if block == "llama":
             body.append(f'    %y{i} = "tp.add"({cur}, %o{i}) : ({x}, {x}) -> {x}')
             cur = f"%y{i}"
         else:
             cur = f"%o{i}"
     return "\n".join([
-        f'module attributes {{tp.numerics = "{numerics}", tp.chunks = {chunks} : i64}} {{',
+        f'module attributes {{tp.numerics = "{numerics}", tp.chunks = {chunks} : i64'
+        + (", tp.recompute = true" if recompute else "") + "} {",
         "  func.func @stack(" + ", ".join(args) + f') -> ({x} {{tp.name = "y"}}) {{',
         *body,
         f"    return {cur} : {x}",
@@ -92,11 +106,14 @@ def main():
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--numerics", choices=["fast", "invariant", "exact"], default="fast")
     ap.add_argument("--chunks", type=int, default=8)
+    ap.add_argument("--recompute", action="store_true",
+                    help="tp.recompute = true and tp.layer = i on layer i's ops: the training step recomputes "
+                         "each layer before its gradients instead of keeping its activations")
     a = ap.parse_args()
     if a.layers < 1 or a.hidden < 1 or a.ffn < 1 or a.tokens < 1 or a.experts < 1 or not 1 <= a.top_k <= a.experts:
         ap.error("sizes must be positive and 1 <= --top-k <= --experts")
     sys.stdout.write(stack(a.layers, a.hidden, a.ffn, a.numerics, a.tokens, a.kind, a.experts, a.top_k, a.block,
-                           a.chunks))
+                           a.chunks, a.recompute))
 
 
 if __name__ == "__main__":

@@ -194,6 +194,16 @@ module attributes {tp.chunks = "8"} {
 
 // -----
 
+/// module.recompute: activation recomputation is on or off.
+// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.recompute: tp.recompute must be true or false; got "layers"
+module attributes {tp.recompute = "layers"} {
+  func.func @recompute_string() {
+    return
+  }
+}
+
+// -----
+
 /// IRDL: the required enumeration `kind` of tp.glu is checked by IRDL, which names the value only.
 func.func @glu_unknown_kind(%x: tensor<16x512xbf16>) -> tensor<16x256xbf16> {
   // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: '"reglu"' does not satisfy the constraint

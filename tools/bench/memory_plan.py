@@ -8,7 +8,8 @@ the gradient of every weight), TP 1.
   tpc:     `tpc-run <stack> --pipeline train --count-only` (nothing is allocated): the arena of
            intermediates (saved activations and temporaries, placed by the planner), its lower
            bound (the most intermediate bytes live at one op of the schedule), and the argument
-           and result buffers (x, the weights, dy; y and the weight gradients).
+           and result buffers (x, the weights, dy; y and the weight gradients); and the arena of
+           the same stack with activation recomputation (tools/gen_stack.py --recompute).
   PyTorch: the same step in eager mode on a GPU, `torch.cuda.max_memory_allocated()` around
            `y = stack(x); y.backward(dy)` with the weights, x and dy allocated first (their
            gradients are allocated by the step); run with --peer on a machine with a GPU, which
@@ -58,11 +59,11 @@ def peer(layers, h, f, tokens):
     return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": out}
 
 
-def tpc(build, n, h, f, tokens, tmp):
+def tpc(build, n, h, f, tokens, tmp, recompute=False):
     from compile_time import stack
-    mlir = os.path.join(tmp, f"stack{n}.mlir")
+    mlir = os.path.join(tmp, f"stack{n}{'-rc' if recompute else ''}.mlir")
     with open(mlir, "w") as fh:
-        fh.write(stack(n, h, f, "fast", tokens))
+        fh.write(stack(n, h, f, "fast", tokens, recompute=recompute))
     r = subprocess.run([os.path.join(build, "bin", "tpc-run"), mlir, "--pipeline", "train", "--mesh", "tp=1",
                         "--count-only"], check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     m = re.search(r"memory per rank: arena (\d+) bytes \(live peak (\d+), [0-9.]+x of it\), arguments (\d+), "
@@ -92,16 +93,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for n in layers:
             arena, live, a, r, total = tpc(args.build, n, args.hidden, args.ffn, args.tokens, tmp)
+            rc_arena = tpc(args.build, n, args.hidden, args.ffn, args.tokens, tmp, recompute=True)[0]
             peak = p["rows"].get(str(n), {}).get("peak") if p else None
-            rows.append((n, arena, live, a, r, total, peak))
+            rows.append((n, arena, live, a, r, total, peak, rc_arena))
     print(f"== training-step memory, TP 1: {args.hidden} hidden, {args.ffn} FFN (SwiGLU), {args.tokens} tokens, bf16"
           + (f"; PyTorch {p['torch']} on {p['device']}" if p else ""))
     print(f"{'layers':>6} {'arena GiB':>10} {'live peak':>10} {'/bound':>7} {'args GiB':>9} {'results':>8}"
-          f" {'tpc total':>10} {'torch peak':>11} {'tpc/torch':>10}")
-    for n, arena, live, a, r, total, peak in rows:
+          f" {'tpc total':>10} {'torch peak':>11} {'tpc/torch':>10} {'recompute arena':>16}")
+    for n, arena, live, a, r, total, peak, rc_arena in rows:
         tp = f"{peak / gib:>11.2f} {total / peak:>9.2f}x" if peak else f"{'-':>11} {'-':>10}"
         print(f"{n:>6} {arena / gib:>10.2f} {live / gib:>10.2f} {arena / live:>6.3f}x {a / gib:>9.2f} {r / gib:>8.2f}"
-              f" {total / gib:>10.2f} {tp}")
+              f" {total / gib:>10.2f} {tp} {rc_arena / gib:>16.2f}")
 
 
 if __name__ == "__main__":
