@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,15 @@ static int tprt__st_write_all(int fd, const void* buf, size_t n) {
 }
 
 // Writes the file's bytes to |fd|; on failure returns the errno and names the step in |*out_step|.
+// Fault injection for the tests of interrupted writes (test/e2e/interrupted-write.test):
+// TPRT_TEST_KILL_AFTER_TENSORS=N kills this process (SIGKILL) once N tensors have been written,
+// counting across files, as a crash or `kill -9` would.
+static void tprt__st_maybe_die(void) {
+  static long written = 0;
+  const char* e = getenv("TPRT_TEST_KILL_AFTER_TENSORS");
+  if (e && *e && ++written >= atol(e)) raise(SIGKILL);
+}
+
 static int tprt__st_write_body(int fd, const char* header, size_t header_size, int count, const tprt_tensor_t* tensors,
                                const char** out_step) {
   size_t json_size = strlen(header);
@@ -177,6 +187,7 @@ static int tprt__st_write_body(int fd, const char* header, size_t header_size, i
       uint8_t last = ((const uint8_t*)t->data)[bytes - 1] & 0x0F;
       if ((err = tprt__st_write_all(fd, &last, 1))) return err;
     }
+    tprt__st_maybe_die();
   }
   *out_step = "flush";
   if (fsync(fd) != 0) return errno;
