@@ -60,6 +60,45 @@ static void tpc__usage(FILE* out) {
           "  TPRT_RANKS=threads ignores the launcher's variables.\n");
 }
 
+// Every option tpc-run knows (for "did you mean" suggestions).
+static const char* const kTpcRunOptions[] = {
+    "--help", "--hash", "--stats", "--count-only", "--graph", "--share-gpus", "--sequence-parallel", "--world",
+    "--repeat", "--seed", "--function", "--weights", "--weight-names", "--max-file-size", "--inputs", "--outputs",
+    "--mesh", "--pipeline", "--numerics", "--strategy", "--dump-args", "--backend", NULL};
+
+// Edit distance between |a| and |b| (insertions, deletions, substitutions; short strings).
+static size_t tpc__edit_distance(const char* a, const char* b) {
+  size_t n = strlen(a), m = strlen(b);
+  size_t* row = malloc((m + 1) * sizeof *row);
+  if (!row) return (size_t)-1;
+  for (size_t j = 0; j <= m; ++j) row[j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= m; ++j) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  size_t d = row[m];
+  free(row);
+  return d;
+}
+
+// The known option closest to |name|, or NULL when none is within 3 edits.
+static const char* tpc__closest_option(const char* name) {
+  const char* best = NULL;
+  size_t best_d = 4;
+  for (const char* const* o = kTpcRunOptions; *o; ++o) {
+    size_t d = tpc__edit_distance(name, *o);
+    if (d < best_d) best_d = d, best = *o;
+  }
+  return best;
+}
+
 static int tpc__parse_u64(const char* s, uint64_t* out) {
   char* end = NULL;
   errno = 0;
@@ -72,10 +111,31 @@ static int tpc__parse_u64(const char* s, uint64_t* out) {
 int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
   o->repeat = 1;
   o->max_file_size = 5000000000ull;
+  char name[64];
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    // "--opt=value" is "--opt value".
+    const char* eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    bool inline_value = eq != NULL;
+    if (eq) {
+      if ((size_t)(eq - a) >= sizeof name) {
+        fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
+        return -1;
+      }
+      memcpy(name, a, (size_t)(eq - a));
+      name[eq - a] = '\0';
+      a = name;
+      v = eq + 1;
+    }
     uint64_t n = 0;
+    static const char* const kFlags[] = {"-h", "--help", "--hash", "--stats", "--count-only", "--graph",
+                                         "--share-gpus", "--sequence-parallel", NULL};
+    for (const char* const* f = kFlags; inline_value && *f; ++f)
+      if (!strcmp(a, *f)) {
+        fprintf(stderr, "tpc-run: error: %s takes no value; got '%s'\n", a, argv[i]);
+        return -1;
+      }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       tpc__usage(stdout);
       return 0;
@@ -97,6 +157,16 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
       continue;
+    }
+    bool known = false;
+    for (const char* const* k = kTpcRunOptions; *k && !known; ++k) known = !strcmp(a, *k);
+    if (a[0] == '-' && !known) {
+      const char* near = tpc__closest_option(a);
+      if (near)
+        fprintf(stderr, "tpc-run: error: unknown option '%s'; did you mean '%s'? (see --help)\n", a, near);
+      else
+        fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
+      return -1;
     }
     if (a[0] == '-' && !v) {
       fprintf(stderr, "tpc-run: error: %s needs a value\n", a);
@@ -149,9 +219,6 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
         return -1;
       }
       o->backend = v;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
-      return -1;
     } else {
       if (o->module_path) {
         fprintf(stderr, "tpc-run: error: more than one module ('%s' and '%s')\n", o->module_path, a);
@@ -160,7 +227,7 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       o->module_path = a;
       continue;
     }
-    ++i;
+    if (!inline_value) ++i;  // the value was the next argument
   }
   if (!o->module_path) {
     fprintf(stderr, "tpc-run: error: no module given (see --help)\n");
