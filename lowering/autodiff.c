@@ -102,6 +102,15 @@ static MlirLogicalResult tpc__ad_forward(tpc__ad_t* A, MlirOperation op, char* b
   return mlirLogicalResultSuccess();
 }
 
+// The name of result |i| of an op with |nout| results whose base name is |base| ("<base>", or
+// "<base>#i" of several; tpc__ad_forward admits at most 8).
+static void tpc__ad_result_name(const char* base, int nout, int i, char* out, size_t size) {
+  if (nout == 1)
+    snprintf(out, size, "%s", base);
+  else
+    snprintf(out, size, "%s#%d", base, i & 7);
+}
+
 // The op's tp.layer (recomputation), or -1.
 static int64_t tpc__ad_layer(MlirOperation op) {
   MlirAttribute l = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(TPC_OP_ATTR_LAYER));
@@ -150,11 +159,7 @@ static MlirLogicalResult tpc__ad_recompute(tpc__ad_t* A, MlirOperation* ops, int
     for (intptr_t j = 0; j < nout; ++j) {
       tpc__adval_t* a = tpc__ad_find(A, mlirOperationGetResult(ops[i], j));
       snprintf(rc->saved[r++], sizeof rc->saved[0], "%s", a ? a->name : "");
-      if (!a) continue;
-      if (nout == 1)
-        snprintf(a->name, sizeof a->name, "%s", base);
-      else
-        snprintf(a->name, sizeof a->name, "%s#%d", base, (int)(j & 7));  // at most 8 results (tpc__ad_forward)
+      if (a) tpc__ad_result_name(base, (int)nout, (int)j, a->name, sizeof a->name);
     }
   }
   return mlirLogicalResultSuccess();
@@ -200,7 +205,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     ops[nops++] = op;
     char base[40], name[48];
     if (mlirLogicalResultIsFailure(tpc__ad_forward(A, op, base, sizeof base))) return mlirLogicalResultFailure();
-    int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op) & 15;  // <= 8 (tpc__ad_forward)
+    int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
     // Token sharding flows through ops; the sequence-parallel collectives change it.
     uint32_t tokens = nin ? tpc__ad_tokens(A, mlirOperationGetOperand(op, 0)) : 0u;
     int kind = tpc_op_get_kind(op);
@@ -209,10 +214,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     if (kind == TPC_OP_ALL_TO_ALL) tokens &= ~tpc__ad_axes_mask(A, op);
     if (kind == TPC_OP_MOE_UNBUCKET) tokens = tpc__ad_tokens(A, mlirOperationGetOperand(op, 1));
     for (int i = 0; i < nout; ++i) {
-      if (nout == 1)
-        snprintf(name, sizeof name, "%s", base);
-      else
-        snprintf(name, sizeof name, "%s#%d", base, i);
+      tpc__ad_result_name(base, nout, i, name, sizeof name);
       tpc__adval_t* r = tpc__ad_add(A, mlirOperationGetResult(op, i), name);
       if (r) r->tokens = tokens;
     }

@@ -40,13 +40,6 @@ static const tprt__ck_entry_t* tprt__ck_lookup(const tprt_checkpoint_t* ck, cons
   return bsearch(&key, ck->by_name, (size_t)ck->num_tensors, sizeof key, tprt__ck_entry_cmp);
 }
 
-static char* tprt__ck_strdup(const char* s) {
-  size_t n = strlen(s) + 1;
-  char* c = malloc(n);
-  if (c) memcpy(c, s, n);
-  return c;
-}
-
 void tprt_checkpoint_close(tprt_checkpoint_t* ck) {
   if (!ck) return;
   for (int f = 0; f < ck->num_files; ++f) {
@@ -81,39 +74,6 @@ static bool tprt__ck_escapes(const char* f) {
   for (const char* p = f; (p = strstr(p, "..")) != NULL; p += 2)
     if ((p == f || p[-1] == '/') && (p[2] == '\0' || p[2] == '/')) return true;
   return false;
-}
-
-// Reads the whole of |path| into a NUL-terminated buffer.
-static tprt_status_t tprt__ck_slurp(const char* path, char** out, size_t* out_size) {
-  FILE* f = fopen(path, "rb");
-  if (!f)
-    return tprt_make_status(tprt__safetensors_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
-  char* buf = NULL;
-  size_t size = 0, cap = 0, n;
-  do {
-    if (size + 65536 > cap) {
-      cap = cap ? 2 * cap : 65536 * 2;
-      char* grown = realloc(buf, cap + 1);
-      if (!grown) {
-        free(buf);
-        fclose(f);
-        return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory reading the index", path);
-      }
-      buf = grown;
-    }
-    n = fread(buf + size, 1, cap - size, f);
-    size += n;
-  } while (n > 0);
-  bool failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    free(buf);
-    return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: read error", path);
-  }
-  buf[size] = '\0';
-  *out = buf;
-  *out_size = size;
-  return NULL;
 }
 
 // Fills |ck|'s file and tensor tables from the parsed index |root| of the file at |ck->path|.
@@ -180,7 +140,7 @@ static tprt_status_t tprt__ck_from_index(tprt_checkpoint_t* ck, const cJSON* roo
   const char* slash = strrchr(path, '/');
   int dir_len = slash ? (int)(slash - path) + 1 : 0;
   for (int f = 0; f < files && !status; ++f) {
-    ck->file_names[f] = tprt__ck_strdup(names[f]);
+    ck->file_names[f] = strdup(names[f]);
     size_t plen = (size_t)dir_len + strlen(names[f]) + 1;
     char* fpath = malloc(plen);
     if (!ck->file_names[f] || !fpath) {
@@ -239,7 +199,7 @@ tprt_status_t tprt_checkpoint_open(const char* path, tprt_allocator_t allocator,
   if (!path || !out) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "tprt_checkpoint_open: NULL argument");
   *out = NULL;
   tprt_checkpoint_t* ck = calloc(1, sizeof *ck);
-  if (!ck || !(ck->path = tprt__ck_strdup(path))) {
+  if (!ck || !(ck->path = strdup(path))) {
     free(ck);
     return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory", path);
   }
@@ -247,7 +207,7 @@ tprt_status_t tprt_checkpoint_open(const char* path, tprt_allocator_t allocator,
   if (tprt__ck_ends_with(path, ".json")) {
     char* text = NULL;
     size_t size = 0;
-    status = tprt__ck_slurp(path, &text, &size);
+    status = tprt__read_file(path, &text, &size);
     if (!status) {
       cJSON* root = cJSON_ParseWithLength(text, size);
       if (!root) {
@@ -264,7 +224,7 @@ tprt_status_t tprt_checkpoint_open(const char* path, tprt_allocator_t allocator,
   } else {
     ck->files = calloc(1, sizeof *ck->files);
     ck->file_names = calloc(1, sizeof *ck->file_names);
-    if (!ck->files || !ck->file_names || !(ck->file_names[0] = tprt__ck_strdup(path)))
+    if (!ck->files || !ck->file_names || !(ck->file_names[0] = strdup(path)))
       status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory", path);
     ck->num_files = ck->file_names && ck->file_names[0] ? 1 : 0;
     if (!status) status = tprt_safetensors_open(path, allocator, &ck->files[0]);

@@ -2,10 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tprt_name_rules.h"
+#include "tprt_safetensors_impl.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,30 +158,15 @@ tprt_status_t tprt_name_rules_parse(const char* path, const char* text, tprt_nam
 
 tprt_status_t tprt_name_rules_load(const char* path, tprt_name_rules_t** out) {
   *out = NULL;
-  FILE* f = fopen(path, "rb");
-  if (!f) return tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: cannot open: %s", path, strerror(errno));
-  size_t size = 0, cap = 4096, n;
-  char* text = malloc(cap + 1);
-  while (text && (n = fread(text + size, 1, cap - size, f)) > 0) {
-    size += n;
-    if (size == cap) {
-      char* grown = realloc(text, 2 * cap + 1);
-      if (!grown) {
-        free(text);
-        text = NULL;
-        break;
-      }
-      text = grown, cap *= 2;
-    }
-  }
-  fclose(f);
-  if (!text) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory", path);
-  text[size] = '\0';
+  char* text = NULL;
+  size_t size = 0;
+  tprt_status_t status = tprt__read_file(path, &text, &size);
+  if (status) return status;
   if (memchr(text, '\0', size)) {
     free(text);
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: not a text file (it holds a NUL byte)", path);
   }
-  tprt_status_t status = tprt_name_rules_parse(path, text, out);
+  status = tprt_name_rules_parse(path, text, out);
   free(text);
   return status;
 }
@@ -254,29 +238,26 @@ tprt_status_t tprt_name_rules_apply(const tprt_name_rules_t* rules, const char* 
                                     char*** out_names) {
   *out_count = 0;
   *out_names = NULL;
-  const tprt__rule_t* hit = NULL;
-  size_t places = 1;
-  for (int r = 0; rules && r < rules->count && !hit; ++r) {
-    places = 1;
-    for (const char* p = rules->rules[r].dest; *p; ++p) places += *p == '{';
+  for (int r = 0; rules && r < rules->count; ++r) {
+    const tprt__rule_t* rule = &rules->rules[r];
+    size_t places = 1;
+    for (const char* p = rule->dest; *p; ++p) places += *p == '{';
     tprt__capture_t* caps = calloc(places, sizeof *caps);
-    int n = 0;
     if (!caps) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    if (tprt__rule_match(rules->rules[r].dest, name, caps, &n)) {
-      hit = &rules->rules[r];
-      char** names = calloc((size_t)hit->num_sources + 1, sizeof *names);
-      for (int s = 0; names && s < hit->num_sources; ++s)
-        if (!(names[s] = tprt__rule_subst(hit->sources[s], caps, n))) {
-          tprt_name_rules_free_names(names);
-          names = NULL;
-        }
-      free(caps);
-      if (!names) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-      *out_names = names;
-      *out_count = hit->num_sources;
-      return NULL;
-    }
+    int n = 0;
+    const bool hit = tprt__rule_match(rule->dest, name, caps, &n);
+    char** names = hit ? calloc((size_t)rule->num_sources + 1, sizeof *names) : NULL;
+    for (int s = 0; names && s < rule->num_sources; ++s)
+      if (!(names[s] = tprt__rule_subst(rule->sources[s], caps, n))) {
+        tprt_name_rules_free_names(names);
+        names = NULL;
+      }
     free(caps);
+    if (!hit) continue;
+    if (!names) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    *out_names = names;
+    *out_count = rule->num_sources;
+    return NULL;
   }
   char** names = calloc(2, sizeof *names);
   if (!names || !(names[0] = strdup(name))) {

@@ -55,6 +55,10 @@ int64_t tprt__safetensors_utf8_error(const char* s, size_t n);
 /// Maps an errno value from open/read/write/rename to a status code.
 int tprt__safetensors_errno_code(int err);
 
+/// Reads the whole of |path| into a NUL-terminated buffer (|*out|, freed with free; |*out_size|
+/// bytes before the NUL): checkpoint indexes and --weight-names rules.
+tprt_status_t tprt__read_file(const char* path, char** out, size_t* out_size);
+
 /// Formats |dims|[0, rank) as "[512,128]" into |buf|, truncating; returns |buf|.
 const char* tprt__safetensors_format_shape(int rank, const int64_t* dims, char* buf, size_t size);
 

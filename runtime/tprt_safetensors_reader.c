@@ -273,3 +273,36 @@ tprt_status_t tprt_safetensors_read(const tprt_safetensors_t* file, const char* 
   if (bytes > 0) memcpy(expect->data, file->data + e->begin, bytes);
   return NULL;
 }
+
+// Reads the whole of |path| into a NUL-terminated buffer.
+tprt_status_t tprt__read_file(const char* path, char** out, size_t* out_size) {
+  FILE* f = fopen(path, "rb");
+  if (!f)
+    return tprt_make_status(tprt__safetensors_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
+  char* buf = NULL;
+  size_t size = 0, cap = 0, n;
+  do {
+    if (size + 65536 > cap) {
+      cap = cap ? 2 * cap : 65536 * 2;
+      char* grown = realloc(buf, cap + 1);
+      if (!grown) {
+        free(buf);
+        fclose(f);
+        return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory reading the file", path);
+      }
+      buf = grown;
+    }
+    n = fread(buf + size, 1, cap - size, f);
+    size += n;
+  } while (n > 0);
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: read error", path);
+  }
+  buf[size] = '\0';
+  *out = buf;
+  *out_size = size;
+  return NULL;
+}

@@ -207,12 +207,6 @@ static tprt_status_t tpc__write(const tpc_run_options_t* o, const char* path, in
   return tprt_safetensors_write(path, n, names, tensors, NULL);
 }
 
-static double tpc__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // Device buffers of one rank on a backend whose memory is not the host's.
 typedef struct {
   void** args;
@@ -265,7 +259,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
     tprt_exec_set_count_only(exec, run->opts->count_only);
     tprt_exec_set_backend(exec, b);
   }
-  double last_report = tpc__now();
+  double last_report = tpc_now();
   st->steps_counted = run->opts->repeat;
   if (!status && run->opts->graph) {
     // A warm-up step (it creates communicators and sizes scratch buffers), then one captured
@@ -284,26 +278,26 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
       if (rc) tprt_status_free(end);
     }
     for (int i = 0; i < run->opts->repeat && !status; ++i) {
-      double t0 = tpc__now();
+      double t0 = tpc_now();
       status = b->graph_launch(graph);
       if (!status) status = b->synchronize();
-      st->step_seconds[i] = tpc__now() - t0;
+      st->step_seconds[i] = tpc_now() - t0;
     }
     if (graph) b->graph_destroy(graph);
   }
   for (int i = 0; i < run->opts->repeat && !status && !run->opts->graph; ++i) {
-    double t0 = tpc__now();
+    double t0 = tpc_now();
     int32_t rc = run->fn->entry(exec, args, results, arena);
     if (!rc && device) status = b->synchronize();  // the step's time includes the device's work
-    st->step_seconds[i] = tpc__now() - t0;
+    st->step_seconds[i] = tpc_now() - t0;
     if (rc) {
       status = tprt_exec_take_status(exec);
       if (!status) status = tprt_make_status(TPRT_STATUS_INTERNAL, "step failed with code %d", rc);
     }
     // Long runs report progress every few seconds (rank 0 speaks for the world).
-    if (r == 0 && tpc__now() - last_report > 5.0 && i + 1 < run->opts->repeat) {
+    if (r == 0 && tpc_now() - last_report > 5.0 && i + 1 < run->opts->repeat) {
       fprintf(stderr, "tpc-run: step %d/%d\n", i + 1, run->opts->repeat);
-      last_report = tpc__now();
+      last_report = tpc_now();
     }
   }
   // A failed step ends the world now, before the clean-up below (which may wait on the device):
@@ -509,15 +503,18 @@ int main(int argc, char** argv) {
       tprt_tensor_t local = mt->layout;
       if ((status = tprt_allocator_malloc(alloc, tprt_tensor_bytes(&local), 64, &run->ranks[r].args[a]))) break;
       local.data = run->ranks[r].args[a];
-      if (!direct && mt->sharded)
+      if (!direct && mt->sharded) {
         status = tprt_shard_extract(&shard, world, r, &logical, &local);
-      else if (!direct || first_rank >= 0)
-        memcpy(local.data, direct ? run->ranks[first_rank].args[a] : logical.data, tprt_tensor_bytes(&local));
-      else if (mt->sharded)
+      } else if (!direct) {
+        memcpy(local.data, logical.data, tprt_tensor_bytes(&local));
+      } else if (mt->sharded) {
         status = tpc_arg_src_read_local(&sources, &src, &shard, world, r, &local);
-      else
+      } else if (first_rank >= 0) {  // replicated: read once, copied to the other ranks
+        memcpy(local.data, run->ranks[first_rank].args[a], tprt_tensor_bytes(&local));
+      } else {
         status = tpc_arg_src_read(&sources, &src, &local);
-      if (direct && !mt->sharded && first_rank < 0) first_rank = r;
+        first_rank = r;
+      }
     }
     tpc_arg_src_free(&src);
     if (status) goto fail;
@@ -550,9 +547,9 @@ int main(int argc, char** argv) {
             procs ? ", one process each, launched by " : "", procs ? tprt_procs_launcher(procs) : "",
             opts.count_only ? ", count only" : "", (long long)run->fn->arena_bytes, module->numerics);
   if (backend->configure && (status = backend->configure(module->numerics))) goto fail;
-  double t0 = tpc__now();
+  double t0 = tpc_now();
   status = tprt_world_run(world, tpc__rank_main, run);
-  double wall = tpc__now() - t0;
+  double wall = tpc_now() - t0;
   if (status) goto fail;
   if (procs && (status = tpc__gather_results(run, procs, alloc))) goto fail;
   if (self != 0) {  // rank 0 reports for the world

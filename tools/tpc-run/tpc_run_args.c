@@ -60,11 +60,24 @@ static void tpc__usage(FILE* out) {
           "  TPRT_RANKS=threads ignores the launcher's variables.\n");
 }
 
-// Every option tpc-run knows (for "did you mean" suggestions).
-static const char* const kTpcRunOptions[] = {
-    "--help", "--hash", "--stats", "--count-only", "--graph", "--share-gpus", "--sequence-parallel", "--world",
-    "--repeat", "--seed", "--function", "--weights", "--weight-names", "--max-file-size", "--inputs", "--outputs",
-    "--mesh", "--pipeline", "--numerics", "--strategy", "--dump-args", "--backend", NULL};
+// Every option tpc-run knows, and whether it takes a value (the parser below handles each).
+typedef struct {
+  const char* name;
+  bool value;
+} tpc__option_t;
+static const tpc__option_t kTpcRunOptions[] = {
+    {"-h", false},          {"--help", false},          {"--hash", false},         {"--stats", false},
+    {"--count-only", false}, {"--graph", false},        {"--share-gpus", false},   {"--sequence-parallel", false},
+    {"--world", true},      {"--repeat", true},         {"--seed", true},          {"--function", true},
+    {"--weights", true},    {"--weight-names", true},   {"--max-file-size", true}, {"--inputs", true},
+    {"--outputs", true},    {"--mesh", true},           {"--pipeline", true},      {"--numerics", true},
+    {"--strategy", true},   {"--dump-args", true},      {"--backend", true},       {NULL, false}};
+
+static const tpc__option_t* tpc__find_option(const char* name) {
+  for (const tpc__option_t* o = kTpcRunOptions; o->name; ++o)
+    if (!strcmp(name, o->name)) return o;
+  return NULL;
+}
 
 // Edit distance between |a| and |b| (insertions, deletions, substitutions; short strings).
 static size_t tpc__edit_distance(const char* a, const char* b) {
@@ -92,9 +105,9 @@ static size_t tpc__edit_distance(const char* a, const char* b) {
 static const char* tpc__closest_option(const char* name) {
   const char* best = NULL;
   size_t best_d = 4;
-  for (const char* const* o = kTpcRunOptions; *o; ++o) {
-    size_t d = tpc__edit_distance(name, *o);
-    if (d < best_d) best_d = d, best = *o;
+  for (const tpc__option_t* o = kTpcRunOptions; o->name; ++o) {
+    size_t d = tpc__edit_distance(name, o->name);
+    if (d < best_d) best_d = d, best = o->name;
   }
   return best;
 }
@@ -129,13 +142,23 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       v = eq + 1;
     }
     uint64_t n = 0;
-    static const char* const kFlags[] = {"-h", "--help", "--hash", "--stats", "--count-only", "--graph",
-                                         "--share-gpus", "--sequence-parallel", NULL};
-    for (const char* const* f = kFlags; inline_value && *f; ++f)
-      if (!strcmp(a, *f)) {
-        fprintf(stderr, "tpc-run: error: %s takes no value; got '%s'\n", a, argv[i]);
-        return -1;
-      }
+    const tpc__option_t* opt = a[0] == '-' ? tpc__find_option(a) : NULL;
+    if (a[0] == '-' && !opt) {
+      const char* near = tpc__closest_option(a);
+      if (near)
+        fprintf(stderr, "tpc-run: error: unknown option '%s'; did you mean '%s'? (see --help)\n", a, near);
+      else
+        fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
+      return -1;
+    }
+    if (opt && !opt->value && inline_value) {
+      fprintf(stderr, "tpc-run: error: %s takes no value; got '%s'\n", a, argv[i]);
+      return -1;
+    }
+    if (opt && opt->value && !v) {
+      fprintf(stderr, "tpc-run: error: %s needs a value\n", a);
+      return -1;
+    }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       tpc__usage(stdout);
       return 0;
@@ -157,20 +180,6 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
       continue;
-    }
-    bool known = false;
-    for (const char* const* k = kTpcRunOptions; *k && !known; ++k) known = !strcmp(a, *k);
-    if (a[0] == '-' && !known) {
-      const char* near = tpc__closest_option(a);
-      if (near)
-        fprintf(stderr, "tpc-run: error: unknown option '%s'; did you mean '%s'? (see --help)\n", a, near);
-      else
-        fprintf(stderr, "tpc-run: error: unknown option '%s' (see --help)\n", a);
-      return -1;
-    }
-    if (a[0] == '-' && !v) {
-      fprintf(stderr, "tpc-run: error: %s needs a value\n", a);
-      return -1;
     }
     if (!strcmp(a, "--world")) {
       if (!tpc__parse_u64(v, &n) || n < 1 || n > TPC_RUN_MAX_RANKS) {

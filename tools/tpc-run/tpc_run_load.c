@@ -10,7 +10,7 @@
 
 #include "tprt_dtype.h"
 
-static double tpc__load_now(void) {
+double tpc_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -117,7 +117,7 @@ static size_t tpc__load_row_bytes(const tprt_tensor_t* t) {
 }
 
 tprt_status_t tpc_arg_src_read(tpc_sources_t* s, const tpc_arg_src_t* src, const tprt_tensor_t* logical) {
-  double t0 = tpc__load_now();
+  double t0 = tpc_now();
   if (src->count == 1) {
     TPRT_RETURN_IF_ERROR(tprt_safetensors_read(src->files[0], src->names[0], logical), "reading '%s'", src->names[0]);
   } else {  // row blocks, one per tensor
@@ -131,7 +131,7 @@ tprt_status_t tpc_arg_src_read(tpc_sources_t* s, const tpc_arg_src_t* src, const
     }
   }
   s->bytes_read += tprt_tensor_bytes(logical);
-  s->seconds += tpc__load_now() - t0;
+  s->seconds += tpc_now() - t0;
   return NULL;
 }
 
@@ -144,7 +144,7 @@ bool tpc_arg_src_can_slice(const tprt_shard_t* shard, int dtype) {
 
 tprt_status_t tpc_arg_src_read_local(tpc_sources_t* s, const tpc_arg_src_t* src, const tprt_shard_t* shard,
                                      const tprt_world_t* world, int r, tprt_tensor_t* local) {
-  double t0 = tpc__load_now();
+  double t0 = tpc_now();
   int64_t offsets[TPRT_MAX_RANK] = {0}, sizes[TPRT_MAX_RANK] = {0};
   for (int d = 1; d < shard->rank; ++d) tprt_shard_dim_piece(shard, world, r, d, &offsets[d], &sizes[d]);
   int64_t first, piece;
@@ -170,6 +170,6 @@ tprt_status_t tpc_arg_src_read_local(tpc_sources_t* s, const tpc_arg_src_t* src,
     }
   }
   s->bytes_read += tprt_tensor_bytes(local);
-  s->seconds += tpc__load_now() - t0;
+  s->seconds += tpc_now() - t0;
   return NULL;
 }

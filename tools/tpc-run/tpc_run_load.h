@@ -31,6 +31,9 @@ typedef struct {
   int64_t* rows;              // each tensor's first dimension
 } tpc_arg_src_t;
 
+/// Seconds on the monotonic clock (tpc-run's step and load timings).
+double tpc_now(void);
+
 tprt_status_t tpc_sources_open(const tpc_run_options_t* o, tprt_allocator_t alloc, tpc_sources_t* out) TPRT_MUST_USE_RESULT;
 void tpc_sources_close(tpc_sources_t* s);
 
