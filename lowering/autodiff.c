@@ -314,8 +314,13 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     tpc_text_printf(&types, ", ");
     mlirTypePrint(out_t, tpc_text_append_ref, &types);
   }
-  tpc_text_printf(out, ") {\n%s    return %s : %s\n  }\n", A->body.data ? A->body.data : "", rets.data ? rets.data : "",
+  tpc_text_printf(out, ") {\n%s    return %s : %s ", A->body.data ? A->body.data : "", rets.data ? rets.data : "",
                   types.data ? types.data : "");
+  // The return and the function keep the user's locations, for the diagnostics of later passes.
+  mlirLocationPrint(mlirOperationGetLocation(mlirOperationIsNull(ret) ? A->func : ret), tpc_text_append_ref, out);
+  tpc_text_printf(out, "\n  } ");
+  mlirLocationPrint(mlirOperationGetLocation(A->func), tpc_text_append_ref, out);
+  tpc_text_printf(out, "\n");
   tpc_text_free(&rets);
   tpc_text_free(&types);
   return mlirLogicalResultSuccess();

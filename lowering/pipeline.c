@@ -3,6 +3,7 @@
 #include "pipeline.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/RegisterEverything.h"
@@ -70,29 +71,39 @@ static void tpc__error_append(MlirStringRef s, void* user) {
   if (e->size > len + 1) snprintf(e->buf + len, e->size - len, "%.*s", (int)s.length, s.data);
 }
 
-bool tpc_pipeline_add(MlirPassManager pm, const char* csv, bool verify_each, char* error, size_t error_size) {
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", csv);
+bool tpc_pipeline_add_element(MlirPassManager pm, const char* element, bool verify_each, char* error,
+                              size_t error_size) {
   if (error_size) error[0] = '\0';
-  char* save = NULL;
-  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (strncmp(tok, "mlir:", 5) == 0) {
-      tpc__error_sink_t sink = {error, error_size};
-      if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(mlirPassManagerGetAsOpPassManager(pm),
-                                                                  mlirStringRefCreateFromCString(tok + 5),
-                                                                  tpc__error_append, &sink))) {
-        if (error_size && !error[0]) snprintf(error, error_size, "unknown MLIR pipeline '%s'", tok + 5);
-        return false;
-      }
-      continue;
-    }
-    const tpc_pass_entry_t* p = tpc_pass_lookup(tok);
-    if (!p) {
-      snprintf(error, error_size, "unknown pass '%s'", tok);
+  if (strncmp(element, "mlir:", 5) == 0) {
+    tpc__error_sink_t sink = {error, error_size};
+    if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(mlirPassManagerGetAsOpPassManager(pm),
+                                                                mlirStringRefCreateFromCString(element + 5),
+                                                                tpc__error_append, &sink))) {
+      if (error_size && !error[0]) snprintf(error, error_size, "unknown MLIR pipeline '%s'", element + 5);
       return false;
     }
-    mlirPassManagerAddOwnedPass(pm, p->create());
-    if (verify_each && strcmp(tok, "tp-verify") != 0) mlirPassManagerAddOwnedPass(pm, tpc_create_verify_pass());
+    return true;
   }
+  const tpc_pass_entry_t* p = tpc_pass_lookup(element);
+  if (!p) {
+    snprintf(error, error_size, "unknown pass '%s'", element);
+    return false;
+  }
+  mlirPassManagerAddOwnedPass(pm, p->create());
+  if (verify_each && strcmp(element, "tp-verify") != 0) mlirPassManagerAddOwnedPass(pm, tpc_create_verify_pass());
   return true;
+}
+
+bool tpc_pipeline_add(MlirPassManager pm, const char* csv, bool verify_each, char* error, size_t error_size) {
+  char* buf = strdup(csv);
+  if (!buf) {
+    snprintf(error, error_size, "out of memory");
+    return false;
+  }
+  bool ok = true;
+  char* save = NULL;
+  for (char* tok = strtok_r(buf, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save))
+    ok = tpc_pipeline_add_element(pm, tok, verify_each, error, error_size);
+  free(buf);
+  return ok;
 }

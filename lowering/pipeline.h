@@ -46,6 +46,13 @@ const tpc_pipeline_entry_t* tpc_pipeline_lookup(const char* name);
 /// message to |error| (of |error_size| bytes) and returns false. Call tpc_pipeline_init first.
 bool tpc_pipeline_add(MlirPassManager pm, const char* csv, bool verify_each, char* error, size_t error_size);
 
+/// Appends one element to |pm|: a pass argument ("tp-shard") or "mlir:<element>", an upstream
+/// pipeline element as MLIR's textual pipelines write it ("func.func(cse,canonicalize)"); with
+/// |verify_each|, tp-verify runs after a tpc pass. On failure, writes a message to |error| and
+/// returns false. Call tpc_pipeline_init first.
+bool tpc_pipeline_add_element(MlirPassManager pm, const char* element, bool verify_each, char* error,
+                              size_t error_size);
+
 /// Registers the upstream MLIR passes so that "mlir:" elements resolve. Idempotent.
 void tpc_pipeline_init(void);
 

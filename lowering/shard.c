@@ -549,7 +549,12 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
     tpc_text_printf(out, "%s ", j ? "," : "");
     tpc_layout_print_local_type(&tpc__find(S, mlirOperationGetOperand(ret, j))->layout, &S->mesh, out);
   }
-  tpc_text_printf(out, "\n  }\n");
+  // The return and the function keep the user's locations, for the diagnostics of later passes.
+  tpc_text_printf(out, " ");
+  mlirLocationPrint(mlirOperationGetLocation(ret), tpc_text_append_ref, out);
+  tpc_text_printf(out, "\n  } ");
+  mlirLocationPrint(mlirOperationGetLocation(S->func), tpc_text_append_ref, out);
+  tpc_text_printf(out, "\n");
   return mlirLogicalResultSuccess();
 }
 

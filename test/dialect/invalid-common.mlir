@@ -1,4 +1,4 @@
-// RUN: not tpc-opt %s --split-input-file 2>&1 | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --verify-diagnostics
 
 // Negative tests of the rules every tp op shares (tensor.*, attr.*), of tp.mesh (mesh.*) and of
 // the module attributes (module.*), then of the IRDL definition itself, whose errors come from
@@ -6,7 +6,7 @@
 
 /// tensor.static: tp ops are planned with static shapes; a dynamic dimension is rejected.
 func.func @linear_dynamic_weight(%x: tensor<8x64xbf16>, %w: tensor<?x64xbf16>) -> tensor<8x32xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule tensor.static: operand 'w' has type tensor<?x64xbf16>; tp ops need static shapes
+  // expected-error@+1 {{'tp.linear' op violates rule tensor.static: operand 'w' has type tensor<?x64xbf16>; tp ops need static shapes}}
   %y = "tp.linear"(%x, %w) : (tensor<8x64xbf16>, tensor<?x64xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
 }
@@ -16,8 +16,8 @@ func.func @linear_dynamic_weight(%x: tensor<8x64xbf16>, %w: tensor<?x64xbf16>) -
 /// tensor.static: shapes are unpacked into fixed arrays of TPC_MAX_RANK = 8 dimensions; each
 /// offending operand and result is reported.
 func.func @glu_rank9(%x: tensor<1x1x1x1x1x1x1x2x8xbf16>) -> tensor<1x1x1x1x1x1x1x2x4xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+2]]:8: error: 'tp.glu' op violates rule tensor.static: operand 'x' has rank 9; tp ops support rank <= 8
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.glu' op violates rule tensor.static: result 'y' has rank 9; tp ops support rank <= 8
+  // expected-error@+2 {{'tp.glu' op violates rule tensor.static: operand 'x' has rank 9; tp ops support rank <= 8}}
+  // expected-error@+1 {{'tp.glu' op violates rule tensor.static: result 'y' has rank 9; tp ops support rank <= 8}}
   %y = "tp.glu"(%x) {kind = "swiglu"} : (tensor<1x1x1x1x1x1x1x2x8xbf16>) -> tensor<1x1x1x1x1x1x1x2x4xbf16>
   return %y : tensor<1x1x1x1x1x1x1x2x4xbf16>
 }
@@ -26,7 +26,7 @@ func.func @glu_rank9(%x: tensor<1x1x1x1x1x1x1x2x8xbf16>) -> tensor<1x1x1x1x1x1x1
 
 /// tensor.element-type: f64 is not one of the element types the runtime kernels support.
 func.func @linear_f64_input(%x: tensor<8x64xf64>, %w: tensor<32x64xbf16>) -> tensor<8x32xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule tensor.element-type: operand 'x' has type tensor<8x64xf64>; element types are bf16, f16, f32, f8E4M3FN, f8E5M2, f8E8M0FNU, f4E2M1FN, i32, i64
+  // expected-error@+1 {{'tp.linear' op violates rule tensor.element-type: operand 'x' has type tensor<8x64xf64>; element types are bf16, f16, f32, f8E4M3FN, f8E5M2, f8E8M0FNU, f4E2M1FN, i32, i64}}
   %y = "tp.linear"(%x, %w) : (tensor<8x64xf64>, tensor<32x64xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
 }
@@ -36,7 +36,7 @@ func.func @linear_f64_input(%x: tensor<8x64xf64>, %w: tensor<32x64xbf16>) -> ten
 /// tensor.element-type: the tensor inside a !tp.future is checked like any other result.
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @all_gather_start_f64_future(%x: tensor<8x64xf32>) -> !tp.future<tensor<32x64xf64>> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.all_gather_start' op violates rule tensor.element-type: result 'future' has type tensor<32x64xf64>; element types are bf16, f16, f32, f8E4M3FN, f8E5M2, f8E8M0FNU, f4E2M1FN, i32, i64
+  // expected-error@+1 {{'tp.all_gather_start' op violates rule tensor.element-type: result 'future' has type tensor<32x64xf64>; element types are bf16, f16, f32, f8E4M3FN, f8E5M2, f8E8M0FNU, f4E2M1FN, i32, i64}}
   %f = "tp.all_gather_start"(%x) {mesh = @mesh, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> !tp.future<tensor<32x64xf64>>
   return %f : !tp.future<tensor<32x64xf64>>
 }
@@ -45,7 +45,7 @@ func.func @all_gather_start_f64_future(%x: tensor<8x64xf32>) -> !tp.future<tenso
 
 /// attr.kind: optional attributes are invisible to IRDL; `partial` is a bool, not an integer.
 func.func @linear_partial_integer(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xf32> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.kind: attribute 'partial' must be a bool
+  // expected-error@+1 {{'tp.linear' op violates rule attr.kind: attribute 'partial' must be a bool}}
   %y = "tp.linear"(%x, %w) {partial = 1 : i64} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
 }
@@ -55,7 +55,7 @@ func.func @linear_partial_integer(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>)
 /// attr.kind: IRDL accepts any symbol reference for `mesh`; a nested one cannot name a tp.mesh.
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @all_reduce_nested_mesh_ref(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.all_reduce' op violates rule attr.kind: attribute 'mesh' must be a flat symbol reference (@name)
+  // expected-error@+1 {{'tp.all_reduce' op violates rule attr.kind: attribute 'mesh' must be a flat symbol reference (@name)}}
   %y = "tp.all_reduce"(%x) {mesh = @outer::@mesh, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
 }
@@ -64,7 +64,7 @@ func.func @all_reduce_nested_mesh_ref(%x: tensor<8x64xf32>) -> tensor<8x64xf32> 
 
 /// attr.enum: a misspelt optional enumeration value is named, with the values allowed.
 func.func @linear_parallel_misspelt(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.enum: attribute 'parallel' is "columns"; allowed values are "none", "column", "row"
+  // expected-error@+1 {{'tp.linear' op violates rule attr.enum: attribute 'parallel' is "columns"; allowed values are "none", "column", "row"}}
   %y = "tp.linear"(%x, %w) {parallel = "columns"} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
 }
@@ -73,7 +73,7 @@ func.func @linear_parallel_misspelt(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16
 
 /// attr.enum: "expert" parallelism belongs to tp.grouped_linear; tp.linear has no experts.
 func.func @linear_parallel_expert(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.enum: attribute 'parallel' is "expert"; allowed values are "none", "column", "row"
+  // expected-error@+1 {{'tp.linear' op violates rule attr.enum: attribute 'parallel' is "expert"; allowed values are "none", "column", "row"}}
   %y = "tp.linear"(%x, %w) {parallel = "expert"} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
 }
@@ -81,7 +81,7 @@ func.func @linear_parallel_expert(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>)
 // -----
 
 /// mesh.axes: a mesh without axes has no ranks to name.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'tp.mesh' op violates rule mesh.axes: a mesh needs at least one axis
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: a mesh needs at least one axis}}
 "tp.mesh"() {sym_name = "mesh", axes = [], shape = array<i64>} : () -> ()
 func.func @mesh_no_axes() {
   return
@@ -90,7 +90,7 @@ func.func @mesh_no_axes() {
 // -----
 
 /// mesh.axes: collectives name axes by string, so an empty name cannot be referred to.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'tp.mesh' op violates rule mesh.axes: axis 1 must be a non-empty string
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: axis 1 must be a non-empty string}}
 "tp.mesh"() {sym_name = "mesh", axes = ["dp", ""], shape = array<i64: 2, 4>} : () -> ()
 func.func @mesh_empty_axis_name() {
   return
@@ -99,7 +99,7 @@ func.func @mesh_empty_axis_name() {
 // -----
 
 /// mesh.axes: axis names must be unique, or a collective's axes would be ambiguous.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'tp.mesh' op violates rule mesh.axes: axis "tp" appears twice
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: axis "tp" appears twice}}
 "tp.mesh"() {sym_name = "mesh", axes = ["tp", "tp"], shape = array<i64: 2, 4>} : () -> ()
 func.func @mesh_duplicate_axis() {
   return
@@ -108,7 +108,7 @@ func.func @mesh_duplicate_axis() {
 // -----
 
 /// mesh.shape: shape gives one size per axis; two axes and one size do not pair up.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'tp.mesh' op violates rule mesh.shape: shape has 1 entries but there are 2 axes
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.shape: shape has 1 entries but there are 2 axes}}
 "tp.mesh"() {sym_name = "mesh", axes = ["dp", "tp"], shape = array<i64: 8>} : () -> ()
 func.func @mesh_shape_length() {
   return
@@ -117,7 +117,7 @@ func.func @mesh_shape_length() {
 // -----
 
 /// mesh.shape: every axis has at least one rank.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'tp.mesh' op violates rule mesh.shape: axis "tp" has size -2; sizes must be >= 1
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.shape: axis "tp" has size -2; sizes must be >= 1}}
 "tp.mesh"() {sym_name = "mesh", axes = ["dp", "tp"], shape = array<i64: 2, -2>} : () -> ()
 func.func @mesh_negative_size() {
   return
@@ -127,7 +127,7 @@ func.func @mesh_negative_size() {
 
 /// mesh.placement: collectives look meshes up in the enclosing module, so one inside a function is never found.
 func.func @mesh_inside_function() {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:3: error: 'tp.mesh' op violates rule mesh.placement: a mesh must be declared directly in a module
+  // expected-error@+1 {{'tp.mesh' op violates rule mesh.placement: a mesh must be declared directly in a module}}
   "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
   return
 }
@@ -136,8 +136,9 @@ func.func @mesh_inside_function() {
 
 /// mesh.placement: a mesh name is declared once per module. builtin.module's symbol table
 /// rejects the duplicate before the tp verifier runs, so the error is MLIR's.
+// expected-note@+1 {{see existing symbol definition here}}
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: redefinition of symbol named 'mesh'
+// expected-error@+1 {{redefinition of symbol named 'mesh'}}
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 8>} : () -> ()
 func.func @mesh_declared_twice() {
   return
@@ -146,7 +147,7 @@ func.func @mesh_declared_twice() {
 // -----
 
 /// module.numerics: the numerics mode is one of three; "slow" is not one of them.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.numerics: tp.numerics must be "fast", "invariant" or "exact"; got "slow"
+// expected-error@+1 {{'builtin.module' op violates rule module.numerics: tp.numerics must be "fast", "invariant" or "exact"; got "slow"}}
 module attributes {tp.numerics = "slow"} {
   func.func @numerics_unknown() {
     return
@@ -156,7 +157,7 @@ module attributes {tp.numerics = "slow"} {
 // -----
 
 /// module.chunks: canonical K chunks halve recursively, so their count is a power of two.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.chunks: tp.chunks must be a power of two >= 1 (the canonical K chunk count); got 6 : i64
+// expected-error@+1 {{'builtin.module' op violates rule module.chunks: tp.chunks must be a power of two >= 1 (the canonical K chunk count); got 6 : i64}}
 module attributes {tp.chunks = 6 : i64} {
   func.func @chunks_not_power_of_two() {
     return
@@ -166,7 +167,7 @@ module attributes {tp.chunks = 6 : i64} {
 // -----
 
 /// module.strategy: tp-invariant knows two ways to complete a sharded contraction.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.strategy: tp.strategy must be "canonical" or "gather"; got "allgather"
+// expected-error@+1 {{'builtin.module' op violates rule module.strategy: tp.strategy must be "canonical" or "gather"; got "allgather"}}
 module attributes {tp.numerics = "invariant", tp.strategy = "allgather"} {
   func.func @strategy_unknown() {
     return
@@ -177,7 +178,7 @@ module attributes {tp.numerics = "invariant", tp.strategy = "allgather"} {
 
 /// attr.chunks: an op's own chunk count (set by tp-invariant) is 0 or a power of two.
 func.func @linear_chunks_not_power_of_two(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xf32> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.chunks: attribute 'chunks' must be 0 (the module's tp.chunks) or a power of two in [1, 1024]; got 3
+  // expected-error@+1 {{'tp.linear' op violates rule attr.chunks: attribute 'chunks' must be 0 (the module's tp.chunks) or a power of two in [1, 1024]; got 3}}
   %y = "tp.linear"(%x, %w) {partial = true, chunks = 3 : i64} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
 }
@@ -185,7 +186,7 @@ func.func @linear_chunks_not_power_of_two(%x: tensor<8x64xbf16>, %w: tensor<32x6
 // -----
 
 /// module.chunks: the count is an integer attribute; the string "8" is reported as written.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.chunks: tp.chunks must be a power of two >= 1 (the canonical K chunk count); got "8"
+// expected-error@+1 {{'builtin.module' op violates rule module.chunks: tp.chunks must be a power of two >= 1 (the canonical K chunk count); got "8"}}
 module attributes {tp.chunks = "8"} {
   func.func @chunks_string() {
     return
@@ -195,7 +196,7 @@ module attributes {tp.chunks = "8"} {
 // -----
 
 /// module.recompute: activation recomputation is on or off.
-// CHECK: invalid-common.mlir:[[@LINE+1]]:1: error: 'builtin.module' op violates rule module.recompute: tp.recompute must be true or false; got "layers"
+// expected-error@+1 {{'builtin.module' op violates rule module.recompute: tp.recompute must be true or false; got "layers"}}
 module attributes {tp.recompute = "layers"} {
   func.func @recompute_string() {
     return
@@ -206,7 +207,7 @@ module attributes {tp.recompute = "layers"} {
 
 /// IRDL: the required enumeration `kind` of tp.glu is checked by IRDL, which names the value only.
 func.func @glu_unknown_kind(%x: tensor<16x512xbf16>) -> tensor<16x256xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: '"reglu"' does not satisfy the constraint
+  // expected-error@+1 {{'"reglu"' does not satisfy the constraint}}
   %y = "tp.glu"(%x) {kind = "reglu"} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
   return %y : tensor<16x256xbf16>
 }
@@ -215,7 +216,7 @@ func.func @glu_unknown_kind(%x: tensor<16x512xbf16>) -> tensor<16x256xbf16> {
 
 /// IRDL: a required attribute (eps of tp.rmsnorm) that is missing.
 func.func @rmsnorm_missing_eps(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> tensor<16x128xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.rmsnorm' op attribute "eps" is expected but not provided
+  // expected-error@+1 {{'tp.rmsnorm' op attribute "eps" is expected but not provided}}
   %y = "tp.rmsnorm"(%x, %gamma) : (tensor<16x128xbf16>, tensor<128xbf16>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
@@ -224,7 +225,7 @@ func.func @rmsnorm_missing_eps(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>
 
 /// IRDL: a required attribute of the wrong base (an integer eps where a float is declared).
 func.func @rmsnorm_integer_eps(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> tensor<16x128xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: expected base attribute 'builtin.float' but got 'builtin.integer'
+  // expected-error@+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
   %y = "tp.rmsnorm"(%x, %gamma) {eps = 1 : i64} : (tensor<16x128xbf16>, tensor<128xbf16>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
@@ -233,7 +234,7 @@ func.func @rmsnorm_integer_eps(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>
 
 /// attr.unknown: a misspelt optional attribute would otherwise be ignored; the closest name is suggested.
 func.func @linear_misspelt_attribute(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<8x32xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.linear' op violates rule attr.unknown: unknown attribute 'paralel'; did you mean 'parallel'?
+  // expected-error@+1 {{'tp.linear' op violates rule attr.unknown: unknown attribute 'paralel'; did you mean 'parallel'?}}
   %y = "tp.linear"(%x, %w) {paralel = "row"} : (tensor<8x64xbf16>, tensor<32x64xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
 }
@@ -242,7 +243,7 @@ func.func @linear_misspelt_attribute(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf1
 
 /// attr.unknown: with no close name, the op's attributes are listed; prefixed (discardable) names pass.
 func.func @add_unknown_attribute(%x: tensor<8x64xbf16>) -> tensor<8x64xbf16> {
-  // CHECK: invalid-common.mlir:[[@LINE+1]]:8: error: 'tp.add' op violates rule attr.unknown: unknown attribute 'scale'; this op has no attributes
+  // expected-error@+1 {{'tp.add' op violates rule attr.unknown: unknown attribute 'scale'; this op has no attributes}}
   %y = "tp.add"(%x, %x) {scale = 2.0 : f32, tp.note = "kept"} : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
   return %y : tensor<8x64xbf16>
 }

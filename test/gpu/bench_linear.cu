@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tpc_cli.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_status.h"
 #include "tprt_tensor.h"
@@ -26,7 +27,21 @@ static int bench_cmp(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+static const tpc_cli_option_t kOptions[] = {{NULL, 0, NULL, NULL, 0}};
+static const tpc_cli_t kCli = {"tprt-bench-linear", "the dense linear kernels at Llama-70B MLP shapes",
+                               "[M N K]   (one more shape to time)", kOptions, false, NULL, NULL};
+
 int main(int argc, char** argv) {
+  tpc_cli_state_t st = {};
+  int words = 0;
+  for (int id; (id = tpc_cli_next(&kCli, argc, argv, &st)) != TPC_CLI_END; ++words) {
+    if (id == TPC_CLI_EXIT) return 0;
+    if (id == TPC_CLI_ERROR) return 2;
+  }
+  if (words != 0 && words != 3) {
+    tpc_cli_error(&kCli, "give no shape or one as M N K (see --help)");
+    return 2;
+  }
   // Llama-70B-like MLP GEMMs (h = 8192, ffn = 28672, 4096 tokens): FC1 and FC2 at TP = 8, and a
   // square h x h projection at TP = 1. argv may give one more "M N K".
   long long shapes[4][3] = {{4096, 7168, 8192}, {4096, 8192, 3584}, {4096, 8192, 8192}, {0, 0, 0}};

@@ -372,7 +372,7 @@ if [[ -x "$CARRY_BIN/tprt-cuda-check" && -z "${TPC_GPU_REBUILD:-}" ]]; then
   cp "$CARRY_BIN"/tprt-cuda-check* "$CARRY_BIN"/tprt-bench-* "$BUILD/"
 else
   echo "== build (arch $ARCH)"
-  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu)
+  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu -Itools/common)
   # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
   CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
   # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
@@ -437,6 +437,9 @@ else
     # The benchmark links the same kernel objects, without the checker's.
     bench_objs=()
     for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || bench_objs+=("$o"); done
+    # The tools' option parser (its version header comes from CMake; without it, "unknown").
+    "$CC" -O2 -std=c11 -Itools/common -c tools/common/tpc_cli.c -o "$BUILD/obj/tpc_cli.o"
+    bench_objs+=("$BUILD/obj/tpc_cli.o")
     "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c test/gpu/bench_linear.cu -o "$BUILD/obj/bench_linear_cu.o"
     "$NVCC" -arch="$ARCH" "${bench_objs[@]}" "$BUILD/obj/bench_linear_cu.o" -o "$BUILD/tprt-bench-linear" -lm -ldl
     "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" tools/bench/bench_gemm.cu "${bench_objs[@]}" \

@@ -1,9 +1,9 @@
-// RUN: not tpc-opt %s --split-input-file --tp-autodiff 2>&1 | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --tp-autodiff --verify-diagnostics
 
 /// Collectives have no gradient rule: differentiate the logical module.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @collective(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
-  // CHECK: autodiff-errors.mlir:[[@LINE+1]]:8: error: tp-autodiff: 'tp.all_reduce' has no gradient rule (differentiate the logical module, before collectives, quantization and fusions are introduced)
+  // expected-error@+1 {{tp-autodiff: 'tp.all_reduce' has no gradient rule (differentiate the logical module, before collectives, quantization and fusions are introduced)}}
   %y = "tp.all_reduce"(%x) {mesh = @world, axes = ["tp"]} : (tensor<8x16xf32>) -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
@@ -11,7 +11,7 @@ func.func @collective(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // -----
 
 /// An argument the results do not depend on has no gradient.
-// CHECK: autodiff-errors.mlir:[[@LINE+1]]:1: error: tp-autodiff: argument 'unused' does not affect the results, so it has no gradient; mark it {tp.grad = false}
+// expected-error@+1 {{tp-autodiff: argument 'unused' does not affect the results, so it has no gradient; mark it {tp.grad = false}}}
 func.func @unused(%x: tensor<4x4xf32> {tp.name = "x"}, %u: tensor<4x4xf32> {tp.name = "unused"}) -> tensor<4x4xf32> {
   %y = "tp.add"(%x, %x) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>

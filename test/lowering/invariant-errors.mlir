@@ -3,11 +3,9 @@
 // logical forward modules (tp-shard, tp-invariant), logical training steps (tp-autodiff first)
 // and hand-written per-rank modules (tp-invariant alone).
 // RUN: rm -rf %t && split-file --leading-lines %s %t
-// RUN: not tpc-opt %t/forward.mlir --split-input-file --numerics invariant --tp-shard --tp-invariant 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=FWD --implicit-check-not=error:
-// RUN: not tpc-opt %t/train.mlir --split-input-file --numerics invariant --tp-autodiff --tp-shard --tp-invariant 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=TRAIN --implicit-check-not=error:
-// RUN: not tpc-opt %t/per-rank.mlir --split-input-file --tp-invariant 2>&1 | FileCheck %s --check-prefix=RANK --implicit-check-not=error:
+// RUN: tpc-opt %t/forward.mlir --split-input-file --numerics invariant --tp-shard --tp-invariant --verify-diagnostics
+// RUN: tpc-opt %t/train.mlir --split-input-file --numerics invariant --tp-autodiff --tp-shard --tp-invariant --verify-diagnostics
+// RUN: tpc-opt %t/per-rank.mlir --split-input-file --tp-invariant --verify-diagnostics
 
 /// tpc-opt's --numerics and --strategy take only the documented values (the whole stderr).
 // RUN: not tpc-opt %s --strategy bogus 2>&1 | FileCheck %s --check-prefix=STRATEGY --match-full-lines --implicit-check-not='{{.}}'
@@ -22,7 +20,7 @@
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 16>} : () -> ()
 func.func @tp16(%x: tensor<16x128xbf16>, %w1: tensor<256x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<256x128xbf16>) -> tensor<16x256xbf16>
-  // FWD: forward.mlir:[[@LINE+1]]:8: error: 'tp.all_reduce' op: tp-invariant: the reduction spans 16 ranks, which does not divide tp.chunks = 8: a rank's share would not be a subtree of the canonical tree (use a power-of-two axis size <= tp.chunks, or raise tp.chunks)
+  // expected-error@+1 {{'tp.all_reduce' op: tp-invariant: the reduction spans 16 ranks, which does not divide tp.chunks = 8: a rank's share would not be a subtree of the canonical tree (use a power-of-two axis size <= tp.chunks, or raise tp.chunks)}}
   %d = "tp.linear"(%u, %w2) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
   return %d : tensor<16x128xbf16>
 }
@@ -34,7 +32,7 @@ func.func @tp16(%x: tensor<16x128xbf16>, %w1: tensor<256x128xbf16>, %w2: tensor<
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @k_not_multiple_of_chunks(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: tensor<128x36xbf16>) -> tensor<16x128xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
-  // FWD: forward.mlir:[[@LINE+1]]:8: error: 'tp.linear' op: tp-invariant: its contracted K is split over 2 ranks (18 each, summed by 'tp.all_reduce'); the shares are subtrees of the canonical tree only if the whole K, 36, is a multiple of tp.chunks = 8. Pad the model dimension with zeros, or change tp.chunks (docs/numerics.md, "Padding rules")
+  // expected-error@+1 {{'tp.linear' op: tp-invariant: its contracted K is split over 2 ranks (18 each, summed by 'tp.all_reduce'); the shares are subtrees of the canonical tree only if the whole K, 36, is a multiple of tp.chunks = 8. Pad the model dimension with zeros, or change tp.chunks (docs/numerics.md, "Padding rules")}}
   %d = "tp.linear"(%u, %w2) {parallel = "row"} : (tensor<16x36xbf16>, tensor<128x36xbf16>) -> tensor<16x128xbf16>
   return %d : tensor<16x128xbf16>
 }
@@ -48,9 +46,9 @@ func.func @k_not_multiple_of_chunks(%x: tensor<16x128xbf16>, %w1: tensor<36x128x
 func.func @glu_dgrad(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: tensor<128x18xbf16>) -> tensor<16x128xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
   %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
-  // TRAIN: train.mlir:[[@LINE+1]]:8: error: 'tp.linear' op: tp-invariant: its contracted K is split over 2 ranks (9 each, summed by 'tp.all_reduce'); the shares are subtrees of the canonical tree only if the whole K, 18, is a multiple of tp.chunks = 8. Pad the model dimension with zeros, or change tp.chunks (docs/numerics.md, "Padding rules")
+  // expected-error@+1 {{'tp.linear' op: tp-invariant: its contracted K is split over 2 ranks (9 each, summed by 'tp.all_reduce'); the shares are subtrees of the canonical tree only if the whole K, 18, is a multiple of tp.chunks = 8. Pad the model dimension with zeros, or change tp.chunks (docs/numerics.md, "Padding rules")}}
   %y = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x18xbf16>, tensor<128x18xbf16>) -> tensor<16x128xbf16>
-  // TRAIN: train.mlir:[[@LINE-4]]:8: error: 'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 18 on each of 2 ranks, stride-2 shards), whose canonical order needs the logical N = 36 divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size
+  // expected-error@-4 {{'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 18 on each of 2 ranks, stride-2 shards), whose canonical order needs the logical N = 36 divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size}}
   return %y : tensor<16x128xbf16>
 }
 
@@ -61,7 +59,7 @@ func.func @glu_dgrad(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: ten
 module attributes {tp.strategy = "gather"} {
   "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
   func.func @glu_dgrad_gather(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>, %w2: tensor<128x18xbf16>) -> tensor<16x128xbf16> {
-    // TRAIN: train.mlir:[[@LINE+1]]:10: error: 'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 36), whose canonical order needs N divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size
+    // expected-error@+1 {{'tp.linear_dgrad' op: tp-invariant: this dgrad contracts the gate and up rows of a GLU (N = 36), whose canonical order needs N divisible by 2 x tp.chunks = 16; change tp.chunks or the FFN size}}
     %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
     %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
     %y = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x18xbf16>, tensor<128x18xbf16>) -> tensor<16x128xbf16>
@@ -79,8 +77,8 @@ func.func @moe_dp(%x: tensor<16x128xbf16>, %router: tensor<8x128xbf16>, %w1: ten
   %logits = "tp.linear"(%x, %router) : (tensor<16x128xbf16>, tensor<8x128xbf16>) -> tensor<16x8xbf16>
   %idx, %wts = "tp.moe_route"(%logits) {top_k = 2 : i64, normalize = true} : (tensor<16x8xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
   %xp, %sizes, %map = "tp.moe_permute"(%x, %idx) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<8xi64>, tensor<32xi32>)
-  // TRAIN: train.mlir:[[@LINE+4]]:9: error: 'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks (data parallelism outside the experts): its canonical order runs over each expert's rows, and where the ranks' rows split that sequence depends on the routing; use ep instead of dp for the experts' tokens
-  // TRAIN: train.mlir:[[@LINE+1]]:9: error: 'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks
+  // expected-error@+4 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks (data parallelism outside the experts): its canonical order runs over each expert's rows, and where the ranks' rows split that sequence depends on the routing; use ep instead of dp for the experts' tokens}}
+  // expected-error@+1 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks}}
   %h1 = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column"} : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
   %a = "tp.glu"(%h1) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
   %h2 = "tp.grouped_linear"(%a, %w2, %sizes) {parallel = "row"} : (tensor<32x64xbf16>, tensor<8x128x64xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
@@ -94,7 +92,7 @@ func.func @moe_dp(%x: tensor<16x128xbf16>, %router: tensor<8x128xbf16>, %w1: ten
 module attributes {tp.numerics = "invariant"} {
   "tp.mesh"() {axes = ["tp"], shape = array<i64: 2>, sym_name = "world"} : () -> ()
   func.func @all_reduce_of_argument(%p: tensor<16x128xf32>) -> tensor<16x128xf32> {
-    // RANK: per-rank.mlir:[[@LINE+1]]:10: error: 'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums a function argument over 2 ranks, but only the f32 partial of a contraction (tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked partial = true) has a canonical order to continue
+    // expected-error@+1 {{'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums a function argument over 2 ranks, but only the f32 partial of a contraction (tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked partial = true) has a canonical order to continue}}
     %y = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<16x128xf32>) -> tensor<16x128xf32>
     return %y : tensor<16x128xf32>
   }
@@ -107,7 +105,7 @@ module attributes {tp.numerics = "invariant"} {
   "tp.mesh"() {axes = ["tp"], shape = array<i64: 2>, sym_name = "world"} : () -> ()
   func.func @all_reduce_of_add(%a: tensor<16x128xf32>, %b: tensor<16x128xf32>) -> tensor<16x128xf32> {
     %s = "tp.add"(%a, %b) : (tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    // RANK: per-rank.mlir:[[@LINE+1]]:10: error: 'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums tp.add over 2 ranks, but only the f32 partial of a contraction (tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked partial = true) has a canonical order to continue
+    // expected-error@+1 {{'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums tp.add over 2 ranks, but only the f32 partial of a contraction (tp.linear, tp.grouped_linear, their dgrad and wgrad, bias and norm parameter gradients, marked partial = true) has a canonical order to continue}}
     %y = "tp.all_reduce"(%s) {mesh = @world, axes = ["tp"]} : (tensor<16x128xf32>) -> tensor<16x128xf32>
     return %y : tensor<16x128xf32>
   }
@@ -120,7 +118,7 @@ module attributes {tp.numerics = "exact"} {
   "tp.mesh"() {axes = ["tp"], shape = array<i64: 2>, sym_name = "world"} : () -> ()
   func.func @all_reduce_of_rounded_linear(%a: tensor<16x64xbf16>, %w: tensor<128x64xbf16>) -> tensor<16x128xbf16> {
     %p = "tp.linear"(%a, %w) {parallel = "row"} : (tensor<16x64xbf16>, tensor<128x64xbf16>) -> tensor<16x128xbf16>
-    // RANK: per-rank.mlir:[[@LINE+1]]:10: error: 'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums tp.linear (not marked partial = true) over 2 ranks, but only
+    // expected-error@+1 {{'tp.all_reduce' op: tp-invariant: no canonical implementation: it sums tp.linear (not marked partial = true) over 2 ranks, but only}}
     %y = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<16x128xbf16>) -> tensor<16x128xbf16>
     return %y : tensor<16x128xbf16>
   }
@@ -132,7 +130,7 @@ module attributes {tp.numerics = "exact"} {
 module attributes {tp.numerics = "invariant"} {
   "tp.mesh"() {axes = ["dp", "tp"], shape = array<i64: 2, 4>, sym_name = "world"} : () -> ()
   func.func @two_rank_counts(%a: tensor<16x32xbf16>, %w: tensor<128x32xbf16>) -> (tensor<16x128xf32>, tensor<16x128xf32>) {
-    // RANK: per-rank.mlir:[[@LINE+1]]:10: error: 'tp.linear' op: tp-invariant: its partial is summed by reductions over different rank counts (4 and 2 ranks), so no single split of the chunk tree serves both; reduce it once
+    // expected-error@+1 {{'tp.linear' op: tp-invariant: its partial is summed by reductions over different rank counts (4 and 2 ranks), so no single split of the chunk tree serves both; reduce it once}}
     %p = "tp.linear"(%a, %w) {parallel = "row", partial = true} : (tensor<16x32xbf16>, tensor<128x32xbf16>) -> tensor<16x128xf32>
     %y = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<16x128xf32>) -> tensor<16x128xf32>
     %z = "tp.all_reduce"(%p) {mesh = @world, axes = ["dp"]} : (tensor<16x128xf32>) -> tensor<16x128xf32>

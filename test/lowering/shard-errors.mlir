@@ -1,7 +1,7 @@
-// RUN: not tpc-opt %s --split-input-file --tp-shard 2>&1 | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --tp-shard --verify-diagnostics
 
 /// A plan needs a mesh.
-// CHECK: shard-errors.mlir:{{[0-9]+}}:{{[0-9]+}}: error: tp-shard: the module declares no tp.mesh; pass --mesh tp=N (and dp=M) or declare one
+// expected-error@unknown {{tp-shard: the module declares no tp.mesh; pass --mesh tp=N (and dp=M) or declare one}}
 func.func @no_mesh(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
   return %x : tensor<16x128xbf16>
 }
@@ -11,7 +11,7 @@ func.func @no_mesh(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
 /// A row-parallel linear whose input is not sharded along K cannot be realised.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @row_without_sharded_input(%x: tensor<16x256xbf16>, %w: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
-  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: 'tp.linear' input x is laid out [-, -]; a row-parallel linear needs its input sharded along K over tp
+  // expected-error@+1 {{tp-shard: 'tp.linear' input x is laid out [-, -]; a row-parallel linear needs its input sharded along K over tp}}
   %d = "tp.linear"(%x, %w) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
   return %d : tensor<16x128xbf16>
 }
@@ -20,7 +20,7 @@ func.func @row_without_sharded_input(%x: tensor<16x256xbf16>, %w: tensor<128x256
 
 /// Divisibility: 36 FC1 rows in 2 stride-2 blocks cannot be split over tp=4.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
-// CHECK: shard-errors.mlir:[[@LINE+1]]:1: error: tp-shard: 'func.func' a1: dimension 0 (size 36) is not divisible by [tp/2, -] = 4 ranks × 2 blocks
+// expected-error@+1 {{tp-shard: 'func.func' a1: dimension 0 (size 36) is not divisible by [tp/2, -] = 4 ranks × 2 blocks}}
 func.func @not_divisible(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> tensor<16x18xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
   %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
@@ -30,7 +30,7 @@ func.func @not_divisible(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> t
 // -----
 
 /// An axis without a sharding role.
-// CHECK: shard-errors.mlir:[[@LINE+1]]:1: error: tp-shard: mesh axis 'pp' (size 2) has no sharding role; tp-shard knows tp, dp and ep
+// expected-error@+1 {{tp-shard: mesh axis 'pp' (size 2) has no sharding role; tp-shard knows tp, dp and ep}}
 "tp.mesh"() {sym_name = "world", axes = ["pp", "tp"], shape = array<i64: 2, 2>} : () -> ()
 func.func @unknown_axis(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
   return %x : tensor<16x128xbf16>
@@ -42,7 +42,7 @@ func.func @unknown_axis(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @sequence_parallel_mismatch(%x: tensor<16x128xbf16>, %w1: tensor<256x128xbf16>, %w3: tensor<256x128xbf16>) -> tensor<16x256xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column", sequence_parallel = true} : (tensor<16x128xbf16>, tensor<256x128xbf16>) -> tensor<16x256xbf16>
-  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: 'tp.linear' input x is laid out [tp, -]; its tokens are sharded over tp; set sequence_parallel = true on this linear
+  // expected-error@+1 {{tp-shard: 'tp.linear' input x is laid out [tp, -]; its tokens are sharded over tp; set sequence_parallel = true on this linear}}
   %v = "tp.linear"(%x, %w3) {parallel = "column"} : (tensor<16x128xbf16>, tensor<256x128xbf16>) -> tensor<16x256xbf16>
   return %v : tensor<16x256xbf16>
 }
@@ -53,7 +53,7 @@ func.func @sequence_parallel_mismatch(%x: tensor<16x128xbf16>, %w1: tensor<256x1
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @weight_with_two_plans(%x: tensor<16x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<16x128xbf16> {
   %u = "tp.linear"(%x, %w) {parallel = "column"} : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xbf16>
-  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: operand 1 is laid out [tp, -] but this op's plan needs [-, -] (a weight shared by ops with different plans?)
+  // expected-error@+1 {{tp-shard: operand 1 is laid out [tp, -] but this op's plan needs [-, -] (a weight shared by ops with different plans?)}}
   %v = "tp.linear"(%x, %w) : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xbf16>
   return %v : tensor<16x128xbf16>
 }
@@ -63,7 +63,7 @@ func.func @weight_with_two_plans(%x: tensor<16x128xbf16>, %w: tensor<128x128xbf1
 /// Collectives do not belong in a logical module.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @collective_in_logical_module(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
-  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: 'tp.all_reduce' has no sharding rule; a logical module holds compute ops only (tp-shard inserts the collectives)
+  // expected-error@+1 {{tp-shard: 'tp.all_reduce' has no sharding rule; a logical module holds compute ops only (tp-shard inserts the collectives)}}
   %y = "tp.all_reduce"(%x) {mesh = @world, axes = ["tp"]} : (tensor<16x128xbf16>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
@@ -75,7 +75,7 @@ func.func @collective_in_logical_module(%x: tensor<16x128xbf16>) -> tensor<16x12
 func.func @sp_inside_ep(%x: tensor<16x128xbf16>, %idx: tensor<16x2xi32>, %w1: tensor<8x128x128xbf16>) -> tensor<32x128xbf16> {
   %xp, %sizes, %map = "tp.moe_permute"(%x, %idx)
       : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<8xi64>, tensor<32xi32>)
-  // CHECK: shard-errors.mlir:[[@LINE+1]]:8: error: tp-shard: sequence parallelism inside expert-parallel experts (ep=2 with tp=2) is not supported yet; drop sequence_parallel on the grouped linears, or use ep alone
+  // expected-error@+1 {{tp-shard: sequence parallelism inside expert-parallel experts (ep=2 with tp=2) is not supported yet; drop sequence_parallel on the grouped linears, or use ep alone}}
   %h = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column", sequence_parallel = true}
       : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
   return %h : tensor<32x128xbf16>

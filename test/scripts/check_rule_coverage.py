@@ -5,7 +5,8 @@ Usage: check_rule_coverage.py <tpc source root>
 
 A rule id is a string literal of the form "<family>.<name>" (linear.k, quant.global-scale,
 moe_route.top_k) in dialect/tpc_verify*.c. Every id must have
-  - a positive FileCheck line matching "violates rule <id>:" in test/dialect/invalid-*.mlir, and
+  - an expected-error (or a positive FileCheck line) matching "violates rule <id>:" in
+    test/dialect/invalid-*.mlir, and
   - a mention in docs/dialect.md (as a whole id, so linear.k is not found inside grouped_linear.k).
 Prints the ids that are missing from either place and exits 1, or prints a summary and exits 0.
 """
@@ -19,8 +20,11 @@ import sys
 RULE_LITERAL = re.compile(r'"([a-z][a-z0-9_]*\.[a-z][a-z0-9_-]*)"')
 NOT_RULES = re.compile(r'^(tp|builtin|func)\.|\.(h|c|inc|mlir)$')
 
-# A positive FileCheck directive (CHECK:, CHECK-NEXT:, FOO-SAME:, ...; not *-NOT:) naming a rule.
-CHECK_RULE = re.compile(r'//\s*[A-Z][A-Z0-9_]*(?:-(?!NOT:)[A-Z]+)?:.*?violates rule ([a-z0-9_.-]+):')
+# An expected diagnostic (`// expected-error {{... violates rule <id>: ...}}`, checked by
+# tpc-opt --verify-diagnostics) or a positive FileCheck directive (CHECK:, FOO-SAME:, ...; not
+# *-NOT:) naming a rule.
+CHECK_RULE = re.compile(r'//\s*(?:expected-error\S*\s*\{\{|[A-Z][A-Z0-9_]*(?:-(?!NOT:)[A-Z]+)?:).*?'
+                        r'violates rule ([a-z0-9_.-]+):')
 
 
 def rule_ids(src):

@@ -7,7 +7,8 @@
 // S/t · (g-1)/g, S the per-rank input bytes, t the mean time of one call after warm-up. The last
 // column is canonical time / NCCL time (> 1: canonical is slower).
 //
-// Usage: tprt-bench-collectives [ranks (default: all GPUs)] [max MB (default 256)]
+// Usage: tprt-bench-collectives [--ranks N (default: all GPUs)] [--max-mb M (default 256)]
+// (or the same two numbers as positional arguments)
 // Needs libtprt_backend_cuda.so next to it (../lib) or in TPRT_BACKEND_CUDA; NCCL_NVLS_ENABLE=0 is
 // set before any NCCL call (house rule: NVLink multicast stays off).
 #define _GNU_SOURCE  // readlink, popen, setenv, clock_gettime
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tpc_cli.h"
 #include "tprt_backend.h"
 #include "tprt_world.h"
 
@@ -86,7 +88,41 @@ static tprt_status_t rank_main(tprt_rank_t* rank, void* user) {
   return s;
 }
 
+enum { OPT_RANKS, OPT_MAX_MB };
+static const tpc_cli_option_t kOptions[] = {
+    {"ranks", 0, "N", "Ranks, one GPU each (default: every GPU of the machine)", OPT_RANKS},
+    {"max-mb", 0, "M", "Largest per-rank message in MiB (default 256); sizes go 1 KiB, 4 KiB, ... up to it",
+     OPT_MAX_MB},
+    {NULL, 0, NULL, NULL, 0}};
+
+static void bench_more_help(FILE* out) {
+  fprintf(out,
+          "Canonical all-reduce and reduce-scatter (bitwise the CPU backend's) against NCCL's own, f32, bus\n"
+          "bandwidth as nccl-tests reports it. Loads libtprt_backend_cuda.so from ../lib or TPRT_BACKEND_CUDA.\n"
+          "The two numbers may also be given as positional arguments: tprt-bench-collectives [N [M]].\n");
+}
+
+static const tpc_cli_t kCli = {"tprt-bench-collectives", "the CUDA backend's collectives against NCCL's",
+                               "[--ranks N] [--max-mb M]", kOptions, false, NULL, bench_more_help};
+
 int main(int argc, char** argv) {
+  uint64_t ranks_opt = 0, max_mb_opt = 256;
+  int positional = 0;
+  tpc_cli_state_t st = {0};
+  for (int id; (id = tpc_cli_next(&kCli, argc, argv, &st)) != TPC_CLI_END;) {
+    if (id == TPC_CLI_EXIT) return 0;
+    if (id == TPC_CLI_ERROR) return 2;
+    if (id == TPC_CLI_POSITIONAL && positional < 2) {
+      id = positional++ == 0 ? OPT_RANKS : OPT_MAX_MB;
+      st.option = &kOptions[id];  // errors name the option the number stands for
+    }
+    if (id == TPC_CLI_POSITIONAL) {
+      tpc_cli_error(&kCli, "unexpected argument '%s' (see --help)", st.value);
+      return 2;
+    }
+    if (id == OPT_RANKS && !tpc_cli_u64(&kCli, &st, 1, 1024, "a number of ranks, 1..1024", &ranks_opt)) return 2;
+    if (id == OPT_MAX_MB && !tpc_cli_u64(&kCli, &st, 1, 1 << 20, "a size in MiB, 1..1048576", &max_mb_opt)) return 2;
+  }
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   char self[PATH_MAX], path[PATH_MAX + 64];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -104,13 +140,13 @@ int main(int argc, char** argv) {
   bench_t B;
   memset(&B, 0, sizeof B);
   B.b = entry();
-  int ranks = argc > 1 ? atoi(argv[1]) : 0;
+  int ranks = (int)ranks_opt;
   if (ranks <= 0) {
     FILE* p = popen("nvidia-smi -L 2>/dev/null | wc -l", "r");
     if (!p || fscanf(p, "%d", &ranks) != 1) ranks = 1;
     if (p) pclose(p);
   }
-  int64_t max_mb = argc > 2 ? atoll(argv[2]) : 256;
+  int64_t max_mb = (int64_t)max_mb_opt;
   for (int64_t s = 1024; s <= max_mb * (1 << 20) && B.num_sizes < MAX_SIZES; s *= 4) B.sizes[B.num_sizes++] = s;
   tprt_world_options_t wo;
   memset(&wo, 0, sizeof wo);

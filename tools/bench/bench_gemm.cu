@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "tpc_cli.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_numerics.h"
 #include "tprt_status.h"
@@ -430,7 +431,23 @@ static bool bg_run_case(const std::vector<char*>& args, tprt_cuda_lt_t* lt, cuda
   return false;
 }
 
+static const tpc_cli_option_t kBgOptions[] = {{NULL, 0, NULL, NULL, 0}};
+static void bg_more_help(FILE* out) {
+  fputs(kBgUsage, out);
+  fputs("With no case, every case runs in this process; tools/bench/gemm.py runs each alone with its\n"
+        "PyTorch peer. TPRT_BENCH_CHUNKS sets the invariant kernels' tp.chunks.\n",
+        out);
+}
+static const tpc_cli_t kBgCli = {"tprt-bench-gemm", "tpc's GEMMs (fast, invariant, exact) timed on one GPU",
+                                 "[case words]", kBgOptions, false, NULL, bg_more_help};
+
 int main(int argc, char** argv) {
+  // Only -h/--help and --version are options; every other word belongs to the case.
+  tpc_cli_state_t st = {};
+  for (int id; (id = tpc_cli_next(&kBgCli, argc, argv, &st)) != TPC_CLI_END;) {
+    if (id == TPC_CLI_EXIT) return 0;
+    if (id == TPC_CLI_ERROR) return 2;
+  }
   if (getenv("TPRT_BENCH_CHUNKS")) bg_chunks = atoi(getenv("TPRT_BENCH_CHUNKS"));
   const bool list = argc > 1 && strcmp(argv[1], "list") == 0;
   const bool quick = argc > 1 + list && strcmp(argv[1 + list], "quick") == 0;

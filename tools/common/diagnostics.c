@@ -2,6 +2,7 @@
 #include "diagnostics.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void tpc__write(MlirStringRef s, void* user) { fwrite(s.data, 1, s.length, (FILE*)user); }
@@ -30,13 +31,50 @@ static int tpc__find_position(MlirLocation loc, MlirStringRef* file, int* line, 
   return 0;
 }
 
-static void tpc__print_one(MlirDiagnostic d, const char* severity, const char* default_file) {
-  MlirStringRef file;
+// A message collected in memory for a capture function.
+typedef struct {
+  char* data;
+  size_t len, cap;
+} tpc__message_t;
+
+static void tpc__message_append(MlirStringRef s, void* user) {
+  tpc__message_t* m = user;
+  if (!m->data && m->cap) return;  // an allocation failed: keep what there is
+  if (m->len + s.length + 1 > m->cap) {
+    size_t cap = m->cap ? m->cap : 256;
+    while (cap < m->len + s.length + 1) cap *= 2;
+    char* d = realloc(m->data, cap);
+    if (!d) {
+      free(m->data);
+      m->data = NULL;
+      m->cap = 1;
+      return;
+    }
+    m->data = d;
+    m->cap = cap;
+  }
+  memcpy(m->data + m->len, s.data, s.length);
+  m->len += s.length;
+  m->data[m->len] = '\0';
+}
+
+static void tpc__print_one(MlirDiagnostic d, const char* severity, const tpc_diag_counts_t* counts) {
+  MlirStringRef file = mlirStringRefCreate("", 0);
   int line = 0, col = 0;
   int found = tpc__find_position(mlirDiagnosticGetLocation(d), &file, &line, &col, 0);
   // mlirModuleCreateParse names its buffer "-"; the caller knows the real name.
-  if (found && default_file && (file.length == 0 || (file.length == 1 && file.data[0] == '-')))
-    file = mlirStringRefCreateFromCString(default_file);
+  if (found && counts->default_file && (file.length == 0 || (file.length == 1 && file.data[0] == '-')))
+    file = mlirStringRefCreateFromCString(counts->default_file);
+  if (counts->capture) {
+    tpc__message_t m = {NULL, 0, 0};
+    mlirDiagnosticPrint(d, tpc__message_append, &m);
+    char name[1024];
+    snprintf(name, sizeof name, "%.*s", (int)file.length, file.data);
+    counts->capture(counts->capture_user, severity, name, found ? line : 0, found ? col : 0,
+                    m.data ? m.data : "");
+    free(m.data);
+    return;
+  }
   if (found)
     fprintf(stderr, "%.*s:%d:%d: %s: ", (int)file.length, file.data, line, col, severity);
   else
@@ -67,14 +105,14 @@ static MlirLogicalResult tpc__handle(MlirDiagnostic d, void* user) {
                                                     : "remark";
   if (sev == MlirDiagnosticError) counts->errors++;
   if (sev == MlirDiagnosticWarning) counts->warnings++;
-  tpc__print_one(d, word, counts->default_file);
+  tpc__print_one(d, word, counts);
   // MLIR's own verifier attaches a "see current operation" note that dumps the whole op in
   // generic form; it repeats what the message says, so only other notes are shown.
   for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); ++i) {
     MlirDiagnostic note = mlirDiagnosticGetNote(d, i);
     tpc__prefix_t p = {{0}, 0};
     mlirDiagnosticPrint(note, tpc__prefix_append, &p);
-    if (strncmp(p.text, "see current operation", 21) != 0) tpc__print_one(note, "note", counts->default_file);
+    if (strncmp(p.text, "see current operation", 21) != 0) tpc__print_one(note, "note", counts);
   }
   fflush(stderr);
   return mlirLogicalResultSuccess();

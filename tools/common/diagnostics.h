@@ -10,6 +10,11 @@ typedef struct tpc_diag_counts_t {
   int warnings;
   /// Printed for locations whose file name is empty or "-" (buffers parsed without a name).
   const char* default_file;
+  /// When set, every diagnostic (notes included) goes to this function instead of stderr, with its
+  /// severity word ("error", "warning", "note", "remark"), file, line and column (0 when it has no
+  /// position) and message (tpc-opt --verify-diagnostics).
+  void (*capture)(void* user, const char* severity, const char* file, int line, int col, const char* message);
+  void* capture_user;
 } tpc_diag_counts_t;
 
 /// Attaches a handler to |ctx| that prints every diagnostic (and its notes) to stderr and counts

@@ -26,6 +26,7 @@
 #include "pipeline.h"
 #include "tpc_dialect.h"
 #include "tpc_mesh.h"
+#include "tpc_cli.h"
 #include "tpc_parse.h"
 #include "tpc_verify.h"
 
@@ -42,77 +43,74 @@ typedef struct {
   bool sequence_parallel;  // --sequence-parallel
 } tpc_compile_options_t;
 
-static void tpc__usage(FILE* out) {
-  fprintf(out,
-          "OVERVIEW: tpc-compile — compile a tp module ahead of time into a shared object\n\n"
-          "USAGE: tpc-compile <input.mlir> -o <output> [options]\n\n"
-          "OPTIONS:\n"
-          "  -o <file>              Output path (required)\n"
-          "  --pipeline=<name>      Lowering pipeline (default: lower-cpu; infer = tp-shard + lower-cpu)\n"
-          "  --mesh=tp=4[,dp=2]     Declare the device mesh (tp.mesh @world) before the pipeline runs\n"
-          "  --numerics=<mode>      Set tp.numerics: fast, invariant or exact (default: the module's)\n"
-          "  --strategy=<s>         Set tp.strategy for invariant numerics: canonical (default) or gather\n"
-          "  --sequence-parallel    Set sequence_parallel = true on every column/row-parallel linear\n"
-          "  --emit=<kind>          so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)\n"
-          "  --cpu=<name>           Target CPU (default: x86-64, portable to any x86-64 host)\n"
-          "  -h, --help             Print this help\n");
-}
+enum { OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_EMIT, OPT_CPU };
+
+static const tpc_cli_option_t kOptions[] = {
+    {"output", 'o', "FILE", "Output path (required)", OPT_OUTPUT},
+    {"pipeline", 0, "NAME", "Lowering pipeline (default: lower-cpu; infer = tp-shard + lower-cpu)", OPT_PIPELINE},
+    {"mesh", 0, "tp=4[,dp=2]", "Declare the device mesh (tp.mesh @world) before the pipeline runs", OPT_MESH},
+    {"numerics", 0, "MODE", "Set tp.numerics: fast, invariant or exact (default: the module's)", OPT_NUMERICS},
+    {"strategy", 0, "S", "Set tp.strategy for invariant numerics: canonical (default) or gather", OPT_STRATEGY},
+    {"sequence-parallel", 0, NULL, "Set sequence_parallel = true on every column/row-parallel linear",
+     OPT_SEQUENCE_PARALLEL},
+    {"emit", 0, "KIND", "so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)", OPT_EMIT},
+    {"cpu", 0, "NAME", "Target CPU (default: x86-64, portable to any x86-64 host)", OPT_CPU},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tpc_cli_t kCli = {"tpc-compile", "compile a tp module ahead of time into a shared object",
+                               "<input.mlir> -o <output> [options]", kOptions, false, NULL, NULL};
 
 static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
   o->pipeline = "lower-cpu";
   o->emit = "so";
   o->cpu = "x86-64";
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      tpc__usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "-o") && i + 1 < argc) {
-      o->output = argv[++i];
-    } else if (!strncmp(a, "--pipeline=", 11)) {
-      o->pipeline = a + 11;
-    } else if (!strncmp(a, "--mesh", 6) && (a[6] == '=' || (a[6] == '\0' && i + 1 < argc))) {
-      const char* value = a[6] == '=' ? a + 7 : argv[++i];
-      char error[256];
-      if (!tpc_mesh_spec_parse(value, &o->mesh, error, sizeof error)) {
-        fprintf(stderr, "tpc-compile: error: %s\n", error);
-        return -1;
-      }
-      o->has_mesh = true;
-    } else if (!strncmp(a, "--numerics=", 11) || !strncmp(a, "--strategy=", 11)) {
-      char error[256], flag[16];
-      snprintf(flag, sizeof flag, "%.8s", a + 2);
-      if (!tpc_numerics_option_check(flag, a + 11, error, sizeof error)) {
-        fprintf(stderr, "tpc-compile: error: %s\n", error);
-        return -1;
-      }
-      *(a[2] == 'n' ? &o->numerics : &o->strategy) = a + 11;
-    } else if (!strcmp(a, "--sequence-parallel")) {
-      o->sequence_parallel = true;
-    } else if (!strncmp(a, "--emit=", 7)) {
-      o->emit = a + 7;
-    } else if (!strncmp(a, "--cpu=", 6)) {
-      o->cpu = a + 6;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "tpc-compile: error: unknown option '%s' (see --help)\n", a);
-      return -1;
-    } else if (o->input) {
-      fprintf(stderr, "tpc-compile: error: more than one input ('%s' and '%s')\n", o->input, a);
-      return -1;
-    } else {
-      o->input = a;
+  tpc_cli_state_t st = {0};
+  char error[256];
+  for (int id; (id = tpc_cli_next(&kCli, argc, argv, &st)) != TPC_CLI_END;) {
+    const char* v = st.value;
+    switch (id) {
+      case TPC_CLI_EXIT: return 0;
+      case TPC_CLI_ERROR: return -1;
+      case TPC_CLI_POSITIONAL:
+        if (o->input) {
+          tpc_cli_error(&kCli, "more than one input ('%s' and '%s')", o->input, v);
+          return -1;
+        }
+        o->input = v;
+        break;
+      case OPT_OUTPUT: o->output = v; break;
+      case OPT_PIPELINE: o->pipeline = v; break;
+      case OPT_MESH:
+        if (!tpc_mesh_spec_parse(v, &o->mesh, error, sizeof error)) {
+          tpc_cli_error(&kCli, "%s", error);
+          return -1;
+        }
+        o->has_mesh = true;
+        break;
+      case OPT_NUMERICS:
+      case OPT_STRATEGY:
+        if (!tpc_numerics_option_check(st.option->name, v, error, sizeof error)) {
+          tpc_cli_error(&kCli, "%s", error);
+          return -1;
+        }
+        *(id == OPT_NUMERICS ? &o->numerics : &o->strategy) = v;
+        break;
+      case OPT_SEQUENCE_PARALLEL: o->sequence_parallel = true; break;
+      case OPT_EMIT: o->emit = v; break;
+      case OPT_CPU: o->cpu = v; break;
+      default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
     }
   }
   if (!o->input || !o->output) {
-    fprintf(stderr, "tpc-compile: error: need an input file and -o <output> (see --help)\n");
+    tpc_cli_error(&kCli, "need an input file and -o <output> (see --help)");
     return -1;
   }
   if (strcmp(o->emit, "so") && strcmp(o->emit, "obj") && strcmp(o->emit, "llvm") && strcmp(o->emit, "mlir")) {
-    fprintf(stderr, "tpc-compile: error: --emit must be so, obj, llvm or mlir; got '%s'\n", o->emit);
+    tpc_cli_error(&kCli, "--emit must be so, obj, llvm or mlir; got '%s'", o->emit);
     return -1;
   }
   if (!tpc_pipeline_lookup(o->pipeline)) {
-    fprintf(stderr, "tpc-compile: error: unknown pipeline '%s' (see tpc-opt --help)\n", o->pipeline);
+    tpc_cli_error(&kCli, "unknown pipeline '%s' (see tpc-opt --help)", o->pipeline);
     return -1;
   }
   return 1;
@@ -260,7 +258,7 @@ int main(int argc, char** argv) {
 
   tpc_pipeline_init();
   MlirContext ctx = mlirContextCreate();
-  tpc_diag_counts_t diags = {0, 0, opts.input};
+  tpc_diag_counts_t diags = {0, 0, opts.input, NULL, NULL};
   tpc_diagnostics_attach(ctx, &diags);
   int rc = 1;
   MlirModule module = {NULL};

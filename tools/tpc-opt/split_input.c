@@ -14,8 +14,9 @@ int tpc_split_input(const char* buffer, size_t length, tpc_chunk_t* out_chunks, 
     size_t eol = pos;
     while (eol < length && buffer[eol] != '\n') ++eol;
     if (eol - pos >= mlen && memcmp(buffer + pos, tpc__marker, mlen) == 0) {
-      if (n == max_chunks) return -1;
-      out_chunks[n++] = (tpc_chunk_t){buffer + start, pos - start, chunk_line};
+      if (out_chunks && n == max_chunks) return -1;
+      if (out_chunks) out_chunks[n] = (tpc_chunk_t){buffer + start, pos - start, chunk_line};
+      ++n;
       start = eol < length ? eol + 1 : length;
       chunk_line = line + 1;
     }
@@ -23,7 +24,7 @@ int tpc_split_input(const char* buffer, size_t length, tpc_chunk_t* out_chunks, 
     pos = eol + 1;
     ++line;
   }
-  if (n == max_chunks) return -1;
-  out_chunks[n++] = (tpc_chunk_t){buffer + start, length - start, chunk_line};
-  return n;
+  if (out_chunks && n == max_chunks) return -1;
+  if (out_chunks) out_chunks[n] = (tpc_chunk_t){buffer + start, length - start, chunk_line};
+  return n + 1;
 }

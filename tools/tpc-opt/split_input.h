@@ -12,7 +12,8 @@ typedef struct tpc_chunk_t {
 } tpc_chunk_t;
 
 /// Splits |buffer| at lines that start with "// -----". Returns the number of chunks written to
-/// |out_chunks| (at most |max_chunks|), or -1 when there are more chunks than that.
+/// |out_chunks| (at most |max_chunks|), or -1 when there are more chunks than that. With
+/// |out_chunks| NULL, only counts them.
 int tpc_split_input(const char* buffer, size_t length, tpc_chunk_t* out_chunks, int max_chunks);
 
 #endif  // TPC_SPLIT_INPUT_H_

@@ -26,6 +26,8 @@ typedef struct {
   bool seed_given;
   int world;
   int repeat;
+  int warmup;           // --warmup: untimed steps before the timed ones
+  const char* json;     // --json: per step and rank records (JSON Lines; "-" for stdout)
   bool hash;
   bool stats;
   bool count_only;  // --count-only: counters without computing (implies --stats)
@@ -34,8 +36,8 @@ typedef struct {
   bool share_gpus;      // --share-gpus: ranks of a thread world may share GPUs (TPRT_CUDA_SHARE_DEVICES=1)
 } tpc_run_options_t;
 
-/// Parses argv into |o| (zeroed by the caller). Returns 1 to run, 0 after --help (printed), -1 on
-/// an error (printed on stderr).
+/// Parses argv into |o| (zeroed by the caller). Returns 1 to run, 0 after --help or --version
+/// (printed), -1 on an error (printed on stderr).
 int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o);
 
 #endif  // TPC_RUN_ARGS_H_
