@@ -18,6 +18,7 @@ python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 /usr/bin/python3 -c "import numpy" 2>/dev/null || need+=(python3-numpy)
 have mpirun || need+=(openmpi-bin)  # ranks as processes (test/e2e/processes-mpirun.test)
+have pkg-config || need+=(pkg-config)  # building against the installed libtprt (test/e2e/install.test)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
 
 # CUTLASS/CuTe headers for the tensor-core kernels (fast-mode grouped GEMM), only where nvcc is:
