@@ -10,6 +10,21 @@ static int tpc__is_ident(char c) {
   return c == '_' || c == '$' || c == '.' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
 }
 
+// Skips from |j| what MLIR's lexer skips between two tokens: whitespace, NUL bytes inside the
+// buffer and `//` comments.
+static size_t tpc__skip_blanks(const char* text, size_t length, size_t j) {
+  while (j < length) {
+    if (tpc__is_space(text[j]) || text[j] == '\0') {
+      ++j;
+    } else if (text[j] == '/' && j + 1 < length && text[j + 1] == '/') {
+      while (j < length && text[j] != '\n') ++j;
+    } else {
+      break;
+    }
+  }
+  return j;
+}
+
 int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* out_col) {
   int line = 1, col = 1;
   for (size_t i = 0; i < length; ++i) {
@@ -35,11 +50,9 @@ int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* 
     }
     if (c == 'a' && length - i >= 5 && memcmp(text + i, "array", 5) == 0 &&
         (i == 0 || !tpc__is_ident(text[i - 1]))) {
-      size_t j = i + 5;
-      while (j < length && tpc__is_space(text[j])) ++j;
+      size_t j = tpc__skip_blanks(text, length, i + 5);
       if (j < length && text[j] == '<') {
-        ++j;
-        while (j < length && tpc__is_space(text[j])) ++j;
+        j = tpc__skip_blanks(text, length, j + 1);
         if (length - j >= 5 && memcmp(text + j, "index", 5) == 0) {
           *out_line = line;
           *out_col = col;

@@ -200,12 +200,18 @@ static MlirLogicalResult tpc__verify_mesh(MlirOperation op) {
   if (mlirDenseArrayGetNumElements(shape) != n)
     return tpc__rule_error(op, "mesh.shape", "shape has %lld entries but there are %lld axes",
                            (long long)mlirDenseArrayGetNumElements(shape), (long long)n);
-  for (intptr_t i = 0; i < n; ++i)
-    if (mlirDenseI64ArrayGetElement(shape, i) < 1) {
-      MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
+  int64_t ranks = 1;
+  for (intptr_t i = 0; i < n; ++i) {
+    int64_t size = mlirDenseI64ArrayGetElement(shape, i);
+    MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
+    if (size < 1)
       return tpc__rule_error(op, "mesh.shape", "axis \"%.*s\" has size %lld; sizes must be >= 1", (int)s.length,
-                             s.data, (long long)mlirDenseI64ArrayGetElement(shape, i));
-    }
+                             s.data, (long long)size);
+    if (size > TPC_MESH_MAX_RANKS / ranks)
+      return tpc__rule_error(op, "mesh.shape", "axis \"%.*s\" of size %lld makes the mesh larger than %d ranks",
+                             (int)s.length, s.data, (long long)size, TPC_MESH_MAX_RANKS);
+    ranks *= size;
+  }
   MlirOperation parent = mlirOperationGetParentOperation(op);
   if (mlirOperationIsNull(parent) || mlirModuleIsNull(mlirModuleFromOperation(parent)))
     return tpc__rule_error(op, "mesh.placement", "a mesh must be declared directly in a module");

@@ -46,11 +46,12 @@ static MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_
     if (found < 0)
       return tpc__rule_error(op, "collective.axes", "mesh @%.*s has no axis \"%.*s\"", (int)name.length, name.data,
                              (int)s.length, s.data);
-    // A shape entry that is missing or < 1 is the mesh's own error (mesh.shape); a group size
-    // of 0 would divide by zero below.
-    if (found >= mlirDenseArrayGetNumElements(mesh_shape) || mlirDenseI64ArrayGetElement(mesh_shape, found) < 1)
-      return FAIL;
-    group *= mlirDenseI64ArrayGetElement(mesh_shape, found);
+    // A shape entry that is missing, < 1 or too large is the mesh's own error (mesh.shape); a
+    // group size of 0 would divide by zero below, one past TPC_MESH_MAX_RANKS could overflow.
+    int64_t size =
+        found < mlirDenseArrayGetNumElements(mesh_shape) ? mlirDenseI64ArrayGetElement(mesh_shape, found) : 0;
+    if (size < 1 || size > TPC_MESH_MAX_RANKS / group) return FAIL;
+    group *= size;
   }
   *out_group_size = group;
   return OK;
@@ -81,7 +82,9 @@ static MlirLogicalResult tpc__check_result(MlirOperation op, const tpc_shape_t* 
                                            int64_t div_dim, int64_t group, bool sum) {
   char a[96], b[96], c[96];
   tpc_shape_t expect = *in;
-  if (mul_dim >= 0) expect.dims[mul_dim] *= group;
+  if (mul_dim >= 0 && __builtin_mul_overflow(in->dims[mul_dim], group, &expect.dims[mul_dim]))
+    return tpc__rule_error(op, "collective.result", "gathering dimension %lld of %s over %lld ranks overflows int64",
+                           (long long)mul_dim, tpc__dims_str(in, a, sizeof a), (long long)group);
   if (div_dim >= 0) expect.dims[div_dim] /= group;
   bool ok = !mlirTypeIsNull(out_type) && mlirTypeIsARankedTensor(out_type) &&
             mlirShapedTypeHasStaticShape(out_type) && mlirShapedTypeGetRank(out_type) == in->rank;
@@ -105,7 +108,10 @@ static MlirLogicalResult tpc__verify_fused_norm(MlirOperation op, MlirValue part
   tpc_shape_t p = tpc__shape_of(partial_v), r = tpc__shape_of(residual_v);
   if (!p.valid || !r.valid) return FAIL;
   if (mlirLogicalResultIsFailure(tpc__verify_norm_params(op, residual_v, gamma_v, (MlirValue){NULL}, eps))) return FAIL;
-  int64_t rows = scatter ? r.dims[0] * group : r.dims[0];
+  int64_t rows = r.dims[0];
+  if (scatter && __builtin_mul_overflow(r.dims[0], group, &rows))
+    return tpc__rule_error(op, "fused_norm.partial", "residual %s over %lld ranks has more rows than int64 holds",
+                           tpc__type_str(r.type, b, sizeof b), (long long)group);
   bool ok = p.rank == 2 && p.dims[0] == rows && p.dims[1] == r.dims[1] &&
             (tpc__is_f32(p.element) || mlirTypeEqual(p.element, r.element));
   if (!ok)

@@ -11,6 +11,10 @@
 /// Largest tensor rank the dialect accepts.
 #define TPC_MAX_RANK 8
 
+/// Most ranks a mesh may have (rule mesh.shape): the runtime numbers ranks with an int, and group
+/// sizes below it multiply without overflow.
+#define TPC_MESH_MAX_RANKS INT32_MAX
+
 /// A static ranked tensor type, unpacked.
 typedef struct tpc_shape_t {
   bool valid;  // false for a null value or a non-tensor / dynamic / too-deep type

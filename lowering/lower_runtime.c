@@ -553,6 +553,33 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
 // Pass callbacks
 //===----------------------------------------------------------------------===//
 
+// Stops a walk at the first tp op, which it stores in |user|.
+static MlirWalkResult tpc__find_tp_op(MlirOperation op, void* user) {
+  if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN) return MlirWalkResultAdvance;
+  *(MlirOperation*)user = op;
+  return MlirWalkResultInterrupt;
+}
+
+// Only the bodies of top-level func.func ops are lowered, and every tp.mesh is removed: a tp op
+// anywhere else would be left behind, naming a mesh that no longer exists.
+static MlirLogicalResult tpc__check_placement(MlirBlock top) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (tpc__op_is(o, "func.func") || tpc_is_mesh(o)) continue;
+    MlirOperation found = {NULL};
+    mlirOperationWalk(o, tpc__find_tp_op, &found, MlirWalkPreOrder);
+    if (mlirOperationIsNull(found)) continue;
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(found));
+    MlirStringRef outer = mlirIdentifierStr(mlirOperationGetName(o));
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "tp-lower-runtime: '%.*s' is inside '%.*s'; only the bodies of top-level func.func ops are lowered",
+             (int)n.length, n.data, (int)outer.length, outer.data);
+    mlirEmitError(mlirOperationGetLocation(found), msg);
+    return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
 static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
   MlirModule m = mlirModuleFromOperation(module);
   if (mlirModuleIsNull(m)) {
@@ -560,6 +587,7 @@ static MlirLogicalResult tpc__lower_run(MlirOperation module, void* options) {
     return mlirLogicalResultFailure();
   }
   MlirBlock top = mlirModuleGetBody(m);
+  if (mlirLogicalResultIsFailure(tpc__check_placement(top))) return mlirLogicalResultFailure();
   tpc__lowering_t* L = calloc(1, sizeof *L);
   cJSON* root = cJSON_CreateObject();
   if (!L || !root) {

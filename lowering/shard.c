@@ -85,6 +85,11 @@ static bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int 
       return slot == TPC_RMSNORM_SLOT_GAMMA;
     case TPC_OP_LAYERNORM:
       return slot != TPC_LAYERNORM_SLOT_X;
+    // The norm gradients read the same replicated gamma (an argument may reach them first).
+    case TPC_OP_RMSNORM_GRAD:
+      return slot == TPC_RMSNORM_GRAD_SLOT_GAMMA;
+    case TPC_OP_LAYERNORM_GRAD:
+      return slot == TPC_LAYERNORM_GRAD_SLOT_GAMMA;
     default:
       return false;
   }
@@ -130,8 +135,22 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
     snprintf(name, sizeof name, "%%a%ld", (long)i);
     if (!decided[i] && layouts[i].rank >= 1)
       layouts[i].mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
+    // Errors name the argument as the user does: its tp.name (the checkpoint's name), else its number.
+    char what[160];
+    snprintf(what, sizeof what, "argument %ld", (long)i);
+    MlirAttribute attrs = mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("arg_attrs"));
+    MlirAttribute d = !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs)
+                          ? mlirArrayAttrGetElement(attrs, i)
+                          : (MlirAttribute){NULL};
+    MlirAttribute tp_name = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                                ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
+                                : (MlirAttribute){NULL};
+    if (!mlirAttributeIsNull(tp_name) && mlirAttributeIsAString(tp_name)) {
+      MlirStringRef v = mlirStringAttrGetValue(tp_name);
+      snprintf(what, sizeof what, "argument '%.*s'", (int)(v.length < 100 ? v.length : 100), v.data);
+    }
     if (!tpc__new_value(S, mlirBlockGetArgument(body, i), name, &layouts[i]) ||
-        mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, name + 1, &layouts[i]))) {
+        mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, what, &layouts[i]))) {
       result = mlirLogicalResultFailure();
       goto done;
     }

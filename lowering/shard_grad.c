@@ -134,6 +134,11 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
         ins[2] = ins[0]->seg_sizes ? ins[0]->seg_sizes : tpc__gather_counts(S, ins[2]);
       if (par == TPC_PARALLEL_ROW) ins[0] = tpc__gather_tokens(S, ins[0]);
       const tpc_layout_t* w = &ins[1]->layout;
+      // N, the contracted dimension, is sharded alike in dy and w when both follow one forward
+      // plan (a weight that an argument gives this op first, say, does not).
+      int n = grouped ? 1 : 0;
+      if (ins[0]->layout.mask[1] != w->mask[n] || ins[0]->layout.blocks[1] != w->blocks[n])
+        return tpc__layout_error(S, op, "dy", &ins[0]->layout, "its N dimension must be sharded like w's");
       outs[0].mask[0] = ins[0]->layout.mask[0];
       outs[0].mask[1] = w->mask[grouped ? 2 : 1];
       outs[0].blocks[1] = w->blocks[grouped ? 2 : 1];

@@ -8,6 +8,9 @@
 tpc_layout_t tpc_layout_replicated(MlirType t) {
   tpc_layout_t l;
   memset(&l, 0, sizeof l);
+  // Only ranked tensors have a layout. Any other value (the !tp.future of an async collective,
+  // which a logical module should not hold) gets rank 0, and its op's sharding rule reports it.
+  if (!mlirTypeIsARankedTensor(t)) return l;
   l.rank = (int)mlirShapedTypeGetRank(t);
   for (int d = 0; d < l.rank && d < TPC_LAYOUT_MAX_RANK; ++d) {
     l.logical[d] = mlirShapedTypeGetDimSize(t, d);

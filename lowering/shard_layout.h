@@ -34,7 +34,8 @@ typedef struct tpc_layout_t {
   MlirType element;
 } tpc_layout_t;
 
-/// A replicated layout of tensor type |t|.
+/// A replicated layout of tensor type |t|; rank 0 with a null element type when |t| is not a
+/// ranked tensor.
 tpc_layout_t tpc_layout_replicated(MlirType t);
 
 /// The product of the sizes of the axes in |mask|.

@@ -8,6 +8,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tprt_module_impl.h"
+
+// The largest integer that a JSON number (a double in cJSON) holds exactly.
+#define TPRT__JSON_MAX_INT 9007199254740992LL
+
+// Reads |item| as an integer in [lo, hi] (hi <= 2^53). Anything else (not a number, a fraction, out
+// of range) is false, so that no conversion below is undefined.
+static bool tprt__json_int(const cJSON* item, int64_t lo, int64_t hi, int64_t* out) {
+  if (!cJSON_IsNumber(item)) return false;
+  double v = item->valuedouble;
+  if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v) return false;
+  *out = (int64_t)v;
+  return true;
+}
+
+// Reads the first |rank| items of |list| as integers in [lo, 2^53] into |dims|. False when one is
+// not, or when their running product times 8 (bytes of the widest dtype) would overflow int64_t:
+// every consumer computes tprt_tensor_numel and tprt_tensor_bytes of what the manifest says.
+static bool tprt__json_dims(const cJSON* list, int rank, int64_t lo, int64_t* dims) {
+  int64_t numel = 1;
+  for (int k = 0; k < rank; ++k) {
+    if (!tprt__json_int(cJSON_GetArrayItem(list, k), lo, TPRT__JSON_MAX_INT, &dims[k])) return false;
+    if (dims[k] > 0 && numel > INT64_MAX / 8 / dims[k]) return false;
+    numel *= dims[k];
+  }
+  return true;
+}
+
 // Reads the tensor list |list| into a new array *out_list (calloc; the module frees it).
 static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, const char* what,
                                         tprt_module_tensor_t** out_list, int* out_count) {
@@ -29,7 +57,9 @@ static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, con
     snprintf(out[i].name, sizeof out[i].name, "%s", name->valuestring);
     int64_t dims[TPRT_MAX_RANK];
     int rank = cJSON_GetArraySize(shape);
-    for (int k = 0; k < rank; ++k) dims[k] = (int64_t)cJSON_GetArrayItem(shape, k)->valuedouble;
+    if (!tprt__json_dims(shape, rank, 0, dims))
+      return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: %s '%s' has a malformed shape", path, what,
+                              out[i].name);
     out[i].layout = tprt_tensor_make(NULL, d, rank, dims);
     out[i].sharded = false;
     const cJSON* shard = cJSON_GetObjectItemCaseSensitive(t, "shard");
@@ -37,14 +67,14 @@ static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, con
       const cJSON* axes = cJSON_GetObjectItemCaseSensitive(shard, "axes");
       const cJSON* blocks = cJSON_GetObjectItemCaseSensitive(shard, "blocks");
       const cJSON* logical = cJSON_GetObjectItemCaseSensitive(shard, "logical");
-      if (cJSON_GetArraySize(axes) != rank || cJSON_GetArraySize(blocks) != rank || cJSON_GetArraySize(logical) != rank)
+      if (cJSON_GetArraySize(axes) != rank || cJSON_GetArraySize(blocks) != rank ||
+          cJSON_GetArraySize(logical) != rank || !tprt__json_dims(blocks, rank, 1, out[i].blocks) ||
+          !tprt__json_dims(logical, rank, 0, out[i].logical))
         return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: %s '%s' has a malformed shard", path, what,
                                 out[i].name);
       for (int k = 0; k < rank; ++k) {
         const cJSON* a = cJSON_GetArrayItem(axes, k);
         snprintf(out[i].axes[k], sizeof out[i].axes[k], "%s", cJSON_IsString(a) ? a->valuestring : "");
-        out[i].blocks[k] = (int64_t)cJSON_GetArrayItem(blocks, k)->valuedouble;
-        out[i].logical[k] = (int64_t)cJSON_GetArrayItem(logical, k)->valuedouble;
       }
       out[i].sharded = true;
     }
@@ -53,7 +83,8 @@ static tprt_status_t tprt__read_tensors(const char* path, const cJSON* list, con
   return NULL;
 }
 
-static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
+tprt_status_t tprt__module_parse_info(tprt_module_t* m, const char* json, tprt__module_resolve_fn_t resolve,
+                                      void* user) {
   cJSON* root = cJSON_Parse(json);
   tprt_status_t status = NULL;
   if (!root) return tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info is not valid JSON", m->path);
@@ -74,15 +105,26 @@ static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
     const cJSON* axes = cJSON_GetObjectItemCaseSensitive(mesh, "axes");
     const cJSON* shape = cJSON_GetObjectItemCaseSensitive(mesh, "shape");
     int n = cJSON_GetArraySize(axes);
-    if (n > 4 || n != cJSON_GetArraySize(shape)) {
+    if (n > 4) {
       status = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s: meshes with more than 4 axes are not supported", m->path);
       goto done;
     }
-    m->num_mesh_axes = n;
-    for (int i = 0; i < n; ++i) {
-      snprintf(m->mesh_axes[i], sizeof m->mesh_axes[i], "%s", cJSON_GetArrayItem(axes, i)->valuestring);
-      m->mesh_shape[i] = cJSON_GetArrayItem(shape, i)->valueint;
+    // Axis names are strings, sizes positive and their product (the world size) an int.
+    bool valid = cJSON_IsArray(axes) && cJSON_IsArray(shape) && n == cJSON_GetArraySize(shape);
+    int64_t world = 1, size = 0;
+    for (int i = 0; i < n && valid; ++i) {
+      const cJSON* axis = cJSON_GetArrayItem(axes, i);
+      valid = cJSON_IsString(axis) && tprt__json_int(cJSON_GetArrayItem(shape, i), 1, INT32_MAX / world, &size);
+      if (!valid) break;
+      world *= size;
+      snprintf(m->mesh_axes[i], sizeof m->mesh_axes[i], "%s", axis->valuestring);
+      m->mesh_shape[i] = (int)size;
     }
+    if (!valid) {
+      status = tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: the first mesh is malformed", m->path);
+      goto done;
+    }
+    m->num_mesh_axes = n;
   }
   const cJSON* funcs = cJSON_GetObjectItemCaseSensitive(root, "functions");
   int nf = cJSON_GetArraySize(funcs);
@@ -101,15 +143,15 @@ static tprt_status_t tprt__parse_info(tprt_module_t* m, const char* json) {
     const cJSON* name = cJSON_GetObjectItemCaseSensitive(f, "name");
     const cJSON* entry = cJSON_GetObjectItemCaseSensitive(f, "entry");
     const cJSON* arena = cJSON_GetObjectItemCaseSensitive(f, "arena_bytes");
-    if (!cJSON_IsString(name) || !cJSON_IsString(entry) || !cJSON_IsNumber(arena)) {
+    if (!cJSON_IsString(name) || !cJSON_IsString(entry) ||
+        !tprt__json_int(arena, 0, TPRT__JSON_MAX_INT, &mf->arena_bytes)) {
       status = tprt_make_status(TPRT_STATUS_DATA_LOSS, "%s: module info: function %d is malformed", m->path, i);
       break;
     }
     snprintf(mf->name, sizeof mf->name, "%s", name->valuestring);
-    mf->arena_bytes = (int64_t)arena->valuedouble;
     const cJSON* peak = cJSON_GetObjectItemCaseSensitive(f, "arena_live_peak_bytes");
-    mf->arena_live_peak_bytes = cJSON_IsNumber(peak) ? (int64_t)peak->valuedouble : -1;
-    void* sym = dlsym(m->handle, entry->valuestring);
+    if (!tprt__json_int(peak, 0, TPRT__JSON_MAX_INT, &mf->arena_live_peak_bytes)) mf->arena_live_peak_bytes = -1;
+    void* sym = resolve(user, entry->valuestring);
     if (!sym) {
       status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: entry point '%s' is missing", m->path, entry->valuestring);
       break;
@@ -125,6 +167,9 @@ done:
   cJSON_Delete(root);
   return status;
 }
+
+// Resolves entry points in the dlopen handle |user|.
+static void* tprt__module_dlsym(void* user, const char* symbol) { return dlsym(user, symbol); }
 
 tprt_status_t tprt_module_load(const char* path, tprt_allocator_t allocator, tprt_module_t** out_module) {
   *out_module = NULL;
@@ -142,7 +187,7 @@ tprt_status_t tprt_module_load(const char* path, tprt_allocator_t allocator, tpr
     return tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: cannot load the module: %s", path, err ? err : "unknown error");
   }
   const char* info = dlsym(m->handle, TPRT_ABI_MODULE_INFO_SYMBOL);
-  tprt_status_t status = info ? tprt__parse_info(m, info)
+  tprt_status_t status = info ? tprt__module_parse_info(m, info, tprt__module_dlsym, m->handle)
                               : tprt_make_status(TPRT_STATUS_DATA_LOSS,
                                                  "%s: not a tpc module (no " TPRT_ABI_MODULE_INFO_SYMBOL " symbol)", path);
   if (status) {

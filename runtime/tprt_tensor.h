@@ -24,6 +24,10 @@ typedef struct tprt_tensor_t {
 
 /// Returns the number of elements (1 for rank 0).
 static inline int64_t tprt_tensor_numel(const tprt_tensor_t* t) {
+  // An empty tensor may have other dimensions whose product alone overflows (a safetensors file
+  // may hold shape [2^40, 2^40, 0]); it has no elements.
+  for (int i = 0; i < t->rank; ++i)
+    if (t->dims[i] == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->rank; ++i) n *= t->dims[i];
   return n;

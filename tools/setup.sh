@@ -20,6 +20,9 @@ python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 have mpirun || need+=(openmpi-bin)  # ranks as processes (test/e2e/processes-mpirun.test)
 have pkg-config || need+=(pkg-config)  # building against the installed libtprt (test/e2e/install.test)
 [ -x "$LLVM/bin/FileCheck" ] && [ -x "$LLVM/bin/lit" ] && [ -x "$LLVM/bin/not" ] || need+=(llvm-22-tools)
+# clang and its libFuzzer and sanitizer runtimes build the fuzz harnesses (make fuzz-ci, build-fuzz).
+have clang-22 || need+=(clang-22)
+compgen -G "$LLVM/lib/clang/*/lib/*/libclang_rt.fuzzer*.a" >/dev/null || need+=(libclang-rt-22-dev)
 
 # CUTLASS/CuTe headers for the tensor-core kernels (fast-mode grouped GEMM), only where nvcc is:
 # the nvidia-cutlass wheel from PyPI ships them; unpacked once into third_party/cutlass/include.

@@ -20,7 +20,7 @@ func.func @row_without_sharded_input(%x: tensor<16x256xbf16>, %w: tensor<128x256
 
 /// Divisibility: 36 FC1 rows in 2 stride-2 blocks cannot be split over tp=4.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
-// expected-error@+1 {{tp-shard: 'func.func' a1: dimension 0 (size 36) is not divisible by [tp/2, -] = 4 ranks × 2 blocks}}
+// expected-error@+1 {{tp-shard: 'func.func' argument 1: dimension 0 (size 36) is not divisible by [tp/2, -] = 4 ranks × 2 blocks}}
 func.func @not_divisible(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> tensor<16x18xbf16> {
   %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<36x128xbf16>) -> tensor<16x36xbf16>
   %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x36xbf16>) -> tensor<16x18xbf16>
