@@ -119,6 +119,9 @@ typedef struct tprt_backend_t {
   tprt_status_t (*graph_end)(void** out_graph);
   tprt_status_t (*graph_launch)(void* graph);
   void (*graph_destroy)(void* graph);
+  /// Writes a one-line description of the calling rank's device to |buf| (tpc-run's reports:
+  /// "GPU 0: sm_90, 132 SMs, 79 GiB"), on the rank's thread after rank_begin. NULL: the host CPU.
+  tprt_status_t (*describe)(char* buf, size_t size);
 #define TPRT__BACKEND_ENTRY(name, params, args) tprt_status_t(*name) params;
   TPRT_BACKEND_KERNELS(TPRT__BACKEND_ENTRY)
   TPRT_BACKEND_COLLECTIVES(TPRT__BACKEND_ENTRY)

@@ -1,5 +1,12 @@
 // Per-rank execution state (see tprt_exec.h).
+#define _POSIX_C_SOURCE 200809L  // nanosleep
+
 #include "tprt_exec.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "tprt_backend.h"
 
@@ -16,7 +23,46 @@ struct tprt_exec_t {
   const tprt_backend_t* backend;
   tprt_status_t status;
   tprt_exec_stats_t stats;
+  int64_t fail_op, stop_op;  // TPRT_TEST_FAIL_RANK, TPRT_TEST_STOP_RANK: this rank's op to fault at (0: none)
 };
+
+// Fault injection for the tests of failing ranks (test/e2e/rank-faults*.test), in the manner of
+// TPRT_TEST_KILL_AFTER_TENSORS: TPRT_TEST_FAIL_RANK=R[:K] makes world rank R's K-th op (default
+// 1; ops count over steps) fail with INTERNAL "injected failure"; TPRT_TEST_STOP_RANK=R[:K] makes
+// rank R stop there: a process-world rank kills its process (SIGKILL, as a crash or the OOM killer
+// would), a thread rank stops taking part (it blocks, as a hung rank would, until the world is
+// aborted). Returns the op index for |rank_index| (0: no fault for this rank).
+static int64_t tprt__fault_op(const char* var, int rank_index) {
+  const char* text = getenv(var);
+  if (!text || !*text) return 0;
+  char* end = NULL;
+  long rank = strtol(text, &end, 10), op = 1;
+  bool ok = end != text && rank >= 0;
+  if (ok && *end == ':') {
+    const char* k = end + 1;
+    op = strtol(k, &end, 10);
+    ok = end != k && op >= 1;
+  }
+  if (!ok || *end) {
+    fprintf(stderr, "tprt: warning: ignoring %s='%s' (expected RANK or RANK:OP)\n", var, text);
+    return 0;
+  }
+  return rank == rank_index ? op : 0;
+}
+
+// TPRT_TEST_STOP_RANK's stop (see tprt__fault_op).
+static void tprt__stop_rank(tprt_exec_t* exec) {
+  if (!exec->rank || tprt_rank_is_process(exec->rank)) raise(SIGKILL);
+  for (;;) {
+    tprt_status_t aborted = tprt_rank_check_abort(exec->rank);
+    if (aborted) {
+      tprt_status_free(aborted);
+      return;
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
 
 tprt_status_t tprt_exec_create(tprt_rank_t* rank, int chunks, tprt_allocator_t allocator, tprt_exec_t** out_exec) {
   *out_exec = NULL;
@@ -28,6 +74,8 @@ tprt_status_t tprt_exec_create(tprt_rank_t* rank, int chunks, tprt_allocator_t a
   e->rank = rank;
   e->chunks = chunks;
   e->backend = tprt_backend_cpu();
+  e->fail_op = tprt__fault_op("TPRT_TEST_FAIL_RANK", rank ? tprt_rank_index(rank) : 0);
+  e->stop_op = tprt__fault_op("TPRT_TEST_STOP_RANK", rank ? tprt_rank_index(rank) : 0);
   *out_exec = e;
   return NULL;
 }
@@ -55,6 +103,13 @@ bool tprt_exec_count_only(const tprt_exec_t* exec) { return exec->count_only; }
 
 int32_t tprt_exec_record(tprt_exec_t* exec, tprt_status_t status, const char* op) {
   exec->stats.ops++;
+  if (exec->stats.ops == exec->stop_op) tprt__stop_rank(exec);
+  if (exec->stats.ops == exec->fail_op && !status)
+    status = tprt_make_status(TPRT_STATUS_INTERNAL, "injected failure at op %lld (TPRT_TEST_FAIL_RANK)",
+                              (long long)exec->fail_op);
+  if (exec->stats.ops == exec->stop_op && !status)
+    status =
+        tprt_make_status(TPRT_STATUS_ABORTED, "stopped at op %lld (TPRT_TEST_STOP_RANK)", (long long)exec->stop_op);
   if (!status) return 0;
   int32_t code = (int32_t)tprt_status_code(status);
   if (exec->status)

@@ -13,11 +13,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,9 +40,20 @@ struct tprt_procs_t {
   int rank, size, local_rank, local_size;
   const char* launcher;
   double timeout_s;
-  int fd[TPRT_MAX_WORLD_SIZE];  // the connection to each peer; -1 for this process
-  char failure[768];            // set once a peer failed: every later call reports it
-  void* mpi;                    // libmpi, when MPI met the processes
+  int fd[TPRT_MAX_WORLD_SIZE];    // the connection to each peer; -1 for this process
+  char failure[768];              // set once a peer failed: every later call reports it
+  bool failure_closed;            // |failure| is a closed connection, which a notice replaces
+  int failure_from;               // the rank whose notice |failure| is (-1: none), and its message,
+  char failure_note[512];         // which this process forwards when it ends (tprt_procs_abort)
+  bool cut[TPRT_MAX_WORLD_SIZE];  // a message to this peer is half sent: no notice may follow it
+  void* mpi;                      // libmpi, when MPI met the processes
+  // Only the thread that joined the world (the owner; it runs the rank) writes to the sockets, so
+  // that no message is cut by another. tprt_procs_abort from another thread (tprt_world_cancel's
+  // signal watcher) leaves its message here; the owner sends it at its next exchange or check.
+  pthread_t owner;
+  atomic_int cancel;         // 0; 1 while cancel_message is written; 2 once it is
+  char cancel_message[512];  // written once, before cancel becomes 2
+  bool notified;             // the owner has sent (or forwarded) its failure notice
 };
 
 static double tprt__now(void) {
@@ -372,6 +386,9 @@ tprt_status_t tprt_procs_from_env(int expected_size, double timeout_s, tprt_proc
                       .launcher = launcher,
                       .timeout_s = timeout_s > 0 ? timeout_s : (double)tprt_param_collective_timeout_s()};
   for (int i = 0; i < TPRT_MAX_WORLD_SIZE; ++i) p->fd[i] = -1;
+  p->owner = pthread_self();
+  p->failure_from = -1;
+  atomic_init(&p->cancel, 0);
   double deadline = tprt__now() + p->timeout_s;
   const char *host = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
   int port_number = 0;
@@ -417,12 +434,64 @@ static void tprt__take_abort(tprt_procs_t* p, int from, const tprt__msg_header_t
   tprt_status_t s = tprt__io(p->fd[from], msg, n, false, deadline, "reading a failure notice");
   tprt_status_free(s);
   msg[n] = '\0';
-  snprintf(p->failure, sizeof p->failure, "rank %d failed: %s", from, msg);
+  if (p->failure[0] && !p->failure_closed) return;  // the first notice wins
+  // A forwarded notice names the rank that failed first, not the one that forwarded it.
+  int origin = h->from < (uint32_t)p->size ? (int)h->from : from;
+  snprintf(p->failure, sizeof p->failure, "rank %d failed: %s", origin, msg);
+  snprintf(p->failure_note, sizeof p->failure_note, "%s", msg);
+  p->failure_from = origin;
+  p->failure_closed = false;
 }
 
+// Sends the notice that rank |origin| failed with |message| to every peer but those to whom a
+// message is half sent (a notice would be read as its payload). Best effort, does not block: a
+// peer that cannot take it is failing too. The owner thread only; once.
+static void tprt__notify(tprt_procs_t* p, int origin, const char* message) {
+  if (p->notified) return;
+  size_t n = strlen(message);
+  if (n > 500) n = 500;
+  char buf[sizeof(tprt__msg_header_t) + 512];
+  tprt__msg_header_t h = {n, TPRT__MSG_ABORT, (uint32_t)origin};
+  memcpy(buf, &h, sizeof h);
+  memcpy(buf + sizeof h, message, n);
+  for (int q = 0; q < p->size; ++q)
+    if (p->fd[q] >= 0 && !p->cut[q]) (void)send(p->fd[q], buf, sizeof h + n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  p->notified = true;
+}
+
+// The owner thread takes a cancel that another thread's tprt_procs_abort left: it becomes this
+// process's failure, and the peers are told. True when there was one.
+static bool tprt__take_cancel(tprt_procs_t* p) {
+  if (atomic_load_explicit(&p->cancel, memory_order_acquire) != 2) return false;
+  if (!p->failure[0]) snprintf(p->failure, sizeof p->failure, "%s", p->cancel_message);
+  tprt__notify(p, p->rank, p->cancel_message);
+  return true;
+}
+
+// A peer closed its connection. A notice, read before or after, says more (the peer that closed
+// may only be ending because of another's failure), so it replaces this message.
 static void tprt__closed(tprt_procs_t* p, int from) {
+  if (p->failure[0]) return;
   snprintf(p->failure, sizeof p->failure,
            "rank %d's process closed its connection before the end (it failed or exited)", from);
+  p->failure_closed = true;
+}
+
+// Reads what peer |q| sent, outside an exchange with it, if that is a failure notice (taken) or
+// the end of its connection (recorded); anything else is data of a later exchange, left unread
+// (|*out_data| then becomes true). Does not block.
+static void tprt__peek_peer(tprt_procs_t* p, int q, bool* out_data) {
+  tprt__msg_header_t h;
+  ssize_t k = recv(p->fd[q], &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+  if (k == 0) {
+    tprt__closed(p, q);
+  } else if (k == (ssize_t)sizeof h && h.kind == TPRT__MSG_ABORT) {
+    char skip[sizeof h];
+    if (recv(p->fd[q], skip, sizeof h, MSG_DONTWAIT) == (ssize_t)sizeof h)
+      tprt__take_abort(p, q, &h, tprt__now() + 1.0);
+  } else if (k > 0 && out_data) {
+    *out_data = true;
+  }
 }
 
 typedef struct {
@@ -436,6 +505,7 @@ typedef struct {
 tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, int self, const void* data,
                                    size_t bytes, void** out, size_t* out_bytes) {
   for (int i = 0; i < n; ++i) out[i] = NULL;
+  tprt__take_cancel(p);
   if (p->failure[0]) return tprt__failed(p);
   tprt__xfer_t x[TPRT_MAX_WORLD_SIZE];
   tprt__msg_header_t h = {bytes, TPRT__MSG_DATA, (uint32_t)p->rank};
@@ -445,8 +515,15 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, i
   if (!out[self]) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   if (bytes) memcpy(out[self], data, bytes);
   out_bytes[self] = bytes;
-  for (int i = 0; i < n; ++i) x[i] = (tprt__xfer_t){.peer = members[i]};
-  double deadline = tprt__now() + p->timeout_s;
+  // The other processes are watched too, for a failure notice: a member may be waiting for one of
+  // them, which failed; without this, its notice would be read only at a later exchange with it.
+  bool watched[TPRT_MAX_WORLD_SIZE];  // non-members whose next message is not yet known to be data
+  for (int q = 0; q < p->size; ++q) watched[q] = q != p->rank && p->fd[q] >= 0;
+  for (int i = 0; i < n; ++i) {
+    x[i] = (tprt__xfer_t){.peer = members[i]};
+    watched[members[i]] = false;
+  }
+  double deadline = tprt__now() + p->timeout_s, cancel_by = 0;
   for (;;) {
     struct pollfd pf[TPRT_MAX_WORLD_SIZE];
     int idx[TPRT_MAX_WORLD_SIZE], np = 0;
@@ -458,11 +535,17 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, i
       idx[np++] = i;
     }
     if (np == 0) break;
+    int members_polled = np;
+    for (int q = 0; q < p->size; ++q) {
+      if (!watched[q]) continue;
+      pf[np] = (struct pollfd){.fd = p->fd[q], .events = POLLIN};
+      idx[np++] = -1 - q;  // a non-member
+    }
     double left = deadline - tprt__now();
     if (left <= 0) {
       char missing[256] = "";
       size_t m = 0;
-      for (int k = 0; k < np && m < sizeof missing; ++k)
+      for (int k = 0; k < members_polled && m < sizeof missing; ++k)
         m += (size_t)snprintf(missing + m, sizeof missing - m, "%s%d", k ? ", " : "", x[idx[k]].peer);
       s = tprt_make_status(TPRT_STATUS_DEADLINE_EXCEEDED,
                            "process world: an exchange timed out after %g s (TPRT_COLLECTIVE_TIMEOUT_S): rank(s) %s "
@@ -475,15 +558,38 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, i
       s = tprt__sys("poll");
       break;
     }
+    // A cancel from another thread (a signal) ends the exchange within a poll interval, once no
+    // message of it is half sent (the notice must not cut one), or 2 s after it came.
+    if (atomic_load_explicit(&p->cancel, memory_order_acquire) == 2) {
+      bool cut = false;
+      for (int i = 0; i < n; ++i) cut |= i != self && p->cut[x[i].peer];
+      if (cancel_by == 0) cancel_by = tprt__now() + 2.0;
+      if ((!cut || tprt__now() > cancel_by) && tprt__take_cancel(p)) {
+        s = tprt__failed(p);
+        break;
+      }
+    }
     for (int k = 0; k < np && !s; ++k) {
+      if (idx[k] < 0) {
+        bool has_data = false;
+        if (pf[k].revents) tprt__peek_peer(p, -1 - idx[k], &has_data);
+        if (has_data) watched[-1 - idx[k]] = false;
+        continue;
+      }
       tprt__xfer_t* t = &x[idx[k]];
       int fd = pf[k].fd;
       if ((pf[k].revents & POLLOUT) && t->sent < hs + bytes) {
-        const char* src = t->sent < hs ? (const char*)&h + t->sent : (const char*)data + (t->sent - hs);
-        size_t len = t->sent < hs ? hs - t->sent : hs + bytes - t->sent;
-        ssize_t w = send(fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        // Header and payload in one call, so that a small message is never left half sent.
+        struct iovec iov[2];
+        int niov = 0;
+        size_t off = t->sent < hs ? 0 : t->sent - hs;
+        if (t->sent < hs) iov[niov++] = (struct iovec){(char*)&h + t->sent, hs - t->sent};
+        if (bytes > off) iov[niov++] = (struct iovec){(char*)data + off, bytes - off};
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) t->sent += (size_t)w;
         else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) tprt__closed(p, t->peer);
+        p->cut[t->peer] = t->sent > 0 && t->sent < hs + bytes;
       }
       if (pf[k].revents & (POLLIN | POLLHUP | POLLERR)) {
         char* dst = t->got < hs ? (char*)&t->in + t->got : t->buf + (t->got - hs);
@@ -502,8 +608,18 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, i
           }
         }
       }
-      if (!s && p->failure[0]) s = tprt__failed(p);
     }
+    // A closed connection is often a peer ending because of another's failure: look for the notice
+    // of that failure (or the closing peer's forward of it) on every connection at a message
+    // boundary. A notice outranks a closed connection.
+    if (!s && p->failure_closed) {
+      for (int i = 0; i < n; ++i)
+        if (i != self && (x[i].got == 0 || (x[i].got >= hs && x[i].got == hs + x[i].in.bytes)))
+          tprt__peek_peer(p, x[i].peer, NULL);
+      for (int q = 0; q < p->size; ++q)
+        if (watched[q]) tprt__peek_peer(p, q, NULL);
+    }
+    if (!s && p->failure[0]) s = tprt__failed(p);
     if (s) break;
   }
   for (int i = 0; i < n; ++i) {
@@ -523,33 +639,31 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* p, const int* members, int n, i
 }
 
 tprt_status_t tprt_procs_check_peers(tprt_procs_t* p) {
+  if (!pthread_equal(pthread_self(), p->owner)) return NULL;  // the owner reads the sockets
+  tprt__take_cancel(p);
   if (p->failure[0]) return tprt__failed(p);
-  for (int q = 0; q < p->size; ++q) {
-    if (p->fd[q] < 0) continue;
-    tprt__msg_header_t h;
-    ssize_t k = recv(p->fd[q], &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
-    if (k == 0) {
-      tprt__closed(p, q);
-    } else if (k == (ssize_t)sizeof h && h.kind == TPRT__MSG_ABORT) {
-      char skip[sizeof h];
-      if (recv(p->fd[q], skip, sizeof h, MSG_DONTWAIT) == (ssize_t)sizeof h)
-        tprt__take_abort(p, q, &h, tprt__now() + 1.0);
-    }
-    if (p->failure[0]) return tprt__failed(p);
-  }
-  return NULL;
+  for (int q = 0; q < p->size; ++q)
+    if (p->fd[q] >= 0) tprt__peek_peer(p, q, NULL);
+  return p->failure[0] ? tprt__failed(p) : NULL;
 }
 
 void tprt_procs_abort(tprt_procs_t* p, const char* message) {
   if (!p) return;
-  size_t n = strlen(message);
-  if (n > 500) n = 500;
-  char buf[sizeof(tprt__msg_header_t) + 512];
-  tprt__msg_header_t h = {n, TPRT__MSG_ABORT, (uint32_t)p->rank};
-  memcpy(buf, &h, sizeof h);
-  memcpy(buf + sizeof h, message, n);
-  for (int q = 0; q < p->size; ++q)  // best effort: a peer that cannot take it is failing too
-    if (p->fd[q] >= 0) (void)send(p->fd[q], buf, sizeof h + n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (!pthread_equal(pthread_self(), p->owner)) {  // the owner sends it (see tprt_procs_t)
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&p->cancel, &expected, 1)) {
+      snprintf(p->cancel_message, sizeof p->cancel_message, "%s", message);
+      atomic_store_explicit(&p->cancel, 2, memory_order_release);
+    }
+    return;
+  }
+  // A process ended by a peer's notice forwards that notice, unchanged (still naming the rank that
+  // failed first), so that every process learns the cause even if the failed rank's own notice
+  // reaches it after a closed connection of another; else it tells its own failure.
+  if (p->failure_from >= 0 && !p->failure_closed)
+    tprt__notify(p, p->failure_from, p->failure_note);
+  else
+    tprt__notify(p, p->rank, message);
 }
 
 tprt_status_t tprt_procs_finish(tprt_procs_t* p) {

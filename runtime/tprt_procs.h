@@ -51,10 +51,16 @@ tprt_status_t tprt_procs_allgather(tprt_procs_t* procs, const int* members, int 
                                    size_t bytes, void** out, size_t* out_bytes) TPRT_MUST_USE_RESULT;
 
 /// NULL while every peer is alive; ABORTED naming the peer once one reported a failure or
-/// closed its connection early. Does not block.
+/// closed its connection early. Does not block. Only the thread that joined the world checks
+/// (NULL on any other).
 tprt_status_t tprt_procs_check_peers(tprt_procs_t* procs) TPRT_MUST_USE_RESULT;
 
-/// Tells every peer that this process failed with |message| (best effort, does not block).
+/// Tells every peer that this process failed with |message| (best effort, does not block), once;
+/// nothing when a peer's failure ended this process (that peer told everyone). Any thread may
+/// call it: from a thread other than the one that called tprt_procs_from_env (which runs the
+/// rank), the message is left for that thread, which sends it at its next exchange or
+/// tprt_procs_check_peers (within a second while it waits in an exchange) and fails them with
+/// ABORTED "<message>"; only that thread writes to the connections, so no message is cut.
 void tprt_procs_abort(tprt_procs_t* procs, const char* message);
 
 /// A barrier of every process before the connections close, so that no peer mistakes a normal

@@ -260,13 +260,16 @@ int tprt_world_find_axis(const tprt_world_t* world, const char* name) {
 //===----------------------------------------------------------------------===//
 
 // Aborts |world| on behalf of rank |rank_index| failing with |message| (the first abort wins)
-// and wakes every rank blocked in a collective.
+// and wakes every rank blocked in a collective. |rank_index| -1: tprt_world_cancel's abort.
 static void tprt__world_abort(tprt_world_t* world, int rank_index, const char* message) {
   pthread_mutex_lock(&world->abort_mutex);
   bool first = !atomic_load(&world->aborted);
   if (first) {
     world->failed_rank = rank_index;
-    snprintf(world->abort_message, sizeof world->abort_message, "rank %d failed: %s", rank_index, message);
+    if (rank_index >= 0)
+      snprintf(world->abort_message, sizeof world->abort_message, "rank %d failed: %s", rank_index, message);
+    else
+      snprintf(world->abort_message, sizeof world->abort_message, "%s", message);
     atomic_store(&world->aborted, true);
   }
   pthread_mutex_unlock(&world->abort_mutex);
@@ -295,6 +298,19 @@ void tprt_rank_fail(tprt_rank_t* rank, tprt_status_t status) {
   if (!stored) tprt_status_free(status);
 }
 
+void tprt_world_cancel(tprt_world_t* world, const char* message) {
+  pthread_mutex_lock(&world->abort_mutex);
+  bool first = !world->cancelled;
+  if (first) {
+    world->cancelled = true;
+    snprintf(world->cancel_message, sizeof world->cancel_message, "%s", message ? message : "cancelled");
+  }
+  pthread_mutex_unlock(&world->abort_mutex);
+  // cancel_message no longer changes; a run starting meanwhile either saw |cancelled| (and does
+  // not start) or has reset the abort state already, so this abort reaches its ranks.
+  if (first) tprt__world_abort(world, -1, world->cancel_message);
+}
+
 tprt_status_t tprt_rank_check_abort(const tprt_rank_t* rank) {
   if (!atomic_load(&rank->world->aborted)) return rank->world->procs ? tprt_procs_check_peers(rank->world->procs) : NULL;
   return tprt_make_status(TPRT_STATUS_ABORTED, "%s", rank->world->abort_message);
@@ -303,6 +319,16 @@ tprt_status_t tprt_rank_check_abort(const tprt_rank_t* rank) {
 //===----------------------------------------------------------------------===//
 // Running
 //===----------------------------------------------------------------------===//
+
+// The rank whose failure aborted the run (-1: none), and whether tprt_world_cancel was called
+// (cancel_message is then fixed). Read under abort_mutex: a cancel may come from another thread.
+static int tprt__world_failed_rank(tprt_world_t* world, bool* out_cancelled) {
+  pthread_mutex_lock(&world->abort_mutex);
+  int failed = world->failed_rank;
+  *out_cancelled = world->cancelled;
+  pthread_mutex_unlock(&world->abort_mutex);
+  return failed;
+}
 
 static void* tprt__rank_main(void* arg) {
   tprt_rank_t* rank = arg;
@@ -322,9 +348,19 @@ tprt_status_t tprt_world_run(tprt_world_t* world, tprt_rank_fn_t fn, void* user)
   // Start clean: nothing from a previous (possibly failed) run may match this run's calls.
   tprt__world_free_pending(world);
   for (int r = 0; r < world->size; ++r) memset(world->ranks[r].seq, 0, sizeof world->ranks[r].seq);
-  atomic_store(&world->aborted, false);
-  world->failed_rank = -1;
-  world->abort_message[0] = '\0';
+  // Under abort_mutex: tprt_world_cancel may be called from another thread at any time.
+  pthread_mutex_lock(&world->abort_mutex);
+  bool cancelled = world->cancelled;
+  if (!cancelled) {
+    atomic_store(&world->aborted, false);
+    world->failed_rank = -1;
+    world->abort_message[0] = '\0';
+  }
+  pthread_mutex_unlock(&world->abort_mutex);
+  if (cancelled) {
+    atomic_store(&world->running, false);
+    return tprt_make_status(TPRT_STATUS_ABORTED, "%s", world->cancel_message);
+  }
   world->fn = fn;
   world->user = user;
 
@@ -338,6 +374,10 @@ tprt_status_t tprt_world_run(tprt_world_t* world, tprt_rank_fn_t fn, void* user)
     tprt_status_free(own == rank->fail_status ? rank->result : rank->fail_status);
     rank->result = rank->fail_status = NULL;
     atomic_store(&world->running, false);
+    if (own && tprt__world_failed_rank(world, &cancelled) < 0 && cancelled) {  // the cancel came first
+      tprt_status_free(own);
+      return tprt_make_status(TPRT_STATUS_ABORTED, "%s", world->cancel_message);
+    }
     return own ? tprt_status_annotate(own, "rank %d", r) : NULL;
   }
   for (; started < world->size; ++started) {
@@ -352,22 +392,28 @@ tprt_status_t tprt_world_run(tprt_world_t* world, tprt_rank_fn_t fn, void* user)
   for (int r = 0; r < started; ++r) pthread_join(world->ranks[r].thread, NULL);
 
   // Keep the first failure in time; free every other rank's status.
+  int failed_rank = tprt__world_failed_rank(world, &cancelled);
   tprt_status_t result = start_status;
+  bool any_failed = false;
   for (int r = 0; r < world->size; ++r) {
     tprt_rank_t* rank = &world->ranks[r];
     tprt_status_t own = rank->fail_status ? rank->fail_status : rank->result;
+    any_failed |= own != NULL;
     if (own == rank->fail_status)
       tprt_status_free(rank->result);
     else
       tprt_status_free(rank->fail_status);
     rank->result = rank->fail_status = NULL;
-    if (!start_status && r == world->failed_rank && own)
+    if (!start_status && r == failed_rank && own)
       result = tprt_status_annotate(own, "rank %d", r);
     else
       tprt_status_free(own);
   }
-  if (!result && world->failed_rank >= 0 && !start_status)
-    result = tprt_make_status(TPRT_STATUS_INTERNAL, "rank %d failed without a status", world->failed_rank);
+  if (!result && failed_rank >= 0 && !start_status)
+    result = tprt_make_status(TPRT_STATUS_INTERNAL, "rank %d failed without a status", failed_rank);
+  // Cancelled before any rank failed: the ranks' statuses (ABORTED) are the cancel's echo.
+  if (!result && any_failed && failed_rank < 0 && cancelled)
+    result = tprt_make_status(TPRT_STATUS_ABORTED, "%s", world->cancel_message);
   atomic_store(&world->running, false);
   return result;
 }

@@ -105,6 +105,15 @@ typedef tprt_status_t (*tprt_rank_fn_t)(tprt_rank_t* rank, void* user);
 /// One run at a time per world (FAILED_PRECONDITION otherwise); |user| is shared by all ranks.
 tprt_status_t tprt_world_run(tprt_world_t* world, tprt_rank_fn_t fn, void* user) TPRT_MUST_USE_RESULT;
 
+/// Cancels |world| from outside its ranks (a signal watcher, a supervising thread): the run in
+/// progress is aborted as if a rank had failed with |message| (copied) — ranks blocked in a
+/// collective return ABORTED "<collective> over {..}: <message>" at once, later collectives fail
+/// the same way — and tprt_world_run returns ABORTED "<message>". The world stays cancelled: a
+/// later run returns the same status without starting its ranks. In a process world the other
+/// processes are told ("rank R failed: <message>"). Only the first call counts. Thread-safe, but
+/// not async-signal-safe: call it from a thread, not from a signal handler.
+void tprt_world_cancel(tprt_world_t* world, const char* message);
+
 //===----------------------------------------------------------------------===//
 // tprt_rank_t
 //===----------------------------------------------------------------------===//

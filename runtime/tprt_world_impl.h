@@ -82,8 +82,10 @@ struct tprt_world_t {
   atomic_bool running;
   pthread_mutex_t abort_mutex;
   atomic_bool aborted;  // set (release) after failed_rank and abort_message
-  int failed_rank;
-  char abort_message[1024];  // "rank R failed: <message>" (truncated)
+  int failed_rank;           // -1 when no rank failed (or tprt_world_cancel aborted the run)
+  char abort_message[1024];  // "rank R failed: <message>", or the cancel message (truncated)
+  bool cancelled;            // tprt_world_cancel was called (guarded by abort_mutex)
+  char cancel_message[512];
 };
 
 // A rank's handle on one posted collective.

@@ -94,6 +94,8 @@ static tprt_status_t tprt__rendezvous_post_procs(tprt_rank_t* rank, tprt__rendez
         atomic_store(&world->aborted, true);
       }
       pthread_mutex_unlock(&world->abort_mutex);
+      // Forward the failure at once: a peer waiting on this process may not hear of it otherwise.
+      tprt_procs_abort(world->procs, tprt_status_message(status));
     }
     char axes[160];
     return tprt_status_annotate(status, "%s over %s", rv->name,

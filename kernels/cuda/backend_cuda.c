@@ -272,6 +272,19 @@ static tprt_status_t tprt__cuda_workspace(size_t bytes, void** out) {
   return NULL;
 }
 
+// The describe hook of the backend table: the rank's GPU by its attributes (the emulator of the
+// host tests has no device properties, so no name).
+static tprt_status_t tprt__cuda_describe(char* buf, size_t size) {
+  TPRT__TRY(tprt__need_rank());
+  int sms = 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, tprt__r.device));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  snprintf(buf, size, "GPU %d: sm_%d, %d SMs, %.0f GiB", tprt__r.device, tprt__r.sm, sms,
+           (double)total_bytes / (1ull << 30));
+  return NULL;
+}
+
 static const tprt_backend_t tprt__cuda_backend = {
     .name = "cuda",
     .rank_begin = tprt__cuda_rank_begin,
@@ -287,6 +300,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .graph_end = tprt__cuda_graph_end,
     .graph_launch = tprt__cuda_graph_launch,
     .graph_destroy = tprt__cuda_graph_destroy,
+    .describe = tprt__cuda_describe,
     .linear = tprt__cuda_linear,
     .grouped_linear = tprt__cuda_grouped_linear,
     .glu = tprt__cuda_glu,

@@ -261,7 +261,7 @@ bench_blocks() {
     if (( tp > ngpu )); then continue; fi
     if [[ "$step" == train ]]; then  # forward + backward: three times the GEMM FLOPs, vs torch's step
       LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
-        --backend cuda --seed 7 --repeat 5 > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
+        --backend cuda --seed 7 --repeat 5 --json "$BUILD/$name.jsonl" > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
       python3 - "$tp" "$mode" "$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')" "$((3 * flops))" \
         "${train_fast:-}" "$peer_train" "$peer_compile" <<'PY'
 import sys
@@ -274,13 +274,13 @@ PY
       continue
     fi
     LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
-      --backend cuda --seed 7 --repeat 10 > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
+      --backend cuda --seed 7 --repeat 10 --json "$BUILD/$name.jsonl" > /dev/null 2> "$BUILD/$name.err" || { echo "$name failed:"; tail -n 5 "$BUILD/$name.err"; continue; }
     local ms
     ms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.err" | awk '{print $2}')
     [[ "$mode" == fast ]] && fast_ms[$tp]=$ms
     if [[ "$mode" == fast ]]; then  # the same step replayed as a CUDA graph
       LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" timeout 300 "$carry/bin/tpc-run" "$carry/bench/$name.so" \
-        --backend cuda --graph --seed 7 --repeat 10 > /dev/null 2> "$BUILD/$name.graph.err" || true
+        --backend cuda --graph --seed 7 --repeat 10 --json "$BUILD/$name.graph.jsonl" > /dev/null 2> "$BUILD/$name.graph.err" || true
       local gms
       gms=$(grep -o 'median [0-9.]* ms' "$BUILD/$name.graph.err" | awk '{print $2}')
       [[ -n "$gms" ]] && python3 - "$tp" "fast+graph" "$gms" "$flops" "$ms" "$peer" <<'PY'
@@ -295,6 +295,12 @@ tp, mode, ms, flops, fast, peer = int(sys.argv[1]), sys.argv[2], float(sys.argv[
 print(f"{tp:>4} {mode:<6} {ms:>12.3f} {flops / tp / (ms * 1e-3) / 1e12:>14.1f} {ms / fast:>9.2f}x {ms / peer:>11.2f}x")
 PY
   done < "$carry/bench/list.txt" | tee "$BUILD/bench_blocks.txt"
+  # The same runs from their --json records (tools/bench/run_report.py): table and chart.
+  if ls "$BUILD"/*.jsonl > /dev/null 2>&1; then
+    python3 tools/bench/run_report.py "$BUILD"/*.jsonl --svg "$BUILD/bench_blocks.svg" \
+      --title "MLP block steps (tpc-run --json)" > "$BUILD/bench_blocks.md" || true
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/*.jsonl "$BUILD/bench_blocks.md" "$BUILD/bench_blocks.svg" "$OUT/" 2>/dev/null || true; fi
+  fi
   tail -n 1 "$BUILD/bench_mlp_peer.txt"
   echo "torch TP1 peer: $peer ms per forward, $peer_train ms per training step (eager), $peer_compile ms (torch.compile)"
   # Fast mode has no bitwise contract: check its TP = 2 output against exact mode's within bf16

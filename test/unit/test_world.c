@@ -1,12 +1,14 @@
 // Unit tests of runtime/tprt_world: mesh validation, rank coordinates and groups, scratch, the
-// first-failure rule of tprt_world_run, abort propagation into blocked collectives, and
-// collective timeouts.
+// first-failure rule of tprt_world_run, abort propagation into blocked collectives, cancelling
+// from another thread, and collective timeouts.
 //
 // Rank threads never assert: they store what they saw, and the test thread checks it after
 // tprt_world_run returns (the harness's failure flag is not thread-safe).
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -348,6 +350,69 @@ TPRT_TEST(a_failing_rank_aborts_the_blocked_collectives) {
 
 /// tprt_rank_fail aborts the world as returning the failure would, and its status wins.
 TPRT_TEST(rank_fail_aborts_the_world) { check_abort(4, 1, true); }
+
+typedef struct test_cancel_t {
+  tprt_world_t* world;
+  atomic_int blocked;                   // ranks about to enter the all-reduce
+  atomic_int started;                   // rank functions started (a cancelled run starts none)
+  char seen[TPRT_MAX_WORLD_SIZE][128];  // what each rank's all-reduce or abort check returned
+} test_cancel_t;
+
+// Rank 0 computes until the cancel reaches it (tprt_rank_check_abort); the others block in an
+// all-reduce that waits for rank 0, and return what it gives them.
+static tprt_status_t test_cancel_rank(tprt_rank_t* rank, void* user) {
+  test_cancel_t* t = user;
+  int r = tprt_rank_index(rank);
+  atomic_fetch_add(&t->started, 1);
+  tprt_status_t s = NULL;
+  if (r == 0) {
+    while (!(s = tprt_rank_check_abort(rank))) test_sleep_ms(1);
+  } else {
+    float x[4] = {0};
+    int64_t dims[1] = {4};
+    tprt_tensor_t v = tprt_tensor_make(x, TPRT_DTYPE_F32, 1, dims);
+    atomic_fetch_add(&t->blocked, 1);
+    s = tprt_all_reduce(rank, 1, &v, &v, TPRT_ORDER_ANY);
+  }
+  snprintf(t->seen[r], sizeof t->seen[r], "%s", tprt_status_message(s));
+  return s;
+}
+
+// The controlling thread: cancels the world once ranks 1.. are blocked (as tpc-run's signal
+// watcher does); a second cancel is ignored.
+static void* test_cancel_thread(void* arg) {
+  test_cancel_t* t = arg;
+  while (atomic_load(&t->blocked) < tprt_world_size(t->world) - 1) test_sleep_ms(1);
+  test_sleep_ms(20);  // let them reach the wait
+  tprt_world_cancel(t->world, "interrupted (SIGINT)");
+  tprt_world_cancel(t->world, "a second cancel");
+  return NULL;
+}
+
+/// tprt_world_cancel from another thread aborts the ranks blocked in collectives and those that
+/// check, the run returns the cancel's message rather than the ranks' echoes of it, and every later
+/// run returns it too without starting a rank.
+TPRT_TEST(cancel_aborts_the_run_and_every_later_one) {
+  const char* names[] = {"tp"};
+  const int sizes[] = {4};
+  tprt_world_t* world = test_world(1, names, sizes, 60);  // the cancel, not the timeout, must end it
+  if (!world) return;
+  test_cancel_t* t = calloc(1, sizeof *t);
+  t->world = world;
+  pthread_t canceller;
+  TPRT_EXPECT_EQ_I64(pthread_create(&canceller, NULL, test_cancel_thread, t), 0);
+  double start = test_now();
+  TPRT_EXPECT_STATUS(tprt_world_run(world, test_cancel_rank, t), TPRT_STATUS_ABORTED, "interrupted (SIGINT)");
+  TPRT_EXPECT(test_now() - start < 5.0);
+  pthread_join(canceller, NULL);
+  TPRT_EXPECT_STREQ(t->seen[0], "interrupted (SIGINT)");
+  for (int r = 1; r < 4; ++r) TPRT_EXPECT_STREQ(t->seen[r], "all_reduce over {tp}: interrupted (SIGINT)");
+  atomic_store(&t->started, 0);
+  TPRT_EXPECT_STATUS(tprt_world_run(world, test_cancel_rank, t), TPRT_STATUS_ABORTED, "interrupted (SIGINT)");
+  TPRT_EXPECT_EQ_I64(atomic_load(&t->started), 0);
+  free(t);
+  tprt_world_destroy(world);
+}
 
 typedef struct test_timeout_t {
   uint32_t mask;

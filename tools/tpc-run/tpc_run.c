@@ -35,13 +35,16 @@
 #include "tprt_world.h"
 #include "tpc_run_args.h"
 #include "tpc_run_load.h"
+#include "tpc_run_report.h"
+#include "tpc_run_signal.h"
 #include "tprt_checkpoint.h"
 
 typedef struct {
   void** args;     // the function's num_args host buffers
   void** results;  // its num_results host buffers
   void* arena;
-  double* step_seconds;
+  double* step_seconds;  // --repeat timed steps
+  char device[160];      // what the rank ran on (the backend's describe, or the host CPU)
   tprt_exec_stats_t stats;
   int64_t steps_counted;  // the steps whose calls the counters hold (--graph: the warm-up step)
 } tpc_rank_state_t;
@@ -241,6 +244,19 @@ static tprt_status_t tpc__device_setup(const tprt_backend_t* b, const tpc_run_t*
   return NULL;
 }
 
+// |a| - |b|: the counters of the steps after the warm-up.
+static tprt_exec_stats_t tpc__stats_minus(const tprt_exec_stats_t* a, const tprt_exec_stats_t* b) {
+  tprt_exec_stats_t d = *a;
+  d.ops -= b->ops;
+  d.gemm_flops -= b->gemm_flops;
+  for (int k = 0; k < TPRT_COMM_KINDS; ++k) {
+    d.comm[k].calls -= b->comm[k].calls;
+    d.comm[k].bytes_sent -= b->comm[k].bytes_sent;
+    d.comm[k].bytes_received -= b->comm[k].bytes_received;
+  }
+  return d;
+}
+
 static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
   tpc_run_t* run = user;
   int r = tprt_rank_index(rank);
@@ -259,11 +275,16 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
     tprt_exec_set_count_only(exec, run->opts->count_only);
     tprt_exec_set_backend(exec, b);
   }
+  if (!status && device && b->describe) status = b->describe(st->device, sizeof st->device);
+  if (!status && !(device && b->describe)) snprintf(st->device, sizeof st->device, "%s", tpc_report_host_cpu());
+  // --warmup untimed steps, then --repeat timed ones; the counters keep the timed steps only.
+  const int warmup = run->opts->warmup, steps = warmup + run->opts->repeat;
   double last_report = tpc_now();
   st->steps_counted = run->opts->repeat;
+  tprt_exec_stats_t base = {0};
   if (!status && run->opts->graph) {
-    // A warm-up step (it creates communicators and sizes scratch buffers), then one captured
-    // step; the timed steps below replay the graph.
+    // A first step (it creates communicators and sizes scratch buffers), then one captured
+    // step; the --warmup and timed steps below replay the graph.
     int32_t rc = run->fn->entry(exec, args, results, arena);
     if (!rc) status = b->synchronize();
     if (rc) status = tprt_exec_take_status(exec);
@@ -277,28 +298,31 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
       status = rc ? tprt_exec_take_status(exec) : end;
       if (rc) tprt_status_free(end);
     }
-    for (int i = 0; i < run->opts->repeat && !status; ++i) {
+    for (int i = 0; i < steps && !status; ++i) {
       double t0 = tpc_now();
       status = b->graph_launch(graph);
       if (!status) status = b->synchronize();
-      st->step_seconds[i] = tpc_now() - t0;
+      if (i >= warmup) st->step_seconds[i - warmup] = tpc_now() - t0;
     }
     if (graph) b->graph_destroy(graph);
   }
-  for (int i = 0; i < run->opts->repeat && !status && !run->opts->graph; ++i) {
+  for (int i = 0; i < steps && !status && !run->opts->graph; ++i) {
+    if (i == warmup && exec) base = *tprt_exec_stats(exec);
     double t0 = tpc_now();
     int32_t rc = run->fn->entry(exec, args, results, arena);
     if (!rc && device) status = b->synchronize();  // the step's time includes the device's work
-    st->step_seconds[i] = tpc_now() - t0;
+    if (i >= warmup) st->step_seconds[i - warmup] = tpc_now() - t0;
     if (rc) {
       status = tprt_exec_take_status(exec);
       if (!status) status = tprt_make_status(TPRT_STATUS_INTERNAL, "step failed with code %d", rc);
     }
     // Long runs report progress every few seconds (rank 0 speaks for the world).
-    if (r == 0 && tpc_now() - last_report > 5.0 && i + 1 < run->opts->repeat) {
-      fprintf(stderr, "tpc-run: step %d/%d\n", i + 1, run->opts->repeat);
+    if (r == 0 && tpc_now() - last_report > 5.0 && i + 1 < steps) {
+      fprintf(stderr, "tpc-run: step %d/%d%s\n", i + 1, steps, i < warmup ? " (warm-up)" : "");
       last_report = tpc_now();
     }
+    // A signal cancels the world (tpc_run_signal.h): stop between steps, even without collectives.
+    if (!status && i + 1 < steps) status = tprt_rank_check_abort(rank);
   }
   // A failed step ends the world now, before the clean-up below (which may wait on the device):
   // the other ranks, threads or processes, learn of it at once instead of at their timeout.
@@ -306,7 +330,7 @@ static tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
     tprt_rank_fail(rank, status);
     status = NULL;  // tprt_world_run reports the failure recorded by tprt_rank_fail
   }
-  if (exec && !run->opts->graph) st->stats = *tprt_exec_stats(exec);
+  if (exec && !run->opts->graph) st->stats = tpc__stats_minus(tprt_exec_stats(exec), &base);
   tprt_exec_destroy(exec);
   for (int j = 0; device && !status && j < run->fn->num_results; ++j)
     status = b->to_host(st->results[j], dev.results[j], tprt_tensor_bytes(&run->fn->results[j].layout));
@@ -378,9 +402,42 @@ static tprt_status_t tpc__gather_results(tpc_run_t* run, tprt_procs_t* procs, tp
   return NULL;
 }
 
-static int tpc__cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
+// Sends this process's step times, counters and device to every process, so that rank 0 reports
+// the world's steps (the slowest rank's time) and every rank's counters.
+static tprt_status_t tpc__gather_times(tpc_run_t* run, tprt_procs_t* procs) {
+  int n = tprt_procs_size(procs), self = tprt_procs_rank(procs), members[TPC_RUN_MAX_RANKS];
+  for (int r = 0; r < n; ++r) members[r] = r;
+  const tpc_rank_state_t* mine = &run->ranks[self];
+  const size_t times = (size_t)run->opts->repeat * sizeof(double);
+  const size_t bytes = sizeof mine->stats + sizeof mine->steps_counted + sizeof mine->device + times;
+  char* msg = malloc(bytes);
+  if (!msg) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  memcpy(msg, &mine->stats, sizeof mine->stats);
+  memcpy(msg + sizeof mine->stats, &mine->steps_counted, sizeof mine->steps_counted);
+  memcpy(msg + sizeof mine->stats + sizeof mine->steps_counted, mine->device, sizeof mine->device);
+  memcpy(msg + bytes - times, mine->step_seconds, times);
+  void* got[TPC_RUN_MAX_RANKS];
+  size_t sizes[TPC_RUN_MAX_RANKS];
+  tprt_status_t s = tprt_procs_allgather(procs, members, n, self, msg, bytes, got, sizes);
+  free(msg);
+  TPRT_RETURN_IF_ERROR(s, "gathering the step times");
+  for (int r = 0; r < n; ++r) {
+    tpc_rank_state_t* st = &run->ranks[r];
+    if (!s && r != self && sizes[r] != bytes)
+      s = tprt_make_status(TPRT_STATUS_INTERNAL, "rank %d sent %zu bytes of step times; expected %zu", r, sizes[r], bytes);
+    if (!s && r != self && !st->step_seconds && !(st->step_seconds = malloc(times)))
+      s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    if (!s && r != self) {
+      const char* m = got[r];
+      memcpy(&st->stats, m, sizeof st->stats);
+      memcpy(&st->steps_counted, m + sizeof st->stats, sizeof st->steps_counted);
+      memcpy(st->device, m + sizeof st->stats + sizeof st->steps_counted, sizeof st->device);
+      st->device[sizeof st->device - 1] = '\0';
+      memcpy(st->step_seconds, m + bytes - times, times);
+    }
+    free(got[r]);
+  }
+  return s;
 }
 
 int main(int argc, char** argv) {
@@ -388,6 +445,7 @@ int main(int argc, char** argv) {
   memset(&opts, 0, sizeof opts);
   int parsed = tpc_run_parse_args(argc, argv, &opts);
   if (parsed <= 0) return parsed == 0 ? 0 : 2;
+  tpc_signals_install();
   // The CUDA backend reads the knob when its first rank begins (tprt_params.h), after this.
   if (opts.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1);
 
@@ -548,10 +606,13 @@ int main(int argc, char** argv) {
             opts.count_only ? ", count only" : "", (long long)run->fn->arena_bytes, module->numerics);
   if (backend->configure && (status = backend->configure(module->numerics))) goto fail;
   double t0 = tpc_now();
+  tpc_signals_watch(world);
   status = tprt_world_run(world, tpc__rank_main, run);
+  tpc_signals_watch(NULL);
   double wall = tpc_now() - t0;
-  if (status) goto fail;
+  if (status || tpc_signals_caught()) goto fail;
   if (procs && (status = tpc__gather_results(run, procs, alloc))) goto fail;
+  if (procs && (status = tpc__gather_times(run, procs))) goto fail;
   if (self != 0) {  // rank 0 reports for the world
     rc = 0;
     goto done;
@@ -590,21 +651,43 @@ int main(int argc, char** argv) {
              (unsigned long long)tpc__fnv1a(outs[j].data, tprt_tensor_bytes(&outs[j])));
     }
   }
-  if (opts.stats) tpc__print_stats(run, procs ? 1 : nranks);
+  if (opts.stats) tpc__print_stats(run, nranks);
+  if (tpc_signals_caught()) goto fail;  // no output file after a signal
   if (opts.outputs && (status = tpc__write(&opts, opts.outputs, run->fn->num_results, names, outs))) goto fail;
-  double* s = run->ranks[0].step_seconds;
-  qsort(s, (size_t)opts.repeat, sizeof *s, tpc__cmp_double);
-  double sum = 0;
-  for (int i = 0; i < opts.repeat; ++i) sum += s[i];
-  fprintf(stderr, "tpc-run: %d step%s: min %.3f ms, median %.3f ms, mean %.3f ms (wall %.3f s); rank 0: %lld GEMM FLOPs/step\n",
-          opts.repeat, opts.repeat == 1 ? "" : "s", 1e3 * s[0], 1e3 * s[opts.repeat / 2], 1e3 * sum / opts.repeat, wall,
-          (long long)(run->ranks[0].stats.gemm_flops / (run->ranks[0].steps_counted > 0 ? run->ranks[0].steps_counted : 1)));
+  {
+    // The timing report over every rank (a process world gathered its ranks' times above).
+    char mesh[256] = "";
+    for (int i = 0; i < wopts.num_axes; ++i)
+      snprintf(mesh + strlen(mesh), sizeof mesh - strlen(mesh), "%s%s=%d", i ? "," : "", wopts.axes[i].name,
+               wopts.axes[i].size);
+    tpc_run_info_t info = {opts.module_path, run->fn->name, backend->name, module->numerics, mesh,
+                           procs ? tprt_procs_launcher(procs) : "threads", run->fn->arena_bytes, opts.warmup,
+                           opts.repeat, wall};
+    tpc_rank_times_t* times = calloc((size_t)nranks, sizeof *times);
+    if (!times) {
+      status = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+      goto fail;
+    }
+    for (int r = 0; r < nranks; ++r)
+      times[r] = (tpc_rank_times_t){run->ranks[r].step_seconds, run->ranks[r].stats, run->ranks[r].steps_counted,
+                                    run->ranks[r].device};
+    tpc_report_steps(stderr, &info, times, nranks);
+    if (opts.json) status = tpc_report_json(opts.json, &info, times, nranks);
+    free(times);
+    if (status) goto fail;
+  }
   rc = 0;
   goto done;
 
 fail:
-  fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
-  if (procs) tprt_procs_abort(procs, tprt_status_message(status));
+  if (tpc_signals_caught()) {  // one line, and the status a shell gives a process the signal ended
+    rc = 128 + tpc_signals_caught();
+    fprintf(stderr, "tpc-run: %s\n", tpc_signals_message());
+    if (procs) tprt_procs_abort(procs, tpc_signals_message());
+  } else {
+    fprintf(stderr, "tpc-run: error: %s\n", tprt_status_message(status));
+    if (procs) tprt_procs_abort(procs, tprt_status_message(status));
+  }
   tprt_status_free(status);
 done:
   if (procs && rc == 0 && (status = tprt_procs_finish(procs))) {
