@@ -156,6 +156,39 @@ def manifest_seeds(out):
         write_seed(out / "manifest", path.name, path.read_bytes())
 
 
+def cli_seeds(out):
+    """argv of every tpc-run and tpc-opt command in the lit tests: a byte for the parser (0 tpc-run,
+    1 tpc-opt), then the words after the tool's name, NUL-separated, up to a pipe or redirection."""
+    n = 0
+    for path in sorted((ROOT / "test").rglob("*")):
+        if path.suffix not in (".test", ".mlir") or not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            for tool, byte in (("tpc-run ", b"\x00"), ("tpc-opt ", b"\x01")):
+                at = line.find(tool)
+                if "RUN:" not in line or at < 0:
+                    continue
+                words = []
+                for w in line[at + len(tool):].split():
+                    if w in ("|", "||", "&&", ";") or w[0] in "<>" or w[:2] in ("2>", "1>"):
+                        break
+                    words.append(w.strip("'"))
+                write_seed(out / "cli", f"argv-{n}", byte + b"\x00".join(w.encode() for w in words))
+                n += 1
+
+
+def cli_tokens():
+    """The options of the tools' tables, and values they take."""
+    tokens = []
+    for path in [ROOT / "tools/tpc-run/tpc_run_args.c", ROOT / "tools/tpc-opt/tpc_opt_args.c"]:
+        tokens += [f"--{name}" for name in re.findall(r'^\s*\{"([a-z][\w-]*)", ', path.read_text(), flags=re.M)]
+    tokens += [f"--{p}" for p in re.findall(r'\{"(tp-[\w-]+)", "', (ROOT / "lowering/pipeline.c").read_text())]
+    return tokens + ["-h", "--help", "--version", "--", "-", "=", "-o", "tp=2", "tp=4,dp=2", "ep=2", "infer", "train",
+                     "fast", "invariant", "exact", "canonical", "gather", "cpu", "cuda", "m.so", "m.mlir", "\x00",
+                     "builtin.module(", ")", "{", "}", "mesh=", "numerics=", "sequence-parallel=true", ",",
+                     "canonicalize", "func.func(cse)", "0", "1", "18446744073709551616", "-1"]
+
+
 def dict_line(token):
     """One libFuzzer dictionary entry: printable ASCII as is, quotes and backslashes escaped."""
     body = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else
@@ -222,12 +255,14 @@ def main():
     safetensors_seeds(seeds)
     index_seeds(seeds)
     manifest_seeds(seeds)
+    cli_seeds(seeds)
     json_common = ["{", "}", "[", "]", ":", ",", '""', "null", "true", "false", "0", "1", "-1", "1e308", "\\u0000"]
     write_dict(args.out, "parse", tp_tokens() + MLIR_TOKENS)
     write_dict(args.out, "pipeline", tp_tokens() + MLIR_TOKENS)
     write_dict(args.out, "safetensors", ST_TOKENS + json_common)
     write_dict(args.out, "checkpoint_index", INDEX_TOKENS + json_common)
     write_dict(args.out, "manifest", manifest_tokens() + json_common)
+    write_dict(args.out, "cli", cli_tokens())
     for h in sorted(os.listdir(seeds)):
         print(f"{h}: {len(os.listdir(seeds / h))} seeds")
 
