@@ -26,7 +26,7 @@ static size_t tpc__skip_blanks(const char* text, size_t length, size_t j) {
 }
 
 int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* out_col) {
-  int line = 1, col = 1;
+  int line = 1, col = 1, depth = 0;
   for (size_t i = 0; i < length; ++i) {
     char c = text[i];
     // Comments and string literals cannot hold the hazard; skip them so they never trigger it.
@@ -56,9 +56,19 @@ int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* 
         if (length - j >= 5 && memcmp(text + j, "index", 5) == 0) {
           *out_line = line;
           *out_col = col;
-          return 1;
+          return TPC_PARSER_HAZARD_INDEX_ARRAY;
         }
       }
+    }
+    // The nesting depth; the '>' of an arrow (->) closes nothing.
+    if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > TPC_PARSE_MAX_NESTING) {
+        *out_line = line;
+        *out_col = col;
+        return TPC_PARSER_HAZARD_NESTING;
+      }
+    } else if ((c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) && depth > 0) {
+      --depth;
     }
     if (c == '\n') {
       ++line;
@@ -67,16 +77,20 @@ int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* 
       ++col;
     }
   }
-  return 0;
+  return TPC_PARSER_HAZARD_NONE;
 }
 
 MlirModule tpc_parse_module(MlirContext ctx, const char* text, size_t length, const char* source_name) {
   int line = 0, col = 0;
-  if (tpc_find_parser_hazard(text, length, &line, &col)) {
+  int hazard = tpc_find_parser_hazard(text, length, &line, &col);
+  if (hazard != TPC_PARSER_HAZARD_NONE) {
     MlirLocation loc =
         mlirLocationFileLineColGet(ctx, mlirStringRefCreateFromCString(source_name), (unsigned)line, (unsigned)col);
-    mlirEmitError(loc, "dense arrays of index type (array<index: ...>) are not supported: they crash MLIR 22's "
-                       "parser; use array<i64: ...>");
+    if (hazard == TPC_PARSER_HAZARD_INDEX_ARRAY)
+      mlirEmitError(loc, "dense arrays of index type (array<index: ...>) are not supported: they crash MLIR 22's "
+                         "parser; use array<i64: ...>");
+    else
+      mlirEmitError(loc, "brackets are nested more than 1000 deep: MLIR 22's parser would overflow its stack");
     MlirModule none = {NULL};
     return none;
   }

@@ -16,9 +16,24 @@ extern "C" {
 /// diagnostic handlers substitute the real name, which is also used for the guard's own errors.
 MlirModule tpc_parse_module(MlirContext ctx, const char* text, size_t length, const char* source_name);
 
-/// Returns 1 and the 1-based line and column of the first construct in |text| that crashes
-/// MLIR 22's parser, or 0 when there is none. Known: `array<index ...>` (a dense array of index
-/// type dereferences a null float semantics in mlir::FloatType::getWidth).
+/// Brackets ((, [, { and <) nested deeper than this are refused: MLIR 22's parser recurses once
+/// per level and overflows the stack a few thousand levels down (nested regions first, at about
+/// 2,000 levels of `({`). Real IR nests a few dozen levels.
+#define TPC_PARSE_MAX_NESTING 1000
+
+/// The constructs known to crash MLIR 22's parser.
+typedef enum tpc_parser_hazard_e {
+  TPC_PARSER_HAZARD_NONE = 0,
+  /// `array<index ...>`: a dense array of index type dereferences a null float semantics in
+  /// mlir::FloatType::getWidth.
+  TPC_PARSER_HAZARD_INDEX_ARRAY = 1,
+  /// Brackets nested deeper than TPC_PARSE_MAX_NESTING.
+  TPC_PARSER_HAZARD_NESTING = 2,
+} tpc_parser_hazard_t;
+
+/// Returns the tpc_parser_hazard_t of the first construct in |text| that crashes MLIR 22's parser
+/// and its 1-based line and column, or TPC_PARSER_HAZARD_NONE (0) when there is none. Comments and
+/// string literals are skipped, as MLIR's lexer skips them.
 int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* out_col);
 
 #ifdef __cplusplus

@@ -226,6 +226,12 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
   // Seed: one cotangent argument per result (its additions carry the return's location).
   A->loc_op = ret;
   intptr_t nres = mlirOperationGetNumOperands(ret);
+  if (nres == 0) {
+    mlirEmitError(mlirOperationGetLocation(A->func),
+                  "tp-autodiff: the function returns nothing, so there is nothing to differentiate: return its "
+                  "outputs (or its loss)");
+    return mlirLogicalResultFailure();
+  }
   for (intptr_t j = 0; j < nres; ++j) {
     char n[32];
     snprintf(n, sizeof n, "%%c%ld", (long)j);
@@ -246,7 +252,9 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
   if (failed) return mlirLogicalResultFailure();
 
   MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("sym_name")));
-  tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
+  tpc_text_printf(out, "  func.func ");
+  tpc_text_symbol_ref(out, "", fname);
+  tpc_text_printf(out, "(");
   for (intptr_t i = 0; i < nargs; ++i) {
     tpc_text_printf(out, "%s%%a%ld: ", i ? ", " : "", (long)i);
     mlirTypePrint(mlirValueGetType(mlirBlockGetArgument(body, i)), tpc_text_append_ref, out);
@@ -343,7 +351,7 @@ static MlirLogicalResult tpc__ad_func(tpc__ad_t* A, tpc_text_t* out) {
 
 // A function whose arguments carry tp.shard is a per-rank program (tp-shard ran first): its
 // gradients need the duals of the collectives and the token reductions tp-shard would insert.
-static void tpc__ad_read_mesh(tpc__ad_t* A, MlirOperation module) {
+static MlirLogicalResult tpc__ad_read_mesh(tpc__ad_t* A, MlirOperation module) {
   MlirAttribute args = mlirOperationGetAttributeByName(A->func, mlirStringRefCreateFromCString("arg_attrs"));
   for (intptr_t i = 0; !mlirAttributeIsNull(args) && i < mlirArrayAttrGetNumElements(args); ++i) {
     MlirAttribute d = mlirArrayAttrGetElement(args, i);
@@ -351,12 +359,12 @@ static void tpc__ad_read_mesh(tpc__ad_t* A, MlirOperation module) {
         !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))))
       A->per_rank = true;
   }
-  if (!A->per_rank) return;
+  if (!A->per_rank) return mlirLogicalResultSuccess();
   for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(module)));
        !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
     if (!tpc_is_mesh(o)) continue;
     MlirStringRef n = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
-    snprintf(A->mesh_name, sizeof A->mesh_name, "%.*s", (int)n.length, n.data);
+    A->mesh_name = n;
     MlirAttribute axes = tpc_mesh_get_axes_attr(o), shape = tpc_mesh_get_shape_attr(o);
     A->num_axes = (int)mlirArrayAttrGetNumElements(axes);
     if (A->num_axes > 4) A->num_axes = 4;
@@ -366,8 +374,9 @@ static void tpc__ad_read_mesh(tpc__ad_t* A, MlirOperation module) {
       A->sizes[k] = mlirDenseI64ArrayGetElement(shape, k);
       if (!strcmp(A->axes[k], "tp")) A->tp = k;
     }
-    return;
+    return mlirLogicalResultSuccess();
   }
+  return mlirLogicalResultSuccess();
 }
 
 static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) {
@@ -388,7 +397,10 @@ static MlirLogicalResult tpc__autodiff_run(MlirOperation module, void* options) 
     A->tp = -1;
     MlirAttribute rc = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_RECOMPUTE));
     A->recompute = !mlirAttributeIsNull(rc) && mlirAttributeIsABool(rc) && mlirBoolAttrGetValue(rc);
-    tpc__ad_read_mesh(A, module);
+    if (mlirLogicalResultIsFailure(tpc__ad_read_mesh(A, module))) {
+      ok = false;
+      break;
+    }
     A->cap_vals = tpc_func_value_bound(o, 16);
     A->vals = calloc((size_t)A->cap_vals, sizeof *A->vals);
     if (!A->vals) {

@@ -24,7 +24,7 @@ typedef struct {
   MlirContext ctx;
   // Per-rank programs (after tp-shard): the mesh, and the index of its tp axis (-1 if none).
   bool per_rank;
-  char mesh_name[64];
+  MlirStringRef mesh_name;  // the mesh's symbol name (owned by the context)
   int num_axes;
   char axes[4][16];
   int64_t sizes[4];

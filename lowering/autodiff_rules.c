@@ -135,17 +135,22 @@ uint32_t tpc__ad_axes_mask(const tpc__ad_t* A, MlirOperation op) {
 // Emits a collective over |mask| of |in| (type |in_t|) into type |out_t|; returns its name.
 static const char* tpc__ad_collective(tpc__ad_t* A, const char* op_name, uint32_t mask, const char* dim_attr,
                                       const char* in, MlirType in_t, MlirType out_t, char* out_base, size_t size) {
-  char extra[256];
-  int n = snprintf(extra, sizeof extra, "mesh = @%s, axes = [", A->mesh_name);
+  tpc_text_t extra = {0};
+  tpc_text_printf(&extra, "mesh = ");
+  tpc_text_symbol_ref(&extra, "", A->mesh_name);
+  tpc_text_printf(&extra, ", axes = [");
   bool first = true;
-  for (int k = 0; k < A->num_axes && n < (int)sizeof extra; ++k)
+  for (int k = 0; k < A->num_axes; ++k)
     if (mask & (1u << k)) {
-      n += snprintf(extra + n, sizeof extra - (size_t)n, "%s\"%s\"", first ? "" : ", ", A->axes[k]);
+      tpc_text_printf(&extra, "%s\"%s\"", first ? "" : ", ", A->axes[k]);
       first = false;
     }
-  if (n < (int)sizeof extra) snprintf(extra + n, sizeof extra - (size_t)n, "]%s", dim_attr);
+  tpc_text_printf(&extra, "]%s", dim_attr);
   const char* ops[1] = {in};
-  return tpc__ad_emit(A, op_name, ops, &in_t, 1, &out_t, 1, (MlirOperation){NULL}, NULL, extra, out_base, size);
+  const char* r = tpc__ad_emit(A, op_name, ops, &in_t, 1, &out_t, 1, (MlirOperation){NULL}, NULL,
+                               extra.data ? extra.data : "", out_base, size);
+  tpc_text_free(&extra);
+  return r;
 }
 
 // Emits a gradient whose result |reduced| is summed over the token axes |tokens| when they hold

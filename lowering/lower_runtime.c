@@ -340,7 +340,9 @@ static void tpc__desc_attrs(tpc__desc_t* d, MlirOperation op, int kind) {
 }
 
 static void tpc__emit_desc_global(tpc_text_t* t, const char* name, const tpc__desc_t* d) {
-  tpc_text_printf(t, "  llvm.mlir.global internal constant @%s(dense<[", name);
+  tpc_text_printf(t, "  llvm.mlir.global internal constant ");
+  tpc_text_symbol_ref(t, "", mlirStringRefCreateFromCString(name));
+  tpc_text_printf(t, "(dense<[");
   for (int i = 0; i < d->n; ++i) tpc_text_printf(t, "%s%lld", i ? ", " : "", (long long)d->v[i]);
   tpc_text_printf(t, "]> : tensor<%dxi64>) {addr_space = 0 : i32} : !llvm.array<%d x i64>\n", d->n, d->n);
 }
@@ -371,13 +373,16 @@ static const char* tpc__pointer_of(const tpc__lowering_t* L, int v, char* buf, s
 static void tpc__emit_call(tpc_text_t* body, int* block, const char* callee, char (*slots)[32], int num_slots,
                            const char* desc_global) {
   for (int s = 0; s < num_slots; ++s) tpc_text_printf(body, "    llvm.store %s, %%slot%d : !llvm.ptr, !llvm.ptr\n", slots[s], s);
+  // The descriptor's name holds the function's, which may need quotes.
+  tpc_text_printf(body, "    %%d%d = llvm.mlir.addressof ", *block);
+  tpc_text_symbol_ref(body, "", mlirStringRefCreateFromCString(desc_global));
   tpc_text_printf(body,
-                  "    %%d%d = llvm.mlir.addressof @%s : !llvm.ptr\n"
+                  " : !llvm.ptr\n"
                   "    %%rc%d = func.call @%s(%%exec, %%slots, %%d%d) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n"
                   "    %%ok%d = arith.cmpi eq, %%rc%d, %%zero : i32\n"
                   "    cf.cond_br %%ok%d, ^bb%d, ^fail(%%rc%d : i32)\n"
                   "  ^bb%d:\n",
-                  *block, desc_global, *block, callee, *block, *block, *block, *block, *block + 1, *block, *block + 1);
+                  *block, callee, *block, *block, *block, *block, *block + 1, *block, *block + 1);
   ++*block;
 }
 
@@ -424,8 +429,9 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
     if (spec->num_operands + spec->num_results > max_slots) max_slots = spec->num_operands + spec->num_results;
   }
   tpc_text_t b = {0};
-  tpc_text_printf(&b, "  func.func @" TPRT_ABI_ENTRY_PREFIX "%.*s(%%exec: !llvm.ptr, %%args: !llvm.ptr, %%results: !llvm.ptr, %%arena: !llvm.ptr) -> i32 {\n",
-                  (int)fname.length, fname.data);
+  tpc_text_printf(&b, "  func.func ");
+  tpc_text_symbol_ref(&b, TPRT_ABI_ENTRY_PREFIX, fname);
+  tpc_text_printf(&b, "(%%exec: !llvm.ptr, %%args: !llvm.ptr, %%results: !llvm.ptr, %%arena: !llvm.ptr) -> i32 {\n");
   tpc_text_printf(&b, "    %%zero = arith.constant 0 : i32\n    %%nslots = arith.constant %d : i64\n"
                       "    %%null = llvm.mlir.zero : !llvm.ptr\n"
                       "    %%slots = llvm.alloca %%nslots x !llvm.ptr : (i64) -> !llvm.ptr\n", max_slots);
@@ -447,9 +453,13 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
 
   int block = 0, desc_index = 0, op_index = 0;
   char slots[64][32];
-  char gname[128];
-  bool ok = true;
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, ret); op = mlirOperationGetNextInBlock(op)) {
+  // Descriptor names hold the whole function name: a truncated one could collide with another's.
+  size_t gsize = fname.length + 32;
+  char* gname = malloc(gsize);
+  bool ok = gname != NULL;
+  if (!ok) mlirEmitError(mlirOperationGetLocation(L->func), "tp-lower-runtime: out of memory");
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); ok && !mlirOperationEqual(op, ret);
+       op = mlirOperationGetNextInBlock(op)) {
     int kind = tpc_op_get_kind(op);
     const tpc_op_spec_t* spec = tpc_op_get_spec(kind);
     tpc__desc_t d = {{0}, 0, false};
@@ -473,7 +483,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
       ok = false;
       break;
     }
-    snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+    snprintf(gname, gsize, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
     tpc__emit_desc_global(globals, gname, &d);
     char callee[96];
     snprintf(callee, sizeof callee, TPRT_ABI_OP_PREFIX "%s", spec->name + 3);
@@ -491,7 +501,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
       tpc__desc_push(&pd, 1);
       tpc__desc_tensor(&pd, L->values[v].tensor);
       tpc__desc_push(&pd, 0);
-      snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+      snprintf(gname, gsize, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
       tpc__emit_desc_global(globals, gname, &pd);
       if (!declared[TPC_OP_COUNT + 1]) {
         tpc_text_printf(globals, "  func.func private @tprt_abi_poison(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n");
@@ -511,7 +521,7 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
     tpc__desc_tensor(&d, L->values[v].tensor);
     tpc__desc_tensor(&d, L->values[v].tensor);
     tpc__desc_push(&d, 0);
-    snprintf(gname, sizeof gname, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
+    snprintf(gname, gsize, "__tpc_desc_%.*s_%d", (int)fname.length, fname.data, desc_index++);
     tpc__emit_desc_global(globals, gname, &d);
     if (!declared[TPC_OP_COUNT]) {
       tpc_text_printf(globals, "  func.func private @tprt_abi_copy(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32\n");
@@ -524,14 +534,19 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   tpc_text_printf(&b, "    return %%zero : i32\n  ^fail(%%code: i32):\n    return %%code : i32\n  }\n");
   if (ok) tpc_text_append_ref((MlirStringRef){b.data ? b.data : "", b.len}, funcs);
   tpc_text_free(&b);
+  free(gname);
   if (!ok) return mlirLogicalResultFailure();
 
   cJSON* f = cJSON_CreateObject();
+  // The name and the entry point in full: the runtime looks the entry up by this exact string.
+  tpc_text_t fn = {0}, entry = {0};
+  tpc_text_printf(&fn, "%.*s", (int)fname.length, fname.data);
+  tpc_text_printf(&entry, TPRT_ABI_ENTRY_PREFIX "%.*s", (int)fname.length, fname.data);
+  cJSON_AddStringToObject(f, "name", fn.data ? fn.data : "");
+  cJSON_AddStringToObject(f, "entry", entry.data ? entry.data : "");
+  tpc_text_free(&fn);
+  tpc_text_free(&entry);
   char name[128];
-  snprintf(name, sizeof name, "%.*s", (int)fname.length, fname.data);
-  cJSON_AddStringToObject(f, "name", name);
-  snprintf(name, sizeof name, TPRT_ABI_ENTRY_PREFIX "%.*s", (int)fname.length, fname.data);
-  cJSON_AddStringToObject(f, "entry", name);
   cJSON_AddNumberToObject(f, "arena_bytes", (double)L->arena_bytes);
   cJSON_AddNumberToObject(f, "arena_live_peak_bytes", (double)L->arena_live_peak);
   cJSON* args = cJSON_AddArrayToObject(f, "args");

@@ -546,7 +546,9 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
     return tpc__error(ret, &m);
   }
   MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("sym_name")));
-  tpc_text_printf(out, "  func.func @%.*s(", (int)fname.length, fname.data);
+  tpc_text_printf(out, "  func.func ");
+  tpc_text_symbol_ref(out, "", fname);
+  tpc_text_printf(out, "(");
   for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i) {
     const tpc__sval_t* a = &S->vals[i];
     tpc_text_printf(out, "%s%s: ", i ? ", " : "", a->name);
@@ -587,7 +589,7 @@ static MlirLogicalResult tpc__read_mesh(MlirOperation module, tpc_mesh_t* mesh, 
     if (!tpc_is_mesh(o)) continue;
     MlirAttribute axes = tpc_mesh_get_axes_attr(o), shape = tpc_mesh_get_shape_attr(o);
     MlirStringRef name = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
-    snprintf(mesh->name, sizeof mesh->name, "%.*s", (int)name.length, name.data);
+    mesh->name = name;
     mesh->num_axes = (int)mlirArrayAttrGetNumElements(axes);
     if (mesh->num_axes > TPC_LAYOUT_MAX_AXES) break;
     for (int i = 0; i < mesh->num_axes; ++i) {

@@ -97,7 +97,9 @@ tpc__sval_t* tpc__emit_collective_mask(tpc__shard_t* S, uint32_t mask, const cha
                                        const char* extra_attrs, const tpc_layout_t* out) {
   char name[32];
   snprintf(name, sizeof name, "%%s%d", S->counter++);
-  tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = @%s, axes = [", name, op_name, in->name, S->mesh.name);
+  tpc_text_printf(&S->body, "    %s = \"%s\"(%s) {mesh = ", name, op_name, in->name);
+  tpc_text_symbol_ref(&S->body, "", S->mesh.name);
+  tpc_text_printf(&S->body, ", axes = [");
   bool first = true;
   for (int i = 0; i < S->mesh.num_axes; ++i)
     if (mask & (1u << i)) {

@@ -20,7 +20,7 @@
 
 /// The mesh a module is sharded over.
 typedef struct tpc_mesh_t {
-  char name[64];
+  MlirStringRef name;  // its symbol name (owned by the context); print with tpc_text_symbol_ref
   int num_axes;
   char axes[TPC_LAYOUT_MAX_AXES][16];
   int64_t sizes[TPC_LAYOUT_MAX_AXES];

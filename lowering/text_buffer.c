@@ -57,3 +57,10 @@ void tpc_text_free(tpc_text_t* t) {
   free(t->data);
   memset(t, 0, sizeof *t);
 }
+
+void tpc_text_symbol_ref(tpc_text_t* t, const char* prefix, MlirStringRef name) {
+  tpc_text_printf(t, "@\"");
+  tpc_text_append_mlir_escaped(t, prefix, strlen(prefix));
+  tpc_text_append_mlir_escaped(t, name.data, name.length);
+  tpc_text_printf(t, "\"");
+}

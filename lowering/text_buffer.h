@@ -20,6 +20,10 @@ void tpc_text_printf(tpc_text_t* t, const char* fmt, ...) __attribute__((format(
 /// become \XX escapes).
 void tpc_text_append_mlir_escaped(tpc_text_t* t, const char* s, size_t n);
 
+/// Appends `@"<prefix><name>"` to |t|: a reference to that symbol as MLIR text, quoted and escaped
+/// so that any name (spaces, quotes, any byte) reads back as itself.
+void tpc_text_symbol_ref(tpc_text_t* t, const char* prefix, MlirStringRef name);
+
 /// Appends a chunk (usable as an MlirStringCallback with the buffer as user data).
 void tpc_text_append_ref(MlirStringRef s, void* user);
 

@@ -6,11 +6,32 @@
 #include <string.h>
 
 #include "diagnostics.h"
+#include "fuzz_check.h"
 #include "tpc_dialect.h"
 #include "tpc_parse.h"
 
+// Whether |message| is a pass's report of its own bug: "<pass>: internal error: ...". Only the
+// prefix counts; the input's own text (a quoted attribute, a name) may say anything.
+static bool tpc__is_internal_error(const char* message) {
+  const char* colon = strstr(message, ": ");
+  if (!colon || strcspn(message, " \"'") < (size_t)(colon - message)) return false;
+  return strncmp(colon + 2, "internal error", 14) == 0;
+}
+
+// Prints every diagnostic as the tools do. One that is an internal error (a pass whose generated
+// IR does not parse, a table that overflowed) is a bug whatever the input: it aborts here, inside
+// the pass that emitted it, so that the crash report shows where.
+static void tpc__fuzz_capture(void* user, const char* severity, const char* file, int line, int col,
+                              const char* message) {
+  if (line > 0)
+    fprintf(stderr, "%s:%d:%d: %s: %s\n", file, line, col, severity, message);
+  else
+    fprintf(stderr, "%s: %s\n", severity, message);
+  TPC_FUZZ_CHECK(!tpc__is_internal_error(message));
+}
+
 // Diagnostics name the input "fuzz-input"; the counts outlive every context that points at them.
-static tpc_diag_counts_t tpc__fuzz_diags = {.default_file = "fuzz-input"};
+static tpc_diag_counts_t tpc__fuzz_diags = {.default_file = "fuzz-input", .capture = tpc__fuzz_capture};
 static MlirContext tpc__fuzz_ctx = {NULL};
 static int tpc__fuzz_uses = 0;
 

@@ -19,7 +19,8 @@
 
 /// Returns the shared context (threads off, every upstream dialect registered, tp loaded, the
 /// tools' diagnostic handler attached), creating it or replacing a worn-out one first. Aborts when
-/// the embedded dialect does not load: no input could be tested.
+/// the embedded dialect does not load: no input could be tested. Its diagnostics go to stderr, and
+/// one that reports an "internal error" aborts: no input may cause one.
 MlirContext tpc_fuzz_context(void);
 
 /// Parses |size| bytes of |data| as tpc-opt parses a file: tpc_parse_module on a NUL-terminated

@@ -16,3 +16,13 @@ func.func @unused(%x: tensor<4x4xf32> {tp.name = "x"}, %u: tensor<4x4xf32> {tp.n
   %y = "tp.add"(%x, %x) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+/// A function without results has nothing to differentiate (it used to emit a training step that
+/// did not parse).
+// expected-error@+1 {{tp-autodiff: the function returns nothing, so there is nothing to differentiate: return its outputs (or its loss)}}
+func.func @returns_nothing() {
+  return
+}
+
