@@ -1,6 +1,6 @@
 // The tp verifier: rules IRDL cannot express. This file holds the walk, the rules every tp op
 // shares (static shapes, element types, optional attributes), the mesh and the module
-// attributes; the op families are in tpc_verify_{compute,quant,collective}.c.
+// attributes; the op families are in tpc_verify_{compute,quant,collective,grad,attention}.c.
 #include "tpc_verify.h"
 
 #include <stdio.h>
@@ -361,6 +361,7 @@ MlirLogicalResult tpc_verify_op(MlirOperation op) {
   if (mlirLogicalResultIsFailure(tpc__verify_compute(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_quant(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_grad(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_attention(op, kind))) return mlirLogicalResultFailure();
   return tpc__verify_collective(op, kind);
 }
 

@@ -60,3 +60,19 @@ func.func @moe_grads(%dout: tensor<16x128xbf16>, %y: tensor<32x128xbf16>, %map: 
   %dl = "tp.moe_route_grad"(%logits, %idx, %dw) {top_k = 2 : i64, normalize = true} : (tensor<16x8xbf16>, tensor<16x2xi32>, tensor<16x2xf32>) -> tensor<16x8xbf16>
   return %dx, %dl : tensor<16x128xbf16>, tensor<16x8xbf16>
 }
+
+// -----
+
+/// attention_grad with the forward attention's attributes (causal, 4 query heads over 2 key/value heads).
+// CHECK-LABEL: func.func @attention_grad_gqa(
+// CHECK-SAME:      %[[Q:.*]]: tensor<16x64xbf16>, %[[K:.*]]: tensor<16x32xbf16>, %[[V:.*]]: tensor<16x32xbf16>, %[[Y:.*]]: tensor<16x64xbf16>, %[[DY:.*]]: tensor<16x64xbf16>)
+// CHECK-NEXT:    %[[G:.*]]:3 = "tp.attention_grad"(%[[Q]], %[[K]], %[[V]], %[[Y]], %[[DY]]) {head_dim = 16 : i64, seq_len = 8 : i64} : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>, tensor<16x64xbf16>, tensor<16x64xbf16>) -> (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>)
+// CHECK-NEXT:    return %[[G]]#0, %[[G]]#1, %[[G]]#2
+func.func @attention_grad_gqa(%q: tensor<16x64xbf16>, %k: tensor<16x32xbf16>, %v: tensor<16x32xbf16>,
+                              %y: tensor<16x64xbf16>, %dy: tensor<16x64xbf16>)
+    -> (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>) {
+  %dq, %dk, %dv = "tp.attention_grad"(%q, %k, %v, %y, %dy) {seq_len = 8 : i64, head_dim = 16 : i64}
+      : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>, tensor<16x64xbf16>, tensor<16x64xbf16>)
+      -> (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>)
+  return %dq, %dk, %dv : tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>
+}

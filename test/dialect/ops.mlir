@@ -483,6 +483,59 @@ func.func @moe_unpermute_top2(%y: tensor<32x128xbf16>, %map: tensor<32xi32>,
 
 // -----
 
+/// tp.rope over 4 heads of D=16 with bf16 tables (inverse = false, the default).
+// CHECK-LABEL: func.func @rope_bf16(
+// CHECK-SAME:    %[[X:.*]]: tensor<16x64xbf16>, %[[COS:.*]]: tensor<16x16xbf16>, %[[SIN:.*]]: tensor<16x16xbf16>)
+// CHECK-NEXT:    %[[Y:.*]] = "tp.rope"(%[[X]], %[[COS]], %[[SIN]]) : (tensor<16x64xbf16>, tensor<16x16xbf16>, tensor<16x16xbf16>) -> tensor<16x64xbf16>
+// CHECK-NEXT:    return %[[Y]]
+func.func @rope_bf16(%x: tensor<16x64xbf16>, %cos: tensor<16x16xbf16>,
+                     %sin: tensor<16x16xbf16>) -> tensor<16x64xbf16> {
+  %y = "tp.rope"(%x, %cos, %sin)
+      : (tensor<16x64xbf16>, tensor<16x16xbf16>, tensor<16x16xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+/// tp.rope inverse (rope's gradient) on bf16 activations with f32 tables (their float type is independent of x's).
+// CHECK-LABEL: func.func @rope_inverse_f32_tables(
+// CHECK-NEXT:    "tp.rope"{{.*}} {inverse = true} : (tensor<16x64xbf16>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x64xbf16>
+func.func @rope_inverse_f32_tables(%dy: tensor<16x64xbf16>, %cos: tensor<16x16xf32>,
+                                   %sin: tensor<16x16xf32>) -> tensor<16x64xbf16> {
+  %dx = "tp.rope"(%dy, %cos, %sin) {inverse = true}
+      : (tensor<16x64xbf16>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x64xbf16>
+  return %dx : tensor<16x64xbf16>
+}
+
+// -----
+
+/// tp.attention, causal (the default), grouped-query: 2 sequences of 8 tokens, 4 query heads
+/// over 2 key/value heads of D=16.
+// CHECK-LABEL: func.func @attention_causal_gqa(
+// CHECK-SAME:    %[[Q:.*]]: tensor<16x64xbf16>, %[[K:.*]]: tensor<16x32xbf16>, %[[V:.*]]: tensor<16x32xbf16>)
+// CHECK-NEXT:    %[[Y:.*]] = "tp.attention"(%[[Q]], %[[K]], %[[V]]) {head_dim = 16 : i64, seq_len = 8 : i64} : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>) -> tensor<16x64xbf16>
+// CHECK-NEXT:    return %[[Y]]
+func.func @attention_causal_gqa(%q: tensor<16x64xbf16>, %k: tensor<16x32xbf16>,
+                                %v: tensor<16x32xbf16>) -> tensor<16x64xbf16> {
+  %y = "tp.attention"(%q, %k, %v) {seq_len = 8 : i64, head_dim = 16 : i64}
+      : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+/// tp.attention without the causal mask and with an explicit scale; as many key/value heads as query heads.
+// CHECK-LABEL: func.func @attention_bidirectional_scale(
+// CHECK-NEXT:    "tp.attention"{{.*}} {causal = false, head_dim = 32 : i64, scale = 1.250000e-01 : f32, seq_len = 16 : i64} : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+func.func @attention_bidirectional_scale(%q: tensor<32x64xf32>, %k: tensor<32x64xf32>,
+                                         %v: tensor<32x64xf32>) -> tensor<32x64xf32> {
+  %y = "tp.attention"(%q, %k, %v) {seq_len = 16 : i64, head_dim = 32 : i64, causal = false, scale = 0.125 : f32}
+      : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return %y : tensor<32x64xf32>
+}
+
+// -----
+
 /// tp.all_reduce over the tensor-parallel axis, in any order (NCCL's).
 // CHECK:       "tp.mesh"() {axes = ["dp", "tp"], shape = array<i64: 2, 4>, sym_name = "world"} : () -> ()
 // CHECK-LABEL: func.func @all_reduce_tp(
