@@ -120,6 +120,30 @@ irdl.dialect @tp {
     irdl.results(result: %t)
   }
 
+  // Rotary position embedding of every head of x[T,H*D] (the Hugging Face convention): per
+  // head, y = x*cos + rotate_half(x)*sin with rotate_half(x) = [-x[D/2:], x[:D/2]] and cos,
+  // sin[T,D] per token. `inverse` rotates by -angle (rope's gradient).
+  irdl.operation @rope attributes {tp.optional_attributes = {inverse = false}} {
+    %x = irdl.base "!builtin.tensor"
+    %table = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, cos: %table, sin: %table)
+    irdl.results(y: %x)
+  }
+
+  // Scaled dot-product attention with grouped-query heads over sequences of seq_len tokens:
+  // q[T,Hq*D], k and v[T,Hkv*D] with D = head_dim, T = batch * seq_len, Hq a multiple of Hkv
+  // (query head h reads key/value head h / (Hq/Hkv)); y[T,Hq*D]. `causal` masks the keys after
+  // each query; `scale` 0 means 1/sqrt(D).
+  irdl.operation @attention attributes {tp.optional_attributes = {causal = true, scale = 0.0 : f32}} {
+    %q = irdl.base "!builtin.tensor"
+    %kv = irdl.base "!builtin.tensor"
+    %seq_len = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    irdl.operands(q: %q, k: %kv, v: %kv)
+    irdl.results(y: %q)
+    irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
+  }
+
   // Casts x[M,K] to a quantized format: data, block or tensor scales, and for NVFP4 the
   // per-tensor global scale.
   irdl.operation @quantize attributes {tp.optional_attributes = {
@@ -297,6 +321,18 @@ irdl.dialect @tp {
     irdl.operands(x: %x, gamma: %gamma, dy: %x)
     irdl.results(dx: %x, dgamma: %dgamma)
     irdl.attributes {"eps" = %eps}
+  }
+
+  // dq, dk and dv of tp.attention from its inputs, its output y and dy (the softmax is
+  // recomputed; docs/numerics.md, "Attention").
+  irdl.operation @attention_grad attributes {tp.optional_attributes = {causal = true, scale = 0.0 : f32}} {
+    %q = irdl.base "!builtin.tensor"
+    %kv = irdl.base "!builtin.tensor"
+    %seq_len = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    irdl.operands(q: %q, k: %kv, v: %kv, y: %q, dy: %q)
+    irdl.results(dq: %q, dk: %kv, dv: %kv)
+    irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }
 
   // dx[M,H], dgamma[H] and dbeta[H] of tp.layernorm.

@@ -55,14 +55,31 @@ static void tpc__slot_name(MlirOperation func, const char* which, intptr_t i, co
   }
 }
 
+// True when every use of |v| is a rotary table (tp.rope's cos or sin): positions, not parameters.
+static bool tpc__only_rope_table(MlirValue v) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u)) return false;
+  for (; !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    unsigned slot = mlirOpOperandGetOperandNumber(u);
+    if (!tpc_is_rope(mlirOpOperandGetOwner(u)) || (slot != TPC_ROPE_SLOT_COS && slot != TPC_ROPE_SLOT_SIN))
+      return false;
+  }
+  return true;
+}
+
 static bool tpc__wants_grad(MlirOperation func, intptr_t i, MlirType t) {
   MlirType e = mlirShapedTypeGetElementType(t);
   if (!(mlirTypeIsABF16(e) || mlirTypeIsAF16(e) || mlirTypeIsAF32(e))) return false;
+  // cos and sin tables get no gradient unless asked for with tp.grad = true.
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  bool table = !mlirBlockIsNull(body) && i < mlirBlockGetNumArguments(body) &&
+               tpc__only_rope_table(mlirBlockGetArgument(body, i));
   MlirAttribute d = tpc__slot_dict(func, "arg_attrs", i);
   MlirAttribute g = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
                         ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_GRAD))
                         : (MlirAttribute){NULL};
-  return mlirAttributeIsNull(g) || !mlirAttributeIsABool(g) || mlirBoolAttrGetValue(g);
+  if (mlirAttributeIsNull(g) || !mlirAttributeIsABool(g)) return !table;
+  return mlirBoolAttrGetValue(g);
 }
 
 // Appends ", tp.shard = ..." when |d| (an argument's or result's attributes) has one: a gradient

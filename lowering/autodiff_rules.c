@@ -184,6 +184,7 @@ static const char* const tpc__plan_attrs[] = {"parallel", "sequence_parallel", N
 static const char* const tpc__glu_attrs[] = {"kind", "interleave", "alpha", "limit", NULL};
 static const char* const tpc__eps_attrs[] = {"eps", NULL};
 static const char* const tpc__route_attrs[] = {"top_k", "normalize", NULL};
+static const char* const tpc__attention_attrs[] = {"seq_len", "head_dim", "causal", "scale", NULL};
 
 // Emits the gradient of |op| given the adjoints of its results.
 MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
@@ -304,6 +305,34 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       MlirType types[2] = {tx, ty};
       tpc__ad_emit(A, TPC_OP_NAME_GLU_GRAD, ops, types, 2, &tx, 1, op, tpc__glu_attrs, NULL, b1, sizeof b1);
       tpc__ad_accumulate(A, x, b1, tx);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_ROPE: {
+      // A rotation: its gradient rotates back (the transpose). The tables get none.
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue x = tpc_rope_get_x(op), c = tpc_rope_get_cos(op), s = tpc_rope_get_sin(op);
+      MlirType tc = mlirValueGetType(c);
+      const char* ops[3] = {dy, tpc__ad_name(A, c), tpc__ad_name(A, s)};
+      MlirType types[3] = {ty, tc, tc};
+      tpc__ad_emit(A, TPC_OP_NAME_ROPE, ops, types, 3, &ty, 1, (MlirOperation){NULL}, NULL,
+                   tpc_rope_get_inverse(op) ? NULL : "inverse = true", b1, sizeof b1);
+      tpc__ad_accumulate(A, x, b1, ty);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_ATTENTION: {
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue q = tpc_attention_get_q(op), k = tpc_attention_get_k(op), v = tpc_attention_get_v(op);
+      MlirType tq = mlirValueGetType(q), tk = mlirValueGetType(k);
+      const char* ops[5] = {tpc__ad_name(A, q), tpc__ad_name(A, k), tpc__ad_name(A, v), tpc__ad_name(A, r0), dy};
+      MlirType types[5] = {tq, tk, tk, tq, ty};
+      MlirType results[3] = {tq, tk, tk};
+      tpc__ad_emit(A, TPC_OP_NAME_ATTENTION_GRAD, ops, types, 5, results, 3, op, tpc__attention_attrs, NULL, b1,
+                   sizeof b1);
+      MlirValue ins[3] = {q, k, v};
+      for (int i = 0; i < 3; ++i) {
+        snprintf(name, sizeof name, "%s#%d", b1, i);
+        tpc__ad_accumulate(A, ins[i], name, results[i]);
+      }
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_RMSNORM:

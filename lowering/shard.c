@@ -91,7 +91,7 @@ static bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int 
     case TPC_OP_LAYERNORM_GRAD:
       return slot == TPC_LAYERNORM_GRAD_SLOT_GAMMA;
     default:
-      return false;
+      return tpc__attention_table_layout(S, kind, slot, l);
   }
 }
 
@@ -512,6 +512,8 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
       r = tpc__shard_grouped_linear(S, op, ins, nin);
     else if (kind == TPC_OP_GLU)
       r = tpc__shard_glu(S, op, ins);
+    else if (tpc__is_attention_op(kind))
+      r = tpc__shard_attention(S, op, kind, ins, nin);
     else if (tpc__is_grad_op(kind))
       r = tpc__shard_grad(S, op, kind, ins, nin);
     else

@@ -1,4 +1,4 @@
-// Internal to tp-shard (shard.c, shard_grad.c): the per-function state and the emission helpers
+// Internal to tp-shard (shard.c, shard_grad.c, shard_attention.c): the per-function state and the emission helpers
 // shared by the forward and backward sharding rules.
 #ifndef TPC_SHARD_IMPL_H_
 #define TPC_SHARD_IMPL_H_
@@ -81,5 +81,11 @@ tpc__sval_t* tpc__combine(tpc__shard_t* S, tpc__sval_t* x);
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.
 bool tpc__is_grad_op(int kind);
+/// Sharding rules of tp.rope, tp.attention and tp.attention_grad (shard_attention.c): by heads.
+MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
+bool tpc__is_attention_op(int kind);
+/// The layout of rope's cos and sin operands (tokens like the activations, never over tp); false
+/// for every other operand.
+bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout_t* l);
 
 #endif  // TPC_SHARD_IMPL_H_

@@ -101,6 +101,29 @@
 #define TPRT_MUL_SLOT_RESULT 2
 #define TPRT_MUL_NUM_ATTRS 0
 
+// tp.rope
+#define TPRT_ROPE_NAME "tp.rope"
+#define TPRT_ROPE_NUM_SLOTS 4
+#define TPRT_ROPE_SLOT_X 0
+#define TPRT_ROPE_SLOT_COS 1
+#define TPRT_ROPE_SLOT_SIN 2
+#define TPRT_ROPE_SLOT_Y 3
+#define TPRT_ROPE_NUM_ATTRS 1
+#define TPRT_ROPE_ATTR_INVERSE 0
+
+// tp.attention
+#define TPRT_ATTENTION_NAME "tp.attention"
+#define TPRT_ATTENTION_NUM_SLOTS 4
+#define TPRT_ATTENTION_SLOT_Q 0
+#define TPRT_ATTENTION_SLOT_K 1
+#define TPRT_ATTENTION_SLOT_V 2
+#define TPRT_ATTENTION_SLOT_Y 3
+#define TPRT_ATTENTION_NUM_ATTRS 4
+#define TPRT_ATTENTION_ATTR_SEQ_LEN 0
+#define TPRT_ATTENTION_ATTR_HEAD_DIM 1
+#define TPRT_ATTENTION_ATTR_CAUSAL 2
+#define TPRT_ATTENTION_ATTR_SCALE 3
+
 // tp.quantize
 #define TPRT_QUANTIZE_NAME "tp.quantize"
 #define TPRT_QUANTIZE_NUM_SLOTS 4
@@ -257,6 +280,23 @@
 #define TPRT_RMSNORM_GRAD_ATTR_EPS 0
 #define TPRT_RMSNORM_GRAD_ATTR_CHUNKS 1
 #define TPRT_RMSNORM_GRAD_ATTR_PARTIAL 2
+
+// tp.attention_grad
+#define TPRT_ATTENTION_GRAD_NAME "tp.attention_grad"
+#define TPRT_ATTENTION_GRAD_NUM_SLOTS 8
+#define TPRT_ATTENTION_GRAD_SLOT_Q 0
+#define TPRT_ATTENTION_GRAD_SLOT_K 1
+#define TPRT_ATTENTION_GRAD_SLOT_V 2
+#define TPRT_ATTENTION_GRAD_SLOT_Y 3
+#define TPRT_ATTENTION_GRAD_SLOT_DY 4
+#define TPRT_ATTENTION_GRAD_SLOT_DQ 5
+#define TPRT_ATTENTION_GRAD_SLOT_DK 6
+#define TPRT_ATTENTION_GRAD_SLOT_DV 7
+#define TPRT_ATTENTION_GRAD_NUM_ATTRS 4
+#define TPRT_ATTENTION_GRAD_ATTR_SEQ_LEN 0
+#define TPRT_ATTENTION_GRAD_ATTR_HEAD_DIM 1
+#define TPRT_ATTENTION_GRAD_ATTR_CAUSAL 2
+#define TPRT_ATTENTION_GRAD_ATTR_SCALE 3
 
 // tp.layernorm_grad
 #define TPRT_LAYERNORM_GRAD_NAME "tp.layernorm_grad"
@@ -426,6 +466,8 @@
   X(layernorm) \
   X(add) \
   X(mul) \
+  X(rope) \
+  X(attention) \
   X(quantize) \
   X(dequantize) \
   X(moe_route) \
@@ -440,6 +482,7 @@
   X(grouped_linear_wgrad) \
   X(glu_grad) \
   X(rmsnorm_grad) \
+  X(attention_grad) \
   X(layernorm_grad) \
   X(moe_unpermute_grad) \
   X(moe_permute_grad) \

@@ -79,6 +79,15 @@ tprt_status_t tprt__scratch(const char* op, size_t bytes, void** out_ptr);
 /// Frees scratch from tprt__scratch (NULL-safe).
 void tprt__scratch_free(void* ptr);
 
+/// The argument checks of rope and of attention (|dy|, |dq|, |dk|, |dv| NULL for the forward),
+/// shared with the CUDA kernels (cpu_attention.c).
+tprt_status_t tprt__check_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
+                               const tprt_tensor_t* y);
+tprt_status_t tprt__check_attention(const char* op, const tprt_tensor_t* q, const tprt_tensor_t* k,
+                                    const tprt_tensor_t* v, const tprt_tensor_t* y, const tprt_tensor_t* dy,
+                                    const tprt_tensor_t* dq, const tprt_tensor_t* dk, const tprt_tensor_t* dv,
+                                    int64_t seq_len, int64_t head_dim, float scale);
+
 /// The argument checks of tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad (|layernorm| selects
 /// dbeta), shared with the CUDA kernels so both reject the same inputs with the same messages.
 tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,

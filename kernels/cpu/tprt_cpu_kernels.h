@@ -245,6 +245,28 @@ tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_te
                                       const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
                                       bool normalize) TPRT_MUST_USE_RESULT;
 
+/// Rotary position embedding (the Hugging Face rotate_half convention) of every head of x[T,H*D]:
+/// per head and pair i < D/2, y[i] = x[i]·cos[t,i] - x[i+D/2]·sin[t,i] and y[i+D/2] =
+/// x[i+D/2]·cos[t,i+D/2] + x[i]·sin[t,i+D/2]; |inverse| applies the transpose (rotation by -angle:
+/// rope's gradient). cos and sin[T,D] share a float dtype; y has x's (docs/numerics.md, "Attention").
+tprt_status_t tprt_cpu_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
+                            tprt_tensor_t* y, bool inverse) TPRT_MUST_USE_RESULT;
+
+/// Scaled dot-product attention with grouped-query heads: q[T,Hq*D], k and v[T,Hkv*D] of one float
+/// dtype, D = |head_dim|, T a multiple of |seq_len| (each run of seq_len rows is one sequence),
+/// query head h reading key/value head h / (Hq/Hkv); y[T,Hq*D] like q. |causal| masks the keys
+/// after each query; |scale| 0 means 1/sqrt(D). The softmax is exact (max, exp, canonical sum).
+tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                 tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal,
+                                 float scale) TPRT_MUST_USE_RESULT;
+
+/// The gradients dq (like q), dk and dv (like k) of tprt_cpu_attention from its inputs, its
+/// output |y| and dy (like q); the probabilities are recomputed bit for bit.
+tprt_status_t tprt_cpu_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
+                                      tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
+                                      bool causal, float scale) TPRT_MUST_USE_RESULT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,97 @@
+// tp-shard rules of tp.rope, tp.attention and tp.attention_grad: attention is partitioned by
+// heads, as in Megatron-LM.
+//
+//   IN (--mesh tp=2):  %q = "tp.linear"(%h, %wq) {parallel = "column"}       -> 16x64   (4 heads of 16)
+//                      %k = "tp.linear"(%h, %wk) {parallel = "column"}       -> 16x32   (2 kv heads)
+//                      %a = "tp.attention"(%q, %k, %v) {seq_len = 8, head_dim = 16} -> 16x64
+//                      %o = "tp.linear"(%a, %wo) {parallel = "row"}
+//   OUT: the same ops on 16x32 (2 heads) and 16x16 (1 kv head) per rank; the row-parallel output
+//        projection's partial is all-reduced as for any row-parallel linear.
+//
+// Column-parallel q/k/v projections give every rank a contiguous block of whole heads, so each
+// rank's query heads read exactly its own key/value heads and the op runs unchanged on local
+// shapes (bitwise as on one rank: heads are independent). Tokens may be sharded over dp and ep in
+// whole sequences; sequence parallelism's tp sharding of tokens is undone by the column-parallel
+// projections' all-gather before attention. cos and sin are per token: sharded like the tokens,
+// never over tp (tpc__attention_table_layout).
+#include <stdio.h>
+
+#include "mlir-c/BuiltinTypes.h"
+#include "shard_impl.h"
+#include "tpc_dialect.h"
+
+bool tpc__is_attention_op(int kind) {
+  return kind == TPC_OP_ROPE || kind == TPC_OP_ATTENTION || kind == TPC_OP_ATTENTION_GRAD;
+}
+
+bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout_t* l) {
+  if (kind != TPC_OP_ROPE || (slot != TPC_ROPE_SLOT_COS && slot != TPC_ROPE_SLOT_SIN)) return false;
+  if (l->rank >= 1) l->mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep);
+  return true;
+}
+
+// Checks that |v| holds whole heads of |head_dim| columns on every rank, sharded like |like|.
+static MlirLogicalResult tpc__check_heads(tpc__shard_t* S, MlirOperation op, const char* what, const tpc_layout_t* l,
+                                          const tpc_layout_t* like, int64_t head_dim) {
+  char why[256];
+  if (l->mask[0] & tpc__bit(S->tp)) {
+    snprintf(why, sizeof why, "attention needs whole sequences, but its tokens are sharded over tp (sequence "
+                              "parallelism gathers them in the column-parallel projections before it)");
+    return tpc__layout_error(S, op, what, l, why);
+  }
+  if (l->blocks[1] != 1 || tpc_layout_local_dim(l, &S->mesh, 1) % head_dim != 0) {
+    int64_t heads = l->logical[1] / head_dim;
+    snprintf(why, sizeof why, "every rank must hold whole heads of %lld columns: %lld head%s cannot be split evenly "
+                              "over the ranks that shard %s",
+             (long long)head_dim, (long long)heads, heads == 1 ? "" : "s", heads == 1 ? "it" : "them");
+    return tpc__layout_error(S, op, what, l, why);
+  }
+  if (like && (l->mask[0] != like->mask[0] || l->mask[1] != like->mask[1])) {
+    snprintf(why, sizeof why, "it must be sharded like the queries (the same token and head sharding)");
+    return tpc__layout_error(S, op, what, l, why);
+  }
+  return mlirLogicalResultSuccess();
+}
+
+MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
+  const tpc_layout_t* x = &ins[0]->layout;
+  tpc_layout_t outs[3];
+  int nout = (int)mlirOperationGetNumResults(op);
+  if (kind == TPC_OP_ROPE) {
+    int64_t d = ins[1]->layout.logical[1];
+    if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, "input x", x, NULL, d > 0 ? d : 1)))
+      return mlirLogicalResultFailure();
+    for (int i = 1; i < 3; ++i)
+      if (ins[i]->layout.mask[0] != x->mask[0] || ins[i]->layout.mask[1])
+        return tpc__layout_error(S, op, i == 1 ? "cos" : "sin", &ins[i]->layout,
+                                 "the table must hold the same tokens as x, with every column");
+    outs[0] = *x;
+  } else {
+    int64_t seq_len = kind == TPC_OP_ATTENTION ? tpc_attention_get_seq_len(op) : tpc_attention_grad_get_seq_len(op);
+    int64_t head_dim = kind == TPC_OP_ATTENTION ? tpc_attention_get_head_dim(op) : tpc_attention_grad_get_head_dim(op);
+    if (seq_len < 1 || head_dim < 1) return mlirLogicalResultFailure();  // the verifier reports it
+    static const char* const names[5] = {"q", "k", "v", "y", "dy"};
+    for (int i = 0; i < nin && i < 5; ++i)
+      if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, names[i], &ins[i]->layout, i ? x : NULL, head_dim)))
+        return mlirLogicalResultFailure();
+    int64_t tokens = tpc_layout_local_dim(x, &S->mesh, 0);
+    if (tokens % seq_len != 0) {
+      char why[200];
+      snprintf(why, sizeof why, "every rank must hold whole sequences: %lld tokens per rank is not a multiple of "
+                                "seq_len = %lld", (long long)tokens, (long long)seq_len);
+      return tpc__layout_error(S, op, "q", x, why);
+    }
+    int64_t hq = tpc_layout_local_dim(x, &S->mesh, 1) / head_dim;
+    int64_t hkv = tpc_layout_local_dim(&ins[1]->layout, &S->mesh, 1) / head_dim;
+    if (hkv == 0 || hq % hkv != 0) {
+      char why[200];
+      snprintf(why, sizeof why, "%lld query heads per rank do not group over %lld key/value heads per rank",
+               (long long)hq, (long long)hkv);
+      return tpc__layout_error(S, op, "k", &ins[1]->layout, why);
+    }
+    for (int i = 0; i < nout && i < 3; ++i) outs[i] = i == 0 ? *x : ins[1]->layout;
+  }
+  for (int i = 0; i < nout && i < 3; ++i) outs[i].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, i)));
+  tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+  return mlirLogicalResultSuccess();
+}

@@ -1,0 +1,57 @@
+// The runtime ABI of tp.rope, tp.attention and tp.attention_grad (see tprt_abi.h); descriptor
+// decoding is shared with tprt_abi.c through tprt_abi_impl.h.
+#include "tprt_abi_impl.h"
+
+// Counts the attention's two contractions (scores and the weighted sum of v; |passes| = 2) or
+// the backward's five (scores again, dp, dq, dk and dv) over the (query, key) pairs a causal mask
+// keeps, as GEMM FLOPs.
+static void tprt__count_attention(tprt_exec_t* exec, const tprt_tensor_t* q, int64_t seq_len, int64_t head_dim,
+                                  bool causal, int passes) {
+  if (seq_len <= 0 || head_dim <= 0) return;
+  int64_t seqs = q->dims[0] / seq_len, heads = q->dims[1] / head_dim;
+  int64_t pairs = causal ? seq_len * (seq_len + 1) / 2 : seq_len * seq_len;
+  tprt_exec_stats(exec)->gemm_flops += 2 * passes * seqs * pairs * heads * head_dim;
+}
+
+int32_t tprt_abi_rope(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ROPE_NUM_SLOTS, &c);
+  if (!s)
+    s = TPRT__KERNEL(exec, rope, (&c.slot[TPRT_ROPE_SLOT_X], &c.slot[TPRT_ROPE_SLOT_COS], &c.slot[TPRT_ROPE_SLOT_SIN],
+                                  &c.slot[TPRT_ROPE_SLOT_Y], tprt__attr(&c, TPRT_ROPE_ATTR_INVERSE) != 0));
+  return tprt_exec_record(exec, s, TPRT_ROPE_NAME);
+}
+
+int32_t tprt_abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ATTENTION_NUM_SLOTS, &c);
+  if (!s) {
+    int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_ATTR_SEQ_LEN), head_dim = tprt__attr(&c, TPRT_ATTENTION_ATTR_HEAD_DIM);
+    bool causal = tprt__attr(&c, TPRT_ATTENTION_ATTR_CAUSAL) != 0;
+    const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_SLOT_Q];
+    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V],
+                                       &c.slot[TPRT_ATTENTION_SLOT_Y], seq_len, head_dim, causal,
+                                       tprt__attr_f32(&c, TPRT_ATTENTION_ATTR_SCALE)));
+    tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
+  }
+  return tprt_exec_record(exec, s, TPRT_ATTENTION_NAME);
+}
+
+int32_t tprt_abi_attention_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ATTENTION_GRAD_NUM_SLOTS, &c);
+  if (!s) {
+    int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_GRAD_ATTR_SEQ_LEN);
+    int64_t head_dim = tprt__attr(&c, TPRT_ATTENTION_GRAD_ATTR_HEAD_DIM);
+    bool causal = tprt__attr(&c, TPRT_ATTENTION_GRAD_ATTR_CAUSAL) != 0;
+    const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_GRAD_SLOT_Q];
+    s = TPRT__KERNEL(exec, attention_grad,
+                     (q, &c.slot[TPRT_ATTENTION_GRAD_SLOT_K], &c.slot[TPRT_ATTENTION_GRAD_SLOT_V],
+                      &c.slot[TPRT_ATTENTION_GRAD_SLOT_Y], &c.slot[TPRT_ATTENTION_GRAD_SLOT_DY],
+                      &c.slot[TPRT_ATTENTION_GRAD_SLOT_DQ], &c.slot[TPRT_ATTENTION_GRAD_SLOT_DK],
+                      &c.slot[TPRT_ATTENTION_GRAD_SLOT_DV], seq_len, head_dim, causal,
+                      tprt__attr_f32(&c, TPRT_ATTENTION_GRAD_ATTR_SCALE)));
+    tprt__count_attention(exec, q, seq_len, head_dim, causal, 5);
+  }
+  return tprt_exec_record(exec, s, TPRT_ATTENTION_GRAD_NAME);
+}
