@@ -11,7 +11,7 @@ endif
 # SANITIZE=thread: ThreadSanitizer in build-tsan, optimized (TSan slows code 5-15x).
 ifeq ($(SANITIZE),thread)
 BUILD := build-tsan
-CMAKE_FLAGS += -DTPC_SANITIZE_THREAD=ON
+CMAKE_FLAGS += -DTPC_SANITIZE_THREAD=ON -DTPC_CUDA=OFF
 endif
 
 .PHONY: all setup configure build demo test clean
