@@ -431,6 +431,20 @@ tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_
                                         bool normalize) {
   return tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream);
 }
+tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
+                              tprt_tensor_t* y, bool inverse) {
+  return tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream);
+}
+tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                   tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale) {
+  return tprt_cuda_attention(q, k, v, y, seq_len, head_dim, causal, scale, tprt__r.stream);
+}
+tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                        const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
+                                        tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
+                                        bool causal, float scale) {
+  return tprt_cuda_attention_grad(q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, causal, scale, tprt__r.stream);
+}
 tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                   tprt_tensor_t* global_scale, int format, int axis) {
   return tprt_cuda_quantize(x, data, scale, global_scale, format, axis, tprt__r.stream);

@@ -357,6 +357,27 @@ tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_ten
                                           int64_t interleave, float alpha, float limit, int chunks,
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// Rotary position embedding of every head of x[T,H*D] (|inverse|: its transpose): bitwise
+/// tprt_cpu_rope (tprt_rope_pair of tprt_attention_rows.h on both sides), same validation; one
+/// thread per rotated pair. kernels/cuda/attention.cu.
+tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
+                             tprt_tensor_t* y, bool inverse, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// Scaled dot-product attention with grouped-query heads and the exact softmax: bitwise
+/// tprt_cpu_attention, same validation; one 256-thread block per (token, query head), scores in
+/// a workspace allocated stream-ordered. kernels/cuda/attention.cu.
+tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                  tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
+                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The gradients dq, dk and dv of tprt_cuda_attention: bitwise tprt_cpu_attention_grad, same
+/// validation; a row kernel (dq and each row's softmax statistics) and a key kernel (dk, dv), with
+/// a workspace allocated stream-ordered. kernels/cuda/attention.cu.
+tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                       const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
+                                       tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
+                                       bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// Quantization: bitwise tprt_cpu_quantize / tprt_cpu_dequantize (the arithmetic of
 /// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant.cu.
 tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,

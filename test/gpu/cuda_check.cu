@@ -10,7 +10,8 @@
 // NaN payloads are not part of the contract. Before any GPU work it also checks that both
 // backends reject the same invalid arguments with the same code and message; two negative
 // controls then show that the comparison detects a different reduction order (a linear with 1
-// instead of 8 chunks, an RMSNorm with a sequential sum of squares).
+// instead of 8 chunks, an RMSNorm with a sequential sum of squares, an attention with a sequential
+// softmax sum).
 //
 // Output ends with a per-kernel summary table and "N passed, N failed". Exit status: 0 when
 // everything passed, 1 on any mismatch or error, 77 when there is no CUDA device (the validation
@@ -30,7 +31,8 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "linear_dgrad",  "linear_wgrad", "bias_grad",  "grouped_dgrad",  "grouped_wgrad",
                                        "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route",
                                        "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
-                                       "quantize",      "dequantize"};
+                                       "quantize",      "dequantize", "rope",         "attention",
+                                       "attention_grad"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {
@@ -288,7 +290,7 @@ void ct_run(const char* kernel, const char* shape, const char* dtype, const char
 // different (wrong) order.
 // ------------------------------------------------------------------------------------------------
 
-static void ct_control_row(const char* what, const char* shape, const char* dtype, ct_tensor_t* y, const void* wrong) {
+void ct_control_row(const char* what, const char* shape, const char* dtype, ct_tensor_t* y, const void* wrong) {
   int64_t n = tprt_tensor_numel(&y->h);
   size_t bytes = tprt_tensor_bytes(&y->h);
   void* got = malloc(bytes);
@@ -308,6 +310,12 @@ static void ct_control_row(const char* what, const char* shape, const char* dtyp
     ++g_failed;
     sum->failed++;
   }
+}
+
+void ct_control_failed(const char* what, tprt_status_t s) {
+  ct_fail_status(what, s);
+  ++g_failed;
+  ct_summary("control")->failed++;
 }
 
 static void ct_check_controls(cudaStream_t stream) {
@@ -360,6 +368,7 @@ static void ct_check_controls(cudaStream_t stream) {
     ct_free(&g);
     ct_free(&y);
   }
+  ct_check_attention_control(stream);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -444,6 +453,7 @@ static void ct_check_validation(void) {
   ct_same_status("add bias c dtype", tprt_cpu_add(&ef, &ebias, &eh), tprt_cuda_add(&ef, &ebias, &eh, 0));
   ct_same_status("mul mixed", tprt_cpu_mul(&ef, &ea, &ea), tprt_cuda_mul(&ef, &ea, &ea, 0));
   ct_check_validation_moe();
+  ct_check_validation_attention();
 
   ct_summary_t* sum = ct_summary("validation");
   sum->configs = g_validation_cases;
@@ -509,6 +519,7 @@ int main(int argc, char** argv) {
   ct_check_add_forms(stream);
   ct_check_moe_kernels(stream);
   ct_check_grad_kernels(stream);
+  ct_check_attention_kernels(stream);
 
   CT_CUDA(cudaStreamDestroy(stream));
   ct_print_summary();

@@ -1,6 +1,8 @@
 // Shared parts of tprt-cuda-check (cuda_check.cu: harness, controls, validation, main;
 // cuda_check_dense.cu: linear, norms, GLU, elementwise;
-// cuda_check_moe.cu: grouped linear, MoE data movement, Philox fill and copy): host/device test
+// cuda_check_moe.cu: grouped linear, MoE data movement, Philox fill and copy;
+// cuda_check_grad.cu: the backward kernels, quantization; cuda_check_attention.cu: rope and
+// attention with its gradient): host/device test
 // tensors, deterministic inputs, the bitwise CPU-vs-CUDA run and the validation comparison.
 #ifndef TPC_TEST_GPU_CUDA_CHECK_H_
 #define TPC_TEST_GPU_CUDA_CHECK_H_
@@ -78,6 +80,12 @@ void ct_run(const char* kernel, const char* shape, const char* dtype, const char
             const std::function<tprt_status_t()>& cpu, const std::function<tprt_status_t(cudaStream_t)>& gpu,
             bool repeatable, cudaStream_t stream);
 
+/// A negative control's row: passes when the CUDA output |y| (device view) differs from |wrong|,
+/// a reference computed in another order (cuda_check.cu).
+void ct_control_row(const char* what, const char* shape, const char* dtype, ct_tensor_t* y, const void* wrong);
+/// A negative control whose CUDA call failed with |s|: reported and counted as a failure (frees |s|).
+void ct_control_failed(const char* what, tprt_status_t s);
+
 /// Counts a validation case: both statuses must be errors with the same code and message (frees both).
 void ct_same_status(const char* what, tprt_status_t cpu, tprt_status_t gpu);
 
@@ -95,5 +103,12 @@ void ct_check_add_forms(cudaStream_t stream);
 
 /// The backward contractions (cuda_check_grad.cu).
 void ct_check_grad_kernels(cudaStream_t stream);
+
+/// Rope, attention and attention_grad (cuda_check_attention.cu): the validation cases and the
+/// kernel checks.
+void ct_check_validation_attention(void);
+void ct_check_attention_kernels(cudaStream_t stream);
+/// The negative control of attention: a sequential softmax sum must give other bits.
+void ct_check_attention_control(cudaStream_t stream);
 
 #endif  // TPC_TEST_GPU_CUDA_CHECK_H_

@@ -390,12 +390,13 @@ else
              kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c kernels/cuda/linear_grad.c
              kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c
              kernels/cpu/cpu_fused_mlp.c kernels/cuda/fused_mlp.c kernels/cpu/cpu_quant.c
-             kernels/cuda/linear_fast.c)
+             kernels/cuda/linear_fast.c kernels/cpu/cpu_attention.c)
   CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
               kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
               kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
-              kernels/cuda/quant.cu
-              test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu)
+              kernels/cuda/quant.cu kernels/cuda/attention.cu
+              test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu
+              test/gpu/cuda_check_attention.cu)
   t0=$(date +%s)
   pids=()
   objs=()
