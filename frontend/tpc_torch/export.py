@@ -1,0 +1,153 @@
+"""python -m tpc_torch.export: a Hugging Face model's decoder layers as a tp module.
+
+The exported function maps the hidden states x[B*S, H] to the hidden states after every decoder
+layer, y[B*S, H], with the rotary tables cos, sin[B*S, D] of positions 0..S-1 as inputs
+(embeddings, the final norm and the LM head are not part of it). Arguments are named by tp.name:
+x, cos, sin, then the weights under their Hugging Face parameter names relative to the model
+(layers.0.self_attn.q_proj.weight, ...; gate_proj and up_proj are one argument,
+layers.0.mlp.gate_up_proj.weight = [gate; up])."""
+import argparse
+import os
+import sys
+
+import torch
+
+from . import convert, emit, models, plan as plans, weights
+from .errors import ExportError
+
+
+class Exported:
+    """What export() made: the module text, the model and stack, the plan, the example inputs
+    and each weight argument's parameters (tensors: tp.name -> [parameter names])."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def weights(self):
+        return weights.gather(self.root, self.tensors)
+
+    def inputs(self):
+        return dict(zip(("x", "cos", "sin"), self.example))
+
+
+def describe(model, batch, seq_len, dtype):
+    c = model.config
+    heads, kv = c.num_attention_heads, c.num_key_value_heads
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
+    text = (f"{c.num_hidden_layers} decoder layers ({c.model_type}), hidden {c.hidden_size}, {heads} heads / "
+            f"{kv} key-value heads of {head_dim}, FFN {c.intermediate_size}")
+    if getattr(c, "num_local_experts", None):
+        text += f" per expert, {c.num_local_experts} experts top-{c.num_experts_per_tok}"
+    return text + f"; {batch} sequences of {seq_len} tokens ({batch * seq_len} rows), {dtype}"
+
+
+def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False):
+    """Builds the model, resolves the plan (and checks it against each TP degree in tp), runs
+    torch.export on its decoder stack and converts the graph. Raises ExportError."""
+    model, what = models.load(source, dtype, seed)
+    root = models.DecoderStack(models.layers_of(model), batch, seq_len)
+    resolved = plans.resolve(plan, model, root)
+    for degree in tp:
+        plans.check_degree(resolved, root, degree, batch * seq_len)
+    example = models.example_inputs(model, batch, seq_len, dtype, seed)
+    try:
+        exported = torch.export.export(root, example)
+    except Exception as e:  # torch.export's errors are many pages; its first line says what
+        raise ExportError(f"torch.export failed on {what}: {str(e).strip().splitlines()[0]}") from None
+    name = "".join(ch if ch.isalnum() else "_" for ch in model.config.model_type)
+    fn, tensors = convert.convert(exported, root, resolved, batch, seq_len, name)
+    header = [f"Exported by tpc_torch from {what}: {describe(model, batch, seq_len, dtype)}; plan {resolved.name}"
+              + (" with sequence parallelism" if resolved.sequence_parallel else "") + ".",
+              "x[T,H] are the hidden states, cos/sin[T,D] the rotary tables; weights are named as the Hugging Face",
+              "parameters (gate_up_proj = [gate_proj; up_proj]); y[T,H] are the hidden states after the last layer."]
+    attrs = {"tp.recompute": "true"} if recompute else None
+    if recompute:
+        fn.body = _mark_layers(fn.body)
+    text = emit.module_text(fn, header, attrs)
+    return Exported(model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
+                    what=what, source=source, batch=batch, seq_len=seq_len, dtype=dtype)
+
+
+def _mark_layers(body):
+    """tp.layer = i on every op of decoder layer i (tp.recompute recomputes each layer)."""
+    out, layer = [], None
+    for line in body:
+        if line.lstrip().startswith("// layers."):
+            layer = int(line.split("layers.")[1].split(".")[0])
+        elif layer is not None and '"tp.' in line:
+            head, _, rest = line.partition(")")
+            if rest.startswith(" {"):
+                line = f"{head}) {{tp.layer = {layer} : i64, {rest[2:]}"
+            else:
+                line = f"{head}) {{tp.layer = {layer} : i64}}{rest}"
+        out.append(line)
+    return out
+
+
+def write(result, output, weights_dir):
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(result.text)
+    if weights_dir:
+        os.makedirs(weights_dir, exist_ok=True)
+        weights.save(os.path.join(weights_dir, "weights.safetensors"), result.weights())
+        weights.save(os.path.join(weights_dir, "inputs.safetensors"), result.inputs())
+        names = _checkpoint_names(result.source)
+        lines = weights.rules(result.tensors, names) if names else None
+        if lines:
+            with open(os.path.join(weights_dir, "weight_names.txt"), "w", encoding="utf-8") as f:
+                f.write(f"# tpc-run --weight-names rules: {output}'s arguments from {result.source}'s tensors\n")
+                f.write("\n".join(lines) + "\n")
+
+
+def _checkpoint_names(source):
+    """The tensor names of a checkpoint directory, or None."""
+    if not os.path.isdir(source):
+        return None
+    from safetensors import safe_open
+    names = set()
+    for f in os.listdir(source):
+        if f.endswith(".safetensors"):
+            with safe_open(os.path.join(source, f), "pt") as st:
+                names.update(st.keys())
+    return names
+
+
+def parser(prog, description):
+    p = argparse.ArgumentParser(prog=prog, description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help=f"a built-in config ({', '.join(models.BUILTIN)}), a config.json (random "
+                                 "weights) or a checkpoint directory (config.json and safetensors weights)")
+    p.add_argument("--plan", default="megatron",
+                   help="megatron (default), none, hf (the config's base_model_tp_plan) or a JSON file of "
+                        "module path patterns to styles (docs/frontend.md)")
+    p.add_argument("--batch", type=int, default=2, help="sequences B (default 2)")
+    p.add_argument("--seq-len", type=int, default=16, help="tokens per sequence S (default 16)")
+    p.add_argument("--dtype", choices=sorted(models.DTYPES), default="bf16")
+    p.add_argument("--seed", type=int, default=0, help="seed of random weights and example inputs")
+    p.add_argument("--tp", type=int, nargs="+", default=[], metavar="N",
+                   help="check that the plan runs at these TP degrees (heads, FFN width divisible)")
+    return p
+
+
+def main(argv=None):
+    p = parser("python -m tpc_torch.export", __doc__)
+    p.add_argument("-o", "--output", required=True, help="the tp module to write (.mlir)")
+    p.add_argument("--weights", metavar="DIR", help="write DIR/weights.safetensors (the weights by tp.name), "
+                   "DIR/inputs.safetensors (x, cos, sin) and, for a checkpoint, DIR/weight_names.txt")
+    p.add_argument("--recompute", action="store_true",
+                   help="mark each layer's ops with tp.layer and set tp.recompute (training recomputes layers)")
+    args = p.parse_args(argv)
+    try:
+        result = export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
+                        args.recompute)
+        write(result, args.output, args.weights)
+    except ExportError as e:
+        print(f"tpc_torch.export: error: {e}", file=sys.stderr)
+        return 2
+    print(f"tpc_torch.export: {args.output}: {result.what}, plan {result.plan.name}, "
+          f"{len(result.tensors)} weight arguments")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Models the frontend exports: built-in tiny configurations, a config.json with seeded random
+weights, or a checkpoint directory; the decoder stack that is exported (hidden states in, hidden
+states out, the rotary tables as inputs); and the inputs the checks feed it."""
+import json
+import math
+import os
+
+import torch
+
+from .errors import ExportError
+
+# Built-in configurations: small enough to export, run and check in seconds on a CPU.
+BUILTIN = {
+    "llama-tiny": dict(model_type="llama", hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                       max_position_embeddings=1024, rms_norm_eps=1e-5),
+    "mixtral-tiny": dict(model_type="mixtral", hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                         max_position_embeddings=1024, rms_norm_eps=1e-5, num_local_experts=8,
+                         num_experts_per_tok=2, sliding_window=None),
+}
+DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def _config(source):
+    """The transformers config of a built-in name, a config.json file or a directory holding one."""
+    from transformers import AutoConfig
+
+    if source in BUILTIN:
+        fields = dict(BUILTIN[source])
+        return AutoConfig.for_model(fields.pop("model_type"), **fields), None
+    path = source
+    if os.path.isdir(source):
+        path = os.path.join(source, "config.json")
+    if not os.path.isfile(path):
+        raise ExportError(f"model '{source}' is neither a built-in name ({', '.join(BUILTIN)}), "
+                          "a config.json nor a directory with one")
+    try:
+        with open(path, encoding="utf-8") as f:
+            fields = json.load(f)
+        model_type = fields.pop("model_type")
+    except (OSError, ValueError, KeyError) as e:
+        raise ExportError(f"{path}: not a Hugging Face config.json ({e})") from None
+    for key in ("architectures", "transformers_version", "torch_dtype", "dtype"):
+        fields.pop(key, None)
+    try:
+        config = AutoConfig.for_model(model_type, **fields)
+    except ValueError as e:
+        raise ExportError(f"{path}: {str(e).splitlines()[0]}") from None
+    return config, (source if os.path.isdir(source) else None)
+
+
+def _has_weights(directory):
+    return directory and any(n.endswith(".safetensors") or n == "model.safetensors.index.json"
+                             for n in os.listdir(directory))
+
+
+def load(source, dtype="bf16", seed=0):
+    """Builds the causal LM of `source` in eval mode with use_cache=False, SDPA attention and the
+    batched experts implementation (both traceable by torch.export). A checkpoint directory keeps
+    its weights; otherwise the decoder layers get seeded random weights (init_random).
+    Returns (model, description)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    config, directory = _config(source)
+    config.use_cache = False
+    kwargs = dict(dtype=DTYPES[dtype], attn_implementation="sdpa")
+    if hasattr(config, "num_local_experts") or hasattr(config, "num_experts"):
+        kwargs["experts_implementation"] = "batched_mm"
+    try:
+        if _has_weights(directory):
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            model = AutoModelForCausalLM.from_pretrained(directory, config=config, **kwargs)
+            what = f"{source} (checkpoint)"
+        else:
+            torch.manual_seed(seed)
+            model = AutoModelForCausalLM.from_config(config, **kwargs)
+            init_random(layers_of(model), seed)
+            what = f"{source} (random weights, seed {seed})"
+    except (ValueError, KeyError, OSError) as e:
+        raise ExportError(f"{source}: transformers cannot build this model: {str(e).splitlines()[0]}") from None
+    model.eval()
+    return model, what
+
+
+def layers_of(model):
+    """The decoder layers (an nn.ModuleList) of a causal LM."""
+    inner = getattr(model, "model", model)
+    layers = getattr(inner, "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        raise ExportError(f"{type(model).__name__} has no decoder layers at model.layers")
+    return layers
+
+
+def init_random(layers, seed):
+    """Seeded weights that make every block matter: each matrix has std 1/sqrt(fan_in), so a layer's
+    contribution to the residual stream is as large as the stream (Hugging Face's default init,
+    std 0.02, leaves y ≈ x and would hide errors), and norm weights are 1 + N(0, 0.1²) so that a
+    misplaced gamma shows."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(layers.named_parameters()):
+            if p.dim() == 1 and "norm" in name:
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))  # biases
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]))
+
+
+class DecoderStack(torch.nn.Module):
+    """The exported function: x[B*S, H] -> the hidden states after every decoder layer, [B*S, H],
+    with the rotary tables cos, sin[B*S, D] as inputs. B sequences of S tokens, causal, no cache."""
+
+    def __init__(self, layers, batch, seq_len):
+        super().__init__()
+        self.layers = layers
+        self.batch, self.seq_len = batch, seq_len
+
+    def forward(self, x, cos, sin):
+        b, s = self.batch, self.seq_len
+        h = x.view(b, s, -1)
+        rotary = (cos.view(b, s, -1), sin.view(b, s, -1))
+        for layer in self.layers:
+            h = layer(h, attention_mask=None, position_embeddings=rotary)
+            if isinstance(h, tuple):
+                h = h[0]
+        return h.reshape(b * s, -1)
+
+
+def rotary_tables(model, batch, seq_len, dtype):
+    """cos, sin [B*S, D] of positions 0..S-1 in every sequence, from the model's own rotary module
+    (so every RoPE scaling type the model knows is in the tables)."""
+    inner = getattr(model, "model", model)
+    rotary = getattr(inner, "rotary_emb", None)
+    if rotary is None:
+        raise ExportError(f"{type(model).__name__} has no rotary embedding at model.rotary_emb")
+    positions = torch.arange(seq_len).unsqueeze(0).expand(batch, seq_len)
+    probe = torch.zeros(1, dtype=DTYPES[dtype])
+    with torch.no_grad():
+        cos, sin = rotary(probe, positions)
+    return cos.reshape(batch * seq_len, -1).contiguous(), sin.reshape(batch * seq_len, -1).contiguous()
+
+
+def example_inputs(model, batch, seq_len, dtype, seed=0):
+    """(x, cos, sin): x ~ N(0, 1) in the model's dtype, seeded, and the rotary tables."""
+    hidden = model.config.hidden_size
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch * seq_len, hidden, generator=g).to(DTYPES[dtype])
+    cos, sin = rotary_tables(model, batch, seq_len, dtype)
+    return x, cos, sin
