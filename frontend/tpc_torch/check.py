@@ -1,0 +1,176 @@
+"""python -m tpc_torch.check: tpc against PyTorch on an exported model.
+
+Exports MODEL, writes one argument file (x, cos, sin, the weights and, for training steps, the
+output cotangent y_grad), runs tpc-run on the CPU backend at every TP degree and compares:
+
+  fast       y (and with --train every gradient) against PyTorch eager running the same Hugging
+             Face layers on the same inputs, in the same dtype: the largest |error| must be within
+             the tolerance times the largest |reference| (bf16: 3% for y, 5% for gradients; f32:
+             1e-5 for both). For bf16 the error of PyTorch's own bf16 run against an f32 run of the
+             same weights is printed beside it, as the yardstick.
+  invariant  the hashes of every result are bitwise equal at every TP degree (and y is checked
+             against PyTorch as in fast).
+
+Gradients: the training step (tpc-run --pipeline train) takes the cotangent of y as the argument
+y_grad; PyTorch's are those of the loss sum(y * y_grad). Exit status 0 when every check passes,
+1 when one fails, 2 on an error (an unsupported model, a TP degree the plan cannot run)."""
+import copy
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import load_file
+
+from . import export as exporter
+from . import weights
+from .errors import ExportError
+
+TOLERANCE = {"bf16": (3e-2, 5e-2), "f32": (1e-5, 1e-5)}  # (y, gradients), relative to max |reference|
+
+
+def find_tpc_run(given):
+    if given:
+        return given
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = os.path.normpath(os.path.join(here, "..", "..", "build", "bin", "tpc-run"))
+    return shutil.which("tpc-run") or built
+
+
+def reference(result, cotangent, train):
+    """PyTorch eager on the exported layers: {'y': ...} and, with train, '<arg>_grad' for x and every
+    weight argument (gate_up_proj's the concatenation of gate_proj's and up_proj's)."""
+    x, cos, sin = result.example
+    root = result.root
+    if not train:
+        with torch.no_grad():
+            return {"y": root(x, cos, sin)}
+    root.zero_grad(set_to_none=True)
+    xr = x.clone().requires_grad_(True)
+    y = root(xr, cos, sin)
+    y.backward(cotangent)
+    out = {"y": y.detach(), "x_grad": xr.grad}
+    out.update(weights.gather(root, result.tensors, grads=True))
+    root.zero_grad(set_to_none=True)
+    return out
+
+
+def f32_reference(result, cotangent, train):
+    """The same layers, weights and inputs upcast to f32: the yardstick of bf16 errors."""
+    root = copy.deepcopy(result.root).float()
+    example = tuple(t.float() for t in result.example)
+    shadow = exporter.Exported(root=root, example=example, tensors=result.tensors)
+    return reference(shadow, cotangent.float(), train)
+
+
+def error(got, ref):
+    """(max |got - ref|, max |ref|), in float64."""
+    got, ref = got.double(), ref.double()
+    return (got - ref).abs().max().item(), ref.abs().max().item()
+
+
+def run_tpc(tpc_run, module, args, tp, numerics, train, outputs=None):
+    cmd = [tpc_run, module, "--mesh", f"tp={tp}", "--numerics", numerics, "--inputs", args, "--hash"]
+    if train:
+        cmd += ["--pipeline", "train"]
+    if outputs:
+        cmd += ["--outputs", outputs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        raise ExportError(f"tpc-run at tp={tp} ({numerics}) failed: {message}")
+    return proc.stdout.strip().splitlines()
+
+
+def _compare(label, got, ref, yard, tol_y, tol_g, verbose):
+    """Prints y's line and one line for the gradients (each gradient's with verbose); returns the
+    number of failed comparisons."""
+    rows = []
+    for name in sorted(ref, key=lambda n: (n != "y", n != "x_grad", n)):
+        if name not in got:
+            raise ExportError(f"tpc-run's outputs have no '{name}' (they have {', '.join(got)})")
+        err, scale = error(got[name], ref[name])
+        rel = err / scale if scale else 0.0
+        tol = tol_y if name == "y" else tol_g
+        extra = ""
+        if yard is not None:
+            e32, s32 = error(got[name], yard[name])
+            t32, _ = error(ref[name], yard[name])
+            extra = f"; vs f32: tpc {100 * e32 / s32:.3g}%, torch bf16 {100 * t32 / s32:.3g}%"
+        rows.append((name, err, scale, rel, tol, extra, rel <= tol))
+    failed = sum(not r[-1] for r in rows)
+    grads = [r for r in rows if r[0] != "y"]
+    for name, err, scale, rel, tol, extra, ok in rows:
+        if name == "y" or verbose or not ok:
+            print(f"{label} {name}: max|err| {err:.3g} = {100 * rel:.3g}% of max|ref| {scale:.4g} "
+                  f"(tolerance {100 * tol:g}%){extra}: {'ok' if ok else 'FAIL'}")
+    if grads:
+        worst = max(grads, key=lambda r: r[3])
+        print(f"{label} gradients: {sum(r[-1] for r in grads)} of {len(grads)} within {100 * tol_g:g}% of max|ref|, "
+              f"worst {worst[0]} {100 * worst[3]:.3g}%{worst[5]}: {'ok' if all(r[-1] for r in grads) else 'FAIL'}")
+    return failed
+
+
+def main(argv=None):
+    p = exporter.parser("python -m tpc_torch.check", __doc__)
+    p.set_defaults(tp=[1, 2])
+    p.add_argument("--numerics", nargs="+", choices=["fast", "invariant"], default=["fast", "invariant"])
+    p.add_argument("--train", action="store_true", help="also check training steps (every gradient)")
+    p.add_argument("--tpc-run", help="the tpc-run binary (default: on PATH, else build/bin/tpc-run)")
+    p.add_argument("--verbose", action="store_true", help="one line per gradient")
+    p.add_argument("--keep", metavar="DIR", help="keep the module, arguments and outputs in DIR")
+    args = p.parse_args(argv)
+    tpc_run = find_tpc_run(args.tpc_run)
+    work = args.keep or tempfile.mkdtemp(prefix="tpc_torch_check.")
+    os.makedirs(work, exist_ok=True)
+    try:
+        return _check(args, tpc_run, work)
+    except ExportError as e:
+        print(f"tpc_torch.check: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _check(args, tpc_run, work):
+    result = exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp)
+    module = os.path.join(work, "module.mlir")
+    exporter.write(result, module, None)
+    g = torch.Generator().manual_seed(args.seed + 2)
+    cotangent = torch.randn(result.example[0].shape, generator=g).to(result.example[0].dtype)
+    arg_file = os.path.join(work, "args.safetensors")
+    weights.save(arg_file, {**result.inputs(), **result.weights(), "y_grad": cotangent})
+    print(f"model: {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}")
+    print(f"plan: {result.plan.name}; TP degrees: {' '.join(map(str, args.tp))}; tpc-run: {tpc_run}")
+    tol_y, tol_g = TOLERANCE[args.dtype]
+    failures = 0
+    passes = [False] + ([True] if args.train else [])
+    for train in passes:
+        step = "train" if train else "infer"
+        ref = reference(result, cotangent, train)
+        yard = f32_reference(result, cotangent, train) if args.dtype == "bf16" else None
+        for numerics in args.numerics:
+            hashes = {}
+            for tp in args.tp:
+                out = os.path.join(work, f"{step}-{numerics}-tp{tp}.safetensors")
+                hashes[tp] = run_tpc(tpc_run, module, arg_file, tp, numerics, train, out)
+                got = load_file(out)
+                failures += _compare(f"{step} {numerics} tp={tp}", got, ref, yard, tol_y, tol_g, args.verbose)
+            if numerics == "invariant" and len(args.tp) > 1:
+                first = hashes[args.tp[0]]
+                same = all(h == first for h in hashes.values())
+                failures += not same
+                print(f"{step} invariant: {len(first)} result hashes at tp={','.join(map(str, args.tp))} "
+                      f"{'bitwise equal: ok' if same else 'differ: FAIL'}")
+                if not same:
+                    for tp, h in hashes.items():
+                        print(f"  tp={tp}: " + " | ".join(h))
+    print("PASS" if failures == 0 else f"FAIL ({failures} checks)")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
