@@ -43,6 +43,10 @@ CONFIGS=(
   "moe-ep4|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=4"
   "moe-ep2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2,tp=2"
   "moe-train-tp2|docs/examples/moe.mlir|--pipeline=train --mesh=tp=2"
+  "attn-tp1|test/e2e/Inputs/attention_block.mlir|--pipeline=infer --mesh=tp=1"
+  "attn-tp2|test/e2e/Inputs/attention_block.mlir|--pipeline=infer --mesh=tp=2"
+  "attn-train-tp2|test/e2e/Inputs/attention_block.mlir|--pipeline=train --mesh=tp=2"
+  "attn-full-train-tp1|test/e2e/Inputs/attention_block_full.mlir|--pipeline=train --mesh=tp=1"
   # Hand-written per-rank modules, lowered as written (lower-cpu, as test/e2e/collectives.test
   # does; their meshes fix the world): the fused collective + add + RMSNorm ops at world sizes 4
   # and 2, async starts overlapping compute with reduce-scatter along dim 1, all_gather_start.
