@@ -27,7 +27,8 @@ class Exported:
         return weights.gather(self.root, self.tensors)
 
     def inputs(self):
-        return dict(zip(("x", "cos", "sin"), self.example))
+        """x, cos, sin and the output cotangent y_grad of training steps."""
+        return {**dict(zip(("x", "cos", "sin"), self.example)), "y_grad": self.cotangent}
 
 
 def describe(model, batch, seq_len, dtype):
@@ -65,7 +66,7 @@ def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, t
         fn.body = _mark_layers(fn.body)
     text = emit.module_text(fn, header, attrs)
     return Exported(model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
-                    what=what, source=source, batch=batch, seq_len=seq_len, dtype=dtype)
+                    cotangent=models.cotangent(example[0], seed), what=what, source=source, batch=batch, seq_len=seq_len, dtype=dtype)
 
 
 def _mark_layers(body):
@@ -133,7 +134,8 @@ def main(argv=None):
     p = parser("python -m tpc_torch.export", __doc__)
     p.add_argument("-o", "--output", required=True, help="the tp module to write (.mlir)")
     p.add_argument("--weights", metavar="DIR", help="write DIR/weights.safetensors (the weights by tp.name), "
-                   "DIR/inputs.safetensors (x, cos, sin) and, for a checkpoint, DIR/weight_names.txt")
+                   "DIR/inputs.safetensors (x, cos, sin and the cotangent y_grad of training steps) and, "
+                   "for a checkpoint, DIR/weight_names.txt")
     p.add_argument("--recompute", action="store_true",
                    help="mark each layer's ops with tp.layer and set tp.recompute (training recomputes layers)")
     args = p.parse_args(argv)

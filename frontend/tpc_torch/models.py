@@ -144,6 +144,13 @@ def rotary_tables(model, batch, seq_len, dtype):
     return cos.reshape(batch * seq_len, -1).contiguous(), sin.reshape(batch * seq_len, -1).contiguous()
 
 
+def cotangent(like, seed=0):
+    """y_grad ~ N(0, 1), seeded: the output cotangent of training steps (the gradient of the loss
+    sum(y * y_grad) with respect to y)."""
+    g = torch.Generator().manual_seed(seed + 2)
+    return torch.randn(like.shape, generator=g).to(like.dtype)
+
+
 def example_inputs(model, batch, seq_len, dtype, seed=0):
     """(x, cos, sin): x ~ N(0, 1) in the model's dtype, seeded, and the rotary tables."""
     hidden = model.config.hidden_size

@@ -119,9 +119,13 @@ def _check_pairs(name, targets, parallel):
         if role == "gate":
             up = f"{unit}.up_proj"
             if parallel[path] != parallel[up]:
-                raise ExportError(f"plan {name}: {path} is {parallel[path]}-parallel but {up} is "
-                                  f"{parallel[up]}-parallel; they are fused into one linear "
+                raise ExportError(f"plan {name}: {path} is {_said(parallel[path])} but {up} is "
+                                  f"{_said(parallel[up])}; they are fused into one linear "
                                   "([gate; up]) and need the same style")
+
+
+def _said(parallel):
+    return "replicated" if parallel == "none" else f"{parallel}-parallel"
 
 
 def check_degree(plan, root, tp, tokens):
