@@ -1,4 +1,5 @@
 # lit configuration for tpc. Run through `make test` (or `lit build/test` after a build).
+import glob
 import os
 import shutil
 
@@ -47,3 +48,19 @@ if shutil.which("mpirun"):
 # The CUDA backend plugin, built where nvcc and NCCL exist (test/e2e/cuda-plugin-symbols.test).
 if os.path.exists(os.path.join(config.tpc_build_dir, "lib", "libtprt_backend_cuda.so")):
     config.available_features.add("cuda-plugin")
+
+# The PyTorch frontend (frontend/tpc_torch; test/frontend, docs/frontend.md) runs under the Python of
+# third_party/pyenv, which tools/setup.sh makes, when torch, transformers and safetensors are
+# installed there (a file check: importing torch would add seconds to every lit run).
+# `lit --param torch_python=PATH` uses another Python that has them.
+torch_python = lit_config.params.get("torch_python")
+if not torch_python:
+    pyenv = os.path.join(config.tpc_source_dir, "third_party", "pyenv")
+    site = glob.glob(os.path.join(pyenv, "lib", "python3*", "site-packages"))
+    if site and os.access(os.path.join(pyenv, "bin", "python"), os.X_OK) and all(
+            os.path.isfile(os.path.join(site[0], pkg, "__init__.py")) for pkg in ("torch", "transformers", "safetensors")):
+        torch_python = os.path.join(pyenv, "bin", "python")
+if torch_python:
+    config.available_features.add("torch")
+    frontend = os.path.join(config.tpc_source_dir, "frontend")
+    config.substitutions.append(("%torch_python", f"env PYTHONPATH={frontend} HF_HUB_OFFLINE=1 {torch_python}"))

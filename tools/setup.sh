@@ -24,6 +24,8 @@ have pkg-config || need+=(pkg-config)  # building against the installed libtprt 
 have clang-22 || need+=(clang-22)
 compgen -G "$LLVM/lib/clang/*/lib/*/libclang_rt.fuzzer*.a" >/dev/null || need+=(libclang-rt-22-dev)
 
+python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)  # third_party/pyenv below
+
 # CUTLASS/CuTe headers for the tensor-core kernels (fast-mode grouped GEMM), only where nvcc is:
 # the nvidia-cutlass wheel from PyPI ships them; unpacked once into third_party/cutlass/include.
 fetch_cutlass() {
@@ -51,8 +53,29 @@ PY
   rm -rf "$tmp"
 }
 
+# The PyTorch frontend's Python (frontend/tpc_torch, test/frontend, docs/frontend.md): a venv in
+# third_party/pyenv with these pinned packages, made once; PINS records what was installed, so a
+# second run does nothing. TPC_SETUP_PYENV=0 skips it (the frontend tests are then unsupported).
+PYENV_PINS="torch==2.11.0 transformers==5.24.0 safetensors==0.8.0 numpy==2.4.6"
+make_pyenv() {
+  local root dest
+  [ "${TPC_SETUP_PYENV:-1}" = 0 ] && return 0
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  dest="$root/third_party/pyenv"
+  [ -x "$dest/bin/python" ] && [ -f "$dest/PINS" ] && [ "$(cat "$dest/PINS")" = "$PYENV_PINS" ] && return 0
+  echo "setup: installing $PYENV_PINS into third_party/pyenv"
+  [ -x "$dest/bin/python" ] || python3 -m venv "$dest"
+  # shellcheck disable=SC2086  # the pins are separate words
+  if ! "$dest/bin/python" -m pip install -q $PYENV_PINS >&2; then
+    echo "setup: error: pip could not install $PYENV_PINS into third_party/pyenv" >&2
+    exit 1
+  fi
+  echo "$PYENV_PINS" > "$dest/PINS"
+}
+
 if [ ${#need[@]} -eq 0 ]; then
   fetch_cutlass
+  make_pyenv
   exit 0
 fi
 
@@ -70,4 +93,5 @@ if ! $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"; then
   exit 1
 fi
 fetch_cutlass
+make_pyenv
 echo "setup: done"
