@@ -17,8 +17,7 @@ from . import emit, recognize
 from .convert_attention import attention
 from .convert_moe import moe
 from .errors import ExportError, source_line
-
-from .opsets import (ACTIVATIONS, ALIAS, MLP_OPS, NORM_OPS, SKIP, aten)
+from .opsets import ACTIVATIONS, ALIAS, MLP_OPS, NORM_OPS, SKIP, aten
 
 
 def _short(target):
@@ -42,7 +41,6 @@ class Converter:
         self.user_inputs = list(sig.user_inputs)
         self.units = {path: (kind, module) for path, kind, module in recognize.units(root)}
         self.modules = dict(root.named_modules())
-        self.layer = None
 
     # ---- errors and lookups ------------------------------------------------------------------
     def _where(self, node):
@@ -56,6 +54,13 @@ class Converter:
     def unsupported(self, node, why=""):
         raise ExportError(f"unsupported op {_short(node.target)} in {self._where(node)}" +
                           (f": {why}" if why else ""))
+
+    def mismatch(self, unit, nodes, what):
+        """A known module whose ATen graph does not compute what its class is known for."""
+        node = next((n for n in nodes if n.target not in SKIP), nodes[0])
+        cls = type(self.modules[unit]).__name__ if unit in self.modules else "?"
+        src = source_line(node)
+        raise ExportError(f"{unit} ({cls}) does not compute {what}" + (f" (at {src})" if src else ""))
 
     def _unit(self, node):
         for path, _ in (node.meta.get("nn_module_stack") or {}).values():
@@ -81,12 +86,6 @@ class Converter:
 
     def _param(self, node):
         return self.param_of.get(node.name) if node is not None and node.op == "placeholder" else None
-
-    def _dtype(self, node):
-        return emit.ELEMENT[node.meta["val"].dtype]
-
-    def _width(self, node):
-        return int(node.meta["val"].shape[-1])
 
     # ---- the walk ----------------------------------------------------------------------------
     def run(self):
@@ -121,6 +120,7 @@ class Converter:
         if node.name in self.buffer_of:
             for user in node.users:
                 self.unsupported(user, f"it reads the buffer {self.buffer_of[node.name]}")
+            return
         if node.name in self.param_of:
             return
         index = self.user_inputs.index(node.name)
@@ -234,16 +234,25 @@ class Converter:
         self.env[nodes[0]] = self._linear_node(nodes[0], unit, self.plan.of(unit))
 
     def _norm(self, unit, module, nodes):
+        """weight * (x * rsqrt(mean(x², -1) + eps)), the casts around it aside -> tp.rmsnorm."""
         self._check_ops(nodes, NORM_OPS)
         ins, outs = self._io(nodes)
-        weight = [self._param(a) for n in nodes for a in n.all_input_nodes if self._param(a)]
-        if len(ins) != 1 or weight != [f"{unit}.weight"]:
-            self.unsupported(nodes[0], f"{unit} is not x -> rmsnorm(x) * weight")
-        x = self.value(ins[0], nodes[0])
         eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
+        count = {}
+        for n in nodes:
+            count[n.target] = count.get(n.target, 0) + 1
+        adds = [n for n in nodes if n.target in (aten.add.Tensor, aten.add.Scalar)]
+        pows = [n for n in nodes if n.target == aten.pow.Tensor_Scalar]
+        means = [n for n in nodes if n.target == aten.mean.dim]
+        last = outs[0] if len(outs) == 1 else None
+        weight = [a for a in (last.args if last is not None and last.target == aten.mul.Tensor else ())
+                  if self._param(a) == f"{unit}.weight"]
+        if (len(ins) != 1 or not weight or len(weight[0].users) != 1 or count.get(aten.mul.Tensor) != 2
+                or count.get(aten.rsqrt.default) != 1 or len(adds) != 1 or adds[0].args[1] != eps
+                or len(pows) != 1 or pows[0].args[1] != 2 or len(means) != 1 or list(means[0].args[1]) != [-1]):
+            self.mismatch(unit, nodes, "weight * (x * rsqrt(mean(x², -1) + eps))")
+        x = self.value(ins[0], nodes[0])
         gamma = self.weight([f"{unit}.weight"], f"{unit}.weight")
-        if len(outs) != 1:
-            raise ExportError(f"{unit} has {len(outs)} outputs used outside it; one was expected")
         y = self.fn.op("tp.rmsnorm", [x, gamma], {"eps": emit.f32(eps)}, [(x.shape, x.dtype)], hints=["h"])[0]
         self.env[outs[0]] = y
 
@@ -260,14 +269,14 @@ class Converter:
         acts = [n for n in nodes if n.target in ACTIVATIONS]
         muls = [n for n in nodes if n.target == aten.mul.Tensor]
         if not (gate and up and down and len(acts) == 1 and len(muls) == 1 and len(ins) == 1):
-            self.unsupported(nodes[0], f"{unit} is not down_proj(act(gate_proj(x)) * up_proj(x))")
+            self.mismatch(unit, nodes, "down_proj(act(gate_proj(x)) * up_proj(x))")
         act, mul = acts[0], muls[0]
         kind = ACTIVATIONS[act.target]
         if kind == "geglu" and act.kwargs.get("approximate", "none") != "tanh":
             self.unsupported(act, "tp.glu's geglu is the tanh GELU; this is the exact (erf) GELU")
         if (act.args[0] is not gate or set(mul.args) != {act, up} or down.args[0] is not mul
                 or gate.args[0] is not ins[0] or up.args[0] is not ins[0]):
-            self.unsupported(mul, f"{unit} is not down_proj(act(gate_proj(x)) * up_proj(x))")
+            self.mismatch(unit, [mul], "down_proj(act(gate_proj(x)) * up_proj(x))")
         x = self.value(ins[0], gate)
         names = [self._param(gate.args[1]), self._param(up.args[1])]
         operands = [x, self.weight(names, f"{unit}.gate_up_proj.weight")]

@@ -9,7 +9,7 @@ after checking that the ATen graph of the module computes exactly that: SDPA, ca
 mask or dropout, q and k rotated with cos on themselves and sin on rotate_half, v not rotated."""
 from . import emit
 from .errors import ExportError
-from .opsets import ALIAS, ATTENTION_OPS, aten
+from .opsets import ATTENTION_OPS, aten
 
 SDPA = aten.scaled_dot_product_attention.default
 PROJ = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -54,17 +54,17 @@ def attention(conv, unit, module, nodes):
         elif hidden is None:
             hidden, labels[n] = n, "x"
         else:
-            conv.unsupported(nodes[0], f"{unit} reads more than the hidden states and the rotary tables")
+            conv.mismatch(unit, nodes, "attention of the hidden states with the rotary tables (it reads other tensors)")
     proj = {}
     for n in nodes:
         if n.target == aten.linear.default:
             role = list(n.meta["nn_module_stack"].values())[-1][0].rsplit(".", 1)[-1]
             if role not in PROJ or role in proj:
-                conv.unsupported(n, f"{unit} calls {role} where q_proj, k_proj, v_proj, o_proj (once each) were expected")
+                conv.mismatch(unit, [n], f"q_proj, k_proj, v_proj and o_proj once each (it calls {role})")
             proj[role] = n
     sdpas = [n for n in nodes if n.target == SDPA]
     if len(proj) != 4 or len(sdpas) != 1 or hidden is None or sorted(labels.values()) != ["cos", "sin", "x"]:
-        conv.unsupported(nodes[0], f"{unit} is not o_proj(sdpa(rope(q_proj(x)), rope(k_proj(x)), v_proj(x)))")
+        conv.mismatch(unit, nodes, "o_proj(sdpa(rope(q_proj(x)), rope(k_proj(x)), v_proj(x)))")
     sdpa = sdpas[0]
     origin = _origins(conv, unit, nodes, labels, proj, sdpa)
     expect = [(proj["q_proj"].args[0], {"x"}), (proj["k_proj"].args[0], {"x"}), (proj["v_proj"].args[0], {"x"}),
@@ -73,15 +73,15 @@ def attention(conv, unit, module, nodes):
     for node, want in expect:
         got = {labels[node]} if node in labels else origin.get(node, set())
         if got != want:
-            conv.unsupported(sdpa, f"{unit} does not compute o_proj(sdpa(rope(q), rope(k), v)): "
-                                   f"{node.name} comes from {sorted(got)}, expected {sorted(want)}")
+            conv.mismatch(unit, [sdpa], f"o_proj(sdpa(rope(q), rope(k), v)): {node.name} comes from "
+                                        f"{', '.join(sorted(got))}, expected {', '.join(sorted(want))}")
     for n in nodes:  # rope: q * cos + rotate_half(q) * sin
         if n.target == aten.mul.Tensor and len(n.all_input_nodes) == 2:
             a, b = n.all_input_nodes
             oa, ob = ({labels[m]} if m in labels else origin[m] for m in (a, b))
             for table, other in ((oa, ob), (ob, oa)):
                 if table in ({"sin"}, {"cos"}) and (("rotate" in other) != (table == {"sin"})):
-                    conv.unsupported(n, f"{unit}'s rotary embedding is not x * cos + rotate_half(x) * sin")
+                    conv.mismatch(unit, [n], "the rotary embedding x * cos + rotate_half(x) * sin")
     mask = _sdpa_arg(sdpa, 3, "attn_mask", None)
     dropout = _sdpa_arg(sdpa, 4, "dropout_p", 0.0)
     causal = _sdpa_arg(sdpa, 5, "is_causal", False)

@@ -8,6 +8,7 @@
   h             = tp.grouped_linear(a, down_proj, sizes)
   y             = tp.moe_unpermute(h, map, weights)"""
 from . import emit
+from .errors import ExportError
 from .opsets import MOE_OPS, aten
 
 ROUTERS = {"MixtralTopKRouter"}
@@ -19,16 +20,16 @@ def moe(conv, unit, module, nodes):
     ins, outs = conv._io(nodes)
     router, experts = getattr(module, "gate", None), getattr(module, "experts", None)
     if type(router).__name__ not in ROUTERS or type(experts).__name__ not in EXPERTS or len(ins) != 1:
-        conv.unsupported(nodes[0], f"{unit} is not a router (gate) and stacked experts (experts)")
+        conv.mismatch(unit, nodes, "a router (gate) and stacked experts (experts)")
     if getattr(experts, "has_bias", False) or getattr(module.gate, "bias", None) is not None:
-        conv.unsupported(nodes[0], f"{unit}: experts or a router with biases are not supported")
+        raise ExportError(f"{unit}: experts or a router with biases are not supported")
     if getattr(module.experts.config, "hidden_act", "silu") != "silu":
-        conv.unsupported(nodes[0], f"{unit}: experts with hidden_act={module.experts.config.hidden_act}; "
-                                   "only silu (SwiGLU) is supported")
+        raise ExportError(f"{unit}: experts with hidden_act={module.experts.config.hidden_act} are not "
+                          "supported; only silu (SwiGLU)")
     inner = [n for n in nodes if list(n.meta["nn_module_stack"].values())[-1][0].startswith(f"{unit}.gate")]
     if not any(n.target in (aten.softmax.int, aten._softmax.default) for n in inner) or \
             not any(n.target == aten.topk.default for n in inner):
-        conv.unsupported(inner[0] if inner else nodes[0], f"{unit}'s router is not softmax then top-k")
+        conv.mismatch(unit, inner or nodes, "a router of softmax then top-k")
     normalize = any(n.target in (aten.div.Tensor, aten.div_.Tensor) for n in inner)
     outs_shape = tuple(outs[0].meta["val"].shape) if len(outs) == 1 else ()
     x = conv.value(ins[0], nodes[0])
@@ -59,5 +60,5 @@ def moe(conv, unit, module, nodes):
     down = grouped(act, "down_proj", h, "down")
     y = fn.op("tp.moe_unpermute", [down, row_map, weights], {}, [((t, h), x.dtype)], hints=["moe"])[0]
     if len(outs) != 1 or outs_shape[-1] != h:
-        conv.unsupported(nodes[-1], f"{unit} has {len(outs)} outputs used outside it; one [tokens, hidden] was expected")
+        conv.mismatch(unit, nodes, f"one [tokens, hidden] output (it has {len(outs)} used outside it)")
     conv.env[outs[0]] = y
