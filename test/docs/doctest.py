@@ -17,6 +17,9 @@ A directive, an HTML comment on the last non-blank line before a block, changes 
                                      "broken: ..."); skips are counted by REASON up to a colon.
   <!-- doctest: fails -->           the block must fail: each `$` command of a console block, the
                                      script of a sh block exits with a non-zero status.
+  <!-- doctest: needs PATH -->       the block runs when PATH (relative to the repository root)
+                                     exists, and is skipped with the reason "needs PATH" when not:
+                                     third_party/pyenv, the PyTorch frontend's Python, is optional.
 An unlabelled (or ```text) block that looks like shell commands is an error: label it ```sh or
 ```console, or make it not start with a command.
 
@@ -39,6 +42,7 @@ import time
 FENCE = re.compile(r"^(\s*)(`{3,})([\w+-]*)\s*$")
 DIRECTIVE = re.compile(r"^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$")
 SKIP = re.compile(r"^skip \((.+)\)$")
+NEEDS = re.compile(r"^needs (\S+)$")
 # The start of an unlabelled block that is a command, not output.
 COMMAND_LIKE = re.compile(r"^\s*(\$ |build/bin/|tpc-(opt|compile|run) |bash |python3 |cmake |make |ninja |"
                           r"mpirun |torchrun |lit |pkg-config )")
@@ -81,9 +85,10 @@ def parse(path, rel):
         directive = d.group(1) if d else None
         block = Block(rel, i + 1, lang, "\n".join(body), directive)
         if lang in ("sh", "console"):
-            if directive is not None and directive != "fails" and not SKIP.match(directive):
+            if directive is not None and directive != "fails" and not SKIP.match(directive) \
+                    and not NEEDS.match(directive):
                 errors.append(f"{block.where()}: unknown doctest directive '{directive}' "
-                              "(expected 'skip (REASON)' or 'fails')")
+                              "(expected 'skip (REASON)', 'fails' or 'needs PATH')")
             blocks.append(block)
         elif lang in ("", "text"):
             first = next((l for l in body if l.strip()), "")
@@ -223,6 +228,9 @@ def main():
         env["TMPDIR"] = private_tmp
         for b in blocks:
             skip = SKIP.match(b.directive or "")
+            needs = NEEDS.match(b.directive or "")
+            if needs and not os.path.exists(os.path.join(src, needs.group(1))):
+                skip = re.match(r"(.*)", f"needs {needs.group(1)}")
             if skip:
                 reason = skip.group(1).split(":")[0]
                 skipped[reason] += 1
