@@ -1,10 +1,29 @@
 """MLIR text of a tp module in generic form (docs/dialect.md, "Definition and syntax"): function
 arguments with their tp.name, ops with attribute dictionaries and function types, comments that
 name the Hugging Face module each group of ops comes from."""
+import os
+import re
+
 import torch
+
+from .errors import ExportError
 
 ELEMENT = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32", torch.int32: "i32",
            torch.int64: "i64"}
+
+
+def _dialect_ops():
+    """The op names dialect/tp.irdl.mlir defines (the dialect's only definition), or None outside a
+    source checkout. Ops are spelt here as strings; this keeps a renamed op from going unnoticed."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dialect", "tp.irdl.mlir")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {"tp." + name for name in re.findall(r"irdl\.operation @(\w+)", f.read())}
+    except OSError:
+        return None
+
+
+DIALECT_OPS = _dialect_ops()
 
 
 class Value:
@@ -79,6 +98,8 @@ class Function:
         """Appends `"tp.<name>"(operands) {attrs}` with result types results = [(shape, dtype)];
         attrs maps attribute names to their text (see string, integer, f32, boolean). Returns the
         result Values."""
+        if DIALECT_OPS is not None and name not in DIALECT_OPS:
+            raise ExportError(f"'{name}' is not an op of dialect/tp.irdl.mlir")
         hints = hints or [name.split(".")[-1]] * len(results)
         outs = [Value(self._fresh(h), s, d) for h, (s, d) in zip(hints, results)]
         attr_text = ""
