@@ -1,6 +1,6 @@
 """Runs several tpc_torch command lines in one process, since every process spends seconds
 importing torch: `each.py TOOL ARGS... --next TOOL ARGS...` calls tpc_torch.TOOL.main(ARGS) for
-each and prints the command, what it wrote to stderr and its exit status, all to stdout."""
+each and prints the command, what it wrote (stdout and stderr) and its exit status, all to stdout."""
 import contextlib
 import importlib
 import io
@@ -17,14 +17,14 @@ def main(argv):
             current.append(a)
     commands.append(current)
     for tool, *args in commands:
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
                 status = importlib.import_module(f"tpc_torch.{tool}").main(args)
             except SystemExit as e:  # argparse
                 status = e.code
         print(f"$ {tool} {' '.join(args)}")
-        sys.stdout.write(err.getvalue())
+        sys.stdout.write(out.getvalue())
         print(f"exit {status}")
 
 
