@@ -30,11 +30,20 @@ bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout
   return true;
 }
 
+// |mask| without the mesh axes of size 1, which shard nothing (sequence parallelism at tp=1 keeps
+// its tp bit on the tokens).
+static uint32_t tpc__sharding(const tpc__shard_t* S, uint32_t mask) {
+  uint32_t out = 0;
+  for (int a = 0; a < S->mesh.num_axes; ++a)
+    if ((mask & (1u << a)) && S->mesh.sizes[a] > 1) out |= 1u << a;
+  return out;
+}
+
 // Checks that |v| holds whole heads of |head_dim| columns on every rank, sharded like |like|.
 static MlirLogicalResult tpc__check_heads(tpc__shard_t* S, MlirOperation op, const char* what, const tpc_layout_t* l,
                                           const tpc_layout_t* like, int64_t head_dim) {
   char why[256];
-  if (l->mask[0] & tpc__bit(S->tp)) {
+  if (tpc__sharding(S, l->mask[0]) & tpc__bit(S->tp)) {
     snprintf(why, sizeof why, "attention needs whole sequences, but its tokens are sharded over tp (sequence "
                               "parallelism gathers them in the column-parallel projections before it)");
     return tpc__layout_error(S, op, what, l, why);
@@ -46,7 +55,8 @@ static MlirLogicalResult tpc__check_heads(tpc__shard_t* S, MlirOperation op, con
              (long long)head_dim, (long long)heads, heads == 1 ? "" : "s", heads == 1 ? "it" : "them");
     return tpc__layout_error(S, op, what, l, why);
   }
-  if (like && (l->mask[0] != like->mask[0] || l->mask[1] != like->mask[1])) {
+  if (like && (tpc__sharding(S, l->mask[0]) != tpc__sharding(S, like->mask[0]) ||
+               tpc__sharding(S, l->mask[1]) != tpc__sharding(S, like->mask[1]))) {
     snprintf(why, sizeof why, "it must be sharded like the queries (the same token and head sharding)");
     return tpc__layout_error(S, op, what, l, why);
   }
@@ -62,7 +72,8 @@ MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int ki
     if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, "input x", x, NULL, d > 0 ? d : 1)))
       return mlirLogicalResultFailure();
     for (int i = 1; i < 3; ++i)
-      if (ins[i]->layout.mask[0] != x->mask[0] || ins[i]->layout.mask[1])
+      if (tpc__sharding(S, ins[i]->layout.mask[0]) != tpc__sharding(S, x->mask[0]) ||
+          tpc__sharding(S, ins[i]->layout.mask[1]))
         return tpc__layout_error(S, op, i == 1 ? "cos" : "sin", &ins[i]->layout,
                                  "the table must hold the same tokens as x, with every column");
     outs[0] = *x;
