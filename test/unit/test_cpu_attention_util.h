@@ -1,4 +1,4 @@
-// Helpers shared by the attention unit tests (test_cpu_attention.c, test_cpu_attention_grad.c):
+// Helpers shared by the attention unit tests (test_cpu_attention.c, test_cpu_grad_attention.c):
 // the float64 attention reference (plain loops), the tensors of one attention call filled with
 // deterministic data, and small allocation helpers.
 //
