@@ -3,7 +3,7 @@
 // in test_cpu_attention_util.h), the documented f32 order bit for bit, prefill/decode consistency
 // of causal attention, independence of sequences, the grouped-query head mapping (forward and
 // backward), empty tensors, and argument errors. The gradient's own tests are in
-// test_cpu_attention_grad.c; the tolerances are explained in test_cpu_attention_util.h.
+// test_cpu_grad_attention.c; the tolerances are explained in test_cpu_attention_util.h.
 #include "test_cpu_attention_util.h"
 
 // ---- References ---------------------------------------------------------------------------------
