@@ -122,9 +122,14 @@ static void tprt__ld_head(const tprt_tensor_t* t, int64_t row0, int64_t seq_len,
   for (int64_t i = 0; i < seq_len; ++i) tprt__ld_row(t->data, t->dtype, (row0 + i) * w + head * head_dim, head_dim, out + i * head_dim);
 }
 
-// The scores s[j] = fl(dot(q_i, k_j) · scale) of query row |qi| against the first n rows of |kh|.
-static void tprt__scores(const float* qi, const float* kh, int64_t n, int64_t head_dim, float scale, float* s) {
-  for (int64_t j = 0; j < n; ++j) s[j] = tprt_attn_dot(qi, kh + j * head_dim, head_dim) * scale;
+// The unnormalized probabilities e[j] of query row |qi| against the first n rows of |kh| and their
+// sum |l|: the scores s[j] = fl(dot(q_i, k_j) · scale), then the softmax statistics. The forward
+// and the backward both call it, so the backward recomputes the forward's e bit for bit.
+static float tprt__row_exps(const float* qi, const float* kh, int64_t n, int64_t head_dim, float scale, float* e) {
+  for (int64_t j = 0; j < n; ++j) e[j] = tprt_attn_dot(qi, kh + j * head_dim, head_dim) * scale;
+  float m, l;
+  tprt_attn_softmax_stats(e, e, n, &m, &l);
+  return l;
 }
 
 tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
@@ -148,9 +153,7 @@ tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k,
       }
       for (int64_t i = 0; i < seq_len; ++i) {
         int64_t n = tprt_attn_visible(i, seq_len, causal);
-        float m, l;
-        tprt__scores(qh + i * head_dim, kh, n, head_dim, sc, e);
-        tprt_attn_softmax_stats(e, e, n, &m, &l);
+        float l = tprt__row_exps(qh + i * head_dim, kh, n, head_dim, sc, e);
         for (int64_t d = 0; d < head_dim; ++d) o[d] = 0.0f;
         for (int64_t j = 0; j < n; ++j)
           for (int64_t d = 0; d < head_dim; ++d) o[d] = TPRT_FMAF(e[j], vh[j * head_dim + d], o[d]);
@@ -194,9 +197,7 @@ tprt_status_t tprt_cpu_attention_grad(const tprt_tensor_t* q, const tprt_tensor_
         for (int64_t i = 0; i < seq_len; ++i) {
           int64_t n = tprt_attn_visible(i, seq_len, causal);
           const float *qi = qh + i * head_dim, *dyi = dyh + i * head_dim;
-          float m, l;
-          tprt__scores(qi, kh, n, head_dim, sc, p);
-          tprt_attn_softmax_stats(p, p, n, &m, &l);
+          float l = tprt__row_exps(qi, kh, n, head_dim, sc, p);
           float di = tprt_attn_dot(dyi, yh + i * head_dim, head_dim);
           for (int64_t j = 0; j < n; ++j) {
             p[j] = TPRT_DIVF(p[j], l);
