@@ -1,7 +1,8 @@
 // The kernels of the CUDA backend's table (tprt_backend.h): each entry runs a CUDA launcher of
 // tprt_cuda_kernels.h on the calling rank's compute stream.
 //
-// The contractions (dense and grouped linears, their gradients, the fused grouped MLP) have
+// The contractions (dense and grouped linears, their gradients, the fused grouped MLP, attention
+// and its gradient) have
 // several implementations; which one runs is decided by ONE table, tprt__contraction_kernels
 // below: for an op, the module's numerics (tp.numerics, given to configure), the device's
 // compute capability and the call's dtypes and shapes, the first row that matches wins. A new
@@ -63,18 +64,25 @@ typedef enum {
   TPRT__GROUPED_LINEAR_DGRAD,
   TPRT__GROUPED_LINEAR_WGRAD,
   TPRT__FUSED_GROUPED_MLP,
+  TPRT__ATTENTION,
+  TPRT__ATTENTION_GRAD,
 } tprt__op_t;
 
 static const char* const tprt__op_names[] = {
     "linear",         "linear_dgrad",         "linear_wgrad",         "bias_grad",
-    "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp"};
+    "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
+    "attention",      "attention_grad"};
 
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
-/// w1 (fused MLP, with w2).
+/// w1 (fused MLP, with w2); q, k, v (attention: c = v), with y and dy (attention_grad: d, e) and
+/// out, out2, out3 = dq, dk, dv.
 typedef struct {
-  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2;
-  tprt_tensor_t* out;
+  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e;
+  tprt_tensor_t *out, *out2, *out3;
+  int64_t seq_len, head_dim;
+  bool causal;
+  float scale;
   int chunks, segments, blocks;
   int kind;
   int64_t interleave;
@@ -250,6 +258,32 @@ static tprt_status_t tprt__exact_mlp(const tprt__call_t* c) {
                                      c->limit, c->chunks, tprt__r.stream);
 }
 
+// Fast and invariant modes: the tensor-core attention (attention_tc_fwd.cu, attention_tc_bwd.cu).
+static bool tprt__tc_attention_fits(const tprt__call_t* c) {
+  return tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim);
+}
+static tprt_status_t tprt__tc_attention(const tprt__call_t* c) {
+  return tprt_cuda_attention_tc(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim, c->causal, c->scale,
+                                tprt__r.stream);
+}
+static bool tprt__tc_attention_grad_fits(const tprt__call_t* c) {
+  const tprt_tensor_t* all[4] = {c->e, c->out, c->out2, c->out3};
+  for (int i = 0; i < 4; ++i)
+    if (!all[i] || all[i]->dtype != c->a->dtype || (uintptr_t)all[i]->data % 16 != 0) return false;
+  return tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->d, c->seq_len, c->head_dim);
+}
+static tprt_status_t tprt__tc_attention_grad(const tprt__call_t* c) {
+  return tprt_cuda_attention_grad_tc(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,
+                                     c->causal, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_attention(const tprt__call_t* c) {
+  return tprt_cuda_attention(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim, c->causal, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_attention_grad(const tprt__call_t* c) {
+  return tprt_cuda_attention_grad(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,
+                                  c->causal, c->scale, tprt__r.stream);
+}
+
 #define TPRT__EXACT_KERNEL "exact f32 fma chains on CUDA cores, bitwise the CPU"
 // clang-format off
 static const tprt__row_t tprt__contraction_kernels[] = {
@@ -277,6 +311,10 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__FUSED_GROUPED_MLP,    TPRT__FAST,  90, 90, "bf16",                    tprt__cutlass_mlp_fits,          tprt__cutlass_mlp,           "CUTLASS grouped GEMM, GLU, CUTLASS grouped GEMM (fused_mlp.c)"},
   {TPRT__FUSED_GROUPED_MLP,    TPRT__INVARIANT, 90, 90, "bf16",          tprt__inv_mlp_fits,              tprt__inv_mlp,               "invariant grouped GEMM, GLU, invariant grouped GEMM (fused_mlp.c)"},
   {TPRT__FUSED_GROUPED_MLP,    TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_mlp,             TPRT__EXACT_KERNEL " (fused_mlp.c)"},
+  {TPRT__ATTENTION,            TPRT__FAST | TPRT__INVARIANT, 90, 90, "bf16/f16, D 64/128", tprt__tc_attention_fits, tprt__tc_attention, "WGMMA flash attention, fixed 128-token blocks (attention_tc_fwd.cu)"},
+  {TPRT__ATTENTION,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention,       TPRT__EXACT_KERNEL " (attention.cu)"},
+  {TPRT__ATTENTION_GRAD,       TPRT__FAST | TPRT__INVARIANT, 90, 90, "bf16/f16, D 64/128", tprt__tc_attention_grad_fits, tprt__tc_attention_grad, "WGMMA flash attention backward, deterministic (attention_tc_bwd.cu)"},
+  {TPRT__ATTENTION_GRAD,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention_grad,  TPRT__EXACT_KERNEL " (attention.cu)"},
 };
 // clang-format on
 #define TPRT__NUM_ROWS ((int)(sizeof tprt__contraction_kernels / sizeof tprt__contraction_kernels[0]))
@@ -437,13 +475,27 @@ tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t
 }
 tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                    tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale) {
-  return tprt_cuda_attention(q, k, v, y, seq_len, head_dim, causal, scale, tprt__r.stream);
+  tprt__call_t c = {
+      .a = q, .b = k, .c = v, .out = y, .seq_len = seq_len, .head_dim = head_dim, .causal = causal, .scale = scale};
+  return tprt__contract(TPRT__ATTENTION, &c);
 }
 tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                         const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
                                         tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
                                         bool causal, float scale) {
-  return tprt_cuda_attention_grad(q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, causal, scale, tprt__r.stream);
+  tprt__call_t c = {.a = q,
+                    .b = k,
+                    .c = v,
+                    .d = y,
+                    .e = dy,
+                    .out = dq,
+                    .out2 = dk,
+                    .out3 = dv,
+                    .seq_len = seq_len,
+                    .head_dim = head_dim,
+                    .causal = causal,
+                    .scale = scale};
+  return tprt__contract(TPRT__ATTENTION_GRAD, &c);
 }
 tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                   tprt_tensor_t* global_scale, int format, int axis) {

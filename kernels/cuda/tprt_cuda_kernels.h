@@ -378,6 +378,25 @@ tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor
                                        tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
                                        bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// Attention on tensor cores (fast and invariant modes; docs/numerics.md "Attention on tensor
+/// cores"), sm_90a: FlashAttention-2 style WGMMA kernels with fixed 128-token query tiles and key
+/// blocks from each sequence's start, so a row's bits depend only on its sequence and position
+/// (batch-, TP- and prefix-invariant). The _fits predicate: bf16/f16 tensors of one dtype, head_dim
+/// 64 or 128, 16-byte aligned data. Same validation as the exact kernels otherwise.
+/// kernels/cuda/attention_tc_fwd.cu, attention_tc_bwd.cu.
+bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                 const tprt_tensor_t* y, int64_t seq_len, int64_t head_dim);
+tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                     tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
+                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The gradients on tensor cores, deterministic: the softmax statistics recomputed (a forward pass
+/// without P·V), dk and dv by a kernel per key block summing its query heads and query tiles in a
+/// fixed order, dq by a kernel per query tile over its key blocks; no atomics.
+tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
+                                          tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
+                                          bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// Quantization: bitwise tprt_cpu_quantize / tprt_cpu_dequantize (the arithmetic of
 /// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant.cu.
 tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,

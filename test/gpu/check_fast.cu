@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
   fc_check_invariant(s);
   fc_check_grouped_invariant(s);
   fc_check_grouped_glu(s);
+  fc_check_attention(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

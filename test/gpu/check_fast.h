@@ -108,5 +108,7 @@ void fc_tree_row(const char* kernel, const char* shards, const std::vector<doubl
 void fc_check_invariant(cudaStream_t s);
 void fc_check_grouped_invariant(cudaStream_t s);
 void fc_check_grouped_glu(cudaStream_t s);
+/// The tensor-core attention kernels (check_fast_attention.cu).
+void fc_check_attention(cudaStream_t s);
 
 #endif  // TPC_CHECK_FAST_H_

@@ -424,7 +424,7 @@ else
              kernels/cuda/grouped_fast_wgrad.cu kernels/cuda/invariant_linear.cu kernels/cuda/invariant_gemm_fwd.cu \
              kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu kernels/cuda/grouped_inv_fwd.cu \
              kernels/cuda/grouped_inv_dgrad.cu kernels/cuda/grouped_inv_wgrad.cu kernels/cuda/grouped_glu_fast.cu \
-             kernels/cuda/grouped_glu_inv.cu; do
+             kernels/cuda/grouped_glu_inv.cu kernels/cuda/attention_tc_fwd.cu kernels/cuda/attention_tc_bwd.cu; do
     obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
     objs+=("$obj")
     # The GLU epilogue evaluates the exact GLU functions: IEEE operations only, as in CMake.
@@ -437,7 +437,8 @@ else
   kernel_objs=()
   for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || kernel_objs+=("$o"); done
   "$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm -ldl
-  "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu test/gpu/check_fast_invariant.cu "${kernel_objs[@]}" \
+  "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu test/gpu/check_fast_invariant.cu test/gpu/check_fast_attention.cu \
+    "${kernel_objs[@]}" \
     -o "$BUILD/tprt-cuda-check-fast" -lm -ldl
   echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
   if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
@@ -451,6 +452,8 @@ else
     "$NVCC" -arch="$ARCH" "${bench_objs[@]}" "$BUILD/obj/bench_linear_cu.o" -o "$BUILD/tprt-bench-linear" -lm -ldl
     "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" tools/bench/bench_gemm.cu "${bench_objs[@]}" \
       -o "$BUILD/tprt-bench-gemm" -lm -ldl
+    "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" tools/bench/bench_attention.cu "${bench_objs[@]}" \
+      -o "$BUILD/tprt-bench-attention" -lm -ldl
   fi
 fi
 rc=0
@@ -500,6 +503,13 @@ if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
     python3 tools/bench/gemm.py --bin "$BUILD/tprt-bench-gemm" ${TPC_GPU_BENCH_QUICK:+--quick} \
       --json "$BUILD/bench_gemm.json" | tee "$BUILD/bench_gemm.txt"
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_gemm.json" "$BUILD/bench_gemm.txt" "$OUT/"; fi
+  fi
+  if [[ -x "$BUILD/tprt-bench-attention" ]]; then
+    echo
+    echo "== benchmark: attention vs torch scaled_dot_product_attention ($(date -u +%Y-%m-%d), $ARCH)"
+    python3 tools/bench/attention.py --bin "$BUILD/tprt-bench-attention" ${TPC_GPU_BENCH_QUICK:+--quick} \
+      --json "$BUILD/bench_attention.json" | tee "$BUILD/bench_attention.txt"
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_attention.json" "$BUILD/bench_attention.txt" "$OUT/"; fi
   fi
 fi
 run_modules

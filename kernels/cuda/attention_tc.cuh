@@ -1,0 +1,159 @@
+// Tensor-core attention on Hopper (fast and invariant modes; docs/numerics.md "Attention on
+// tensor cores"): the pieces shared by the forward (attention_tc_fwd.cu) and the backward
+// (attention_tc_bwd.cu). Internal to kernels/cuda.
+//
+// The kernels are FlashAttention-2 style, written with CuTe's sm90 WGMMA atoms: a CTA of two
+// consumer warpgroups (256 threads) owns a tile of query rows of one (sequence, head) and walks the
+// key/value blocks of that sequence in increasing order, K and V double-buffered in shared memory
+// by cp.async. Scores and probabilities stay in registers (P feeds the second WGMMA as its register
+// operand). Blocks are fixed: query tiles and key blocks start at the sequence's first token and
+// have one size for every problem, and no key range is ever split across CTAs. So the arithmetic of
+// a query row (which WGMMAs, in which order, with which masked entries) depends only on its
+// sequence's keys and its position in the sequence: never on the batch, on the other sequences,
+// on the number of heads a rank holds, or on where a decode step ends a prefix. A causal row
+// passes through blocks wholly after it (other rows of its tile need them) with probabilities of
+// exactly +0 and a rescale factor of exactly 1, which leave its accumulators unchanged.
+#ifndef TPRT_ATTENTION_TC_CUH_
+#define TPRT_ATTENTION_TC_CUH_
+
+#include <cutlass/cutlass.h>
+#include <cute/tensor.hpp>
+#include <cute/arch/copy_sm80.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/copy_atom.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/numeric_types.h>
+
+namespace tprt_attn {
+
+using namespace cute;
+
+/// Threads of a CTA: two consumer warpgroups, each owning 64 rows of the 128-row tiles.
+constexpr int kThreads = 256;
+
+/// One WGMMA pass: c (+)= a · b over the k blocks of the fragments, waited for before returning.
+/// |ZeroInit|: the first MMA overwrites c. Works for both operand kinds (A in shared memory, or in
+/// registers).
+template <bool ZeroInit, class Mma, class TA, class TB, class TC>
+__device__ __forceinline__ void wgmma(Mma& mma, TA const& a, TB const& b, TC& c) {
+  constexpr bool kRegA = !cute::is_base_of<cute::GMMA::DescriptorIterator, typename Mma::FrgTypeA>::value;
+  if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+  warpgroup_fence_operand(c);
+  warpgroup_arrive();
+  mma.accumulate_ = ZeroInit ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+  CUTLASS_PRAGMA_UNROLL
+  for (int kb = 0; kb < size<2>(a); ++kb) {
+    cute::gemm(mma, a(_, _, kb), b(_, _, kb), c);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  warpgroup_commit_batch();
+  warpgroup_wait<0>();
+  warpgroup_fence_operand(c);
+  if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+}
+
+/// An sm90 accumulator layout ((2, 2, N/8), MMA_M, MMA_N) viewed as (rows, cols) of the thread:
+/// ((2, MMA_M), (2, N/8, MMA_N)).
+template <class L>
+__device__ __forceinline__ auto rowcol(L l) {
+  return make_layout(make_layout(get<0, 1>(l), get<1>(l)), make_layout(get<0, 0>(l), get<0, 2>(l), get<2>(l)));
+}
+
+/// The same accumulator layout as the register A operand of a 16-bit WGMMA with k = 16:
+/// ((2, 2, 2), MMA_M, (N/16, MMA_N)).
+template <class L>
+__device__ __forceinline__ auto acc_as_a(L l) {
+  auto d = logical_divide(get<0, 2>(l), Tile<_2>{});
+  return make_layout(make_layout(get<0, 0>(l), get<0, 1>(l), get<0, 0>(d)), get<1>(l),
+                     coalesce(make_layout(get<0, 1>(d), get<2>(l))));
+}
+
+/// 2^x on the special function unit (ex2.approx: +0 for -inf, exactly 1 for 0).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Makes this thread's cp.async writes to shared memory visible to the WGMMA (async) proxy; the
+/// caller then synchronizes the CTA.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+/// The reduction over the 4 threads of a quad (the threads that hold one accumulator row).
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+  return v + __shfl_xor_sync(0xFFFFFFFFu, v, 2);
+}
+
+/// Shared-memory layouts of a [rows, D] operand tile, D contiguous (128-byte swizzle), with
+/// |Stages| copies; and the same bytes viewed [D, rows] (D contiguous: "MN-major") for an operand
+/// that is contracted over its rows.
+template <class T, int Rows, int D, int Stages>
+using SmemRows = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<Int<Rows>, Int<D>, Int<Stages>>{}));
+template <class T, int Rows, int D, int Stages>
+using SmemRowsT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<D>, Int<Rows>, Int<Stages>>{},
+                                         Step<_2, _1, _3>{}));
+
+/// The cp.async copy of [rows, D] tiles by the CTA's threads, 16 bytes per thread and step.
+template <class T, int D>
+using GmemCopy = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, T>{},
+                                          Layout<Shape<Int<kThreads / (D / 8)>, Int<D / 8>>, Stride<Int<D / 8>, _1>>{},
+                                          Layout<Shape<_1, _8>>{}));
+
+/// Copies the rows of a tile that exist (|coord|: the identity partition; row < |rows|) and
+/// zero-fills the others, without reading past the tensor.
+template <class Copy, class S, class Dst, class C>
+__device__ __forceinline__ void load_rows(Copy const& copy, S const& src, Dst&& dst, C const& coord, int rows) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int r = 0; r < size<1>(dst); ++r) {
+    if (get<0>(coord(0, r, 0)) < rows) {
+      cute::copy(copy, src(_, r, _), dst(_, r, _));
+    } else {
+      cute::clear(dst(_, r, _));
+    }
+  }
+}
+
+/// Writes the rows < |rows| of a (rows, cols) accumulator view |acc| (coordinates |coord|, from
+/// the identity partition) times |mul|, rounded once to T, into the row-major |base| of row stride
+/// |ld|: two adjacent columns per 4-byte store.
+template <class T, class A, class C>
+__device__ __forceinline__ void store_tile(A const& acc, C const& coord, T* base, int64_t ld, int rows, float mul) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int r = 0; r < size<0>(acc); ++r) {
+    const int row = get<0>(coord(r, 0));
+    if (row >= rows) continue;
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(acc); c += 2) {
+      T pair[2] = {static_cast<T>(acc(r, c) * mul), static_cast<T>(acc(r, c + 1) * mul)};
+      *reinterpret_cast<uint32_t*>(base + (int64_t)row * ld + get<1>(coord(r, c))) =
+          *reinterpret_cast<uint32_t*>(pair);
+    }
+  }
+}
+
+/// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences
+/// of |seq_len| tokens; |lse| (NULL: not wanted) gets each row's log2-domain softmax statistic
+/// m·scale·log2(e) + log2(l), [Hq, T] f32.
+struct Params {
+  const void *q, *k, *v;
+  void* y;
+  float* lse;
+  int64_t q_ld, kv_ld;  // row strides in elements: Hq·D and Hkv·D
+  int64_t tokens;       // T
+  int seq_len, heads, group;  // S, Hq, Hq / Hkv
+  float scale_log2;           // scale · log2(e)
+};
+
+/// The forward (attention_tc_fwd.cu) for |dtype| (bf16 or f16) and head dim |d| (64 or 128);
+/// |lse_only|: only the statistics (p.lse), no P·V and no output.
+cudaError_t forward(const Params& p, int dtype, int d, bool causal, bool lse_only, cudaStream_t stream);
+
+}  // namespace tprt_attn
+
+#endif  // TPRT_ATTENTION_TC_CUH_

@@ -1,0 +1,407 @@
+// tprt_cuda_attention_grad_tc: the tensor-core attention backward of fast and invariant modes
+// (design in attention_tc.cuh). Deterministic, without atomics, in four launches:
+//   1. stats: the forward's softmax statistic per row, lse = m·scale·log2(e) + log2(l) (the forward
+//      kernel without P·V), [Hq, T] f32;
+//   2. delta: Δ_i = Σ_d dy_i[d] · y_i[d] per row and head, f32;
+//   3. dk, dv: a CTA per (sequence, key/value head, 128-key block) walks the group's query heads,
+//      then the query tiles of 64 rows that see its keys, in increasing order:
+//        Sᵀ = K·Qᵀ, Pᵀ = exp2(Sᵀ·scale·log2(e) - lse), dPᵀ = V·dyᵀ, dSᵀ = Pᵀ ∘ (dPᵀ - Δ),
+//        dV += Pᵀ·dy, dK += dSᵀ·Q  (Pᵀ and dSᵀ rounded to the input dtype, in registers);
+//      dk = scale · dK, dv = dV, rounded once;
+//   4. dq: a CTA per (sequence, head, 128-row query tile) walks its key blocks of 64:
+//        S = Q·Kᵀ, P, dP = dy·Vᵀ, dS = P ∘ (dP - Δ), dQ += dS·K;  dq = scale · dQ.
+// Every sum runs in an order fixed by the sequence and the position, never by the batch, the
+// head count or the grid, so the gradients are batch- and TP-invariant like the forward.
+#include "attention_tc.cuh"
+#include "tprt_attention_rows.h"
+#include "tprt_cuda_internal.cuh"
+#include "tprt_cuda_kernels.h"
+extern "C" {
+#include "tprt_cpu_internal.h"  // tprt__check_attention
+}
+
+namespace tprt_attn {
+
+/// Gradient problem: the forward's tensors plus dy, dq, dk, dv and the per-row statistics.
+struct GradParams {
+  Params f;  // q, k, v, y (read), lse (read)
+  const void* dy;
+  void *dq, *dk, *dv;
+  const float* delta;  // [Hq, T]
+  float scale;         // dk and dq factor
+};
+
+// ------------------------------------------------------------------------------------------------
+// 2. delta
+// ------------------------------------------------------------------------------------------------
+
+/// One warp per (token, head): Δ = Σ_d dy[d]·y[d] in f32.
+template <class T, int D>
+__global__ void delta_kernel(const T* dy, const T* y, float* delta, int64_t tokens, int heads) {
+  const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (w >= tokens * heads) return;
+  const int64_t t = w / heads;
+  const int h = (int)(w % heads);
+  const T* a = dy + t * heads * D + (int64_t)h * D;
+  const T* b = y + t * heads * D + (int64_t)h * D;
+  float s = 0.0f;
+  CUTLASS_PRAGMA_UNROLL
+  for (int d = lane; d < D; d += 32) s = fmaf(static_cast<float>(a[d]), static_cast<float>(b[d]), s);
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
+  if (lane == 0) delta[(int64_t)h * tokens + t] = s;
+}
+
+// ------------------------------------------------------------------------------------------------
+// 3. dk, dv
+// ------------------------------------------------------------------------------------------------
+
+template <class T, int D>
+struct Dkv {
+  static constexpr int BN = 128, BM = 64, Stages = 2;
+  // Sᵀ = K·Qᵀ and dPᵀ = V·dyᵀ: [BN, BM] over D.
+  using MmaS = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BN>, Int<BM>, Int<D>>>(),
+                                       Layout<Shape<_2, _1, _1>>{}));
+  // dV += Pᵀ·dy and dK += dSᵀ·Q: [BN, D] over BM.
+  using MmaG = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<T, T, float, Shape<Int<BN>, Int<D>, Int<BM>>, GMMA::Major::K, GMMA::Major::MN>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using SmemKV = SmemRows<T, BN, D, 1>;
+  using SmemQ = SmemRows<T, BM, D, Stages>;
+  using SmemQt = SmemRowsT<T, BM, D, Stages>;
+  static constexpr size_t kSmemBytes = sizeof(T) * (2 * cosize_v<SmemKV> + 2 * cosize_v<SmemQ>);
+};
+
+template <class T, int D, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) dkv_kernel(GradParams g) {
+  using F = Dkv<T, D>;
+  constexpr int BN = F::BN, BM = F::BM;
+  const Params& p = g.f;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  T* sk = reinterpret_cast<T*>(smem);
+  T* sv = sk + cosize_v<typename F::SmemKV>;
+  T* sq = sv + cosize_v<typename F::SmemKV>;
+  T* sdo = sq + cosize_v<typename F::SmemQ>;
+  Tensor sK = make_tensor(make_smem_ptr(sk), typename F::SmemKV{})(_, _, 0);
+  Tensor sV = make_tensor(make_smem_ptr(sv), typename F::SmemKV{})(_, _, 0);
+  Tensor sQ = make_tensor(make_smem_ptr(sq), typename F::SmemQ{});
+  Tensor sQt = make_tensor(make_smem_ptr(sq), typename F::SmemQt{});
+  Tensor sdO = make_tensor(make_smem_ptr(sdo), typename F::SmemQ{});
+  Tensor sdOt = make_tensor(make_smem_ptr(sdo), typename F::SmemQt{});
+
+  const int L = p.seq_len, tid = threadIdx.x;
+  const int n_tiles = (L + BN - 1) / BN, kv_heads = p.heads / p.group;
+  const int64_t pairs = p.tokens / L * kv_heads;
+  const int n_block = n_tiles - 1 - (int)(blockIdx.x / pairs);
+  const int64_t pair = blockIdx.x % pairs;
+  const int hk = (int)(pair % kv_heads);
+  const int64_t b = pair / kv_heads, row0 = b * L;
+  const T* kp = static_cast<const T*>(p.k) + row0 * p.kv_ld + (int64_t)hk * D;
+  const T* vp = static_cast<const T*>(p.v) + row0 * p.kv_ld + (int64_t)hk * D;
+  Tensor gK = local_tile(make_tensor(make_gmem_ptr(kp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
+                         Shape<Int<BN>, Int<D>>{}, make_coord(n_block, 0));
+  Tensor gV = local_tile(make_tensor(make_gmem_ptr(vp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
+                         Shape<Int<BN>, Int<D>>{}, make_coord(n_block, 0));
+
+  GmemCopy<T, D> gcopy;
+  auto gthr = gcopy.get_thread_slice(tid);
+  const int k_rows = L - n_block * BN;
+  Tensor tKVc = gthr.partition_S(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
+  load_rows(gcopy, gthr.partition_S(gK), gthr.partition_D(sK), tKVc, k_rows);
+  load_rows(gcopy, gthr.partition_S(gV), gthr.partition_D(sV), tKVc, k_rows);
+  Tensor tQc = gthr.partition_S(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
+  Tensor tQs = gthr.partition_D(sQ);
+  Tensor tdOs = gthr.partition_D(sdO);
+
+  // The (query head, query tile) steps: heads of the group, then the tiles that see the block.
+  const int m_tiles = (L + BM - 1) / BM;
+  const int m_start = Causal ? n_block * BN / BM : 0;
+  const int per_head = m_tiles - m_start;
+  const int steps = p.group * per_head;
+  auto load_q = [&](int step) {
+    const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
+    const int64_t off = (row0 + (int64_t)m * BM) * p.q_ld + (int64_t)h * D;
+    auto rows = make_shape(L - m * BM, Int<D>{});
+    Tensor gQ = make_tensor(make_gmem_ptr(static_cast<const T*>(p.q) + off), rows, make_stride(p.q_ld, _1{}));
+    Tensor gdO = make_tensor(make_gmem_ptr(static_cast<const T*>(g.dy) + off), rows, make_stride(p.q_ld, _1{}));
+    Tensor tQg = gthr.partition_S(local_tile(gQ, Shape<Int<BM>, Int<D>>{}, make_coord(0, 0)));
+    Tensor tdOg = gthr.partition_S(local_tile(gdO, Shape<Int<BM>, Int<D>>{}, make_coord(0, 0)));
+    load_rows(gcopy, tQg, tQs(_, _, _, step % F::Stages), tQc, L - m * BM);
+    load_rows(gcopy, tdOg, tdOs(_, _, _, step % F::Stages), tQc, L - m * BM);
+    cp_async_fence();
+  };
+  load_q(0);
+
+  typename F::MmaS mma_s;
+  typename F::MmaG mma_g;
+  auto thr_s = mma_s.get_thread_slice(tid);
+  auto thr_g = mma_g.get_thread_slice(tid);
+  Tensor tSrK = thr_s.partition_fragment_A(sK);
+  Tensor tSrV = thr_s.partition_fragment_A(sV);
+  Tensor tSrQ = thr_s.partition_fragment_B(sQ);
+  Tensor tSrdO = thr_s.partition_fragment_B(sdO);
+  Tensor tGrdOt = thr_g.partition_fragment_B(sdOt);
+  Tensor tGrQt = thr_g.partition_fragment_B(sQt);
+  Tensor tSrS = partition_fragment_C(mma_s, Shape<Int<BN>, Int<BM>>{});
+  Tensor tSrdP = partition_fragment_C(mma_s, Shape<Int<BN>, Int<BM>>{});
+  Tensor tdVrdV = partition_fragment_C(mma_g, Shape<Int<BN>, Int<D>>{});
+  Tensor tdKrdK = partition_fragment_C(mma_g, Shape<Int<BN>, Int<D>>{});
+  clear(tdVrdV);
+  clear(tdKrdK);
+  Tensor S = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
+  Tensor dP = make_tensor(tSrdP.data(), rowcol(tSrdP.layout()));
+  Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<Int<BN>, Int<BM>>{}));
+  Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
+
+  for (int step = 0; step < steps; ++step) {
+    cp_async_wait<0>();
+    fence_async_shared();
+    __syncthreads();
+    if (step + 1 < steps) load_q(step + 1);
+    const int st = step % F::Stages;
+    const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
+    wgmma<true>(mma_s, tSrK, tSrQ(_, _, _, st), tSrS);
+    wgmma<true>(mma_s, tSrV, tSrdO(_, _, _, st), tSrdP);
+    const float* lse = p.lse + (int64_t)h * p.tokens + row0;
+    const float* delta = g.delta + (int64_t)h * p.tokens + row0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(S); ++c) {
+      const int i = m * BM + get<1>(cS(0, c));  // the query (column)
+      const float li = i < L ? lse[i] : 0.0f, di = i < L ? delta[i] : 0.0f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < size<0>(S); ++r) {
+        const int j = n_block * BN + get<0>(cS(r, c));  // the key (row)
+        const bool masked = i >= L || j >= L || (Causal && j > i);
+        const float pr = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li));
+        S(r, c) = pr;
+        dP(r, c) = pr * (dP(r, c) - di);
+      }
+    }
+    Tensor rP = make_tensor_like<T>(tSrS);
+    Tensor rdS = make_tensor_like<T>(tSrdP);
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(tSrS); ++i) rP(i) = static_cast<T>(tSrS(i)), rdS(i) = static_cast<T>(tSrdP(i));
+    wgmma<false>(mma_g, make_tensor(rP.data(), acc_as_a(rP.layout())), tGrdOt(_, _, _, st), tdVrdV);
+    wgmma<false>(mma_g, make_tensor(rdS.data(), acc_as_a(rdS.layout())), tGrQt(_, _, _, st), tdKrdK);
+  }
+
+  Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
+  Tensor cO = make_tensor(tOc.data(), rowcol(tOc.layout()));
+  const int64_t off = (row0 + (int64_t)n_block * BN) * p.kv_ld + (int64_t)hk * D;
+  store_tile(make_tensor(tdVrdV.data(), rowcol(tdVrdV.layout())), cO, static_cast<T*>(g.dv) + off, p.kv_ld, k_rows,
+             1.0f);
+  store_tile(make_tensor(tdKrdK.data(), rowcol(tdKrdK.layout())), cO, static_cast<T*>(g.dk) + off, p.kv_ld, k_rows,
+             g.scale);
+}
+
+// ------------------------------------------------------------------------------------------------
+// 4. dq
+// ------------------------------------------------------------------------------------------------
+
+template <class T, int D>
+struct Dq {
+  static constexpr int BM = 128, BN = 64, Stages = 2;
+  // S = Q·Kᵀ and dP = dy·Vᵀ: [BM, BN] over D.
+  using MmaS = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BM>, Int<BN>, Int<D>>>(),
+                                       Layout<Shape<_2, _1, _1>>{}));
+  // dQ += dS·K: [BM, D] over BN.
+  using MmaG = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<T, T, float, Shape<Int<BM>, Int<D>, Int<BN>>, GMMA::Major::K, GMMA::Major::MN>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using SmemQ = SmemRows<T, BM, D, 1>;
+  using SmemKV = SmemRows<T, BN, D, Stages>;
+  using SmemKt = SmemRowsT<T, BN, D, Stages>;
+  static constexpr size_t kSmemBytes = sizeof(T) * (2 * cosize_v<SmemQ> + 2 * cosize_v<SmemKV>);
+};
+
+template <class T, int D, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
+  using F = Dq<T, D>;
+  constexpr int BM = F::BM, BN = F::BN;
+  const Params& p = g.f;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  T* sq = reinterpret_cast<T*>(smem);
+  T* sdo = sq + cosize_v<typename F::SmemQ>;
+  T* sk = sdo + cosize_v<typename F::SmemQ>;
+  T* sv = sk + cosize_v<typename F::SmemKV>;
+  Tensor sQ = make_tensor(make_smem_ptr(sq), typename F::SmemQ{})(_, _, 0);
+  Tensor sdO = make_tensor(make_smem_ptr(sdo), typename F::SmemQ{})(_, _, 0);
+  Tensor sK = make_tensor(make_smem_ptr(sk), typename F::SmemKV{});
+  Tensor sKt = make_tensor(make_smem_ptr(sk), typename F::SmemKt{});
+  Tensor sV = make_tensor(make_smem_ptr(sv), typename F::SmemKV{});
+
+  const int L = p.seq_len, tid = threadIdx.x;
+  const int m_tiles = (L + BM - 1) / BM;
+  const int64_t pairs = p.tokens / L * p.heads;
+  const int m_block = m_tiles - 1 - (int)(blockIdx.x / pairs);
+  const int64_t pair = blockIdx.x % pairs;
+  const int h = (int)(pair % p.heads);
+  const int64_t b = pair / p.heads, row0 = b * L;
+  const int64_t qoff = (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * D;
+  const int q_rows = L - m_block * BM;
+  auto qshape = make_shape(q_rows, Int<D>{});
+  Tensor gQ = local_tile(make_tensor(make_gmem_ptr(static_cast<const T*>(p.q) + qoff), qshape,
+                                     make_stride(p.q_ld, _1{})),
+                         Shape<Int<BM>, Int<D>>{}, make_coord(0, 0));
+  Tensor gdO = local_tile(make_tensor(make_gmem_ptr(static_cast<const T*>(g.dy) + qoff), qshape,
+                                      make_stride(p.q_ld, _1{})),
+                          Shape<Int<BM>, Int<D>>{}, make_coord(0, 0));
+  const T* kp = static_cast<const T*>(p.k) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
+  const T* vp = static_cast<const T*>(p.v) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
+  Tensor gK = local_tile(make_tensor(make_gmem_ptr(kp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
+                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
+  Tensor gV = local_tile(make_tensor(make_gmem_ptr(vp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
+                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
+
+  GmemCopy<T, D> gcopy;
+  auto gthr = gcopy.get_thread_slice(tid);
+  Tensor tQc = gthr.partition_S(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
+  load_rows(gcopy, gthr.partition_S(gQ), gthr.partition_D(sQ), tQc, q_rows);
+  load_rows(gcopy, gthr.partition_S(gdO), gthr.partition_D(sdO), tQc, q_rows);
+  Tensor tKg = gthr.partition_S(gK);
+  Tensor tVg = gthr.partition_S(gV);
+  Tensor tKs = gthr.partition_D(sK);
+  Tensor tVs = gthr.partition_D(sV);
+  Tensor tKc = gthr.partition_S(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
+  const int n_total = (L + BN - 1) / BN;
+  const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
+  auto load_kv = [&](int n) {
+    load_rows(gcopy, tKg(_, _, _, n), tKs(_, _, _, n % F::Stages), tKc, L - n * BN);
+    load_rows(gcopy, tVg(_, _, _, n), tVs(_, _, _, n % F::Stages), tKc, L - n * BN);
+    cp_async_fence();
+  };
+  load_kv(0);
+
+  typename F::MmaS mma_s;
+  typename F::MmaG mma_g;
+  auto thr_s = mma_s.get_thread_slice(tid);
+  auto thr_g = mma_g.get_thread_slice(tid);
+  Tensor tSrQ = thr_s.partition_fragment_A(sQ);
+  Tensor tSrdO = thr_s.partition_fragment_A(sdO);
+  Tensor tSrK = thr_s.partition_fragment_B(sK);
+  Tensor tSrV = thr_s.partition_fragment_B(sV);
+  Tensor tGrKt = thr_g.partition_fragment_B(sKt);
+  Tensor tSrS = partition_fragment_C(mma_s, Shape<Int<BM>, Int<BN>>{});
+  Tensor tSrdP = partition_fragment_C(mma_s, Shape<Int<BM>, Int<BN>>{});
+  Tensor tdQ = partition_fragment_C(mma_g, Shape<Int<BM>, Int<D>>{});
+  clear(tdQ);
+  Tensor S = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
+  Tensor dP = make_tensor(tSrdP.data(), rowcol(tSrdP.layout()));
+  Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));
+  Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
+  constexpr int NR = decltype(size<0>(S))::value;
+  float li[NR], di[NR];
+  CUTLASS_PRAGMA_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const int i = get<0>(cS(r, 0));
+    li[r] = i < q_rows ? p.lse[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + i] : 0.0f;
+    di[r] = i < q_rows ? g.delta[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + i] : 0.0f;
+  }
+
+  for (int n = 0; n < n_end; ++n) {
+    cp_async_wait<0>();
+    fence_async_shared();
+    __syncthreads();
+    if (n + 1 < n_end) load_kv(n + 1);
+    const int st = n % F::Stages;
+    wgmma<true>(mma_s, tSrQ, tSrK(_, _, _, st), tSrS);
+    wgmma<true>(mma_s, tSrdO, tSrV(_, _, _, st), tSrdP);
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      const int i = m_block * BM + get<0>(cS(r, 0));
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(S); ++c) {
+        const int j = n * BN + get<1>(cS(r, c));
+        const bool masked = i >= L || j >= L || (Causal && j > i);
+        const float pr = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[r]));
+        dP(r, c) = pr * (dP(r, c) - di[r]);
+      }
+    }
+    Tensor rdS = make_tensor_like<T>(tSrdP);
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(tSrdP); ++i) rdS(i) = static_cast<T>(tSrdP(i));
+    wgmma<false>(mma_g, make_tensor(rdS.data(), acc_as_a(rdS.layout())), tGrKt(_, _, _, st), tdQ);
+  }
+
+  Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
+  store_tile(make_tensor(tdQ.data(), rowcol(tdQ.layout())), make_tensor(tOc.data(), rowcol(tOc.layout())),
+             static_cast<T*>(g.dq) + qoff, p.q_ld, q_rows, g.scale);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Launch
+// ------------------------------------------------------------------------------------------------
+
+template <class K>
+cudaError_t prepare(K kernel, size_t smem) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+
+template <class T, int D, bool Causal>
+cudaError_t backward(const GradParams& g, cudaStream_t stream) {
+  const Params& p = g.f;
+  const int64_t seqs = p.tokens / p.seq_len;
+  const int64_t rows = p.tokens * p.heads;
+  delta_kernel<T, D><<<(unsigned)((rows * 32 + 255) / 256), 256, 0, stream>>>(
+      static_cast<const T*>(g.dy), static_cast<const T*>(p.y), const_cast<float*>(g.delta), p.tokens, p.heads);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  auto dkv = dkv_kernel<T, D, Causal>;
+  if ((e = prepare(dkv, Dkv<T, D>::kSmemBytes)) != cudaSuccess) return e;
+  const int64_t n_tiles = (p.seq_len + Dkv<T, D>::BN - 1) / Dkv<T, D>::BN;
+  dkv<<<(unsigned)(n_tiles * seqs * (p.heads / p.group)), kThreads, Dkv<T, D>::kSmemBytes, stream>>>(g);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  auto dq = dq_kernel<T, D, Causal>;
+  if ((e = prepare(dq, Dq<T, D>::kSmemBytes)) != cudaSuccess) return e;
+  const int64_t m_tiles = (p.seq_len + Dq<T, D>::BM - 1) / Dq<T, D>::BM;
+  dq<<<(unsigned)(m_tiles * seqs * p.heads), kThreads, Dq<T, D>::kSmemBytes, stream>>>(g);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t backward_dispatch(const GradParams& g, int d, bool causal, cudaStream_t stream) {
+  if (d == 64) return causal ? backward<T, 64, true>(g, stream) : backward<T, 64, false>(g, stream);
+  return causal ? backward<T, 128, true>(g, stream) : backward<T, 128, false>(g, stream);
+}
+
+}  // namespace tprt_attn
+
+tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
+                                          tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
+                                          bool causal, float scale, cudaStream_t stream) {
+  tprt_status_t s = tprt__check_attention("attention_grad", q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, scale);
+  if (s) return s;
+  const tprt_tensor_t* all[4] = {dy, dq, dk, dv};
+  bool fits = tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim);
+  for (int i = 0; i < 4 && fits; ++i) fits = (uintptr_t)all[i]->data % 16 == 0;
+  if (!fits)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "attention_grad: the tensor-core kernel takes bf16/f16, head_dim 64 or 128 and 16-byte "
+                            "aligned tensors");
+  if (q->dims[0] == 0) return NULL;
+  const float sc = tprt_attn_scale(scale, head_dim);
+  tprt_attn::GradParams g = {};
+  tprt_attn::Params& p = g.f;
+  p.q = q->data, p.k = k->data, p.v = v->data, p.y = y->data;
+  p.q_ld = q->dims[1], p.kv_ld = k->dims[1], p.tokens = q->dims[0];
+  p.seq_len = (int)seq_len, p.heads = (int)(q->dims[1] / head_dim), p.group = (int)(q->dims[1] / k->dims[1]);
+  p.scale_log2 = sc * 1.44269504088896340736f;
+  g.dy = dy->data, g.dq = dq->data, g.dk = dk->data, g.dv = dv->data, g.scale = sc;
+  // lse and delta: [Hq, T] f32 each, stream-ordered.
+  void* ws = nullptr;
+  const size_t rows = (size_t)p.tokens * (size_t)p.heads;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&ws, 2 * rows * sizeof(float), stream));
+  p.lse = static_cast<float*>(ws);
+  g.delta = p.lse + rows;
+  cudaError_t e = tprt_attn::forward(p, q->dtype, (int)head_dim, causal, true, stream);
+  if (e == cudaSuccess)
+    e = q->dtype == TPRT_DTYPE_BF16
+            ? tprt_attn::backward_dispatch<cutlass::bfloat16_t>(g, (int)head_dim, causal, stream)
+            : tprt_attn::backward_dispatch<cutlass::half_t>(g, (int)head_dim, causal, stream);
+  cudaError_t fe = cudaFreeAsync(ws, stream);
+  TPRT_CUDA_RETURN_IF_ERROR(e);
+  TPRT_CUDA_RETURN_IF_ERROR(fe);
+  return NULL;
+}
