@@ -32,11 +32,13 @@ using namespace cute;
 /// Threads of a CTA: two consumer warpgroups, each owning 64 rows of the 128-row tiles.
 constexpr int kThreads = 256;
 
-/// One WGMMA pass: c (+)= a · b over the k blocks of the fragments, waited for before returning.
+/// Issues one WGMMA pass c (+)= a · b over the k blocks of the fragments as one commit group,
+/// without waiting: the caller waits with warpgroup_wait<N>() and then fences c with
+/// warpgroup_fence_operand (and a register operand a, which must stay untouched until then).
 /// |ZeroInit|: the first MMA overwrites c. Works for both operand kinds (A in shared memory, or in
 /// registers).
 template <bool ZeroInit, class Mma, class TA, class TB, class TC>
-__device__ __forceinline__ void wgmma(Mma& mma, TA const& a, TB const& b, TC& c) {
+__device__ __forceinline__ void wgmma_issue(Mma& mma, TA const& a, TB const& b, TC& c) {
   constexpr bool kRegA = !cute::is_base_of<cute::GMMA::DescriptorIterator, typename Mma::FrgTypeA>::value;
   if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
   warpgroup_fence_operand(c);
@@ -48,8 +50,15 @@ __device__ __forceinline__ void wgmma(Mma& mma, TA const& a, TB const& b, TC& c)
     mma.accumulate_ = GMMA::ScaleOut::One;
   }
   warpgroup_commit_batch();
+}
+
+/// wgmma_issue, then waits for it.
+template <bool ZeroInit, class Mma, class TA, class TB, class TC>
+__device__ __forceinline__ void wgmma(Mma& mma, TA const& a, TB const& b, TC& c) {
+  wgmma_issue<ZeroInit>(mma, a, b, c);
   warpgroup_wait<0>();
   warpgroup_fence_operand(c);
+  constexpr bool kRegA = !cute::is_base_of<cute::GMMA::DescriptorIterator, typename Mma::FrgTypeA>::value;
   if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
 }
 

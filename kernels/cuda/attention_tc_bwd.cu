@@ -161,29 +161,48 @@ __global__ void __launch_bounds__(kThreads, 1) dkv_kernel(GradParams g) {
     if (step + 1 < steps) load_q(step + 1);
     const int st = step % F::Stages;
     const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
-    wgmma<true>(mma_s, tSrK, tSrQ(_, _, _, st), tSrS);
-    wgmma<true>(mma_s, tSrV, tSrdO(_, _, _, st), tSrdP);
+    // Sᵀ and dPᵀ in flight together; Pᵀ is formed while dPᵀ computes, dV's MMA runs while dSᵀ is.
+    wgmma_issue<true>(mma_s, tSrK, tSrQ(_, _, _, st), tSrS);
+    wgmma_issue<true>(mma_s, tSrV, tSrdO(_, _, _, st), tSrdP);
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(tSrS);
     const float* lse = p.lse + (int64_t)h * p.tokens + row0;
     const float* delta = g.delta + (int64_t)h * p.tokens + row0;
+    float di[decltype(size<1>(S))::value];
     CUTLASS_PRAGMA_UNROLL
     for (int c = 0; c < size<1>(S); ++c) {
       const int i = m * BM + get<1>(cS(0, c));  // the query (column)
-      const float li = i < L ? lse[i] : 0.0f, di = i < L ? delta[i] : 0.0f;
+      const float li = i < L ? lse[i] : 0.0f;
+      di[c] = i < L ? delta[i] : 0.0f;
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(S); ++r) {
         const int j = n_block * BN + get<0>(cS(r, c));  // the key (row)
         const bool masked = i >= L || j >= L || (Causal && j > i);
-        const float pr = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li));
-        S(r, c) = pr;
-        dP(r, c) = pr * (dP(r, c) - di);
+        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li));
       }
     }
     Tensor rP = make_tensor_like<T>(tSrS);
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(tSrS); ++i) rP(i) = static_cast<T>(tSrS(i));
+    Tensor aP = make_tensor(rP.data(), acc_as_a(rP.layout()));
+    wgmma_issue<false>(mma_g, aP, tGrdOt(_, _, _, st), tdVrdV);
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(tSrdP);
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(S); ++c) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < size<0>(S); ++r) dP(r, c) = S(r, c) * (dP(r, c) - di[c]);
+    }
     Tensor rdS = make_tensor_like<T>(tSrdP);
     CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(tSrS); ++i) rP(i) = static_cast<T>(tSrS(i)), rdS(i) = static_cast<T>(tSrdP(i));
-    wgmma<false>(mma_g, make_tensor(rP.data(), acc_as_a(rP.layout())), tGrdOt(_, _, _, st), tdVrdV);
-    wgmma<false>(mma_g, make_tensor(rdS.data(), acc_as_a(rdS.layout())), tGrQt(_, _, _, st), tdKrdK);
+    for (int i = 0; i < size(tSrdP); ++i) rdS(i) = static_cast<T>(tSrdP(i));
+    Tensor adS = make_tensor(rdS.data(), acc_as_a(rdS.layout()));
+    wgmma_issue<false>(mma_g, adS, tGrQt(_, _, _, st), tdKrdK);
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(tdVrdV);
+    warpgroup_fence_operand(tdKrdK);
+    warpgroup_fence_operand(rP);
+    warpgroup_fence_operand(rdS);
   }
 
   Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
@@ -305,8 +324,11 @@ __global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
     __syncthreads();
     if (n + 1 < n_end) load_kv(n + 1);
     const int st = n % F::Stages;
-    wgmma<true>(mma_s, tSrQ, tSrK(_, _, _, st), tSrS);
-    wgmma<true>(mma_s, tSrdO, tSrV(_, _, _, st), tSrdP);
+    // S and dP in flight together; P is formed while dP computes.
+    wgmma_issue<true>(mma_s, tSrQ, tSrK(_, _, _, st), tSrS);
+    wgmma_issue<true>(mma_s, tSrdO, tSrV(_, _, _, st), tSrdP);
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(tSrS);
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < NR; ++r) {
       const int i = m_block * BM + get<0>(cS(r, 0));
@@ -314,9 +336,15 @@ __global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
       for (int c = 0; c < size<1>(S); ++c) {
         const int j = n * BN + get<1>(cS(r, c));
         const bool masked = i >= L || j >= L || (Causal && j > i);
-        const float pr = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[r]));
-        dP(r, c) = pr * (dP(r, c) - di[r]);
+        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[r]));
       }
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(tSrdP);
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(S); ++c) dP(r, c) = S(r, c) * (dP(r, c) - di[r]);
     }
     Tensor rdS = make_tensor_like<T>(tSrdP);
     CUTLASS_PRAGMA_UNROLL

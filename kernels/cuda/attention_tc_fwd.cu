@@ -75,13 +75,18 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
   const int q_rows = L - m_block * BM;
   const int n_total = (L + BN - 1) / BN;
   const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
-  auto load_kv = [&](int n) {
-    load_rows(gcopy, tKg(_, _, _, n), tKs(_, _, _, n % F::Stages), tKc, L - n * BN);
-    if constexpr (!kLseOnly) load_rows(gcopy, tVg(_, _, _, n), tVs(_, _, _, n % F::Stages), tKc, L - n * BN);
+  // Load groups: {Q, K0}, then g_n = {K[n+1], V[n]} for n = 0, 1, ...: iteration n computes
+  // S(n+1) = Q·K[n+1]ᵀ and O += P(n)·V[n], while g_(n+1) lands. K[j] and V[j] use stage j % 2.
+  auto load_group = [&](int n) {
+    if (n + 1 < n_end)
+      load_rows(gcopy, tKg(_, _, _, n + 1), tKs(_, _, _, (n + 1) % F::Stages), tKc, L - (n + 1) * BN);
+    if (!kLseOnly && n < n_end) load_rows(gcopy, tVg(_, _, _, n), tVs(_, _, _, n % F::Stages), tKc, L - n * BN);
     cp_async_fence();
   };
   load_rows(gcopy, tQg, tQs, tQc, q_rows);
-  load_kv(0);
+  load_rows(gcopy, tKg(_, _, _, 0), tKs(_, _, _, 0), tKc, L);
+  cp_async_fence();
+  load_group(0);
 
   typename F::MmaQK mma_qk;
   typename F::MmaPV mma_pv;
@@ -98,17 +103,14 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));
   Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
   constexpr int NR = decltype(size<0>(S))::value;
-  float row_max[NR], row_sum[NR];
+  float row_max[NR], row_sum[NR], corr[NR];
   CUTLASS_PRAGMA_UNROLL
   for (int r = 0; r < NR; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.0f;
 
-  for (int n = 0; n < n_end; ++n) {
-    cp_async_wait<0>();
-    fence_async_shared();
-    __syncthreads();
-    if (n + 1 < n_end) load_kv(n + 1);
-    wgmma<true>(mma_qk, tSrQ, tSrK(_, _, _, n % F::Stages), tSrS);
-    // Masks: keys past the sequence, and (causal) keys after the row.
+  // The softmax of block n's scores in S: masks (keys past the sequence; causal, keys after the
+  // row), the running maximum, the exponentials (in place) and the running sum; corr[r] gets the
+  // factor that rescales the output accumulated so far.
+  auto softmax = [&](int n) {
     if (n * BN + BN > L || (Causal && n * BN + BN - 1 > m_block * BM)) {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(S); ++i) {
@@ -125,28 +127,67 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
       // A row with every key masked so far keeps m = -inf: its exponentials are +0 (bias 0). An
       // unchanged maximum rescales by exactly 1.
       const float bias = mx == -INFINITY ? 0.0f : mx * p.scale_log2;
-      const float corr = mx == row_max[r] ? 1.0f : exp2_approx((row_max[r] - mx) * p.scale_log2);
+      corr[r] = mx == row_max[r] ? 1.0f : exp2_approx((row_max[r] - mx) * p.scale_log2);
       row_max[r] = mx;
-      float s = 0.0f;
+      float sum = 0.0f;
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(S); ++c) {
         float e = exp2_approx(fmaf(S(r, c), p.scale_log2, -bias));
         S(r, c) = e;
-        s += e;
+        sum += e;
       }
-      row_sum[r] = fmaf(row_sum[r], corr, s);
-      if constexpr (!kLseOnly) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int c = 0; c < size<1>(O); ++c) O(r, c) *= corr;
-      }
+      row_sum[r] = fmaf(row_sum[r], corr[r], sum);
     }
+  };
+  Tensor rP = make_tensor_like<T>(tSrS);
+  Tensor tOrP = make_tensor(rP.data(), acc_as_a(rP.layout()));
+  auto to_p = [&] {
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(tSrS); ++i) rP(i) = static_cast<T>(tSrS(i));
+  };
+
+  // Block 0's scores and probabilities.
+  cp_async_wait<1>();
+  fence_async_shared();
+  __syncthreads();
+  wgmma<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+  softmax(0);
+  to_p();
+  // Blocks 0 .. n_end - 2: S(n+1) and P(n)·V[n] in flight together, the softmax of S(n+1) while
+  // P·V runs. (The last block is peeled off so that every wgmma of the loop is unconditional:
+  // ptxas serializes them otherwise.)
+  for (int n = 0; n + 1 < n_end; ++n) {
+    cp_async_wait<0>();
+    fence_async_shared();
+    __syncthreads();
+    load_group(n + 1);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, (n + 1) % F::Stages), tSrS);
     if constexpr (!kLseOnly) {
-      Tensor rP = make_tensor_like<T>(tSrS);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(tSrS); ++i) rP(i) = static_cast<T>(tSrS(i));
-      Tensor tOrP = make_tensor(rP.data(), acc_as_a(rP.layout()));
-      wgmma<false>(mma_pv, tOrP, tOrV(_, _, _, n % F::Stages), tOrO);
+      wgmma_issue<false>(mma_pv, tOrP, tOrV(_, _, _, n % F::Stages), tOrO);
+      warpgroup_wait<1>();
+    } else {
+      warpgroup_wait<0>();
     }
+    warpgroup_fence_operand(tSrS);
+    softmax(n + 1);
+    warpgroup_wait<0>();
+    if constexpr (!kLseOnly) {
+      warpgroup_fence_operand(tOrO);
+      warpgroup_fence_operand(rP);
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < NR; ++r) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 0; c < size<1>(O); ++c) O(r, c) *= corr[r];
+      }
+    }
+    to_p();
+  }
+  if constexpr (!kLseOnly) {
+    const int n = n_end - 1;
+    cp_async_wait<0>();
+    fence_async_shared();
+    __syncthreads();
+    wgmma<false>(mma_pv, tOrP, tOrV(_, _, _, n % F::Stages), tOrO);
   }
 
   // Epilogue: y = o / l rounded once (l = 0 or NaN: 0), and the statistic for the backward.

@@ -118,6 +118,25 @@ PYVARIANT
     done
   done
 done
+# The attention block at the tensor-core attention's sizes (2 sequences of 200 tokens, head_dim 64):
+# TP 1/2/4 with and without sequence parallelism; tp-shard refuses TP 8 (4 key/value heads).
+"$BUILD/bin/tpc-compile" test/gpu/attention_block_wide.mlir -o "$SHARED/ref.so" --pipeline=train --mesh=tp=1 \
+  --numerics=invariant
+"$BUILD/bin/tpc-run" "$SHARED/ref.so" --seed 7 --hash 2> /dev/null > "$SHARED/attn-wide-m400.cpu"
+for sp in off on; do
+  for tp in 1 2 4 8; do
+    name="attn-wide-m400-tp$tp" flags=(--pipeline=train --mesh=tp=$tp --numerics=invariant)
+    if [[ $sp == on ]]; then name+="-sp" flags+=(--sequence-parallel); fi
+    if "$BUILD/bin/tpc-compile" test/gpu/attention_block_wide.mlir -o "$SHARED/$name.so" "${flags[@]}" 2> "$SHARED/err"; then
+      echo "attn-wide 400 $tp $sp $name.so" >> "$SHARED/list.txt"
+    elif (( tp == 8 )) && grep -q "cannot be split evenly" "$SHARED/err"; then
+      echo "attn-wide 400 $tp $sp - tp-shard: $(grep -o '[0-9]* heads cannot be split evenly.*' "$SHARED/err")" \
+        >> "$SHARED/list.txt"
+    else
+      cat "$SHARED/err" >&2; exit 1
+    fi
+  done
+done
 rm -rf "$SHARED/ref.so" "$SHARED/err" "$VARIANTS"
 
 # Step-time benchmark modules (TPC_GPU_BENCH=1 test/gpu/run.sh): a Llama-3-8B-like MLP block at

@@ -3,7 +3,8 @@
 # GPU machine, the modules that test/gpu/prepare_modules.sh staged in build-gpu-carry/shared: one
 # training step (the output and every gradient) of the MLP and MoE example blocks, and of "-wide"
 # versions on which invariant mode's tensor-core GEMM runs, for M in {1, 7, 64, 257} tokens at
-# TP 1/2/4/8 with and without sequence parallelism, in invariant numerics, with
+# TP 1/2/4/8 with and without sequence parallelism (and of an attention block on which the
+# tensor-core attention runs, test/gpu/attention_block_wide.mlir, 400 tokens at TP 1/2/4), in invariant numerics, with
 # `tpc-run --backend cuda --seed 7 --hash`. A world with more ranks than GPUs runs with
 # --share-gpus (rank i on GPU i % GPUs, its collectives as device copies plus the canonical sums,
 # kernels/cuda/backend_cuda_local.c); one with as many GPUs as ranks runs one GPU per rank with
@@ -33,7 +34,7 @@
 #                    enough GPUs (the rest shared), and --gpus 1 checks the shared path throughout
 #   --backend cpu    the same matrix on the CPU backend (checks this script where there is no GPU;
 #                    the cpu column must then be "=" and counts as a check)
-#   --models REGEX   only the models whose name matches (mlp, moe, mlp-wide, moe-wide)
+#   --models REGEX   only the models whose name matches (mlp, moe, mlp-wide, moe-wide, attn-wide)
 # Environment: TPC_GPU_CARRY (default build-gpu-carry), OUT (if set, the log is copied there).
 # Exit status: 0 when every check passed, 1 on a mismatch or failure, 77 no GPU (cuda), 2 usage.
 set -uo pipefail
@@ -182,7 +183,7 @@ for row in "${ROWS[@]}"; do
 done
 say "(=: the ref's hashes; DIFF, FAIL: failures; skip: refused by tp-shard; cpu: ref vs the CPU backend's TP 1 hashes)"
 if (( ${#SKIPS[@]} )); then
-  say "skipped ${#SKIPS[@]} configurations that tp-shard refuses (sequence parallelism needs tp to divide M), e.g." \
+  say "skipped ${#SKIPS[@]} configurations that tp-shard refuses (sequence parallelism needs tp to divide M; heads must split over tp), e.g." \
     "  ${SKIPS[0]}"
 fi
 if (( ${#DETAILS[@]} )); then say "${DETAILS[@]}"; fi
