@@ -1,9 +1,16 @@
 // tprt_cuda_attention_tc: the tensor-core attention forward of fast and invariant modes (the
-// shared design is in attention_tc.cuh). A CTA owns 128 query rows of one (sequence, head): Q
-// stays in shared memory, K and V come in 128-row blocks (double-buffered cp.async), S = Q·Kᵀ is
-// one WGMMA pass from shared memory, the online softmax (running max and sum per row, exp2 on the
-// SFU) rescales the output accumulator, and P (rounded to the input dtype) times V is a WGMMA with
-// P in registers. The output is divided by the row sum and rounded once.
+// shared design is in attention_tc.cuh), warp-specialized as in FlashAttention-3. A CTA owns 128
+// query rows of one (sequence, head) and has three warpgroups: a producer warp loads Q once and
+// K, V in 128-row blocks by TMA into a two-stage pipeline (mbarriers: "full" when a block has
+// landed, "empty" when both consumers are done with it); two consumer warpgroups own 64 query rows
+// each. A consumer step computes S(n+1) = Q·K[n+1]ᵀ and O += P(n)·V[n] on the tensor cores, then
+// the online softmax of S(n+1) (running max and sum per row, exp2 on the SFU) while P(n)·V[n] runs;
+// the two consumers take turns issuing their WGMMAs (named barriers), so one's softmax overlaps
+// the other's matrix products. The output is divided by the row sum and rounded once.
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
 #include "attention_tc.cuh"
 #include "tprt_attention_rows.h"
 #include "tprt_cuda_internal.cuh"
@@ -14,36 +21,62 @@ extern "C" {
 
 namespace tprt_attn {
 
+/// A row-major [rows, cols] global tensor of T with a runtime row stride (TMA's view of q, k, v).
+template <class T>
+auto gmem_rows(const void* p, int rows, int cols, int64_t ld) {
+  return make_tensor(make_gmem_ptr(static_cast<const T*>(p)), make_shape(rows, cols), make_stride(ld, _1{}));
+}
+
 template <class T, int D>
 struct Fwd {
   static constexpr int BM = 128, BN = 128, Stages = 2;
+  static constexpr int kCtaThreads = kThreads + 128;  // the producer warpgroup, then two consumers
   using MmaQK = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BM>, Int<BN>, Int<D>>>(),
                                         Layout<Shape<_2, _1, _1>>{}));
   using MmaPV = decltype(make_tiled_mma(
       GMMA::rs_op_selector<T, T, float, Shape<Int<BM>, Int<D>, Int<BN>>, GMMA::Major::K, GMMA::Major::MN>(),
       Layout<Shape<_2, _1, _1>>{}));
-  using SmemQ = SmemRows<T, BM, D, 1>;
+  using SmemQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<Int<BM>, Int<D>>{}));
   using SmemKV = SmemRows<T, BN, D, Stages>;
   using SmemVt = SmemRowsT<T, BN, D, Stages>;
-  static constexpr size_t kSmemBytes = sizeof(T) * (cosize_v<SmemQ> + 2 * cosize_v<SmemKV>);
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(nullptr, 1, 1, 1), SmemQ{},
+                                      Shape<Int<BM>, Int<D>>{}, _1{}));
+  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(nullptr, 1, 1, 1), take<0, 2>(SmemKV{}),
+                                       Shape<Int<BN>, Int<D>>{}, _1{}));
+  using Pipe = cutlass::PipelineTmaAsync<Stages>;
+  struct Shared {
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> q;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> k;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> v;
+    alignas(16) uint64_t q_full;
+    typename Pipe::SharedStorage k_pipe, v_pipe;
+  };
+  static constexpr size_t kSmemBytes = sizeof(Shared);
+};
+
+template <class T, int D>
+struct FwdArgs {
+  typename Fwd<T, D>::TmaQ tma_q;
+  typename Fwd<T, D>::TmaKV tma_k, tma_v;
+  Params p;
 };
 
 /// The forward of one 128-row query tile. The grid is linear: the tile index (in decreasing
 /// order, so that the longest causal tiles start first) times the (sequence, head) pairs.
 template <class T, int D, bool Causal, bool kLseOnly>
-__global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
+__global__ void __launch_bounds__(Fwd<T, D>::kCtaThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT FwdArgs<T, D> const a) {
   using F = Fwd<T, D>;
+  using Pipe = typename F::Pipe;
   constexpr int BM = F::BM, BN = F::BN;
+  const Params& p = a.p;
   extern __shared__ __align__(1024) unsigned char smem[];
-  T* sq = reinterpret_cast<T*>(smem);
-  T* sk = sq + cosize_v<typename F::SmemQ>;
-  T* sv = sk + cosize_v<typename F::SmemKV>;
-  Tensor sQ = make_tensor(make_smem_ptr(sq), typename F::SmemQ{})(_, _, 0);
-  Tensor sK = make_tensor(make_smem_ptr(sk), typename F::SmemKV{});
-  Tensor sV = make_tensor(make_smem_ptr(sv), typename F::SmemKV{});
-  Tensor sVt = make_tensor(make_smem_ptr(sv), typename F::SmemVt{});
+  auto& sh = *reinterpret_cast<typename F::Shared*>(smem);
+  Tensor sQ = make_tensor(make_smem_ptr(sh.q.data()), typename F::SmemQ{});
+  Tensor sK = make_tensor(make_smem_ptr(sh.k.data()), typename F::SmemKV{});
+  Tensor sV = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemKV{});
+  Tensor sVt = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemVt{});
 
-  const int L = p.seq_len, tid = threadIdx.x;
+  const int L = p.seq_len;
   const int m_tiles = (L + BM - 1) / BM;
   const int64_t pairs = p.tokens / L * p.heads;
   const int m_block = m_tiles - 1 - (int)(blockIdx.x / pairs);
@@ -51,42 +84,68 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
   const int h = (int)(pair % p.heads);
   const int64_t b = pair / p.heads;
   const int64_t row0 = b * L;
-  const T* qp = static_cast<const T*>(p.q) + row0 * p.q_ld + (int64_t)h * D;
-  const T* kp = static_cast<const T*>(p.k) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
-  const T* vp = static_cast<const T*>(p.v) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
-  Tensor gQ = local_tile(make_tensor(make_gmem_ptr(qp), make_shape(L, Int<D>{}), make_stride(p.q_ld, _1{})),
-                         Shape<Int<BM>, Int<D>>{}, make_coord(m_block, 0));
-  Tensor gK = local_tile(make_tensor(make_gmem_ptr(kp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
-  Tensor gV = local_tile(make_tensor(make_gmem_ptr(vp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
-
-  GmemCopy<T, D> gcopy;
-  auto gthr = gcopy.get_thread_slice(tid);
-  Tensor tQg = gthr.partition_S(gQ);
-  Tensor tQs = gthr.partition_D(sQ);
-  Tensor tQc = gthr.partition_S(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
-  Tensor tKg = gthr.partition_S(gK);
-  Tensor tKs = gthr.partition_D(sK);
-  Tensor tVg = gthr.partition_S(gV);
-  Tensor tVs = gthr.partition_D(sV);
-  Tensor tKc = gthr.partition_S(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
-
   const int q_rows = L - m_block * BM;
   const int n_total = (L + BN - 1) / BN;
   const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
-  // Load groups: {Q, K0}, then g_n = {K[n+1], V[n]} for n = 0, 1, ...: iteration n computes
-  // S(n+1) = Q·K[n+1]ᵀ and O += P(n)·V[n], while g_(n+1) lands. K[j] and V[j] use stage j % 2.
-  auto load_group = [&](int n) {
-    if (n + 1 < n_end)
-      load_rows(gcopy, tKg(_, _, _, n + 1), tKs(_, _, _, (n + 1) % F::Stages), tKc, L - (n + 1) * BN);
-    if (!kLseOnly && n < n_end) load_rows(gcopy, tVg(_, _, _, n), tVs(_, _, _, n % F::Stages), tKc, L - n * BN);
-    cp_async_fence();
-  };
-  load_rows(gcopy, tQg, tQs, tQc, q_rows);
-  load_rows(gcopy, tKg(_, _, _, 0), tKs(_, _, _, 0), tKc, L);
-  cp_async_fence();
-  load_group(0);
+  const int warp_group = threadIdx.x / 128;
+  const int warp = threadIdx.x / 32;
+
+  // Barriers: Q's, and the K and V pipelines (full/empty per stage, TMA transaction counts).
+  typename Pipe::Params pp;
+  pp.role = warp_group == 0 ? Pipe::ThreadCategory::Producer : Pipe::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = kThreads;
+  pp.transaction_bytes = BN * D * sizeof(T);
+  if (threadIdx.x == 0) {
+    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
+    cutlass::arch::ClusterTransactionBarrier::init(&sh.q_full, 1);
+  }
+  Pipe k_pipe(sh.k_pipe, pp, Shape<_1, _1, _1>{});
+  Pipe v_pipe(sh.v_pipe, pp, Shape<_1, _1, _1>{});
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();
+
+  if (warp_group == 0) {
+    // Producer: one thread issues every TMA load.
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (warp == 0 && cute::elect_one_sync()) {
+      // The tiles of this (sequence, head): rows from the sequence's first token; rows past it
+      // are the next sequence's (masked) or TMA's zeros past the tensor.
+      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
+      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      Tensor gQ = local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h));
+      Tensor gK = local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group));
+      Tensor gV = local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group));
+      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, BM * D * sizeof(T));
+      copy(a.tma_q.with(sh.q_full), tQg, tQs);
+      auto st = cutlass::make_producer_start_state<Pipe>();
+      for (int n = 0; n < n_end; ++n) {
+        k_pipe.producer_acquire(st);
+        copy(a.tma_k.with(*k_pipe.producer_get_barrier(st)), tKg(_, n), tKs(_, st.index()));
+        if constexpr (!kLseOnly) {
+          v_pipe.producer_acquire(st);
+          copy(a.tma_v.with(*v_pipe.producer_get_barrier(st)), tVg(_, n), tVs(_, st.index()));
+        }
+        ++st;
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroups 1 and 2, 64 query rows each.
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int tid = threadIdx.x - 128;
+  // Turns between the two consumers for issuing WGMMAs: named barriers 0 and 1 (warpgroup 1 waits
+  // on 0, warpgroup 2 on 1); warpgroup 1 goes first.
+  auto my_turn = [&] { cutlass::arch::NamedBarrier::sync(kThreads, warp_group - 1); };
+  auto next_turn = [&] { cutlass::arch::NamedBarrier::arrive(kThreads, 2 - warp_group); };
+  if (warp_group == 1) cutlass::arch::NamedBarrier::arrive(kThreads, 0);
 
   typename F::MmaQK mma_qk;
   typename F::MmaPV mma_pv;
@@ -147,33 +206,36 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
   };
 
   // Block 0's scores and probabilities.
-  cp_async_wait<1>();
-  fence_async_shared();
-  __syncthreads();
-  wgmma<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+  cutlass::arch::ClusterTransactionBarrier::wait(&sh.q_full, 0);
+  cutlass::PipelineState<F::Stages> rd;
+  k_pipe.consumer_wait(rd);
+  wgmma<true>(mma_qk, tSrQ, tSrK(_, _, _, rd.index()), tSrS);
+  k_pipe.consumer_release(rd);
   softmax(0);
   to_p();
   // Blocks 0 .. n_end - 2: S(n+1) and P(n)·V[n] in flight together, the softmax of S(n+1) while
   // P·V runs. (The last block is peeled off so that every wgmma of the loop is unconditional:
   // ptxas serializes them otherwise.)
   for (int n = 0; n + 1 < n_end; ++n) {
-    cp_async_wait<0>();
-    fence_async_shared();
-    __syncthreads();
-    load_group(n + 1);
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, (n + 1) % F::Stages), tSrS);
+    auto rd_v = rd;
+    ++rd;
+    k_pipe.consumer_wait(rd);
+    my_turn();
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, rd.index()), tSrS);
     if constexpr (!kLseOnly) {
-      wgmma_issue<false>(mma_pv, tOrP, tOrV(_, _, _, n % F::Stages), tOrO);
-      warpgroup_wait<1>();
-    } else {
-      warpgroup_wait<0>();
+      v_pipe.consumer_wait(rd_v);
+      wgmma_issue<false>(mma_pv, tOrP, tOrV(_, _, _, rd_v.index()), tOrO);
     }
+    next_turn();
+    warpgroup_wait<kLseOnly ? 0 : 1>();
     warpgroup_fence_operand(tSrS);
+    k_pipe.consumer_release(rd);
     softmax(n + 1);
     warpgroup_wait<0>();
     if constexpr (!kLseOnly) {
       warpgroup_fence_operand(tOrO);
       warpgroup_fence_operand(rP);
+      v_pipe.consumer_release(rd_v);
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < NR; ++r) {
         CUTLASS_PRAGMA_UNROLL
@@ -183,11 +245,9 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
     to_p();
   }
   if constexpr (!kLseOnly) {
-    const int n = n_end - 1;
-    cp_async_wait<0>();
-    fence_async_shared();
-    __syncthreads();
-    wgmma<false>(mma_pv, tOrP, tOrV(_, _, _, n % F::Stages), tOrO);
+    v_pipe.consumer_wait(rd);
+    wgmma<false>(mma_pv, tOrP, tOrV(_, _, _, rd.index()), tOrO);
+    v_pipe.consumer_release(rd);
   }
 
   // Epilogue: y = o / l rounded once (l = 0 or NaN: 0), and the statistic for the backward.
@@ -210,12 +270,21 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kernel(Params p) {
 
 template <class T, int D, bool Causal, bool kLseOnly>
 cudaError_t launch(const Params& p, cudaStream_t stream) {
+  using F = Fwd<T, D>;
   auto kernel = fwd_kernel<T, D, Causal, kLseOnly>;
-  constexpr size_t smem = Fwd<T, D>::kSmemBytes;
+  constexpr size_t smem = F::kSmemBytes;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
-  const int64_t tiles = (p.seq_len + Fwd<T, D>::BM - 1) / Fwd<T, D>::BM;
-  kernel<<<(unsigned)(tiles * (p.tokens / p.seq_len) * p.heads), kThreads, smem, stream>>>(p);
+  FwdArgs<T, D> a;
+  a.p = p;
+  a.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.q, (int)p.tokens, (int)p.q_ld, p.q_ld), typename F::SmemQ{},
+                          Shape<Int<F::BM>, Int<D>>{}, _1{});
+  a.tma_k = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.k, (int)p.tokens, (int)p.kv_ld, p.kv_ld),
+                          take<0, 2>(typename F::SmemKV{}), Shape<Int<F::BN>, Int<D>>{}, _1{});
+  a.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.v, (int)p.tokens, (int)p.kv_ld, p.kv_ld),
+                          take<0, 2>(typename F::SmemKV{}), Shape<Int<F::BN>, Int<D>>{}, _1{});
+  const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
+  kernel<<<(unsigned)(tiles * (p.tokens / p.seq_len) * p.heads), F::kCtaThreads, smem, stream>>>(a);
   return cudaGetLastError();
 }
 
