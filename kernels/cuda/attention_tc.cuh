@@ -23,7 +23,10 @@
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/pipeline.hpp>
 
 namespace tprt_attn {
 
@@ -144,6 +147,41 @@ __device__ __forceinline__ void store_tile(A const& acc, C const& coord, T* base
           *reinterpret_cast<uint32_t*>(pair);
     }
   }
+}
+
+/// A row-major [rows, cols] global tensor of T with a runtime row stride (TMA's view of q, k, v).
+template <class T>
+auto gmem_rows(const void* p, int rows, int cols, int64_t ld) {
+  return make_tensor(make_gmem_ptr(static_cast<const T*>(p)), make_shape(rows, cols), make_stride(ld, _1{}));
+}
+
+/// The TMA load of [Rows, D] tiles of a gmem_rows tensor into one stage of SmemRows.
+template <class T, int Rows, int D>
+using TmaRows = decltype(make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(nullptr, 1, 1, 1),
+                                       take<0, 2>(SmemRows<T, Rows, D, 1>{}), Shape<Int<Rows>, Int<D>>{}, _1{}));
+template <class T, int Rows, int D>
+TmaRows<T, Rows, D> make_tma_rows(const void* p, int64_t rows, int64_t ld) {
+  return make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p, (int)rows, (int)ld, ld), take<0, 2>(SmemRows<T, Rows, D, 1>{}),
+                       Shape<Int<Rows>, Int<D>>{}, _1{});
+}
+
+/// Threads of a warp-specialized CTA: a producer warpgroup (one thread issues the TMA loads),
+/// then two consumer warpgroups.
+constexpr int kWsThreads = kThreads + 128;
+
+/// The pipeline of the TMA loads (full/empty mbarriers per stage) and its parameters for this
+/// thread: warpgroup 0 produces (thread 0 issues), the 256 consumer threads consume, |bytes| land
+/// per stage.
+template <int Stages>
+using Pipe = cutlass::PipelineTmaAsync<Stages>;
+template <int Stages>
+__device__ __forceinline__ typename Pipe<Stages>::Params pipe_params(uint32_t bytes) {
+  typename Pipe<Stages>::Params pp;
+  pp.role = threadIdx.x < 128 ? Pipe<Stages>::ThreadCategory::Producer : Pipe<Stages>::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = kThreads;
+  pp.transaction_bytes = bytes;
+  return pp;
 }
 
 /// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences

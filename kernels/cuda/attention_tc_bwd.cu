@@ -4,7 +4,8 @@
 //      kernel without P·V), [Hq, T] f32;
 //   2. delta: Δ_i = Σ_d dy_i[d] · y_i[d] per row and head, f32;
 //   3. dk, dv: a CTA per (sequence, key/value head, 128-key block) walks the group's query heads,
-//      then the query tiles of 64 rows that see its keys, in increasing order:
+//      then the query tiles of 64 rows that see its keys, in increasing order (a TMA producer warp
+//      streams the Q and dy tiles through a two-stage pipeline to two consumer warpgroups):
 //        Sᵀ = K·Qᵀ, Pᵀ = exp2(Sᵀ·scale·log2(e) - lse), dPᵀ = V·dyᵀ, dSᵀ = Pᵀ ∘ (dPᵀ - Δ),
 //        dV += Pᵀ·dy, dK += dSᵀ·Q  (Pᵀ and dSᵀ rounded to the input dtype, in registers);
 //      dk = scale · dK, dv = dV, rounded once;
@@ -70,69 +71,102 @@ struct Dkv {
   using SmemKV = SmemRows<T, BN, D, 1>;
   using SmemQ = SmemRows<T, BM, D, Stages>;
   using SmemQt = SmemRowsT<T, BM, D, Stages>;
-  static constexpr size_t kSmemBytes = sizeof(T) * (2 * cosize_v<SmemKV> + 2 * cosize_v<SmemQ>);
+  struct Shared {
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> k;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> v;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> q;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> dy;
+    alignas(16) uint64_t kv_full;
+    typename Pipe<Stages>::SharedStorage q_pipe;
+  };
+  static constexpr size_t kSmemBytes = sizeof(Shared);
 };
 
+template <class T, int D>
+struct DkvArgs {
+  TmaRows<T, 128, D> tma_k, tma_v;
+  TmaRows<T, 64, D> tma_q, tma_dy;
+  GradParams g;
+};
+
+/// dk and dv of one 128-key block, warp-specialized: the producer loads K and V once and (Q, dy)
+/// tiles of 64 rows into a two-stage pipeline; each consumer warpgroup owns 64 keys.
 template <class T, int D, bool Causal>
-__global__ void __launch_bounds__(kThreads, 1) dkv_kernel(GradParams g) {
+__global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT DkvArgs<T, D> const a) {
   using F = Dkv<T, D>;
+  using P = Pipe<F::Stages>;
   constexpr int BN = F::BN, BM = F::BM;
+  const GradParams& g = a.g;
   const Params& p = g.f;
   extern __shared__ __align__(1024) unsigned char smem[];
-  T* sk = reinterpret_cast<T*>(smem);
-  T* sv = sk + cosize_v<typename F::SmemKV>;
-  T* sq = sv + cosize_v<typename F::SmemKV>;
-  T* sdo = sq + cosize_v<typename F::SmemQ>;
-  Tensor sK = make_tensor(make_smem_ptr(sk), typename F::SmemKV{})(_, _, 0);
-  Tensor sV = make_tensor(make_smem_ptr(sv), typename F::SmemKV{})(_, _, 0);
-  Tensor sQ = make_tensor(make_smem_ptr(sq), typename F::SmemQ{});
-  Tensor sQt = make_tensor(make_smem_ptr(sq), typename F::SmemQt{});
-  Tensor sdO = make_tensor(make_smem_ptr(sdo), typename F::SmemQ{});
-  Tensor sdOt = make_tensor(make_smem_ptr(sdo), typename F::SmemQt{});
+  auto& sh = *reinterpret_cast<typename F::Shared*>(smem);
+  Tensor sK = make_tensor(make_smem_ptr(sh.k.data()), typename F::SmemKV{})(_, _, 0);
+  Tensor sV = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemKV{})(_, _, 0);
+  Tensor sQ = make_tensor(make_smem_ptr(sh.q.data()), typename F::SmemQ{});
+  Tensor sQt = make_tensor(make_smem_ptr(sh.q.data()), typename F::SmemQt{});
+  Tensor sdO = make_tensor(make_smem_ptr(sh.dy.data()), typename F::SmemQ{});
+  Tensor sdOt = make_tensor(make_smem_ptr(sh.dy.data()), typename F::SmemQt{});
 
-  const int L = p.seq_len, tid = threadIdx.x;
+  const int L = p.seq_len;
   const int n_tiles = (L + BN - 1) / BN, kv_heads = p.heads / p.group;
   const int64_t pairs = p.tokens / L * kv_heads;
   const int n_block = n_tiles - 1 - (int)(blockIdx.x / pairs);
   const int64_t pair = blockIdx.x % pairs;
   const int hk = (int)(pair % kv_heads);
   const int64_t b = pair / kv_heads, row0 = b * L;
-  const T* kp = static_cast<const T*>(p.k) + row0 * p.kv_ld + (int64_t)hk * D;
-  const T* vp = static_cast<const T*>(p.v) + row0 * p.kv_ld + (int64_t)hk * D;
-  Tensor gK = local_tile(make_tensor(make_gmem_ptr(kp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(n_block, 0));
-  Tensor gV = local_tile(make_tensor(make_gmem_ptr(vp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(n_block, 0));
-
-  GmemCopy<T, D> gcopy;
-  auto gthr = gcopy.get_thread_slice(tid);
   const int k_rows = L - n_block * BN;
-  Tensor tKVc = gthr.partition_S(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
-  load_rows(gcopy, gthr.partition_S(gK), gthr.partition_D(sK), tKVc, k_rows);
-  load_rows(gcopy, gthr.partition_S(gV), gthr.partition_D(sV), tKVc, k_rows);
-  Tensor tQc = gthr.partition_S(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
-  Tensor tQs = gthr.partition_D(sQ);
-  Tensor tdOs = gthr.partition_D(sdO);
-
   // The (query head, query tile) steps: heads of the group, then the tiles that see the block.
   const int m_tiles = (L + BM - 1) / BM;
   const int m_start = Causal ? n_block * BN / BM : 0;
   const int per_head = m_tiles - m_start;
   const int steps = p.group * per_head;
-  auto load_q = [&](int step) {
-    const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
-    const int64_t off = (row0 + (int64_t)m * BM) * p.q_ld + (int64_t)h * D;
-    auto rows = make_shape(L - m * BM, Int<D>{});
-    Tensor gQ = make_tensor(make_gmem_ptr(static_cast<const T*>(p.q) + off), rows, make_stride(p.q_ld, _1{}));
-    Tensor gdO = make_tensor(make_gmem_ptr(static_cast<const T*>(g.dy) + off), rows, make_stride(p.q_ld, _1{}));
-    Tensor tQg = gthr.partition_S(local_tile(gQ, Shape<Int<BM>, Int<D>>{}, make_coord(0, 0)));
-    Tensor tdOg = gthr.partition_S(local_tile(gdO, Shape<Int<BM>, Int<D>>{}, make_coord(0, 0)));
-    load_rows(gcopy, tQg, tQs(_, _, _, step % F::Stages), tQc, L - m * BM);
-    load_rows(gcopy, tdOg, tdOs(_, _, _, step % F::Stages), tQc, L - m * BM);
-    cp_async_fence();
-  };
-  load_q(0);
+  const int warp_group = threadIdx.x / 128;
 
+  const auto pp = pipe_params<F::Stages>(2 * BM * D * sizeof(T));
+  if (threadIdx.x == 0) {
+    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_dy.get_tma_descriptor());
+    cutlass::arch::ClusterTransactionBarrier::init(&sh.kv_full, 1);
+  }
+  P q_pipe(sh.q_pipe, pp, Shape<_1, _1, _1>{});
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();
+
+  if (warp_group == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (threadIdx.x / 32 == 0 && cute::elect_one_sync()) {
+      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
+      Tensor mdO = domain_offset(make_coord((int)row0, 0), a.tma_dy.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
+      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK),
+                                      group_modes<0, 2>(local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(n_block, hk))));
+      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV),
+                                      group_modes<0, 2>(local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(n_block, hk))));
+      // Q and dy tiles: (BM, D, row tile, head).
+      Tensor gQ = local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(_, _));
+      Tensor gdO = local_tile(mdO, Shape<Int<BM>, Int<D>>{}, make_coord(_, _));
+      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+      auto [tdOg, tdOs] = tma_partition(a.tma_dy, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.kv_full, 2 * BN * D * sizeof(T));
+      copy(a.tma_k.with(sh.kv_full), tKg, tKs);
+      copy(a.tma_v.with(sh.kv_full), tVg, tVs);
+      auto st = cutlass::make_producer_start_state<P>();
+      for (int step = 0; step < steps; ++step) {
+        const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
+        q_pipe.producer_acquire(st);
+        copy(a.tma_q.with(*q_pipe.producer_get_barrier(st)), tQg(_, m, h), tQs(_, st.index()));
+        copy(a.tma_dy.with(*q_pipe.producer_get_barrier(st)), tdOg(_, m, h), tdOs(_, st.index()));
+        ++st;
+      }
+    }
+    return;
+  }
+
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int tid = threadIdx.x - 128;
   typename F::MmaS mma_s;
   typename F::MmaG mma_g;
   auto thr_s = mma_s.get_thread_slice(tid);
@@ -154,31 +188,34 @@ __global__ void __launch_bounds__(kThreads, 1) dkv_kernel(GradParams g) {
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<Int<BN>, Int<BM>>{}));
   Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
 
-  for (int step = 0; step < steps; ++step) {
-    cp_async_wait<0>();
-    fence_async_shared();
-    __syncthreads();
-    if (step + 1 < steps) load_q(step + 1);
-    const int st = step % F::Stages;
+  cutlass::arch::ClusterTransactionBarrier::wait(&sh.kv_full, 0);
+  cutlass::PipelineState<F::Stages> rd;
+  for (int step = 0; step < steps; ++step, ++rd) {
     const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
+    const int st = rd.index();
+    q_pipe.consumer_wait(rd);
     // Sᵀ and dPᵀ in flight together; Pᵀ is formed while dPᵀ computes, dV's MMA runs while dSᵀ is.
     wgmma_issue<true>(mma_s, tSrK, tSrQ(_, _, _, st), tSrS);
     wgmma_issue<true>(mma_s, tSrV, tSrdO(_, _, _, st), tSrdP);
-    warpgroup_wait<1>();
-    warpgroup_fence_operand(tSrS);
     const float* lse = p.lse + (int64_t)h * p.tokens + row0;
     const float* delta = g.delta + (int64_t)h * p.tokens + row0;
-    float di[decltype(size<1>(S))::value];
+    float li[decltype(size<1>(S))::value], di[decltype(size<1>(S))::value];
     CUTLASS_PRAGMA_UNROLL
     for (int c = 0; c < size<1>(S); ++c) {
       const int i = m * BM + get<1>(cS(0, c));  // the query (column)
-      const float li = i < L ? lse[i] : 0.0f;
+      li[c] = i < L ? lse[i] : 0.0f;
       di[c] = i < L ? delta[i] : 0.0f;
+    }
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(tSrS);
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(S); ++c) {
+      const int i = m * BM + get<1>(cS(0, c));
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(S); ++r) {
         const int j = n_block * BN + get<0>(cS(r, c));  // the key (row)
         const bool masked = i >= L || j >= L || (Causal && j > i);
-        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li));
+        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[c]));
       }
     }
     Tensor rP = make_tensor_like<T>(tSrS);
@@ -203,6 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1) dkv_kernel(GradParams g) {
     warpgroup_fence_operand(tdKrdK);
     warpgroup_fence_operand(rP);
     warpgroup_fence_operand(rdS);
+    q_pipe.consumer_release(rd);
   }
 
   Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
@@ -231,26 +269,42 @@ struct Dq {
   using SmemQ = SmemRows<T, BM, D, 1>;
   using SmemKV = SmemRows<T, BN, D, Stages>;
   using SmemKt = SmemRowsT<T, BN, D, Stages>;
-  static constexpr size_t kSmemBytes = sizeof(T) * (2 * cosize_v<SmemQ> + 2 * cosize_v<SmemKV>);
+  struct Shared {
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> q;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> dy;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> k;
+    alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> v;
+    alignas(16) uint64_t q_full;
+    typename Pipe<Stages>::SharedStorage kv_pipe;
+  };
+  static constexpr size_t kSmemBytes = sizeof(Shared);
 };
 
+template <class T, int D>
+struct DqArgs {
+  TmaRows<T, 128, D> tma_q, tma_dy;
+  TmaRows<T, 64, D> tma_k, tma_v;
+  GradParams g;
+};
+
+/// dq of one 128-row query tile, warp-specialized: the producer loads Q and dy once and (K, V)
+/// blocks of 64 keys into a two-stage pipeline; each consumer warpgroup owns 64 query rows.
 template <class T, int D, bool Causal>
-__global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
+__global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT DqArgs<T, D> const a) {
   using F = Dq<T, D>;
+  using P = Pipe<F::Stages>;
   constexpr int BM = F::BM, BN = F::BN;
+  const GradParams& g = a.g;
   const Params& p = g.f;
   extern __shared__ __align__(1024) unsigned char smem[];
-  T* sq = reinterpret_cast<T*>(smem);
-  T* sdo = sq + cosize_v<typename F::SmemQ>;
-  T* sk = sdo + cosize_v<typename F::SmemQ>;
-  T* sv = sk + cosize_v<typename F::SmemKV>;
-  Tensor sQ = make_tensor(make_smem_ptr(sq), typename F::SmemQ{})(_, _, 0);
-  Tensor sdO = make_tensor(make_smem_ptr(sdo), typename F::SmemQ{})(_, _, 0);
-  Tensor sK = make_tensor(make_smem_ptr(sk), typename F::SmemKV{});
-  Tensor sKt = make_tensor(make_smem_ptr(sk), typename F::SmemKt{});
-  Tensor sV = make_tensor(make_smem_ptr(sv), typename F::SmemKV{});
+  auto& sh = *reinterpret_cast<typename F::Shared*>(smem);
+  Tensor sQ = make_tensor(make_smem_ptr(sh.q.data()), typename F::SmemQ{})(_, _, 0);
+  Tensor sdO = make_tensor(make_smem_ptr(sh.dy.data()), typename F::SmemQ{})(_, _, 0);
+  Tensor sK = make_tensor(make_smem_ptr(sh.k.data()), typename F::SmemKV{});
+  Tensor sKt = make_tensor(make_smem_ptr(sh.k.data()), typename F::SmemKt{});
+  Tensor sV = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemKV{});
 
-  const int L = p.seq_len, tid = threadIdx.x;
+  const int L = p.seq_len;
   const int m_tiles = (L + BM - 1) / BM;
   const int64_t pairs = p.tokens / L * p.heads;
   const int m_block = m_tiles - 1 - (int)(blockIdx.x / pairs);
@@ -259,39 +313,52 @@ __global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
   const int64_t b = pair / p.heads, row0 = b * L;
   const int64_t qoff = (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * D;
   const int q_rows = L - m_block * BM;
-  auto qshape = make_shape(q_rows, Int<D>{});
-  Tensor gQ = local_tile(make_tensor(make_gmem_ptr(static_cast<const T*>(p.q) + qoff), qshape,
-                                     make_stride(p.q_ld, _1{})),
-                         Shape<Int<BM>, Int<D>>{}, make_coord(0, 0));
-  Tensor gdO = local_tile(make_tensor(make_gmem_ptr(static_cast<const T*>(g.dy) + qoff), qshape,
-                                      make_stride(p.q_ld, _1{})),
-                          Shape<Int<BM>, Int<D>>{}, make_coord(0, 0));
-  const T* kp = static_cast<const T*>(p.k) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
-  const T* vp = static_cast<const T*>(p.v) + row0 * p.kv_ld + (int64_t)(h / p.group) * D;
-  Tensor gK = local_tile(make_tensor(make_gmem_ptr(kp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
-  Tensor gV = local_tile(make_tensor(make_gmem_ptr(vp), make_shape(L, Int<D>{}), make_stride(p.kv_ld, _1{})),
-                         Shape<Int<BN>, Int<D>>{}, make_coord(_, 0));
-
-  GmemCopy<T, D> gcopy;
-  auto gthr = gcopy.get_thread_slice(tid);
-  Tensor tQc = gthr.partition_S(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
-  load_rows(gcopy, gthr.partition_S(gQ), gthr.partition_D(sQ), tQc, q_rows);
-  load_rows(gcopy, gthr.partition_S(gdO), gthr.partition_D(sdO), tQc, q_rows);
-  Tensor tKg = gthr.partition_S(gK);
-  Tensor tVg = gthr.partition_S(gV);
-  Tensor tKs = gthr.partition_D(sK);
-  Tensor tVs = gthr.partition_D(sV);
-  Tensor tKc = gthr.partition_S(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
   const int n_total = (L + BN - 1) / BN;
   const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
-  auto load_kv = [&](int n) {
-    load_rows(gcopy, tKg(_, _, _, n), tKs(_, _, _, n % F::Stages), tKc, L - n * BN);
-    load_rows(gcopy, tVg(_, _, _, n), tVs(_, _, _, n % F::Stages), tKc, L - n * BN);
-    cp_async_fence();
-  };
-  load_kv(0);
+  const int warp_group = threadIdx.x / 128;
 
+  const auto pp = pipe_params<F::Stages>(2 * BN * D * sizeof(T));
+  if (threadIdx.x == 0) {
+    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_dy.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
+    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
+    cutlass::arch::ClusterTransactionBarrier::init(&sh.q_full, 1);
+  }
+  P kv_pipe(sh.kv_pipe, pp, Shape<_1, _1, _1>{});
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();
+
+  if (warp_group == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (threadIdx.x / 32 == 0 && cute::elect_one_sync()) {
+      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
+      Tensor mdO = domain_offset(make_coord((int)row0, 0), a.tma_dy.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
+      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
+      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ),
+                                      group_modes<0, 2>(local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h))));
+      auto [tdOg, tdOs] = tma_partition(a.tma_dy, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sdO),
+                                        group_modes<0, 2>(local_tile(mdO, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h))));
+      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK),
+                                      group_modes<0, 2>(local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group))));
+      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV),
+                                      group_modes<0, 2>(local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group))));
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, 2 * BM * D * sizeof(T));
+      copy(a.tma_q.with(sh.q_full), tQg, tQs);
+      copy(a.tma_dy.with(sh.q_full), tdOg, tdOs);
+      auto st = cutlass::make_producer_start_state<P>();
+      for (int n = 0; n < n_end; ++n, ++st) {
+        kv_pipe.producer_acquire(st);
+        copy(a.tma_k.with(*kv_pipe.producer_get_barrier(st)), tKg(_, n), tKs(_, st.index()));
+        copy(a.tma_v.with(*kv_pipe.producer_get_barrier(st)), tVg(_, n), tVs(_, st.index()));
+      }
+    }
+    return;
+  }
+
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int tid = threadIdx.x - 128;
   typename F::MmaS mma_s;
   typename F::MmaG mma_g;
   auto thr_s = mma_s.get_thread_slice(tid);
@@ -318,12 +385,11 @@ __global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
     di[r] = i < q_rows ? g.delta[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + i] : 0.0f;
   }
 
-  for (int n = 0; n < n_end; ++n) {
-    cp_async_wait<0>();
-    fence_async_shared();
-    __syncthreads();
-    if (n + 1 < n_end) load_kv(n + 1);
-    const int st = n % F::Stages;
+  cutlass::arch::ClusterTransactionBarrier::wait(&sh.q_full, 0);
+  cutlass::PipelineState<F::Stages> rd;
+  for (int n = 0; n < n_end; ++n, ++rd) {
+    const int st = rd.index();
+    kv_pipe.consumer_wait(rd);
     // S and dP in flight together; P is formed while dP computes.
     wgmma_issue<true>(mma_s, tSrQ, tSrK(_, _, _, st), tSrS);
     wgmma_issue<true>(mma_s, tSrdO, tSrV(_, _, _, st), tSrdP);
@@ -350,6 +416,7 @@ __global__ void __launch_bounds__(kThreads, 1) dq_kernel(GradParams g) {
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < size(tSrdP); ++i) rdS(i) = static_cast<T>(tSrdP(i));
     wgmma<false>(mma_g, make_tensor(rdS.data(), acc_as_a(rdS.layout())), tGrKt(_, _, _, st), tdQ);
+    kv_pipe.consumer_release(rd);
   }
 
   Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
@@ -375,15 +442,27 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
       static_cast<const T*>(g.dy), static_cast<const T*>(p.y), const_cast<float*>(g.delta), p.tokens, p.heads);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
+  DkvArgs<T, D> da;
+  da.g = g;
+  da.tma_k = make_tma_rows<T, 128, D>(p.k, p.tokens, p.kv_ld);
+  da.tma_v = make_tma_rows<T, 128, D>(p.v, p.tokens, p.kv_ld);
+  da.tma_q = make_tma_rows<T, 64, D>(p.q, p.tokens, p.q_ld);
+  da.tma_dy = make_tma_rows<T, 64, D>(g.dy, p.tokens, p.q_ld);
   auto dkv = dkv_kernel<T, D, Causal>;
   if ((e = prepare(dkv, Dkv<T, D>::kSmemBytes)) != cudaSuccess) return e;
   const int64_t n_tiles = (p.seq_len + Dkv<T, D>::BN - 1) / Dkv<T, D>::BN;
-  dkv<<<(unsigned)(n_tiles * seqs * (p.heads / p.group)), kThreads, Dkv<T, D>::kSmemBytes, stream>>>(g);
+  dkv<<<(unsigned)(n_tiles * seqs * (p.heads / p.group)), kWsThreads, Dkv<T, D>::kSmemBytes, stream>>>(da);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  DqArgs<T, D> qa;
+  qa.g = g;
+  qa.tma_q = make_tma_rows<T, 128, D>(p.q, p.tokens, p.q_ld);
+  qa.tma_dy = make_tma_rows<T, 128, D>(g.dy, p.tokens, p.q_ld);
+  qa.tma_k = make_tma_rows<T, 64, D>(p.k, p.tokens, p.kv_ld);
+  qa.tma_v = make_tma_rows<T, 64, D>(p.v, p.tokens, p.kv_ld);
   auto dq = dq_kernel<T, D, Causal>;
   if ((e = prepare(dq, Dq<T, D>::kSmemBytes)) != cudaSuccess) return e;
   const int64_t m_tiles = (p.seq_len + Dq<T, D>::BM - 1) / Dq<T, D>::BM;
-  dq<<<(unsigned)(m_tiles * seqs * p.heads), kThreads, Dq<T, D>::kSmemBytes, stream>>>(g);
+  dq<<<(unsigned)(m_tiles * seqs * p.heads), kWsThreads, Dq<T, D>::kSmemBytes, stream>>>(qa);
   return cudaGetLastError();
 }
 

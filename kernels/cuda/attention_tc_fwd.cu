@@ -7,10 +7,6 @@
 // the online softmax of S(n+1) (running max and sum per row, exp2 on the SFU) while P(n)·V[n] runs;
 // the two consumers take turns issuing their WGMMAs (named barriers), so one's softmax overlaps
 // the other's matrix products. The output is divided by the row sum and rounded once.
-#include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
-#include <cutlass/pipeline/pipeline.hpp>
-
 #include "attention_tc.cuh"
 #include "tprt_attention_rows.h"
 #include "tprt_cuda_internal.cuh"
@@ -21,16 +17,9 @@ extern "C" {
 
 namespace tprt_attn {
 
-/// A row-major [rows, cols] global tensor of T with a runtime row stride (TMA's view of q, k, v).
-template <class T>
-auto gmem_rows(const void* p, int rows, int cols, int64_t ld) {
-  return make_tensor(make_gmem_ptr(static_cast<const T*>(p)), make_shape(rows, cols), make_stride(ld, _1{}));
-}
-
 template <class T, int D>
 struct Fwd {
   static constexpr int BM = 128, BN = 128, Stages = 2;
-  static constexpr int kCtaThreads = kThreads + 128;  // the producer warpgroup, then two consumers
   using MmaQK = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BM>, Int<BN>, Int<D>>>(),
                                         Layout<Shape<_2, _1, _1>>{}));
   using MmaPV = decltype(make_tiled_mma(
@@ -39,11 +28,9 @@ struct Fwd {
   using SmemQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<Int<BM>, Int<D>>{}));
   using SmemKV = SmemRows<T, BN, D, Stages>;
   using SmemVt = SmemRowsT<T, BN, D, Stages>;
-  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(nullptr, 1, 1, 1), SmemQ{},
-                                      Shape<Int<BM>, Int<D>>{}, _1{}));
-  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(nullptr, 1, 1, 1), take<0, 2>(SmemKV{}),
-                                       Shape<Int<BN>, Int<D>>{}, _1{}));
-  using Pipe = cutlass::PipelineTmaAsync<Stages>;
+  using TmaQ = TmaRows<T, BM, D>;
+  using TmaKV = TmaRows<T, BN, D>;
+  using Pipe = tprt_attn::Pipe<Stages>;
   struct Shared {
     alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> q;
     alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> k;
@@ -64,7 +51,7 @@ struct FwdArgs {
 /// The forward of one 128-row query tile. The grid is linear: the tile index (in decreasing
 /// order, so that the longest causal tiles start first) times the (sequence, head) pairs.
 template <class T, int D, bool Causal, bool kLseOnly>
-__global__ void __launch_bounds__(Fwd<T, D>::kCtaThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT FwdArgs<T, D> const a) {
+__global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT FwdArgs<T, D> const a) {
   using F = Fwd<T, D>;
   using Pipe = typename F::Pipe;
   constexpr int BM = F::BM, BN = F::BN;
@@ -91,11 +78,7 @@ __global__ void __launch_bounds__(Fwd<T, D>::kCtaThreads, 1) fwd_kernel(CUTE_GRI
   const int warp = threadIdx.x / 32;
 
   // Barriers: Q's, and the K and V pipelines (full/empty per stage, TMA transaction counts).
-  typename Pipe::Params pp;
-  pp.role = warp_group == 0 ? Pipe::ThreadCategory::Producer : Pipe::ThreadCategory::Consumer;
-  pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = kThreads;
-  pp.transaction_bytes = BN * D * sizeof(T);
+  const auto pp = pipe_params<F::Stages>(BN * D * sizeof(T));
   if (threadIdx.x == 0) {
     prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
     prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
@@ -277,14 +260,11 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   FwdArgs<T, D> a;
   a.p = p;
-  a.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.q, (int)p.tokens, (int)p.q_ld, p.q_ld), typename F::SmemQ{},
-                          Shape<Int<F::BM>, Int<D>>{}, _1{});
-  a.tma_k = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.k, (int)p.tokens, (int)p.kv_ld, p.kv_ld),
-                          take<0, 2>(typename F::SmemKV{}), Shape<Int<F::BN>, Int<D>>{}, _1{});
-  a.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem_rows<T>(p.v, (int)p.tokens, (int)p.kv_ld, p.kv_ld),
-                          take<0, 2>(typename F::SmemKV{}), Shape<Int<F::BN>, Int<D>>{}, _1{});
+  a.tma_q = make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
+  a.tma_k = make_tma_rows<T, F::BN, D>(p.k, p.tokens, p.kv_ld);
+  a.tma_v = make_tma_rows<T, F::BN, D>(p.v, p.tokens, p.kv_ld);
   const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
-  kernel<<<(unsigned)(tiles * (p.tokens / p.seq_len) * p.heads), F::kCtaThreads, smem, stream>>>(a);
+  kernel<<<(unsigned)(tiles * (p.tokens / p.seq_len) * p.heads), kWsThreads, smem, stream>>>(a);
   return cudaGetLastError();
 }
 
