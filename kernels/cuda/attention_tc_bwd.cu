@@ -60,7 +60,7 @@ __global__ void delta_kernel(const T* dy, const T* y, float* delta, int64_t toke
 
 template <class T, int D>
 struct Dkv {
-  static constexpr int BN = 128, BM = 64, Stages = 2;
+  static constexpr int BN = 128, BM = 64, Stages = 3;
   // Sᵀ = K·Qᵀ and dPᵀ = V·dyᵀ: [BN, BM] over D.
   using MmaS = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BN>, Int<BM>, Int<D>>>(),
                                        Layout<Shape<_2, _1, _1>>{}));
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
 
 template <class T, int D>
 struct Dq {
-  static constexpr int BM = 128, BN = 64, Stages = 2;
+  static constexpr int BM = 128, BN = 128, Stages = 2;
   // S = Q·Kᵀ and dP = dy·Vᵀ: [BM, BN] over D.
   using MmaS = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<Int<BM>, Int<BN>, Int<D>>>(),
                                        Layout<Shape<_2, _1, _1>>{}));
@@ -283,7 +283,7 @@ struct Dq {
 template <class T, int D>
 struct DqArgs {
   TmaRows<T, 128, D> tma_q, tma_dy;
-  TmaRows<T, 64, D> tma_k, tma_v;
+  TmaRows<T, Dq<T, D>::BN, D> tma_k, tma_v;
   GradParams g;
 };
 
@@ -457,8 +457,8 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   qa.g = g;
   qa.tma_q = make_tma_rows<T, 128, D>(p.q, p.tokens, p.q_ld);
   qa.tma_dy = make_tma_rows<T, 128, D>(g.dy, p.tokens, p.q_ld);
-  qa.tma_k = make_tma_rows<T, 64, D>(p.k, p.tokens, p.kv_ld);
-  qa.tma_v = make_tma_rows<T, 64, D>(p.v, p.tokens, p.kv_ld);
+  qa.tma_k = make_tma_rows<T, Dq<T, D>::BN, D>(p.k, p.tokens, p.kv_ld);
+  qa.tma_v = make_tma_rows<T, Dq<T, D>::BN, D>(p.v, p.tokens, p.kv_ld);
   auto dq = dq_kernel<T, D, Causal>;
   if ((e = prepare(dq, Dq<T, D>::kSmemBytes)) != cudaSuccess) return e;
   const int64_t m_tiles = (p.seq_len + Dq<T, D>::BM - 1) / Dq<T, D>::BM;
