@@ -186,16 +186,23 @@ __device__ __forceinline__ typename Pipe<Stages>::Params pipe_params(uint32_t by
 
 /// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences
 /// of |seq_len| tokens; |lse| (NULL: not wanted) gets each row's log2-domain softmax statistic
-/// m·scale·log2(e) + log2(l), [Hq, T] f32.
+/// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, lse_ld] with lse_ld = seq_len rounded
+/// up to 64 (so a 64-row tile's statistics are one aligned 256-byte block).
 struct Params {
   const void *q, *k, *v;
   void* y;
   float* lse;
+  int64_t lse_ld;
   int64_t q_ld, kv_ld;  // row strides in elements: Hq·D and Hkv·D
   int64_t tokens;       // T
   int seq_len, heads, group;  // S, Hq, Hq / Hkv
   float scale_log2;           // scale · log2(e)
 };
+
+/// Where the statistic of row |row| of sequence |b|, head |h| lives (Params::lse).
+__host__ __device__ __forceinline__ int64_t stat_index(const Params& p, int h, int64_t b, int64_t row) {
+  return ((int64_t)h * (p.tokens / p.seq_len) + b) * p.lse_ld + row;
+}
 
 /// The forward (attention_tc_fwd.cu) for |dtype| (bf16 or f16) and head dim |d| (64 or 128);
 /// |lse_only|: only the statistics (p.lse), no P·V and no output.

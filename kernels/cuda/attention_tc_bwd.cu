@@ -28,7 +28,7 @@ struct GradParams {
   Params f;  // q, k, v, y (read), lse (read)
   const void* dy;
   void *dq, *dk, *dv;
-  const float* delta;  // [Hq, T]
+  const float* delta;  // at stat_index, like f.lse
   float scale;         // dk and dq factor
 };
 
@@ -38,7 +38,9 @@ struct GradParams {
 
 /// One warp per (token, head): Δ = Σ_d dy[d]·y[d] in f32.
 template <class T, int D>
-__global__ void delta_kernel(const T* dy, const T* y, float* delta, int64_t tokens, int heads) {
+__global__ void delta_kernel(const T* dy, const T* y, float* delta, Params p) {
+  const int64_t tokens = p.tokens;
+  const int heads = p.heads;
   const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (w >= tokens * heads) return;
@@ -51,7 +53,7 @@ __global__ void delta_kernel(const T* dy, const T* y, float* delta, int64_t toke
   for (int d = lane; d < D; d += 32) s = fmaf(static_cast<float>(a[d]), static_cast<float>(b[d]), s);
   CUTLASS_PRAGMA_UNROLL
   for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-  if (lane == 0) delta[(int64_t)h * tokens + t] = s;
+  if (lane == 0) delta[stat_index(p, h, t / p.seq_len, t % p.seq_len)] = s;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -76,6 +78,7 @@ struct Dkv {
     alignas(1024) cute::array_aligned<T, cosize_v<SmemKV>> v;
     alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> q;
     alignas(1024) cute::array_aligned<T, cosize_v<SmemQ>> dy;
+    alignas(16) float lse[Stages][BM], delta[Stages][BM];  // the statistics of each stage's query rows
     alignas(16) uint64_t kv_full;
     typename Pipe<Stages>::SharedStorage q_pipe;
   };
@@ -110,7 +113,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   const int L = p.seq_len;
   const int n_tiles = (L + BN - 1) / BN, kv_heads = p.heads / p.group;
   const int64_t pairs = p.tokens / L * kv_heads;
-  const int n_block = n_tiles - 1 - (int)(blockIdx.x / pairs);
+  // Causal: the first key blocks see the most query tiles, so they start first.
+  const int n_block = Causal ? (int)(blockIdx.x / pairs) : n_tiles - 1 - (int)(blockIdx.x / pairs);
   const int64_t pair = blockIdx.x % pairs;
   const int hk = (int)(pair % kv_heads);
   const int64_t b = pair / kv_heads, row0 = b * L;
@@ -122,7 +126,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   const int steps = p.group * per_head;
   const int warp_group = threadIdx.x / 128;
 
-  const auto pp = pipe_params<F::Stages>(2 * BM * D * sizeof(T));
+  const auto pp = pipe_params<F::Stages>(2 * BM * D * sizeof(T) + 2 * BM * sizeof(float));
   if (threadIdx.x == 0) {
     prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
     prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
@@ -159,6 +163,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
         q_pipe.producer_acquire(st);
         copy(a.tma_q.with(*q_pipe.producer_get_barrier(st)), tQg(_, m, h), tQs(_, st.index()));
         copy(a.tma_dy.with(*q_pipe.producer_get_barrier(st)), tdOg(_, m, h), tdOs(_, st.index()));
+        const int64_t at = stat_index(p, h, b, (int64_t)m * BM);
+        SM90_BULK_COPY_G2S::copy(p.lse + at, q_pipe.producer_get_barrier(st), sh.lse[st.index()], BM * sizeof(float));
+        SM90_BULK_COPY_G2S::copy(g.delta + at, q_pipe.producer_get_barrier(st), sh.delta[st.index()],
+                                 BM * sizeof(float));
         ++st;
       }
     }
@@ -197,14 +205,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
     // Sᵀ and dPᵀ in flight together; Pᵀ is formed while dPᵀ computes, dV's MMA runs while dSᵀ is.
     wgmma_issue<true>(mma_s, tSrK, tSrQ(_, _, _, st), tSrS);
     wgmma_issue<true>(mma_s, tSrV, tSrdO(_, _, _, st), tSrdP);
-    const float* lse = p.lse + (int64_t)h * p.tokens + row0;
-    const float* delta = g.delta + (int64_t)h * p.tokens + row0;
     float li[decltype(size<1>(S))::value], di[decltype(size<1>(S))::value];
     CUTLASS_PRAGMA_UNROLL
     for (int c = 0; c < size<1>(S); ++c) {
-      const int i = m * BM + get<1>(cS(0, c));  // the query (column)
-      li[c] = i < L ? lse[i] : 0.0f;
-      di[c] = i < L ? delta[i] : 0.0f;
+      const int col = get<1>(cS(0, c));  // the query (column) within the tile
+      li[c] = sh.lse[st][col];
+      di[c] = sh.delta[st][col];
     }
     warpgroup_wait<1>();
     warpgroup_fence_operand(tSrS);
@@ -381,8 +387,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   CUTLASS_PRAGMA_UNROLL
   for (int r = 0; r < NR; ++r) {
     const int i = get<0>(cS(r, 0));
-    li[r] = i < q_rows ? p.lse[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + i] : 0.0f;
-    di[r] = i < q_rows ? g.delta[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + i] : 0.0f;
+    li[r] = i < q_rows ? p.lse[stat_index(p, h, b, (int64_t)m_block * BM + i)] : 0.0f;
+    di[r] = i < q_rows ? g.delta[stat_index(p, h, b, (int64_t)m_block * BM + i)] : 0.0f;
   }
 
   cutlass::arch::ClusterTransactionBarrier::wait(&sh.q_full, 0);
@@ -439,7 +445,7 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   const int64_t seqs = p.tokens / p.seq_len;
   const int64_t rows = p.tokens * p.heads;
   delta_kernel<T, D><<<(unsigned)((rows * 32 + 255) / 256), 256, 0, stream>>>(
-      static_cast<const T*>(g.dy), static_cast<const T*>(p.y), const_cast<float*>(g.delta), p.tokens, p.heads);
+      static_cast<const T*>(g.dy), static_cast<const T*>(p.y), const_cast<float*>(g.delta), p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   DkvArgs<T, D> da;
@@ -496,12 +502,15 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
   p.seq_len = (int)seq_len, p.heads = (int)(q->dims[1] / head_dim), p.group = (int)(q->dims[1] / k->dims[1]);
   p.scale_log2 = sc * 1.44269504088896340736f;
   g.dy = dy->data, g.dq = dq->data, g.dk = dk->data, g.dv = dv->data, g.scale = sc;
-  // lse and delta: [Hq, T] f32 each, stream-ordered.
+  // lse and delta at stat_index, f32 each, stream-ordered; zeros in the padding rows (past a
+  // sequence), which the kernels read as whole 64-row blocks and mask.
   void* ws = nullptr;
-  const size_t rows = (size_t)p.tokens * (size_t)p.heads;
+  p.lse_ld = (seq_len + 63) / 64 * 64;
+  const size_t rows = (size_t)(p.tokens / seq_len) * (size_t)p.lse_ld * (size_t)p.heads;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&ws, 2 * rows * sizeof(float), stream));
   p.lse = static_cast<float*>(ws);
   g.delta = p.lse + rows;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws, 0, 2 * rows * sizeof(float), stream));
   cudaError_t e = tprt_attn::forward(p, q->dtype, (int)head_dim, causal, true, stream);
   if (e == cudaSuccess)
     e = q->dtype == TPRT_DTYPE_BF16

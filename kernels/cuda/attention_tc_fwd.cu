@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
     const float l = quad_sum(row_sum[r]);
     const int row = get<0>(cS(r, 0));
     if (p.lse && (tid & 3) == 0 && row < q_rows)
-      p.lse[(int64_t)h * p.tokens + row0 + (int64_t)m_block * BM + row] =
+      p.lse[stat_index(p, h, b, (int64_t)m_block * BM + row)] =
           row_max[r] == -INFINITY ? -INFINITY : fmaf(row_max[r], p.scale_log2, __log2f(l));
     const float inv = (l == 0.0f || l != l) ? 0.0f : 1.0f / l;
     CUTLASS_PRAGMA_UNROLL

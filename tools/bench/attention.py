@@ -8,9 +8,11 @@ own layout choice: q, k, v as [B, S, H, D] tensors viewed [B, H, S, D] (what Hug
 attention passes), grouped-query heads through enable_gqa, the backward by torch.autograd.grad.
 Prints one table, last: milliseconds, TFLOP/s (4·B·Hq·S²·D forward, halved when causal; 2.5x
 that backward) and "vs peer" = peer time / tpc time (> 1: tpc faster).
-With --json FILE the rows are also written as JSON.
+With --json FILE the rows are also written as JSON, with --svg FILE as a bar chart (TFLOP/s of
+tpc's tensor-core kernels next to the peer's, per case and pass; no plotting library needed).
 
 Usage: python3 tools/bench/attention.py [--bin build/bin/tprt-bench-attention] [--quick] [--json out.json]
+                                        [--svg out.svg]
 """
 import argparse
 import json
@@ -62,11 +64,39 @@ def peer(b, s, hq, hkv, d, mask):
     return f, g
 
 
+def svg(rows, device, path):
+    tc = [r for r in rows if r["kernel"] == "tc"]
+    bar, gap, left, top, height, ymax = 14, 18, 60, 40, 260, 800.0
+    width = left + len(tc) * (2 * bar + gap) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 170}" '
+           f'font-family="sans-serif" font-size="10">',
+           f'<text x="{left}" y="20" font-size="13">attention, TFLOP/s: tpc tensor-core kernels (blue) vs '
+           f'torch SDPA (grey), {device}</text>']
+    for t in range(0, int(ymax) + 1, 100):
+        y = top + height - t / ymax * height
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t}</text>')
+    x = left + gap
+    for r in tc:
+        for i, (v, color) in enumerate(((r["peer_tflops"], "#9e9e9e"), (r["tflops"], "#1f77b4"))):
+            h = min(v, ymax) / ymax * height
+            out.append(f'<rect x="{x + i * bar}" y="{top + height - h:.1f}" width="{bar - 1}" height="{h:.1f}" '
+                       f'fill="{color}"/>')
+        label = f'{r["case"]} {r["pass"]} ({r["vs_peer"]:.2f}x)'
+        cx, cy = x + bar, top + height + 8
+        out.append(f'<text x="{cx}" y="{cy}" transform="rotate(60 {cx} {cy})">{label}</text>')
+        x += 2 * bar + gap
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default="build/bin/tprt-bench-attention")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--svg")
     args = ap.parse_args()
     rows = []
     for case in QUICK if args.quick else CASES:
@@ -87,14 +117,17 @@ def main():
             rows.append({"case": f"B={b} S={s} H={hq}/{hkv} D={d} {mask}", "pass": pas, "kernel": kernel, "ms": ms,
                          "tflops": fl / ms / 1e9, "peer_ms": pms, "peer_tflops": fl / pms / 1e9,
                          "vs_peer": pms / ms})
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    device = torch.cuda.get_device_name()
+    print(f"torch {torch.__version__}, {device}")
     print(f"{'case':34} {'pass':4} {'kernel':6} {'ms':>9} {'TF/s':>7} {'peer ms':>9} {'peer TF/s':>9} {'vs peer':>8}")
     for r in rows:
         print(f"{r['case']:34} {r['pass']:4} {r['kernel']:6} {r['ms']:9.3f} {r['tflops']:7.1f} {r['peer_ms']:9.3f} "
               f"{r['peer_tflops']:9.1f} {r['vs_peer']:8.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"device": device, "torch": torch.__version__, "rows": rows}, f, indent=1)
+    if args.svg:
+        svg(rows, device, args.svg)
     return 0
 
 
