@@ -42,10 +42,12 @@ def describe(model, batch, seq_len, dtype):
     return text + f"; {batch} sequences of {seq_len} tokens ({batch * seq_len} rows), {dtype}"
 
 
-def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False):
+def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False,
+           weights=True):
     """Builds the model, resolves the plan (and checks it against each TP degree in tp), runs
-    torch.export on its decoder stack and converts the graph. Raises ExportError."""
-    model, what = models.load(source, dtype, seed)
+    torch.export on its decoder stack and converts the graph. weights=False skips drawing random
+    weights (the module text does not depend on them). Raises ExportError."""
+    model, what = models.load(source, dtype, seed, init=weights)
     root = models.DecoderStack(models.layers_of(model), batch, seq_len)
     resolved = plans.resolve(plan, model, root)
     for degree in tp:
@@ -141,7 +143,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         result = export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
-                        args.recompute)
+                        args.recompute, weights=args.weights is not None)
         write(result, args.output, args.weights)
     except ExportError as e:
         print(f"tpc_torch.export: error: {e}", file=sys.stderr)

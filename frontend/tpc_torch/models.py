@@ -55,11 +55,12 @@ def _has_weights(directory):
                              for n in os.listdir(directory))
 
 
-def load(source, dtype="bf16", seed=0):
+def load(source, dtype="bf16", seed=0, init=True):
     """Builds the causal LM of `source` in eval mode with use_cache=False, SDPA attention and the
     batched experts implementation (both traceable by torch.export). A checkpoint directory keeps
-    its weights; otherwise the decoder layers get seeded random weights (init_random).
-    Returns (model, description)."""
+    its weights; otherwise the decoder layers get seeded random weights (init_random), or, with
+    init=False, are left uninitialised (when only the module text is wanted: tracing never reads
+    them). Returns (model, description)."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
@@ -75,14 +76,32 @@ def load(source, dtype="bf16", seed=0):
             model = AutoModelForCausalLM.from_pretrained(directory, config=config, **kwargs)
             what = f"{source} (checkpoint)"
         else:
-            torch.manual_seed(seed)
-            model = AutoModelForCausalLM.from_config(config, **kwargs)
-            init_random(layers_of(model), seed)
+            model = _skeleton(AutoModelForCausalLM, config, kwargs)
+            if init:
+                init_random(layers_of(model), seed)
             what = f"{source} (random weights, seed {seed})"
     except (ValueError, KeyError, OSError) as e:
         raise ExportError(f"{source}: transformers cannot build this model: {str(e).splitlines()[0]}") from None
     model.eval()
     return model, what
+
+
+def _skeleton(auto, config, kwargs):
+    """The model with uninitialised parameters: built on the meta device (no Hugging Face weight
+    initialisation, which takes most of a minute for a 1B-parameter model), then given CPU
+    storage. Only the decoder layers are exported and init_random fills them; the buffers that
+    construction computes (the rotary frequencies) are rebuilt on the CPU."""
+    with torch.device("meta"):
+        model = auto.from_config(config, **kwargs)
+    model = model.to_empty(device="cpu")
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if name == "rotary_emb":
+                setattr(parent, name, type(child)(config=child.config if hasattr(child, "config") else config))
+    for name, buf in model.named_buffers():
+        if buf.is_floating_point() and not torch.isfinite(buf).all():
+            raise ExportError(f"{type(model).__name__}: buffer {name} is not rebuilt after meta construction")
+    return model
 
 
 def layers_of(model):

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The PyTorch peer of the decoder-stack benchmark (tools/bench/llama_stack.py): the decoder layers
+of a Llama configuration written in plain PyTorch with Hugging Face's arithmetic (RMSNorm, q/k/v
+projections, rotate-half RoPE, causal grouped-query attention through
+scaled_dot_product_attention, o projection, SwiGLU MLP, residual adds), bf16 on one GPU, random
+weights. Times, like tpc-run --repeat (median of 10 steps after 3 warm-ups, each synchronized):
+the forward, and the training step (forward, then backward from a given output gradient to the
+input and every weight: what tpc's train pipeline computes), eager and under torch.compile.
+
+Usage: llama_peer.py CONFIG.json --batch B --seq-len S   (prints "peer_<what>_ms <ms>" lines)
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq-len", type=int, default=4096)
+    ap.add_argument("--no-compile", action="store_true")
+    args = ap.parse_args()
+    c = json.load(open(args.config))
+    hid, ffn, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+    hq, hkv = c["num_attention_heads"], c["num_key_value_heads"]
+    d = c.get("head_dim") or hid // hq
+    eps, theta = c.get("rms_norm_eps", 1e-5), c.get("rope_theta", 10000.0)
+    b, s = args.batch, args.seq_len
+    dev, dt = "cuda", torch.bfloat16
+    torch.manual_seed(7)
+
+    def w(o, i):
+        return (torch.randn(o, i, device=dev, dtype=dt) / i**0.5).requires_grad_()
+
+    params = []
+    for _ in range(layers):
+        params.append([torch.ones(hid, device=dev, dtype=dt, requires_grad=True), w(hq * d, hid), w(hkv * d, hid),
+                       w(hkv * d, hid), w(hid, hq * d), torch.ones(hid, device=dev, dtype=dt, requires_grad=True),
+                       w(ffn, hid), w(ffn, hid), w(hid, ffn)])
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d)
+    ang = torch.outer(torch.arange(s, device=dev, dtype=torch.float32), inv)
+    emb = torch.cat([ang, ang], dim=-1)
+    cos, sin = emb.cos().to(dt), emb.sin().to(dt)
+    x = (torch.randn(b * s, hid, device=dev, dtype=dt) * 0.1).requires_grad_()
+    dy = torch.randn(b * s, hid, device=dev, dtype=dt) * 0.1
+
+    def rot(t):  # [B, H, S, D]
+        t1, t2 = t[..., : d // 2], t[..., d // 2:]
+        return t * cos + torch.cat([-t2, t1], dim=-1) * sin
+
+    def stack(x):
+        for g1, wq, wk, wv, wo, g2, wg, wu, wd in params:
+            h = F.rms_norm(x, (hid,), g1, eps)
+            q = F.linear(h, wq).view(b, s, hq, d).transpose(1, 2)
+            k = F.linear(h, wk).view(b, s, hkv, d).transpose(1, 2)
+            v = F.linear(h, wv).view(b, s, hkv, d).transpose(1, 2)
+            a = F.scaled_dot_product_attention(rot(q), rot(k), v, is_causal=True, enable_gqa=hkv != hq)
+            x = x + F.linear(a.transpose(1, 2).reshape(b * s, hq * d), wo)
+            h = F.rms_norm(x, (hid,), g2, eps)
+            x = x + F.linear(F.silu(F.linear(h, wg)) * F.linear(h, wu), wd)
+        return x
+
+    flat = [x] + [p for layer in params for p in layer]
+
+    def timed(fn):
+        ts = []
+        for i in range(13):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            if i >= 3:
+                ts.append((time.perf_counter() - t0) * 1e3)
+        ts.sort()
+        return ts[len(ts) // 2]
+
+    def train(f):
+        return lambda: torch.autograd.grad(f(x), flat, dy)
+
+    with torch.no_grad():
+        print(f"peer_fwd_ms {timed(lambda: stack(x)):.3f}")
+    print(f"peer_train_ms {timed(train(stack)):.3f}")
+    if not args.no_compile:
+        comp = torch.compile(stack)
+        print(f"peer_train_compile_ms {timed(train(comp)):.3f}")
+        with torch.no_grad():
+            print(f"peer_fwd_compile_ms {timed(lambda: comp(x)):.3f}")
+    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()
