@@ -170,6 +170,23 @@ for v in sync async; do
   "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast
 done
 cp test/gpu/bench_mlp_peer.py "$OUT/bench/"
+# The decoder-stack benchmark (tools/bench/llama_stack.py): the 1B-class Llama config's 16 decoder
+# layers, one sequence of 4096 tokens, exported by the PyTorch frontend (third_party/pyenv, which
+# tools/setup.sh makes; without it the benchmark is not staged), forward and training step, fast
+# and invariant.
+if [[ -x third_party/pyenv/bin/python ]]; then
+  PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.export tools/bench/llama1b_config.json --batch 1 \
+    --seq-len 4096 -o "$OUT/bench/llama1b.mlir" > /dev/null
+  for pipeline in infer train; do
+    for mode in fast invariant; do
+      "$BUILD/bin/tpc-compile" "$OUT/bench/llama1b.mlir" -o "$OUT/bench/llama1b-$pipeline-$mode.so" \
+        --pipeline=$pipeline --mesh=tp=1 --numerics=$mode
+    done
+  done
+  rm "$OUT/bench/llama1b.mlir"
+else
+  echo "prepare_modules.sh: third_party/pyenv missing: the decoder-stack benchmark is not staged" >&2
+fi
 # Debug information stays here (the GPU machine needs none), and the whole stage travels as one
 # compressed archive (the device tool carries at most 64 MiB): carry build-gpu-carry.tar.xz, and
 # test/gpu/run.sh unpacks it where build-gpu-carry/ is missing.

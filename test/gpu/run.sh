@@ -8,7 +8,8 @@
 #      then replays each as a CUDA graph (--graph), and checks that a rank failing a collective ends
 #      the world instead of hanging (TPRT_CUDA_FAULT);
 #   3. with TPC_GPU_BENCH=1: the exact linear vs cuBLAS SGEMM and bf16 (torch), canonical collectives
-#      vs NCCL, the Llama-3-8B-like MLP block fast/exact at TP 1/2/4 vs PyTorch, all in the same run.
+#      vs NCCL, the Llama-3-8B-like MLP block fast/exact at TP 1/2/4 vs PyTorch, the tensor-core
+#      attention vs torch SDPA, a 1B-class Llama decoder stack vs PyTorch, all in the same run.
 # Short tables are printed last. Needs CUDA 13 (nvcc), NCCL 2.28 and a host C compiler; H100/H200.
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
@@ -145,6 +146,7 @@ run_modules() {
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/list.txt" ]]; then bench_blocks "$carry" "$ngpu"; fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/moe_list.txt" ]]; then bench_moe "$carry"; fi
   if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/overlap-async.so" ]] && (( ngpu >= 4 )); then bench_overlap "$carry"; fi
+  if [[ -n "${TPC_GPU_BENCH:-}" && -f "$carry/bench/llama1b-train-fast.so" ]]; then bench_llama "$carry"; fi
 }
 
 # Ranks as processes: the same precompiled modules launched by mpirun (MPI only exchanges the
@@ -218,6 +220,18 @@ run_processes() {
 # ranks, fast numerics): an all-gather of 256 MB and an independent 8192^3 bf16 linear, one after
 # the other (sync) or the gather on the comm stream while the linear runs (async), each also as a
 # CUDA graph. The peer is the sync form in the same run.
+# A 1B-class Llama decoder stack (16 layers, 4096 tokens; staged by prepare_modules.sh), forward
+# and training step in fast and invariant numerics, against the same layers in PyTorch eager and
+# torch.compile (tools/bench/llama_stack.py, tools/bench/llama_peer.py), in the same run.
+bench_llama() {
+  local carry="$1" lt_dir="$CUDA_HOME/lib64"
+  echo
+  echo "== benchmark: 1B-class Llama decoder stack vs PyTorch ($(date -u +%Y-%m-%d))"
+  LD_LIBRARY_PATH="$carry/lib:$lt_dir:${LD_LIBRARY_PATH:-}" python3 tools/bench/llama_stack.py \
+    --tpc-run "$carry/bin/tpc-run" --modules "$carry/bench" --json "$BUILD/bench_llama.json" | tee "$BUILD/bench_llama.txt" || true
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/bench_llama.json" "$BUILD/bench_llama.txt" "$OUT/" 2>/dev/null || true; fi
+}
+
 bench_overlap() {
   local carry="$1" lt_dir="$CUDA_HOME/lib64" sync_ms=""
   echo

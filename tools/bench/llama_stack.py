@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Decoder-stack benchmark: a 1B-class Llama configuration's decoder layers (tools/bench/
+llama1b_config.json: 16 layers, hidden 2048, 32 query heads over 8 key/value heads of 64, FFN 8192;
+one sequence of 4096 tokens, bf16, random weights) exported by tpc_torch and compiled by
+test/gpu/prepare_modules.sh, run by tpc-run on one GPU, against the same layers in PyTorch
+(tools/bench/llama_peer.py: eager and torch.compile) in the same run. Each module runs
+`tpc-run --backend cuda --seed 7 --repeat 5` (fast mode also with --graph); the peer times
+10 steps after 3 warm-ups. Prints one table: step time, tokens/s, and "vs eager" / "vs compile"
+= the peer's time over tpc's (> 1: tpc faster). With --json FILE the rows are also written as JSON,
+with --svg FILE as a bar chart; --plot JSON SVG draws the chart of an earlier run's JSON.
+
+Usage: python3 tools/bench/llama_stack.py --tpc-run BIN --modules DIR [--config tools/bench/llama1b_config.json]
+       [--tokens 4096] [--json out.json] [--svg out.svg]
+       python3 tools/bench/llama_stack.py --plot run.json out.svg
+(DIR holds llama1b-{infer,train}-{fast,invariant}.so.)
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def tpc_step(tpc_run, module, graph=False):
+    cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5"] + (["--graph"] if graph else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    m = re.search(r"median ([0-9.]+) ms", out.stderr)
+    if out.returncode != 0 or not m:
+        tail = out.stderr.strip().splitlines()[-3:]
+        raise RuntimeError(f"{' '.join(cmd)}: exit {out.returncode}: {' / '.join(tail)}")
+    return float(m.group(1))
+
+
+def svg(data, path):
+    """Step times: tpc's runs (blue: fast, orange: invariant) next to PyTorch eager and
+    torch.compile (greys), one group per step."""
+    groups = {}
+    for r in data["rows"]:
+        g = groups.setdefault(r["step"], [("eager", r["eager_ms"], "#9e9e9e"), ("compile", r["compile_ms"], "#616161")])
+        g.append((r["mode"], r["ms"], "#ff7f0e" if "invariant" in r["mode"] else "#1f77b4"))
+    bar, gap, left, top, height = 26, 40, 60, 40, 260
+    ymax = max(v for g in groups.values() for _, v, _ in g) * 1.1
+    width = max(720, left + sum(len(g) * bar + gap for g in groups.values()) + 20)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 150}" '
+           f'font-family="sans-serif" font-size="10">',
+           f'<text x="{left}" y="20" font-size="13">1B-class Llama decoder stack, {data["tokens"]} tokens: '
+           f'step ms ({data["device"]})</text>']
+    for i in range(6):
+        t = ymax * i / 5
+        y = top + height - t / ymax * height
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t:.0f}</text>')
+    x = left + gap / 2
+    for step, g in groups.items():
+        out.append(f'<text x="{x}" y="{top + height + 14}">{step}</text>')
+        for name, v, color in g:
+            h = v / ymax * height
+            out.append(f'<rect x="{x}" y="{top + height - h:.1f}" width="{bar - 2}" height="{h:.1f}" fill="{color}"/>')
+            cx, cy = x + bar / 2, top + height + 24
+            out.append(f'<text x="{cx}" y="{cy}" transform="rotate(60 {cx} {cy})">{name} {v:.1f}</text>')
+            x += bar
+        x += gap
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--plot":
+        svg(json.load(open(sys.argv[2])), sys.argv[3])
+        return 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tpc-run", required=True)
+    ap.add_argument("--modules", required=True)
+    ap.add_argument("--config", default=os.path.join(here, "llama1b_config.json"))
+    ap.add_argument("--tokens", type=int, default=4096)
+    ap.add_argument("--json")
+    ap.add_argument("--svg")
+    args = ap.parse_args()
+    peer = subprocess.run([sys.executable, os.path.join(here, "llama_peer.py"), args.config, "--batch", "1",
+                           "--seq-len", str(args.tokens)], capture_output=True, text=True, timeout=900)
+    if peer.returncode != 0:
+        print(f"llama_peer.py: {peer.stderr.strip()[-500:]}", file=sys.stderr)
+        return 1
+    p = {w[0]: float(w[1]) for w in (line.split() for line in peer.stdout.splitlines()) if w[0].startswith("peer_")}
+    device = [line for line in peer.stdout.splitlines() if line.startswith("device ")][0][len("device "):]
+    rows = []
+    for pipeline, peer_key in (("infer", "fwd"), ("train", "train")):
+        for mode, graph in (("fast", False), ("fast", True), ("invariant", False)):
+            try:
+                ms = tpc_step(args.tpc_run, os.path.join(args.modules, f"llama1b-{pipeline}-{mode}.so"), graph)
+            except RuntimeError as e:
+                print(f"llama_stack.py: {e}", file=sys.stderr)
+                continue
+            rows.append({"step": "forward" if pipeline == "infer" else "training step",
+                         "mode": mode + (" + CUDA graph" if graph else ""), "ms": ms,
+                         "tokens_per_s": args.tokens / (ms * 1e-3), "eager_ms": p[f"peer_{peer_key}_ms"],
+                         "compile_ms": p[f"peer_{peer_key}_compile_ms"],
+                         "vs_eager": p[f"peer_{peer_key}_ms"] / ms, "vs_compile": p[f"peer_{peer_key}_compile_ms"] / ms})
+    print(f"{device}; {args.tokens} tokens")
+    print(f"{'step':14} {'tpc mode':22} {'ms':>8} {'tokens/s':>10} {'eager ms':>9} {'compile ms':>10} "
+          f"{'vs eager':>9} {'vs compile':>10}")
+    for r in rows:
+        print(f"{r['step']:14} {r['mode']:22} {r['ms']:8.2f} {r['tokens_per_s']:10.0f} {r['eager_ms']:9.2f} "
+              f"{r['compile_ms']:10.2f} {r['vs_eager']:8.2f}x {r['vs_compile']:9.2f}x")
+    data = {"device": device, "tokens": args.tokens, "rows": rows}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1)
+    if args.svg:
+        svg(data, args.svg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
