@@ -184,6 +184,51 @@ __device__ __forceinline__ typename Pipe<Stages>::Params pipe_params(uint32_t by
   return pp;
 }
 
+/// The work item of a CTA of a linear grid over (tile, head, sequence): the tile index varies
+/// slowest, in decreasing order unless |increasing| (longest causal work first: the last query
+/// tiles of the forward and dq, the first key blocks of dk/dv), then the head, then the sequence.
+struct Item {
+  int tile, head;
+  int64_t seq;
+};
+__device__ __forceinline__ Item grid_item(int tiles, int heads, int64_t seqs, bool increasing) {
+  const int64_t pairs = seqs * heads;
+  const int t = (int)(blockIdx.x / pairs);
+  const int64_t pair = blockIdx.x % pairs;
+  return {increasing ? t : tiles - 1 - t, (int)(pair % heads), pair / heads};
+}
+
+/// A TMA tensor of rows of a [tokens, ld] operand, its origin moved to row |row0| (a sequence's
+/// first token), and its (tile, tile column) partition for copies into the smem tensor |s|
+/// (whose last mode, if any, is the stage): (gmem side, smem side).
+template <class Tma>
+__device__ __forceinline__ auto tma_rows(const Tma& tma, int64_t tokens, int64_t ld, int64_t row0) {
+  return domain_offset(make_coord((int)row0, 0), tma.get_tma_tensor(make_shape((int)tokens, (int)ld)));
+}
+template <class Tma, class S, class G>
+__device__ __forceinline__ auto tma_tiles(const Tma& tma, S&& s, G&& g) {
+  return tma_partition(tma, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+}
+
+/// Thread 0 prefetches the TMA descriptors and initializes the one-shot barrier |bar| (one
+/// arrival plus the transaction bytes) of the operands loaded once.
+template <class... Tma>
+__device__ __forceinline__ void ws_init(uint64_t* bar, const Tma&... tma) {
+  if (threadIdx.x == 0) {
+    (prefetch_tma_descriptor(tma.get_tma_descriptor()), ...);
+    cutlass::arch::ClusterTransactionBarrier::init(bar, 1);
+  }
+}
+
+/// Launches a warp-specialized kernel of |smem| dynamic shared memory bytes on |blocks| CTAs.
+template <class K, class A>
+cudaError_t launch_ws(K kernel, size_t smem, int64_t blocks, const A& args, cudaStream_t stream) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (e != cudaSuccess) return e;
+  kernel<<<(unsigned)blocks, kWsThreads, smem, stream>>>(args);
+  return cudaGetLastError();
+}
+
 /// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences
 /// of |seq_len| tokens; |lse| (NULL: not wanted) gets each row's log2-domain softmax statistic
 /// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, lse_ld] with lse_ld = seq_len rounded

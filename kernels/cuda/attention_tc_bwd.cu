@@ -5,11 +5,12 @@
 //   2. delta: Δ_i = Σ_d dy_i[d] · y_i[d] per row and head, f32;
 //   3. dk, dv: a CTA per (sequence, key/value head, 128-key block) walks the group's query heads,
 //      then the query tiles of 64 rows that see its keys, in increasing order (a TMA producer warp
-//      streams the Q and dy tiles through a two-stage pipeline to two consumer warpgroups):
+//      streams the Q and dy tiles and their statistics through a pipeline to two consumer
+//      warpgroups):
 //        Sᵀ = K·Qᵀ, Pᵀ = exp2(Sᵀ·scale·log2(e) - lse), dPᵀ = V·dyᵀ, dSᵀ = Pᵀ ∘ (dPᵀ - Δ),
 //        dV += Pᵀ·dy, dK += dSᵀ·Q  (Pᵀ and dSᵀ rounded to the input dtype, in registers);
 //      dk = scale · dK, dv = dV, rounded once;
-//   4. dq: a CTA per (sequence, head, 128-row query tile) walks its key blocks of 64:
+//   4. dq: a CTA per (sequence, head, 128-row query tile) walks its key blocks of 128:
 //        S = Q·Kᵀ, P, dP = dy·Vᵀ, dS = P ∘ (dP - Δ), dQ += dS·K;  dq = scale · dQ.
 // Every sum runs in an order fixed by the sequence and the position, never by the batch, the
 // head count or the grid, so the gradients are batch- and TP-invariant like the forward.
@@ -93,7 +94,8 @@ struct DkvArgs {
 };
 
 /// dk and dv of one 128-key block, warp-specialized: the producer loads K and V once and (Q, dy)
-/// tiles of 64 rows into a two-stage pipeline; each consumer warpgroup owns 64 keys.
+/// tiles of 64 rows with their softmax statistics into a three-stage pipeline; each consumer
+/// warpgroup owns 64 keys.
 template <class T, int D, bool Causal>
 __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT DkvArgs<T, D> const a) {
   using F = Dkv<T, D>;
@@ -111,13 +113,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   Tensor sdOt = make_tensor(make_smem_ptr(sh.dy.data()), typename F::SmemQt{});
 
   const int L = p.seq_len;
-  const int n_tiles = (L + BN - 1) / BN, kv_heads = p.heads / p.group;
-  const int64_t pairs = p.tokens / L * kv_heads;
   // Causal: the first key blocks see the most query tiles, so they start first.
-  const int n_block = Causal ? (int)(blockIdx.x / pairs) : n_tiles - 1 - (int)(blockIdx.x / pairs);
-  const int64_t pair = blockIdx.x % pairs;
-  const int hk = (int)(pair % kv_heads);
-  const int64_t b = pair / kv_heads, row0 = b * L;
+  const Item it = grid_item((L + BN - 1) / BN, p.heads / p.group, p.tokens / L, Causal);
+  const int n_block = it.tile, hk = it.head;
+  const int64_t b = it.seq, row0 = b * L;
   const int k_rows = L - n_block * BN;
   // The (query head, query tile) steps: heads of the group, then the tiles that see the block.
   const int m_tiles = (L + BM - 1) / BM;
@@ -127,13 +126,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   const int warp_group = threadIdx.x / 128;
 
   const auto pp = pipe_params<F::Stages>(2 * BM * D * sizeof(T) + 2 * BM * sizeof(float));
-  if (threadIdx.x == 0) {
-    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_dy.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&sh.kv_full, 1);
-  }
+  ws_init(&sh.kv_full, a.tma_k, a.tma_v, a.tma_q, a.tma_dy);
   P q_pipe(sh.q_pipe, pp, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
   __syncthreads();
@@ -141,19 +134,17 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (threadIdx.x / 32 == 0 && cute::elect_one_sync()) {
-      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
-      Tensor mdO = domain_offset(make_coord((int)row0, 0), a.tma_dy.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
-      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK),
-                                      group_modes<0, 2>(local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(n_block, hk))));
-      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV),
-                                      group_modes<0, 2>(local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(n_block, hk))));
-      // Q and dy tiles: (BM, D, row tile, head).
-      Tensor gQ = local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(_, _));
-      Tensor gdO = local_tile(mdO, Shape<Int<BM>, Int<D>>{}, make_coord(_, _));
-      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-      auto [tdOg, tdOs] = tma_partition(a.tma_dy, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
+      auto tile_kv = Shape<Int<BN>, Int<D>>{};
+      auto tile_q = Shape<Int<BM>, Int<D>>{};
+      auto [tKg, tKs] = tma_tiles(a.tma_k, sK,
+                                  local_tile(tma_rows(a.tma_k, p.tokens, p.kv_ld, row0), tile_kv, make_coord(n_block, hk)));
+      auto [tVg, tVs] = tma_tiles(a.tma_v, sV,
+                                  local_tile(tma_rows(a.tma_v, p.tokens, p.kv_ld, row0), tile_kv, make_coord(n_block, hk)));
+      // Q and dy tiles: (TMA, row tile, head).
+      auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
+                                  local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(_, _)));
+      auto [tdOg, tdOs] = tma_tiles(a.tma_dy, sdO,
+                                    local_tile(tma_rows(a.tma_dy, p.tokens, p.q_ld, row0), tile_q, make_coord(_, _)));
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.kv_full, 2 * BN * D * sizeof(T));
       copy(a.tma_k.with(sh.kv_full), tKg, tKs);
       copy(a.tma_v.with(sh.kv_full), tVg, tVs);
@@ -199,7 +190,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   cutlass::arch::ClusterTransactionBarrier::wait(&sh.kv_full, 0);
   cutlass::PipelineState<F::Stages> rd;
   for (int step = 0; step < steps; ++step, ++rd) {
-    const int h = hk * p.group + step / per_head, m = m_start + step % per_head;
+    const int m = m_start + step % per_head;  // the query tile (its head's statistics came with it)
     const int st = rd.index();
     q_pipe.consumer_wait(rd);
     // Sᵀ and dPᵀ in flight together; Pᵀ is formed while dPᵀ computes, dV's MMA runs while dSᵀ is.
@@ -294,7 +285,7 @@ struct DqArgs {
 };
 
 /// dq of one 128-row query tile, warp-specialized: the producer loads Q and dy once and (K, V)
-/// blocks of 64 keys into a two-stage pipeline; each consumer warpgroup owns 64 query rows.
+/// blocks of 128 keys into a two-stage pipeline; each consumer warpgroup owns 64 query rows.
 template <class T, int D, bool Causal>
 __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT DqArgs<T, D> const a) {
   using F = Dq<T, D>;
@@ -311,12 +302,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   Tensor sV = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemKV{});
 
   const int L = p.seq_len;
-  const int m_tiles = (L + BM - 1) / BM;
-  const int64_t pairs = p.tokens / L * p.heads;
-  const int m_block = m_tiles - 1 - (int)(blockIdx.x / pairs);
-  const int64_t pair = blockIdx.x % pairs;
-  const int h = (int)(pair % p.heads);
-  const int64_t b = pair / p.heads, row0 = b * L;
+  const Item it = grid_item((L + BM - 1) / BM, p.heads, p.tokens / L, false);
+  const int m_block = it.tile, h = it.head;
+  const int64_t b = it.seq, row0 = b * L;
   const int64_t qoff = (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * D;
   const int q_rows = L - m_block * BM;
   const int n_total = (L + BN - 1) / BN;
@@ -324,13 +312,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   const int warp_group = threadIdx.x / 128;
 
   const auto pp = pipe_params<F::Stages>(2 * BN * D * sizeof(T));
-  if (threadIdx.x == 0) {
-    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_dy.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&sh.q_full, 1);
-  }
+  ws_init(&sh.q_full, a.tma_q, a.tma_dy, a.tma_k, a.tma_v);
   P kv_pipe(sh.kv_pipe, pp, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
   __syncthreads();
@@ -338,18 +320,16 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (threadIdx.x / 32 == 0 && cute::elect_one_sync()) {
-      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
-      Tensor mdO = domain_offset(make_coord((int)row0, 0), a.tma_dy.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
-      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ),
-                                      group_modes<0, 2>(local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h))));
-      auto [tdOg, tdOs] = tma_partition(a.tma_dy, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sdO),
-                                        group_modes<0, 2>(local_tile(mdO, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h))));
-      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK),
-                                      group_modes<0, 2>(local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group))));
-      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV),
-                                      group_modes<0, 2>(local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group))));
+      auto tile_q = Shape<Int<BM>, Int<D>>{};
+      auto tile_kv = Shape<Int<BN>, Int<D>>{};
+      auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
+                                  local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
+      auto [tdOg, tdOs] = tma_tiles(a.tma_dy, sdO,
+                                    local_tile(tma_rows(a.tma_dy, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
+      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, p.tokens, p.kv_ld, row0), tile_kv,
+                                                          make_coord(_, h / p.group)));
+      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, p.tokens, p.kv_ld, row0), tile_kv,
+                                                          make_coord(_, h / p.group)));
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, 2 * BM * D * sizeof(T));
       copy(a.tma_q.with(sh.q_full), tQg, tQs);
       copy(a.tma_dy.with(sh.q_full), tdOg, tdOs);
@@ -434,11 +414,6 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
 // Launch
 // ------------------------------------------------------------------------------------------------
 
-template <class K>
-cudaError_t prepare(K kernel, size_t smem) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-}
-
 template <class T, int D, bool Causal>
 cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   const Params& p = g.f;
@@ -454,22 +429,17 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   da.tma_v = make_tma_rows<T, 128, D>(p.v, p.tokens, p.kv_ld);
   da.tma_q = make_tma_rows<T, 64, D>(p.q, p.tokens, p.q_ld);
   da.tma_dy = make_tma_rows<T, 64, D>(g.dy, p.tokens, p.q_ld);
-  auto dkv = dkv_kernel<T, D, Causal>;
-  if ((e = prepare(dkv, Dkv<T, D>::kSmemBytes)) != cudaSuccess) return e;
   const int64_t n_tiles = (p.seq_len + Dkv<T, D>::BN - 1) / Dkv<T, D>::BN;
-  dkv<<<(unsigned)(n_tiles * seqs * (p.heads / p.group)), kWsThreads, Dkv<T, D>::kSmemBytes, stream>>>(da);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  e = launch_ws(dkv_kernel<T, D, Causal>, Dkv<T, D>::kSmemBytes, n_tiles * seqs * (p.heads / p.group), da, stream);
+  if (e != cudaSuccess) return e;
   DqArgs<T, D> qa;
   qa.g = g;
   qa.tma_q = make_tma_rows<T, 128, D>(p.q, p.tokens, p.q_ld);
   qa.tma_dy = make_tma_rows<T, 128, D>(g.dy, p.tokens, p.q_ld);
   qa.tma_k = make_tma_rows<T, Dq<T, D>::BN, D>(p.k, p.tokens, p.kv_ld);
   qa.tma_v = make_tma_rows<T, Dq<T, D>::BN, D>(p.v, p.tokens, p.kv_ld);
-  auto dq = dq_kernel<T, D, Causal>;
-  if ((e = prepare(dq, Dq<T, D>::kSmemBytes)) != cudaSuccess) return e;
   const int64_t m_tiles = (p.seq_len + Dq<T, D>::BM - 1) / Dq<T, D>::BM;
-  dq<<<(unsigned)(m_tiles * seqs * p.heads), kWsThreads, Dq<T, D>::kSmemBytes, stream>>>(qa);
-  return cudaGetLastError();
+  return launch_ws(dq_kernel<T, D, Causal>, Dq<T, D>::kSmemBytes, m_tiles * seqs * p.heads, qa, stream);
 }
 
 template <class T>

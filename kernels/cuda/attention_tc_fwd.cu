@@ -64,13 +64,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   Tensor sVt = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemVt{});
 
   const int L = p.seq_len;
-  const int m_tiles = (L + BM - 1) / BM;
-  const int64_t pairs = p.tokens / L * p.heads;
-  const int m_block = m_tiles - 1 - (int)(blockIdx.x / pairs);
-  const int64_t pair = blockIdx.x % pairs;
-  const int h = (int)(pair % p.heads);
-  const int64_t b = pair / p.heads;
-  const int64_t row0 = b * L;
+  const Item it = grid_item((L + BM - 1) / BM, p.heads, p.tokens / L, false);
+  const int m_block = it.tile, h = it.head;
+  const int64_t b = it.seq, row0 = b * L;
   const int q_rows = L - m_block * BM;
   const int n_total = (L + BN - 1) / BN;
   const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
@@ -79,12 +75,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
 
   // Barriers: Q's, and the K and V pipelines (full/empty per stage, TMA transaction counts).
   const auto pp = pipe_params<F::Stages>(BN * D * sizeof(T));
-  if (threadIdx.x == 0) {
-    prefetch_tma_descriptor(a.tma_q.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_k.get_tma_descriptor());
-    prefetch_tma_descriptor(a.tma_v.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&sh.q_full, 1);
-  }
+  ws_init(&sh.q_full, a.tma_q, a.tma_k, a.tma_v);
   Pipe k_pipe(sh.k_pipe, pp, Shape<_1, _1, _1>{});
   Pipe v_pipe(sh.v_pipe, pp, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
@@ -96,15 +87,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
     if (warp == 0 && cute::elect_one_sync()) {
       // The tiles of this (sequence, head): rows from the sequence's first token; rows past it
       // are the next sequence's (masked) or TMA's zeros past the tensor.
-      Tensor mQ = domain_offset(make_coord((int)row0, 0), a.tma_q.get_tma_tensor(make_shape((int)p.tokens, (int)p.q_ld)));
-      Tensor mK = domain_offset(make_coord((int)row0, 0), a.tma_k.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      Tensor mV = domain_offset(make_coord((int)row0, 0), a.tma_v.get_tma_tensor(make_shape((int)p.tokens, (int)p.kv_ld)));
-      Tensor gQ = local_tile(mQ, Shape<Int<BM>, Int<D>>{}, make_coord(m_block, h));
-      Tensor gK = local_tile(mK, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group));
-      Tensor gV = local_tile(mV, Shape<Int<BN>, Int<D>>{}, make_coord(_, h / p.group));
-      auto [tQg, tQs] = tma_partition(a.tma_q, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-      auto [tKg, tKs] = tma_partition(a.tma_k, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-      auto [tVg, tVs] = tma_partition(a.tma_v, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+      auto tile_q = Shape<Int<BM>, Int<D>>{};
+      auto tile_kv = Shape<Int<BN>, Int<D>>{};
+      auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
+                                  local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
+      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, p.tokens, p.kv_ld, row0), tile_kv,
+                                                          make_coord(_, h / p.group)));
+      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, p.tokens, p.kv_ld, row0), tile_kv,
+                                                          make_coord(_, h / p.group)));
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, BM * D * sizeof(T));
       copy(a.tma_q.with(sh.q_full), tQg, tQs);
       auto st = cutlass::make_producer_start_state<Pipe>();
@@ -254,18 +244,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
 template <class T, int D, bool Causal, bool kLseOnly>
 cudaError_t launch(const Params& p, cudaStream_t stream) {
   using F = Fwd<T, D>;
-  auto kernel = fwd_kernel<T, D, Causal, kLseOnly>;
-  constexpr size_t smem = F::kSmemBytes;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (e != cudaSuccess) return e;
   FwdArgs<T, D> a;
   a.p = p;
   a.tma_q = make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
   a.tma_k = make_tma_rows<T, F::BN, D>(p.k, p.tokens, p.kv_ld);
   a.tma_v = make_tma_rows<T, F::BN, D>(p.v, p.tokens, p.kv_ld);
   const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
-  kernel<<<(unsigned)(tiles * (p.tokens / p.seq_len) * p.heads), kWsThreads, smem, stream>>>(a);
-  return cudaGetLastError();
+  return launch_ws(fwd_kernel<T, D, Causal, kLseOnly>, F::kSmemBytes, tiles * (p.tokens / p.seq_len) * p.heads, a,
+                   stream);
 }
 
 template <class T, bool kLseOnly>
