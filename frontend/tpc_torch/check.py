@@ -13,7 +13,13 @@ output cotangent y_grad), runs tpc-run on the CPU backend at every TP degree and
 
 Gradients: the training step (tpc-run --pipeline train) takes the cotangent of y as the argument
 y_grad; PyTorch's are those of the loss sum(y * y_grad). Exit status 0 when every check passes,
-1 when one fails, 2 on an error (an unsupported model, a TP degree the plan cannot run)."""
+1 when one fails, 2 on an error (an unsupported model, a TP degree the plan cannot run).
+
+--stage DIR runs nothing: it writes the same check for a machine without MLIR or transformers
+(the GPU machine): DIR/args.safetensors, PyTorch's results DIR/ref-<step>.safetensors (and the
+f32 yardstick DIR/yard-<step>.safetensors for bf16), one module per step, numerics and TP degree
+compiled by tpc-compile, and DIR/stage.txt listing them with their tolerances;
+test/gpu/frontend_check.py runs them there (tpc-run --backend cuda) and compares the same way."""
 import copy
 import os
 import shutil
@@ -31,12 +37,13 @@ from .errors import ExportError
 TOLERANCE = {"bf16": (3e-2, 5e-2), "f32": (1e-5, 1e-5)}  # (y, gradients), relative to max |reference|
 
 
-def find_tpc_run(given):
+def find_tool(name, given):
+    """|given|, else |name| on PATH, else the build tree's."""
     if given:
         return given
     here = os.path.dirname(os.path.abspath(__file__))
-    built = os.path.normpath(os.path.join(here, "..", "..", "build", "bin", "tpc-run"))
-    return shutil.which("tpc-run") or built
+    built = os.path.normpath(os.path.join(here, "..", "..", "build", "bin", name))
+    return shutil.which(name) or built
 
 
 def reference(result, cotangent, train):
@@ -121,8 +128,18 @@ def main(argv=None):
     p.add_argument("--tpc-run", help="the tpc-run binary (default: on PATH, else build/bin/tpc-run)")
     p.add_argument("--verbose", action="store_true", help="one line per gradient")
     p.add_argument("--keep", metavar="DIR", help="keep the module, arguments and outputs in DIR")
+    p.add_argument("--stage", metavar="DIR", help="write the check for test/gpu/frontend_check.py to DIR instead "
+                   "of running it (see above)")
+    p.add_argument("--tpc-compile", help="the tpc-compile binary of --stage (default: on PATH, else "
+                   "build/bin/tpc-compile)")
     args = p.parse_args(argv)
-    tpc_run = find_tpc_run(args.tpc_run)
+    if args.stage:
+        try:
+            return _stage(args, args.stage)
+        except ExportError as e:
+            print(f"tpc_torch.check: error: {e}", file=sys.stderr)
+            return 2
+    tpc_run = find_tool("tpc-run", args.tpc_run)
     work = args.keep or tempfile.mkdtemp(prefix="tpc_torch_check.")
     os.makedirs(work, exist_ok=True)
     try:
@@ -169,6 +186,42 @@ def _check(args, tpc_run, work):
                         print(f"  tp={tp}: " + " | ".join(h))
     print("PASS" if failures == 0 else f"FAIL ({failures} checks)")
     return 0 if failures == 0 else 1
+
+
+def _stage(args, work):
+    """--stage: the arguments, PyTorch's results and the compiled modules of every check."""
+    tpc_compile = find_tool("tpc-compile", args.tpc_compile)
+    os.makedirs(work, exist_ok=True)
+    result = exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp)
+    module = os.path.join(work, "module.mlir")
+    exporter.write(result, module, None)
+    weights.save(os.path.join(work, "args.safetensors"), {**result.inputs(), **result.weights()})
+    tol_y, tol_g = TOLERANCE[args.dtype]
+    lines = [f"# {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}; "
+             f"plan {result.plan.name}",
+             "# step numerics tp module reference yardstick tolerance_y tolerance_gradients"]
+    for train in [False] + ([True] if args.train else []):
+        step = "train" if train else "infer"
+        weights.save(os.path.join(work, f"ref-{step}.safetensors"), reference(result, result.cotangent, train))
+        yard = "-"
+        if args.dtype == "bf16":
+            yard = f"yard-{step}.safetensors"
+            weights.save(os.path.join(work, yard), f32_reference(result, result.cotangent, train))
+        for numerics in args.numerics:
+            for tp in args.tp:
+                name = f"{step}-{numerics}-tp{tp}.so"
+                cmd = [tpc_compile, module, "-o", os.path.join(work, name), f"--pipeline={step}", f"--mesh=tp={tp}",
+                       f"--numerics={numerics}"]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise ExportError(f"tpc-compile at tp={tp} ({numerics}, {step}) failed: "
+                                      f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+                lines.append(f"{step} {numerics} {tp} {name} ref-{step}.safetensors {yard} {tol_y} {tol_g}")
+    os.remove(module)
+    with open(os.path.join(work, "stage.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"tpc_torch.check: staged {len(lines) - 2} runs of {result.what} in {work}")
+    return 0
 
 
 if __name__ == "__main__":

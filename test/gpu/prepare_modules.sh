@@ -184,8 +184,19 @@ if [[ -x third_party/pyenv/bin/python ]]; then
     done
   done
   rm "$OUT/bench/llama1b.mlir"
+  # The frontend's check against PyTorch (test/gpu/frontend_check.py): Llama layers at head_dim 64
+  # (the tensor-core attention's) over 2 sequences of 256 tokens, inference and training; Mixtral's
+  # inference over 2 sequences of 16 tokens (as test/frontend checks it: over hundreds of tokens
+  # some top-2 choices are near ties that any two bf16 runs break differently, PyTorch's own bf16
+  # against f32 included, and its expert gradients would not fit the device tool's 64 MiB carry);
+  # fast and invariant, TP 1/2.
+  PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.check llama-tiny --seq-len 256 --tp 1 2 --train \
+    --stage "$OUT/frontend/llama" --tpc-compile "$BUILD/bin/tpc-compile" > /dev/null
+  PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.check mixtral-tiny --tp 1 2 \
+    --stage "$OUT/frontend/mixtral" --tpc-compile "$BUILD/bin/tpc-compile" > /dev/null
 else
-  echo "prepare_modules.sh: third_party/pyenv missing: the decoder-stack benchmark is not staged" >&2
+  echo "prepare_modules.sh: third_party/pyenv missing: the decoder-stack benchmark and the frontend check" \
+    "are not staged" >&2
 fi
 # Debug information stays here (the GPU machine needs none), and the whole stage travels as one
 # compressed archive (the device tool carries at most 64 MiB): carry build-gpu-carry.tar.xz, and

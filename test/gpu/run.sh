@@ -6,7 +6,8 @@
 #      carry that path), runs each precompiled example module with tpc-run --backend cuda (one GPU per
 #      rank; those needing more GPUs are skipped) and compares its hashes with the CPU backend's;
 #      then replays each as a CUDA graph (--graph), and checks that a rank failing a collective ends
-#      the world instead of hanging (TPRT_CUDA_FAULT);
+#      the world instead of hanging (TPRT_CUDA_FAULT); the PyTorch frontend's check (Llama and Mixtral
+#      layers on this GPU against PyTorch eager's staged results, test/gpu/frontend_check.py);
 #   3. with TPC_GPU_BENCH=1: the exact linear vs cuBLAS SGEMM and bf16 (torch), canonical collectives
 #      vs NCCL, the Llama-3-8B-like MLP block fast/exact at TP 1/2/4 vs PyTorch, the tensor-core
 #      attention vs torch SDPA, a 1B-class Llama decoder stack vs PyTorch, all in the same run.
@@ -527,6 +528,20 @@ if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   fi
 fi
 run_modules
+# The PyTorch frontend's check on this GPU (staged by prepare_modules.sh with PyTorch's results).
+if [[ -z "${TPC_GPU_BENCH_ONLY:-}" ]] && ls "${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}"/frontend/*/stage.txt > /dev/null 2>&1; then
+  echo
+  echo "== frontend: tpc on this GPU vs PyTorch eager (tpc_torch.check --stage)"
+  carry="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}"
+  set +e
+  LD_LIBRARY_PATH="$carry/lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}" python3 test/gpu/frontend_check.py \
+    --tpc-run "$carry/bin/tpc-run" "$carry"/frontend/*/ > "$BUILD/frontend_check.txt" 2>&1
+  frc=$?
+  set -e
+  cat "$BUILD/frontend_check.txt"
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/frontend_check.txt" "$OUT/"; fi
+  if [[ $frc -ne 0 && $rc -eq 0 ]]; then rc=$frc; fi
+fi
 pack_details
 if [[ $rc -eq 0 && $MODULES_FAILED -gt 0 ]]; then rc=1; fi
 exit $rc

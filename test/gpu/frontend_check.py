@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The frontend's check against PyTorch on the GPU machine (no MLIR, no transformers there): runs
+the modules that `python -m tpc_torch.check MODEL --stage DIR` staged on the MLIR machine with
+`tpc-run --backend cuda` (worlds of more ranks than GPUs share them: --share-gpus) and compares
+every result with PyTorch eager's, as tpc_torch.check does on the CPU backend: the largest |error|
+within the tolerance times the largest |reference| (bf16: 3% for y, 5% for gradients), with the
+error of PyTorch's own bf16 run against f32 beside it; in invariant numerics the hashes of every
+result must also be bitwise equal at every TP degree.
+
+Usage: frontend_check.py --tpc-run BIN [--backend cuda|cpu] DIR...   (exit 0 when every check passed,
+1 otherwise; --backend cpu runs the same staged check on the CPU backend, as test/frontend does)
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from reference import read_safetensors  # noqa: E402
+
+
+def gpus():
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return max(1, len(out.stdout.strip().splitlines())) if out.returncode == 0 else 1
+
+
+def error(got, ref):
+    return float(np.abs(got - ref).max()) if got.size else 0.0, float(np.abs(ref).max()) if ref.size else 0.0
+
+
+def check_dir(tpc_run, backend, work, ngpu):
+    failures, hashes = 0, {}
+    lines = [line.split() for line in open(os.path.join(work, "stage.txt")) if not line.startswith("#")]
+    print(open(os.path.join(work, "stage.txt")).readline().strip("# \n"))
+    for step, numerics, tp, module, ref_file, yard_file, tol_y, tol_g in lines:
+        tp, tol_y, tol_g = int(tp), float(tol_y), float(tol_g)
+        out = os.path.join(work, f"out-{step}-{numerics}-tp{tp}.safetensors")
+        cmd = [tpc_run, os.path.join(work, module), "--backend", backend, "--inputs",
+               os.path.join(work, "args.safetensors"), "--outputs", out, "--hash"]
+        if backend == "cuda" and tp > ngpu:
+            cmd.append("--share-gpus")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        label = f"{step} {numerics} tp={tp}"
+        if proc.returncode != 0:
+            print(f"{label}: tpc-run failed: {proc.stderr.strip().splitlines()[-1:]}: FAIL")
+            failures += 1
+            continue
+        hashes.setdefault((step, numerics), {})[tp] = [h for h in proc.stdout.splitlines() if not h.startswith("NCCL")]
+        got, ref = read_safetensors(out), read_safetensors(os.path.join(work, ref_file))
+        yard = read_safetensors(os.path.join(work, yard_file)) if yard_file != "-" else None
+        worst, bad = None, 0
+        for name in sorted(ref, key=lambda n: (n != "y", n)):
+            if name not in got:
+                print(f"{label}: no result '{name}': FAIL")
+                failures += 1
+                continue
+            err, scale = error(got[name][0], ref[name][0])
+            rel = err / scale if scale else 0.0
+            tol = tol_y if name == "y" else tol_g
+            extra = ""
+            if yard is not None:
+                e32, s32 = error(got[name][0], yard[name][0])
+                t32, _ = error(ref[name][0], yard[name][0])
+                extra = f"; vs f32: tpc {100 * e32 / s32:.3g}%, torch bf16 {100 * t32 / s32:.3g}%" if s32 else ""
+            ok = rel <= tol
+            bad += not ok
+            if name == "y" or not ok:
+                print(f"{label} {name}: max|err| {err:.3g} = {100 * rel:.3g}% of max|ref| {scale:.4g} "
+                      f"(tolerance {100 * tol:g}%){extra}: {'ok' if ok else 'FAIL'}")
+            elif worst is None or rel > worst[1]:
+                worst = (name, rel, extra)
+        if worst:
+            print(f"{label} gradients: worst {worst[0]} {100 * worst[1]:.3g}% of max|ref|{worst[2]}: "
+                  f"{'ok' if not bad else 'FAIL'}")
+        failures += bad
+    for (step, numerics), by_tp in hashes.items():
+        if numerics != "invariant" or len(by_tp) < 2:
+            continue
+        first = next(iter(by_tp.values()))
+        same = all(h == first for h in by_tp.values())
+        failures += not same
+        print(f"{step} invariant: {len(first)} result hashes at tp={','.join(map(str, by_tp))} "
+              f"{'bitwise equal: ok' if same else 'differ: FAIL'}")
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tpc-run", required=True)
+    ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("dirs", nargs="+")
+    args = ap.parse_args()
+    ngpu, failures = gpus() if args.backend == "cuda" else 0, 0
+    for work in args.dirs:
+        failures += check_dir(args.tpc_run, args.backend, work, ngpu)
+    print("PASS" if failures == 0 else f"FAIL ({failures} checks)")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
