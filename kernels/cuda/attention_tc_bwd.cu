@@ -2,7 +2,7 @@
 // (design in attention_tc.cuh). Deterministic, without atomics, in four launches:
 //   1. stats: the forward's softmax statistic per row, lse = m·scale·log2(e) + log2(l) (the forward
 //      kernel without P·V), [Hq, T] f32;
-//   2. delta: Δ_i = Σ_d dy_i[d] · y_i[d] per row and head, f32;
+//   2. delta: Δ_i = Σ_d dy_i[d] · y_i[d] per row and head, f32 (16-byte loads, a shuffle tree);
 //   3. dk, dv: a CTA per (sequence, key/value head, 128-key block) walks the group's query heads,
 //      then the query tiles of 64 rows that see its keys, in increasing order (a TMA producer warp
 //      streams the Q and dy tiles and their statistics through a pipeline to two consumer
@@ -37,24 +37,30 @@ struct GradParams {
 // 2. delta
 // ------------------------------------------------------------------------------------------------
 
-/// One warp per (token, head): Δ = Σ_d dy[d]·y[d] in f32.
+/// Δ = Σ_d dy[d]·y[d] in f32 per (token, head): D/8 threads per row, each with one 16-byte vector
+/// of dy and of y, then a shuffle tree over those threads (a fixed order for every row).
 template <class T, int D>
 __global__ void delta_kernel(const T* dy, const T* y, float* delta, Params p) {
+  constexpr int kLanes = D / 8;  // threads per row
   const int64_t tokens = p.tokens;
   const int heads = p.heads;
-  const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (w >= tokens * heads) return;
-  const int64_t t = w / heads;
-  const int h = (int)(w % heads);
-  const T* a = dy + t * heads * D + (int64_t)h * D;
-  const T* b = y + t * heads * D + (int64_t)h * D;
+  const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kLanes;
+  const int lane = threadIdx.x % kLanes;
+  const bool live = w < tokens * heads;
+  const int64_t t = live ? w / heads : 0;
+  const int h = live ? (int)(w % heads) : 0;
   float s = 0.0f;
+  if (live) {
+    const int64_t at = t * heads * D + (int64_t)h * D + lane * 8;
+    const uint4 a = *reinterpret_cast<const uint4*>(dy + at), b = *reinterpret_cast<const uint4*>(y + at);
+    const T* ae = reinterpret_cast<const T*>(&a);
+    const T* be = reinterpret_cast<const T*>(&b);
+    CUTLASS_PRAGMA_UNROLL
+    for (int k = 0; k < 8; ++k) s = fmaf(static_cast<float>(ae[k]), static_cast<float>(be[k]), s);
+  }
   CUTLASS_PRAGMA_UNROLL
-  for (int d = lane; d < D; d += 32) s = fmaf(static_cast<float>(a[d]), static_cast<float>(b[d]), s);
-  CUTLASS_PRAGMA_UNROLL
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-  if (lane == 0) delta[stat_index(p, h, t / p.seq_len, t % p.seq_len)] = s;
+  for (int o = kLanes / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
+  if (live && lane == 0) delta[stat_index(p, h, t / p.seq_len, t % p.seq_len)] = s;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -419,7 +425,7 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   const Params& p = g.f;
   const int64_t seqs = p.tokens / p.seq_len;
   const int64_t rows = p.tokens * p.heads;
-  delta_kernel<T, D><<<(unsigned)((rows * 32 + 255) / 256), 256, 0, stream>>>(
+  delta_kernel<T, D><<<(unsigned)((rows * (D / 8) + 255) / 256), 256, 0, stream>>>(
       static_cast<const T*>(g.dy), static_cast<const T*>(p.y), const_cast<float*>(g.delta), p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
