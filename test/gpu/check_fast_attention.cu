@@ -140,9 +140,55 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
   }
 }
 
+/// What the tensor-core kernels take (tprt_cuda_attention_tc_fits: the kernel table sends the rest
+/// to the exact kernels) and the errors of their launchers for calls outside it: one row each.
+void fc_attn_fits(cudaStream_t s) {
+  const int64_t t = 256;
+  fc_tensor q(TPRT_DTYPE_BF16, {t, 4 * 64}), kv(TPRT_DTYPE_BF16, {t, 2 * 64}), y(TPRT_DTYPE_BF16, {t, 4 * 64});
+  fc_tensor qf(TPRT_DTYPE_F32, {t, 4 * 64}), kvf(TPRT_DTYPE_F32, {t, 2 * 64}), yf(TPRT_DTYPE_F32, {t, 4 * 64});
+  fc_tensor q96(TPRT_DTYPE_BF16, {t, 4 * 96}), kv96(TPRT_DTYPE_BF16, {t, 2 * 96}), y96(TPRT_DTYPE_BF16, {t, 4 * 96});
+  int64_t qd[2] = {t - 1, 4 * 64}, kd[2] = {t - 1, 2 * 64};
+  // Views one element (2 bytes) into the tensors: not 16-byte aligned.
+  tprt_tensor_t qm = tprt_tensor_make((char*)q.t.data + 2, TPRT_DTYPE_BF16, 2, qd);
+  tprt_tensor_t km = tprt_tensor_make((char*)kv.t.data + 2, TPRT_DTYPE_BF16, 2, kd);
+  tprt_tensor_t ym = tprt_tensor_make((char*)y.t.data + 2, TPRT_DTYPE_BF16, 2, qd);
+  struct {
+    const char* what;
+    bool got, want;
+  } rows[] = {
+      {"bf16 D=64 fits", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, &y.t, 128, 64), true},
+      {"f32 does not fit", tprt_cuda_attention_tc_fits(&qf.t, &kvf.t, &kvf.t, &yf.t, 128, 64), false},
+      {"D=96 does not fit", tprt_cuda_attention_tc_fits(&q96.t, &kv96.t, &kv96.t, &y96.t, 128, 96), false},
+      {"misaligned does not fit", tprt_cuda_attention_tc_fits(&qm, &km, &km, &ym, 255, 64), false},
+      {"T % S != 0 does not fit", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, &y.t, 100, 64), false},
+  };
+  for (const auto& r : rows) {
+    bool ok = r.got == r.want;
+    ok ? ++g_passed : ++g_failed;
+    printf("%-22s %-34s %-5s %10s  %s\n", "attention tc fits", r.what, "-", "-", ok ? "pass" : "FAIL");
+  }
+  // The launchers refuse what does not fit with a message naming the rule, and validate like the
+  // exact kernels.
+  auto expect = [&](const char* what, tprt_status_t st, const char* needle) {
+    bool ok = st && strstr(tprt_status_message(st), needle);
+    ok ? ++g_passed : ++g_failed;
+    printf("%-22s %-34s %-5s %10s  %s %s\n", "attention tc error", what, "-", "-", ok ? "pass" : "FAIL",
+           st ? tprt_status_message(st) : "(no error)");
+    tprt_status_free(st);
+  };
+  expect("D=96", tprt_cuda_attention_tc(&q96.t, &kv96.t, &kv96.t, &y96.t, 128, 96, true, 0.0f, s), "head_dim 64 or 128");
+  fc_tensor dq(TPRT_DTYPE_BF16, {t, 4 * 64}), dk(TPRT_DTYPE_BF16, {t, 2 * 64});
+  tprt_tensor_t dqm = tprt_tensor_make((char*)dq.t.data + 2, TPRT_DTYPE_BF16, 2, qd);
+  tprt_tensor_t dkm = tprt_tensor_make((char*)dk.t.data + 2, TPRT_DTYPE_BF16, 2, kd);
+  expect("misaligned grad", tprt_cuda_attention_grad_tc(&qm, &km, &km, &ym, &qm, &dqm, &dkm, &dkm, 255, 64, true, 0.0f, s),
+         "16-byte aligned");
+  expect("seq_len 0", tprt_cuda_attention_tc(&q.t, &kv.t, &kv.t, &y.t, 0, 64, true, 0.0f, s), "seq_len=0");
+}
+
 }  // namespace
 
 void fc_check_attention(cudaStream_t s) {
+  fc_attn_fits(s);
   const int bf = TPRT_DTYPE_BF16, f16 = TPRT_DTYPE_F16;
   const fc_attn_case close[] = {
       {1, 128, 4, 2, 64, true, 0.0f, bf},    {2, 200, 4, 4, 128, true, 0.0f, bf}, {3, 77, 8, 2, 64, false, 0.0f, bf},
