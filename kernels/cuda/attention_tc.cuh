@@ -2,23 +2,22 @@
 // tensor cores"): the pieces shared by the forward (attention_tc_fwd.cu) and the backward
 // (attention_tc_bwd.cu). Internal to kernels/cuda.
 //
-// The kernels are FlashAttention-2 style, written with CuTe's sm90 WGMMA atoms: a CTA of two
-// consumer warpgroups (256 threads) owns a tile of query rows of one (sequence, head) and walks the
-// key/value blocks of that sequence in increasing order, K and V double-buffered in shared memory
-// by cp.async. Scores and probabilities stay in registers (P feeds the second WGMMA as its register
+// The kernels are FlashAttention style, written with CuTe's sm90 WGMMA atoms and warp-specialized as
+// in FlashAttention-3: a producer warpgroup (one thread issues TMA loads into mbarrier pipelines)
+// and two consumer warpgroups (256 threads) that own a tile of query rows (forward, dq) or keys
+// (dk, dv) of one (sequence, head) and walk the other side's blocks of that sequence in increasing
+// order. Scores and probabilities stay in registers (P feeds the second WGMMA as its register
 // operand). Blocks are fixed: query tiles and key blocks start at the sequence's first token and
 // have one size for every problem, and no key range is ever split across CTAs. So the arithmetic of
 // a query row (which WGMMAs, in which order, with which masked entries) depends only on its
 // sequence's keys and its position in the sequence: never on the batch, on the other sequences,
-// on the number of heads a rank holds, or on where a decode step ends a prefix. A causal row
-// passes through blocks wholly after it (other rows of its tile need them) with probabilities of
-// exactly +0 and a rescale factor of exactly 1, which leave its accumulators unchanged.
+// on the number of heads a rank holds, or on where a decode step ends a prefix. Rows past a
+// sequence's end (the next sequence's, or TMA's zeros past the tensor) are loaded and masked.
 #ifndef TPRT_ATTENTION_TC_CUH_
 #define TPRT_ATTENTION_TC_CUH_
 
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
-#include <cute/arch/copy_sm80.hpp>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
@@ -32,7 +31,7 @@ namespace tprt_attn {
 
 using namespace cute;
 
-/// Threads of a CTA: two consumer warpgroups, each owning 64 rows of the 128-row tiles.
+/// Threads of the two consumer warpgroups, each owning 64 rows of the 128-row tiles.
 constexpr int kThreads = 256;
 
 /// Issues one WGMMA pass c (+)= a · b over the k blocks of the fragments as one commit group,
@@ -88,10 +87,6 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
-/// Makes this thread's cp.async writes to shared memory visible to the WGMMA (async) proxy; the
-/// caller then synchronizes the CTA.
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 /// The reduction over the 4 threads of a quad (the threads that hold one accumulator row).
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
@@ -110,26 +105,6 @@ using SmemRows = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<In
 template <class T, int Rows, int D, int Stages>
 using SmemRowsT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<D>, Int<Rows>, Int<Stages>>{},
                                          Step<_2, _1, _3>{}));
-
-/// The cp.async copy of [rows, D] tiles by the CTA's threads, 16 bytes per thread and step.
-template <class T, int D>
-using GmemCopy = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, T>{},
-                                          Layout<Shape<Int<kThreads / (D / 8)>, Int<D / 8>>, Stride<Int<D / 8>, _1>>{},
-                                          Layout<Shape<_1, _8>>{}));
-
-/// Copies the rows of a tile that exist (|coord|: the identity partition; row < |rows|) and
-/// zero-fills the others, without reading past the tensor.
-template <class Copy, class S, class Dst, class C>
-__device__ __forceinline__ void load_rows(Copy const& copy, S const& src, Dst&& dst, C const& coord, int rows) {
-  CUTLASS_PRAGMA_UNROLL
-  for (int r = 0; r < size<1>(dst); ++r) {
-    if (get<0>(coord(0, r, 0)) < rows) {
-      cute::copy(copy, src(_, r, _), dst(_, r, _));
-    } else {
-      cute::clear(dst(_, r, _));
-    }
-  }
-}
 
 /// Writes the rows < |rows| of a (rows, cols) accumulator view |acc| (coordinates |coord|, from
 /// the identity partition) times |mul|, rounded once to T, into the row-major |base| of row stride
