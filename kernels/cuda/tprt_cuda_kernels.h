@@ -379,9 +379,9 @@ tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor
                                        bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Attention on tensor cores (fast and invariant modes; docs/numerics.md "Attention on tensor
-/// cores"), sm_90a: FlashAttention-2 style WGMMA kernels with fixed 128-token query tiles and key
-/// blocks from each sequence's start, so a row's bits depend only on its sequence and position
-/// (batch-, TP- and prefix-invariant). The _fits predicate: bf16/f16 tensors of one dtype, head_dim
+/// cores"), sm_90a: warp-specialized WGMMA kernels (a TMA producer, two consumer warpgroups) with
+/// fixed 128-token query tiles and key blocks from each sequence's start, so a row's bits depend
+/// only on its sequence and position (batch-, TP- and prefix-invariant). The _fits predicate: bf16/f16 tensors of one dtype, head_dim
 /// 64 or 128, 16-byte aligned data. Same validation as the exact kernels otherwise.
 /// kernels/cuda/attention_tc_fwd.cu, attention_tc_bwd.cu.
 bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
