@@ -340,17 +340,8 @@ extern "C" tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tenso
   if (s) return s;
   const int64_t pairs = x->dims[0] * (x->dims[1] / 2);
   if (pairs == 0) return NULL;
-  switch (x->dtype) {
-    case TPRT_DTYPE_BF16:
-      tprt__rope_launch<TPRT_DTYPE_BF16>(x, cos_t, sin_t, y, pairs, inverse, stream);
-      break;
-    case TPRT_DTYPE_F16:
-      tprt__rope_launch<TPRT_DTYPE_F16>(x, cos_t, sin_t, y, pairs, inverse, stream);
-      break;
-    default:
-      tprt__rope_launch<TPRT_DTYPE_F32>(x, cos_t, sin_t, y, pairs, inverse, stream);
-      break;
-  }
+  tprt__cuda_float_dispatch(
+      x->dtype, [&](auto d) { tprt__rope_launch<decltype(d)::value>(x, cos_t, sin_t, y, pairs, inverse, stream); });
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
 }
@@ -392,17 +383,9 @@ extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_
   float* ws = NULL;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(
       (void**)&ws, (size_t)((int64_t)blocks * sh.seq_len + vec_floats) * sizeof(float), stream));
-  switch (q->dtype) {
-    case TPRT_DTYPE_BF16:
-      tprt__attention_launch<TPRT_DTYPE_BF16>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
-      break;
-    case TPRT_DTYPE_F16:
-      tprt__attention_launch<TPRT_DTYPE_F16>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
-      break;
-    default:
-      tprt__attention_launch<TPRT_DTYPE_F32>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
-      break;
-  }
+  tprt__cuda_float_dispatch(q->dtype, [&](auto d) {
+    tprt__attention_launch<decltype(d)::value>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
+  });
   cudaError_t e = cudaGetLastError();
   cudaFreeAsync(ws, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "attention kernel", __FILE__, __LINE__);
@@ -447,20 +430,10 @@ extern "C" tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const 
   TPRT_CUDA_RETURN_IF_ERROR(
       tprt__cuda_malloc_async((void**)&stats, (size_t)(3 * rows + row_ws + key_vec) * sizeof(float), stream));
   float *rws = stats + 3 * rows, *kws = rws + row_ws;
-  switch (q->dtype) {
-    case TPRT_DTYPE_BF16:
-      tprt__attention_grad_launch<TPRT_DTYPE_BF16>(q, k, v, y, dy, dq, dk, dv, sh, row_blocks, key_blocks, stats, rws,
-                                                   kws, row_smem, row_in_smem, key_smem, key_in_smem, stream);
-      break;
-    case TPRT_DTYPE_F16:
-      tprt__attention_grad_launch<TPRT_DTYPE_F16>(q, k, v, y, dy, dq, dk, dv, sh, row_blocks, key_blocks, stats, rws,
-                                                  kws, row_smem, row_in_smem, key_smem, key_in_smem, stream);
-      break;
-    default:
-      tprt__attention_grad_launch<TPRT_DTYPE_F32>(q, k, v, y, dy, dq, dk, dv, sh, row_blocks, key_blocks, stats, rws,
-                                                  kws, row_smem, row_in_smem, key_smem, key_in_smem, stream);
-      break;
-  }
+  tprt__cuda_float_dispatch(q->dtype, [&](auto d) {
+    tprt__attention_grad_launch<decltype(d)::value>(q, k, v, y, dy, dq, dk, dv, sh, row_blocks, key_blocks, stats, rws,
+                                                    kws, row_smem, row_in_smem, key_smem, key_in_smem, stream);
+  });
   cudaError_t e = cudaGetLastError();
   cudaFreeAsync(stats, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "attention_grad kernels", __FILE__, __LINE__);

@@ -71,6 +71,12 @@ __device__ __forceinline__ auto rowcol(L l) {
   return make_layout(make_layout(get<0, 1>(l), get<1>(l)), make_layout(get<0, 0>(l), get<0, 2>(l), get<2>(l)));
 }
 
+/// A register accumulator (or its identity-coordinate partition) viewed as (rows, cols) of the thread.
+template <class T>
+__device__ __forceinline__ auto as_rowcol(T&& t) {
+  return make_tensor(t.data(), rowcol(t.layout()));
+}
+
 /// The same accumulator layout as the register A operand of a 16-bit WGMMA with k = 16:
 /// ((2, 2, 2), MMA_M, (N/16, MMA_N)).
 template <class L>
@@ -85,6 +91,15 @@ __device__ __forceinline__ float exp2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+/// The probability the backward recomputes for query i and key j of a sequence of L tokens from
+/// the score s and the row's statistic lse: +0 for a masked pair (past the sequence; causal, a key
+/// after the query).
+template <bool Causal>
+__device__ __forceinline__ float grad_prob(float s, float scale_log2, float lse, int i, int j, int L) {
+  const bool masked = i >= L || j >= L || (Causal && j > i);
+  return masked ? 0.0f : exp2_approx(fmaf(s, scale_log2, -lse));
 }
 
 /// The reduction over the 4 threads of a quad (the threads that hold one accumulator row).
@@ -206,22 +221,24 @@ cudaError_t launch_ws(K kernel, size_t smem, int64_t blocks, const A& args, cuda
 
 /// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences
 /// of |seq_len| tokens; |lse| (NULL: not wanted) gets each row's log2-domain softmax statistic
-/// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, lse_ld] with lse_ld = seq_len rounded
-/// up to 64 (so a 64-row tile's statistics are one aligned 256-byte block).
+/// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, stat_rows(S)].
 struct Params {
   const void *q, *k, *v;
   void* y;
   float* lse;
-  int64_t lse_ld;
   int64_t q_ld, kv_ld;  // row strides in elements: Hq·D and Hkv·D
   int64_t tokens;       // T
   int seq_len, heads, group;  // S, Hq, Hq / Hkv
   float scale_log2;           // scale · log2(e)
 };
 
+/// The rows of a sequence's statistics: its length rounded up to 64, so that a 64-row tile's
+/// statistics are one aligned 256-byte block.
+__host__ __device__ __forceinline__ int64_t stat_rows(int64_t seq_len) { return (seq_len + 63) / 64 * 64; }
+
 /// Where the statistic of row |row| of sequence |b|, head |h| lives (Params::lse).
 __host__ __device__ __forceinline__ int64_t stat_index(const Params& p, int h, int64_t b, int64_t row) {
-  return ((int64_t)h * (p.tokens / p.seq_len) + b) * p.lse_ld + row;
+  return ((int64_t)h * (p.tokens / p.seq_len) + b) * stat_rows(p.seq_len) + row;
 }
 
 /// The forward (attention_tc_fwd.cu) for |dtype| (bf16 or f16) and head dim |d| (64 or 128);

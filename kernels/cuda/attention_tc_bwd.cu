@@ -188,10 +188,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   Tensor tdKrdK = partition_fragment_C(mma_g, Shape<Int<BN>, Int<D>>{});
   clear(tdVrdV);
   clear(tdKrdK);
-  Tensor S = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
-  Tensor dP = make_tensor(tSrdP.data(), rowcol(tSrdP.layout()));
+  Tensor S = as_rowcol(tSrS);
+  Tensor dP = as_rowcol(tSrdP);
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<Int<BN>, Int<BM>>{}));
-  Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
+  Tensor cS = as_rowcol(tScS);
 
   cutlass::arch::ClusterTransactionBarrier::wait(&sh.kv_full, 0);
   cutlass::PipelineState<F::Stages> rd;
@@ -217,8 +217,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(S); ++r) {
         const int j = n_block * BN + get<0>(cS(r, c));  // the key (row)
-        const bool masked = i >= L || j >= L || (Causal && j > i);
-        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[c]));
+        S(r, c) = grad_prob<Causal>(S(r, c), p.scale_log2, li[c], i, j, L);
       }
     }
     Tensor rP = make_tensor_like<T>(tSrS);
@@ -247,11 +246,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) dkv_kernel(CUTE_GRID_CONSTANT D
   }
 
   Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BN>, Int<D>>{}));
-  Tensor cO = make_tensor(tOc.data(), rowcol(tOc.layout()));
+  Tensor cO = as_rowcol(tOc);
   const int64_t off = (row0 + (int64_t)n_block * BN) * p.kv_ld + (int64_t)hk * D;
-  store_tile(make_tensor(tdVrdV.data(), rowcol(tdVrdV.layout())), cO, static_cast<T*>(g.dv) + off, p.kv_ld, k_rows,
+  store_tile(as_rowcol(tdVrdV), cO, static_cast<T*>(g.dv) + off, p.kv_ld, k_rows,
              1.0f);
-  store_tile(make_tensor(tdKrdK.data(), rowcol(tdKrdK.layout())), cO, static_cast<T*>(g.dk) + off, p.kv_ld, k_rows,
+  store_tile(as_rowcol(tdKrdK), cO, static_cast<T*>(g.dk) + off, p.kv_ld, k_rows,
              g.scale);
 }
 
@@ -364,10 +363,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   Tensor tSrdP = partition_fragment_C(mma_s, Shape<Int<BM>, Int<BN>>{});
   Tensor tdQ = partition_fragment_C(mma_g, Shape<Int<BM>, Int<D>>{});
   clear(tdQ);
-  Tensor S = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
-  Tensor dP = make_tensor(tSrdP.data(), rowcol(tSrdP.layout()));
+  Tensor S = as_rowcol(tSrS);
+  Tensor dP = as_rowcol(tSrdP);
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));
-  Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
+  Tensor cS = as_rowcol(tScS);
   constexpr int NR = decltype(size<0>(S))::value;
   float li[NR], di[NR];
   CUTLASS_PRAGMA_UNROLL
@@ -393,8 +392,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(S); ++c) {
         const int j = n * BN + get<1>(cS(r, c));
-        const bool masked = i >= L || j >= L || (Causal && j > i);
-        S(r, c) = masked ? 0.0f : exp2_approx(fmaf(S(r, c), p.scale_log2, -li[r]));
+        S(r, c) = grad_prob<Causal>(S(r, c), p.scale_log2, li[r], i, j, L);
       }
     }
     warpgroup_wait<0>();
@@ -412,7 +410,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) dq_kernel(CUTE_GRID_CONSTANT Dq
   }
 
   Tensor tOc = thr_g.partition_C(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
-  store_tile(make_tensor(tdQ.data(), rowcol(tdQ.layout())), make_tensor(tOc.data(), rowcol(tOc.layout())),
+  store_tile(as_rowcol(tdQ), as_rowcol(tOc),
              static_cast<T*>(g.dq) + qoff, p.q_ld, q_rows, g.scale);
 }
 
@@ -456,16 +454,23 @@ cudaError_t backward_dispatch(const GradParams& g, int d, bool causal, cudaStrea
 
 }  // namespace tprt_attn
 
+bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* dq,
+                                      const tprt_tensor_t* dk, const tprt_tensor_t* dv, int64_t seq_len,
+                                      int64_t head_dim) {
+  const tprt_tensor_t* all[4] = {dy, dq, dk, dv};
+  for (int i = 0; i < 4; ++i)
+    if (!all[i] || !q || all[i]->dtype != q->dtype || (uintptr_t)all[i]->data % 16 != 0) return false;
+  return tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim);
+}
+
 tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                           const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
                                           tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
                                           bool causal, float scale, cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention_grad", q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, scale);
   if (s) return s;
-  const tprt_tensor_t* all[4] = {dy, dq, dk, dv};
-  bool fits = tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim);
-  for (int i = 0; i < 4 && fits; ++i) fits = (uintptr_t)all[i]->data % 16 == 0;
-  if (!fits)
+  if (!tprt_cuda_attention_grad_tc_fits(q, k, v, y, dy, dq, dk, dv, seq_len, head_dim))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "attention_grad: the tensor-core kernel takes bf16/f16, head_dim 64 or 128 and 16-byte "
                             "aligned tensors");
@@ -481,8 +486,7 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
   // lse and delta at stat_index, f32 each, stream-ordered; zeros in the padding rows (past a
   // sequence), which the kernels read as whole 64-row blocks and mask.
   void* ws = nullptr;
-  p.lse_ld = (seq_len + 63) / 64 * 64;
-  const size_t rows = (size_t)(p.tokens / seq_len) * (size_t)p.lse_ld * (size_t)p.heads;
+  const size_t rows = (size_t)(p.tokens / seq_len) * (size_t)tprt_attn::stat_rows(seq_len) * (size_t)p.heads;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&ws, 2 * rows * sizeof(float), stream));
   p.lse = static_cast<float*>(ws);
   g.delta = p.lse + rows;

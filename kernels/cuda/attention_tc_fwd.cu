@@ -130,10 +130,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<BM>, Int<BN>>{});
   Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<BM>, Int<D>>{});
   clear(tOrO);
-  Tensor S = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
-  Tensor O = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
+  Tensor S = as_rowcol(tSrS);
+  Tensor O = as_rowcol(tOrO);
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));
-  Tensor cS = make_tensor(tScS.data(), rowcol(tScS.layout()));
+  Tensor cS = as_rowcol(tScS);
   constexpr int NR = decltype(size<0>(S))::value;
   float row_max[NR], row_sum[NR], corr[NR];
   CUTLASS_PRAGMA_UNROLL
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
 
   // Epilogue: y = o / l rounded once (l = 0 or NaN: 0), and the statistic for the backward.
   Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
-  Tensor cO = make_tensor(tOcO.data(), rowcol(tOcO.layout()));
+  Tensor cO = as_rowcol(tOcO);
   T* yp = static_cast<T*>(p.y) + (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * D;
   CUTLASS_PRAGMA_UNROLL
   for (int r = 0; r < NR; ++r) {

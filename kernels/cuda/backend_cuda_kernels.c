@@ -267,10 +267,8 @@ static tprt_status_t tprt__tc_attention(const tprt__call_t* c) {
                                 tprt__r.stream);
 }
 static bool tprt__tc_attention_grad_fits(const tprt__call_t* c) {
-  const tprt_tensor_t* all[4] = {c->e, c->out, c->out2, c->out3};
-  for (int i = 0; i < 4; ++i)
-    if (!all[i] || all[i]->dtype != c->a->dtype || (uintptr_t)all[i]->data % 16 != 0) return false;
-  return tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->d, c->seq_len, c->head_dim);
+  return tprt_cuda_attention_grad_tc_fits(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len,
+                                          c->head_dim);
 }
 static tprt_status_t tprt__tc_attention_grad(const tprt__call_t* c) {
   return tprt_cuda_attention_grad_tc(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,

@@ -138,17 +138,9 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
   float* xh = NULL;
   const size_t scratch = (size_t)(m * h) + (size_t)(dbeta ? 2 : 1) * (size_t)chunks * (size_t)h;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&xh, scratch * sizeof(float), stream));
-  switch (x->dtype) {
-    case TPRT_DTYPE_BF16:
-      tprt__norm_grad_launch<TPRT_DTYPE_BF16>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
-      break;
-    case TPRT_DTYPE_F16:
-      tprt__norm_grad_launch<TPRT_DTYPE_F16>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
-      break;
-    default:
-      tprt__norm_grad_launch<TPRT_DTYPE_F32>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
-      break;
-  }
+  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
+    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
+  });
   cudaError_t e = cudaGetLastError();
   cudaFreeAsync(xh, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "norm_grad kernels", __FILE__, __LINE__);

@@ -75,4 +75,23 @@ static inline unsigned tprt__cuda_ew_blocks(int64_t n, int threads) {
   return (unsigned)(blocks < TPRT__CUDA_EW_MAX_BLOCKS ? blocks : TPRT__CUDA_EW_MAX_BLOCKS);
 }
 
+/// The float dtype of a tensor as a kernel's template argument: calls fn(tprt__cuda_dtype_t<D>{})
+/// with D = bf16, f16, or f32 for any other dtype (the callers validated it), so a launcher writes
+/// `tprt__cuda_float_dispatch(x->dtype, [&](auto d) { launch<decltype(d)::value>(...); })` once
+/// instead of a switch with one case per dtype.
+template <int D>
+struct tprt__cuda_dtype_t {
+  static constexpr int value = D;
+};
+template <class F>
+static inline void tprt__cuda_float_dispatch(int dtype, F&& fn) {
+  if (dtype == TPRT_DTYPE_BF16) {
+    fn(tprt__cuda_dtype_t<TPRT_DTYPE_BF16>{});
+  } else if (dtype == TPRT_DTYPE_F16) {
+    fn(tprt__cuda_dtype_t<TPRT_DTYPE_F16>{});
+  } else {
+    fn(tprt__cuda_dtype_t<TPRT_DTYPE_F32>{});
+  }
+}
+
 #endif  // TPRT_CUDA_INTERNAL_CUH_

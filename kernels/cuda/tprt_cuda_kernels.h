@@ -389,6 +389,11 @@ bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k,
 tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                      tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The gradients' predicate: the forward's, and dy, dq, dk, dv of q's dtype and 16-byte aligned.
+bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
+                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* dq,
+                                      const tprt_tensor_t* dk, const tprt_tensor_t* dv, int64_t seq_len,
+                                      int64_t head_dim);
 /// The gradients on tensor cores, deterministic: the softmax statistics recomputed (a forward pass
 /// without P·V), dk and dv by a kernel per key block summing its query heads and query tiles in a
 /// fixed order, dq by a kernel per query tile over its key blocks; no atomics.

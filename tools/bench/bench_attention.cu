@@ -18,31 +18,7 @@
 #include "tprt_numerics.h"
 #include "tprt_status.h"
 #include "tprt_tensor.h"
-
-#define BA_CUDA(expr)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (expr);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      exit(2);                                                                               \
-    }                                                                                        \
-  } while (0)
-
-static void ba_ok(tprt_status_t s, const char* what) {
-  if (!s) return;
-  fprintf(stderr, "%s: %s\n", what, tprt_status_message(s));
-  exit(1);
-}
-
-__global__ void ba_fill(uint16_t* p, int64_t n, uint64_t seed) {
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    float u = (float)((int64_t)((z ^ (z >> 31)) >> 40) - (1 << 23)) * 0x1p-23f;
-    p[i] = tprt_f32_to_bf16(u);
-  }
-}
+#include "bench_cuda.cuh"
 
 /// A device bf16 [rows, cols] tensor of random values.
 struct ba_tensor {
@@ -51,10 +27,10 @@ struct ba_tensor {
   ba_tensor(int64_t rows, int64_t cols, uint64_t seed) {
     dims[0] = rows, dims[1] = cols;
     void* p = nullptr;
-    BA_CUDA(cudaMalloc(&p, (size_t)(rows * cols) * 2));
+    TPC_BENCH_CUDA(cudaMalloc(&p, (size_t)(rows * cols) * 2));
     t = tprt_tensor_make(p, TPRT_DTYPE_BF16, 2, dims);
-    ba_fill<<<1024, 256>>>((uint16_t*)p, rows * cols, seed);
-    BA_CUDA(cudaGetLastError());
+    tpc_bench_fill_bf16<<<1024, 256>>>((uint16_t*)p, rows * cols, seed);
+    TPC_BENCH_CUDA(cudaGetLastError());
   }
   ba_tensor(const ba_tensor&) = delete;
   ba_tensor& operator=(const ba_tensor&) = delete;
@@ -65,16 +41,16 @@ struct ba_tensor {
 template <class F>
 static double ba_time(F fn, cudaStream_t s) {
   cudaEvent_t e0, e1;
-  BA_CUDA(cudaEventCreate(&e0));
-  BA_CUDA(cudaEventCreate(&e1));
+  TPC_BENCH_CUDA(cudaEventCreate(&e0));
+  TPC_BENCH_CUDA(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int i = 0; i < 13; ++i) {
-    BA_CUDA(cudaEventRecord(e0, s));
+    TPC_BENCH_CUDA(cudaEventRecord(e0, s));
     fn();
-    BA_CUDA(cudaEventRecord(e1, s));
-    BA_CUDA(cudaEventSynchronize(e1));
+    TPC_BENCH_CUDA(cudaEventRecord(e1, s));
+    TPC_BENCH_CUDA(cudaEventSynchronize(e1));
     float t = 0;
-    BA_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    TPC_BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
     if (i >= 3) ms.push_back(t);
   }
   cudaEventDestroy(e0);
@@ -110,24 +86,24 @@ int main(int argc, char** argv) {
   }
   const int64_t t = b * l;
   cudaStream_t s;
-  BA_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  TPC_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ba_tensor q(t, hq * d, 1), k(t, hkv * d, 2), v(t, hkv * d, 3), dy(t, hq * d, 4);
   ba_tensor y(t, hq * d, 5), dq(t, hq * d, 6), dk(t, hkv * d, 7), dv(t, hkv * d, 8);
-  BA_CUDA(cudaDeviceSynchronize());
-  double f = ba_time([&] { ba_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, l, d, causal, 0.0f, s), "fwd"); }, s);
+  TPC_BENCH_CUDA(cudaDeviceSynchronize());
+  double f = ba_time([&] { tpc_bench_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, l, d, causal, 0.0f, s), "fwd"); }, s);
   printf("attention fwd tc %.4f\n", f);
   double g = ba_time(
       [&] {
-        ba_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
+        tpc_bench_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
               "bwd");
       },
       s);
   printf("attention bwd tc %.4f\n", g);
   // The exact kernels (CUDA cores) for problems where they take well under a second.
   if ((double)t * (double)l * (double)hq * (double)d <= 4e11) {
-    double e = ba_time([&] { ba_ok(tprt_cuda_attention(&q.t, &k.t, &v.t, &y.t, l, d, causal, 0.0f, s), "exact"); }, s);
+    double e = ba_time([&] { tpc_bench_ok(tprt_cuda_attention(&q.t, &k.t, &v.t, &y.t, l, d, causal, 0.0f, s), "exact"); }, s);
     printf("attention fwd exact %.4f\n", e);
   }
-  BA_CUDA(cudaStreamDestroy(s));
+  TPC_BENCH_CUDA(cudaStreamDestroy(s));
   return 0;
 }

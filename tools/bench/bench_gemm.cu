@@ -40,31 +40,7 @@
 #include "tprt_numerics.h"
 #include "tprt_status.h"
 #include "tprt_tensor.h"
-
-#define BG_CUDA(expr)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (expr);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      exit(2);                                                                               \
-    }                                                                                        \
-  } while (0)
-
-static void bg_ok(tprt_status_t s, const char* what) {
-  if (!s) return;
-  fprintf(stderr, "%s: %s\n", what, tprt_status_message(s));
-  exit(1);
-}
-
-__global__ void bg_fill(uint16_t* p, int64_t n, uint64_t seed) {
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    float u = (float)((int64_t)((z ^ (z >> 31)) >> 40) - (1 << 23)) * 0x1p-23f;
-    p[i] = tprt_f32_to_bf16(u);
-  }
-}
+#include "bench_cuda.cuh"
 
 __global__ void bg_fill_f32(float* p, int64_t n, uint64_t seed) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -85,28 +61,28 @@ struct bg_tensor {
     void* p = nullptr;
     t = tprt_tensor_make(nullptr, dtype, r, dims);
     size_t bytes = tprt_tensor_bytes(&t);
-    BG_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
+    TPC_BENCH_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
     t.data = p;
     static uint64_t seed = 1;
-    if (random && dtype == TPRT_DTYPE_BF16) bg_fill<<<1024, 256>>>((uint16_t*)p, (int64_t)(bytes / 2), seed++);
+    if (random && dtype == TPRT_DTYPE_BF16) tpc_bench_fill_bf16<<<1024, 256>>>((uint16_t*)p, (int64_t)(bytes / 2), seed++);
     if (random && dtype == TPRT_DTYPE_F32) bg_fill_f32<<<1024, 256>>>((float*)p, (int64_t)(bytes / 4), seed++);
-    BG_CUDA(cudaGetLastError());
+    TPC_BENCH_CUDA(cudaGetLastError());
   }
   ~bg_tensor() { cudaFree(t.data); }
 };
 
 static float bg_time(const std::function<void(int)>& run, int reps, cudaStream_t s) {
   cudaEvent_t e0, e1;
-  BG_CUDA(cudaEventCreate(&e0));
-  BG_CUDA(cudaEventCreate(&e1));
+  TPC_BENCH_CUDA(cudaEventCreate(&e0));
+  TPC_BENCH_CUDA(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int i = 0; i < 3 + reps; ++i) {
-    BG_CUDA(cudaEventRecord(e0, s));
+    TPC_BENCH_CUDA(cudaEventRecord(e0, s));
     run(i);
-    BG_CUDA(cudaEventRecord(e1, s));
-    BG_CUDA(cudaEventSynchronize(e1));
+    TPC_BENCH_CUDA(cudaEventRecord(e1, s));
+    TPC_BENCH_CUDA(cudaEventSynchronize(e1));
     float t = 0;
-    BG_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    TPC_BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
     if (i >= 3) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
@@ -146,7 +122,7 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
     float f = bg_time(
         [&](int i) {
           const tprt_tensor_t *x = &xs[i % sets]->t, *w = &ws[i % sets]->t;
-          bg_ok(mode == 0            ? tprt_cuda_linear_fast(x, w, nullptr, &y.t, lt, s)
+          tpc_bench_ok(mode == 0            ? tprt_cuda_linear_fast(x, w, nullptr, &y.t, lt, s)
                 : mode == 1 && inv_f ? tprt_cuda_linear_invariant(x, w, nullptr, &y.t, chunks, s)
                                      : tprt_cuda_linear(x, w, nullptr, &y.t, chunks, s),
                 "linear");
@@ -156,7 +132,7 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
     float d = bg_time(
         [&](int i) {
           const tprt_tensor_t *g = &dys[i % sets]->t, *w = &ws[i % sets]->t;
-          bg_ok(mode == 0            ? tprt_cuda_linear_dgrad_fast(g, w, &dx.t, lt, s)
+          tpc_bench_ok(mode == 0            ? tprt_cuda_linear_dgrad_fast(g, w, &dx.t, lt, s)
                 : mode == 1 && inv_d ? tprt_cuda_linear_dgrad_invariant(g, w, &dx.t, chunks, 1, 1, s)
                                      : tprt_cuda_linear_dgrad_segmented(g, w, &dx.t, chunks, 1, 1, s),
                 "dgrad");
@@ -166,7 +142,7 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
     float w = bg_time(
         [&](int i) {
           const tprt_tensor_t *g = &dys[i % sets]->t, *x = &xs[i % sets]->t;
-          bg_ok(mode == 0            ? tprt_cuda_linear_wgrad_fast(g, x, &dw.t, lt, s)
+          tpc_bench_ok(mode == 0            ? tprt_cuda_linear_wgrad_fast(g, x, &dw.t, lt, s)
                 : mode == 1 && inv_w ? tprt_cuda_linear_wgrad_invariant(g, x, &dw.t, chunks, s)
                                      : tprt_cuda_linear_wgrad(g, x, &dw.t, chunks, s),
                 "wgrad");
@@ -190,12 +166,12 @@ static void bg_exact_dense(cudaStream_t s, int dtype, int64_t m, int64_t n, int6
   bg_tensor x({m, k}, dtype), w({n, k}, dtype), dy({m, n}, dtype);
   bg_tensor y({m, n}, dtype, false), dx({m, k}, dtype, false), dw({n, k}, dtype, false);
   const int reps = 5, chunks = bg_chunks;
-  float f = bg_time([&](int) { bg_ok(tprt_cuda_linear(&x.t, &w.t, nullptr, &y.t, chunks, s), "linear"); }, reps, s);
+  float f = bg_time([&](int) { tpc_bench_ok(tprt_cuda_linear(&x.t, &w.t, nullptr, &y.t, chunks, s), "linear"); }, reps, s);
   bg_exact_line("fwd", dtype, m, n, k, f);
-  float d = bg_time([&](int) { bg_ok(tprt_cuda_linear_dgrad_segmented(&dy.t, &w.t, &dx.t, chunks, 1, 1, s), "dgrad"); },
+  float d = bg_time([&](int) { tpc_bench_ok(tprt_cuda_linear_dgrad_segmented(&dy.t, &w.t, &dx.t, chunks, 1, 1, s), "dgrad"); },
                     reps, s);
   bg_exact_line("dgrad", dtype, m, k, n, d);
-  float g = bg_time([&](int) { bg_ok(tprt_cuda_linear_wgrad(&dy.t, &x.t, &dw.t, chunks, s), "wgrad"); }, reps, s);
+  float g = bg_time([&](int) { tpc_bench_ok(tprt_cuda_linear_wgrad(&dy.t, &x.t, &dw.t, chunks, s), "wgrad"); }, reps, s);
   bg_exact_line("wgrad", dtype, n, k, m, g);
 }
 
@@ -205,21 +181,21 @@ static std::vector<int64_t> bg_counts(int64_t t, int64_t e, bool skewed);
 static void bg_exact_grouped(cudaStream_t s, int dtype, int64_t e, int64_t t, int64_t n, int64_t k) {
   std::vector<int64_t> counts = bg_counts(t, e, false);
   bg_tensor gs({e}, TPRT_DTYPE_I64, false);
-  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  TPC_BENCH_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
   bg_tensor x({t, k}, dtype), w({e, n, k}, dtype), dy({t, n}, dtype);
   bg_tensor y({t, n}, dtype, false), dx({t, k}, dtype, false), dw({e, n, k}, dtype, false);
   const int reps = 3, chunks = bg_chunks;
   float f =
-      bg_time([&](int) { bg_ok(tprt_cuda_grouped_linear(&x.t, &w.t, &gs.t, &y.t, chunks, s), "grouped"); }, reps, s);
+      bg_time([&](int) { tpc_bench_ok(tprt_cuda_grouped_linear(&x.t, &w.t, &gs.t, &y.t, chunks, s), "grouped"); }, reps, s);
   bg_exact_line("grouped-fwd", dtype, t, n, k, f);
   float d = bg_time(
       [&](int) {
-        bg_ok(tprt_cuda_grouped_linear_dgrad_segmented(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s), "grouped dgrad");
+        tpc_bench_ok(tprt_cuda_grouped_linear_dgrad_segmented(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s), "grouped dgrad");
       },
       reps, s);
   bg_exact_line("grouped-dgrad", dtype, t, k, n, d);
   float g = bg_time(
-      [&](int) { bg_ok(tprt_cuda_grouped_linear_wgrad(&dy.t, &x.t, &gs.t, &dw.t, chunks, s), "grouped wgrad"); }, reps,
+      [&](int) { tpc_bench_ok(tprt_cuda_grouped_linear_wgrad(&dy.t, &x.t, &gs.t, &dw.t, chunks, s), "grouped wgrad"); }, reps,
       s);
   bg_exact_line("grouped-wgrad", dtype, n, k, t, g);
 }
@@ -246,7 +222,7 @@ static std::vector<int64_t> bg_counts(int64_t t, int64_t e, bool skewed) {
 static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t k, bool skewed) {
   std::vector<int64_t> counts = bg_counts(t, e, skewed);
   bg_tensor gs({e}, TPRT_DTYPE_I64, false);
-  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  TPC_BENCH_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
   bg_tensor x({t, k}), w({e, n, k}), dy({t, n});
   bg_tensor y({t, n}, TPRT_DTYPE_BF16, false), dx({t, k}, TPRT_DTYPE_BF16, false),
       dw({e, n, k}, TPRT_DTYPE_BF16, false);
@@ -261,7 +237,7 @@ static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t 
       continue;
     float f = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w.t, &gs.t, &y.t, chunks, s)
+          tpc_bench_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w.t, &gs.t, &y.t, chunks, s)
                     : tprt_cuda_grouped_linear_fast(&x.t, &w.t, &gs.t, &y.t, s),
                 "grouped");
         },
@@ -270,7 +246,7 @@ static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t 
            (long long)k, dist, f);
     float d = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s)
+          tpc_bench_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w.t, &gs.t, &dx.t, chunks, 1, 1, s)
                     : tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w.t, &gs.t, &dx.t, s),
                 "grouped dgrad");
         },
@@ -279,7 +255,7 @@ static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t 
            (long long)k, dist, d);
     float g = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_grouped_linear_wgrad_invariant(&dy.t, &x.t, &gs.t, &dw.t, s)
+          tpc_bench_ok(inv ? tprt_cuda_grouped_linear_wgrad_invariant(&dy.t, &x.t, &gs.t, &dw.t, s)
                     : tprt_cuda_grouped_linear_wgrad_fast(&dy.t, &x.t, &gs.t, &dw.t, s),
                 "grouped wgrad");
         },
@@ -293,12 +269,12 @@ static void bg_grouped(cudaStream_t s, int64_t e, int64_t t, int64_t n, int64_t 
 static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, bool skewed) {
   std::vector<int64_t> counts = bg_counts(t, e, skewed);
   bg_tensor gs({e}, TPRT_DTYPE_I64, false);
-  BG_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+  TPC_BENCH_CUDA(cudaMemcpy(gs.t.data, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
   bg_tensor x({t, h}), w1({e, 2 * f, h}), w2({e, h, f}), y({t, h}, TPRT_DTYPE_BF16, false);
   for (int inv = 0; inv < 2; ++inv) {
     float ms = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_fused_grouped_mlp_invariant(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0,
+          tpc_bench_ok(inv ? tprt_cuda_fused_grouped_mlp_invariant(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0,
                                                             1.702f, 7.0f, bg_chunks, s)
                     : tprt_cuda_fused_grouped_mlp_fast(&x.t, &w1.t, &w2.t, &gs.t, &y.t, TPRT_GLU_SWIGLU, 0, 1.702f,
                                                        7.0f, s),
@@ -319,31 +295,31 @@ static void bg_mlp(cudaStream_t s, int64_t e, int64_t t, int64_t h, int64_t f, b
     const int reps = bg_reps(4.0 * t * h * f);
     float fused = bg_time(
         [&](int) {
-          bg_ok(tprt_cuda_grouped_linear_glu(&x.t, &w1.t, &gs.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, chunks, s),
+          tpc_bench_ok(tprt_cuda_grouped_linear_glu(&x.t, &w1.t, &gs.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, chunks, s),
                 "fc1 + glu epilogue");
         },
         reps, s);
     float sep = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w1.t, &gs.t, &hh.t, chunks, s)
+          tpc_bench_ok(inv ? tprt_cuda_grouped_linear_invariant(&x.t, &w1.t, &gs.t, &hh.t, chunks, s)
                     : tprt_cuda_grouped_linear_fast(&x.t, &w1.t, &gs.t, &hh.t, s),
                 "fc1");
-          bg_ok(tprt_cuda_glu(&hh.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu");
+          tpc_bench_ok(tprt_cuda_glu(&hh.t, &gated.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu");
         },
         reps, s);
     float bfused = bg_time(
         [&](int) {
-          bg_ok(tprt_cuda_grouped_linear_dgrad_glu(&dy.t, &w2.t, &gs.t, &hh.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f,
+          tpc_bench_ok(tprt_cuda_grouped_linear_dgrad_glu(&dy.t, &w2.t, &gs.t, &hh.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f,
                                                    chunks, 1, 1, s),
                 "fc2 dgrad + glu_grad epilogue");
         },
         reps, s);
     float bsep = bg_time(
         [&](int) {
-          bg_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w2.t, &gs.t, &dgated.t, chunks, 1, 1, s)
+          tpc_bench_ok(inv ? tprt_cuda_grouped_linear_dgrad_invariant(&dy.t, &w2.t, &gs.t, &dgated.t, chunks, 1, 1, s)
                     : tprt_cuda_grouped_linear_dgrad_fast(&dy.t, &w2.t, &gs.t, &dgated.t, s),
                 "fc2 dgrad");
-          bg_ok(tprt_cuda_glu_grad(&hh.t, &dgated.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu_grad");
+          tpc_bench_ok(tprt_cuda_glu_grad(&hh.t, &dgated.t, &dh.t, TPRT_GLU_SWIGLU, b, 1.702f, 7.0f, s), "glu_grad");
         },
         reps, s);
     const char* mode = inv ? "invariant" : "fast";
@@ -466,9 +442,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   cudaStream_t s;
-  BG_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  TPC_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   tprt_cuda_lt_t lt;
-  bg_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
+  tpc_bench_ok(tprt_cuda_lt_create(&lt), "cuBLASLt");
   bool ok = true;
   if (all) {
     for (const std::string& c : bg_cases(quick)) {
