@@ -45,7 +45,9 @@ static int tpc__ad_attrs(tpc__ad_t* A, MlirOperation op, const char* const* keep
     bool wanted = keep == NULL;
     for (int k = 0; keep && keep[k]; ++k) wanted |= mlirStringRefEqual(n, mlirStringRefCreateFromCString(keep[k]));
     if (!wanted) continue;
-    tpc_text_printf(&A->body, "%s%.*s = ", first + printed ? ", " : "", (int)n.length, n.data);
+    tpc_text_printf(&A->body, "%s", first + printed ? ", " : "");
+    tpc_text_attr_name(&A->body, n);
+    tpc_text_printf(&A->body, " = ");
     mlirAttributePrint(na.attribute, tpc_text_append_ref, &A->body);
     ++printed;
   }

@@ -452,7 +452,9 @@ static void tpc__print_slot_attrs(tpc__shard_t* S, tpc_text_t* t, MlirOperation 
       MlirNamedAttribute na = mlirDictionaryAttrGetElement(dict, k);
       MlirStringRef n = mlirIdentifierStr(na.name);
       if (mlirStringRefEqual(n, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))) continue;
-      tpc_text_printf(t, "%s%.*s = ", first ? "" : ", ", (int)n.length, n.data);
+      tpc_text_printf(t, "%s", first ? "" : ", ");
+      tpc_text_attr_name(t, n);
+      tpc_text_printf(t, " = ");
       mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
       first = false;
     }

@@ -84,7 +84,9 @@ static int tpc__print_attr_entries(tpc_text_t* t, MlirOperation op, const char* 
     MlirNamedAttribute na = mlirOperationGetAttribute(op, i);
     MlirStringRef n = mlirIdentifierStr(na.name);
     if (skip && mlirStringRefEqual(n, mlirStringRefCreateFromCString(skip))) continue;
-    tpc_text_printf(t, "%s%.*s = ", first ? "" : ", ", (int)n.length, n.data);
+    tpc_text_printf(t, "%s", first ? "" : ", ");
+    tpc_text_attr_name(t, n);
+    tpc_text_printf(t, " = ");
     mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
     first = false;
     ++count;

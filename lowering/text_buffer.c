@@ -1,6 +1,7 @@
 // Growable text buffer (see text_buffer.h).
 #include "text_buffer.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,21 @@ void tpc_text_append_ref(MlirStringRef s, void* user) {
 void tpc_text_free(tpc_text_t* t) {
   free(t->data);
   memset(t, 0, sizeof *t);
+}
+
+void tpc_text_attr_name(tpc_text_t* t, MlirStringRef name) {
+  bool bare = name.length > 0 && (isalpha((unsigned char)name.data[0]) || name.data[0] == '_');
+  for (size_t i = 1; bare && i < name.length; ++i) {
+    unsigned char c = (unsigned char)name.data[i];
+    bare = isalnum(c) || c == '_' || c == '$' || c == '.';
+  }
+  if (bare) {
+    tpc_text_printf(t, "%.*s", (int)name.length, name.data);
+    return;
+  }
+  tpc_text_printf(t, "\"");
+  tpc_text_append_mlir_escaped(t, name.data, name.length);
+  tpc_text_printf(t, "\"");
 }
 
 void tpc_text_symbol_ref(tpc_text_t* t, const char* prefix, MlirStringRef name) {

@@ -24,6 +24,10 @@ void tpc_text_append_mlir_escaped(tpc_text_t* t, const char* s, size_t n);
 /// so that any name (spaces, quotes, any byte) reads back as itself.
 void tpc_text_symbol_ref(tpc_text_t* t, const char* prefix, MlirStringRef name);
 
+/// Appends an attribute's name as the key of an MLIR attribute dictionary: bare when it is an
+/// identifier ([A-Za-z_][A-Za-z0-9_$.]*), else quoted and escaped, so that any name reads back.
+void tpc_text_attr_name(tpc_text_t* t, MlirStringRef name);
+
 /// Appends a chunk (usable as an MlirStringCallback with the buffer as user data).
 void tpc_text_append_ref(MlirStringRef s, void* user);
 
