@@ -144,6 +144,23 @@ irdl.dialect @tp {
     irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }
 
+  // tp.attention while decoding with a KV cache: k_cache and v_cache [B*C,Hkv*D] hold C rows per
+  // sequence, of which the first cache_len[b] (tensor<Bxi32>) are sequence b's earlier tokens
+  // (rotated keys and values). The seq_len new tokens of each sequence sit after them and attend
+  // to them first, then to the new keys as tp.attention does. The op reads the caches only: the
+  // caller appends k and v.
+  irdl.operation @attention_kvcache attributes {tp.optional_attributes = {causal = true, scale = 0.0 : f32}} {
+    %q = irdl.base "!builtin.tensor"
+    %kv = irdl.base "!builtin.tensor"
+    %cache = irdl.base "!builtin.tensor"
+    %cache_len = irdl.base "!builtin.tensor"
+    %seq_len = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    irdl.operands(q: %q, k: %kv, v: %kv, k_cache: %cache, v_cache: %cache, cache_len: %cache_len)
+    irdl.results(y: %q)
+    irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
+  }
+
   // Casts x[M,K] to a quantized format: data, block or tensor scales, and for NVFP4 the
   // per-tensor global scale.
   irdl.operation @quantize attributes {tp.optional_attributes = {

@@ -1,12 +1,15 @@
-// Verifier rules of the attention ops: rope, attention and attention_grad. They mirror the
-// runtime's checks (tprt__check_rope and tprt__check_attention in kernels/cpu/cpu_attention.c),
+// Verifier rules of the attention ops: rope, attention, attention_kvcache and attention_grad. They
+// mirror the runtime's checks (tprt__check_rope, tprt__check_attention and tprt__check_kv_cache in
+// kernels/cpu/cpu_attention.c),
 // so a module that verifies never fails there. IRDL already makes y x's type and sin cos's type
 // (rope), v, dk and dv k's type and y, dy and dq q's type (attention); the rules below check those
-// too, for IR a pass builds and verifies with tpc_verify alone. tp.attention_grad shares
-// tp.attention's rule ids: its attributes and shapes mean the same.
+// too, for IR a pass builds and verifies with tpc_verify alone. tp.attention_kvcache and
+// tp.attention_grad share tp.attention's rule ids: their attributes and shapes mean the same;
+// attention.cache is the KV cache's.
 #include <math.h>
 #include <stdio.h>
 
+#include "mlir-c/BuiltinTypes.h"
 #include "tp_ops.h"
 #include "tpc_verify_util.h"
 
@@ -63,11 +66,40 @@ static bool tpc__att_like_q(int i) {
   return i == TPC__ATT_Q || i == TPC__ATT_Y || i == TPC__ATT_DY || i == TPC__ATT_DQ;
 }
 
-static MlirLogicalResult tpc__verify_attention_op(MlirOperation op, bool grad) {
+// The KV cache of tp.attention_kvcache: k_cache and v_cache [B*C,Hkv*D] of k's type and width,
+// cache_len tensor<Bxi32> (B = T / seq_len sequences, C >= 1 rows each).
+static MlirLogicalResult tpc__verify_attention_cache(MlirOperation op, const tpc_shape_t* q, const tpc_shape_t* k,
+                                                     int64_t seq_len) {
+  tpc__abufs_t s;
+  tpc_shape_t kc = tpc__shape_of(tpc_attention_kvcache_get_k_cache(op));
+  tpc_shape_t vc = tpc__shape_of(tpc_attention_kvcache_get_v_cache(op));
+  tpc_shape_t len = tpc__shape_of(tpc_attention_kvcache_get_cache_len(op));
+  if (!kc.valid || !vc.valid || !len.valid) return FAIL;
+  int64_t b = q->dims[0] / seq_len;
+  if (kc.rank != 2 || !mlirTypeEqual(kc.type, vc.type) || !mlirTypeEqual(kc.element, k->element) ||
+      kc.dims[1] != k->dims[1] || kc.dims[0] < b || (b > 0 && kc.dims[0] % b != 0) || (b == 0 && kc.dims[0] != 0))
+    return tpc__rule_error(op, "attention.cache",
+                           "k_cache and v_cache must be [B*C,Hkv*D] of k's type with B=%lld sequences (q's %lld rows "
+                           "/ seq_len) and C >= 1 rows each, and k's width %lld; got k_cache %s, v_cache %s",
+                           (long long)b, (long long)q->dims[0], (long long)k->dims[1], TYPE(kc.type, s.a),
+                           TYPE(vc.type, s.b));
+  if (len.rank != 1 || len.dims[0] != b || !mlirTypeIsAInteger(len.element) || mlirIntegerTypeGetWidth(len.element) != 32)
+    return tpc__rule_error(op, "attention.cache",
+                           "cache_len must be tensor<%lldxi32>: the cached tokens of each of the B=%lld sequences; got %s",
+                           (long long)b, (long long)b, TYPE(len.type, s.a));
+  return OK;
+}
+
+static MlirLogicalResult tpc__verify_attention_op(MlirOperation op, int kind) {
   tpc__abufs_t s;
   tpc_shape_t v[TPC__ATT_N];
+  bool grad = kind == TPC_OP_ATTENTION_GRAD, cached = kind == TPC_OP_ATTENTION_KVCACHE;
   int n = grad ? TPC__ATT_N : TPC__ATT_DY;
-  if (grad) {
+  if (cached) {
+    MlirValue values[TPC__ATT_DY] = {tpc_attention_kvcache_get_q(op), tpc_attention_kvcache_get_k(op),
+                                     tpc_attention_kvcache_get_v(op), tpc_attention_kvcache_get_y(op)};
+    for (int i = 0; i < n; ++i) v[i] = tpc__shape_of(values[i]);
+  } else if (grad) {
     MlirValue values[TPC__ATT_N] = {tpc_attention_grad_get_q(op),  tpc_attention_grad_get_k(op),
                                     tpc_attention_grad_get_v(op),  tpc_attention_grad_get_y(op),
                                     tpc_attention_grad_get_dy(op), tpc_attention_grad_get_dq(op),
@@ -78,9 +110,15 @@ static MlirLogicalResult tpc__verify_attention_op(MlirOperation op, bool grad) {
                                      tpc_attention_get_y(op)};
     for (int i = 0; i < n; ++i) v[i] = tpc__shape_of(values[i]);
   }
-  int64_t seq_len = grad ? tpc_attention_grad_get_seq_len(op) : tpc_attention_get_seq_len(op);
-  int64_t head_dim = grad ? tpc_attention_grad_get_head_dim(op) : tpc_attention_get_head_dim(op);
-  double scale = grad ? tpc_attention_grad_get_scale(op) : tpc_attention_get_scale(op);
+  int64_t seq_len = grad     ? tpc_attention_grad_get_seq_len(op)
+                    : cached ? tpc_attention_kvcache_get_seq_len(op)
+                             : tpc_attention_get_seq_len(op);
+  int64_t head_dim = grad     ? tpc_attention_grad_get_head_dim(op)
+                     : cached ? tpc_attention_kvcache_get_head_dim(op)
+                              : tpc_attention_get_head_dim(op);
+  double scale = grad     ? tpc_attention_grad_get_scale(op)
+                 : cached ? tpc_attention_kvcache_get_scale(op)
+                          : tpc_attention_get_scale(op);
   const char* all = grad ? "q, k, v, y, dy, dq, dk and dv" : "q, k, v and y";
   for (int i = 0; i < n; ++i)
     if (!v[i].valid) return FAIL;
@@ -121,7 +159,7 @@ static MlirLogicalResult tpc__verify_attention_op(MlirOperation op, bool grad) {
   }
   if (!isfinite(scale) || scale < 0.0)
     return tpc__rule_error(op, "attention.scale", "scale=%g must be finite and >= 0 (0 means 1/sqrt(head_dim))", scale);
-  return OK;
+  return cached ? tpc__verify_attention_cache(op, q, k, seq_len) : OK;
 }
 
 //===----------------------------------------------------------------------===//
@@ -133,9 +171,9 @@ MlirLogicalResult tpc__verify_attention(MlirOperation op, int kind) {
     case TPC_OP_ROPE:
       return tpc__verify_rope(op);
     case TPC_OP_ATTENTION:
-      return tpc__verify_attention_op(op, false);
+    case TPC_OP_ATTENTION_KVCACHE:
     case TPC_OP_ATTENTION_GRAD:
-      return tpc__verify_attention_op(op, true);
+      return tpc__verify_attention_op(op, kind);
     default:
       return OK;
   }

@@ -337,6 +337,11 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       }
       return mlirLogicalResultSuccess();
     }
+    case TPC_OP_ATTENTION_KVCACHE:
+      mlirEmitError(mlirOperationGetLocation(op),
+                    "tp-autodiff: tp.attention_kvcache (decoding with a KV cache) has no gradient; train with "
+                    "tp.attention on whole sequences");
+      return mlirLogicalResultFailure();
     case TPC_OP_RMSNORM:
     case TPC_OP_LAYERNORM: {
       if (!*dy) return mlirLogicalResultSuccess();

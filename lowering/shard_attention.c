@@ -1,5 +1,5 @@
-// tp-shard rules of tp.rope, tp.attention and tp.attention_grad: attention is partitioned by
-// heads, as in Megatron-LM.
+// tp-shard rules of tp.rope, tp.attention, tp.attention_kvcache and tp.attention_grad: attention
+// is partitioned by heads, as in Megatron-LM.
 //
 //   IN (--mesh tp=2):  %q = "tp.linear"(%h, %wq) {parallel = "column"}       -> 16x64   (4 heads of 16)
 //                      %k = "tp.linear"(%h, %wk) {parallel = "column"}       -> 16x32   (2 kv heads)
@@ -13,7 +13,8 @@
 // shapes (bitwise as on one rank: heads are independent). Tokens may be sharded over dp and ep in
 // whole sequences; sequence parallelism's tp sharding of tokens is undone by the column-parallel
 // projections' all-gather before attention. cos and sin are per token: sharded like the tokens,
-// never over tp (tpc__attention_table_layout).
+// never over tp (tpc__attention_table_layout). A KV cache (tp.attention_kvcache) is sharded like
+// k: its sequences over dp and ep, its kv heads over tp; cache_len like the sequences.
 #include <stdio.h>
 
 #include "mlir-c/BuiltinTypes.h"
@@ -21,12 +22,20 @@
 #include "tpc_dialect.h"
 
 bool tpc__is_attention_op(int kind) {
-  return kind == TPC_OP_ROPE || kind == TPC_OP_ATTENTION || kind == TPC_OP_ATTENTION_GRAD;
+  return kind == TPC_OP_ROPE || kind == TPC_OP_ATTENTION || kind == TPC_OP_ATTENTION_KVCACHE ||
+         kind == TPC_OP_ATTENTION_GRAD;
 }
 
 bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout_t* l) {
-  if (kind != TPC_OP_ROPE || (slot != TPC_ROPE_SLOT_COS && slot != TPC_ROPE_SLOT_SIN)) return false;
+  bool table = kind == TPC_OP_ROPE && (slot == TPC_ROPE_SLOT_COS || slot == TPC_ROPE_SLOT_SIN);
+  // A KV cache holds whole sequences (over dp and ep, as the tokens) and the rank's kv heads (over
+  // tp, as the column-parallel k and v); cache_len one count per sequence.
+  bool cache = kind == TPC_OP_ATTENTION_KVCACHE &&
+               (slot == TPC_ATTENTION_KVCACHE_SLOT_K_CACHE || slot == TPC_ATTENTION_KVCACHE_SLOT_V_CACHE);
+  bool lens = kind == TPC_OP_ATTENTION_KVCACHE && slot == TPC_ATTENTION_KVCACHE_SLOT_CACHE_LEN;
+  if (!table && !cache && !lens) return false;
   if (l->rank >= 1) l->mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep);
+  if (cache && l->rank >= 2) l->mask[1] = tpc__bit(S->tp);
   return true;
 }
 
@@ -78,13 +87,23 @@ MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int ki
                                  "the table must hold the same tokens as x, with every column");
     outs[0] = *x;
   } else {
-    int64_t seq_len = kind == TPC_OP_ATTENTION ? tpc_attention_get_seq_len(op) : tpc_attention_grad_get_seq_len(op);
-    int64_t head_dim = kind == TPC_OP_ATTENTION ? tpc_attention_get_head_dim(op) : tpc_attention_grad_get_head_dim(op);
+    bool grad = kind == TPC_OP_ATTENTION_GRAD;
+    int64_t seq_len = grad                                ? tpc_attention_grad_get_seq_len(op)
+                      : kind == TPC_OP_ATTENTION_KVCACHE ? tpc_attention_kvcache_get_seq_len(op)
+                                                         : tpc_attention_get_seq_len(op);
+    int64_t head_dim = grad                                ? tpc_attention_grad_get_head_dim(op)
+                       : kind == TPC_OP_ATTENTION_KVCACHE ? tpc_attention_kvcache_get_head_dim(op)
+                                                          : tpc_attention_get_head_dim(op);
     if (seq_len < 1 || head_dim < 1) return mlirLogicalResultFailure();  // the verifier reports it
-    static const char* const names[5] = {"q", "k", "v", "y", "dy"};
+    static const char* const names[2][5] = {{"q", "k", "v", "k_cache", "v_cache"}, {"q", "k", "v", "y", "dy"}};
     for (int i = 0; i < nin && i < 5; ++i)
-      if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, names[i], &ins[i]->layout, i ? x : NULL, head_dim)))
+      if (mlirLogicalResultIsFailure(
+              tpc__check_heads(S, op, names[grad][i], &ins[i]->layout, i ? x : NULL, head_dim)))
         return mlirLogicalResultFailure();
+    // cache_len: one count per sequence, the sequences sharded as q's tokens.
+    if (!grad && nin == 6 && tpc__sharding(S, ins[5]->layout.mask[0]) != tpc__sharding(S, x->mask[0]))
+      return tpc__layout_error(S, op, "cache_len", &ins[5]->layout,
+                               "it must be sharded like the queries' sequences (over dp and ep only)");
     int64_t tokens = tpc_layout_local_dim(x, &S->mesh, 0);
     if (tokens % seq_len != 0) {
       char why[200];

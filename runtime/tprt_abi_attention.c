@@ -1,5 +1,5 @@
-// The runtime ABI of tp.rope, tp.attention and tp.attention_grad (see tprt_abi.h); descriptor
-// decoding is shared with tprt_abi.c through tprt_abi_impl.h.
+// The runtime ABI of tp.rope, tp.attention, tp.attention_kvcache and tp.attention_grad (see
+// tprt_abi.h); descriptor decoding is shared with tprt_abi.c through tprt_abi_impl.h.
 #include "tprt_abi_impl.h"
 
 // Counts the attention's two contractions (scores and the weighted sum of v; |passes| = 2) or
@@ -29,12 +29,31 @@ int32_t tprt_abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_
     int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_ATTR_SEQ_LEN), head_dim = tprt__attr(&c, TPRT_ATTENTION_ATTR_HEAD_DIM);
     bool causal = tprt__attr(&c, TPRT_ATTENTION_ATTR_CAUSAL) != 0;
     const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_SLOT_Q];
-    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V],
+    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V], NULL,
                                        &c.slot[TPRT_ATTENTION_SLOT_Y], seq_len, head_dim, causal,
                                        tprt__attr_f32(&c, TPRT_ATTENTION_ATTR_SCALE)));
     tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
   }
   return tprt_exec_record(exec, s, TPRT_ATTENTION_NAME);
+}
+
+int32_t tprt_abi_attention_kvcache(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ATTENTION_KVCACHE_NUM_SLOTS, &c);
+  if (!s) {
+    int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_SEQ_LEN);
+    int64_t head_dim = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_HEAD_DIM);
+    bool causal = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_CAUSAL) != 0;
+    const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Q];
+    tprt_kv_cache_t cache = {&c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K_CACHE], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V_CACHE],
+                             &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_CACHE_LEN]};
+    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V],
+                                       &cache, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Y], seq_len, head_dim, causal,
+                                       tprt__attr_f32(&c, TPRT_ATTENTION_KVCACHE_ATTR_SCALE)));
+    // The new keys only: the cached ones depend on cache_len's values.
+    tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
+  }
+  return tprt_exec_record(exec, s, TPRT_ATTENTION_KVCACHE_NAME);
 }
 
 int32_t tprt_abi_attention_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {

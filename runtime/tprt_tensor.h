@@ -22,6 +22,15 @@ typedef struct tprt_tensor_t {
   int64_t dims[TPRT_MAX_RANK];
 } tprt_tensor_t;
 
+/// The KV cache a decoding attention reads (tp.attention's k_cache, v_cache and cache_len): k and
+/// v [B*C, Hkv*D] hold C rows per sequence, of which the first len[b] (an i32 tensor [B]) are
+/// sequence b's earlier tokens. Kernels take a NULL cache for attention without one.
+typedef struct tprt_kv_cache_t {
+  const tprt_tensor_t* k;
+  const tprt_tensor_t* v;
+  const tprt_tensor_t* len;
+} tprt_kv_cache_t;
+
 /// Returns the number of elements (1 for rank 0).
 static inline int64_t tprt_tensor_numel(const tprt_tensor_t* t) {
   // An empty tensor may have other dimensions whose product alone overflows (a safetensors file

@@ -74,6 +74,28 @@ tprt_status_t tprt__check_attention(const char* op, const tprt_tensor_t* q, cons
   return NULL;
 }
 
+tprt_status_t tprt__check_kv_cache(const char* op, const tprt_tensor_t* q, const tprt_tensor_t* k,
+                                   const tprt_kv_cache_t* cache, int64_t seq_len) {
+  if (!cache) return NULL;
+  char a[96], b[96];
+  tprt_status_t s = tprt__check(op, "k_cache", cache->k, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "v_cache", cache->v, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "cache_len", cache->len, 1, TPRT__M(TPRT_DTYPE_I32));
+  if (s) return s;
+  int64_t seqs = q->dims[0] / seq_len, rows = cache->k->dims[0];
+  if (!tprt_tensor_same_layout(cache->k, cache->v) || cache->k->dtype != k->dtype || cache->k->dims[1] != k->dims[1] ||
+      rows < seqs || (seqs > 0 && rows % seqs != 0) || (seqs == 0 && rows != 0))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: k_cache and v_cache must be [B*C, %lld] of k's dtype %s with B = %lld sequences and "
+                            "C >= 1 rows each; got %s and %s",
+                            op, (long long)k->dims[1], tprt_dtype_name(k->dtype), (long long)seqs,
+                            tprt__shape_str(cache->k, a, sizeof a), tprt__shape_str(cache->v, b, sizeof b));
+  if (cache->len->dims[0] != seqs)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: cache_len must be i32 [%lld] (one per sequence); got %s",
+                            op, (long long)seqs, tprt__shape_str(cache->len, a, sizeof a));
+  return NULL;
+}
+
 tprt_status_t tprt__check_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                                const tprt_tensor_t* y) {
   char a[96], b[96], c[96];
@@ -133,26 +155,42 @@ static float tprt__row_exps(const float* qi, const float* kh, int64_t n, int64_t
 }
 
 tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale) {
+                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
+                                 bool causal, float scale) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
+  if (!s) s = tprt__check_kv_cache("attention", q, k, cache, seq_len);
   if (s) return s;
   int64_t t = q->dims[0], hq = q->dims[1] / head_dim, hkv = k->dims[1] / head_dim, group = hq / hkv;
   if (t == 0 || hq == 0) return NULL;
+  const int64_t seqs = t / seq_len, rows = cache ? tprt__cache_rows(cache, seqs) : 0;
+  const int32_t* lens = cache ? (const int32_t*)cache->len->data : NULL;
+  for (int64_t b = 0; b < seqs && lens; ++b)
+    if (lens[b] < 0 || lens[b] > rows)
+      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                              "attention: cache_len[%lld] = %d is outside the cache's %lld rows per sequence",
+                              (long long)b, (int)lens[b], (long long)rows);
   const float sc = tprt_attn_scale(scale, head_dim);
-  const int64_t sd = seq_len * head_dim;
+  // Keys of one sequence and kv head: its cached rows, then its seq_len new ones.
+  const int64_t sd = seq_len * head_dim, kd = (rows + seq_len) * head_dim;
   float* buf = NULL;
-  s = tprt__scratch("attention", (size_t)(3 * sd + seq_len + head_dim) * sizeof(float), (void**)&buf);
+  s = tprt__scratch("attention", (size_t)(sd + 2 * kd + rows + seq_len + head_dim) * sizeof(float), (void**)&buf);
   if (s) return s;
-  float *qh = buf, *kh = qh + sd, *vh = kh + sd, *e = vh + sd, *o = e + seq_len;
-  for (int64_t row0 = 0; row0 < t; row0 += seq_len)
+  float *qh = buf, *kh = qh + sd, *vh = kh + kd, *e = vh + kd, *o = e + rows + seq_len;
+  for (int64_t b = 0; b < seqs; ++b) {
+    const int64_t row0 = b * seq_len, past = lens ? lens[b] : 0;
     for (int64_t h = 0; h < hq; ++h) {
       tprt__ld_head(q, row0, seq_len, h, head_dim, qh);
       if (h % group == 0) {
-        tprt__ld_head(k, row0, seq_len, h / group, head_dim, kh);
-        tprt__ld_head(v, row0, seq_len, h / group, head_dim, vh);
+        if (past > 0) {
+          tprt__ld_head(cache->k, b * rows, past, h / group, head_dim, kh);
+          tprt__ld_head(cache->v, b * rows, past, h / group, head_dim, vh);
+        }
+        tprt__ld_head(k, row0, seq_len, h / group, head_dim, kh + past * head_dim);
+        tprt__ld_head(v, row0, seq_len, h / group, head_dim, vh + past * head_dim);
       }
       for (int64_t i = 0; i < seq_len; ++i) {
-        int64_t n = tprt_attn_visible(i, seq_len, causal);
+        // Query i sits at position past + i and sees the cached keys, then new keys as in prefill.
+        int64_t n = past + tprt_attn_visible(i, seq_len, causal);
         float l = tprt__row_exps(qh + i * head_dim, kh, n, head_dim, sc, e);
         for (int64_t d = 0; d < head_dim; ++d) o[d] = 0.0f;
         for (int64_t j = 0; j < n; ++j)
@@ -161,6 +199,7 @@ tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k,
         tprt__st_row(y->data, y->dtype, (row0 + i) * q->dims[1] + h * head_dim, head_dim, o);
       }
     }
+  }
   tprt__scratch_free(buf);
   return NULL;
 }

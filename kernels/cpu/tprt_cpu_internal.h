@@ -87,6 +87,15 @@ tprt_status_t tprt__check_attention(const char* op, const tprt_tensor_t* q, cons
                                     const tprt_tensor_t* v, const tprt_tensor_t* y, const tprt_tensor_t* dy,
                                     const tprt_tensor_t* dq, const tprt_tensor_t* dk, const tprt_tensor_t* dv,
                                     int64_t seq_len, int64_t head_dim, float scale);
+/// The shapes of a decoding attention's KV cache (tprt_kv_cache_t; NULL passes): k and v
+/// [B*C, Hkv*D] of k's dtype and width with B = q's rows / seq_len and C >= 1, len i32 [B]. Its
+/// values are checked where they are read (tprt__cache_len).
+tprt_status_t tprt__check_kv_cache(const char* op, const tprt_tensor_t* q, const tprt_tensor_t* k,
+                                   const tprt_kv_cache_t* cache, int64_t seq_len);
+/// Rows per sequence (C) of a checked cache whose queries come in |seqs| sequences.
+static inline int64_t tprt__cache_rows(const tprt_kv_cache_t* cache, int64_t seqs) {
+  return seqs > 0 ? cache->k->dims[0] / seqs : 0;
+}
 
 /// The argument checks of tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad (|layernorm| selects
 /// dbeta), shared with the CUDA kernels so both reject the same inputs with the same messages.

@@ -256,9 +256,12 @@ tprt_status_t tprt_cpu_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, 
 /// dtype, D = |head_dim|, T a multiple of |seq_len| (each run of seq_len rows is one sequence),
 /// query head h reading key/value head h / (Hq/Hkv); y[T,Hq*D] like q. |causal| masks the keys
 /// after each query; |scale| 0 means 1/sqrt(D). The softmax is exact (max, exp, canonical sum).
+/// With a KV |cache| (decoding; NULL: none), sequence b's queries sit after its cache->len[b]
+/// cached tokens and see them first: the keys are the cached rows, then k's, so a token's output
+/// has the same bits whether its keys come from a cache or from one prefill call.
 tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal,
-                                 float scale) TPRT_MUST_USE_RESULT;
+                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
+                                 bool causal, float scale) TPRT_MUST_USE_RESULT;
 
 /// The gradients dq (like q), dk and dv (like k) of tprt_cpu_attention from its inputs, its
 /// output |y| and dy (like q); the probabilities are recomputed bit for bit.

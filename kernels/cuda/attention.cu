@@ -18,7 +18,8 @@
 // Launch geometry:
 // - rope: one thread per rotated pair, 256-thread blocks, grid stride.
 // - attention: one 256-thread block per (token, query head) row, grid stride over rows (at most
-//   TPRT__ATT_MAX_BLOCKS blocks, each with its own S floats of scores in a stream-ordered
+//   TPRT__ATT_MAX_BLOCKS blocks, each with its own S floats of scores (C + S with a KV cache of C
+//   rows per sequence, whose cached keys come first: tprt__att_rows_t) in a stream-ordered
 //   workspace). q_i is widened into shared memory; thread t scores keys t, t+256, ... (that is the
 //   canonical lane assignment), the block reduces the scan maximum as (value, first index) pairs,
 //   thread t then turns its scores into e_j and sums them as lane t; tprt__cuda_row_tree gives l.
@@ -109,18 +110,38 @@ static __device__ __forceinline__ float tprt__att_dot(const float* a, const void
   return acc;
 }
 
-/// The scores of query row |q_row| (widened, |hd| floats) against keys [0, n) of head |g| of the
-/// sequence starting at token |row0|, into s[j], and the block's softmax statistics: m, e[j] =
+/// The keys (or values) of one sequence and kv head: the first |past| from a KV cache's rows at
+/// |cache_row0|, then the call's own rows at |row0|; |w| is the row width (both tensors have it)
+/// and |col| the head's first column. Without a cache |past| is 0.
+struct tprt__att_rows_t {
+  const void* own;
+  const void* cache;
+  int64_t row0, cache_row0, past, w, col;
+  /// Key j's tensor, with its first element's offset in *off.
+  __device__ __forceinline__ const void* row(int64_t j, int64_t* off) const {
+    if (j < past) {
+      *off = (cache_row0 + j) * w + col;
+      return cache;
+    }
+    *off = (row0 + j - past) * w + col;
+    return own;
+  }
+};
+
+/// The scores of query row |q_row| (widened, |hd| floats) against keys [0, n) of |keys| into s[j],
+/// and the block's softmax statistics: m, e[j] =
 /// exp(s_j - m) in place and l (returned in *out_l, to every thread). Thread t owns keys t, t+256, ...
 /// throughout, so s and e need no barrier between the two phases.
 template <int D>
-static __device__ __forceinline__ float tprt__att_softmax(const float* q_row, const void* k, int64_t kw, int64_t row0,
-                                                          int64_t g, int64_t hd, int64_t n, float sc, float* s,
+static __device__ __forceinline__ float tprt__att_softmax(const float* q_row, const tprt__att_rows_t& keys,
+                                                          int64_t hd, int64_t n, float sc, float* s,
                                                           tprt__att_max_t* msm, float* rsm, float* out_l) {
   tprt__att_max_t mine = {0.0f, -1};
   float first = 0.0f;
   for (int64_t j = threadIdx.x; j < n; j += TPRT__ATT_THREADS) {
-    const float sj = __fmul_rn(tprt__att_dot<D>(q_row, k, (row0 + j) * kw + g * hd, hd), sc);
+    int64_t off;
+    const void* kj = keys.row(j, &off);
+    const float sj = __fmul_rn(tprt__att_dot<D>(q_row, kj, off, hd), sc);
     s[j] = sj;
     if (j == 0) first = sj;
     if (!isnan(sj) && (mine.i < 0 || sj > mine.v)) mine = {sj, (long long)j};
@@ -171,6 +192,10 @@ struct tprt__att_shape_t {
   int64_t t, seq_len, hd, hq, hkv, group;  // tokens, S, D, query heads, kv heads, Hq / Hkv
   int causal;
   float sc;  // the scale in use (tprt_attn_scale)
+  // A KV cache (forward only): rows per sequence, each sequence's cached count; NULL k_cache: none.
+  const void *k_cache, *v_cache;
+  const int32_t* cache_len;
+  int64_t cache_rows;
 };
 
 /// Forward: one block per row (token, query head). |ws| holds each block's S scores, then (when
@@ -181,20 +206,31 @@ static __global__ void __launch_bounds__(TPRT__ATT_THREADS)
                            void* __restrict__ y, tprt__att_shape_t sh, float* __restrict__ ws, int vec_in_smem) {
   __shared__ tprt__att_max_t msm[TPRT__ATT_THREADS / TPRT__ATT_WARP + 1];
   __shared__ float rsm[TPRT__ATT_THREADS / TPRT__ATT_WARP + 1];
-  const int64_t qw = sh.hq * sh.hd, kw = sh.hkv * sh.hd, rows = sh.t * sh.hq;
-  float* e = ws + (int64_t)blockIdx.x * sh.seq_len;
-  float* qv = tprt__att_vectors(vec_in_smem, ws + (int64_t)gridDim.x * sh.seq_len, sh.hd);
+  const int64_t qw = sh.hq * sh.hd, kw = sh.hkv * sh.hd, rows = sh.t * sh.hq, keys_max = sh.cache_rows + sh.seq_len;
+  float* e = ws + (int64_t)blockIdx.x * keys_max;
+  float* qv = tprt__att_vectors(vec_in_smem, ws + (int64_t)gridDim.x * keys_max, sh.hd);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t tok = row / sh.hq, h = row % sh.hq, i = tok % sh.seq_len, row0 = tok - i, g = h / sh.group;
-    const int64_t n = tprt_attn_visible(i, sh.seq_len, sh.causal);
+    // With a cache, the sequence's cached tokens come first (cache_len clamped to the cache's rows;
+    // the CPU backend refuses such values, a kernel cannot).
+    const int64_t b = tok / sh.seq_len;
+    int64_t past = sh.k_cache ? (int64_t)sh.cache_len[b] : 0;
+    past = past < 0 ? 0 : past > sh.cache_rows ? sh.cache_rows : past;
+    const tprt__att_rows_t keys = {k, sh.k_cache, row0, b * sh.cache_rows, past, kw, g * sh.hd};
+    const tprt__att_rows_t vals = {v, sh.v_cache, row0, b * sh.cache_rows, past, kw, g * sh.hd};
+    const int64_t n = past + tprt_attn_visible(i, sh.seq_len, sh.causal);
     for (int64_t d = threadIdx.x; d < sh.hd; d += TPRT__ATT_THREADS)
       qv[d] = tprt__cuda_ld(q, D, tok * qw + h * sh.hd + d);
     __syncthreads();
     float l;
-    tprt__att_softmax<D>(qv, k, kw, row0, g, sh.hd, n, sh.sc, e, msm, rsm, &l);
+    tprt__att_softmax<D>(qv, keys, sh.hd, n, sh.sc, e, msm, rsm, &l);
     for (int64_t d = threadIdx.x; d < sh.hd; d += TPRT__ATT_THREADS) {
       float o = 0.0f;
-      for (int64_t j = 0; j < n; ++j) o = __fmaf_rn(e[j], tprt__cuda_ld(v, D, (row0 + j) * kw + g * sh.hd + d), o);
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t off;
+        const void* vj = vals.row(j, &off);
+        o = __fmaf_rn(e[j], tprt__cuda_ld(vj, D, off + d), o);
+      }
       tprt__cuda_st(y, D, tok * qw + h * sh.hd + d, __fdiv_rn(o, l));
     }
     __syncthreads();  // e and qv are rewritten by the next row
@@ -227,7 +263,8 @@ static __global__ void __launch_bounds__(TPRT__ATT_THREADS)
     __syncthreads();
     if (threadIdx.x == 0) di_sm = tprt__att_dot<D>(dyv, y, qoff, sh.hd);  // Di = dot(dy_i, y_i)
     float l;
-    const float m = tprt__att_softmax<D>(qv, k, kw, row0, g, sh.hd, n, sh.sc, e, msm, rsm, &l);  // barriers: di_sm
+    const tprt__att_rows_t keys = {k, NULL, row0, 0, 0, kw, g * sh.hd};
+    const float m = tprt__att_softmax<D>(qv, keys, sh.hd, n, sh.sc, e, msm, rsm, &l);  // barriers: di_sm
     const float di = di_sm;
     for (int64_t j = threadIdx.x; j < n; j += TPRT__ATT_THREADS) {
       const float p = __fdiv_rn(e[j], l);
@@ -357,6 +394,9 @@ static tprt__att_shape_t tprt__att_shape(const tprt_tensor_t* q, const tprt_tens
   sh.group = sh.hq / sh.hkv;
   sh.causal = causal;
   sh.sc = tprt_attn_scale(scale, head_dim);  // the host's 1/sqrtf(D): the same IEEE operations
+  sh.k_cache = sh.v_cache = NULL;
+  sh.cache_len = NULL;
+  sh.cache_rows = 0;
   return sh;
 }
 
@@ -369,12 +409,19 @@ static void tprt__attention_launch(const tprt_tensor_t* q, const tprt_tensor_t* 
 }
 
 extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                             tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal,
-                                             float scale, cudaStream_t stream) {
+                                             const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len,
+                                             int64_t head_dim, bool causal, float scale, cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
+  if (!s) s = tprt__check_kv_cache("attention", q, k, cache, seq_len);
   if (s) return s;
-  const tprt__att_shape_t sh = tprt__att_shape(q, k, seq_len, head_dim, causal, scale);
+  tprt__att_shape_t sh = tprt__att_shape(q, k, seq_len, head_dim, causal, scale);
   if (sh.t == 0 || sh.hq == 0) return NULL;
+  if (cache) {
+    sh.k_cache = cache->k->data;
+    sh.v_cache = cache->v->data;
+    sh.cache_len = (const int32_t*)cache->len->data;
+    sh.cache_rows = tprt__cache_rows(cache, sh.t / seq_len);
+  }
   const unsigned blocks = tprt__att_blocks(sh.t * sh.hq);
   size_t smem;
   int64_t vec_floats;
@@ -382,7 +429,7 @@ extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_
   tprt__att_vector_place(sh.hd, blocks, &smem, &vec_floats, &in_smem);
   float* ws = NULL;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(
-      (void**)&ws, (size_t)((int64_t)blocks * sh.seq_len + vec_floats) * sizeof(float), stream));
+      (void**)&ws, (size_t)((int64_t)blocks * (sh.cache_rows + sh.seq_len) + vec_floats) * sizeof(float), stream));
   tprt__cuda_float_dispatch(q->dtype, [&](auto d) {
     tprt__attention_launch<decltype(d)::value>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
   });

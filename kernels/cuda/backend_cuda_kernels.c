@@ -79,6 +79,7 @@ static const char* const tprt__op_names[] = {
 /// out, out2, out3 = dq, dk, dv.
 typedef struct {
   const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e;
+  const tprt_kv_cache_t* cache;  // attention's KV cache, NULL without one
   tprt_tensor_t *out, *out2, *out3;
   int64_t seq_len, head_dim;
   bool causal;
@@ -260,7 +261,7 @@ static tprt_status_t tprt__exact_mlp(const tprt__call_t* c) {
 
 // Fast and invariant modes: the tensor-core attention (attention_tc_fwd.cu, attention_tc_bwd.cu).
 static bool tprt__tc_attention_fits(const tprt__call_t* c) {
-  return tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim);
+  return !c->cache && tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim);
 }
 static tprt_status_t tprt__tc_attention(const tprt__call_t* c) {
   return tprt_cuda_attention_tc(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim, c->causal, c->scale,
@@ -275,7 +276,8 @@ static tprt_status_t tprt__tc_attention_grad(const tprt__call_t* c) {
                                      c->causal, c->scale, tprt__r.stream);
 }
 static tprt_status_t tprt__exact_attention(const tprt__call_t* c) {
-  return tprt_cuda_attention(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim, c->causal, c->scale, tprt__r.stream);
+  return tprt_cuda_attention(c->a, c->b, c->c, c->cache, c->out, c->seq_len, c->head_dim, c->causal, c->scale,
+                             tprt__r.stream);
 }
 static tprt_status_t tprt__exact_attention_grad(const tprt__call_t* c) {
   return tprt_cuda_attention_grad(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,
@@ -472,9 +474,17 @@ tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t
   return tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream);
 }
 tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                   tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale) {
-  tprt__call_t c = {
-      .a = q, .b = k, .c = v, .out = y, .seq_len = seq_len, .head_dim = head_dim, .causal = causal, .scale = scale};
+                                   const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
+                                   bool causal, float scale) {
+  tprt__call_t c = {.a = q,
+                    .b = k,
+                    .c = v,
+                    .cache = cache,
+                    .out = y,
+                    .seq_len = seq_len,
+                    .head_dim = head_dim,
+                    .causal = causal,
+                    .scale = scale};
   return tprt__contract(TPRT__ATTENTION, &c);
 }
 tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,

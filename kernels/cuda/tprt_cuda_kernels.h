@@ -365,10 +365,12 @@ tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t,
 
 /// Scaled dot-product attention with grouped-query heads and the exact softmax: bitwise
 /// tprt_cpu_attention, same validation; one 256-thread block per (token, query head), scores in
-/// a workspace allocated stream-ordered. kernels/cuda/attention.cu.
+/// a workspace allocated stream-ordered. With a KV |cache| (NULL: none; cache->len in device
+/// memory) the keys are the cached rows then k's, as in tprt_cpu_attention; a cache_len outside
+/// [0, C] is clamped to it (the CPU backend refuses it). kernels/cuda/attention.cu.
 tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                  tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
-                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                  const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
+                                  bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The gradients dq, dk and dv of tprt_cuda_attention: bitwise tprt_cpu_attention_grad, same
 /// validation; a row kernel (dq and each row's softmax statistics) and a key kernel (dk, dv), with

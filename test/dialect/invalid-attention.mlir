@@ -180,3 +180,52 @@ func.func @attention_grad_nan_scale(%q: tensor<16x64xf32>, %k: tensor<16x64xf32>
   %dq, %dk, %dv = "tp.attention_grad"(%q, %k, %v, %y, %dy) {seq_len = 8 : i64, head_dim = 16 : i64, scale = 0x7FC00000 : f32} : (tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> (tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>)
   return %dq, %dk, %dv : tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
 }
+
+// -----
+
+/// attention.cache: the caches hold whole sequences, C rows each: 15 rows do not split over the 2
+/// sequences of q (2 rows, seq_len 1).
+func.func @kvcache_rows(%q: tensor<2x64xbf16>, %k: tensor<2x32xbf16>, %v: tensor<2x32xbf16>,
+                        %kc: tensor<15x32xbf16>, %vc: tensor<15x32xbf16>, %len: tensor<2xi32>) -> tensor<2x64xbf16> {
+  // expected-error@+1 {{'tp.attention_kvcache' op violates rule attention.cache: k_cache and v_cache must be [B*C,Hkv*D] of k's type with B=2 sequences (q's 2 rows / seq_len) and C >= 1 rows each, and k's width 32; got k_cache tensor<15x32xbf16>, v_cache tensor<15x32xbf16>}}
+  %y = "tp.attention_kvcache"(%q, %k, %v, %kc, %vc, %len) {seq_len = 1 : i64, head_dim = 16 : i64}
+      : (tensor<2x64xbf16>, tensor<2x32xbf16>, tensor<2x32xbf16>, tensor<15x32xbf16>, tensor<15x32xbf16>,
+         tensor<2xi32>) -> tensor<2x64xbf16>
+  return %y : tensor<2x64xbf16>
+}
+
+// -----
+
+/// attention.cache: the caches have k's element type and width.
+func.func @kvcache_dtype(%q: tensor<2x64xbf16>, %k: tensor<2x32xbf16>, %v: tensor<2x32xbf16>,
+                         %kc: tensor<16x32xf32>, %vc: tensor<16x32xf32>, %len: tensor<2xi32>) -> tensor<2x64xbf16> {
+  // expected-error@+1 {{'tp.attention_kvcache' op violates rule attention.cache: k_cache and v_cache must be [B*C,Hkv*D] of k's type with B=2 sequences (q's 2 rows / seq_len) and C >= 1 rows each, and k's width 32; got k_cache tensor<16x32xf32>, v_cache tensor<16x32xf32>}}
+  %y = "tp.attention_kvcache"(%q, %k, %v, %kc, %vc, %len) {seq_len = 1 : i64, head_dim = 16 : i64}
+      : (tensor<2x64xbf16>, tensor<2x32xbf16>, tensor<2x32xbf16>, tensor<16x32xf32>, tensor<16x32xf32>,
+         tensor<2xi32>) -> tensor<2x64xbf16>
+  return %y : tensor<2x64xbf16>
+}
+
+// -----
+
+/// attention.cache: cache_len holds one i32 count per sequence.
+func.func @kvcache_len(%q: tensor<4x64xbf16>, %k: tensor<4x32xbf16>, %v: tensor<4x32xbf16>,
+                       %kc: tensor<16x32xbf16>, %vc: tensor<16x32xbf16>, %len: tensor<2xi64>) -> tensor<4x64xbf16> {
+  // expected-error@+1 {{'tp.attention_kvcache' op violates rule attention.cache: cache_len must be tensor<2xi32>: the cached tokens of each of the B=2 sequences; got tensor<2xi64>}}
+  %y = "tp.attention_kvcache"(%q, %k, %v, %kc, %vc, %len) {seq_len = 2 : i64, head_dim = 16 : i64}
+      : (tensor<4x64xbf16>, tensor<4x32xbf16>, tensor<4x32xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>,
+         tensor<2xi64>) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
+}
+
+// -----
+
+/// The shared rules hold for tp.attention_kvcache too (attention.heads: 3 query heads over 2).
+func.func @kvcache_heads(%q: tensor<2x48xbf16>, %k: tensor<2x32xbf16>, %v: tensor<2x32xbf16>,
+                         %kc: tensor<16x32xbf16>, %vc: tensor<16x32xbf16>, %len: tensor<2xi32>) -> tensor<2x48xbf16> {
+  // expected-error@+1 {{'tp.attention_kvcache' op violates rule attention.heads}}
+  %y = "tp.attention_kvcache"(%q, %k, %v, %kc, %vc, %len) {seq_len = 1 : i64, head_dim = 16 : i64}
+      : (tensor<2x48xbf16>, tensor<2x32xbf16>, tensor<2x32xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>,
+         tensor<2xi32>) -> tensor<2x48xbf16>
+  return %y : tensor<2x48xbf16>
+}

@@ -536,6 +536,21 @@ func.func @attention_bidirectional_scale(%q: tensor<32x64xf32>, %k: tensor<32x64
 
 // -----
 
+/// tp.attention_kvcache: one decoding step of 2 sequences (1 new token each) after a KV cache of 8
+/// rows per sequence, cache_len cached tokens of each.
+// CHECK-LABEL: func.func @attention_kvcache_decode(
+// CHECK-NEXT:    "tp.attention_kvcache"{{.*}} {head_dim = 16 : i64, seq_len = 1 : i64} : (tensor<2x64xbf16>, tensor<2x32xbf16>, tensor<2x32xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>, tensor<2xi32>) -> tensor<2x64xbf16>
+func.func @attention_kvcache_decode(%q: tensor<2x64xbf16>, %k: tensor<2x32xbf16>, %v: tensor<2x32xbf16>,
+                                    %kc: tensor<16x32xbf16>, %vc: tensor<16x32xbf16>,
+                                    %len: tensor<2xi32>) -> tensor<2x64xbf16> {
+  %y = "tp.attention_kvcache"(%q, %k, %v, %kc, %vc, %len) {seq_len = 1 : i64, head_dim = 16 : i64}
+      : (tensor<2x64xbf16>, tensor<2x32xbf16>, tensor<2x32xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>,
+         tensor<2xi32>) -> tensor<2x64xbf16>
+  return %y : tensor<2x64xbf16>
+}
+
+// -----
+
 /// tp.all_reduce over the tensor-parallel axis, in any order (NCCL's).
 // CHECK:       "tp.mesh"() {axes = ["dp", "tp"], shape = array<i64: 2, 4>, sym_name = "world"} : () -> ()
 // CHECK-LABEL: func.func @all_reduce_tp(

@@ -31,7 +31,7 @@ void fc_attn_close(const fc_attn_case& c, cudaStream_t s) {
   y.poison(), ye.poison();
   const std::string label = c.label();
   tprt_status_t fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, c.l, c.d, c.causal, c.scale, s);
-  tprt_status_t es = tprt_cuda_attention(&q.t, &k.t, &v.t, &ye.t, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, c.l, c.d, c.causal, c.scale, s);
   fc_compare("attention tc", label.c_str(), y, ye, fs, es);
   // The backward of both from the exact forward's y.
   fc_tensor dq(c.dtype, {t, c.hq * c.d}), dk(c.dtype, {t, c.hkv * c.d}), dv(c.dtype, {t, c.hkv * c.d});

@@ -89,13 +89,13 @@ static void ct_check_attention(cudaStream_t stream) {
         if (ct_selected("attention"))
           ct_run(
               "attention", shape, tprt_dtype_name(dtype), params, &y,
-              [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, &y.h, c.s, c.d, causal, c.scale); },
+              [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &y.h, c.s, c.d, causal, c.scale); },
               [&](cudaStream_t st) {
-                return tprt_cuda_attention(&q.d, &k.d, &v.d, &y.d, c.s, c.d, causal, c.scale, st);
+                return tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, c.s, c.d, causal, c.scale, st);
               },
               true, stream);
         if (ct_selected("attention_grad")) {
-          tprt_status_t s = tprt_cpu_attention(&q.h, &k.h, &v.h, &yref.h, c.s, c.d, causal, c.scale);
+          tprt_status_t s = tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &yref.h, c.s, c.d, causal, c.scale);
           if (s) {
             ct_fail_status("CPU attention (the backward's y)", s);
           } else {
@@ -120,6 +120,46 @@ static void ct_check_attention(cudaStream_t stream) {
   }
 }
 
+// Decoding with a KV cache: the cached rows (C per sequence, those past cache_len random) come
+// first; cache lengths of 0, C and in between, over 64-token chunks and single tokens, with more
+// than 256 keys in a row.
+static void ct_check_attention_cache(cudaStream_t stream) {
+  struct {
+    int64_t b, s, hq, hkv, d, cap;
+    int32_t lens[3];
+  } cases[] = {
+      {1, 1, 4, 1, 64, 9, {5}},                // one decode step
+      {3, 1, 8, 2, 128, 300, {0, 300, 137}},   // empty, full and partial caches; 301 keys
+      {2, 7, 2, 2, 16, 20, {13, 20}},          // a chunk of 7 after the cache
+      {2, 64, 4, 2, 64, 64, {64, 1}},
+  };
+  uint64_t rng = 0xCAC4E;
+  for (const auto& c : cases)
+    for (int dtype : kDtypes)
+      for (int causal = 0; causal < 2; ++causal) {
+        int64_t qd[2] = {c.b * c.s, c.hq * c.d}, kd[2] = {c.b * c.s, c.hkv * c.d}, cd[2] = {c.b * c.cap, c.hkv * c.d};
+        int64_t ld[1] = {c.b};
+        ct_tensor_t q = ct_make(dtype, 2, qd), k = ct_make(dtype, 2, kd), v = ct_make(dtype, 2, kd);
+        ct_tensor_t y = ct_make(dtype, 2, qd), kc = ct_make(dtype, 2, cd), vc = ct_make(dtype, 2, cd);
+        ct_tensor_t len = ct_make(TPRT_DTYPE_I32, 1, ld);
+        for (ct_tensor_t* x : {&q, &k, &v, &kc, &vc}) ct_fill(x, &rng, CT_DIST_MODERATE);
+        for (int64_t b = 0; b < c.b; ++b) ((int32_t*)len.h.data)[b] = c.lens[b];
+        ct_upload(&len);
+        char shape[64], params[48];
+        snprintf(shape, sizeof shape, "B=%lld S=%lld H=%lld/%lld D=%lld C=%lld", (long long)c.b, (long long)c.s,
+                 (long long)c.hq, (long long)c.hkv, (long long)c.d, (long long)c.cap);
+        snprintf(params, sizeof params, "%s cache_len=%d,%d,%d", causal ? "causal" : "full", c.lens[0],
+                 c.b > 1 ? c.lens[1] : -1, c.b > 2 ? c.lens[2] : -1);
+        tprt_kv_cache_t hc = {&kc.h, &vc.h, &len.h}, dc = {&kc.d, &vc.d, &len.d};
+        ct_run(
+            "attention", shape, tprt_dtype_name(dtype), params, &y,
+            [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, &hc, &y.h, c.s, c.d, causal, 0.0f); },
+            [&](cudaStream_t st) { return tprt_cuda_attention(&q.d, &k.d, &v.d, &dc, &y.d, c.s, c.d, causal, 0.0f, st); },
+            true, stream);
+        for (ct_tensor_t* x : {&q, &k, &v, &y, &kc, &vc, &len}) ct_free(x);
+      }
+}
+
 void ct_check_validation_attention(void) {
   static char dummy[64];  // validation never reads data, but a non-empty view needs a pointer
   auto T = [](int dtype, int64_t d0, int64_t d1) {
@@ -141,20 +181,20 @@ void ct_check_validation_attention(void) {
   // q [4, 4·8] and k, v [4, 2·8]: D = 8, Hq = 4, Hkv = 2.
   tprt_tensor_t q = T(B, 4, 32), k = T(B, 4, 16), v = T(B, 4, 16), ya = T(B, 4, 32);
   tprt_tensor_t k3 = T(B, 4, 24), k_f = T(F, 4, 16), ya_bad = T(B, 4, 24), dk_bad = T(B, 4, 32);
-  ct_same_status("attention seq_len", tprt_cpu_attention(&q, &k, &v, &ya, 3, 8, true, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, &ya, 3, 8, true, 0.0f, 0));
-  ct_same_status("attention head_dim", tprt_cpu_attention(&q, &k, &v, &ya, 4, 0, true, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, &ya, 4, 0, true, 0.0f, 0));
-  ct_same_status("attention groups", tprt_cpu_attention(&q, &k3, &k3, &ya, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k3, &k3, &ya, 4, 8, false, 0.0f, 0));
-  ct_same_status("attention scale", tprt_cpu_attention(&q, &k, &v, &ya, 4, 8, false, -1.0f),
-                 tprt_cuda_attention(&q, &k, &v, &ya, 4, 8, false, -1.0f, 0));
-  ct_same_status("attention scale nan", tprt_cpu_attention(&q, &k, &v, &ya, 4, 8, false, NAN),
-                 tprt_cuda_attention(&q, &k, &v, &ya, 4, 8, false, NAN, 0));
-  ct_same_status("attention k dtype", tprt_cpu_attention(&q, &k_f, &k_f, &ya, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k_f, &k_f, &ya, 4, 8, false, 0.0f, 0));
-  ct_same_status("attention y", tprt_cpu_attention(&q, &k, &v, &ya_bad, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, &ya_bad, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention seq_len", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 3, 8, true, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 3, 8, true, 0.0f, 0));
+  ct_same_status("attention head_dim", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 0, true, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 0, true, 0.0f, 0));
+  ct_same_status("attention groups", tprt_cpu_attention(&q, &k3, &k3, NULL, &ya, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k3, &k3, NULL, &ya, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention scale", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 8, false, -1.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 8, false, -1.0f, 0));
+  ct_same_status("attention scale nan", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 8, false, NAN),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 8, false, NAN, 0));
+  ct_same_status("attention k dtype", tprt_cpu_attention(&q, &k_f, &k_f, NULL, &ya, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k_f, &k_f, NULL, &ya, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention y", tprt_cpu_attention(&q, &k, &v, NULL, &ya_bad, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya_bad, 4, 8, false, 0.0f, 0));
   ct_same_status("attention_grad NULL dy",
                  tprt_cpu_attention_grad(&q, &k, &v, &ya, NULL, &ya, &k, &v, 4, 8, true, 0.0f),
                  tprt_cuda_attention_grad(&q, &k, &v, &ya, NULL, &ya, &k, &v, 4, 8, true, 0.0f, 0));
@@ -165,6 +205,7 @@ void ct_check_validation_attention(void) {
 void ct_check_attention_kernels(cudaStream_t stream) {
   if (ct_selected("rope")) ct_check_rope(stream);
   if (ct_selected("attention") || ct_selected("attention_grad")) ct_check_attention(stream);
+  if (ct_selected("attention")) ct_check_attention_cache(stream);
 }
 
 void ct_check_attention_control(cudaStream_t stream) {
@@ -198,7 +239,7 @@ void ct_check_attention_control(cudaStream_t stream) {
       wrong[i * d + c] = o / l;
     }
   }
-  tprt_status_t st = tprt_cuda_attention(&q.d, &k.d, &v.d, &y.d, s, d, false, 0.0f, stream);
+  tprt_status_t st = tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, s, d, false, 0.0f, stream);
   if (st) {
     ct_control_failed("control attention", st);
   } else {

@@ -272,6 +272,92 @@ TPRT_TEST(attention_causal_prefix_is_bitwise_invariant) {
   }
 }
 
+// Decoding with a KV cache: sequence b's queries at positions L_b .. L_b+s-1, with its first L_b
+// keys and values in the cache (C rows per sequence, the rest garbage), give the bits of the
+// prefill of the whole sequence at those positions: causal with any split (a decode step, s = 1,
+// or a chunk), and without the mask when the chunk ends the sequence. Sequences of one call may
+// have different cache lengths.
+TPRT_TEST(attention_kv_cache_decode_matches_prefill) {
+  const int64_t cap = 12;
+  for (int d = 0; d < 3; ++d)
+    for (int causal = 1; causal >= 0; --causal) {
+      int dt = kDtypes[d];
+      att_shape_t a = {2, 9, 4, 2, 16, causal, 0.0};
+      att_tensors_t full = att_make(dt, &a, 300);
+      TPRT_EXPECT_OK(att_forward(&full, &a, 0.0f));
+      size_t qrow = tprt_dtype_bytes(dt, a.hq * a.d), krow = tprt_dtype_bytes(dt, a.hkv * a.d);
+      // (L_0, L_1, s): cached tokens of each sequence and new tokens per sequence.
+      static const int64_t splits[][3] = {{0, 0, 9}, {8, 8, 1}, {4, 7, 1}, {0, 5, 1}, {3, 6, 3}, {6, 2, 3}};
+      for (size_t c = 0; c < sizeof splits / sizeof splits[0]; ++c) {
+        int64_t s = splits[c][2];
+        if (!causal && (splits[c][0] + s != a.seq_len || splits[c][1] + s != a.seq_len)) continue;
+        tc_tensor_t q = tc_make(dt, 2, 2 * s, a.hq * a.d), k = tc_make(dt, 2, 2 * s, a.hkv * a.d);
+        tc_tensor_t v = tc_make(dt, 2, 2 * s, a.hkv * a.d), y = tc_make(dt, 2, 2 * s, a.hq * a.d);
+        tc_tensor_t kc = tc_make(dt, 2, 2 * cap, a.hkv * a.d), vc = tc_make(dt, 2, 2 * cap, a.hkv * a.d);
+        tc_tensor_t len = tc_make(TPRT_DTYPE_I32, 1, (int64_t)2);
+        tc_fill(&kc.t, 900 + c, -3.0, 3.0);  // rows past cache_len must not be read
+        tc_fill(&vc.t, 901 + c, -3.0, 3.0);
+        for (int64_t b = 0; b < 2; ++b) {
+          int64_t past = splits[c][b], src = b * a.seq_len;
+          ((int32_t*)len.t.data)[b] = (int32_t)past;
+          memcpy((char*)kc.t.data + (size_t)(b * cap) * krow, (char*)full.k.t.data + (size_t)src * krow, (size_t)past * krow);
+          memcpy((char*)vc.t.data + (size_t)(b * cap) * krow, (char*)full.v.t.data + (size_t)src * krow, (size_t)past * krow);
+          memcpy((char*)q.t.data + (size_t)(b * s) * qrow, (char*)full.q.t.data + (size_t)(src + past) * qrow, (size_t)s * qrow);
+          memcpy((char*)k.t.data + (size_t)(b * s) * krow, (char*)full.k.t.data + (size_t)(src + past) * krow, (size_t)s * krow);
+          memcpy((char*)v.t.data + (size_t)(b * s) * krow, (char*)full.v.t.data + (size_t)(src + past) * krow, (size_t)s * krow);
+        }
+        tprt_kv_cache_t cache = {&kc.t, &vc.t, &len.t};
+        TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &cache, &y.t, s, a.d, causal, 0.0f));
+        for (int64_t b = 0; b < 2; ++b)
+          if (!same_rows(&y.t, b * s, &full.y.t, b * a.seq_len + splits[c][b], s))
+            TPRT__FAIL("%s causal=%d: sequence %lld decoded after %lld cached tokens (%lld new) differs from its "
+                       "prefill", tprt_dtype_name(dt), causal, (long long)b, (long long)splits[c][b], (long long)s);
+        tc_free_n(7, &q, &k, &v, &y, &kc, &vc, &len);
+      }
+      att_free(&full);
+    }
+}
+
+// The KV cache's checks: shapes, dtypes and cache_len values in [0, C].
+TPRT_TEST(attention_kv_cache_invalid_arguments) {
+  tc_tensor_t q = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)64), k = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)32);
+  tc_tensor_t v = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)32), y = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)2, (int64_t)64);
+  tc_tensor_t kc = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)8, (int64_t)32), vc = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)8, (int64_t)32);
+  tc_tensor_t len = tc_make(TPRT_DTYPE_I32, 1, (int64_t)2), len3 = tc_make(TPRT_DTYPE_I32, 1, (int64_t)3);
+  tc_tensor_t len64 = tc_make(TPRT_DTYPE_I64, 1, (int64_t)2), kw = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)8, (int64_t)16);
+  tc_tensor_t kf = tc_make(TPRT_DTYPE_F32, 2, (int64_t)8, (int64_t)32), k7 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)7, (int64_t)32);
+  tc_fill(&q.t, 1, -1.0, 1.0);
+  tc_fill(&k.t, 2, -1.0, 1.0);
+  tc_fill(&v.t, 3, -1.0, 1.0);
+  tc_fill(&kc.t, 4, -1.0, 1.0);
+  tc_fill(&vc.t, 5, -1.0, 1.0);
+  int32_t* n = (int32_t*)len.t.data;
+  n[0] = 4;
+  n[1] = 0;
+  tprt_kv_cache_t ok = {&kc.t, &vc.t, &len.t};
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f));
+  n[1] = 4;  // C = 4 rows per sequence: a full cache is allowed
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f));
+  n[1] = 5;
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+                     "cache_len[1] = 5 is outside the cache's 4 rows per sequence");
+  n[1] = -1;
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+                     "cache_len[1] = -1");
+  n[1] = 0;
+  tprt_kv_cache_t bad[5] = {{&kc.t, &vc.t, &len3.t}, {&kc.t, &vc.t, &len64.t}, {&kw.t, &kw.t, &len.t},
+                            {&kf.t, &kf.t, &len.t}, {&k7.t, &k7.t, &len.t}};
+  const char* why[5] = {"cache_len must be i32 [2]", "cache_len", "k_cache and v_cache must be [B*C, 32]",
+                        "k_cache and v_cache must be [B*C, 32] of k's dtype bf16", "C >= 1 rows each; got [7,32] bf16"};
+  for (int i = 0; i < 5; ++i)
+    TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &bad[i], &y.t, 1, 16, true, 0.0f),
+                       TPRT_STATUS_INVALID_ARGUMENT, why[i]);
+  tprt_kv_cache_t mixed = {&kc.t, &kw.t, &len.t};
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &mixed, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+                     "k_cache and v_cache");
+  tc_free_n(12, &q, &k, &v, &y, &kc, &vc, &len, &len3, &len64, &kw, &kf, &k7);
+}
+
 // Sequences are independent: a batch of 3 gives each sequence the bits it gets alone, forward and
 // backward.
 TPRT_TEST(attention_sequences_are_independent) {
@@ -363,7 +449,7 @@ TPRT_TEST(attention_and_rope_accept_empty_tensors) {
   att_free(&x);
   tc_tensor_t q = tc_make(TPRT_DTYPE_F32, 2, 4, 0), y = tc_make(TPRT_DTYPE_F32, 2, 4, 0),
               k = tc_make(TPRT_DTYPE_F32, 2, 4, 8), v = tc_make(TPRT_DTYPE_F32, 2, 4, 8);
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 8, true, 0.0f));
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 8, true, 0.0f));
   tc_tensor_t c = tc_make(TPRT_DTYPE_F32, 2, 0, 8), s = tc_make(TPRT_DTYPE_F32, 2, 0, 8);
   tc_tensor_t rx = tc_make(TPRT_DTYPE_F32, 2, 0, 16), ry = tc_make(TPRT_DTYPE_F32, 2, 0, 16);
   TPRT_EXPECT_OK(tprt_cpu_rope(&rx.t, &c.t, &s.t, &ry.t, false));
@@ -382,43 +468,43 @@ TPRT_TEST(attention_invalid_arguments) {
               vf = tc_make(TPRT_DTYPE_F32, 2, 8, 32), v7 = tc_make(bf, 2, 7, 32), k7 = tc_make(bf, 2, 7, 32),
               yt = tc_make(bf, 2, 8, 32), q1 = tc_make(bf, 1, 512), qi = tc_make(TPRT_DTYPE_I32, 2, 8, 64),
               k0 = tc_make(bf, 2, 8, 0);
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 16, true, 0.0f));
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(NULL, &k.t, &v.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f));
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(NULL, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q is NULL");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: y is NULL");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q1.t, &k.t, &v.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q1.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q must be a rank-2 bf16, f16 or f32 tensor; got [512] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&qi.t, &k.t, &v.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&qi.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q must be a rank-2");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 0, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 0, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: seq_len=0 and head_dim=16 must be >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 0, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 0, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: seq_len=4 and head_dim=0 must be >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 16, true, -1.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, -1.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: scale=-1 must be finite and >= 0 (0: 1/sqrt(D))");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 16, true, NAN), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, NAN), TPRT_STATUS_INVALID_ARGUMENT,
                      "must be finite and >= 0");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 16, true, INFINITY), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, INFINITY), TPRT_STATUS_INVALID_ARGUMENT,
                      "must be finite and >= 0");
   // 8 tokens are not whole sequences of 3; 64 columns are not heads of 24.
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 3, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 3, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q [8,64] bf16 and k [8,32] bf16 must be [B*S, Hq*D] and [B*S, Hkv*D] with S=3, D=16 "
                      "and Hkv >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &y.t, 4, 24, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 24, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "with S=4, D=24 and Hkv >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k0.t, &k0.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k0.t, &k0.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "and Hkv >= 1");
   // 3 query heads over 2 kv heads.
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q3.t, &k.t, &v.t, &y3.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q3.t, &k.t, &v.t, NULL, &y3.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: 3 query heads do not split into groups over 2 key/value heads");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v7.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v7.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: k and v must be [8, Hkv*D] of q's dtype bf16; got [8,32] bf16 and [7,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k7.t, &v7.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k7.t, &v7.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: k and v must be [8, Hkv*D] of q's dtype bf16; got [7,32] bf16 and [7,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &kf.t, &vf.t, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &kf.t, &vf.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "got [8,32] f32 and [8,32] f32");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &yt.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &yt.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: y must have q's shape and dtype [8,64] bf16; got [8,32] bf16");
   tc_tensor_t* all[14] = {&q, &k, &v, &y, &q3, &y3, &kf, &vf, &v7, &k7, &yt, &q1, &qi, &k0};
   for (int i = 0; i < 14; ++i) tc_free(all[i]);
