@@ -12,7 +12,12 @@ output cotangent y_grad), runs tpc-run on the CPU backend at every TP degree and
              against PyTorch as in fast).
 
 Gradients: the training step (tpc-run --pipeline train) takes the cotangent of y as the argument
-y_grad; PyTorch's are those of the loss sum(y * y_grad). Exit status 0 when every check passes,
+y_grad; PyTorch's are those of the loss sum(y * y_grad).
+
+Decoding (--kv-cache C, --past P): the step of --seq-len new tokens per sequence after P cached
+ones, its caches filled with the rotated keys and values PyTorch stored (a transformers
+DynamicCache) when it ran the whole sequences; y and each layer's new k and v must match
+PyTorch's last rows of that run (y's tolerance for all). Exit status 0 when every check passes,
 1 when one fails, 2 on an error (an unsupported model, a TP degree the plan cannot run).
 
 --stage DIR runs nothing: it writes the same check for a machine without MLIR or transformers
@@ -91,9 +96,9 @@ def run_tpc(tpc_run, module, args, tp, numerics, train, outputs=None):
     return proc.stdout.strip().splitlines()
 
 
-def _compare(label, got, ref, yard, tol_y, tol_g, verbose):
-    """Prints y's line and one line for the gradients (each gradient's with verbose); returns the
-    number of failed comparisons."""
+def _compare(label, got, ref, yard, tol_y, tol_g, verbose, others="gradients"):
+    """Prints y's line and one line for the other results (the gradients, or a decoding step's k
+    and v; each one's with verbose); returns the number of failed comparisons."""
     rows = []
     for name in sorted(ref, key=lambda n: (n != "y", n != "x_grad", n)):
         if name not in got:
@@ -115,7 +120,7 @@ def _compare(label, got, ref, yard, tol_y, tol_g, verbose):
                   f"(tolerance {100 * tol:g}%){extra}: {'ok' if ok else 'FAIL'}")
     if grads:
         worst = max(grads, key=lambda r: r[3])
-        print(f"{label} gradients: {sum(r[-1] for r in grads)} of {len(grads)} within {100 * tol_g:g}% of max|ref|, "
+        print(f"{label} {others}: {sum(r[-1] for r in grads)} of {len(grads)} within {100 * tol_g:g}% of max|ref|, "
               f"worst {worst[0]} {100 * worst[3]:.3g}%{worst[5]}: {'ok' if all(r[-1] for r in grads) else 'FAIL'}")
     return failed
 
@@ -125,6 +130,7 @@ def main(argv=None):
     p.set_defaults(tp=[1, 2])
     p.add_argument("--numerics", nargs="+", choices=["fast", "invariant"], default=["fast", "invariant"])
     p.add_argument("--train", action="store_true", help="also check training steps (every gradient)")
+    # --kv-cache and --past come from the export parser: a decoding step.
     p.add_argument("--tpc-run", help="the tpc-run binary (default: on PATH, else build/bin/tpc-run)")
     p.add_argument("--verbose", action="store_true", help="one line per gradient")
     p.add_argument("--keep", metavar="DIR", help="keep the module, arguments and outputs in DIR")
@@ -152,29 +158,47 @@ def main(argv=None):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _export(args):
+    if args.kv_cache and args.train:
+        raise ExportError("--train checks training steps; a decoding step (--kv-cache) has no backward")
+    return exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
+                           kv_cache=args.kv_cache, past=args.past)
+
+
+def _references(result, train):
+    """PyTorch's results of a step and the f32 yardstick (None: none) for the comparisons."""
+    if result.kv_cache:
+        return result.decoding()[2], None
+    ref = reference(result, result.cotangent, train)
+    yard = f32_reference(result, result.cotangent, train) if result.dtype == "bf16" else None
+    return ref, yard
+
+
 def _check(args, tpc_run, work):
-    result = exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp)
+    result = _export(args)
     module = os.path.join(work, "module.mlir")
     exporter.write(result, module, None)
     cotangent = result.cotangent
     arg_file = os.path.join(work, "args.safetensors")
     weights.save(arg_file, {**result.inputs(), **result.weights()})
-    print(f"model: {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}")
+    print(f"model: {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}"
+          + (f"; decoding after {result.past} cached tokens (caches of {result.kv_cache})" if result.kv_cache else ""))
     print(f"plan: {result.plan.name}; TP degrees: {' '.join(map(str, args.tp))}; tpc-run: {tpc_run}")
     tol_y, tol_g = TOLERANCE[args.dtype]
     failures = 0
     passes = [False] + ([True] if args.train else [])
     for train in passes:
         step = "train" if train else "infer"
-        ref = reference(result, cotangent, train)
-        yard = f32_reference(result, cotangent, train) if args.dtype == "bf16" else None
+        ref, yard = _references(result, train)
+        others = "new k and v" if result.kv_cache else "gradients"
+        tol = tol_y if result.kv_cache else tol_g
         for numerics in args.numerics:
             hashes = {}
             for tp in args.tp:
                 out = os.path.join(work, f"{step}-{numerics}-tp{tp}.safetensors")
                 hashes[tp] = run_tpc(tpc_run, module, arg_file, tp, numerics, train, out)
                 got = load_file(out)
-                failures += _compare(f"{step} {numerics} tp={tp}", got, ref, yard, tol_y, tol_g, args.verbose)
+                failures += _compare(f"{step} {numerics} tp={tp}", got, ref, yard, tol_y, tol, args.verbose, others)
             if numerics == "invariant" and len(args.tp) > 1:
                 first = hashes[args.tp[0]]
                 same = all(h == first for h in hashes.values())
@@ -192,7 +216,7 @@ def _stage(args, work):
     """--stage: the arguments, PyTorch's results and the compiled modules of every check."""
     tpc_compile = find_tool("tpc-compile", args.tpc_compile)
     os.makedirs(work, exist_ok=True)
-    result = exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp)
+    result = _export(args)
     module = os.path.join(work, "module.mlir")
     exporter.write(result, module, None)
     weights.save(os.path.join(work, "args.safetensors"), {**result.inputs(), **result.weights()})
@@ -202,11 +226,12 @@ def _stage(args, work):
              "# step numerics tp module reference yardstick tolerance_y tolerance_gradients"]
     for train in [False] + ([True] if args.train else []):
         step = "train" if train else "infer"
-        weights.save(os.path.join(work, f"ref-{step}.safetensors"), reference(result, result.cotangent, train))
+        ref, yard_ref = _references(result, train)
+        weights.save(os.path.join(work, f"ref-{step}.safetensors"), ref)
         yard = "-"
-        if args.dtype == "bf16":
+        if yard_ref is not None:
             yard = f"yard-{step}.safetensors"
-            weights.save(os.path.join(work, yard), f32_reference(result, result.cotangent, train))
+            weights.save(os.path.join(work, yard), yard_ref)
         for numerics in args.numerics:
             for tp in args.tp:
                 name = f"{step}-{numerics}-tp{tp}.so"

@@ -28,8 +28,11 @@ class Converter:
     """Converts one exported DecoderStack; run() returns the Function, and `tensors` lists each
     weight argument's tp.name with the parameter names it is made of (concatenated along dim 0)."""
 
-    def __init__(self, exported, root, plan, batch, seq_len, name):
+    def __init__(self, exported, root, plan, batch, seq_len, name, kv_cache=None):
         self.ep, self.root, self.plan = exported, root, plan
+        # Decoding: each attention reads a KV cache of kv_cache rows per sequence (tp.attention_kvcache)
+        # and the function also returns the new tokens' keys and values.
+        self.kv_cache, self.cache_len, self.kv_results = kv_cache, None, []
         self.batch, self.seq_len, self.tokens = batch, seq_len, batch * seq_len
         self.fn = emit.Function(name)
         self.env = {}
@@ -134,6 +137,8 @@ class Converter:
         if len(outs) != 1:
             raise ExportError(f"the decoder stack returns {len(outs)} tensors; one was expected")
         self.fn.ret(self.value(outs[0], node), "y")
+        for value, tp_name in self.kv_results:
+            self.fn.ret(value, tp_name)
 
     def _alias(self, node, user):
         """A view of a token-major value that keeps it token-major ([B, S, W] <-> [B*S, W])."""
@@ -297,8 +302,9 @@ Converter._attention = attention
 Converter._moe = moe
 
 
-def convert(exported, root, plan, batch, seq_len, name):
-    """(Function, tensors) of an exported DecoderStack."""
-    c = Converter(exported, root, plan, batch, seq_len, name)
+def convert(exported, root, plan, batch, seq_len, name, kv_cache=None):
+    """(Function, tensors) of an exported DecoderStack; kv_cache: the rows per sequence of each
+    attention's KV cache when the function is a decoding step."""
+    c = Converter(exported, root, plan, batch, seq_len, name, kv_cache)
     fn = c.run()
     return fn, c.tensors

@@ -5,6 +5,8 @@
   a       = tp.attention(q, k, v) {seq_len, head_dim}   causal, grouped-query
   y       = tp.linear(a, wo)                   row-parallel
 
+(decoding steps: tp.attention_kvcache(q, k, v, k_cache, v_cache, cache_len), and k and v returned)
+
 after checking that the ATen graph of the module computes exactly that: SDPA, causal, without a
 mask or dropout, q and k rotated with cos on themselves and sin on rotate_half, v not rotated."""
 from . import emit
@@ -85,7 +87,8 @@ def attention(conv, unit, module, nodes):
     mask = _sdpa_arg(sdpa, 3, "attn_mask", None)
     dropout = _sdpa_arg(sdpa, 4, "dropout_p", 0.0)
     causal = _sdpa_arg(sdpa, 5, "is_causal", False)
-    if mask is not None or dropout != 0.0 or causal is not True:
+    # One token per sequence: Hugging Face passes is_causal=False, and the mask would change nothing.
+    if mask is not None or dropout != 0.0 or (causal is not True and conv.seq_len > 1):
         conv.unsupported(sdpa, f"tp.attention is causal self-attention without a mask or dropout "
                                f"(attn_mask={'a tensor' if mask is not None else None}, dropout_p={dropout}, "
                                f"is_causal={causal})")
@@ -111,6 +114,18 @@ def attention(conv, unit, module, nodes):
     scale = sdpa.kwargs.get("scale")
     if scale is not None and abs(scale - head_dim ** -0.5) > 1e-7 * scale:
         attrs["scale"] = emit.f32(scale)
-    a = fn.op("tp.attention", [q, k, v], attrs, [(q.shape, q.dtype)], hints=["attn"])[0]
+    if conv.kv_cache:
+        # Decoding: the cached tokens' rotated keys and values come first; the step returns the
+        # new tokens' k and v for the caller to append.
+        if conv.cache_len is None:
+            conv.cache_len = fn.arg("cache_len", [conv.batch], "i32", grad=False)
+        caches = [fn.arg(f"{unit}.{kind}_cache", [conv.batch * conv.kv_cache, k.shape[1]], k.dtype, grad=False,
+                         hint=f"{unit.replace('layers.', 'l').replace('self_attn', '')}{kind}_cache")
+                  for kind in ("k", "v")]
+        a = fn.op("tp.attention_kvcache", [q, k, v, *caches, conv.cache_len], attrs, [(q.shape, q.dtype)],
+                  hints=["attn"])[0]
+        conv.kv_results += [(k, f"{unit}.k"), (v, f"{unit}.v")]
+    else:
+        a = fn.op("tp.attention", [q, k, v], attrs, [(q.shape, q.dtype)], hints=["attn"])[0]
     y = project("o_proj", a)
     conv._bind_output(unit, nodes, outs, y, proj["o_proj"])

@@ -5,7 +5,15 @@ layer, y[B*S, H], with the rotary tables cos, sin[B*S, D] of positions 0..S-1 as
 (embeddings, the final norm and the LM head are not part of it). Arguments are named by tp.name:
 x, cos, sin, then the weights under their Hugging Face parameter names relative to the model
 (layers.0.self_attn.q_proj.weight, ...; gate_proj and up_proj are one argument,
-layers.0.mlp.gate_up_proj.weight = [gate; up])."""
+layers.0.mlp.gate_up_proj.weight = [gate; up]).
+
+With --kv-cache C the function is a decoding step: x holds S = --seq-len new tokens of each
+sequence, cos and sin the rows of their positions, and every attention reads a KV cache
+(tp.attention_kvcache): arguments layers.<i>.self_attn.k_cache and .v_cache [B*C, Hkv*D] hold C
+rows per sequence, the first cache_len[b] (argument cache_len, i32 [B]) of them its earlier
+tokens' rotated keys and values. The results are y and each layer's new rotated keys and values,
+layers.<i>.self_attn.k and .v [B*S, Hkv*D], which the caller appends to the caches. The example
+inputs (--weights) decode after --past cached tokens."""
 import argparse
 import os
 import sys
@@ -27,8 +35,19 @@ class Exported:
         return weights.gather(self.root, self.tensors)
 
     def inputs(self):
-        """x, cos, sin and the output cotangent y_grad of training steps."""
+        """x, cos, sin and the output cotangent y_grad of training steps; for a decoding step, x,
+        cos, sin, the caches and cache_len."""
+        if self.kv_cache:
+            example, extra, _ = self.decoding()
+            return {**dict(zip(("x", "cos", "sin"), example)), **extra}
         return {**dict(zip(("x", "cos", "sin"), self.example)), "y_grad": self.cotangent}
+
+    def decoding(self):
+        """(example, extra inputs, PyTorch's reference) of the decoding step, computed once."""
+        if self._decoding is None:
+            self._decoding = models.decode_example(self.model, self.root.layers, self.batch, self.past, self.seq_len,
+                                                   self.kv_cache, self.dtype, self.seed)
+        return self._decoding
 
 
 def describe(model, batch, seq_len, dtype):
@@ -43,32 +62,46 @@ def describe(model, batch, seq_len, dtype):
 
 
 def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False,
-           weights=True):
+           weights=True, kv_cache=None, past=None):
     """Builds the model, resolves the plan (and checks it against each TP degree in tp), runs
     torch.export on its decoder stack and converts the graph. weights=False skips drawing random
-    weights (the module text does not depend on them). Raises ExportError."""
+    weights (the module text does not depend on them). kv_cache=C exports a decoding step of
+    seq_len new tokens per sequence over KV caches of C rows (its example after past cached
+    tokens, default C - seq_len). Raises ExportError."""
+    if kv_cache is not None:
+        if kv_cache < 1:
+            raise ExportError(f"--kv-cache {kv_cache}: a cache holds at least 1 row per sequence")
+        past = max(kv_cache - seq_len, 0) if past is None else past
+        if not 0 <= past <= kv_cache:
+            raise ExportError(f"--past {past}: the cached tokens must fit the cache's {kv_cache} rows per sequence")
+        if recompute:
+            raise ExportError("--recompute is for training steps; a decoding step (--kv-cache) has no backward")
     model, what = models.load(source, dtype, seed, init=weights)
     root = models.DecoderStack(models.layers_of(model), batch, seq_len)
     resolved = plans.resolve(plan, model, root)
     for degree in tp:
         plans.check_degree(resolved, root, degree, batch * seq_len)
-    example = models.example_inputs(model, batch, seq_len, dtype, seed)
+    example = models.example_inputs(model, batch, seq_len, dtype, seed)  # decoding: shapes only
     try:
         exported = torch.export.export(root, example)
     except Exception as e:  # torch.export's errors are many pages; its first line says what
         raise ExportError(f"torch.export failed on {what}: {str(e).strip().splitlines()[0]}") from None
     name = "".join(ch if ch.isalnum() else "_" for ch in model.config.model_type)
-    fn, tensors = convert.convert(exported, root, resolved, batch, seq_len, name)
+    fn, tensors = convert.convert(exported, root, resolved, batch, seq_len, name, kv_cache)
     header = [f"Exported by tpc_torch from {what}: {describe(model, batch, seq_len, dtype)}; plan {resolved.name}"
               + (" with sequence parallelism" if resolved.sequence_parallel else "") + ".",
               "x[T,H] are the hidden states, cos/sin[T,D] the rotary tables; weights are named as the Hugging Face",
               "parameters (gate_up_proj = [gate_proj; up_proj]); y[T,H] are the hidden states after the last layer."]
+    if kv_cache:
+        header.append(f"A decoding step: {seq_len} new token(s) per sequence after cache_len[b] cached ones; KV caches "
+                      f"of {kv_cache} rows per sequence; returns y and each layer's new k and v.")
     attrs = {"tp.recompute": "true"} if recompute else None
     if recompute:
         fn.body = _mark_layers(fn.body)
     text = emit.module_text(fn, header, attrs)
     return Exported(model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
-                    cotangent=models.cotangent(example[0], seed), what=what, source=source, batch=batch, seq_len=seq_len, dtype=dtype)
+                    cotangent=models.cotangent(example[0], seed), what=what, source=source, batch=batch,
+                    seq_len=seq_len, dtype=dtype, seed=seed, kv_cache=kv_cache, past=past, _decoding=None)
 
 
 def _mark_layers(body):
@@ -129,6 +162,10 @@ def parser(prog, description):
     p.add_argument("--seed", type=int, default=0, help="seed of random weights and example inputs")
     p.add_argument("--tp", type=int, nargs="+", default=[], metavar="N",
                    help="check that the plan runs at these TP degrees (heads, FFN width divisible)")
+    p.add_argument("--kv-cache", type=int, metavar="C",
+                   help="export a decoding step: --seq-len new tokens per sequence over KV caches of C rows")
+    p.add_argument("--past", type=int, metavar="P",
+                   help="with --kv-cache: cached tokens per sequence of the example inputs (default C - seq-len)")
     return p
 
 
@@ -136,14 +173,15 @@ def main(argv=None):
     p = parser("python -m tpc_torch.export", __doc__)
     p.add_argument("-o", "--output", required=True, help="the tp module to write (.mlir)")
     p.add_argument("--weights", metavar="DIR", help="write DIR/weights.safetensors (the weights by tp.name), "
-                   "DIR/inputs.safetensors (x, cos, sin and the cotangent y_grad of training steps) and, "
+                   "DIR/inputs.safetensors (x, cos, sin and the cotangent y_grad of training steps; with "
+                   "--kv-cache the caches and cache_len instead of y_grad) and, "
                    "for a checkpoint, DIR/weight_names.txt")
     p.add_argument("--recompute", action="store_true",
                    help="mark each layer's ops with tp.layer and set tp.recompute (training recomputes layers)")
     args = p.parse_args(argv)
     try:
         result = export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
-                        args.recompute, weights=args.weights is not None)
+                        args.recompute, weights=args.weights is not None, kv_cache=args.kv_cache, past=args.past)
         write(result, args.output, args.weights)
     except ExportError as e:
         print(f"tpc_torch.export: error: {e}", file=sys.stderr)

@@ -138,25 +138,29 @@ class DecoderStack(torch.nn.Module):
         self.layers = layers
         self.batch, self.seq_len = batch, seq_len
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, cos, sin, cache=None):
+        """cache (a transformers Cache, not traced) receives every layer's rotated keys and values."""
         b, s = self.batch, self.seq_len
         h = x.view(b, s, -1)
         rotary = (cos.view(b, s, -1), sin.view(b, s, -1))
         for layer in self.layers:
-            h = layer(h, attention_mask=None, position_embeddings=rotary)
+            if cache is None:
+                h = layer(h, attention_mask=None, position_embeddings=rotary)
+            else:
+                h = layer(h, attention_mask=None, position_embeddings=rotary, cache=cache, use_cache=True)
             if isinstance(h, tuple):
                 h = h[0]
         return h.reshape(b * s, -1)
 
 
-def rotary_tables(model, batch, seq_len, dtype):
-    """cos, sin [B*S, D] of positions 0..S-1 in every sequence, from the model's own rotary module
-    (so every RoPE scaling type the model knows is in the tables)."""
+def rotary_tables(model, batch, seq_len, dtype, start=0):
+    """cos, sin [B*S, D] of positions start..start+S-1 in every sequence, from the model's own
+    rotary module (so every RoPE scaling type the model knows is in the tables)."""
     inner = getattr(model, "model", model)
     rotary = getattr(inner, "rotary_emb", None)
     if rotary is None:
         raise ExportError(f"{type(model).__name__} has no rotary embedding at model.rotary_emb")
-    positions = torch.arange(seq_len).unsqueeze(0).expand(batch, seq_len)
+    positions = torch.arange(start, start + seq_len).unsqueeze(0).expand(batch, seq_len)
     probe = torch.zeros(1, dtype=DTYPES[dtype])
     with torch.no_grad():
         cos, sin = rotary(probe, positions)
@@ -177,3 +181,38 @@ def example_inputs(model, batch, seq_len, dtype, seed=0):
     x = torch.randn(batch * seq_len, hidden, generator=g).to(DTYPES[dtype])
     cos, sin = rotary_tables(model, batch, seq_len, dtype)
     return x, cos, sin
+
+
+def rows_of_sequences(t, batch, length, start, count):
+    """Rows start..start+count-1 of each of the batch sequences of length rows in t, stacked."""
+    return torch.cat([t[b * length + start:b * length + start + count] for b in range(batch)]).contiguous()
+
+
+def decode_example(model, layers, batch, past, new, capacity, dtype, seed=0):
+    """A decoding step of new tokens per sequence after past cached ones, and its reference:
+    PyTorch runs the whole sequences (past + new tokens, causal) through the layers with a
+    transformers DynamicCache; by causality their last new rows are the step's outputs. Returns
+    (example, extra, reference): example = (x, cos, sin) of the new tokens (their positions'
+    tables); extra = each layer's k_cache and v_cache [B*C, Hkv*D] (the first past rows of each
+    sequence's C = capacity rows hold its cached rotated keys and values, the rest zeros) and
+    cache_len [B] = past; reference = y and each layer's new k and v [B*new, Hkv*D]."""
+    from transformers import DynamicCache
+
+    total = past + new
+    x, cos, sin = example_inputs(model, batch, total, dtype, seed)
+    full = DecoderStack(layers, batch, total)
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        y = full(x, cos, sin, cache=cache)
+    example = tuple(rows_of_sequences(t, batch, total, past, new) for t in (x, cos, sin))
+    extra = {"cache_len": torch.full((batch,), past, dtype=torch.int32)}
+    ref = {"y": rows_of_sequences(y, batch, total, past, new)}
+    for i, layer in enumerate(cache.layers):
+        for kind, t in (("k", layer.keys), ("v", layer.values)):  # [B, Hkv, past + new, D]
+            rows = t.permute(0, 2, 1, 3).reshape(batch, total, -1)  # heads side by side per token
+            stored = torch.zeros(batch, capacity, rows.shape[-1], dtype=rows.dtype)
+            stored[:, :past] = rows[:, :past]
+            name = f"layers.{i}.self_attn.{kind}"
+            extra[f"{name}_cache"] = stored.reshape(batch * capacity, -1).contiguous()
+            ref[name] = rows[:, past:].reshape(batch * new, -1).contiguous()
+    return example, extra, ref
