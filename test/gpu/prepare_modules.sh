@@ -173,7 +173,7 @@ cp test/gpu/bench_mlp_peer.py "$OUT/bench/"
 # The decoder-stack benchmark (tools/bench/llama_stack.py): the 1B-class Llama config's 16 decoder
 # layers, one sequence of 4096 tokens, exported by the PyTorch frontend (third_party/pyenv, which
 # tools/setup.sh makes; without it the benchmark is not staged), forward and training step, fast
-# and invariant.
+# and invariant, and a decoding step.
 if [[ -x third_party/pyenv/bin/python ]]; then
   PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.export tools/bench/llama1b_config.json --batch 1 \
     --seq-len 4096 -o "$OUT/bench/llama1b.mlir" > /dev/null
@@ -184,6 +184,18 @@ if [[ -x third_party/pyenv/bin/python ]]; then
     done
   done
   rm "$OUT/bench/llama1b.mlir"
+  # Its decoding step: one token after 4095 cached ones (KV caches of 4096 rows); the caches are
+  # drawn by tpc-run --seed, cache_len = [4095] comes from an inputs file.
+  PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.export tools/bench/llama1b_config.json --batch 1 \
+    --seq-len 1 --kv-cache 4096 -o "$OUT/bench/llama1b-decode.mlir" > /dev/null
+  for mode in fast invariant; do
+    "$BUILD/bin/tpc-compile" "$OUT/bench/llama1b-decode.mlir" -o "$OUT/bench/llama1b-decode-$mode.so" \
+      --pipeline=infer --mesh=tp=1 --numerics=$mode
+  done
+  rm "$OUT/bench/llama1b-decode.mlir"
+  third_party/pyenv/bin/python -c "import torch, sys; from safetensors.torch import save_file; \
+    save_file({'cache_len': torch.tensor([4095], dtype=torch.int32)}, sys.argv[1])" \
+    "$OUT/bench/llama1b-decode-inputs.safetensors"
   # The frontend's check against PyTorch (test/gpu/frontend_check.py): Llama layers at head_dim 64
   # (the tensor-core attention's) over 2 sequences of 256 tokens, inference and training; Mixtral's
   # inference over 2 sequences of 16 tokens (as test/frontend checks it: over hundreds of tokens

@@ -9,10 +9,17 @@ test/gpu/prepare_modules.sh, run by tpc-run on one GPU, against the same layers 
 = the peer's time over tpc's (> 1: tpc faster). With --json FILE the rows are also written as JSON,
 with --svg FILE as a bar chart; --plot JSON SVG draws the chart of an earlier run's JSON.
 
+The decoding step (when DIR has llama1b-decode-*.so): one sequence's next token after --cache - 1
+cached ones (export --seq-len 1 --kv-cache C; the caches random by --seed, cache_len from
+llama1b-decode-inputs.safetensors), fast and invariant, each also with --graph, against the
+peer's gpt-fast-style step (llama_peer.py --decode: eager, and torch.compile with CUDA graphs).
+tpc's step returns the token's k and v for the caller to append; the peer writes them into its
+static caches inside the step.
+
 Usage: python3 tools/bench/llama_stack.py --tpc-run BIN --modules DIR [--config tools/bench/llama1b_config.json]
-       [--tokens 4096] [--json out.json] [--svg out.svg]
+       [--tokens 4096] [--cache 4096] [--json out.json] [--svg out.svg]
        python3 tools/bench/llama_stack.py --plot run.json out.svg
-(DIR holds llama1b-{infer,train}-{fast,invariant}.so.)
+(DIR holds llama1b-{infer,train,decode}-{fast,invariant}.so and llama1b-decode-inputs.safetensors.)
 """
 import argparse
 import json
@@ -22,8 +29,9 @@ import subprocess
 import sys
 
 
-def tpc_step(tpc_run, module, graph=False):
+def tpc_step(tpc_run, module, graph=False, extra=()):
     cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5"] + (["--graph"] if graph else [])
+    cmd += list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     m = re.search(r"median ([0-9.]+) ms", out.stderr)
     if out.returncode != 0 or not m:
@@ -76,6 +84,7 @@ def main():
     ap.add_argument("--modules", required=True)
     ap.add_argument("--config", default=os.path.join(here, "llama1b_config.json"))
     ap.add_argument("--tokens", type=int, default=4096)
+    ap.add_argument("--cache", type=int, default=4096, help="the decoding step's KV cache rows (the module's)")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     args = ap.parse_args()
@@ -85,6 +94,15 @@ def main():
         print(f"llama_peer.py: {peer.stderr.strip()[-500:]}", file=sys.stderr)
         return 1
     p = {w[0]: float(w[1]) for w in (line.split() for line in peer.stdout.splitlines()) if w[0].startswith("peer_")}
+    decoding = os.path.exists(os.path.join(args.modules, "llama1b-decode-fast.so"))
+    if decoding:
+        dec = subprocess.run([sys.executable, os.path.join(here, "llama_peer.py"), args.config, "--batch", "1",
+                              "--decode", str(args.cache)], capture_output=True, text=True, timeout=900)
+        if dec.returncode != 0:
+            print(f"llama_peer.py --decode: {dec.stderr.strip()[-500:]}", file=sys.stderr)
+            return 1
+        p.update({w[0]: float(w[1]) for w in (line.split() for line in dec.stdout.splitlines())
+                  if w[0].startswith("peer_")})
     device = [line for line in peer.stdout.splitlines() if line.startswith("device ")][0][len("device "):]
     rows = []
     for pipeline, peer_key in (("infer", "fwd"), ("train", "train")):
@@ -99,7 +117,19 @@ def main():
                          "tokens_per_s": args.tokens / (ms * 1e-3), "eager_ms": p[f"peer_{peer_key}_ms"],
                          "compile_ms": p[f"peer_{peer_key}_compile_ms"],
                          "vs_eager": p[f"peer_{peer_key}_ms"] / ms, "vs_compile": p[f"peer_{peer_key}_compile_ms"] / ms})
-    print(f"{device}; {args.tokens} tokens")
+    if decoding:
+        inputs = ["--inputs", os.path.join(args.modules, "llama1b-decode-inputs.safetensors")]
+        for mode, graph in (("fast", False), ("fast", True), ("invariant", False), ("invariant", True)):
+            try:
+                ms = tpc_step(args.tpc_run, os.path.join(args.modules, f"llama1b-decode-{mode}.so"), graph, inputs)
+            except RuntimeError as e:
+                print(f"llama_stack.py: {e}", file=sys.stderr)
+                continue
+            rows.append({"step": "decode", "mode": mode + (" + CUDA graph" if graph else ""), "ms": ms,
+                         "tokens_per_s": 1 / (ms * 1e-3), "eager_ms": p["peer_decode_ms"],
+                         "compile_ms": p["peer_decode_compile_ms"], "vs_eager": p["peer_decode_ms"] / ms,
+                         "vs_compile": p["peer_decode_compile_ms"] / ms})
+    print(f"{device}; {args.tokens} tokens" + (f"; decode: 1 token after {args.cache - 1} cached" if decoding else ""))
     print(f"{'step':14} {'tpc mode':22} {'ms':>8} {'tokens/s':>10} {'eager ms':>9} {'compile ms':>10} "
           f"{'vs eager':>9} {'vs compile':>10}")
     for r in rows:
