@@ -133,14 +133,16 @@ irdl.dialect @tp {
   // Scaled dot-product attention with grouped-query heads over sequences of seq_len tokens:
   // q[T,Hq*D], k and v[T,Hkv*D] with D = head_dim, T = batch * seq_len, Hq a multiple of Hkv
   // (query head h reads key/value head h / (Hq/Hkv)); y[T,Hq*D]. `causal` masks the keys after
-  // each query; `scale` 0 means 1/sqrt(D).
+  // each query; `scale` 0 means 1/sqrt(D). The optional result lse[T,Hq] (f32) is each row's
+  // log-sum-exp of its scaled scores, the softmax statistic tp.attention_grad can take.
   irdl.operation @attention attributes {tp.optional_attributes = {causal = true, scale = 0.0 : f32}} {
     %q = irdl.base "!builtin.tensor"
     %kv = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
     %seq_len = irdl.base "#builtin.integer"
     %head_dim = irdl.base "#builtin.integer"
     irdl.operands(q: %q, k: %kv, v: %kv)
-    irdl.results(y: %q)
+    irdl.results(y: %q, lse: optional %lse)
     irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }
 
@@ -341,13 +343,14 @@ irdl.dialect @tp {
   }
 
   // dq, dk and dv of tp.attention from its inputs, its output y and dy (the softmax is
-  // recomputed; docs/numerics.md, "Attention").
+  // recomputed, or taken from the forward's lse when given; docs/numerics.md, "Attention").
   irdl.operation @attention_grad attributes {tp.optional_attributes = {causal = true, scale = 0.0 : f32}} {
     %q = irdl.base "!builtin.tensor"
     %kv = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
     %seq_len = irdl.base "#builtin.integer"
     %head_dim = irdl.base "#builtin.integer"
-    irdl.operands(q: %q, k: %kv, v: %kv, y: %q, dy: %q)
+    irdl.operands(q: %q, k: %kv, v: %kv, y: %q, dy: %q, lse: optional %lse)
     irdl.results(dq: %q, dk: %kv, dv: %kv)
     irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }

@@ -159,6 +159,17 @@ static MlirLogicalResult tpc__verify_attention_op(MlirOperation op, int kind) {
   }
   if (!isfinite(scale) || scale < 0.0)
     return tpc__rule_error(op, "attention.scale", "scale=%g must be finite and >= 0 (0 means 1/sqrt(head_dim))", scale);
+  MlirValue lse = kind == TPC_OP_ATTENTION        ? tpc_attention_get_lse(op)
+                  : kind == TPC_OP_ATTENTION_GRAD ? tpc_attention_grad_get_lse(op)
+                                                  : (MlirValue){NULL};
+  if (!mlirValueIsNull(lse)) {
+    tpc_shape_t l = tpc__shape_of(lse);
+    if (!l.valid) return FAIL;
+    if (l.rank != 2 || l.dims[0] != t || l.dims[1] != hq || !mlirTypeIsAF32(l.element))
+      return tpc__rule_error(op, "attention.lse",
+                             "lse must be tensor<%lldx%lldxf32>: one f32 per token and query head (T=%lld, Hq=%lld); got %s",
+                             (long long)t, (long long)hq, (long long)t, (long long)hq, TYPE(l.type, s.a));
+  }
   return cached ? tpc__verify_attention_cache(op, q, k, seq_len) : OK;
 }
 

@@ -100,8 +100,11 @@ static void tpc__print_dict(tpc_text_t* t, MlirAttribute d) {
 }
 
 // Emits forward op |op| again with its operands' current names; |base| receives its result name
-// ("<base>" for one result, "<base>#i" for result i of several).
-static MlirLogicalResult tpc__ad_forward(tpc__ad_t* A, MlirOperation op, char* base, size_t size) {
+// ("<base>" for one result, "<base>#i" for result i of several). A tp.attention also returns its
+// softmax statistics (lse; added when the op has no lse result), whose name goes to |stats| ("":
+// none), so that its gradient takes them instead of recomputing them.
+static MlirLogicalResult tpc__ad_forward(tpc__ad_t* A, MlirOperation op, char* base, size_t size, char* stats,
+                                         size_t stats_size) {
   A->loc_op = op;
   const char* operands[16];
   MlirType operand_types[16], result_types[8];
@@ -115,7 +118,15 @@ static MlirLogicalResult tpc__ad_forward(tpc__ad_t* A, MlirOperation op, char* b
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   char opname[64];
   snprintf(opname, sizeof opname, "%.*s", (int)n.length, n.data);
-  tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout, op, NULL, NULL, base, size);
+  bool add_stats = tpc_op_get_kind(op) == TPC_OP_ATTENTION && nout == 1;
+  if (add_stats) result_types[1] = tpc__ad_lse_type(A, op);
+  tpc__ad_emit(A, opname, operands, operand_types, nin, result_types, nout + add_stats, op, NULL, NULL, base, size);
+  stats[0] = '\0';
+  if (tpc_op_get_kind(op) == TPC_OP_ATTENTION) {
+    snprintf(stats, stats_size, "%s#1", base);
+    // y's name: result 0 of the two.
+    if (add_stats) snprintf(base + strlen(base), size - strlen(base), "#0");
+  }
   return mlirLogicalResultSuccess();
 }
 
@@ -170,13 +181,16 @@ static MlirLogicalResult tpc__ad_recompute(tpc__ad_t* A, MlirOperation* ops, int
   rc->lo = lo, rc->hi = k;
   int r = 0;
   for (int i = lo; i <= k; ++i) {
-    char base[40];
-    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, ops[i], base, sizeof base))) return mlirLogicalResultFailure();
+    char base[40], stats[48];
+    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, ops[i], base, sizeof base, stats, sizeof stats)))
+      return mlirLogicalResultFailure();
     intptr_t nout = mlirOperationGetNumResults(ops[i]);
     for (intptr_t j = 0; j < nout; ++j) {
       tpc__adval_t* a = tpc__ad_find(A, mlirOperationGetResult(ops[i], j));
       snprintf(rc->saved[r++], sizeof rc->saved[0], "%s", a ? a->name : "");
       if (a) tpc__ad_result_name(base, (int)nout, (int)j, a->name, sizeof a->name);
+      // The gradient reads the recomputed statistics.
+      if (a && j == 0 && stats[0]) snprintf(a->stats, sizeof a->stats, "%s", stats);
     }
   }
   return mlirLogicalResultSuccess();
@@ -220,8 +234,9 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
       return mlirLogicalResultFailure();
     }
     ops[nops++] = op;
-    char base[40], name[48];
-    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, op, base, sizeof base))) return mlirLogicalResultFailure();
+    char base[40], name[48], stats[48];
+    if (mlirLogicalResultIsFailure(tpc__ad_forward(A, op, base, sizeof base, stats, sizeof stats)))
+      return mlirLogicalResultFailure();
     int nin = (int)mlirOperationGetNumOperands(op), nout = (int)mlirOperationGetNumResults(op);
     // Token sharding flows through ops; the sequence-parallel collectives change it.
     uint32_t tokens = nin ? tpc__ad_tokens(A, mlirOperationGetOperand(op, 0)) : 0u;
@@ -234,6 +249,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
       tpc__ad_result_name(base, nout, i, name, sizeof name);
       tpc__adval_t* r = tpc__ad_add(A, mlirOperationGetResult(op, i), name);
       if (r) r->tokens = tokens;
+      if (r && i == 0) snprintf(r->stats, sizeof r->stats, "%s", stats);
     }
   }
   if (mlirOperationIsNull(ret)) {

@@ -16,6 +16,7 @@ typedef struct {
   char adjoint[48];  // SSA name of the accumulated gradient, "" when none yet
   uint32_t tokens;   // per-rank programs: the mesh axes that shard this activation's tokens
   MlirType adjoint_type;  // the gradient's type (a bf16 gradient can flow into an f32 partial)
+  char stats[48];    // a tp.attention output's softmax statistics (its lse), "" when none
 } tpc__adval_t;
 
 typedef struct {
@@ -37,6 +38,8 @@ typedef struct {
 } tpc__ad_t;
 
 tpc__adval_t* tpc__ad_find(tpc__ad_t* A, MlirValue v);
+/// The type of tp.attention |op|'s lse: f32 [T, Hq] of its q.
+MlirType tpc__ad_lse_type(tpc__ad_t* A, MlirOperation op);
 tpc__adval_t* tpc__ad_add(tpc__ad_t* A, MlirValue v, const char* name);
 /// Adds the gradient |g| (of type |t|) to |v|'s adjoint, with a tp.add after the first.
 void tpc__ad_accumulate(tpc__ad_t* A, MlirValue v, const char* g, MlirType t);

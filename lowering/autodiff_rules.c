@@ -21,11 +21,19 @@ tpc__adval_t* tpc__ad_add(tpc__ad_t* A, MlirValue v, const char* name) {
   a->value = v;
   snprintf(a->name, sizeof a->name, "%s", name);
   a->adjoint[0] = '\0';
+  a->stats[0] = '\0';
   a->tokens = 0;
   return a;
 }
 
 static void tpc__ad_type(tpc__ad_t* A, MlirType t) { mlirTypePrint(t, tpc_text_append_ref, &A->body); }
+
+MlirType tpc__ad_lse_type(tpc__ad_t* A, MlirOperation op) {
+  MlirType q = mlirValueGetType(tpc_attention_get_q(op));
+  int64_t head_dim = tpc_attention_get_head_dim(op);
+  int64_t dims[2] = {mlirShapedTypeGetDimSize(q, 0), head_dim > 0 ? mlirShapedTypeGetDimSize(q, 1) / head_dim : 0};
+  return mlirRankedTensorTypeGet(2, dims, mlirF32TypeGet(A->ctx), mlirAttributeGetNull());
+}
 
 // The type of |v| with element type f32 (weight gradients).
 MlirType tpc__f32_like(tpc__ad_t* A, MlirValue v) {
@@ -325,11 +333,14 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       if (!*dy) return mlirLogicalResultSuccess();
       MlirValue q = tpc_attention_get_q(op), k = tpc_attention_get_k(op), v = tpc_attention_get_v(op);
       MlirType tq = mlirValueGetType(q), tk = mlirValueGetType(k);
-      const char* ops[5] = {tpc__ad_name(A, q), tpc__ad_name(A, k), tpc__ad_name(A, v), tpc__ad_name(A, r0), dy};
-      MlirType types[5] = {tq, tk, tk, tq, ty};
+      // The forward's softmax statistics (tpc__ad_forward gives every tp.attention an lse).
+      tpc__adval_t* y = tpc__ad_find(A, r0);
+      const char* ops[6] = {tpc__ad_name(A, q), tpc__ad_name(A, k), tpc__ad_name(A, v), tpc__ad_name(A, r0), dy,
+                            y && y->stats[0] ? y->stats : NULL};
+      MlirType types[6] = {tq, tk, tk, tq, ty, tpc__ad_lse_type(A, op)};
       MlirType results[3] = {tq, tk, tk};
-      tpc__ad_emit(A, TPC_OP_NAME_ATTENTION_GRAD, ops, types, 5, results, 3, op, tpc__attention_attrs, NULL, b1,
-                   sizeof b1);
+      tpc__ad_emit(A, TPC_OP_NAME_ATTENTION_GRAD, ops, types, ops[5] ? 6 : 5, results, 3, op, tpc__attention_attrs,
+                   NULL, b1, sizeof b1);
       MlirValue ins[3] = {q, k, v};
       for (int i = 0; i < 3; ++i) {
         snprintf(name, sizeof name, "%s#%d", b1, i);

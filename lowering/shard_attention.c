@@ -104,6 +104,10 @@ MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int ki
     if (!grad && nin == 6 && tpc__sharding(S, ins[5]->layout.mask[0]) != tpc__sharding(S, x->mask[0]))
       return tpc__layout_error(S, op, "cache_len", &ins[5]->layout,
                                "it must be sharded like the queries' sequences (over dp and ep only)");
+    // attention_grad's lse[T, Hq]: a column per query head, sharded like q's tokens and heads.
+    if (grad && nin == 6 &&
+        mlirLogicalResultIsFailure(tpc__check_heads(S, op, "lse", &ins[5]->layout, x, 1)))
+      return mlirLogicalResultFailure();
     int64_t tokens = tpc_layout_local_dim(x, &S->mesh, 0);
     if (tokens % seq_len != 0) {
       char why[200];
@@ -120,6 +124,11 @@ MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int ki
       return tpc__layout_error(S, op, "k", &ins[1]->layout, why);
     }
     for (int i = 0; i < nout && i < 3; ++i) outs[i] = i == 0 ? *x : ins[1]->layout;
+    // attention's lse[T, Hq]: q's layout with one column per head.
+    if (kind == TPC_OP_ATTENTION && nout == 2) {
+      outs[1] = *x;
+      outs[1].logical[1] = x->logical[1] / head_dim;
+    }
   }
   for (int i = 0; i < nout && i < 3; ++i) outs[i].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, i)));
   tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);

@@ -29,8 +29,9 @@ int32_t tprt_abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_
     int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_ATTR_SEQ_LEN), head_dim = tprt__attr(&c, TPRT_ATTENTION_ATTR_HEAD_DIM);
     bool causal = tprt__attr(&c, TPRT_ATTENTION_ATTR_CAUSAL) != 0;
     const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_SLOT_Q];
+    tprt_tensor_t* lse = c.present[TPRT_ATTENTION_SLOT_LSE] ? &c.slot[TPRT_ATTENTION_SLOT_LSE] : NULL;
     s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V], NULL,
-                                       &c.slot[TPRT_ATTENTION_SLOT_Y], seq_len, head_dim, causal,
+                                       &c.slot[TPRT_ATTENTION_SLOT_Y], lse, seq_len, head_dim, causal,
                                        tprt__attr_f32(&c, TPRT_ATTENTION_ATTR_SCALE)));
     tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
   }
@@ -48,7 +49,7 @@ int32_t tprt_abi_attention_kvcache(tprt_exec_t* exec, void* const* buffers, cons
     tprt_kv_cache_t cache = {&c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K_CACHE], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V_CACHE],
                              &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_CACHE_LEN]};
     s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V],
-                                       &cache, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Y], seq_len, head_dim, causal,
+                                       &cache, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Y], NULL, seq_len, head_dim, causal,
                                        tprt__attr_f32(&c, TPRT_ATTENTION_KVCACHE_ATTR_SCALE)));
     // The new keys only: the cached ones depend on cache_len's values.
     tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
@@ -67,6 +68,7 @@ int32_t tprt_abi_attention_grad(tprt_exec_t* exec, void* const* buffers, const i
     s = TPRT__KERNEL(exec, attention_grad,
                      (q, &c.slot[TPRT_ATTENTION_GRAD_SLOT_K], &c.slot[TPRT_ATTENTION_GRAD_SLOT_V],
                       &c.slot[TPRT_ATTENTION_GRAD_SLOT_Y], &c.slot[TPRT_ATTENTION_GRAD_SLOT_DY],
+                      c.present[TPRT_ATTENTION_GRAD_SLOT_LSE] ? &c.slot[TPRT_ATTENTION_GRAD_SLOT_LSE] : NULL,
                       &c.slot[TPRT_ATTENTION_GRAD_SLOT_DQ], &c.slot[TPRT_ATTENTION_GRAD_SLOT_DK],
                       &c.slot[TPRT_ATTENTION_GRAD_SLOT_DV], seq_len, head_dim, causal,
                       tprt__attr_f32(&c, TPRT_ATTENTION_GRAD_ATTR_SCALE)));

@@ -56,10 +56,10 @@ extern "C" {
   X(copy, (const tprt_tensor_t* src, tprt_tensor_t* dst), (src, dst)) \
   X(rope, (const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t, tprt_tensor_t* y, bool inverse), \
     (x, cos_t, sin_t, y, inverse)) \
-  X(attention, (const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v, const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale), \
-    (q, k, v, cache, y, seq_len, head_dim, causal, scale)) \
-  X(attention_grad, (const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v, const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim, bool causal, float scale), \
-    (q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, causal, scale)) \
+  X(attention, (const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v, const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len, int64_t head_dim, bool causal, float scale), \
+    (q, k, v, cache, y, lse, seq_len, head_dim, causal, scale)) \
+  X(attention_grad, (const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v, const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse, tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim, bool causal, float scale), \
+    (q, k, v, y, dy, lse, dq, dk, dv, seq_len, head_dim, causal, scale)) \
   X(linear_dgrad_segmented, (const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks, int segments, int blocks), \
     (dy, w, dx, chunks, segments, blocks)) \
   X(linear_wgrad, (const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks), \

@@ -96,6 +96,18 @@ tprt_status_t tprt__check_kv_cache(const char* op, const tprt_tensor_t* q, const
   return NULL;
 }
 
+tprt_status_t tprt__check_lse(const char* op, const tprt_tensor_t* q, const tprt_tensor_t* lse, int64_t head_dim) {
+  if (!lse) return NULL;
+  char a[96];
+  tprt_status_t s = tprt__check(op, "lse", lse, 2, TPRT__M(TPRT_DTYPE_F32));
+  if (s) return s;
+  if (lse->dims[0] != q->dims[0] || lse->dims[1] != q->dims[1] / head_dim)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lse must be f32 [%lld, %lld] (tokens, query heads); got %s",
+                            op, (long long)q->dims[0], (long long)(q->dims[1] / head_dim),
+                            tprt__shape_str(lse, a, sizeof a));
+  return NULL;
+}
+
 tprt_status_t tprt__check_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                                const tprt_tensor_t* y) {
   char a[96], b[96], c[96];
@@ -147,18 +159,20 @@ static void tprt__ld_head(const tprt_tensor_t* t, int64_t row0, int64_t seq_len,
 // The unnormalized probabilities e[j] of query row |qi| against the first n rows of |kh| and their
 // sum |l|: the scores s[j] = fl(dot(q_i, k_j) · scale), then the softmax statistics. The forward
 // and the backward both call it, so the backward recomputes the forward's e bit for bit.
-static float tprt__row_exps(const float* qi, const float* kh, int64_t n, int64_t head_dim, float scale, float* e) {
+static float tprt__row_exps(const float* qi, const float* kh, int64_t n, int64_t head_dim, float scale, float* e,
+                            float* m) {
   for (int64_t j = 0; j < n; ++j) e[j] = tprt_attn_dot(qi, kh + j * head_dim, head_dim) * scale;
-  float m, l;
-  tprt_attn_softmax_stats(e, e, n, &m, &l);
+  float l;
+  tprt_attn_softmax_stats(e, e, n, m, &l);
   return l;
 }
 
 tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
-                                 bool causal, float scale) {
+                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
+                                 int64_t head_dim, bool causal, float scale) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
   if (!s) s = tprt__check_kv_cache("attention", q, k, cache, seq_len);
+  if (!s) s = tprt__check_lse("attention", q, lse, head_dim);
   if (s) return s;
   int64_t t = q->dims[0], hq = q->dims[1] / head_dim, hkv = k->dims[1] / head_dim, group = hq / hkv;
   if (t == 0 || hq == 0) return NULL;
@@ -191,7 +205,8 @@ tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k,
       for (int64_t i = 0; i < seq_len; ++i) {
         // Query i sits at position past + i and sees the cached keys, then new keys as in prefill.
         int64_t n = past + tprt_attn_visible(i, seq_len, causal);
-        float l = tprt__row_exps(qh + i * head_dim, kh, n, head_dim, sc, e);
+        float m, l = tprt__row_exps(qh + i * head_dim, kh, n, head_dim, sc, e, &m);
+        if (lse) ((float*)lse->data)[(row0 + i) * hq + h] = tprt_attn_lse(m, l);
         for (int64_t d = 0; d < head_dim; ++d) o[d] = 0.0f;
         for (int64_t j = 0; j < n; ++j)
           for (int64_t d = 0; d < head_dim; ++d) o[d] = TPRT_FMAF(e[j], vh[j * head_dim + d], o[d]);
@@ -205,12 +220,14 @@ tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k,
 }
 
 tprt_status_t tprt_cpu_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                      tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                      bool causal, float scale) {
+                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                      tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                      int64_t head_dim, bool causal, float scale) {
   if (!dy || !dq || !dk || !dv)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "attention_grad: dy, dq, dk and dv must not be NULL");
   tprt_status_t s = tprt__check_attention("attention_grad", q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, scale);
+  // The exact backward recomputes the statistics (the same bits as the forward's): lse is checked only.
+  if (!s) s = tprt__check_lse("attention_grad", q, lse, head_dim);
   if (s) return s;
   int64_t t = q->dims[0], hq = q->dims[1] / head_dim, hkv = k->dims[1] / head_dim, group = hq / hkv;
   if (t == 0 || hq == 0) return NULL;
@@ -236,7 +253,7 @@ tprt_status_t tprt_cpu_attention_grad(const tprt_tensor_t* q, const tprt_tensor_
         for (int64_t i = 0; i < seq_len; ++i) {
           int64_t n = tprt_attn_visible(i, seq_len, causal);
           const float *qi = qh + i * head_dim, *dyi = dyh + i * head_dim;
-          float l = tprt__row_exps(qi, kh, n, head_dim, sc, p);
+          float m, l = tprt__row_exps(qi, kh, n, head_dim, sc, p, &m);
           float di = tprt_attn_dot(dyi, yh + i * head_dim, head_dim);
           for (int64_t j = 0; j < n; ++j) {
             p[j] = TPRT_DIVF(p[j], l);

@@ -47,6 +47,9 @@ TPRT_HD void tprt_attn_softmax_stats(const float* s, float* e, int64_t n, float*
   *out_l = tprt_row_sum(e, n);
 }
 
+/// A row's log-sum-exp of its scaled scores from its softmax statistics: m + ln(l).
+TPRT_HD float tprt_attn_lse(float m, float l) { return m + tprt_logf(l); }
+
 /// The number of keys query |i| (0-based within its sequence of |seq_len| tokens) sees.
 TPRT_HD int64_t tprt_attn_visible(int64_t i, int64_t seq_len, int causal) { return causal ? i + 1 : seq_len; }
 

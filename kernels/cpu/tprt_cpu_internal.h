@@ -87,6 +87,8 @@ tprt_status_t tprt__check_attention(const char* op, const tprt_tensor_t* q, cons
                                     const tprt_tensor_t* v, const tprt_tensor_t* y, const tprt_tensor_t* dy,
                                     const tprt_tensor_t* dq, const tprt_tensor_t* dk, const tprt_tensor_t* dv,
                                     int64_t seq_len, int64_t head_dim, float scale);
+/// lse (NULL passes): f32 [T, Hq] for q[T, Hq*D]. Called after tprt__check_attention.
+tprt_status_t tprt__check_lse(const char* op, const tprt_tensor_t* q, const tprt_tensor_t* lse, int64_t head_dim);
 /// The shapes of a decoding attention's KV cache (tprt_kv_cache_t; NULL passes): k and v
 /// [B*C, Hkv*D] of k's dtype and width with B = q's rows / seq_len and C >= 1, len i32 [B]. Its
 /// values are checked where they are read (tprt__cache_len).

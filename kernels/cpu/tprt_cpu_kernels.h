@@ -259,16 +259,18 @@ tprt_status_t tprt_cpu_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, 
 /// With a KV |cache| (decoding; NULL: none), sequence b's queries sit after its cache->len[b]
 /// cached tokens and see them first: the keys are the cached rows, then k's, so a token's output
 /// has the same bits whether its keys come from a cache or from one prefill call.
+/// |lse| (NULL: not wanted), f32 [T, Hq], gets each row's m + ln(l) (tprt_attn_lse).
 tprt_status_t tprt_cpu_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
-                                 bool causal, float scale) TPRT_MUST_USE_RESULT;
+                                 const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
+                                 int64_t head_dim, bool causal, float scale) TPRT_MUST_USE_RESULT;
 
 /// The gradients dq (like q), dk and dv (like k) of tprt_cpu_attention from its inputs, its
-/// output |y| and dy (like q); the probabilities are recomputed bit for bit.
+/// output |y| and dy (like q); the probabilities are recomputed bit for bit (the forward's |lse|,
+/// NULL or f32 [T, Hq], is checked and not needed).
 tprt_status_t tprt_cpu_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                      tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                      bool causal, float scale) TPRT_MUST_USE_RESULT;
+                                      const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                      tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                      int64_t head_dim, bool causal, float scale) TPRT_MUST_USE_RESULT;
 
 #ifdef __cplusplus
 }

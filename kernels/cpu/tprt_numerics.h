@@ -241,6 +241,38 @@ TPRT_HD float tprt_expf(float x) {
   return (p * tprt__exp2i(k1)) * tprt__exp2i(k - k1);
 }
 
+/// ln x. x = 2^k·m with m in [sqrt(1/2), sqrt(2)) (a subnormal x scaled by 2^25 first), f = m - 1
+/// (exact), s = f / (2 + f), z = s², w = z², R = z·(L1 + w·L3) + w·(L2 + w·L4) (fdlibm's logf
+/// polynomial), ln x = k·ln2_hi - ((f²/2 - (s·(f²/2 + R) + k·ln2_lo)) - f); products and sums
+/// rounded one by one (no fmaf). x = 0 -> -inf, x < 0 -> NaN, +inf -> +inf, NaN -> NaN. Max error
+/// 1 ulp (docs/numerics.md).
+TPRT_HD float tprt_logf(float x) {
+  uint32_t u = tprt_f32_bits(x);
+  int k = 0;
+  if (x != x) return x + x;
+  if (x < 0.0f) return tprt_f32_from_bits(0x7FC00000u);
+  if (x == 0.0f) return tprt_f32_from_bits(0xFF800000u);
+  if (u == 0x7F800000u) return x;
+  if (u < 0x00800000u) {  // subnormal: scale into the normal range
+    x = x * 33554432.0f;  // 2^25, exact
+    u = tprt_f32_bits(x);
+    k = -25;
+  }
+  // m in [sqrt(1/2), sqrt(2)): bias the exponent split so that the mantissa's upper part rounds.
+  u += 0x3F800000u - 0x3F3504F3u;
+  k += (int)(u >> 23) - 127;
+  u = (u & 0x007FFFFFu) + 0x3F3504F3u;
+  float f = tprt_f32_from_bits(u) - 1.0f;
+  float hfsq = 0.5f * f * f;
+  float s = TPRT_DIVF(f, 2.0f + f);
+  float z = s * s, w = z * z;
+  float t1 = w * (0.40000972152f + w * 0.24279078841f);
+  float t2 = z * (0.66666662693f + w * 0.28498786688f);
+  float r = t2 + t1;
+  float dk = (float)k;
+  return dk * 6.9313812256e-01f /* ln2 hi */ - ((hfsq - (s * (hfsq + r) + dk * 9.0580006145e-06f /* ln2 lo */)) - f);
+}
+
 /// tanh(x). |x| < 2^-12: x. |x| < 0.625: x + x·s·P(s), s = x², P a degree-5 fit (Horner, fmaf), the last step
 /// one fmaf; otherwise 1 - 2/(e^(2|x|) + 1) with the sign of x. Max error 1.5 ulp.
 TPRT_HD float tprt_tanhf(float x) {

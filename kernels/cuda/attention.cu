@@ -203,7 +203,8 @@ struct tprt__att_shape_t {
 template <int D>
 static __global__ void __launch_bounds__(TPRT__ATT_THREADS)
     tprt__attention_kernel(const void* __restrict__ q, const void* __restrict__ k, const void* __restrict__ v,
-                           void* __restrict__ y, tprt__att_shape_t sh, float* __restrict__ ws, int vec_in_smem) {
+                           void* __restrict__ y, float* __restrict__ lse, tprt__att_shape_t sh, float* __restrict__ ws,
+                           int vec_in_smem) {
   __shared__ tprt__att_max_t msm[TPRT__ATT_THREADS / TPRT__ATT_WARP + 1];
   __shared__ float rsm[TPRT__ATT_THREADS / TPRT__ATT_WARP + 1];
   const int64_t qw = sh.hq * sh.hd, kw = sh.hkv * sh.hd, rows = sh.t * sh.hq, keys_max = sh.cache_rows + sh.seq_len;
@@ -223,7 +224,8 @@ static __global__ void __launch_bounds__(TPRT__ATT_THREADS)
       qv[d] = tprt__cuda_ld(q, D, tok * qw + h * sh.hd + d);
     __syncthreads();
     float l;
-    tprt__att_softmax<D>(qv, keys, sh.hd, n, sh.sc, e, msm, rsm, &l);
+    const float m = tprt__att_softmax<D>(qv, keys, sh.hd, n, sh.sc, e, msm, rsm, &l);
+    if (lse && threadIdx.x == 0) lse[tok * sh.hq + h] = tprt_attn_lse(m, l);
     for (int64_t d = threadIdx.x; d < sh.hd; d += TPRT__ATT_THREADS) {
       float o = 0.0f;
       for (int64_t j = 0; j < n; ++j) {
@@ -402,17 +404,19 @@ static tprt__att_shape_t tprt__att_shape(const tprt_tensor_t* q, const tprt_tens
 
 template <int D>
 static void tprt__attention_launch(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                   tprt_tensor_t* y, const tprt__att_shape_t& sh, unsigned blocks, float* ws,
-                                   size_t smem, int in_smem, cudaStream_t stream) {
-  tprt__attention_kernel<D>
-      <<<blocks, TPRT__ATT_THREADS, smem, stream>>>(q->data, k->data, v->data, y->data, sh, ws, in_smem);
+                                   tprt_tensor_t* y, tprt_tensor_t* lse, const tprt__att_shape_t& sh, unsigned blocks,
+                                   float* ws, size_t smem, int in_smem, cudaStream_t stream) {
+  tprt__attention_kernel<D><<<blocks, TPRT__ATT_THREADS, smem, stream>>>(
+      q->data, k->data, v->data, y->data, lse ? (float*)lse->data : NULL, sh, ws, in_smem);
 }
 
 extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                             const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len,
-                                             int64_t head_dim, bool causal, float scale, cudaStream_t stream) {
+                                             const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse,
+                                             int64_t seq_len, int64_t head_dim, bool causal, float scale,
+                                             cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
   if (!s) s = tprt__check_kv_cache("attention", q, k, cache, seq_len);
+  if (!s) s = tprt__check_lse("attention", q, lse, head_dim);
   if (s) return s;
   tprt__att_shape_t sh = tprt__att_shape(q, k, seq_len, head_dim, causal, scale);
   if (sh.t == 0 || sh.hq == 0) return NULL;
@@ -431,7 +435,7 @@ extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(
       (void**)&ws, (size_t)((int64_t)blocks * (sh.cache_rows + sh.seq_len) + vec_floats) * sizeof(float), stream));
   tprt__cuda_float_dispatch(q->dtype, [&](auto d) {
-    tprt__attention_launch<decltype(d)::value>(q, k, v, y, sh, blocks, ws, smem, in_smem, stream);
+    tprt__attention_launch<decltype(d)::value>(q, k, v, y, lse, sh, blocks, ws, smem, in_smem, stream);
   });
   cudaError_t e = cudaGetLastError();
   cudaFreeAsync(ws, stream);
@@ -454,12 +458,14 @@ static void tprt__attention_grad_launch(const tprt_tensor_t* q, const tprt_tenso
 
 extern "C" tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k,
                                                   const tprt_tensor_t* v, const tprt_tensor_t* y,
-                                                  const tprt_tensor_t* dy, tprt_tensor_t* dq, tprt_tensor_t* dk,
-                                                  tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim, bool causal,
-                                                  float scale, cudaStream_t stream) {
+                                                  const tprt_tensor_t* dy, const tprt_tensor_t* lse, tprt_tensor_t* dq,
+                                                  tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                                  int64_t head_dim, bool causal, float scale, cudaStream_t stream) {
   if (!dy || !dq || !dk || !dv)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "attention_grad: dy, dq, dk and dv must not be NULL");
   tprt_status_t s = tprt__check_attention("attention_grad", q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, scale);
+  // As on the CPU, the exact backward recomputes the statistics: lse is checked only.
+  if (!s) s = tprt__check_lse("attention_grad", q, lse, head_dim);
   if (s) return s;
   const tprt__att_shape_t sh = tprt__att_shape(q, k, seq_len, head_dim, causal, scale);
   if (sh.t == 0 || sh.hq == 0) return NULL;

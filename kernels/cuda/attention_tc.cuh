@@ -221,11 +221,13 @@ cudaError_t launch_ws(K kernel, size_t smem, int64_t blocks, const A& args, cuda
 
 /// One attention problem: q, y[T, Hq·D], k, v[T, Hkv·D] (element pointers of type T); sequences
 /// of |seq_len| tokens; |lse| (NULL: not wanted) gets each row's log2-domain softmax statistic
-/// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, stat_rows(S)].
+/// m·scale·log2(e) + log2(l), f32, at stat_index: [Hq, B, stat_rows(S)]; |lse_tokens| (NULL: not
+/// wanted) the same statistic in the natural log (times ln 2), f32 [T, Hq]: tp.attention's lse.
 struct Params {
   const void *q, *k, *v;
   void* y;
   float* lse;
+  float* lse_tokens;
   int64_t q_ld, kv_ld;  // row strides in elements: Hq·D and Hkv·D
   int64_t tokens;       // T
   int seq_len, heads, group;  // S, Hq, Hq / Hkv
@@ -241,9 +243,16 @@ __host__ __device__ __forceinline__ int64_t stat_index(const Params& p, int h, i
   return ((int64_t)h * (p.tokens / p.seq_len) + b) * stat_rows(p.seq_len) + row;
 }
 
+/// ln 2 and log2(e) in f32: tp.attention's lse (natural log) from and to the kernels' log2 statistic.
+constexpr float kLn2 = 0.693147180559945309f;
+constexpr float kLog2e = 1.44269504088896340736f;
+
 /// The forward (attention_tc_fwd.cu) for |dtype| (bf16 or f16) and head dim |d| (64 or 128);
 /// |lse_only|: only the statistics (p.lse), no P·V and no output.
 cudaError_t forward(const Params& p, int dtype, int d, bool causal, bool lse_only, cudaStream_t stream);
+
+/// p.lse (the statistics at stat_index) from tp.attention's lse[T, Hq] (attention_tc_bwd.cu).
+cudaError_t stats_from_lse(const Params& p, const float* lse, cudaStream_t stream);
 
 }  // namespace tprt_attn
 

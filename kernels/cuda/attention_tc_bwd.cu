@@ -446,6 +446,25 @@ cudaError_t backward(const GradParams& g, cudaStream_t stream) {
   return launch_ws(dq_kernel<T, D, Causal>, Dq<T, D>::kSmemBytes, m_tiles * seqs * p.heads, qa, stream);
 }
 
+/// The kernels' log2 statistics at stat_index from tp.attention's lse (natural log, [T, Hq]): one
+/// thread per (token, head).
+__global__ void stats_kernel(Params p, const float* __restrict__ lse) {
+  const int64_t n = p.tokens * p.heads;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i / p.heads, b = t / p.seq_len;
+    const int h = (int)(i % p.heads);
+    p.lse[stat_index(p, h, b, t - b * p.seq_len)] = lse[i] * kLog2e;
+  }
+}
+
+cudaError_t stats_from_lse(const Params& p, const float* lse, cudaStream_t stream) {
+  const int64_t n = p.tokens * p.heads;
+  const int threads = 256;
+  const int64_t blocks = (n + threads - 1) / threads;
+  stats_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), threads, 0, stream>>>(p, lse);
+  return cudaGetLastError();
+}
+
 template <class T>
 cudaError_t backward_dispatch(const GradParams& g, int d, bool causal, cudaStream_t stream) {
   if (d == 64) return causal ? backward<T, 64, true>(g, stream) : backward<T, 64, false>(g, stream);
@@ -465,10 +484,11 @@ bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_
 }
 
 tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                          tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                          bool causal, float scale, cudaStream_t stream) {
+                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                          tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                          int64_t head_dim, bool causal, float scale, cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention_grad", q, k, v, y, dy, dq, dk, dv, seq_len, head_dim, scale);
+  if (!s) s = tprt__check_lse("attention_grad", q, lse, head_dim);
   if (s) return s;
   if (!tprt_cuda_attention_grad_tc_fits(q, k, v, y, dy, dq, dk, dv, seq_len, head_dim))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
@@ -491,7 +511,10 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
   p.lse = static_cast<float*>(ws);
   g.delta = p.lse + rows;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws, 0, 2 * rows * sizeof(float), stream));
-  cudaError_t e = tprt_attn::forward(p, q->dtype, (int)head_dim, causal, true, stream);
+  // The statistics: the forward's lse when given (one pass over T·Hq floats), else recomputed by a
+  // forward pass without P·V.
+  cudaError_t e = lse ? tprt_attn::stats_from_lse(p, static_cast<const float*>(lse->data), stream)
+                      : tprt_attn::forward(p, q->dtype, (int)head_dim, causal, true, stream);
   if (e == cudaSuccess)
     e = q->dtype == TPRT_DTYPE_BF16
             ? tprt_attn::backward_dispatch<cutlass::bfloat16_t>(g, (int)head_dim, causal, stream)

@@ -231,9 +231,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   for (int r = 0; r < NR; ++r) {
     const float l = quad_sum(row_sum[r]);
     const int row = get<0>(cS(r, 0));
-    if (p.lse && (tid & 3) == 0 && row < q_rows)
-      p.lse[stat_index(p, h, b, (int64_t)m_block * BM + row)] =
-          row_max[r] == -INFINITY ? -INFINITY : fmaf(row_max[r], p.scale_log2, __log2f(l));
+    const float stat = row_max[r] == -INFINITY ? -INFINITY : fmaf(row_max[r], p.scale_log2, __log2f(l));
+    if (p.lse && (tid & 3) == 0 && row < q_rows) p.lse[stat_index(p, h, b, (int64_t)m_block * BM + row)] = stat;
+    if (p.lse_tokens && (tid & 3) == 0 && row < q_rows)
+      p.lse_tokens[(row0 + (int64_t)m_block * BM + row) * p.heads + h] = stat * kLn2;
     const float inv = (l == 0.0f || l != l) ? 0.0f : 1.0f / l;
     CUTLASS_PRAGMA_UNROLL
     for (int c = 0; c < size<1>(O); ++c) O(r, c) *= inv;
@@ -289,9 +290,10 @@ bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k,
 }
 
 tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                     tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
-                                     cudaStream_t stream) {
+                                     tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len, int64_t head_dim,
+                                     bool causal, float scale, cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
+  if (!s) s = tprt__check_lse("attention", q, lse, head_dim);
   if (s) return s;
   if (!tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
@@ -300,6 +302,7 @@ tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t
   if (q->dims[0] == 0) return NULL;
   tprt_attn::Params p = {};
   p.q = q->data, p.k = k->data, p.v = v->data, p.y = y->data, p.lse = nullptr;
+  p.lse_tokens = lse ? static_cast<float*>(lse->data) : nullptr;
   p.q_ld = q->dims[1], p.kv_ld = k->dims[1], p.tokens = q->dims[0];
   p.seq_len = (int)seq_len, p.heads = (int)(q->dims[1] / head_dim), p.group = (int)(q->dims[1] / k->dims[1]);
   p.scale_log2 = tprt_attn_scale(scale, head_dim) * 1.44269504088896340736f;

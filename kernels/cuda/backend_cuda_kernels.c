@@ -76,10 +76,11 @@ static const char* const tprt__op_names[] = {
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
 /// w1 (fused MLP, with w2); q, k, v (attention: c = v), with y and dy (attention_grad: d, e) and
-/// out, out2, out3 = dq, dk, dv.
+/// out, out2, out3 = dq, dk, dv; attention's optional lse is out2.
 typedef struct {
   const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e;
   const tprt_kv_cache_t* cache;  // attention's KV cache, NULL without one
+  const tprt_tensor_t* lse;      // attention_grad's statistics from the forward, NULL without them
   tprt_tensor_t *out, *out2, *out3;
   int64_t seq_len, head_dim;
   bool causal;
@@ -264,7 +265,7 @@ static bool tprt__tc_attention_fits(const tprt__call_t* c) {
   return !c->cache && tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim);
 }
 static tprt_status_t tprt__tc_attention(const tprt__call_t* c) {
-  return tprt_cuda_attention_tc(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim, c->causal, c->scale,
+  return tprt_cuda_attention_tc(c->a, c->b, c->c, c->out, c->out2, c->seq_len, c->head_dim, c->causal, c->scale,
                                 tprt__r.stream);
 }
 static bool tprt__tc_attention_grad_fits(const tprt__call_t* c) {
@@ -272,16 +273,16 @@ static bool tprt__tc_attention_grad_fits(const tprt__call_t* c) {
                                           c->head_dim);
 }
 static tprt_status_t tprt__tc_attention_grad(const tprt__call_t* c) {
-  return tprt_cuda_attention_grad_tc(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,
-                                     c->causal, c->scale, tprt__r.stream);
+  return tprt_cuda_attention_grad_tc(c->a, c->b, c->c, c->d, c->e, c->lse, c->out, c->out2, c->out3, c->seq_len,
+                                     c->head_dim, c->causal, c->scale, tprt__r.stream);
 }
 static tprt_status_t tprt__exact_attention(const tprt__call_t* c) {
-  return tprt_cuda_attention(c->a, c->b, c->c, c->cache, c->out, c->seq_len, c->head_dim, c->causal, c->scale,
-                             tprt__r.stream);
+  return tprt_cuda_attention(c->a, c->b, c->c, c->cache, c->out, c->out2, c->seq_len, c->head_dim, c->causal,
+                             c->scale, tprt__r.stream);
 }
 static tprt_status_t tprt__exact_attention_grad(const tprt__call_t* c) {
-  return tprt_cuda_attention_grad(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len, c->head_dim,
-                                  c->causal, c->scale, tprt__r.stream);
+  return tprt_cuda_attention_grad(c->a, c->b, c->c, c->d, c->e, c->lse, c->out, c->out2, c->out3, c->seq_len,
+                                  c->head_dim, c->causal, c->scale, tprt__r.stream);
 }
 
 #define TPRT__EXACT_KERNEL "exact f32 fma chains on CUDA cores, bitwise the CPU"
@@ -474,13 +475,14 @@ tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t
   return tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream);
 }
 tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                   const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
-                                   bool causal, float scale) {
+                                   const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
+                                   int64_t head_dim, bool causal, float scale) {
   tprt__call_t c = {.a = q,
                     .b = k,
                     .c = v,
                     .cache = cache,
                     .out = y,
+                    .out2 = lse,
                     .seq_len = seq_len,
                     .head_dim = head_dim,
                     .causal = causal,
@@ -488,14 +490,15 @@ tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* 
   return tprt__contract(TPRT__ATTENTION, &c);
 }
 tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                        const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                        tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                        bool causal, float scale) {
+                                        const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                        tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                        int64_t head_dim, bool causal, float scale) {
   tprt__call_t c = {.a = q,
                     .b = k,
                     .c = v,
                     .d = y,
                     .e = dy,
+                    .lse = lse,
                     .out = dq,
                     .out2 = dk,
                     .out3 = dv,

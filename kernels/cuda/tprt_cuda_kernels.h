@@ -369,16 +369,17 @@ tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t,
 /// memory) the keys are the cached rows then k's, as in tprt_cpu_attention; a cache_len outside
 /// [0, C] is clamped to it (the CPU backend refuses it). kernels/cuda/attention.cu.
 tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                  const tprt_kv_cache_t* cache, tprt_tensor_t* y, int64_t seq_len, int64_t head_dim,
-                                  bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                  const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
+                                  int64_t head_dim, bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The gradients dq, dk and dv of tprt_cuda_attention: bitwise tprt_cpu_attention_grad, same
 /// validation; a row kernel (dq and each row's softmax statistics) and a key kernel (dk, dv), with
 /// a workspace allocated stream-ordered. kernels/cuda/attention.cu.
 tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                       const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                       tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                       bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                       const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                       tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                       int64_t head_dim, bool causal, float scale,
+                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Attention on tensor cores (fast and invariant modes; docs/numerics.md "Attention on tensor
 /// cores"), sm_90a: warp-specialized WGMMA kernels (a TMA producer, two consumer warpgroups) with
@@ -388,21 +389,24 @@ tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor
 /// kernels/cuda/attention_tc_fwd.cu, attention_tc_bwd.cu.
 bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                  const tprt_tensor_t* y, int64_t seq_len, int64_t head_dim);
+/// |lse| (NULL: not wanted), f32 [T, Hq]: each row's natural log-sum-exp of its scaled scores.
 tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                     tprt_tensor_t* y, int64_t seq_len, int64_t head_dim, bool causal, float scale,
-                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                     tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len, int64_t head_dim,
+                                     bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// The gradients' predicate: the forward's, and dy, dq, dk, dv of q's dtype and 16-byte aligned.
 bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                       const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* dq,
                                       const tprt_tensor_t* dk, const tprt_tensor_t* dv, int64_t seq_len,
                                       int64_t head_dim);
-/// The gradients on tensor cores, deterministic: the softmax statistics recomputed (a forward pass
-/// without P·V), dk and dv by a kernel per key block summing its query heads and query tiles in a
-/// fixed order, dq by a kernel per query tile over its key blocks; no atomics.
+/// The gradients on tensor cores, deterministic: the softmax statistics from the forward's |lse|
+/// (f32 [T, Hq]) or, when it is NULL, recomputed (a forward pass without P·V); dk and dv by a
+/// kernel per key block summing its query heads and query tiles in a fixed order, dq by a kernel
+/// per query tile over its key blocks; no atomics.
 tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, tprt_tensor_t* dq,
-                                          tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len, int64_t head_dim,
-                                          bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                          const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
+                                          tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
+                                          int64_t head_dim, bool causal, float scale,
+                                          cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Quantization: bitwise tprt_cpu_quantize / tprt_cpu_dequantize (the arithmetic of
 /// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant.cu.

@@ -229,3 +229,25 @@ func.func @kvcache_heads(%q: tensor<2x48xbf16>, %k: tensor<2x32xbf16>, %v: tenso
          tensor<2xi32>) -> tensor<2x48xbf16>
   return %y : tensor<2x48xbf16>
 }
+
+// -----
+
+/// attention.lse: the statistics are f32, one per token and query head (16 tokens, 4 heads).
+func.func @lse_dtype(%q: tensor<16x64xbf16>, %k: tensor<16x32xbf16>, %v: tensor<16x32xbf16>) -> tensor<16x4xbf16> {
+  // expected-error@+1 {{'tp.attention' op violates rule attention.lse: lse must be tensor<16x4xf32>: one f32 per token and query head (T=16, Hq=4); got tensor<16x4xbf16>}}
+  %y, %lse = "tp.attention"(%q, %k, %v) {seq_len = 8 : i64, head_dim = 16 : i64}
+      : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>) -> (tensor<16x64xbf16>, tensor<16x4xbf16>)
+  return %lse : tensor<16x4xbf16>
+}
+
+// -----
+
+/// attention.lse on the gradient: [T, Hq], not [Hq, T].
+func.func @grad_lse_shape(%q: tensor<16x64xbf16>, %k: tensor<16x32xbf16>, %v: tensor<16x32xbf16>,
+                          %y: tensor<16x64xbf16>, %dy: tensor<16x64xbf16>, %lse: tensor<4x16xf32>) -> tensor<16x64xbf16> {
+  // expected-error@+1 {{'tp.attention_grad' op violates rule attention.lse: lse must be tensor<16x4xf32>}}
+  %dq, %dk, %dv = "tp.attention_grad"(%q, %k, %v, %y, %dy, %lse) {seq_len = 8 : i64, head_dim = 16 : i64}
+      : (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>, tensor<16x64xbf16>, tensor<16x64xbf16>,
+         tensor<4x16xf32>) -> (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>)
+  return %dq : tensor<16x64xbf16>
+}

@@ -30,21 +30,34 @@ void fc_attn_close(const fc_attn_case& c, cudaStream_t s) {
   fc_tensor y(c.dtype, {t, c.hq * c.d}), ye(c.dtype, {t, c.hq * c.d});
   y.poison(), ye.poison();
   const std::string label = c.label();
-  tprt_status_t fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, c.l, c.d, c.causal, c.scale, s);
-  tprt_status_t es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, NULL, c.l, c.d, c.causal, c.scale, s);
   fc_compare("attention tc", label.c_str(), y, ye, fs, es);
   // The backward of both from the exact forward's y.
   fc_tensor dq(c.dtype, {t, c.hq * c.d}), dk(c.dtype, {t, c.hkv * c.d}), dv(c.dtype, {t, c.hkv * c.d});
   fc_tensor dqe(c.dtype, {t, c.hq * c.d}), dke(c.dtype, {t, c.hkv * c.d}), dve(c.dtype, {t, c.hkv * c.d});
   dq.poison(), dk.poison(), dv.poison(), dqe.poison(), dke.poison(), dve.poison();
-  fs = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &ye.t, &dy.t, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal, c.scale,
+  fs = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &ye.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal, c.scale,
                                    s);
-  es = tprt_cuda_attention_grad(&q.t, &k.t, &v.t, &ye.t, &dy.t, &dqe.t, &dke.t, &dve.t, c.l, c.d, c.causal, c.scale,
+  es = tprt_cuda_attention_grad(&q.t, &k.t, &v.t, &ye.t, &dy.t, NULL, &dqe.t, &dke.t, &dve.t, c.l, c.d, c.causal, c.scale,
                                 s);
   // One status per comparison: the first row reports a failure, the others compare what exists.
   fc_compare("attention_grad tc dq", label.c_str(), dq, dqe, fs, es);
   fc_compare("attention_grad tc dk", label.c_str(), dk, dke, nullptr, nullptr);
   fc_compare("attention_grad tc dv", label.c_str(), dv, dve, nullptr, nullptr);
+  // The forward's lse (f32 [T, Hq]) against the exact kernel's m + ln(l), and the backward that
+  // takes it instead of recomputing the statistics against the exact backward.
+  fc_tensor lse(TPRT_DTYPE_F32, {t, c.hq}), lsee(TPRT_DTYPE_F32, {t, c.hq});
+  lse.poison(), lsee.poison();
+  fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, &lse.t, c.l, c.d, c.causal, c.scale, s);
+  es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, &lsee.t, c.l, c.d, c.causal, c.scale, s);
+  fc_compare("attention tc lse", label.c_str(), lse, lsee, fs, es);
+  dq.poison(), dk.poison(), dv.poison();
+  fs = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &ye.t, &dy.t, &lse.t, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal,
+                                   c.scale, s);
+  fc_compare("attention_grad tc+lse dq", label.c_str(), dq, dqe, fs, nullptr);
+  fc_compare("attention_grad tc+lse dk", label.c_str(), dk, dke, nullptr, nullptr);
+  fc_compare("attention_grad tc+lse dv", label.c_str(), dv, dve, nullptr, nullptr);
 }
 
 /// A view of rows [r0, r0 + rows) and columns [c0, c0 + cols) of |x| copied into |out| (dense).
@@ -63,9 +76,9 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
   q.fill(), k.fill(), v.fill(), dy.fill();
   fc_tensor y(c.dtype, {t, wq}), dq(c.dtype, {t, wq}), dk(c.dtype, {t, wk}), dv(c.dtype, {t, wk});
   y.poison(), dq.poison(), dk.poison(), dv.poison();
-  tprt_status_t st = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t st = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
   if (!st)
-    st = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal, c.scale,
+    st = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal, c.scale,
                                      s);
   FC_CUDA(cudaDeviceSynchronize());
   const std::string label = c.label();
@@ -83,9 +96,9 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
     tprt_tensor_t ks = tprt_tensor_make((char*)k.t.data + r0 * wk * elem, c.dtype, 2, kd);
     tprt_tensor_t vs = tprt_tensor_make((char*)v.t.data + r0 * wk * elem, c.dtype, 2, kd);
     tprt_tensor_t dys = tprt_tensor_make((char*)dy.t.data + r0 * wq * elem, c.dtype, 2, qd);
-    tprt_status_t e = tprt_cuda_attention_tc(&qs, &ks, &vs, &ys.t, c.l, c.d, c.causal, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs, &ks, &vs, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
     if (!e)
-      e = tprt_cuda_attention_grad_tc(&qs, &ks, &vs, &ys.t, &dys, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal, c.scale,
+      e = tprt_cuda_attention_grad_tc(&qs, &ks, &vs, &ys.t, &dys, NULL, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal, c.scale,
                                       s);
     FC_CUDA(cudaDeviceSynchronize());
     char what[96];
@@ -110,9 +123,9 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
     fc_tensor ys(c.dtype, {t, hq * c.d}), dqs(c.dtype, {t, hq * c.d}), dks(c.dtype, {t, hk * c.d}),
         dvs(c.dtype, {t, hk * c.d});
     ys.poison(), dqs.poison(), dks.poison(), dvs.poison();
-    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, c.l, c.d, c.causal, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
     if (!e)
-      e = tprt_cuda_attention_grad_tc(&qs.t, &ks.t, &vs.t, &ys.t, &dys.t, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal,
+      e = tprt_cuda_attention_grad_tc(&qs.t, &ks.t, &vs.t, &ys.t, &dys.t, NULL, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal,
                                       c.scale, s);
     FC_CUDA(cudaDeviceSynchronize());
     char what[96];
@@ -132,7 +145,7 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
         ys(c.dtype, {prefix, wq});
     fc_copy_block(q, 0, prefix, 0, wq, qs), fc_copy_block(k, 0, prefix, 0, wk, ks), fc_copy_block(v, 0, prefix, 0, wk, vs);
     ys.poison();
-    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, prefix, c.d, true, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, NULL, prefix, c.d, true, c.scale, s);
     FC_CUDA(cudaDeviceSynchronize());
     char what[96];
     snprintf(what, sizeof what, "%s: prefix %lld", label.c_str(), (long long)prefix);
@@ -176,13 +189,13 @@ void fc_attn_fits(cudaStream_t s) {
            st ? tprt_status_message(st) : "(no error)");
     tprt_status_free(st);
   };
-  expect("D=96", tprt_cuda_attention_tc(&q96.t, &kv96.t, &kv96.t, &y96.t, 128, 96, true, 0.0f, s), "head_dim 64 or 128");
+  expect("D=96", tprt_cuda_attention_tc(&q96.t, &kv96.t, &kv96.t, &y96.t, NULL, 128, 96, true, 0.0f, s), "head_dim 64 or 128");
   fc_tensor dq(TPRT_DTYPE_BF16, {t, 4 * 64}), dk(TPRT_DTYPE_BF16, {t, 2 * 64});
   tprt_tensor_t dqm = tprt_tensor_make((char*)dq.t.data + 2, TPRT_DTYPE_BF16, 2, qd);
   tprt_tensor_t dkm = tprt_tensor_make((char*)dk.t.data + 2, TPRT_DTYPE_BF16, 2, kd);
-  expect("misaligned grad", tprt_cuda_attention_grad_tc(&qm, &km, &km, &ym, &qm, &dqm, &dkm, &dkm, 255, 64, true, 0.0f, s),
+  expect("misaligned grad", tprt_cuda_attention_grad_tc(&qm, &km, &km, &ym, &qm, NULL, &dqm, &dkm, &dkm, 255, 64, true, 0.0f, s),
          "16-byte aligned");
-  expect("seq_len 0", tprt_cuda_attention_tc(&q.t, &kv.t, &kv.t, &y.t, 0, 64, true, 0.0f, s), "seq_len=0");
+  expect("seq_len 0", tprt_cuda_attention_tc(&q.t, &kv.t, &kv.t, &y.t, NULL, 0, 64, true, 0.0f, s), "seq_len=0");
 }
 
 }  // namespace

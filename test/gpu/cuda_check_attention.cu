@@ -86,16 +86,19 @@ static void ct_check_attention(cudaStream_t stream) {
                  c.dist == CT_DIST_WIDE      ? " wide"
                  : c.dist == CT_DIST_SPECIAL ? " special"
                                              : "");
+        int64_t sd[2] = {t, c.hq};
+        ct_tensor_t lse = ct_make(TPRT_DTYPE_F32, 2, sd);  // the optional statistics, m + ln(l)
         if (ct_selected("attention"))
-          ct_run(
-              "attention", shape, tprt_dtype_name(dtype), params, &y,
-              [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &y.h, c.s, c.d, causal, c.scale); },
+          ct_run_outputs(
+              "attention", shape, tprt_dtype_name(dtype), params, {&y, &lse},
+              [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &y.h, &lse.h, c.s, c.d, causal, c.scale); },
               [&](cudaStream_t st) {
-                return tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, c.s, c.d, causal, c.scale, st);
+                return tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, &lse.d, c.s, c.d, causal, c.scale, st);
               },
               true, stream);
+        ct_free(&lse);
         if (ct_selected("attention_grad")) {
-          tprt_status_t s = tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &yref.h, c.s, c.d, causal, c.scale);
+          tprt_status_t s = tprt_cpu_attention(&q.h, &k.h, &v.h, NULL, &yref.h, NULL, c.s, c.d, causal, c.scale);
           if (s) {
             ct_fail_status("CPU attention (the backward's y)", s);
           } else {
@@ -103,11 +106,11 @@ static void ct_check_attention(cudaStream_t stream) {
             ct_run_outputs(
                 "attention_grad", shape, tprt_dtype_name(dtype), params, {&dq, &dk, &dv},
                 [&] {
-                  return tprt_cpu_attention_grad(&q.h, &k.h, &v.h, &yref.h, &dy.h, &dq.h, &dk.h, &dv.h, c.s, c.d,
+                  return tprt_cpu_attention_grad(&q.h, &k.h, &v.h, &yref.h, &dy.h, NULL, &dq.h, &dk.h, &dv.h, c.s, c.d,
                                                  causal, c.scale);
                 },
                 [&](cudaStream_t st) {
-                  return tprt_cuda_attention_grad(&q.d, &k.d, &v.d, &yref.d, &dy.d, &dq.d, &dk.d, &dv.d, c.s, c.d,
+                  return tprt_cuda_attention_grad(&q.d, &k.d, &v.d, &yref.d, &dy.d, NULL, &dq.d, &dk.d, &dv.d, c.s, c.d,
                                                   causal, c.scale, st);
                 },
                 true, stream);
@@ -153,8 +156,8 @@ static void ct_check_attention_cache(cudaStream_t stream) {
         tprt_kv_cache_t hc = {&kc.h, &vc.h, &len.h}, dc = {&kc.d, &vc.d, &len.d};
         ct_run(
             "attention", shape, tprt_dtype_name(dtype), params, &y,
-            [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, &hc, &y.h, c.s, c.d, causal, 0.0f); },
-            [&](cudaStream_t st) { return tprt_cuda_attention(&q.d, &k.d, &v.d, &dc, &y.d, c.s, c.d, causal, 0.0f, st); },
+            [&] { return tprt_cpu_attention(&q.h, &k.h, &v.h, &hc, &y.h, NULL, c.s, c.d, causal, 0.0f); },
+            [&](cudaStream_t st) { return tprt_cuda_attention(&q.d, &k.d, &v.d, &dc, &y.d, NULL, c.s, c.d, causal, 0.0f, st); },
             true, stream);
         for (ct_tensor_t* x : {&q, &k, &v, &y, &kc, &vc, &len}) ct_free(x);
       }
@@ -181,25 +184,32 @@ void ct_check_validation_attention(void) {
   // q [4, 4·8] and k, v [4, 2·8]: D = 8, Hq = 4, Hkv = 2.
   tprt_tensor_t q = T(B, 4, 32), k = T(B, 4, 16), v = T(B, 4, 16), ya = T(B, 4, 32);
   tprt_tensor_t k3 = T(B, 4, 24), k_f = T(F, 4, 16), ya_bad = T(B, 4, 24), dk_bad = T(B, 4, 32);
-  ct_same_status("attention seq_len", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 3, 8, true, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 3, 8, true, 0.0f, 0));
-  ct_same_status("attention head_dim", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 0, true, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 0, true, 0.0f, 0));
-  ct_same_status("attention groups", tprt_cpu_attention(&q, &k3, &k3, NULL, &ya, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k3, &k3, NULL, &ya, 4, 8, false, 0.0f, 0));
-  ct_same_status("attention scale", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 8, false, -1.0f),
-                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 8, false, -1.0f, 0));
-  ct_same_status("attention scale nan", tprt_cpu_attention(&q, &k, &v, NULL, &ya, 4, 8, false, NAN),
-                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, 4, 8, false, NAN, 0));
-  ct_same_status("attention k dtype", tprt_cpu_attention(&q, &k_f, &k_f, NULL, &ya, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k_f, &k_f, NULL, &ya, 4, 8, false, 0.0f, 0));
-  ct_same_status("attention y", tprt_cpu_attention(&q, &k, &v, NULL, &ya_bad, 4, 8, false, 0.0f),
-                 tprt_cuda_attention(&q, &k, &v, NULL, &ya_bad, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention seq_len", tprt_cpu_attention(&q, &k, &v, NULL, &ya, NULL, 3, 8, true, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, NULL, 3, 8, true, 0.0f, 0));
+  ct_same_status("attention head_dim", tprt_cpu_attention(&q, &k, &v, NULL, &ya, NULL, 4, 0, true, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, NULL, 4, 0, true, 0.0f, 0));
+  ct_same_status("attention groups", tprt_cpu_attention(&q, &k3, &k3, NULL, &ya, NULL, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k3, &k3, NULL, &ya, NULL, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention scale", tprt_cpu_attention(&q, &k, &v, NULL, &ya, NULL, 4, 8, false, -1.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, NULL, 4, 8, false, -1.0f, 0));
+  ct_same_status("attention scale nan", tprt_cpu_attention(&q, &k, &v, NULL, &ya, NULL, 4, 8, false, NAN),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, NULL, 4, 8, false, NAN, 0));
+  ct_same_status("attention k dtype", tprt_cpu_attention(&q, &k_f, &k_f, NULL, &ya, NULL, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k_f, &k_f, NULL, &ya, NULL, 4, 8, false, 0.0f, 0));
+  ct_same_status("attention y", tprt_cpu_attention(&q, &k, &v, NULL, &ya_bad, NULL, 4, 8, false, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya_bad, NULL, 4, 8, false, 0.0f, 0));
   ct_same_status("attention_grad NULL dy",
-                 tprt_cpu_attention_grad(&q, &k, &v, &ya, NULL, &ya, &k, &v, 4, 8, true, 0.0f),
-                 tprt_cuda_attention_grad(&q, &k, &v, &ya, NULL, &ya, &k, &v, 4, 8, true, 0.0f, 0));
-  ct_same_status("attention_grad dk", tprt_cpu_attention_grad(&q, &k, &v, &ya, &ya, &ya, &dk_bad, &v, 4, 8, true, 0.0f),
-                 tprt_cuda_attention_grad(&q, &k, &v, &ya, &ya, &ya, &dk_bad, &v, 4, 8, true, 0.0f, 0));
+                 tprt_cpu_attention_grad(&q, &k, &v, &ya, NULL, NULL, &ya, &k, &v, 4, 8, true, 0.0f),
+                 tprt_cuda_attention_grad(&q, &k, &v, &ya, NULL, NULL, &ya, &k, &v, 4, 8, true, 0.0f, 0));
+  ct_same_status("attention_grad dk", tprt_cpu_attention_grad(&q, &k, &v, &ya, &ya, NULL, &ya, &dk_bad, &v, 4, 8, true, 0.0f),
+                 tprt_cuda_attention_grad(&q, &k, &v, &ya, &ya, NULL, &ya, &dk_bad, &v, 4, 8, true, 0.0f, 0));
+  // lse: f32 [T, Hq] = [4, 4].
+  tprt_tensor_t lse_rows = T(F, 3, 4), lse_bf16 = T(B, 4, 4);
+  ct_same_status("attention lse shape", tprt_cpu_attention(&q, &k, &v, NULL, &ya, &lse_rows, 4, 8, true, 0.0f),
+                 tprt_cuda_attention(&q, &k, &v, NULL, &ya, &lse_rows, 4, 8, true, 0.0f, 0));
+  ct_same_status("attention_grad lse dtype",
+                 tprt_cpu_attention_grad(&q, &k, &v, &ya, &ya, &lse_bf16, &ya, &k, &v, 4, 8, true, 0.0f),
+                 tprt_cuda_attention_grad(&q, &k, &v, &ya, &ya, &lse_bf16, &ya, &k, &v, 4, 8, true, 0.0f, 0));
 }
 
 void ct_check_attention_kernels(cudaStream_t stream) {
@@ -239,7 +249,7 @@ void ct_check_attention_control(cudaStream_t stream) {
       wrong[i * d + c] = o / l;
     }
   }
-  tprt_status_t st = tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, s, d, false, 0.0f, stream);
+  tprt_status_t st = tprt_cuda_attention(&q.d, &k.d, &v.d, NULL, &y.d, NULL, s, d, false, 0.0f, stream);
   if (st) {
     ct_control_failed("control attention", st);
   } else {

@@ -272,6 +272,52 @@ TPRT_TEST(attention_causal_prefix_is_bitwise_invariant) {
   }
 }
 
+// The optional lse: each row's log-sum-exp of its scaled scores (a float64 reference within a few
+// f32 roundings), and the backward gives the same bits with or without it (the exact kernels
+// recompute the statistics).
+TPRT_TEST(attention_lse_and_backward_with_it) {
+  att_shape_t a = {2, 7, 4, 2, 16, 1, 0.25};
+  for (int d = 0; d < 3; ++d) {
+    int dt = kDtypes[d];
+    att_tensors_t x = att_make(dt, &a, 77);
+    tc_tensor_t lse = tc_make(TPRT_DTYPE_F32, 2, a.seqs * a.seq_len, a.hq);
+    TPRT_EXPECT_OK(tprt_cpu_attention(&x.q.t, &x.k.t, &x.v.t, NULL, &x.y.t, &lse.t, a.seq_len, a.d, true, 0.25f));
+    double *q = tensor_to_f64(&x.q.t), *k = tensor_to_f64(&x.k.t);
+    double worst = 0.0;
+    for (int64_t b = 0; b < a.seqs; ++b)
+      for (int64_t h = 0; h < a.hq; ++h)
+        for (int64_t i = 0; i < a.seq_len; ++i) {
+          int64_t g = h / (a.hq / a.hkv), row = b * a.seq_len, wq = a.hq * a.d, wk = a.hkv * a.d;
+          double sum = 0.0;
+          for (int64_t j = 0; j <= i; ++j) {
+            double sc = 0.0;
+            for (int64_t e = 0; e < a.d; ++e) sc += q[(row + i) * wq + h * a.d + e] * k[(row + j) * wk + g * a.d + e];
+            sum += exp(sc * 0.25);
+          }
+          double got = tc_get(&lse.t, (row + i) * a.hq + h), want = log(sum);
+          double err = fabs(got - want) / (fabs(want) + 1.0);
+          if (err > worst) worst = err;
+        }
+    if (!(worst < 2e-6)) TPRT__FAIL("%s: lse off the float64 reference by %.3g", tprt_dtype_name(dt), worst);
+    tc_tensor_t dq2 = tc_make(dt, 2, a.seqs * a.seq_len, a.hq * a.d), dk2 = tc_make(dt, 2, a.seqs * a.seq_len, a.hkv * a.d);
+    tc_tensor_t dv2 = tc_make(dt, 2, a.seqs * a.seq_len, a.hkv * a.d);
+    TPRT_EXPECT_OK(tprt_cpu_attention_grad(&x.q.t, &x.k.t, &x.v.t, &x.y.t, &x.dy.t, NULL, &x.dq.t, &x.dk.t, &x.dv.t,
+                                           a.seq_len, a.d, true, 0.25f));
+    TPRT_EXPECT_OK(tprt_cpu_attention_grad(&x.q.t, &x.k.t, &x.v.t, &x.y.t, &x.dy.t, &lse.t, &dq2.t, &dk2.t, &dv2.t,
+                                           a.seq_len, a.d, true, 0.25f));
+    TPRT_EXPECT(memcmp(x.dq.t.data, dq2.t.data, tprt_tensor_bytes(&dq2.t)) == 0);
+    TPRT_EXPECT(memcmp(x.dk.t.data, dk2.t.data, tprt_tensor_bytes(&dk2.t)) == 0);
+    TPRT_EXPECT(memcmp(x.dv.t.data, dv2.t.data, tprt_tensor_bytes(&dv2.t)) == 0);
+    // Wrong shapes are refused.
+    tc_tensor_t bad = tc_make(TPRT_DTYPE_F32, 2, a.hq, a.seqs * a.seq_len);
+    TPRT_EXPECT_STATUS(tprt_cpu_attention(&x.q.t, &x.k.t, &x.v.t, NULL, &x.y.t, &bad.t, a.seq_len, a.d, true, 0.25f),
+                       TPRT_STATUS_INVALID_ARGUMENT, "lse must be f32 [14, 4] (tokens, query heads)");
+    free_n(2, q, k);
+    tc_free_n(5, &lse, &dq2, &dk2, &dv2, &bad);
+    att_free(&x);
+  }
+}
+
 // Decoding with a KV cache: sequence b's queries at positions L_b .. L_b+s-1, with its first L_b
 // keys and values in the cache (C rows per sequence, the rest garbage), give the bits of the
 // prefill of the whole sequence at those positions: causal with any split (a decode step, s = 1,
@@ -307,7 +353,7 @@ TPRT_TEST(attention_kv_cache_decode_matches_prefill) {
           memcpy((char*)v.t.data + (size_t)(b * s) * krow, (char*)full.v.t.data + (size_t)(src + past) * krow, (size_t)s * krow);
         }
         tprt_kv_cache_t cache = {&kc.t, &vc.t, &len.t};
-        TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &cache, &y.t, s, a.d, causal, 0.0f));
+        TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &cache, &y.t, NULL, s, a.d, causal, 0.0f));
         for (int64_t b = 0; b < 2; ++b)
           if (!same_rows(&y.t, b * s, &full.y.t, b * a.seq_len + splits[c][b], s))
             TPRT__FAIL("%s causal=%d: sequence %lld decoded after %lld cached tokens (%lld new) differs from its "
@@ -335,14 +381,14 @@ TPRT_TEST(attention_kv_cache_invalid_arguments) {
   n[0] = 4;
   n[1] = 0;
   tprt_kv_cache_t ok = {&kc.t, &vc.t, &len.t};
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f));
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, NULL, 1, 16, true, 0.0f));
   n[1] = 4;  // C = 4 rows per sequence: a full cache is allowed
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f));
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, NULL, 1, 16, true, 0.0f));
   n[1] = 5;
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, NULL, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "cache_len[1] = 5 is outside the cache's 4 rows per sequence");
   n[1] = -1;
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &ok, &y.t, NULL, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "cache_len[1] = -1");
   n[1] = 0;
   tprt_kv_cache_t bad[5] = {{&kc.t, &vc.t, &len3.t}, {&kc.t, &vc.t, &len64.t}, {&kw.t, &kw.t, &len.t},
@@ -350,10 +396,10 @@ TPRT_TEST(attention_kv_cache_invalid_arguments) {
   const char* why[5] = {"cache_len must be i32 [2]", "cache_len", "k_cache and v_cache must be [B*C, 32]",
                         "k_cache and v_cache must be [B*C, 32] of k's dtype bf16", "C >= 1 rows each; got [7,32] bf16"};
   for (int i = 0; i < 5; ++i)
-    TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &bad[i], &y.t, 1, 16, true, 0.0f),
+    TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &bad[i], &y.t, NULL, 1, 16, true, 0.0f),
                        TPRT_STATUS_INVALID_ARGUMENT, why[i]);
   tprt_kv_cache_t mixed = {&kc.t, &kw.t, &len.t};
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &mixed, &y.t, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, &mixed, &y.t, NULL, 1, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "k_cache and v_cache");
   tc_free_n(12, &q, &k, &v, &y, &kc, &vc, &len, &len3, &len64, &kw, &kf, &k7);
 }
@@ -449,7 +495,7 @@ TPRT_TEST(attention_and_rope_accept_empty_tensors) {
   att_free(&x);
   tc_tensor_t q = tc_make(TPRT_DTYPE_F32, 2, 4, 0), y = tc_make(TPRT_DTYPE_F32, 2, 4, 0),
               k = tc_make(TPRT_DTYPE_F32, 2, 4, 8), v = tc_make(TPRT_DTYPE_F32, 2, 4, 8);
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 8, true, 0.0f));
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 8, true, 0.0f));
   tc_tensor_t c = tc_make(TPRT_DTYPE_F32, 2, 0, 8), s = tc_make(TPRT_DTYPE_F32, 2, 0, 8);
   tc_tensor_t rx = tc_make(TPRT_DTYPE_F32, 2, 0, 16), ry = tc_make(TPRT_DTYPE_F32, 2, 0, 16);
   TPRT_EXPECT_OK(tprt_cpu_rope(&rx.t, &c.t, &s.t, &ry.t, false));
@@ -468,43 +514,43 @@ TPRT_TEST(attention_invalid_arguments) {
               vf = tc_make(TPRT_DTYPE_F32, 2, 8, 32), v7 = tc_make(bf, 2, 7, 32), k7 = tc_make(bf, 2, 7, 32),
               yt = tc_make(bf, 2, 8, 32), q1 = tc_make(bf, 1, 512), qi = tc_make(TPRT_DTYPE_I32, 2, 8, 64),
               k0 = tc_make(bf, 2, 8, 0);
-  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f));
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(NULL, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_OK(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, 0.0f));
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(NULL, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q is NULL");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, NULL, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: y is NULL");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q1.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q1.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q must be a rank-2 bf16, f16 or f32 tensor; got [512] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&qi.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&qi.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q must be a rank-2");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 0, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 0, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: seq_len=0 and head_dim=16 must be >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 0, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 0, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: seq_len=4 and head_dim=0 must be >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, -1.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, -1.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: scale=-1 must be finite and >= 0 (0: 1/sqrt(D))");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, NAN), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, NAN), TPRT_STATUS_INVALID_ARGUMENT,
                      "must be finite and >= 0");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 16, true, INFINITY), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 16, true, INFINITY), TPRT_STATUS_INVALID_ARGUMENT,
                      "must be finite and >= 0");
   // 8 tokens are not whole sequences of 3; 64 columns are not heads of 24.
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 3, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 3, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: q [8,64] bf16 and k [8,32] bf16 must be [B*S, Hq*D] and [B*S, Hkv*D] with S=3, D=16 "
                      "and Hkv >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, 4, 24, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, 4, 24, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "with S=4, D=24 and Hkv >= 1");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k0.t, &k0.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k0.t, &k0.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "and Hkv >= 1");
   // 3 query heads over 2 kv heads.
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q3.t, &k.t, &v.t, NULL, &y3.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q3.t, &k.t, &v.t, NULL, &y3.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: 3 query heads do not split into groups over 2 key/value heads");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v7.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v7.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: k and v must be [8, Hkv*D] of q's dtype bf16; got [8,32] bf16 and [7,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k7.t, &v7.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k7.t, &v7.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: k and v must be [8, Hkv*D] of q's dtype bf16; got [7,32] bf16 and [7,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &kf.t, &vf.t, NULL, &y.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &kf.t, &vf.t, NULL, &y.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "got [8,32] f32 and [8,32] f32");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &yt.t, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
+  TPRT_EXPECT_STATUS(tprt_cpu_attention(&q.t, &k.t, &v.t, NULL, &yt.t, NULL, 4, 16, true, 0.0f), TPRT_STATUS_INVALID_ARGUMENT,
                      "attention: y must have q's shape and dtype [8,64] bf16; got [8,32] bf16");
   tc_tensor_t* all[14] = {&q, &k, &v, &y, &q3, &y3, &kf, &vf, &v7, &k7, &yt, &q1, &qi, &k0};
   for (int i = 0; i < 14; ++i) tc_free(all[i]);

@@ -121,11 +121,11 @@ static inline void att_free(att_tensors_t* x) {
 }
 
 static inline tprt_status_t att_forward(att_tensors_t* x, const att_shape_t* a, float scale) {
-  return tprt_cpu_attention(&x->q.t, &x->k.t, &x->v.t, NULL, &x->y.t, a->seq_len, a->d, a->causal, scale);
+  return tprt_cpu_attention(&x->q.t, &x->k.t, &x->v.t, NULL, &x->y.t, NULL, a->seq_len, a->d, a->causal, scale);
 }
 
 static inline tprt_status_t att_backward(att_tensors_t* x, const att_shape_t* a, float scale) {
-  return tprt_cpu_attention_grad(&x->q.t, &x->k.t, &x->v.t, &x->y.t, &x->dy.t, &x->dq.t, &x->dk.t, &x->dv.t, a->seq_len,
+  return tprt_cpu_attention_grad(&x->q.t, &x->k.t, &x->v.t, &x->y.t, &x->dy.t, NULL, &x->dq.t, &x->dk.t, &x->dv.t, a->seq_len,
                                  a->d, a->causal, scale);
 }
 

@@ -203,21 +203,21 @@ TPRT_TEST(attention_grad_invalid_arguments) {
   tc_tensor_t q3 = tc_make(bf, 2, 8, 48), y3 = tc_make(bf, 2, 8, 48), kf = tc_make(TPRT_DTYPE_F32, 2, 8, 32),
               v7 = tc_make(bf, 2, 7, 32), yt = tc_make(bf, 2, 8, 32);
   // Every gradient present and shaped like its input.
-  TPRT_EXPECT_OK(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &dv.t, 4, 16, true, 0.0f));
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dk.t, &dv.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_OK(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, 4, 16, true, 0.0f));
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, NULL, &dk.t, &dv.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT, "attention_grad: dy, dq, dk and dv must not be NULL");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &yt.t, &dq.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &yt.t, NULL, &dq.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT,
                      "attention_grad: dy must have q's shape and dtype [8,64] bf16; got [8,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, &yt.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &yt.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT, "attention_grad: dq must have q's shape and dtype");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &v7.t, &dv.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &v7.t, &dv.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT,
                      "attention_grad: dk must have k's shape and dtype [8,32] bf16; got [7,32] bf16");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &kf.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &kf.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT,
                      "attention_grad: dv must have k's shape and dtype [8,32] bf16; got [8,32] f32");
-  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q3.t, &k.t, &v.t, &y3.t, &y3.t, &y3.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
+  TPRT_EXPECT_STATUS(tprt_cpu_attention_grad(&q3.t, &k.t, &v.t, &y3.t, &y3.t, NULL, &y3.t, &dk.t, &dv.t, 4, 16, true, 0.0f),
                      TPRT_STATUS_INVALID_ARGUMENT, "attention_grad: 3 query heads do not split into groups over 2");
   tc_tensor_t* all[13] = {&q, &k, &v, &y, &dy, &dq, &dk, &dv, &q3, &y3, &kf, &v7, &yt};
   for (int i = 0; i < 13; ++i) tc_free(all[i]);

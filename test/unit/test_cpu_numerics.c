@@ -295,6 +295,7 @@ typedef struct {
 
 static float f_gelu(float x) { return tprt_gelu_tanhf(x); }
 static double d_exp(double x) { return exp(x); }
+static double d_log(double x) { return log(x); }
 static double d_tanh(double x) { return tanh(x); }
 static double d_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double d_silu(double x) { return x / (1.0 + exp(-x)); }
@@ -336,6 +337,7 @@ TPRT_TEST(special_function_accuracy) {
       {"silu", tprt_siluf, d_silu, -87.0, 100.0, 3.5},
       {"gelu_tanh", f_gelu, d_gelu, -4.0, 4.0, 24.0},
       {"rsqrt", tprt_rsqrtf, d_rsqrt, 0.0, 3.0e38, 1.5},
+      {"log", tprt_logf, d_log, 0.0, 3.4e38, 1.0},
   };
   const char* env = getenv("TPRT_ULP_STRIDE");
   uint32_t stride = env ? (uint32_t)strtoul(env, NULL, 10) : 61;
@@ -384,21 +386,28 @@ TPRT_TEST(special_function_values) {
   TPRT_EXPECT_EQ_BITS(tprt_f32_bits(tprt_gelu_tanhf(0.0f)), 0);
   TPRT_EXPECT_EQ_BITS(tprt_f32_bits(tprt_rsqrtf(4.0f)), tprt_f32_bits(0.5f));
   TPRT_EXPECT(tprt_rsqrtf(0.0f) == INFINITY && isnan(tprt_rsqrtf(-1.0f)));
+  TPRT_EXPECT_EQ_BITS(tprt_f32_bits(tprt_logf(1.0f)), 0);
+  TPRT_EXPECT(tprt_logf(0.0f) == -INFINITY && tprt_logf(-0.0f) == -INFINITY && tprt_logf(INFINITY) == INFINITY);
+  TPRT_EXPECT(isnan(tprt_logf(-1.0f)) && isnan(tprt_logf(NAN)) && isnan(tprt_logf(-INFINITY)));
+  // Subnormals: the smallest is 2^-149.
+  TPRT_EXPECT(fabs((double)tprt_logf(f_bits(1)) - (-149.0 * log(2.0))) < 1e-5);
+  TPRT_EXPECT(fabs((double)tprt_logf(f_bits(0x00400000u)) - (-127.0 * log(2.0))) < 1e-5);
 }
 
 // Frozen bits: a hash of each function over 100003 inputs in [-30, 30]. A change to any of these
 // changes tpc's exact-mode bits everywhere (CPU and CUDA) and must be deliberate: update the
 // constants and say so in docs/numerics.md.
 TPRT_TEST(special_function_frozen_bits) {
-  float (*fs[])(float) = {tprt_expf, tprt_tanhf, tprt_sigmoidf, tprt_siluf, f_gelu, tprt_rsqrtf};
-  const char* names[] = {"exp", "tanh", "sigmoid", "silu", "gelu_tanh", "rsqrt"};
+  float (*fs[])(float) = {tprt_expf, tprt_tanhf, tprt_sigmoidf, tprt_siluf, f_gelu, tprt_rsqrtf, tprt_logf};
+  const char* names[] = {"exp", "tanh", "sigmoid", "silu", "gelu_tanh", "rsqrt", "log"};
   const uint64_t expected[] = {0x134694127cea1585ull, 0x7d8e8f3354707588ull, 0x391e18de417b241bull,
-                               0x1396d6722ea50cd9ull, 0xe0afe072faedf0beull, 0x60d4fdbe5998fe4cull};
-  for (int f = 0; f < 6; ++f) {
+                               0x1396d6722ea50cd9ull, 0xe0afe072faedf0beull, 0x60d4fdbe5998fe4cull,
+                               0xde9cab301139ac15ull};
+  for (int f = 0; f < 7; ++f) {
     uint64_t h = 0xCBF29CE484222325ull;
     for (int i = 0; i <= 100002; ++i) {
       float x = -30.0f + 60.0f * (float)i / 100002.0f;
-      if (f == 5) x = fabsf(x) + 1e-3f;
+      if (f >= 5) x = fabsf(x) + 1e-3f;
       uint32_t b = tprt_f32_bits(fs[f](x));
       for (int k = 0; k < 4; ++k) h = (h ^ ((b >> (8 * k)) & 0xFF)) * 0x100000001B3ull;
     }

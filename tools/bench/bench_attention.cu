@@ -90,18 +90,18 @@ int main(int argc, char** argv) {
   ba_tensor q(t, hq * d, 1), k(t, hkv * d, 2), v(t, hkv * d, 3), dy(t, hq * d, 4);
   ba_tensor y(t, hq * d, 5), dq(t, hq * d, 6), dk(t, hkv * d, 7), dv(t, hkv * d, 8);
   TPC_BENCH_CUDA(cudaDeviceSynchronize());
-  double f = ba_time([&] { tpc_bench_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, l, d, causal, 0.0f, s), "fwd"); }, s);
+  double f = ba_time([&] { tpc_bench_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, NULL, l, d, causal, 0.0f, s), "fwd"); }, s);
   printf("attention fwd tc %.4f\n", f);
   double g = ba_time(
       [&] {
-        tpc_bench_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
+        tpc_bench_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
               "bwd");
       },
       s);
   printf("attention bwd tc %.4f\n", g);
   // The exact kernels (CUDA cores) for problems where they take well under a second.
   if ((double)t * (double)l * (double)hq * (double)d <= 4e11) {
-    double e = ba_time([&] { tpc_bench_ok(tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &y.t, l, d, causal, 0.0f, s), "exact"); }, s);
+    double e = ba_time([&] { tpc_bench_ok(tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &y.t, NULL, l, d, causal, 0.0f, s), "exact"); }, s);
     printf("attention fwd exact %.4f\n", e);
   }
   TPC_BENCH_CUDA(cudaStreamDestroy(s));
