@@ -232,7 +232,22 @@ struct Params {
   int64_t tokens;       // T
   int seq_len, heads, group;  // S, Hq, Hq / Hkv
   float scale_log2;           // scale · log2(e)
+  // Decoding with a KV cache (the forward only; k_cache NULL: none). Sequence b's keys are its
+  // cache_len[b] cached rows of k_cache, v_cache[B·C, Hkv·D] (C = cache_rows per sequence), then its
+  // seq_len new ones. k and v are then each sequence's tail of that key list: tail_rows rows from
+  // its last 128-key boundary at or before cache_len[b] (the cached rows after the boundary, the
+  // new rows, zeros), built by tails_kernel, so that every 128-key block comes from one tensor.
+  const void *k_cache, *v_cache;
+  const int32_t* cache_len;
+  int64_t cache_rows, tail_rows;
 };
+
+/// Sequence |b|'s cached tokens: cache_len[b] clamped to [0, C] (0 without a cache).
+__device__ __forceinline__ int cached_tokens(const Params& p, int64_t b) {
+  if (!p.k_cache) return 0;
+  const int64_t n = p.cache_len[b];
+  return (int)(n < 0 ? 0 : n > p.cache_rows ? p.cache_rows : n);
+}
 
 /// The rows of a sequence's statistics: its length rounded up to 64, so that a 64-row tile's
 /// statistics are one aligned 256-byte block.

@@ -480,7 +480,7 @@ bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_
   const tprt_tensor_t* all[4] = {dy, dq, dk, dv};
   for (int i = 0; i < 4; ++i)
     if (!all[i] || !q || all[i]->dtype != q->dtype || (uintptr_t)all[i]->data % 16 != 0) return false;
-  return tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim);
+  return tprt_cuda_attention_tc_fits(q, k, v, NULL, y, seq_len, head_dim);
 }
 
 tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,

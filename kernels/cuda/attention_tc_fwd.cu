@@ -45,12 +45,43 @@ template <class T, int D>
 struct FwdArgs {
   typename Fwd<T, D>::TmaQ tma_q;
   typename Fwd<T, D>::TmaKV tma_k, tma_v;
+  typename Fwd<T, D>::TmaKV tma_kc, tma_vc;  // the KV cache (kCached)
   Params p;
 };
 
+/// The per-sequence tails of a decoding call's key list (Params): row r of sequence b's tail is
+/// key j = base + r, base = cache_len[b] rounded down to 128: cached row b·C + j below cache_len[b],
+/// then new row b·S + (j - cache_len[b]), zeros past the sequence. One thread per 16 bytes.
+template <class T>
+__global__ void tails_kernel(Params p, T* __restrict__ k_tail, T* __restrict__ v_tail) {
+  const int64_t vecs = p.kv_ld * (int64_t)sizeof(T) / 16, seqs = p.tokens / p.seq_len;
+  const int64_t n = seqs * p.tail_rows * vecs;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t c = i % vecs, r = (i / vecs) % p.tail_rows, b = i / vecs / p.tail_rows;
+    const int past = cached_tokens(p, b);
+    const int64_t j = (int64_t)(past / 128 * 128) + r;
+    uint4 kx = make_uint4(0, 0, 0, 0), vx = kx;
+    if (j < past) {
+      const int64_t at = (b * p.cache_rows + j) * p.kv_ld * (int64_t)sizeof(T) / 16 + c;
+      kx = static_cast<const uint4*>(p.k_cache)[at];
+      vx = static_cast<const uint4*>(p.v_cache)[at];
+    } else if (j - past < p.seq_len) {
+      const int64_t at = (b * p.seq_len + (j - past)) * p.kv_ld * (int64_t)sizeof(T) / 16 + c;
+      kx = static_cast<const uint4*>(p.k)[at];
+      vx = static_cast<const uint4*>(p.v)[at];
+    }
+    const int64_t out = (b * p.tail_rows + r) * vecs + c;
+    reinterpret_cast<uint4*>(k_tail)[out] = kx;
+    reinterpret_cast<uint4*>(v_tail)[out] = vx;
+  }
+}
+
 /// The forward of one 128-row query tile. The grid is linear: the tile index (in decreasing
-/// order, so that the longest causal tiles start first) times the (sequence, head) pairs.
-template <class T, int D, bool Causal, bool kLseOnly>
+/// order, so that the longest causal tiles start first) times the (sequence, head) pairs. kCached:
+/// a decoding call, the queries at positions past.. after the sequence's past cached keys; its
+/// 128-key blocks start at key 0 as a prefill's do (the cache's below the tail, then the tail's),
+/// so every row has the arithmetic of the same row in a prefill of the whole sequence.
+template <class T, int D, bool Causal, bool kLseOnly, bool kCached = false>
 __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT FwdArgs<T, D> const a) {
   using F = Fwd<T, D>;
   using Pipe = typename F::Pipe;
@@ -68,8 +99,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   const int m_block = it.tile, h = it.head;
   const int64_t b = it.seq, row0 = b * L;
   const int q_rows = L - m_block * BM;
-  const int n_total = (L + BN - 1) / BN;
-  const int n_end = Causal ? min(n_total, ((m_block + 1) * BM + BN - 1) / BN) : n_total;
+  // Keys: past cached ones (kCached), then the L new ones; the queries sit at positions past + i.
+  const int past = kCached ? cached_tokens(p, b) : 0, Lk = past + L;
+  const int tail_block = past / BN;  // kCached: the first block loaded from the tail
+  const int n_total = (Lk + BN - 1) / BN;
+  const int n_end = Causal ? min(n_total, (past + (m_block + 1) * BM - 1) / BN + 1) : n_total;
   const int warp_group = threadIdx.x / 128;
   const int warp = threadIdx.x / 32;
 
@@ -91,19 +125,36 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
       auto tile_kv = Shape<Int<BN>, Int<D>>{};
       auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
                                   local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
-      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, p.tokens, p.kv_ld, row0), tile_kv,
+      // k and v: the call's rows from the sequence's first token, or (kCached) its tail.
+      const int64_t kv_rows = kCached ? p.tokens / L * p.tail_rows : p.tokens;
+      const int64_t kv_row0 = kCached ? b * p.tail_rows : row0;
+      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, kv_rows, p.kv_ld, kv_row0), tile_kv,
                                                           make_coord(_, h / p.group)));
-      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, p.tokens, p.kv_ld, row0), tile_kv,
+      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, kv_rows, p.kv_ld, kv_row0), tile_kv,
                                                           make_coord(_, h / p.group)));
+      const int64_t cache_all = kCached ? p.tokens / L * p.cache_rows : 1;
+      auto [tKcg, tKcs] = tma_tiles(a.tma_kc, sK, local_tile(tma_rows(a.tma_kc, cache_all, p.kv_ld, b * p.cache_rows),
+                                                             tile_kv, make_coord(_, h / p.group)));
+      auto [tVcg, tVcs] = tma_tiles(a.tma_vc, sV, local_tile(tma_rows(a.tma_vc, cache_all, p.kv_ld, b * p.cache_rows),
+                                                             tile_kv, make_coord(_, h / p.group)));
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, BM * D * sizeof(T));
       copy(a.tma_q.with(sh.q_full), tQg, tQs);
       auto st = cutlass::make_producer_start_state<Pipe>();
       for (int n = 0; n < n_end; ++n) {
+        // kCached: blocks below the tail from the cache, the rest from the tail.
+        const bool from_cache = kCached && n < tail_block;
+        const int tn = kCached ? n - tail_block : n;
         k_pipe.producer_acquire(st);
-        copy(a.tma_k.with(*k_pipe.producer_get_barrier(st)), tKg(_, n), tKs(_, st.index()));
+        if (from_cache)
+          copy(a.tma_kc.with(*k_pipe.producer_get_barrier(st)), tKcg(_, n), tKcs(_, st.index()));
+        else
+          copy(a.tma_k.with(*k_pipe.producer_get_barrier(st)), tKg(_, tn), tKs(_, st.index()));
         if constexpr (!kLseOnly) {
           v_pipe.producer_acquire(st);
-          copy(a.tma_v.with(*v_pipe.producer_get_barrier(st)), tVg(_, n), tVs(_, st.index()));
+          if (from_cache)
+            copy(a.tma_vc.with(*v_pipe.producer_get_barrier(st)), tVcg(_, n), tVcs(_, st.index()));
+          else
+            copy(a.tma_v.with(*v_pipe.producer_get_barrier(st)), tVg(_, tn), tVs(_, st.index()));
         }
         ++st;
       }
@@ -143,11 +194,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   // row), the running maximum, the exponentials (in place) and the running sum; corr[r] gets the
   // factor that rescales the output accumulated so far.
   auto softmax = [&](int n) {
-    if (n * BN + BN > L || (Causal && n * BN + BN - 1 > m_block * BM)) {
+    if (n * BN + BN > Lk || (Causal && n * BN + BN - 1 > past + m_block * BM)) {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(S); ++i) {
-        int col = n * BN + get<1>(cS(i)), row = m_block * BM + get<0>(cS(i));
-        if (col >= L || (Causal && col > row)) S(i) = -INFINITY;
+        int col = n * BN + get<1>(cS(i)), row = past + m_block * BM + get<0>(cS(i));
+        if (col >= Lk || (Causal && col > row)) S(i) = -INFINITY;
       }
     }
     CUTLASS_PRAGMA_UNROLL
@@ -242,39 +293,63 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   if constexpr (!kLseOnly) store_tile(O, cO, yp, p.q_ld, q_rows, 1.0f);
 }
 
-template <class T, int D, bool Causal, bool kLseOnly>
+template <class T, int D, bool Causal, bool kLseOnly, bool kCached>
 cudaError_t launch(const Params& p, cudaStream_t stream) {
   using F = Fwd<T, D>;
   FwdArgs<T, D> a;
   a.p = p;
+  const int64_t seqs = p.tokens / p.seq_len, kv_rows = kCached ? seqs * p.tail_rows : p.tokens;
   a.tma_q = make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
-  a.tma_k = make_tma_rows<T, F::BN, D>(p.k, p.tokens, p.kv_ld);
-  a.tma_v = make_tma_rows<T, F::BN, D>(p.v, p.tokens, p.kv_ld);
+  a.tma_k = make_tma_rows<T, F::BN, D>(p.k, kv_rows, p.kv_ld);
+  a.tma_v = make_tma_rows<T, F::BN, D>(p.v, kv_rows, p.kv_ld);
+  a.tma_kc = kCached ? make_tma_rows<T, F::BN, D>(p.k_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_k;
+  a.tma_vc = kCached ? make_tma_rows<T, F::BN, D>(p.v_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_v;
   const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
-  return launch_ws(fwd_kernel<T, D, Causal, kLseOnly>, F::kSmemBytes, tiles * (p.tokens / p.seq_len) * p.heads, a,
-                   stream);
+  return launch_ws(fwd_kernel<T, D, Causal, kLseOnly, kCached>, F::kSmemBytes, tiles * seqs * p.heads, a, stream);
 }
 
-template <class T, bool kLseOnly>
+template <class T, bool kLseOnly, bool kCached>
 cudaError_t dispatch(const Params& p, int d, bool causal, cudaStream_t stream) {
-  if (d == 64) return causal ? launch<T, 64, true, kLseOnly>(p, stream) : launch<T, 64, false, kLseOnly>(p, stream);
-  return causal ? launch<T, 128, true, kLseOnly>(p, stream) : launch<T, 128, false, kLseOnly>(p, stream);
+  if (d == 64)
+    return causal ? launch<T, 64, true, kLseOnly, kCached>(p, stream) : launch<T, 64, false, kLseOnly, kCached>(p, stream);
+  return causal ? launch<T, 128, true, kLseOnly, kCached>(p, stream) : launch<T, 128, false, kLseOnly, kCached>(p, stream);
 }
 
 cudaError_t forward(const Params& p, int dtype, int d, bool causal, bool lse_only, cudaStream_t stream) {
   if (dtype == TPRT_DTYPE_BF16)
-    return lse_only ? dispatch<cutlass::bfloat16_t, true>(p, d, causal, stream)
-                    : dispatch<cutlass::bfloat16_t, false>(p, d, causal, stream);
-  return lse_only ? dispatch<cutlass::half_t, true>(p, d, causal, stream)
-                  : dispatch<cutlass::half_t, false>(p, d, causal, stream);
+    return lse_only ? dispatch<cutlass::bfloat16_t, true, false>(p, d, causal, stream)
+                    : dispatch<cutlass::bfloat16_t, false, false>(p, d, causal, stream);
+  return lse_only ? dispatch<cutlass::half_t, true, false>(p, d, causal, stream)
+                  : dispatch<cutlass::half_t, false, false>(p, d, causal, stream);
+}
+
+/// The forward of a decoding call (Params' KV cache): the tails into |k_tail|, |v_tail|
+/// (seqs·tail_rows rows of kv_ld each), then the kernel on them and the cache.
+template <class T>
+cudaError_t forward_cached(Params p, void* k_tail, void* v_tail, int d, bool causal, cudaStream_t stream) {
+  const int64_t n = p.tokens / p.seq_len * p.tail_rows * (p.kv_ld * (int64_t)sizeof(T) / 16);
+  const int threads = 256;
+  const int64_t blocks = (n + threads - 1) / threads;
+  tails_kernel<T><<<(unsigned)(blocks < 8192 ? blocks : 8192), threads, 0, stream>>>(p, static_cast<T*>(k_tail),
+                                                                                       static_cast<T*>(v_tail));
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  p.k = k_tail, p.v = v_tail;
+  return dispatch<T, false, true>(p, d, causal, stream);
 }
 
 }  // namespace tprt_attn
 
+/// Rows per sequence of a decoding call's tails: the cached rows after the last 128-key boundary
+/// (at most 127), then the seq_len new ones, rounded up to whole 128-key blocks.
+static int64_t tprt__tail_rows(int64_t seq_len) { return (127 + seq_len + 127) / 128 * 128; }
+
 /// The problems the tensor-core kernels take: bf16/f16 q, k, v (and the outputs) of one dtype, head
-/// dims 64 or 128, 16-byte aligned tensors, at most 2^31 - 1 tiles, tokens a multiple of seq_len.
+/// dims 64 or 128, 16-byte aligned tensors, at most 2^31 - 1 tiles, tokens a multiple of seq_len;
+/// a KV cache of k's dtype, 16-byte aligned, its rows and the tails' below 2^31.
 bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 const tprt_tensor_t* y, int64_t seq_len, int64_t head_dim) {
+                                 const tprt_kv_cache_t* cache, const tprt_tensor_t* y, int64_t seq_len,
+                                 int64_t head_dim) {
   if (!q || !k || !v || !y || q->rank != 2 || k->rank != 2 || v->rank != 2 || y->rank != 2) return false;
   if (q->dtype != TPRT_DTYPE_BF16 && q->dtype != TPRT_DTYPE_F16) return false;
   if (k->dtype != q->dtype || v->dtype != q->dtype || y->dtype != q->dtype) return false;
@@ -286,16 +361,24 @@ bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k,
   for (int i = 0; i < 4; ++i)
     if ((uintptr_t)all[i]->data % 16 != 0) return false;
   int64_t tiles = (seq_len + 127) / 128 * (q->dims[0] / seq_len) * (q->dims[1] / head_dim);
-  return tiles < ((int64_t)1 << 31);
+  if (tiles >= ((int64_t)1 << 31)) return false;
+  if (!cache) return true;
+  if (!cache->k || !cache->v || !cache->len || cache->k->rank != 2 || cache->v->rank != 2 ||
+      cache->k->dtype != q->dtype || cache->v->dtype != q->dtype || cache->k->dims[1] != k->dims[1] ||
+      cache->v->dims[1] != k->dims[1] || (uintptr_t)cache->k->data % 16 != 0 || (uintptr_t)cache->v->data % 16 != 0)
+    return false;
+  const int64_t limit = (int64_t)1 << 31;
+  return cache->k->dims[0] < limit && q->dims[0] / seq_len * tprt__tail_rows(seq_len) < limit;
 }
 
 tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                     tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len, int64_t head_dim,
-                                     bool causal, float scale, cudaStream_t stream) {
+                                     const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse,
+                                     int64_t seq_len, int64_t head_dim, bool causal, float scale, cudaStream_t stream) {
   tprt_status_t s = tprt__check_attention("attention", q, k, v, y, NULL, NULL, NULL, NULL, seq_len, head_dim, scale);
+  if (!s) s = tprt__check_kv_cache("attention", q, k, cache, seq_len);
   if (!s) s = tprt__check_lse("attention", q, lse, head_dim);
   if (s) return s;
-  if (!tprt_cuda_attention_tc_fits(q, k, v, y, seq_len, head_dim))
+  if (!tprt_cuda_attention_tc_fits(q, k, v, cache, y, seq_len, head_dim))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "attention: the tensor-core kernel takes bf16/f16, head_dim 64 or 128 and 16-byte "
                             "aligned tensors");
@@ -306,6 +389,25 @@ tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t
   p.q_ld = q->dims[1], p.kv_ld = k->dims[1], p.tokens = q->dims[0];
   p.seq_len = (int)seq_len, p.heads = (int)(q->dims[1] / head_dim), p.group = (int)(q->dims[1] / k->dims[1]);
   p.scale_log2 = tprt_attn_scale(scale, head_dim) * 1.44269504088896340736f;
-  TPRT_CUDA_RETURN_IF_ERROR(tprt_attn::forward(p, q->dtype, (int)head_dim, causal, false, stream));
+  if (!cache) {
+    TPRT_CUDA_RETURN_IF_ERROR(tprt_attn::forward(p, q->dtype, (int)head_dim, causal, false, stream));
+    return NULL;
+  }
+  // Decoding: the per-sequence tails (stream-ordered scratch), then the kernel.
+  const int64_t seqs = q->dims[0] / seq_len;
+  p.k_cache = cache->k->data, p.v_cache = cache->v->data;
+  p.cache_len = static_cast<const int32_t*>(cache->len->data);
+  p.cache_rows = tprt__cache_rows(cache, seqs);
+  p.tail_rows = tprt__tail_rows(seq_len);
+  const size_t tail_bytes = (size_t)(seqs * p.tail_rows * p.kv_ld) * (size_t)tprt_dtype_bytes(q->dtype, 1);
+  void* tails = nullptr;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&tails, 2 * tail_bytes, stream));
+  void* v_tail = static_cast<char*>(tails) + tail_bytes;
+  cudaError_t e = q->dtype == TPRT_DTYPE_BF16
+                      ? tprt_attn::forward_cached<cutlass::bfloat16_t>(p, tails, v_tail, (int)head_dim, causal, stream)
+                      : tprt_attn::forward_cached<cutlass::half_t>(p, tails, v_tail, (int)head_dim, causal, stream);
+  cudaError_t fe = cudaFreeAsync(tails, stream);
+  TPRT_CUDA_RETURN_IF_ERROR(e);
+  TPRT_CUDA_RETURN_IF_ERROR(fe);
   return NULL;
 }

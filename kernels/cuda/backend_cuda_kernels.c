@@ -262,11 +262,11 @@ static tprt_status_t tprt__exact_mlp(const tprt__call_t* c) {
 
 // Fast and invariant modes: the tensor-core attention (attention_tc_fwd.cu, attention_tc_bwd.cu).
 static bool tprt__tc_attention_fits(const tprt__call_t* c) {
-  return !c->cache && tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->out, c->seq_len, c->head_dim);
+  return tprt_cuda_attention_tc_fits(c->a, c->b, c->c, c->cache, c->out, c->seq_len, c->head_dim);
 }
 static tprt_status_t tprt__tc_attention(const tprt__call_t* c) {
-  return tprt_cuda_attention_tc(c->a, c->b, c->c, c->out, c->out2, c->seq_len, c->head_dim, c->causal, c->scale,
-                                tprt__r.stream);
+  return tprt_cuda_attention_tc(c->a, c->b, c->c, c->cache, c->out, c->out2, c->seq_len, c->head_dim, c->causal,
+                                c->scale, tprt__r.stream);
 }
 static bool tprt__tc_attention_grad_fits(const tprt__call_t* c) {
   return tprt_cuda_attention_grad_tc_fits(c->a, c->b, c->c, c->d, c->e, c->out, c->out2, c->out3, c->seq_len,

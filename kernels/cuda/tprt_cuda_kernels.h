@@ -388,11 +388,15 @@ tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor
 /// 64 or 128, 16-byte aligned data. Same validation as the exact kernels otherwise.
 /// kernels/cuda/attention_tc_fwd.cu, attention_tc_bwd.cu.
 bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                 const tprt_tensor_t* y, int64_t seq_len, int64_t head_dim);
+                                 const tprt_kv_cache_t* cache, const tprt_tensor_t* y, int64_t seq_len,
+                                 int64_t head_dim);
 /// |lse| (NULL: not wanted), f32 [T, Hq]: each row's natural log-sum-exp of its scaled scores.
+/// With a KV |cache| (decoding; cache->len in device memory, clamped to [0, C]) the keys are the
+/// cached rows then k's, in the prefill's 128-key blocks: a decoded row has its prefill bits.
 tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                     tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len, int64_t head_dim,
-                                     bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                     const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse,
+                                     int64_t seq_len, int64_t head_dim, bool causal, float scale,
+                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// The gradients' predicate: the forward's, and dy, dq, dk, dv of q's dtype and 16-byte aligned.
 bool tprt_cuda_attention_grad_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                       const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* dq,

@@ -3,7 +3,8 @@
 // grouped-query heads, head dims 64 and 128, bf16 and f16, sequences that are not multiples of the
 // tiles), and bitwise invariant over the batch (a sequence alone = the same sequence in a batch),
 // the heads a rank holds (a TP shard of the heads, a different row stride) and, causal, the prefix
-// (the first rows of a sequence = the rows of the shorter sequence: prefill equals decode).
+// (the first rows of a sequence = the rows of the shorter sequence), and decoding with a KV cache
+// (a token after its cached keys = the same token in the prefill).
 #include "check_fast.h"
 
 namespace {
@@ -30,7 +31,7 @@ void fc_attn_close(const fc_attn_case& c, cudaStream_t s) {
   fc_tensor y(c.dtype, {t, c.hq * c.d}), ye(c.dtype, {t, c.hq * c.d});
   y.poison(), ye.poison();
   const std::string label = c.label();
-  tprt_status_t fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
   tprt_status_t es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, NULL, c.l, c.d, c.causal, c.scale, s);
   fc_compare("attention tc", label.c_str(), y, ye, fs, es);
   // The backward of both from the exact forward's y.
@@ -49,7 +50,7 @@ void fc_attn_close(const fc_attn_case& c, cudaStream_t s) {
   // takes it instead of recomputing the statistics against the exact backward.
   fc_tensor lse(TPRT_DTYPE_F32, {t, c.hq}), lsee(TPRT_DTYPE_F32, {t, c.hq});
   lse.poison(), lsee.poison();
-  fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, &lse.t, c.l, c.d, c.causal, c.scale, s);
+  fs = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, &lse.t, c.l, c.d, c.causal, c.scale, s);
   es = tprt_cuda_attention(&q.t, &k.t, &v.t, NULL, &ye.t, &lsee.t, c.l, c.d, c.causal, c.scale, s);
   fc_compare("attention tc lse", label.c_str(), lse, lsee, fs, es);
   dq.poison(), dk.poison(), dv.poison();
@@ -76,7 +77,7 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
   q.fill(), k.fill(), v.fill(), dy.fill();
   fc_tensor y(c.dtype, {t, wq}), dq(c.dtype, {t, wq}), dk(c.dtype, {t, wk}), dv(c.dtype, {t, wk});
   y.poison(), dq.poison(), dk.poison(), dv.poison();
-  tprt_status_t st = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
+  tprt_status_t st = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, NULL, c.l, c.d, c.causal, c.scale, s);
   if (!st)
     st = tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, c.l, c.d, c.causal, c.scale,
                                      s);
@@ -96,7 +97,7 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
     tprt_tensor_t ks = tprt_tensor_make((char*)k.t.data + r0 * wk * elem, c.dtype, 2, kd);
     tprt_tensor_t vs = tprt_tensor_make((char*)v.t.data + r0 * wk * elem, c.dtype, 2, kd);
     tprt_tensor_t dys = tprt_tensor_make((char*)dy.t.data + r0 * wq * elem, c.dtype, 2, qd);
-    tprt_status_t e = tprt_cuda_attention_tc(&qs, &ks, &vs, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs, &ks, &vs, NULL, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
     if (!e)
       e = tprt_cuda_attention_grad_tc(&qs, &ks, &vs, &ys.t, &dys, NULL, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal, c.scale,
                                       s);
@@ -123,7 +124,7 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
     fc_tensor ys(c.dtype, {t, hq * c.d}), dqs(c.dtype, {t, hq * c.d}), dks(c.dtype, {t, hk * c.d}),
         dvs(c.dtype, {t, hk * c.d});
     ys.poison(), dqs.poison(), dks.poison(), dvs.poison();
-    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, NULL, &ys.t, NULL, c.l, c.d, c.causal, c.scale, s);
     if (!e)
       e = tprt_cuda_attention_grad_tc(&qs.t, &ks.t, &vs.t, &ys.t, &dys.t, NULL, &dqs.t, &dks.t, &dvs.t, c.l, c.d, c.causal,
                                       c.scale, s);
@@ -145,11 +146,66 @@ void fc_attn_invariant(const fc_attn_case& c, int64_t seq, int64_t prefix, cudaS
         ys(c.dtype, {prefix, wq});
     fc_copy_block(q, 0, prefix, 0, wq, qs), fc_copy_block(k, 0, prefix, 0, wk, ks), fc_copy_block(v, 0, prefix, 0, wk, vs);
     ys.poison();
-    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, &ys.t, NULL, prefix, c.d, true, c.scale, s);
+    tprt_status_t e = tprt_cuda_attention_tc(&qs.t, &ks.t, &vs.t, NULL, &ys.t, NULL, prefix, c.d, true, c.scale, s);
     FC_CUDA(cudaDeviceSynchronize());
     char what[96];
     snprintf(what, sizeof what, "%s: prefix %lld", label.c_str(), (long long)prefix);
     fc_bitwise_row("attention tc y", what, e ? 0 : fc_diff_rows(y.t.data, wq, ys.t.data, wq, prefix, wq, elem), e);
+  }
+}
+
+/// Decoding with a KV cache on the tensor cores: sequence b's rows past_b .. past_b + n - 1 computed
+/// from a cache of its first past_b keys and values (C rows per sequence, the rest poisoned) have
+/// the bits of the same rows of the prefill of the whole sequence (causal), for every (past, n) in
+/// |splits| (past at, below and above the 128-key blocks' boundaries), sequences of one call with
+/// different cache lengths.
+void fc_attn_decode(const fc_attn_case& c, const std::vector<std::pair<int64_t, int64_t>>& splits, cudaStream_t s) {
+  const int64_t t = c.b * c.l, wq = c.hq * c.d, wk = c.hkv * c.d, cap = c.l;
+  const int elem = tprt_dtype_bytes(c.dtype, 1);
+  fc_tensor q(c.dtype, {t, wq}), k(c.dtype, {t, wk}), v(c.dtype, {t, wk}), y(c.dtype, {t, wq});
+  q.fill(), k.fill(), v.fill(), y.poison();
+  tprt_status_t st = tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, NULL, c.l, c.d, true, c.scale, s);
+  FC_CUDA(cudaDeviceSynchronize());
+  const std::string label = c.label();
+  if (st) {
+    fc_bitwise_row("attention tc decode", label.c_str(), 0, st);
+    return;
+  }
+  for (const auto& sp : splits) {
+    const int64_t n = sp.second;
+    std::vector<int32_t> past(c.b);
+    for (int64_t b = 0; b < c.b; ++b) past[b] = (int32_t)((sp.first + 37 * b) % (c.l - n + 1));  // differ per sequence
+    fc_tensor qn(c.dtype, {c.b * n, wq}), kn(c.dtype, {c.b * n, wk}), vn(c.dtype, {c.b * n, wk}), yn(c.dtype, {c.b * n, wq});
+    fc_tensor kc(c.dtype, {c.b * cap, wk}), vc(c.dtype, {c.b * cap, wk}), len(TPRT_DTYPE_I32, {c.b});
+    kc.poison(), vc.poison(), yn.poison();
+    FC_CUDA(cudaMemcpy(len.t.data, past.data(), past.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    for (int64_t b = 0; b < c.b; ++b) {
+      const int64_t src = b * c.l, p = past[b];
+      fc_tensor* from[3] = {&q, &k, &v};
+      fc_tensor* to[3] = {&qn, &kn, &vn};
+      const int64_t width[3] = {wq, wk, wk};
+      for (int i = 0; i < 3; ++i)
+        FC_CUDA(cudaMemcpy((char*)to[i]->t.data + b * n * width[i] * elem,
+                           (char*)from[i]->t.data + (src + p) * width[i] * elem, (size_t)(n * width[i] * elem),
+                           cudaMemcpyDeviceToDevice));
+      if (p > 0) {
+        FC_CUDA(cudaMemcpy((char*)kc.t.data + b * cap * wk * elem, (char*)k.t.data + src * wk * elem,
+                           (size_t)(p * wk * elem), cudaMemcpyDeviceToDevice));
+        FC_CUDA(cudaMemcpy((char*)vc.t.data + b * cap * wk * elem, (char*)v.t.data + src * wk * elem,
+                           (size_t)(p * wk * elem), cudaMemcpyDeviceToDevice));
+      }
+    }
+    tprt_kv_cache_t cache = {&kc.t, &vc.t, &len.t};
+    st = tprt_cuda_attention_tc(&qn.t, &kn.t, &vn.t, &cache, &yn.t, NULL, n, c.d, true, c.scale, s);
+    FC_CUDA(cudaDeviceSynchronize());
+    int64_t bad = 0;
+    for (int64_t b = 0; b < c.b && !st; ++b)
+      bad += fc_diff_rows((char*)y.t.data + (b * c.l + past[b]) * wq * elem, wq, (char*)yn.t.data + b * n * wq * elem,
+                          wq, n, wq, elem);
+    char what[96];
+    snprintf(what, sizeof what, "%s: %lld after %d..", label.c_str(), (long long)n, past[0]);
+    fc_bitwise_row("attention tc decode", what, bad, st);
+    st = nullptr;
   }
 }
 
@@ -169,11 +225,11 @@ void fc_attn_fits(cudaStream_t s) {
     const char* what;
     bool got, want;
   } rows[] = {
-      {"bf16 D=64 fits", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, &y.t, 128, 64), true},
-      {"f32 does not fit", tprt_cuda_attention_tc_fits(&qf.t, &kvf.t, &kvf.t, &yf.t, 128, 64), false},
-      {"D=96 does not fit", tprt_cuda_attention_tc_fits(&q96.t, &kv96.t, &kv96.t, &y96.t, 128, 96), false},
-      {"misaligned does not fit", tprt_cuda_attention_tc_fits(&qm, &km, &km, &ym, 255, 64), false},
-      {"T % S != 0 does not fit", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, &y.t, 100, 64), false},
+      {"bf16 D=64 fits", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, NULL, &y.t, 128, 64), true},
+      {"f32 does not fit", tprt_cuda_attention_tc_fits(&qf.t, &kvf.t, &kvf.t, NULL, &yf.t, 128, 64), false},
+      {"D=96 does not fit", tprt_cuda_attention_tc_fits(&q96.t, &kv96.t, &kv96.t, NULL, &y96.t, 128, 96), false},
+      {"misaligned does not fit", tprt_cuda_attention_tc_fits(&qm, &km, &km, NULL, &ym, 255, 64), false},
+      {"T % S != 0 does not fit", tprt_cuda_attention_tc_fits(&q.t, &kv.t, &kv.t, NULL, &y.t, 100, 64), false},
   };
   for (const auto& r : rows) {
     bool ok = r.got == r.want;
@@ -189,13 +245,13 @@ void fc_attn_fits(cudaStream_t s) {
            st ? tprt_status_message(st) : "(no error)");
     tprt_status_free(st);
   };
-  expect("D=96", tprt_cuda_attention_tc(&q96.t, &kv96.t, &kv96.t, &y96.t, NULL, 128, 96, true, 0.0f, s), "head_dim 64 or 128");
+  expect("D=96", tprt_cuda_attention_tc(&q96.t, &kv96.t, &kv96.t, NULL, &y96.t, NULL, 128, 96, true, 0.0f, s), "head_dim 64 or 128");
   fc_tensor dq(TPRT_DTYPE_BF16, {t, 4 * 64}), dk(TPRT_DTYPE_BF16, {t, 2 * 64});
   tprt_tensor_t dqm = tprt_tensor_make((char*)dq.t.data + 2, TPRT_DTYPE_BF16, 2, qd);
   tprt_tensor_t dkm = tprt_tensor_make((char*)dk.t.data + 2, TPRT_DTYPE_BF16, 2, kd);
   expect("misaligned grad", tprt_cuda_attention_grad_tc(&qm, &km, &km, &ym, &qm, NULL, &dqm, &dkm, &dkm, 255, 64, true, 0.0f, s),
          "16-byte aligned");
-  expect("seq_len 0", tprt_cuda_attention_tc(&q.t, &kv.t, &kv.t, &y.t, NULL, 0, 64, true, 0.0f, s), "seq_len=0");
+  expect("seq_len 0", tprt_cuda_attention_tc(&q.t, &kv.t, &kv.t, NULL, &y.t, NULL, 0, 64, true, 0.0f, s), "seq_len=0");
 }
 
 }  // namespace
@@ -218,4 +274,9 @@ void fc_check_attention(cudaStream_t s) {
   fc_attn_invariant(inv[0], 2, 1, s);
   fc_attn_invariant(inv[1], 3, 128, s);
   fc_attn_invariant(inv[2], 1, 0, s);
+  // Decoding = prefill, bitwise: one token and chunks of 3 and 130, caches of 0 to 299 tokens.
+  const std::vector<std::pair<int64_t, int64_t>> splits = {{0, 1}, {1, 1}, {127, 1}, {128, 1}, {129, 1},
+                                                           {299, 1}, {126, 3}, {200, 3}, {5, 130}};
+  fc_attn_decode({3, 300, 8, 2, 64, true, 0.0f, bf}, splits, s);
+  fc_attn_decode({2, 300, 4, 4, 128, true, 0.0f, f16}, splits, s);
 }
