@@ -55,6 +55,24 @@ static void tpc__slot_name(MlirOperation func, const char* which, intptr_t i, co
   }
 }
 
+// Appends `tp.name = "<name>_grad"` for argument or result |i| (its tp.name, else <fallback><i>),
+// the name quoted and escaped whatever bytes it holds.
+static void tpc__print_grad_name(tpc_text_t* out, MlirOperation func, const char* which, intptr_t i,
+                                 const char* fallback) {
+  MlirAttribute d = tpc__slot_dict(func, which, i);
+  MlirAttribute n = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
+                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
+                        : (MlirAttribute){NULL};
+  tpc_text_printf(out, "%s = \"", TPC_ARG_ATTR_NAME);
+  if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
+    MlirStringRef name = mlirStringAttrGetValue(n);
+    tpc_text_append_mlir_escaped(out, name.data, name.length);
+  } else {
+    tpc_text_printf(out, "%s%ld", fallback, (long)i);
+  }
+  tpc_text_printf(out, "_grad\"");
+}
+
 // True when every use of |v| is a rotary table (tp.rope's cos or sin): positions, not parameters.
 static bool tpc__only_rope_table(MlirValue v) {
   MlirOpOperand u = mlirValueGetFirstUse(v);
@@ -294,11 +312,11 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     tpc__print_dict(out, tpc__slot_dict(A->func, "arg_attrs", i));
   }
   for (intptr_t j = 0; j < nres; ++j) {
-    char rn[128];
-    tpc__slot_name(A->func, "res_attrs", j, "result", rn, sizeof rn);
     tpc_text_printf(out, "%s%%c%ld: ", nargs + j ? ", " : "", (long)j);
     mlirTypePrint(mlirValueGetType(mlirOperationGetOperand(ret, j)), tpc_text_append_ref, out);
-    tpc_text_printf(out, " {%s = \"%s_grad\", %s = %ld : i64", TPC_ARG_ATTR_NAME, rn, TPC_ARG_ATTR_COTANGENT, (long)j);
+    tpc_text_printf(out, " {");
+    tpc__print_grad_name(out, A->func, "res_attrs", j, "result");
+    tpc_text_printf(out, ", %s = %ld : i64", TPC_ARG_ATTR_COTANGENT, (long)j);
     tpc__print_shard(out, tpc__slot_dict(A->func, "res_attrs", j));
     tpc_text_printf(out, "}");
   }
@@ -348,7 +366,8 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     }
     MlirType out_t = f32 ? gt : t;
     mlirTypePrint(out_t, tpc_text_append_ref, out);
-    tpc_text_printf(out, " {%s = \"%s_grad\"", TPC_ARG_ATTR_NAME, an);
+    tpc_text_printf(out, " {");
+    tpc__print_grad_name(out, A->func, "arg_attrs", i, "arg");
     tpc__print_shard(out, tpc__slot_dict(A->func, "arg_attrs", i));
     tpc_text_printf(out, "}");
     tpc_text_printf(&rets, ", %s", av->adjoint);

@@ -396,8 +396,11 @@ static MlirAttribute tpc__slot_attr(MlirOperation func, bool result, intptr_t i,
                                           : (MlirAttribute){NULL};
 }
 
-// The name of argument or result |i|: its tp.name attribute, or "arg<i>" / "result<i>".
-static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, char* buf, size_t size) {
+// The name of argument or result |i| into |t| (reset first): its tp.name attribute, whole, or
+// "arg<i>" / "result<i>".
+static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, tpc_text_t* t) {
+  t->len = 0;
+  if (t->data) t->data[0] = '\0';
   MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
   if (!mlirAttributeIsNull(attrs) && mlirAttributeIsAArray(attrs) && i < mlirArrayAttrGetNumElements(attrs)) {
     MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
@@ -405,12 +408,11 @@ static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, char* bu
                           ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
                           : (MlirAttribute){NULL};
     if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
-      MlirStringRef s = mlirStringAttrGetValue(n);
-      snprintf(buf, size, "%.*s", (int)s.length, s.data);
+      tpc_text_append_ref(mlirStringAttrGetValue(n), t);
       return;
     }
   }
-  snprintf(buf, size, "%s%ld", result ? "result" : "arg", (long)i);
+  tpc_text_printf(t, "%s%ld", result ? "result" : "arg", (long)i);
 }
 
 // Lowers one function; appends globals and declarations to |globals| and the entry to |funcs|.
@@ -546,20 +548,21 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   cJSON_AddStringToObject(f, "entry", entry.data ? entry.data : "");
   tpc_text_free(&fn);
   tpc_text_free(&entry);
-  char name[128];
+  tpc_text_t name = {0};
   cJSON_AddNumberToObject(f, "arena_bytes", (double)L->arena_bytes);
   cJSON_AddNumberToObject(f, "arena_live_peak_bytes", (double)L->arena_live_peak);
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
-    tpc__slot_name(L->func, false, i, name, sizeof name);
-    tpc_manifest_tensor(args, name, L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
+    tpc__slot_name(L->func, false, i, &name);
+    tpc_manifest_tensor(args, name.data ? name.data : "", L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
   }
   cJSON* results = cJSON_AddArrayToObject(f, "results");
   for (int j = 0; j < nres; ++j) {
-    tpc__slot_name(L->func, true, j, name, sizeof name);
-    tpc_manifest_tensor(results, name, L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
+    tpc__slot_name(L->func, true, j, &name);
+    tpc_manifest_tensor(results, name.data ? name.data : "", L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
                      tpc__slot_attr(L->func, true, j, TPC_ARG_ATTR_SHARD));
   }
+  tpc_text_free(&name);
   cJSON_AddItemToArray(json_funcs, f);
   return mlirLogicalResultSuccess();
 }
