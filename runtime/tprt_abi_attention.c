@@ -22,39 +22,43 @@ int32_t tprt_abi_rope(tprt_exec_t* exec, void* const* buffers, const int64_t* de
   return tprt_exec_record(exec, s, TPRT_ROPE_NAME);
 }
 
-int32_t tprt_abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+// tp.attention and tp.attention_kvcache share q, k, v and the attributes; y and the optional lse,
+// or the KV cache and y, follow at the op's own slots.
+_Static_assert(TPRT_ATTENTION_KVCACHE_SLOT_Q == TPRT_ATTENTION_SLOT_Q &&
+                   TPRT_ATTENTION_KVCACHE_SLOT_K == TPRT_ATTENTION_SLOT_K &&
+                   TPRT_ATTENTION_KVCACHE_SLOT_V == TPRT_ATTENTION_SLOT_V &&
+                   TPRT_ATTENTION_KVCACHE_ATTR_SEQ_LEN == TPRT_ATTENTION_ATTR_SEQ_LEN &&
+                   TPRT_ATTENTION_KVCACHE_ATTR_HEAD_DIM == TPRT_ATTENTION_ATTR_HEAD_DIM &&
+                   TPRT_ATTENTION_KVCACHE_ATTR_CAUSAL == TPRT_ATTENTION_ATTR_CAUSAL &&
+                   TPRT_ATTENTION_KVCACHE_ATTR_SCALE == TPRT_ATTENTION_ATTR_SCALE,
+               "tp.attention and tp.attention_kvcache share their first slots and their attributes");
+static int32_t tprt__abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_t* desc, bool cached) {
   tprt_call_t c;
-  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ATTENTION_NUM_SLOTS, &c);
+  tprt_status_t s =
+      tprt__decode(desc, buffers, cached ? TPRT_ATTENTION_KVCACHE_NUM_SLOTS : TPRT_ATTENTION_NUM_SLOTS, &c);
   if (!s) {
     int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_ATTR_SEQ_LEN), head_dim = tprt__attr(&c, TPRT_ATTENTION_ATTR_HEAD_DIM);
     bool causal = tprt__attr(&c, TPRT_ATTENTION_ATTR_CAUSAL) != 0;
     const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_SLOT_Q];
-    tprt_tensor_t* lse = c.present[TPRT_ATTENTION_SLOT_LSE] ? &c.slot[TPRT_ATTENTION_SLOT_LSE] : NULL;
-    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V], NULL,
-                                       &c.slot[TPRT_ATTENTION_SLOT_Y], lse, seq_len, head_dim, causal,
+    tprt_kv_cache_t cache = {&c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K_CACHE], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V_CACHE],
+                             &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_CACHE_LEN]};
+    tprt_tensor_t* lse = !cached && c.present[TPRT_ATTENTION_SLOT_LSE] ? &c.slot[TPRT_ATTENTION_SLOT_LSE] : NULL;
+    tprt_tensor_t* y = &c.slot[cached ? TPRT_ATTENTION_KVCACHE_SLOT_Y : TPRT_ATTENTION_SLOT_Y];
+    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_SLOT_K], &c.slot[TPRT_ATTENTION_SLOT_V],
+                                       cached ? &cache : NULL, y, lse, seq_len, head_dim, causal,
                                        tprt__attr_f32(&c, TPRT_ATTENTION_ATTR_SCALE)));
+    // With a cache, the new keys only: the cached ones depend on cache_len's values.
     tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
   }
-  return tprt_exec_record(exec, s, TPRT_ATTENTION_NAME);
+  return tprt_exec_record(exec, s, cached ? TPRT_ATTENTION_KVCACHE_NAME : TPRT_ATTENTION_NAME);
+}
+
+int32_t tprt_abi_attention(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  return tprt__abi_attention(exec, buffers, desc, false);
 }
 
 int32_t tprt_abi_attention_kvcache(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
-  tprt_call_t c;
-  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ATTENTION_KVCACHE_NUM_SLOTS, &c);
-  if (!s) {
-    int64_t seq_len = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_SEQ_LEN);
-    int64_t head_dim = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_HEAD_DIM);
-    bool causal = tprt__attr(&c, TPRT_ATTENTION_KVCACHE_ATTR_CAUSAL) != 0;
-    const tprt_tensor_t* q = &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Q];
-    tprt_kv_cache_t cache = {&c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K_CACHE], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V_CACHE],
-                             &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_CACHE_LEN]};
-    s = TPRT__KERNEL(exec, attention, (q, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_K], &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_V],
-                                       &cache, &c.slot[TPRT_ATTENTION_KVCACHE_SLOT_Y], NULL, seq_len, head_dim, causal,
-                                       tprt__attr_f32(&c, TPRT_ATTENTION_KVCACHE_ATTR_SCALE)));
-    // The new keys only: the cached ones depend on cache_len's values.
-    tprt__count_attention(exec, q, seq_len, head_dim, causal, 2);
-  }
-  return tprt_exec_record(exec, s, TPRT_ATTENTION_KVCACHE_NAME);
+  return tprt__abi_attention(exec, buffers, desc, true);
 }
 
 int32_t tprt_abi_attention_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {

@@ -10,39 +10,11 @@
       tokens; prints one line per output and PASS or FAIL.
 Tensors are copied as raw bits (safetensors, any dtype); nothing goes through a float."""
 import argparse
-import json
-import struct
 import sys
 
 import numpy as np
 
-RAW = {"BF16": np.uint16, "F16": np.uint16, "F32": np.uint32, "I32": np.int32, "I64": np.int64}
-
-
-def read(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name != "__metadata__":
-            b, e = info["data_offsets"]
-            out[name] = (info["dtype"], np.frombuffer(data[8 + n + b:8 + n + e], RAW[info["dtype"]]).reshape(info["shape"]))
-    return out
-
-
-def write(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, (dtype, bits) in tensors.items():
-        blob = np.ascontiguousarray(bits, dtype=RAW[dtype]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(bits.shape), "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+from reference import read_safetensors_raw as read, write_safetensors_raw as write
 
 
 def rows(bits, seq_len, past, new):
@@ -57,7 +29,7 @@ def inputs(a):
         step[name] = (dt, rows(bits, a.seq_len, a.past, a.new) if name in ("x", "cos", "sin") else bits)
     for name, cache in (("k", "k_cache"), ("v", "v_cache")):
         dt, bits = out[name]
-        c = np.full((len(a.past) * a.cache, bits.shape[1]), 0x7F80, RAW[dt])  # +inf in bf16: loud if read
+        c = np.full((len(a.past) * a.cache, bits.shape[1]), 0x7F80, bits.dtype)  # +inf in bf16: loud if read
         for b, p in enumerate(a.past):
             c[b * a.cache:b * a.cache + p] = bits[b * a.seq_len:b * a.seq_len + p]
         step[cache] = (dt, c)

@@ -182,11 +182,19 @@ def module_spec(path):
 
 def write_safetensors(path, tensors):
     """tensors: {name: (dtype, float64 array)}, stored rounded to dtype (BF16, F16 or F32)."""
-    header, blobs, off = {}, [], 0
+    raw = {}
     for name, (dtype, arr) in tensors.items():
         f32 = np.ascontiguousarray(ROUND[dtype](arr), dtype=np.float32)
-        blob = ((f32.view(np.uint32) >> 16).astype(np.uint16) if dtype == "BF16" else
-                f32.astype(np.float16) if dtype == "F16" else f32).tobytes()
+        raw[name] = (dtype, (f32.view(np.uint32) >> 16).astype(np.uint16) if dtype == "BF16" else
+                     f32.astype(np.float16) if dtype == "F16" else f32)
+    write_safetensors_raw(path, raw)
+
+
+def write_safetensors_raw(path, tensors):
+    """tensors: {name: (dtype, array of the stored bits or values)}, written as they are."""
+    header, blobs, off = {}, [], 0
+    for name, (dtype, arr) in tensors.items():
+        blob = np.ascontiguousarray(arr).tobytes()
         header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(blob)]}
         blobs.append(blob)
         off += len(blob)
