@@ -241,7 +241,8 @@ def _stage(args, work):
                 if proc.returncode != 0:
                     raise ExportError(f"tpc-compile at tp={tp} ({numerics}, {step}) failed: "
                                       f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
-                lines.append(f"{step} {numerics} {tp} {name} ref-{step}.safetensors {yard} {tol_y} {tol_g}")
+                tol_o = tol_y if result.kv_cache else tol_g  # a decoding step's k and v: y's tolerance
+                lines.append(f"{step} {numerics} {tp} {name} ref-{step}.safetensors {yard} {tol_y} {tol_o}")
     os.remove(module)
     with open(os.path.join(work, "stage.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -72,7 +72,8 @@ def check_dir(tpc_run, backend, work, ngpu):
             elif worst is None or rel > worst[1]:
                 worst = (name, rel, extra)
         if worst:
-            print(f"{label} gradients: worst {worst[0]} {100 * worst[1]:.3g}% of max|ref|{worst[2]}: "
+            what = "gradients" if worst[0].endswith("_grad") else "other results"  # a decoding step's k and v
+            print(f"{label} {what}: worst {worst[0]} {100 * worst[1]:.3g}% of max|ref|{worst[2]}: "
                   f"{'ok' if not bad else 'FAIL'}")
         failures += bad
     for (step, numerics), by_tp in hashes.items():

@@ -206,6 +206,10 @@ if [[ -x third_party/pyenv/bin/python ]]; then
     --stage "$OUT/frontend/llama" --tpc-compile "$BUILD/bin/tpc-compile" > /dev/null
   PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.check mixtral-tiny --tp 1 2 \
     --stage "$OUT/frontend/mixtral" --tpc-compile "$BUILD/bin/tpc-compile" > /dev/null
+  # A decoding step of the Llama layers: one token after 200 cached ones (KV caches of 256 rows),
+  # its caches filled from PyTorch's run (tensor-core attention with a cache in fast/invariant).
+  PYTHONPATH=frontend third_party/pyenv/bin/python -m tpc_torch.check llama-tiny --seq-len 1 --kv-cache 256 \
+    --past 200 --tp 1 2 --stage "$OUT/frontend/llama-decode" --tpc-compile "$BUILD/bin/tpc-compile" > /dev/null
 else
   echo "prepare_modules.sh: third_party/pyenv missing: the decoder-stack benchmark and the frontend check" \
     "are not staged" >&2
