@@ -48,7 +48,7 @@ void tpc_text_append_mlir_escaped(tpc_text_t* t, const char* s, size_t n) {
 
 void tpc_text_append_ref(MlirStringRef s, void* user) {
   tpc_text_t* t = user;
-  if (!tpc__text_reserve(t, s.length)) return;
+  if (s.length == 0 || !tpc__text_reserve(t, s.length)) return;  // an empty ref may have no data
   memcpy(t->data + t->len, s.data, s.length);
   t->len += s.length;
   t->data[t->len] = '\0';
