@@ -104,10 +104,11 @@ def run_one(tool, path, timeout, tool_args):
     except subprocess.TimeoutExpired:
         return "hang (over %ds)" % timeout
     err = r.stderr.decode("utf-8", "replace")
+    # A sanitizer that aborts (TSan's abort_on_error) ends in a signal: its report is the evidence.
     if r.returncode < 0:
-        return "killed by signal %d" % -r.returncode
+        return "killed by signal %d" % -r.returncode + (":\n" + err[-3000:] if err.strip() else "")
     if r.returncode not in (0, 1):
-        return "exit status %d" % r.returncode
+        return "exit status %d" % r.returncode + (":\n" + err[-3000:] if SANITIZER.search(err) else "")
     if SANITIZER.search(err):
         return "sanitizer report:\n" + err[-2000:]
     if r.returncode == 0 and ": error:" in err:
