@@ -34,42 +34,26 @@
 // Functions
 //===----------------------------------------------------------------------===//
 
-static MlirAttribute tpc__slot_dict(MlirOperation func, const char* which, intptr_t i) {
-  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(which));
-  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
-    return (MlirAttribute){NULL};
-  return mlirArrayAttrGetElement(all, i);
-}
-
-static void tpc__slot_name(MlirOperation func, const char* which, intptr_t i, const char* fallback, char* buf,
+// The name of argument or result |i| for messages: its tp.name, else <fallback><i>.
+static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, const char* fallback, char* buf,
                            size_t size) {
-  MlirAttribute d = tpc__slot_dict(func, which, i);
-  MlirAttribute n = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
-                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
-                        : (MlirAttribute){NULL};
-  if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
-    MlirStringRef s = mlirStringAttrGetValue(n);
+  MlirStringRef s = tpc_slot_tp_name(func, result, i);
+  if (s.data)
     snprintf(buf, size, "%.*s", (int)s.length, s.data);
-  } else {
+  else
     snprintf(buf, size, "%s%ld", fallback, (long)i);
-  }
 }
 
 // Appends `tp.name = "<name>_grad"` for argument or result |i| (its tp.name, else <fallback><i>),
 // the name quoted and escaped whatever bytes it holds.
-static void tpc__print_grad_name(tpc_text_t* out, MlirOperation func, const char* which, intptr_t i,
+static void tpc__print_grad_name(tpc_text_t* out, MlirOperation func, bool result, intptr_t i,
                                  const char* fallback) {
-  MlirAttribute d = tpc__slot_dict(func, which, i);
-  MlirAttribute n = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
-                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
-                        : (MlirAttribute){NULL};
+  MlirStringRef name = tpc_slot_tp_name(func, result, i);
   tpc_text_printf(out, "%s = \"", TPC_ARG_ATTR_NAME);
-  if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
-    MlirStringRef name = mlirStringAttrGetValue(n);
+  if (name.data)
     tpc_text_append_mlir_escaped(out, name.data, name.length);
-  } else {
+  else
     tpc_text_printf(out, "%s%ld", fallback, (long)i);
-  }
   tpc_text_printf(out, "_grad\"");
 }
 
@@ -92,10 +76,7 @@ static bool tpc__wants_grad(MlirOperation func, intptr_t i, MlirType t) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   bool table = !mlirBlockIsNull(body) && i < mlirBlockGetNumArguments(body) &&
                tpc__only_rope_table(mlirBlockGetArgument(body, i));
-  MlirAttribute d = tpc__slot_dict(func, "arg_attrs", i);
-  MlirAttribute g = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
-                        ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_GRAD))
-                        : (MlirAttribute){NULL};
+  MlirAttribute g = tpc_slot_attr(func, false, i, TPC_ARG_ATTR_GRAD);
   if (mlirAttributeIsNull(g) || !mlirAttributeIsABool(g)) return !table;
   return mlirBoolAttrGetValue(g);
 }
@@ -222,10 +203,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     snprintf(n, sizeof n, "%%a%ld", (long)i);
     tpc__adval_t* a = tpc__ad_add(A, mlirBlockGetArgument(body, i), n);
     // A per-rank argument's tokens are sharded over the axes its tp.shard lists for dim 0.
-    MlirAttribute d = tpc__slot_dict(A->func, "arg_attrs", i);
-    MlirAttribute sh = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
-                           ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))
-                           : (MlirAttribute){NULL};
+    MlirAttribute sh = tpc_slot_attr(A->func, false, i, TPC_ARG_ATTR_SHARD);
     MlirAttribute axes = !mlirAttributeIsNull(sh) && mlirAttributeIsADictionary(sh)
                              ? mlirDictionaryAttrGetElementByName(sh, mlirStringRefCreateFromCString("axes"))
                              : (MlirAttribute){NULL};
@@ -309,15 +287,15 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
   for (intptr_t i = 0; i < nargs; ++i) {
     tpc_text_printf(out, "%s%%a%ld: ", i ? ", " : "", (long)i);
     mlirTypePrint(mlirValueGetType(mlirBlockGetArgument(body, i)), tpc_text_append_ref, out);
-    tpc__print_dict(out, tpc__slot_dict(A->func, "arg_attrs", i));
+    tpc__print_dict(out, tpc_slot_dict(A->func, false, i));
   }
   for (intptr_t j = 0; j < nres; ++j) {
     tpc_text_printf(out, "%s%%c%ld: ", nargs + j ? ", " : "", (long)j);
     mlirTypePrint(mlirValueGetType(mlirOperationGetOperand(ret, j)), tpc_text_append_ref, out);
     tpc_text_printf(out, " {");
-    tpc__print_grad_name(out, A->func, "res_attrs", j, "result");
+    tpc__print_grad_name(out, A->func, true, j, "result");
     tpc_text_printf(out, ", %s = %ld : i64", TPC_ARG_ATTR_COTANGENT, (long)j);
-    tpc__print_shard(out, tpc__slot_dict(A->func, "res_attrs", j));
+    tpc__print_shard(out, tpc_slot_dict(A->func, true, j));
     tpc_text_printf(out, "}");
   }
   tpc_text_printf(out, ") -> (");
@@ -327,7 +305,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     MlirValue r = mlirOperationGetOperand(ret, j);
     tpc_text_printf(out, "%s", nout ? ", " : "");
     mlirTypePrint(mlirValueGetType(r), tpc_text_append_ref, out);
-    tpc__print_dict(out, tpc__slot_dict(A->func, "res_attrs", j));
+    tpc__print_dict(out, tpc_slot_dict(A->func, true, j));
     tpc_text_printf(&rets, "%s%s", nout ? ", " : "", tpc__ad_name(A, r));
     tpc_text_printf(&types, "%s", nout ? ", " : "");
     mlirTypePrint(mlirValueGetType(r), tpc_text_append_ref, &types);
@@ -338,7 +316,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     if (!tpc__wants_grad(A->func, i, mlirValueGetType(a))) continue;
     const tpc__adval_t* av = tpc__ad_find(A, a);
     char an[128];
-    tpc__slot_name(A->func, "arg_attrs", i, "arg", an, sizeof an);
+    tpc__slot_name(A->func, false, i, "arg", an, sizeof an);
     if (!av->adjoint[0]) {
       char msg[256];
       snprintf(msg, sizeof msg, "tp-autodiff: argument '%s' does not affect the results, so it has no gradient; mark it "
@@ -367,8 +345,8 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     MlirType out_t = f32 ? gt : t;
     mlirTypePrint(out_t, tpc_text_append_ref, out);
     tpc_text_printf(out, " {");
-    tpc__print_grad_name(out, A->func, "arg_attrs", i, "arg");
-    tpc__print_shard(out, tpc__slot_dict(A->func, "arg_attrs", i));
+    tpc__print_grad_name(out, A->func, false, i, "arg");
+    tpc__print_shard(out, tpc_slot_dict(A->func, false, i));
     tpc_text_printf(out, "}");
     tpc_text_printf(&rets, ", %s", av->adjoint);
     tpc_text_printf(&types, ", ");

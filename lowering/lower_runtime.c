@@ -386,33 +386,16 @@ static void tpc__emit_call(tpc_text_t* body, int* block, const char* callee, cha
   ++*block;
 }
 
-// Attribute |name| of argument or result |i| of |func|, or a null attribute.
-static MlirAttribute tpc__slot_attr(MlirOperation func, bool result, intptr_t i, const char* name) {
-  MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
-  if (mlirAttributeIsNull(attrs) || !mlirAttributeIsAArray(attrs) || i >= mlirArrayAttrGetNumElements(attrs))
-    return (MlirAttribute){NULL};
-  MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
-  return mlirAttributeIsADictionary(dict) ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(name))
-                                          : (MlirAttribute){NULL};
-}
-
 // The name of argument or result |i| into |t| (reset first): its tp.name attribute, whole, or
 // "arg<i>" / "result<i>".
 static void tpc__slot_name(MlirOperation func, bool result, intptr_t i, tpc_text_t* t) {
   t->len = 0;
   if (t->data) t->data[0] = '\0';
-  MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
-  if (!mlirAttributeIsNull(attrs) && mlirAttributeIsAArray(attrs) && i < mlirArrayAttrGetNumElements(attrs)) {
-    MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
-    MlirAttribute n = mlirAttributeIsADictionary(dict)
-                          ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
-                          : (MlirAttribute){NULL};
-    if (!mlirAttributeIsNull(n) && mlirAttributeIsAString(n)) {
-      tpc_text_append_ref(mlirStringAttrGetValue(n), t);
-      return;
-    }
-  }
-  tpc_text_printf(t, "%s%ld", result ? "result" : "arg", (long)i);
+  MlirStringRef s = tpc_slot_tp_name(func, result, i);
+  if (s.data)
+    tpc_text_append_ref(s, t);
+  else
+    tpc_text_printf(t, "%s%ld", result ? "result" : "arg", (long)i);
 }
 
 // Lowers one function; appends globals and declarations to |globals| and the entry to |funcs|.
@@ -554,13 +537,13 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
     tpc__slot_name(L->func, false, i, &name);
-    tpc_manifest_tensor(args, name.data ? name.data : "", L->values[i].tensor, tpc__slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
+    tpc_manifest_tensor(args, name.data ? name.data : "", L->values[i].tensor, tpc_slot_attr(L->func, false, i, TPC_ARG_ATTR_SHARD));
   }
   cJSON* results = cJSON_AddArrayToObject(f, "results");
   for (int j = 0; j < nres; ++j) {
     tpc__slot_name(L->func, true, j, &name);
     tpc_manifest_tensor(results, name.data ? name.data : "", L->values[tpc__find_value(L, mlirOperationGetOperand(ret, j))].tensor,
-                     tpc__slot_attr(L->func, true, j, TPC_ARG_ATTR_SHARD));
+                     tpc_slot_attr(L->func, true, j, TPC_ARG_ATTR_SHARD));
   }
   tpc_text_free(&name);
   cJSON_AddItemToArray(json_funcs, f);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "text_buffer.h"
 #include "tpc_dialect.h"
@@ -145,4 +146,23 @@ int tpc_func_value_bound(MlirOperation func, int per_op) {
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
     n += per_op + (int64_t)mlirOperationGetNumResults(op);
   return n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
+}
+
+MlirAttribute tpc_slot_dict(MlirOperation func, bool result, intptr_t i) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(result ? "res_attrs" : "arg_attrs"));
+  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
+    return (MlirAttribute){NULL};
+  return mlirArrayAttrGetElement(all, i);
+}
+
+MlirAttribute tpc_slot_attr(MlirOperation func, bool result, intptr_t i, const char* name) {
+  MlirAttribute dict = tpc_slot_dict(func, result, i);
+  return !mlirAttributeIsNull(dict) && mlirAttributeIsADictionary(dict)
+             ? mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(name))
+             : (MlirAttribute){NULL};
+}
+
+MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i) {
+  MlirAttribute n = tpc_slot_attr(func, result, i, TPC_ARG_ATTR_NAME);
+  return !mlirAttributeIsNull(n) && mlirAttributeIsAString(n) ? mlirStringAttrGetValue(n) : (MlirStringRef){NULL, 0};
 }

@@ -44,6 +44,14 @@ bool tpc_replace_functions(MlirOperation module, const char* funcs, bool and_mes
 /// into them stay valid): no fixed cap on the function's size.
 int tpc_func_value_bound(MlirOperation func, int per_op);
 
+/// The attribute dictionary of argument (|result| false) or result |i| of |func| (its arg_attrs
+/// or res_attrs entry), or a null attribute.
+MlirAttribute tpc_slot_dict(MlirOperation func, bool result, intptr_t i);
+/// Attribute |name| of that dictionary, or a null attribute.
+MlirAttribute tpc_slot_attr(MlirOperation func, bool result, intptr_t i, const char* name);
+/// Its tp.name (the user's and the checkpoint's name of the tensor), or a null string ref.
+MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -138,17 +138,8 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
     // Errors name the argument as the user does: its tp.name (the checkpoint's name), else its number.
     char what[160];
     snprintf(what, sizeof what, "argument %ld", (long)i);
-    MlirAttribute attrs = mlirOperationGetAttributeByName(S->func, mlirStringRefCreateFromCString("arg_attrs"));
-    MlirAttribute d = !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs)
-                          ? mlirArrayAttrGetElement(attrs, i)
-                          : (MlirAttribute){NULL};
-    MlirAttribute tp_name = !mlirAttributeIsNull(d) && mlirAttributeIsADictionary(d)
-                                ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME))
-                                : (MlirAttribute){NULL};
-    if (!mlirAttributeIsNull(tp_name) && mlirAttributeIsAString(tp_name)) {
-      MlirStringRef v = mlirStringAttrGetValue(tp_name);
-      snprintf(what, sizeof what, "argument '%.*s'", (int)(v.length < 100 ? v.length : 100), v.data);
-    }
+    MlirStringRef v = tpc_slot_tp_name(S->func, false, i);
+    if (v.data) snprintf(what, sizeof what, "argument '%.*s'", (int)(v.length < 100 ? v.length : 100), v.data);
     if (!tpc__new_value(S, mlirBlockGetArgument(body, i), name, &layouts[i]) ||
         mlirLogicalResultIsFailure(tpc__check_divisible(S, S->func, what, &layouts[i]))) {
       result = mlirLogicalResultFailure();
@@ -441,23 +432,22 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
 // Functions
 //===----------------------------------------------------------------------===//
 
-static void tpc__print_slot_attrs(tpc__shard_t* S, tpc_text_t* t, MlirOperation func, const char* which, intptr_t i,
+static void tpc__print_slot_attrs(tpc__shard_t* S, tpc_text_t* t, MlirOperation func, bool result, intptr_t i,
                                   const tpc_layout_t* l) {
   tpc_text_printf(t, " {");
-  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString(which));
+  MlirAttribute dict = tpc_slot_dict(func, result, i);
   bool first = true;
-  if (!mlirAttributeIsNull(all) && mlirAttributeIsAArray(all) && i < mlirArrayAttrGetNumElements(all)) {
-    MlirAttribute dict = mlirArrayAttrGetElement(all, i);
-    for (intptr_t k = 0; mlirAttributeIsADictionary(dict) && k < mlirDictionaryAttrGetNumElements(dict); ++k) {
-      MlirNamedAttribute na = mlirDictionaryAttrGetElement(dict, k);
-      MlirStringRef n = mlirIdentifierStr(na.name);
-      if (mlirStringRefEqual(n, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))) continue;
-      tpc_text_printf(t, "%s", first ? "" : ", ");
-      tpc_text_attr_name(t, n);
-      tpc_text_printf(t, " = ");
-      mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
-      first = false;
-    }
+  for (intptr_t k = 0; !mlirAttributeIsNull(dict) && mlirAttributeIsADictionary(dict) &&
+                       k < mlirDictionaryAttrGetNumElements(dict);
+       ++k) {
+    MlirNamedAttribute na = mlirDictionaryAttrGetElement(dict, k);
+    MlirStringRef n = mlirIdentifierStr(na.name);
+    if (mlirStringRefEqual(n, mlirStringRefCreateFromCString(TPC_ARG_ATTR_SHARD))) continue;
+    tpc_text_printf(t, "%s", first ? "" : ", ");
+    tpc_text_attr_name(t, n);
+    tpc_text_printf(t, " = ");
+    mlirAttributePrint(na.attribute, tpc_text_append_ref, t);
+    first = false;
   }
   tpc_text_printf(t, "%s" TPC_ARG_ATTR_SHARD " = ", first ? "" : ", ");
   tpc_layout_print_attr(l, &S->mesh, t);
@@ -557,7 +547,7 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
     const tpc__sval_t* a = &S->vals[i];
     tpc_text_printf(out, "%s%s: ", i ? ", " : "", a->name);
     tpc_layout_print_local_type(&a->layout, &S->mesh, out);
-    tpc__print_slot_attrs(S, out, S->func, "arg_attrs", i, &a->layout);
+    tpc__print_slot_attrs(S, out, S->func, false, i, &a->layout);
   }
   tpc_text_printf(out, ") -> (");
   intptr_t nres = mlirOperationGetNumOperands(ret);
@@ -565,7 +555,7 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
     const tpc__sval_t* v = tpc__find(S, mlirOperationGetOperand(ret, j));
     if (j) tpc_text_printf(out, ", ");
     tpc_layout_print_local_type(&v->layout, &S->mesh, out);
-    tpc__print_slot_attrs(S, out, S->func, "res_attrs", j, &v->layout);
+    tpc__print_slot_attrs(S, out, S->func, true, j, &v->layout);
   }
   tpc_text_printf(out, ") {\n%s    return", S->body.data ? S->body.data : "");
   for (intptr_t j = 0; j < nres; ++j) tpc_text_printf(out, "%s %s", j ? "," : "", tpc__find(S, mlirOperationGetOperand(ret, j))->name);

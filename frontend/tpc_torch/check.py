@@ -165,6 +165,12 @@ def _export(args):
                            kv_cache=args.kv_cache, past=args.past)
 
 
+def _tolerances(result):
+    """(y's, the other results') tolerances: a decoding step's k and v get y's."""
+    tol_y, tol_g = TOLERANCE[result.dtype]
+    return tol_y, tol_y if result.kv_cache else tol_g
+
+
 def _references(result, train):
     """PyTorch's results of a step and the f32 yardstick (None: none) for the comparisons."""
     if result.kv_cache:
@@ -178,20 +184,18 @@ def _check(args, tpc_run, work):
     result = _export(args)
     module = os.path.join(work, "module.mlir")
     exporter.write(result, module, None)
-    cotangent = result.cotangent
     arg_file = os.path.join(work, "args.safetensors")
     weights.save(arg_file, {**result.inputs(), **result.weights()})
     print(f"model: {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}"
           + (f"; decoding after {result.past} cached tokens (caches of {result.kv_cache})" if result.kv_cache else ""))
     print(f"plan: {result.plan.name}; TP degrees: {' '.join(map(str, args.tp))}; tpc-run: {tpc_run}")
-    tol_y, tol_g = TOLERANCE[args.dtype]
+    tol_y, tol = _tolerances(result)
     failures = 0
     passes = [False] + ([True] if args.train else [])
     for train in passes:
         step = "train" if train else "infer"
         ref, yard = _references(result, train)
         others = "new k and v" if result.kv_cache else "gradients"
-        tol = tol_y if result.kv_cache else tol_g
         for numerics in args.numerics:
             hashes = {}
             for tp in args.tp:
@@ -220,7 +224,7 @@ def _stage(args, work):
     module = os.path.join(work, "module.mlir")
     exporter.write(result, module, None)
     weights.save(os.path.join(work, "args.safetensors"), {**result.inputs(), **result.weights()})
-    tol_y, tol_g = TOLERANCE[args.dtype]
+    tol_y, tol_o = _tolerances(result)
     lines = [f"# {result.what}: {exporter.describe(result.model, args.batch, args.seq_len, args.dtype)}; "
              f"plan {result.plan.name}",
              "# step numerics tp module reference yardstick tolerance_y tolerance_gradients"]
@@ -241,7 +245,6 @@ def _stage(args, work):
                 if proc.returncode != 0:
                     raise ExportError(f"tpc-compile at tp={tp} ({numerics}, {step}) failed: "
                                       f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
-                tol_o = tol_y if result.kv_cache else tol_g  # a decoding step's k and v: y's tolerance
                 lines.append(f"{step} {numerics} {tp} {name} ref-{step}.safetensors {yard} {tol_y} {tol_o}")
     os.remove(module)
     with open(os.path.join(work, "stage.txt"), "w") as f:

@@ -82,8 +82,7 @@ class Converter:
             params = [self.root.get_parameter(n) for n in names]
             shape = list(params[0].shape)
             shape[0] = sum(p.shape[0] for p in params)
-            hint = tp_name.replace("layers.", "l").replace(".weight", "").replace("self_attn.", "")
-            self._args[tp_name] = self.fn.arg(tp_name, shape, emit.ELEMENT[params[0].dtype], hint=hint)
+            self._args[tp_name] = self.fn.arg(tp_name, shape, emit.ELEMENT[params[0].dtype], hint=emit.arg_hint(tp_name))
             self.tensors[tp_name] = list(names)
         return self._args[tp_name]
 

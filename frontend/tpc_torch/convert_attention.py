@@ -120,8 +120,7 @@ def attention(conv, unit, module, nodes):
         if conv.cache_len is None:
             conv.cache_len = fn.arg("cache_len", [conv.batch], "i32", grad=False)
         caches = [fn.arg(f"{unit}.{kind}_cache", [conv.batch * conv.kv_cache, k.shape[1]], k.dtype, grad=False,
-                         hint=f"{unit.replace('layers.', 'l').replace('self_attn', '')}{kind}_cache")
-                  for kind in ("k", "v")]
+                         hint=emit.arg_hint(f"{unit}.{kind}_cache")) for kind in ("k", "v")]
         a = fn.op("tp.attention_kvcache", [q, k, v, *caches, conv.cache_len], attrs, [(q.shape, q.dtype)],
                   hints=["attn"])[0]
         conv.kv_results += [(k, f"{unit}.k"), (v, f"{unit}.v")]

@@ -62,6 +62,11 @@ def boolean(b):
     return "true" if b else "false"
 
 
+def arg_hint(tp_name):
+    """An argument's SSA name from its tp.name: layers.0.self_attn.q_proj.weight -> l0.q_proj."""
+    return tp_name.replace("layers.", "l").replace(".weight", "").replace("self_attn.", "")
+
+
 class Function:
     """One func.func being written: arguments, a body of ops, the results."""
 

@@ -242,6 +242,12 @@ struct Params {
   int64_t cache_rows, tail_rows;
 };
 
+/// The rows of the k and v tensors the forward's TMA reads: the call's tokens, or (kCached) the
+/// sequences' tails.
+__host__ __device__ __forceinline__ int64_t kv_rows(const Params& p, bool cached) {
+  return cached ? p.tokens / p.seq_len * p.tail_rows : p.tokens;
+}
+
 /// Sequence |b|'s cached tokens: cache_len[b] clamped to [0, C] (0 without a cache).
 __device__ __forceinline__ int cached_tokens(const Params& p, int64_t b) {
   if (!p.k_cache) return 0;

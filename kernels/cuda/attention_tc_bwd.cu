@@ -458,10 +458,8 @@ __global__ void stats_kernel(Params p, const float* __restrict__ lse) {
 }
 
 cudaError_t stats_from_lse(const Params& p, const float* lse, cudaStream_t stream) {
-  const int64_t n = p.tokens * p.heads;
-  const int threads = 256;
-  const int64_t blocks = (n + threads - 1) / threads;
-  stats_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), threads, 0, stream>>>(p, lse);
+  stats_kernel<<<tprt__cuda_ew_blocks(p.tokens * p.heads, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
+      p, lse);
   return cudaGetLastError();
 }
 

@@ -54,8 +54,7 @@ struct FwdArgs {
 /// then new row b·S + (j - cache_len[b]), zeros past the sequence. One thread per 16 bytes.
 template <class T>
 __global__ void tails_kernel(Params p, T* __restrict__ k_tail, T* __restrict__ v_tail) {
-  const int64_t vecs = p.kv_ld * (int64_t)sizeof(T) / 16, seqs = p.tokens / p.seq_len;
-  const int64_t n = seqs * p.tail_rows * vecs;
+  const int64_t vecs = p.kv_ld * (int64_t)sizeof(T) / 16, n = kv_rows(p, true) * vecs;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t c = i % vecs, r = (i / vecs) % p.tail_rows, b = i / vecs / p.tail_rows;
     const int past = cached_tokens(p, b);
@@ -126,11 +125,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
       auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
                                   local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
       // k and v: the call's rows from the sequence's first token, or (kCached) its tail.
-      const int64_t kv_rows = kCached ? p.tokens / L * p.tail_rows : p.tokens;
-      const int64_t kv_row0 = kCached ? b * p.tail_rows : row0;
-      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, kv_rows, p.kv_ld, kv_row0), tile_kv,
+      const int64_t kv_all = kv_rows(p, kCached), kv_row0 = kCached ? b * p.tail_rows : row0;
+      auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, kv_all, p.kv_ld, kv_row0), tile_kv,
                                                           make_coord(_, h / p.group)));
-      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, kv_rows, p.kv_ld, kv_row0), tile_kv,
+      auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, kv_all, p.kv_ld, kv_row0), tile_kv,
                                                           make_coord(_, h / p.group)));
       const int64_t cache_all = kCached ? p.tokens / L * p.cache_rows : 1;
       auto [tKcg, tKcs] = tma_tiles(a.tma_kc, sK, local_tile(tma_rows(a.tma_kc, cache_all, p.kv_ld, b * p.cache_rows),
@@ -298,10 +296,10 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   using F = Fwd<T, D>;
   FwdArgs<T, D> a;
   a.p = p;
-  const int64_t seqs = p.tokens / p.seq_len, kv_rows = kCached ? seqs * p.tail_rows : p.tokens;
+  const int64_t seqs = p.tokens / p.seq_len;
   a.tma_q = make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
-  a.tma_k = make_tma_rows<T, F::BN, D>(p.k, kv_rows, p.kv_ld);
-  a.tma_v = make_tma_rows<T, F::BN, D>(p.v, kv_rows, p.kv_ld);
+  a.tma_k = make_tma_rows<T, F::BN, D>(p.k, kv_rows(p, kCached), p.kv_ld);
+  a.tma_v = make_tma_rows<T, F::BN, D>(p.v, kv_rows(p, kCached), p.kv_ld);
   a.tma_kc = kCached ? make_tma_rows<T, F::BN, D>(p.k_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_k;
   a.tma_vc = kCached ? make_tma_rows<T, F::BN, D>(p.v_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_v;
   const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
@@ -327,11 +325,9 @@ cudaError_t forward(const Params& p, int dtype, int d, bool causal, bool lse_onl
 /// (seqs·tail_rows rows of kv_ld each), then the kernel on them and the cache.
 template <class T>
 cudaError_t forward_cached(Params p, void* k_tail, void* v_tail, int d, bool causal, cudaStream_t stream) {
-  const int64_t n = p.tokens / p.seq_len * p.tail_rows * (p.kv_ld * (int64_t)sizeof(T) / 16);
-  const int threads = 256;
-  const int64_t blocks = (n + threads - 1) / threads;
-  tails_kernel<T><<<(unsigned)(blocks < 8192 ? blocks : 8192), threads, 0, stream>>>(p, static_cast<T*>(k_tail),
-                                                                                       static_cast<T*>(v_tail));
+  const int64_t n = kv_rows(p, true) * (p.kv_ld * (int64_t)sizeof(T) / 16);
+  tails_kernel<T><<<tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
+      p, static_cast<T*>(k_tail), static_cast<T*>(v_tail));
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   p.k = k_tail, p.v = v_tail;
@@ -399,7 +395,7 @@ tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t
   p.cache_len = static_cast<const int32_t*>(cache->len->data);
   p.cache_rows = tprt__cache_rows(cache, seqs);
   p.tail_rows = tprt__tail_rows(seq_len);
-  const size_t tail_bytes = (size_t)(seqs * p.tail_rows * p.kv_ld) * (size_t)tprt_dtype_bytes(q->dtype, 1);
+  const size_t tail_bytes = (size_t)(tprt_attn::kv_rows(p, true) * p.kv_ld) * (size_t)tprt_dtype_bytes(q->dtype, 1);
   void* tails = nullptr;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&tails, 2 * tail_bytes, stream));
   void* v_tail = static_cast<char*>(tails) + tail_bytes;

@@ -8,19 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_cuda.cuh"
 #include "tpc_cli.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_status.h"
 #include "tprt_tensor.h"
-
-#define BENCH_CHECK(call)                                                             \
-  do {                                                                                \
-    cudaError_t e_ = (call);                                                          \
-    if (e_ != cudaSuccess) {                                                          \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                        \
-    }                                                                                 \
-  } while (0)
 
 static int bench_cmp(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
@@ -52,44 +44,44 @@ int main(int argc, char** argv) {
   }
   const int chunks = 8, warm = 3, reps = 20;
   cudaStream_t stream;
-  BENCH_CHECK(cudaStreamCreate(&stream));
+  TPC_BENCH_CUDA(cudaStreamCreate(&stream));
   cudaEvent_t e0, e1;
-  BENCH_CHECK(cudaEventCreate(&e0));
-  BENCH_CHECK(cudaEventCreate(&e1));
+  TPC_BENCH_CUDA(cudaEventCreate(&e0));
+  TPC_BENCH_CUDA(cudaEventCreate(&e1));
   for (int s = 0; s < nshapes; ++s) {
     int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
     void *xd, *wd, *yd;
-    BENCH_CHECK(cudaMalloc(&xd, (size_t)(m * k * 2)));
-    BENCH_CHECK(cudaMalloc(&wd, (size_t)(n * k * 2)));
-    BENCH_CHECK(cudaMalloc(&yd, (size_t)(m * n * 2)));
+    TPC_BENCH_CUDA(cudaMalloc(&xd, (size_t)(m * k * 2)));
+    TPC_BENCH_CUDA(cudaMalloc(&wd, (size_t)(n * k * 2)));
+    TPC_BENCH_CUDA(cudaMalloc(&yd, (size_t)(m * n * 2)));
     // 0x3c00 patterns: small finite bf16 values (the timing does not depend on them).
-    BENCH_CHECK(cudaMemset(xd, 0x3c, (size_t)(m * k * 2)));
-    BENCH_CHECK(cudaMemset(wd, 0x3b, (size_t)(n * k * 2)));
+    TPC_BENCH_CUDA(cudaMemset(xd, 0x3c, (size_t)(m * k * 2)));
+    TPC_BENCH_CUDA(cudaMemset(wd, 0x3b, (size_t)(n * k * 2)));
     int64_t xdims[2] = {m, k}, wdims[2] = {n, k}, ydims[2] = {m, n};
     tprt_tensor_t x = tprt_tensor_make(xd, TPRT_DTYPE_BF16, 2, xdims);
     tprt_tensor_t w = tprt_tensor_make(wd, TPRT_DTYPE_BF16, 2, wdims);
     tprt_tensor_t y = tprt_tensor_make(yd, TPRT_DTYPE_BF16, 2, ydims);
     float ms[64];
     for (int i = 0; i < warm + reps; ++i) {
-      BENCH_CHECK(cudaEventRecord(e0, stream));
+      TPC_BENCH_CUDA(cudaEventRecord(e0, stream));
       tprt_status_t st = tprt_cuda_linear(&x, &w, NULL, &y, chunks, stream);
       if (st) {
         fprintf(stderr, "tprt_cuda_linear: %s\n", tprt_status_message(st));
         tprt_status_free(st);
         return 1;
       }
-      BENCH_CHECK(cudaEventRecord(e1, stream));
-      BENCH_CHECK(cudaEventSynchronize(e1));
-      if (i >= warm) BENCH_CHECK(cudaEventElapsedTime(&ms[i - warm], e0, e1));
+      TPC_BENCH_CUDA(cudaEventRecord(e1, stream));
+      TPC_BENCH_CUDA(cudaEventSynchronize(e1));
+      if (i >= warm) TPC_BENCH_CUDA(cudaEventElapsedTime(&ms[i - warm], e0, e1));
     }
     qsort(ms, reps, sizeof ms[0], bench_cmp);
     float med = ms[reps / 2];
     printf("linear %lld %lld %lld %d %.4f %.2f\n", (long long)m, (long long)n, (long long)k, chunks, med,
            2.0 * m * n * k / (med * 1e-3) / 1e12);
     fflush(stdout);
-    BENCH_CHECK(cudaFree(xd));
-    BENCH_CHECK(cudaFree(wd));
-    BENCH_CHECK(cudaFree(yd));
+    TPC_BENCH_CUDA(cudaFree(xd));
+    TPC_BENCH_CUDA(cudaFree(wd));
+    TPC_BENCH_CUDA(cudaFree(yd));
   }
   return 0;
 }

@@ -393,7 +393,7 @@ if [[ -x "$CARRY_BIN/tprt-cuda-check" && -z "${TPC_GPU_REBUILD:-}" ]]; then
   cp "$CARRY_BIN"/tprt-cuda-check* "$CARRY_BIN"/tprt-bench-* "$BUILD/"
 else
   echo "== build (arch $ARCH)"
-  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu -Itools/common)
+  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu -Itools/common -Itools/bench)
   # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
   CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
   # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.

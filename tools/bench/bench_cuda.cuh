@@ -1,5 +1,5 @@
-// Shared by the CUDA benchmark programs (bench_gemm.cu, bench_attention.cu): fail-fast wrappers for
-// CUDA calls and tpc statuses, and the random bf16 fill of their inputs.
+// Shared by the CUDA benchmark programs (bench_gemm.cu, bench_attention.cu, test/gpu/bench_linear.cu):
+// fail-fast wrappers for CUDA calls and tpc statuses, and the random bf16 fill of their inputs.
 #ifndef TPC_BENCH_CUDA_CUH_
 #define TPC_BENCH_CUDA_CUH_
 

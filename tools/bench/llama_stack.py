@@ -40,6 +40,18 @@ def tpc_step(tpc_run, module, graph=False, extra=()):
     return float(m.group(1))
 
 
+def peer_times(here, config, extra):
+    """llama_peer.py's "peer_<what>_ms" times and its device line for one configuration."""
+    out = subprocess.run([sys.executable, os.path.join(here, "llama_peer.py"), config, "--batch", "1", *extra],
+                         capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"llama_peer.py {' '.join(extra)}: {out.stderr.strip()[-500:]}")
+    lines = out.stdout.splitlines()
+    times = {w[0]: float(w[1]) for w in (line.split() for line in lines) if w and w[0].startswith("peer_")}
+    device = [line for line in lines if line.startswith("device ")][0][len("device "):]
+    return times, device
+
+
 def svg(data, path):
     """Step times: tpc's runs (blue: fast, orange: invariant) next to PyTorch eager and
     torch.compile (greys), one group per step."""
@@ -88,47 +100,34 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--svg")
     args = ap.parse_args()
-    peer = subprocess.run([sys.executable, os.path.join(here, "llama_peer.py"), args.config, "--batch", "1",
-                           "--seq-len", str(args.tokens)], capture_output=True, text=True, timeout=900)
-    if peer.returncode != 0:
-        print(f"llama_peer.py: {peer.stderr.strip()[-500:]}", file=sys.stderr)
-        return 1
-    p = {w[0]: float(w[1]) for w in (line.split() for line in peer.stdout.splitlines()) if w[0].startswith("peer_")}
     decoding = os.path.exists(os.path.join(args.modules, "llama1b-decode-fast.so"))
+    try:
+        p, device = peer_times(here, args.config, ["--seq-len", str(args.tokens)])
+        if decoding:
+            p.update(peer_times(here, args.config, ["--decode", str(args.cache)])[0])
+    except RuntimeError as e:
+        print(f"llama_stack.py: {e}", file=sys.stderr)
+        return 1
+    # (step, module, peer key, tokens per step, extra tpc-run arguments, (mode, CUDA graph) pairs)
+    modes = [("fast", False), ("fast", True), ("invariant", False)]
+    steps = [("forward", "infer", "fwd", args.tokens, [], modes),
+             ("training step", "train", "train", args.tokens, [], modes)]
     if decoding:
-        dec = subprocess.run([sys.executable, os.path.join(here, "llama_peer.py"), args.config, "--batch", "1",
-                              "--decode", str(args.cache)], capture_output=True, text=True, timeout=900)
-        if dec.returncode != 0:
-            print(f"llama_peer.py --decode: {dec.stderr.strip()[-500:]}", file=sys.stderr)
-            return 1
-        p.update({w[0]: float(w[1]) for w in (line.split() for line in dec.stdout.splitlines())
-                  if w[0].startswith("peer_")})
-    device = [line for line in peer.stdout.splitlines() if line.startswith("device ")][0][len("device "):]
+        steps.append(("decode", "decode", "decode", 1,
+                      ["--inputs", os.path.join(args.modules, "llama1b-decode-inputs.safetensors")],
+                      modes + [("invariant", True)]))
     rows = []
-    for pipeline, peer_key in (("infer", "fwd"), ("train", "train")):
-        for mode, graph in (("fast", False), ("fast", True), ("invariant", False)):
+    for step, module, key, tokens, extra, step_modes in steps:
+        eager, compiled = p[f"peer_{key}_ms"], p[f"peer_{key}_compile_ms"]
+        for mode, graph in step_modes:
             try:
-                ms = tpc_step(args.tpc_run, os.path.join(args.modules, f"llama1b-{pipeline}-{mode}.so"), graph)
+                ms = tpc_step(args.tpc_run, os.path.join(args.modules, f"llama1b-{module}-{mode}.so"), graph, extra)
             except RuntimeError as e:
                 print(f"llama_stack.py: {e}", file=sys.stderr)
                 continue
-            rows.append({"step": "forward" if pipeline == "infer" else "training step",
-                         "mode": mode + (" + CUDA graph" if graph else ""), "ms": ms,
-                         "tokens_per_s": args.tokens / (ms * 1e-3), "eager_ms": p[f"peer_{peer_key}_ms"],
-                         "compile_ms": p[f"peer_{peer_key}_compile_ms"],
-                         "vs_eager": p[f"peer_{peer_key}_ms"] / ms, "vs_compile": p[f"peer_{peer_key}_compile_ms"] / ms})
-    if decoding:
-        inputs = ["--inputs", os.path.join(args.modules, "llama1b-decode-inputs.safetensors")]
-        for mode, graph in (("fast", False), ("fast", True), ("invariant", False), ("invariant", True)):
-            try:
-                ms = tpc_step(args.tpc_run, os.path.join(args.modules, f"llama1b-decode-{mode}.so"), graph, inputs)
-            except RuntimeError as e:
-                print(f"llama_stack.py: {e}", file=sys.stderr)
-                continue
-            rows.append({"step": "decode", "mode": mode + (" + CUDA graph" if graph else ""), "ms": ms,
-                         "tokens_per_s": 1 / (ms * 1e-3), "eager_ms": p["peer_decode_ms"],
-                         "compile_ms": p["peer_decode_compile_ms"], "vs_eager": p["peer_decode_ms"] / ms,
-                         "vs_compile": p["peer_decode_compile_ms"] / ms})
+            rows.append({"step": step, "mode": mode + (" + CUDA graph" if graph else ""), "ms": ms,
+                         "tokens_per_s": tokens / (ms * 1e-3), "eager_ms": eager, "compile_ms": compiled,
+                         "vs_eager": eager / ms, "vs_compile": compiled / ms})
     print(f"{device}; {args.tokens} tokens" + (f"; decode: 1 token after {args.cache - 1} cached" if decoding else ""))
     print(f"{'step':14} {'tpc mode':22} {'ms':>8} {'tokens/s':>10} {'eager ms':>9} {'compile ms':>10} "
           f"{'vs eager':>9} {'vs compile':>10}")
