@@ -165,11 +165,11 @@ constexpr int kWsThreads = kThreads + 128;
 template <int Stages>
 using Pipe = cutlass::PipelineTmaAsync<Stages>;
 template <int Stages>
-__device__ __forceinline__ typename Pipe<Stages>::Params pipe_params(uint32_t bytes) {
+__device__ __forceinline__ typename Pipe<Stages>::Params pipe_params(uint32_t bytes, int consumers = kThreads) {
   typename Pipe<Stages>::Params pp;
   pp.role = threadIdx.x < 128 ? Pipe<Stages>::ThreadCategory::Producer : Pipe<Stages>::ThreadCategory::Consumer;
   pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = kThreads;
+  pp.num_consumers = consumers;
   pp.transaction_bytes = bytes;
   return pp;
 }

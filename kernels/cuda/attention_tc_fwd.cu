@@ -106,8 +106,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   const int warp_group = threadIdx.x / 128;
   const int warp = threadIdx.x / 32;
 
-  // Barriers: Q's, and the K and V pipelines (full/empty per stage, TMA transaction counts).
-  const auto pp = pipe_params<F::Stages>(BN * D * sizeof(T));
+  // A tile of at most 64 query rows (decoding) has them all in the first consumer warpgroup: the
+  // second one leaves at once, and the first runs alone, without turns. Its rows' arithmetic is
+  // the same, so are their bits.
+  const bool solo = q_rows <= BM / 2;
+  // Barriers: Q's, and the K and V pipelines (full/empty per stage, TMA transaction counts; a
+  // stage is empty once every consumer thread has released it).
+  const auto pp = pipe_params<F::Stages>(BN * D * sizeof(T), solo ? kThreads / 2 : kThreads);
   ws_init(&sh.q_full, a.tma_q, a.tma_k, a.tma_v);
   Pipe k_pipe(sh.k_pipe, pp, Shape<_1, _1, _1>{});
   Pipe v_pipe(sh.v_pipe, pp, Shape<_1, _1, _1>{});
@@ -161,13 +166,18 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   }
 
   // Consumers: warpgroups 1 and 2, 64 query rows each.
+  if (solo && warp_group == 2) return;
   cutlass::arch::warpgroup_reg_alloc<240>();
   const int tid = threadIdx.x - 128;
   // Turns between the two consumers for issuing WGMMAs: named barriers 0 and 1 (warpgroup 1 waits
-  // on 0, warpgroup 2 on 1); warpgroup 1 goes first.
-  auto my_turn = [&] { cutlass::arch::NamedBarrier::sync(kThreads, warp_group - 1); };
-  auto next_turn = [&] { cutlass::arch::NamedBarrier::arrive(kThreads, 2 - warp_group); };
-  if (warp_group == 1) cutlass::arch::NamedBarrier::arrive(kThreads, 0);
+  // on 0, warpgroup 2 on 1); warpgroup 1 goes first. None when solo.
+  auto my_turn = [&] {
+    if (!solo) cutlass::arch::NamedBarrier::sync(kThreads, warp_group - 1);
+  };
+  auto next_turn = [&] {
+    if (!solo) cutlass::arch::NamedBarrier::arrive(kThreads, 2 - warp_group);
+  };
+  if (warp_group == 1 && !solo) cutlass::arch::NamedBarrier::arrive(kThreads, 0);
 
   typename F::MmaQK mma_qk;
   typename F::MmaPV mma_pv;

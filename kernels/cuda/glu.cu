@@ -8,13 +8,17 @@
 // once. interleave 0: g = x[row, j], u = x[row, F + j]; interleave b: g = x[row, 2b·⌊j/b⌋ + j mod
 // b], u = the element b columns later.
 //
-// Layouts: x [..., 2F], y [..., F] dense row-major, any rank >= 1; any alignment (scalar loads).
+// Layouts: x [..., 2F], y [..., F] dense row-major, any rank >= 1; any alignment (16-byte vector
+// loads where F, the interleave and the pointers allow, else scalar ones).
 // Dtypes: x and y the same, bf16 / f16 / f32 (tprt_glu_kernel_<dtype>); kind, alpha, limit and
 // interleave are run-time arguments.
 //
-// Launch geometry: one thread per output element, 256-thread blocks, grid-stride over rows·F
-// (at most 65536 blocks). Consecutive threads produce consecutive columns of a row, so gate, up
-// and y accesses are coalesced (interleaving only moves whole runs of b columns).
+// Launch geometry: 256-thread blocks, grid-stride (at most 65536 blocks). Usually (glu_runs.cuh:
+// F and the interleave multiples of 8 bf16/f16 or 4 f32 columns, 16-byte aligned tensors) one
+// thread per run of 16 bytes of output columns, else one per output element. Consecutive threads
+// produce consecutive columns of a row, so gate, up and y accesses are coalesced (interleaving
+// only moves whole runs of b columns).
+#include "glu_runs.cuh"
 #include "tprt_cuda_internal.cuh"
 
 // ------------------------------------------------------------------------------------------------
@@ -36,10 +40,31 @@ static __device__ __forceinline__ void tprt__glu_body(const void* __restrict__ x
   }
 }
 
-#define TPRT__GLU_KERNEL(name, dtype)                                                                                  \
-  extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)                                                  \
-      name(const void* x, void* y, int64_t total, int64_t f, int64_t interleave, int kind, float alpha, float limit) { \
-    tprt__glu_body<dtype>(x, y, total, f, interleave, kind, alpha, limit);                                             \
+/// The runs of glu_runs.cuh: the same arithmetic per element, 16-byte loads and stores.
+template <int D>
+static __device__ __forceinline__ void tprt__glu_runs_body(const void* __restrict__ x, void* __restrict__ y,
+                                                           int64_t total, int64_t f, int64_t interleave, int kind,
+                                                           float alpha, float limit) {
+  constexpr int kVec = TPRT__GLU_VEC(D);
+  const uint4* xv = static_cast<const uint4*>(x);
+  tprt__glu_runs<kVec>(total / f, f, interleave, [&](int64_t row, int64_t j, int64_t gcol, int64_t ucol) {
+    const uint4 vg = xv[(row * 2 * f + gcol) / kVec], vu = xv[(row * 2 * f + ucol) / kVec];
+    uint4 vy;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      tprt__cuda_st(&vy, D, k, tprt_glu_value(kind, tprt__cuda_ld(&vg, D, k), tprt__cuda_ld(&vu, D, k), alpha, limit));
+    static_cast<uint4*>(y)[(row * f + j) / kVec] = vy;
+  });
+}
+
+#define TPRT__GLU_KERNEL(name, dtype)                                                                                \
+  extern "C" __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)                                                \
+      name(const void* x, void* y, int64_t total, int64_t f, int64_t interleave, int kind, float alpha, float limit, \
+           int runs) {                                                                                               \
+    if (runs)                                                                                                        \
+      tprt__glu_runs_body<dtype>(x, y, total, f, interleave, kind, alpha, limit);                                    \
+    else                                                                                                             \
+      tprt__glu_body<dtype>(x, y, total, f, interleave, kind, alpha, limit);                                         \
   }
 TPRT__GLU_KERNEL(tprt_glu_kernel_bf16, TPRT_DTYPE_BF16)
 TPRT__GLU_KERNEL(tprt_glu_kernel_f16, TPRT_DTYPE_F16)
@@ -81,8 +106,9 @@ tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, 
   }
   const void* xd = x->data;
   void* yd = y->data;
-  void* args[] = {&xd, &yd, &total, &f, &interleave, &kind, &alpha, &limit};
-  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  int runs = tprt__glu_runs_fit(x->dtype, f, interleave, xd, yd, xd);
+  void* args[] = {&xd, &yd, &total, &f, &interleave, &kind, &alpha, &limit, &runs};
+  dim3 grid(tprt__cuda_ew_blocks(runs ? total / TPRT__GLU_VEC(x->dtype) : total, TPRT__CUDA_EW_THREADS));
   TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
   return NULL;
 }

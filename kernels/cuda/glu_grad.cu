@@ -3,13 +3,36 @@
 // device; --fmad=false keeps its plain * and + the IEEE operations), rounded once per output.
 //
 // Launch geometry: one thread per output column j of a row (it writes the gate and the up
-// gradient of that column), 256-thread blocks, grid-stride.
+// gradient of that column), 256-thread blocks, grid-stride; usually (glu_runs.cuh) one thread per
+// run of 16 bytes of columns instead, with 16-byte loads and stores.
+#include "glu_runs.cuh"
 #include "tprt_cuda_internal.cuh"
 
 template <int D>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__glu_grad_kernel(const void* __restrict__ x, const void* __restrict__ dy, void* __restrict__ dx, int64_t total,
-                          int64_t f, int64_t interleave, int kind, float alpha, float limit) {
+                          int64_t f, int64_t interleave, int kind, float alpha, float limit, int runs) {
+  if (runs) {
+    constexpr int kVec = TPRT__GLU_VEC(D);
+    const uint4* xv = static_cast<const uint4*>(x);
+    uint4* dxv = static_cast<uint4*>(dx);
+    tprt__glu_runs<kVec>(total / f, f, interleave, [&](int64_t row, int64_t j, int64_t gcol, int64_t ucol) {
+      const int64_t g = (row * 2 * f + gcol) / kVec, u = (row * 2 * f + ucol) / kVec;
+      const uint4 vg = xv[g], vu = xv[u], vdy = static_cast<const uint4*>(dy)[(row * f + j) / kVec];
+      uint4 vdg, vdu;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        float dg, du;
+        tprt_glu_grad_value(kind, tprt__cuda_ld(&vg, D, k), tprt__cuda_ld(&vu, D, k), tprt__cuda_ld(&vdy, D, k), alpha,
+                            limit, &dg, &du);
+        tprt__cuda_st(&vdg, D, k, dg);
+        tprt__cuda_st(&vdu, D, k, du);
+      }
+      dxv[g] = vdg;
+      dxv[u] = vdu;
+    });
+    return;
+  }
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t row = i / f, j = i % f, xo = row * 2 * f;
@@ -30,22 +53,23 @@ extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_t
   if (s) return s;
   int64_t f = x->dims[x->rank - 1] / 2, total = tprt_tensor_numel(dy);
   if (total == 0 || f == 0) return NULL;
-  dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
+  const int runs = tprt__glu_runs_fit(x->dtype, f, interleave, x->data, dy->data, dx->data);
+  dim3 grid(tprt__cuda_ew_blocks(runs ? total / TPRT__GLU_VEC(x->dtype) : total, TPRT__CUDA_EW_THREADS));
   switch (x->dtype) {
     case TPRT_DTYPE_BF16:
       tprt__glu_grad_kernel<TPRT_DTYPE_BF16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
                                                                                          total, f, interleave, kind,
-                                                                                         alpha, limit);
+                                                                                         alpha, limit, runs);
       break;
     case TPRT_DTYPE_F16:
       tprt__glu_grad_kernel<TPRT_DTYPE_F16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
                                                                                         total, f, interleave, kind,
-                                                                                        alpha, limit);
+                                                                                        alpha, limit, runs);
       break;
     default:
       tprt__glu_grad_kernel<TPRT_DTYPE_F32><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
                                                                                         total, f, interleave, kind,
-                                                                                        alpha, limit);
+                                                                                        alpha, limit, runs);
       break;
   }
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -1,7 +1,8 @@
 // tprt-bench-attention: tpc's attention kernels timed on one GPU, one case per run:
 //   tprt-bench-attention B S HQ HKV D causal|full
 // prints "attention fwd <kernel> <median ms>" and "attention bwd <kernel> <median ms>" for the
-// tensor-core kernels (fast and invariant modes) and, for small problems, the exact ones.
+// tensor-core kernels (fast and invariant modes; the forward writes the softmax statistics that the
+// backward reads, as in a training step) and, for small problems, the exact ones.
 // tools/bench/attention.py times PyTorch's scaled_dot_product_attention on the same case right
 // after, and prints the ratios. Inputs: random bf16 in [-1, 1); CUDA events, median of 10 after 3
 // warm-ups.
@@ -20,15 +21,16 @@
 #include "tprt_tensor.h"
 #include "bench_cuda.cuh"
 
-/// A device bf16 [rows, cols] tensor of random values.
+/// A device bf16 [rows, cols] tensor of random values (seed 0: an f32 tensor, left unset).
 struct ba_tensor {
   tprt_tensor_t t;
   int64_t dims[2];
   ba_tensor(int64_t rows, int64_t cols, uint64_t seed) {
     dims[0] = rows, dims[1] = cols;
     void* p = nullptr;
-    TPC_BENCH_CUDA(cudaMalloc(&p, (size_t)(rows * cols) * 2));
-    t = tprt_tensor_make(p, TPRT_DTYPE_BF16, 2, dims);
+    TPC_BENCH_CUDA(cudaMalloc(&p, (size_t)(rows * cols) * (seed ? 2 : 4)));
+    t = tprt_tensor_make(p, seed ? TPRT_DTYPE_BF16 : TPRT_DTYPE_F32, 2, dims);
+    if (seed == 0) return;
     tpc_bench_fill_bf16<<<1024, 256>>>((uint16_t*)p, rows * cols, seed);
     TPC_BENCH_CUDA(cudaGetLastError());
   }
@@ -88,13 +90,14 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   TPC_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ba_tensor q(t, hq * d, 1), k(t, hkv * d, 2), v(t, hkv * d, 3), dy(t, hq * d, 4);
-  ba_tensor y(t, hq * d, 5), dq(t, hq * d, 6), dk(t, hkv * d, 7), dv(t, hkv * d, 8);
+  ba_tensor y(t, hq * d, 5), dq(t, hq * d, 6), dk(t, hkv * d, 7), dv(t, hkv * d, 8), lse(t, hq, 0);
   TPC_BENCH_CUDA(cudaDeviceSynchronize());
-  double f = ba_time([&] { tpc_bench_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, NULL, l, d, causal, 0.0f, s), "fwd"); }, s);
+  // As in a training step: the forward keeps its softmax statistics (lse) and the backward reads them.
+  double f = ba_time([&] { tpc_bench_ok(tprt_cuda_attention_tc(&q.t, &k.t, &v.t, NULL, &y.t, &lse.t, l, d, causal, 0.0f, s), "fwd"); }, s);
   printf("attention fwd tc %.4f\n", f);
   double g = ba_time(
       [&] {
-        tpc_bench_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, NULL, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
+        tpc_bench_ok(tprt_cuda_attention_grad_tc(&q.t, &k.t, &v.t, &y.t, &dy.t, &lse.t, &dq.t, &dk.t, &dv.t, l, d, causal, 0.0f, s),
               "bwd");
       },
       s);
