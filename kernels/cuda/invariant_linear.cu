@@ -57,15 +57,24 @@ template <class ElementD>
 __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, int m, int n,
                                    const __nv_bfloat16* __restrict__ bias, ElementD* __restrict__ d, int64_t ldd) {
   const int64_t plane = (int64_t)m * n;
+  constexpr int kLoads = 8;  // partials loaded together: one memory latency for up to 8 subtrees
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < plane; i += (int64_t)gridDim.x * blockDim.x) {
     float stack[32];
     int top = 0;
-    for (int b = 0; b < batches; ++b) {
-      float v = part[b * plane + i];
-      int level = 0;
-      for (; (b >> level) & 1; ++level) v = __fadd_rn(stack[level], v);
-      stack[level] = v;
-      top = level;
+    for (int b0 = 0; b0 < batches; b0 += kLoads) {
+      float loaded[kLoads];
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) loaded[j] = b0 + j < batches ? part[(b0 + j) * plane + i] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int b = b0 + j;
+        if (b >= batches) break;
+        float v = loaded[j];
+        int level = 0;
+        for (; (b >> level) & 1; ++level) v = __fadd_rn(stack[level], v);
+        stack[level] = v;
+        top = level;
+      }
     }
     float v = stack[top];
     const int64_t row = i / n, col = i % n;
@@ -80,8 +89,10 @@ __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, 
 
 /// The schedule of one invariant GEMM. The chunk tree fixes every element's arithmetic, so the
 /// work may be cut along it without changing a bit: when the output has too few 128 x 128 tiles
-/// to fill the GPU (small M: decode, or a narrow layer), the chunks are split into |batches| =
-/// C / per subtrees of |per| chunks, computed in parallel as f32 partials (one batched launch of
+/// to fill the GPU (small M: decode, or a narrow layer; for more than one row of tiles, fewer
+/// tiles than SMs and only when the persistent grid's rounds x chunks per item gets strictly
+/// smaller), the chunks are split into
+/// |batches| = C / per subtrees of |per| chunks, computed in parallel as f32 partials (one batched launch of
 /// the same kernel, each batch from +0 over its subtree's chunks) and combined by the tree's top
 /// levels in tprt__inv_tree_top. A single row of tiles always takes this path, on the 1 x 2
 /// cluster instance. test/gpu/check_fast.cu checks that a row alone, through this path, has the
@@ -94,7 +105,18 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g.sm_count, cudaDevAttrMultiProcessorCount, dev));
   const int64_t m_tiles = (g.m + 127) / 128, tiles = m_tiles * ((g.n + 127) / 128);
   int per = g.chunks;
-  while (per > 1 && tiles * (g.chunks / per) < 2 * (int64_t)g.sm_count) per /= 2;
+  if (m_tiles == 1) {
+    // A single row of tiles (decoding): at least twice the SM count of (tile, subtree) items.
+    while (per > 1 && tiles * (g.chunks / per) < 2 * (int64_t)g.sm_count) per /= 2;
+  } else if (tiles < g.sm_count) {
+    // Fewer tiles than SMs: the persistent grid takes ceil(items / SMs) rounds of |per| chunks
+    // each; split where that is strictly shorter (a tie keeps the larger subtrees: no partials to
+    // write and combine). With a tile for every SM the partials' traffic would cost more than the
+    // last round's idle SMs.
+    auto cost = [&](int p) { return ((tiles * (g.chunks / p) + g.sm_count - 1) / g.sm_count) * p; };
+    for (int p = g.chunks / 2; p >= 1; p /= 2)
+      if (cost(p) < cost(per)) per = p;
+  }
   auto run = [&](tprt__inv_gemm_t& h) {
     tprt_status_t s = tprt__inv_prepare(&h, stream);
     if (!s) {
