@@ -16,7 +16,8 @@
 // may have any of the three, chosen at run time. All arithmetic is f32 on widened values.
 //
 // Launch geometry:
-// - rope: one thread per rotated pair, 256-thread blocks, grid stride.
+// - rope: one thread per run of 8 (f32: 4) rotated pairs of a head with 16-byte loads and stores
+//   when the half head and the pointers allow, else one per pair; 256-thread blocks, grid stride.
 // - attention: one 256-thread block per (token, query head) row, grid stride over rows (at most
 //   TPRT__ATT_MAX_BLOCKS blocks, each with its own S floats of scores (C + S with a KV cache of C
 //   rows per sequence, whose cached keys come first: tprt__att_rows_t) in a stream-ordered
@@ -184,6 +185,38 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
                    tprt__cuda_ld(sn, cs_dtype, ta + half), inverse, &ya, &yb);
     tprt__cuda_st(y, D, xa, ya);
     tprt__cuda_st(y, D, xa + half, yb);
+  }
+}
+
+/// rope on runs of kVec consecutive pairs of one head (16 bytes of x at each end of the rotation):
+/// the same per-pair arithmetic as tprt__rope_kernel, 16-byte loads and stores of x and y, and
+/// kVec times fewer threads (the scalar kernel ran one pair per thread, bound by memory latency).
+/// |runs| = T·W/2/kVec; needs D/2 a multiple of kVec and 16-byte aligned x and y.
+template <int D>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__rope_runs_kernel(const void* __restrict__ x, const void* __restrict__ cs, const void* __restrict__ sn,
+                           int cs_dtype, void* __restrict__ y, int64_t runs, int64_t w, int64_t hd, int inverse) {
+  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
+  const int64_t half = hd / 2, head_runs = half / kVec, row_runs = w / 2 / kVec;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  const uint4* xv = static_cast<const uint4*>(x);
+  uint4* yv = static_cast<uint4*>(y);
+  for (int64_t v = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; v < runs; v += stride) {
+    const int64_t r = v / row_runs, c = v % row_runs, head = c / head_runs, i = (c % head_runs) * kVec;
+    const int64_t xa = r * w + head * hd + i, ta = r * hd + i;
+    const uint4 va = xv[xa / kVec], vb = xv[(xa + half) / kVec];
+    uint4 oa, ob;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      float ya, yb;
+      tprt_rope_pair(tprt__cuda_ld(&va, D, k), tprt__cuda_ld(&vb, D, k), tprt__cuda_ld(cs, cs_dtype, ta + k),
+                     tprt__cuda_ld(cs, cs_dtype, ta + half + k), tprt__cuda_ld(sn, cs_dtype, ta + k),
+                     tprt__cuda_ld(sn, cs_dtype, ta + half + k), inverse, &ya, &yb);
+      tprt__cuda_st(&oa, D, k, ya);
+      tprt__cuda_st(&ob, D, k, yb);
+    }
+    yv[xa / kVec] = oa;
+    yv[(xa + half) / kVec] = ob;
   }
 }
 
@@ -369,6 +402,13 @@ static void tprt__att_vector_place(int64_t floats, unsigned blocks, size_t* smem
 template <int D>
 static void tprt__rope_launch(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                               tprt_tensor_t* y, int64_t pairs, int inverse, cudaStream_t stream) {
+  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
+  if ((cos_t->dims[1] / 2) % kVec == 0 && (((uintptr_t)x->data | (uintptr_t)y->data) % 16) == 0) {
+    const int64_t runs = pairs / kVec;
+    tprt__rope_runs_kernel<D><<<tprt__cuda_ew_blocks(runs, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        x->data, cos_t->data, sin_t->data, cos_t->dtype, y->data, runs, x->dims[1], cos_t->dims[1], inverse);
+    return;
+  }
   tprt__rope_kernel<D><<<tprt__cuda_ew_blocks(pairs, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
       x->data, cos_t->data, sin_t->data, cos_t->dtype, y->data, pairs, x->dims[1], cos_t->dims[1], inverse);
 }
