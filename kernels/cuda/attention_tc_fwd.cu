@@ -6,7 +6,8 @@
 // each. A consumer step computes S(n+1) = Q·K[n+1]ᵀ and O += P(n)·V[n] on the tensor cores, then
 // the online softmax of S(n+1) (running max and sum per row, exp2 on the SFU) while P(n)·V[n] runs;
 // the two consumers take turns issuing their WGMMAs (named barriers), so one's softmax overlaps
-// the other's matrix products. The output is divided by the row sum and rounded once.
+// the other's matrix products. A tile of at most 64 query rows (a decoding step's) runs on the
+// first consumer alone, without turns. The output is divided by the row sum and rounded once.
 #include "attention_tc.cuh"
 #include "tprt_attention_rows.h"
 #include "tprt_cuda_internal.cuh"
