@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Per-kernel GPU time of one tpc-run step, from Nsight Compute's CSV: every kernel's
 gpu__time_duration summed by kernel name over the second half of the launches (with
-`--repeat 1`, tpc-run runs one warm-up step, then the timed one), largest first.
+`--warmup 1 --repeat 1`, tpc-run runs one warm-up step, then the timed one: the second half is the
+timed step; with `--repeat 1` alone there is no warm-up and the second half is half a step),
+largest first.
 
 Usage (on the GPU machine):
-  ncu --metrics gpu__time_duration.sum --csv --page raw tpc-run MODULE.so --backend cuda --seed 7 --repeat 1 > k.csv
-  python3 tools/bench/kernel_times.py k.csv [--top 20]
+  ncu --metrics gpu__time_duration.sum --csv --page raw tpc-run MODULE.so --backend cuda --seed 7 \
+    --warmup 1 --repeat 1 > k.csv
+  python3 tools/bench/kernel_times.py k.csv [--top 20] [--order]
+(--order: every launch of the step instead, in launch order, with its own time.)
 """
 import argparse
 import collections
@@ -17,6 +21,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--order", action="store_true", help="every launch of the step in order")
     args = ap.parse_args()
     rows = list(csv.reader(open(args.csv)))
     head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
@@ -24,6 +29,10 @@ def main():
     launches = [r for r in rows[head + 1:] if len(r) == len(names) and r[0].isdigit()]
     kernel, time = names.index("Kernel Name"), names.index("gpu__time_duration.sum")
     step = launches[len(launches) // 2:]
+    if args.order:
+        for r in step:
+            print(f"{float(r[time].replace(',', '')) / 1e3:10.1f} us  {re.sub(r'[(].*', '', r[kernel])[:100]}")
+        return
     total = collections.defaultdict(lambda: [0, 0.0])
     for r in step:
         name = re.sub(r"\(.*", "", r[kernel])[:100]
