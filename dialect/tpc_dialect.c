@@ -23,8 +23,16 @@ MlirLogicalResult tpc_dialect_load(MlirContext ctx) {
   return r;
 }
 
+MlirContext tpc_mlir_context_create(void) {
+#ifdef TPC_TSAN_BUILD
+  return mlirContextCreateWithThreading(false);
+#else
+  return mlirContextCreate();
+#endif
+}
+
 MlirContext tpc_context_create(void) {
-  MlirContext ctx = mlirContextCreate();
+  MlirContext ctx = tpc_mlir_context_create();
   if (mlirLogicalResultIsFailure(tpc_dialect_load(ctx))) {
     mlirContextDestroy(ctx);
     MlirContext none = {NULL};

@@ -54,6 +54,12 @@ extern const size_t tpc_tp_irdl_text_size;
 /// Returns failure (after emitting a diagnostic) if the embedded definition does not load.
 MlirLogicalResult tpc_dialect_load(MlirContext ctx);
 
+/// A new, empty MLIR context (every tool's): with MLIR's thread pool, except in ThreadSanitizer
+/// builds. libMLIR is not instrumented, and its worker threads publish shared storage through
+/// atomics that TSan does not see (a report between two llvm-worker threads, both stacks inside
+/// libMLIR's StorageUniquer); tpc's own threads, the runtime's rank threads, are what TSan checks.
+MlirContext tpc_mlir_context_create(void);
+
 /// Creates a context with all upstream dialects and tp loaded; transfers ownership to the
 /// caller. Returns a null context if loading fails.
 MlirContext tpc_context_create(void);

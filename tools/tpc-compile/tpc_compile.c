@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
   if (!text) return 1;
 
   tpc_pipeline_init();
-  MlirContext ctx = mlirContextCreate();
+  MlirContext ctx = tpc_mlir_context_create();
   tpc_diag_counts_t diags = {0, 0, opts.input, NULL, NULL};
   tpc_diagnostics_attach(ctx, &diags);
   int rc = 1;

@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   if (opts.split_input) tpc_split_input(buffer, length, chunks, num_chunks);
 
   tpc_pipeline_init();
-  MlirContext ctx = mlirContextCreate();
+  MlirContext ctx = tpc_mlir_context_create();
   // IR printing of the whole module needs the passes to run one at a time.
   if (opts.print_module_scope) mlirContextEnableMultithreading(ctx, false);
   tpc_diag_counts_t diags = {0, 0, source_name, NULL, NULL};
