@@ -196,7 +196,7 @@ template <int D>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__rope_runs_kernel(const void* __restrict__ x, const void* __restrict__ cs, const void* __restrict__ sn,
                            int cs_dtype, void* __restrict__ y, int64_t runs, int64_t w, int64_t hd, int inverse) {
-  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
+  constexpr int kVec = TPRT__CUDA_VEC16(D);
   const int64_t half = hd / 2, head_runs = half / kVec, row_runs = w / 2 / kVec;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   const uint4* xv = static_cast<const uint4*>(x);
@@ -402,8 +402,8 @@ static void tprt__att_vector_place(int64_t floats, unsigned blocks, size_t* smem
 template <int D>
 static void tprt__rope_launch(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                               tprt_tensor_t* y, int64_t pairs, int inverse, cudaStream_t stream) {
-  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
-  if ((cos_t->dims[1] / 2) % kVec == 0 && (((uintptr_t)x->data | (uintptr_t)y->data) % 16) == 0) {
+  constexpr int kVec = TPRT__CUDA_VEC16(D);
+  if ((cos_t->dims[1] / 2) % kVec == 0 && tprt__cuda_aligned16(x->data, y->data, y->data)) {
     const int64_t runs = pairs / kVec;
     tprt__rope_runs_kernel<D><<<tprt__cuda_ew_blocks(runs, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
         x->data, cos_t->data, sin_t->data, cos_t->dtype, y->data, runs, x->dims[1], cos_t->dims[1], inverse);

@@ -22,24 +22,23 @@
 /// Vectors each thread of the 16-byte path handles.
 constexpr int kTprtEwUnroll = 4;
 
-/// Whether the same-dtype kernels take 16-byte vectors of |vec| elements: every tensor 16-byte
-/// aligned and n a multiple of |vec| (the usual case).
+/// Whether the same-dtype kernels of |dtype| take 16-byte vectors: every tensor 16-byte aligned
+/// and n a multiple of the vector (the usual case).
 static __host__ __device__ __forceinline__ bool tprt__ew_vectors(const void* a, const void* b, const void* c, int64_t n,
-                                                                 int vec) {
-  return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) == 0 && n % vec == 0;
+                                                                 int dtype) {
+  return tprt__cuda_aligned16(a, b, c) && n % TPRT__CUDA_VEC16(dtype) == 0;
 }
 
 template <int D, bool MUL>
 static __device__ __forceinline__ void tprt__elementwise_body(const void* a, const void* b, void* c, int64_t n) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   // 16-byte vectors when every tensor is 16-byte aligned and n fills them (the usual case): the
-  // same elementwise arithmetic, fewer memory transactions.
-  // Each thread loads kUnroll vectors (a grid stride apart, so every access stays coalesced) before
+  // same elementwise arithmetic, fewer memory transactions. Each thread loads kTprtEwUnroll vectors (a grid stride apart, so every access stays coalesced) before
   // it computes and stores them: more loads in flight than one vector per thread, whose single
   // memory round trip bounded the kernel. Each element is still read before it is written, by the
   // same thread.
-  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
-  if (tprt__ew_vectors(a, b, c, n, kVec)) {
+  constexpr int kVec = TPRT__CUDA_VEC16(D);
+  if (tprt__ew_vectors(a, b, c, n, D)) {
     const int64_t nv = n / kVec;
     for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < nv; i0 += stride * kTprtEwUnroll) {
       uint4 va[kTprtEwUnroll], vb[kTprtEwUnroll];
@@ -135,9 +134,9 @@ static tprt_status_t tprt__cuda_elementwise(const char* op, const tprt_tensor_t*
   const void* bd = b->data;
   void* cd = c->data;
   void* args[] = {&ad, &bd, &cd, &n};
-  const int vec = a->dtype == TPRT_DTYPE_F32 ? 4 : 8;
-  if (tprt__ew_vectors(ad, bd, cd, n, vec))
-    grid = dim3(tprt__cuda_ew_blocks(tprt__cuda_div_up(n / vec, kTprtEwUnroll), TPRT__CUDA_EW_THREADS));
+  if (tprt__ew_vectors(ad, bd, cd, n, a->dtype))
+    grid = dim3(tprt__cuda_ew_blocks(tprt__cuda_div_up(n / TPRT__CUDA_VEC16(a->dtype), kTprtEwUnroll),
+                                     TPRT__CUDA_EW_THREADS));
   TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
   return NULL;
 }

@@ -45,7 +45,7 @@ template <int D>
 static __device__ __forceinline__ void tprt__glu_runs_body(const void* __restrict__ x, void* __restrict__ y,
                                                            int64_t total, int64_t f, int64_t interleave, int kind,
                                                            float alpha, float limit) {
-  constexpr int kVec = TPRT__GLU_VEC(D);
+  constexpr int kVec = TPRT__CUDA_VEC16(D);
   const uint4* xv = static_cast<const uint4*>(x);
   tprt__glu_runs<kVec>(total / f, f, interleave, [&](int64_t row, int64_t j, int64_t gcol, int64_t ucol) {
     const uint4 vg = xv[(row * 2 * f + gcol) / kVec], vu = xv[(row * 2 * f + ucol) / kVec];
@@ -106,9 +106,9 @@ tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, 
   }
   const void* xd = x->data;
   void* yd = y->data;
-  int runs = tprt__glu_runs_fit(x->dtype, f, interleave, xd, yd, xd);
+  int runs = tprt__glu_runs_fit(x->dtype, f, interleave, xd, yd, yd);
   void* args[] = {&xd, &yd, &total, &f, &interleave, &kind, &alpha, &limit, &runs};
-  dim3 grid(tprt__cuda_ew_blocks(runs ? total / TPRT__GLU_VEC(x->dtype) : total, TPRT__CUDA_EW_THREADS));
+  dim3 grid(tprt__glu_blocks(x->dtype, total, runs));
   TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__CUDA_EW_THREADS), args, 0, stream));
   return NULL;
 }

@@ -13,7 +13,7 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__glu_grad_kernel(const void* __restrict__ x, const void* __restrict__ dy, void* __restrict__ dx, int64_t total,
                           int64_t f, int64_t interleave, int kind, float alpha, float limit, int runs) {
   if (runs) {
-    constexpr int kVec = TPRT__GLU_VEC(D);
+    constexpr int kVec = TPRT__CUDA_VEC16(D);
     const uint4* xv = static_cast<const uint4*>(x);
     uint4* dxv = static_cast<uint4*>(dx);
     tprt__glu_runs<kVec>(total / f, f, interleave, [&](int64_t row, int64_t j, int64_t gcol, int64_t ucol) {
@@ -54,7 +54,7 @@ extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_t
   int64_t f = x->dims[x->rank - 1] / 2, total = tprt_tensor_numel(dy);
   if (total == 0 || f == 0) return NULL;
   const int runs = tprt__glu_runs_fit(x->dtype, f, interleave, x->data, dy->data, dx->data);
-  dim3 grid(tprt__cuda_ew_blocks(runs ? total / TPRT__GLU_VEC(x->dtype) : total, TPRT__CUDA_EW_THREADS));
+  dim3 grid(tprt__glu_blocks(x->dtype, total, runs));
   switch (x->dtype) {
     case TPRT_DTYPE_BF16:
       tprt__glu_grad_kernel<TPRT_DTYPE_BF16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,

@@ -91,9 +91,9 @@ __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, 
 /// work may be cut along it without changing a bit: when the output has too few 128 x 128 tiles
 /// to fill the GPU (small M: decode, or a narrow layer; for more than one row of tiles, fewer
 /// tiles than SMs and only when the persistent grid's rounds x chunks per item gets strictly
-/// smaller), the chunks are split into
-/// |batches| = C / per subtrees of |per| chunks, computed in parallel as f32 partials (one batched launch of
-/// the same kernel, each batch from +0 over its subtree's chunks) and combined by the tree's top
+/// smaller), the chunks are split into |batches| = C / per subtrees of |per| chunks, computed in
+/// parallel as f32 partials (one batched launch of the same kernel, each batch from +0 over its
+/// subtree's chunks) and combined by the tree's top
 /// levels in tprt__inv_tree_top. A single row of tiles always takes this path, on the 1 x 2
 /// cluster instance. test/gpu/check_fast.cu checks that a row alone, through this path, has the
 /// bits it has in a large batch, which does not split.

@@ -31,6 +31,15 @@ static inline int64_t tprt__cuda_div_up(int64_t n, int64_t d) { return (n + d - 
 /// Threads per block of the bandwidth-bound kernels (GLU, add, mul): 8 warps.
 #define TPRT__CUDA_EW_THREADS 256
 
+/// Elements of a float |dtype| in a 16-byte vector (bf16, f16: 8; f32: 4): the 16-byte paths of
+/// the element-wise kernels (add, mul, GLU, rope).
+#define TPRT__CUDA_VEC16(dtype) ((dtype) == TPRT_DTYPE_F32 ? 4 : 8)
+
+/// Whether |a|, |b| and |c| are all 16-byte aligned (pass a pointer twice for two).
+static inline __host__ __device__ bool tprt__cuda_aligned16(const void* a, const void* b, const void* c) {
+  return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) == 0;
+}
+
 /// Most blocks a grid-stride kernel launches: 2^16 blocks of 256 threads keep every SM of an
 /// H100/H200 (132 SMs, at most 8 such blocks each) busy many times over; longer tensors loop.
 #define TPRT__CUDA_EW_MAX_BLOCKS 65536

@@ -28,16 +28,16 @@ def main():
     names = rows[head]
     launches = [r for r in rows[head + 1:] if len(r) == len(names) and r[0].isdigit()]
     kernel, time = names.index("Kernel Name"), names.index("gpu__time_duration.sum")
-    step = launches[len(launches) // 2:]
+    step = [(re.sub(r"\(.*", "", r[kernel])[:100], float(r[time].replace(",", "")) / 1e3)  # ns -> us
+            for r in launches[len(launches) // 2:]]
     if args.order:
-        for r in step:
-            print(f"{float(r[time].replace(',', '')) / 1e3:10.1f} us  {re.sub(r'[(].*', '', r[kernel])[:100]}")
+        for name, us in step:
+            print(f"{us:10.1f} us  {name}")
         return
     total = collections.defaultdict(lambda: [0, 0.0])
-    for r in step:
-        name = re.sub(r"\(.*", "", r[kernel])[:100]
+    for name, us in step:
         total[name][0] += 1
-        total[name][1] += float(r[time].replace(",", "")) / 1e3  # ns -> us
+        total[name][1] += us
     print(f"{len(launches)} launches; the second half: {sum(v[1] for v in total.values()):.0f} us")
     for name, (calls, us) in sorted(total.items(), key=lambda kv: -kv[1][1])[: args.top]:
         print(f"{us:10.1f} us {calls:4d}x  {name}")
