@@ -7,15 +7,9 @@
 // when |order| has chunks > 0 (computed on the device, so that a CUDA graph can capture it), else
 // r. Byte copies: no arithmetic, so any float dtype passes unchanged. Also a constant fill.
 //
-// Launch geometry: one thread per destination element, 256-thread blocks, grid-stride.
+// Launch geometry: one thread per destination element, 256-thread blocks, grid-stride; a column
+// gather whose order keeps 16-byte vectors whole: one thread per vector.
 #include "tprt_cuda_internal.cuh"
-
-// Position r of the segmented order over n = len elements (tprt__segmented_order in closed form).
-static __device__ __forceinline__ int64_t tprt__segmented_index(int64_t r, int64_t n, tprt_cuda_order_t o) {
-  const int64_t run = n / ((int64_t)o.chunks * o.segments), per_block = o.chunks / o.blocks;
-  const int64_t c = r / (o.segments * run), within = r % (o.segments * run), j = within / run, i = within % run;
-  return (c / per_block) * (n / o.blocks) + j * (n / o.blocks / o.segments) + (c % per_block) * run + i;
-}
 
 template <typename T>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
@@ -29,11 +23,37 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
   }
 }
 
+// The column gather in 16-byte vectors: dst[m, 8v..8v+8) (bf16; 4 for f32) = src[m, idx(8v)...],
+// for an order whose runs are whole vectors (so a vector's elements stay consecutive in src).
+// 32-bit arithmetic: the caller checks that rows x len fits.
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__gather_cols_vec_kernel(const uint4* __restrict__ src, int rows, int cols_v, tprt_cuda_order_t order,
+                                 int len, int vec, uint4* __restrict__ dst) {
+  const int len_v = len / vec, total = rows * len_v, stride = gridDim.x * blockDim.x;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int a = i / len_v, r = (i - a * len_v) * vec;
+    const int j = order.chunks > 0 ? tprt__segmented_index32(r, len, order) : r;
+    dst[i] = src[(int64_t)a * cols_v + j / vec];
+  }
+}
+
 extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, int elem,
                                              const int64_t* index, tprt_cuda_order_t order, int64_t len, int transpose,
                                              void* dst, cudaStream_t stream) {
   int64_t total = (transpose ? cols : rows) * len;
   if (total <= 0) return NULL;
+  // Columns in 16-byte vectors where the order keeps vectors whole and everything is aligned.
+  const int vec = 16 / (elem == 4 ? 4 : 2);
+  const bool vec_order = order.chunks == 0 || (len / ((int64_t)order.chunks * order.segments)) % vec == 0;
+  if (!transpose && !index && (elem == 2 || elem == 4) && vec_order && cols % vec == 0 && len % vec == 0 &&
+      rows * len < INT32_MAX - TPRT__CUDA_EW_THREADS * (int64_t)TPRT__CUDA_EW_MAX_BLOCKS && len < INT32_MAX &&
+      tprt__cuda_aligned16(src, dst, dst)) {
+    tprt__gather_cols_vec_kernel<<<tprt__cuda_ew_blocks(total / vec, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0,
+                                   stream>>>((const uint4*)src, (int)rows, (int)(cols / vec), order, (int)len, vec,
+                                             (uint4*)dst);
+    TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return NULL;
+  }
   dim3 grid(tprt__cuda_ew_blocks(total, TPRT__CUDA_EW_THREADS));
   if (elem == 2)
     tprt__gather_2d_kernel<uint16_t><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(

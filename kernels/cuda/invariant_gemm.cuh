@@ -16,7 +16,7 @@
 // Nothing in an element's arithmetic depends on M, on the other rows, on where the tile sits or on
 // the number of chunks a rank holds (a rank of R owning chunks [r·C/R, (r+1)·C/R) computes exactly
 // its subtree): the tile shape (128 x 128 x 64), the MMA instruction and the K order are fixed for
-// every problem (the 2 x 2 cluster only multicasts the operand loads). So the result is invariant over batch size and,
+// every problem (the 1 x 2 cluster only multicasts the operand loads). So the result is invariant over batch size and,
 // through the canonical collectives, over TP/SP/EP degrees; its bits are those of this kernel on sm_90 (H100 = H200).
 //
 // Built on CUTLASS's sm90 TMA + WGMMA warp-specialized cooperative kernel with a persistent
@@ -36,6 +36,7 @@
 #include <cutlass/util/packed_stride.hpp>
 
 #include "cutlass_launch.cuh"
+#include "tprt_cuda_internal.cuh"
 #include "tprt_cuda_status.h"
 #include "tprt_status.h"
 
@@ -62,9 +63,10 @@ struct tprt__inv_gemm_t {
   /// schedule of invariant_linear.cu uses it to run a chunk subtree per batch.
   int batches;
   int64_t a_batch, b_batch, d_batch;
-  /// The 1 x 2 cluster instance (an f32 partial without bias only): for a single row of tiles,
-  /// which a 2 x 2 cluster would leave half idle.
-  bool narrow;
+  /// The order in which the k tiles are read, counted in 64-wide tiles (chunks 0: as stored): the
+  /// contraction's t-th k tile is A's and B's k tile tprt__segmented_index(t, k / 64, k_order).
+  /// The dgrad's segmented order, read in place instead of from permuted copies; one batch only.
+  tprt_cuda_order_t k_order;
 };
 
 /// The operand layouts of the three contractions, as in grouped_fast.cuh.
@@ -125,10 +127,16 @@ __device__ __forceinline__ int tprt__inv_cta() { return blockIdx.x + gridDim.x *
 /// levels. The pointer-array grouped kernel has no registers to spare (level 1 in registers
 /// spilled a kilobyte); in the workspace it costs a 64 KB store or load per pair of chunks and tile
 /// (short contractions), in shared memory two pipeline stages (long ones).
-enum tprt__inv_pend_t { TPRT__PEND_REGS = 0, TPRT__PEND_SMEM = 1, TPRT__PEND_WORKSPACE = 2 };
+/// TPRT__PEND_REGS_SMEM: level 1 in registers and level 2 (the sum of four chunks waiting for its
+/// right sibling) in those 64 KB of shared memory, for eight chunks and more. In the workspace,
+/// level 2 cost a 64 KB store and a 64 KB load through L2 per tile, the load exposed at the end
+/// of the tile (a 4096 x 16384 x 2048 forward with 8 chunks: 0.53 ms, against 0.44 with 4).
+enum tprt__inv_pend_t { TPRT__PEND_REGS = 0, TPRT__PEND_SMEM = 1, TPRT__PEND_WORKSPACE = 2, TPRT__PEND_REGS_SMEM = 3 };
 
 /// The first tree level kept in the workspace under |pend|.
-constexpr int tprt__inv_first_workspace_level(int pend) { return pend == TPRT__PEND_WORKSPACE ? 1 : 2; }
+constexpr int tprt__inv_first_workspace_level(int pend) {
+  return pend == TPRT__PEND_WORKSPACE ? 1 : pend == TPRT__PEND_REGS_SMEM ? 3 : 2;
+}
 
 /// Shared memory that tprt__chunk_tree_mma<Base, TPRT__PEND_SMEM> adds to its main loop's.
 constexpr int kTprtInvPendSmemBytes = kTprtInvMmaThreads * kTprtInvAccum * (int)sizeof(float);
@@ -142,40 +150,50 @@ struct tprt__inv_tensor_storage : BaseStorage {
 template <class BaseStorage>
 struct tprt__inv_tensor_storage<BaseStorage, false> : BaseStorage {};
 
-/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop, tree level 1
-/// where |Pend| says.
-template <class Base, int Pend = TPRT__PEND_REGS>
-struct tprt__chunk_tree_mma : Base {
-  static constexpr bool PendInRegs = Pend == TPRT__PEND_REGS;
-  static constexpr int kFirstWorkspaceLevel = tprt__inv_first_workspace_level(Pend);
-  using typename Base::MainloopPipeline;
-  using typename Base::PipelineState;
-  using typename Base::SmemLayoutA;
-  using typename Base::SmemLayoutB;
-  using TensorStorage = tprt__inv_tensor_storage<typename Base::TensorStorage, Pend == TPRT__PEND_SMEM>;
-  using typename Base::TiledMma;
-
-  struct Arguments : Base::Arguments {
-    int tiles_per_chunk;
-    float* tree_ws;
-    int tree_ctas;
-  };
-  struct Params : Base::Params {
-    int tiles_per_chunk;
-    float* tree_ws;
-    int tree_ctas;
-  };
+/// A CUTLASS main loop |Base| whose Arguments and Params are each extended by the fields of
+/// |Extra|, which to_underlying_arguments copies from the one to the other.
+template <class Base, class Extra>
+struct tprt__mainloop_fields : Base {
+  struct Arguments : Base::Arguments, Extra {};
+  struct Params : Base::Params, Extra {};
 
   template <class ProblemShape>
   static constexpr Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
                                                   void* workspace) {
     Params p;
     static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
-    p.tiles_per_chunk = args.tiles_per_chunk;
-    p.tree_ws = args.tree_ws;
-    p.tree_ctas = args.tree_ctas;
+    static_cast<Extra&>(p) = static_cast<Extra const&>(args);
     return p;
   }
+};
+
+/// The chunk tree's fields: k tiles per chunk (0: one chunk of every k tile), the workspace of
+/// the deep levels and the CTAs it is sized for.
+struct tprt__chunk_tree_fields {
+  int tiles_per_chunk;
+  float* tree_ws;
+  int tree_ctas;
+};
+
+/// CUTLASS's collective main loop |Base| with the chunk tree in the consumer's loop, tree level 1
+/// where |Pend| says.
+template <class Base, int Pend = TPRT__PEND_REGS>
+struct tprt__chunk_tree_mma : tprt__mainloop_fields<Base, tprt__chunk_tree_fields> {
+  static constexpr bool PendInRegs = Pend == TPRT__PEND_REGS || Pend == TPRT__PEND_REGS_SMEM;
+  static constexpr int kFirstWorkspaceLevel = tprt__inv_first_workspace_level(Pend);
+  /// The first level past registers (and past level 1's shared memory): the workspace's, or
+  /// level 2 in shared memory (TPRT__PEND_REGS_SMEM).
+  static constexpr int kFirstDeepLevel = Pend == TPRT__PEND_WORKSPACE ? 1 : 2;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using TensorStorage = tprt__inv_tensor_storage<typename Base::TensorStorage,
+                                                 Pend == TPRT__PEND_SMEM || Pend == TPRT__PEND_REGS_SMEM>;
+  using typename Base::TiledMma;
+
+  using typename tprt__mainloop_fields<Base, tprt__chunk_tree_fields>::Arguments;
+  using typename tprt__mainloop_fields<Base, tprt__chunk_tree_fields>::Params;
 
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
@@ -225,6 +243,10 @@ struct tprt__chunk_tree_mma : Base {
 
     PipelineState smem_pipe_release = smem_pipe_read;
     int in_flight = 0;  // tiles issued whose stage is not released yet
+    // (Two ways to hide the drains were measured and dropped: copying a finished set while the
+    // other set's MMAs run makes ptxas serialize every MMA (C7514) even with one set per loop,
+    // and starting warpgroup 1 a few k tiles after warpgroup 0, so that the two do not drain at
+    // once, changed nothing measurable.)
     // Chunk c accumulates into accum (even c) or acc1 (odd c). When an odd chunk ends, the pair's
     // sum accum + acc1 (tree level 1) goes to pend (registers, or shared memory through acc1), or
     // is added to it (level 2). The deeper merges of that node (workspace stores, and loads where
@@ -235,27 +257,65 @@ struct tprt__chunk_tree_mma : Base {
     // accumulate). Separate temporaries raised the consumer's register peak past its budget (ptxas
     // spilled values that the main loop reads on every k tile), and defining an accumulator while
     // MMAs are in flight makes ptxas serialize the MMAs.
-    // Merges |node| (the subtree ending with chunk c, at level kFirstWorkspaceLevel) into the
-    // workspace levels where c has trailing one bits, |stage| holding each loaded level, then parks
-    // it at the next level.
-    auto fold_into = [&](auto& node, auto& stage, int c) {
-      int level = kFirstWorkspaceLevel;
-      for (; (c >> level) & 1; ++level) {
-        const float4* p = deep(level);
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < kTprtInvAccum / 4; ++i) {
-          float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
-          stage(4 * i) = v.x, stage(4 * i + 1) = v.y, stage(4 * i + 2) = v.z, stage(4 * i + 3) = v.w;
-        }
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < kTprtInvAccum; ++i) node(i) = __fadd_rn(stage(i), node(i));
+    // This thread's float4 i of the shared tree slot (level 1 under TPRT__PEND_SMEM, level 2
+    // under TPRT__PEND_REGS_SMEM) is at smem_slot(shared_tensors) + 16 * 256 * i (a template, so
+    // that the modes without the slot never name it).
+    auto smem_slot = [&](auto& tensors) {
+      return (uint32_t)__cvta_generic_to_shared(tensors.pend) + 16 * (threadIdx.x % kTprtInvMmaThreads);
+    };
+    auto smem_store = [&](auto& tensors, auto const& frag) {
+      const uint32_t sp = smem_slot(tensors);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kTprtInvAccum / 4; ++i)
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(sp + 16 * kTprtInvMmaThreads * i),
+                     "f"(frag(4 * i)), "f"(frag(4 * i + 1)), "f"(frag(4 * i + 2)), "f"(frag(4 * i + 3))
+                     : "memory");
+    };
+    auto smem_load = [&](auto& tensors, auto& frag) {
+      const uint32_t sp = smem_slot(tensors);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kTprtInvAccum / 4; ++i)
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(frag(4 * i)), "=f"(frag(4 * i + 1)), "=f"(frag(4 * i + 2)), "=f"(frag(4 * i + 3))
+                     : "r"(sp + 16 * kTprtInvMmaThreads * i)
+                     : "memory");
+    };
+    constexpr bool kSmemLevel2 = kFirstWorkspaceLevel > kFirstDeepLevel;
+    // Level |level| into |stage| (load) or from |node| (store): shared memory for level 2 under
+    // TPRT__PEND_REGS_SMEM, else the workspace.
+    auto load_level = [&](auto& stage, int level) {
+      if constexpr (kSmemLevel2) {
+        if (level < kFirstWorkspaceLevel) return smem_load(shared_tensors, stage);
       }
-      if (c + 1 == chunks) return;  // node holds the whole tree
+      const float4* p = deep(level);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kTprtInvAccum / 4; ++i) {
+        float4 v = tprt__ws_load(p + kTprtInvMmaThreads * i);
+        stage(4 * i) = v.x, stage(4 * i + 1) = v.y, stage(4 * i + 2) = v.z, stage(4 * i + 3) = v.w;
+      }
+    };
+    auto store_level = [&](auto& node, int level) {
+      if constexpr (kSmemLevel2) {
+        if (level < kFirstWorkspaceLevel) return smem_store(shared_tensors, node);
+      }
       float4* p = deep(level);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < kTprtInvAccum / 4; ++i)
         tprt__ws_store(p + kTprtInvMmaThreads * i,
                        make_float4(node(4 * i), node(4 * i + 1), node(4 * i + 2), node(4 * i + 3)));
+    };
+    // Merges |node| (the subtree ending with chunk c, at level kFirstDeepLevel) into the deeper
+    // levels where c has trailing one bits, |stage| holding each loaded level, then parks it at
+    // the next level.
+    auto fold_into = [&](auto& node, auto& stage, int c) {
+      int level = kFirstDeepLevel;
+      for (; (c >> level) & 1; ++level) {
+        load_level(stage, level);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < kTprtInvAccum; ++i) node(i) = __fadd_rn(stage(i), node(i));
+      }
+      if (c + 1 == chunks) return;  // node holds the whole tree
+      store_level(node, level);
     };
     auto fold_deep = [&](int c) {
       if constexpr (PendInRegs) {
@@ -297,22 +357,25 @@ struct tprt__chunk_tree_mma : Base {
         ++smem_pipe_release;
       }
     };
-    for (int c = 0; c < chunks; ++c) {
+    for (int c = 0; c < chunks; c += 2) {
+      // The even chunk c, into accum, then the odd chunk c + 1, into acc1.
       for (int t = 0; t < per_chunk; ++t) {
-        if (c & 1) {
-          issue(acc1, t);
-        } else {
-          issue(accum, t);
-        }
-        if (t + 1 < per_chunk || !(c & 1)) {
+        issue(accum, t);
+        release_one();
+      }
+      if (c + 1 == chunks) break;  // one chunk: the tree is accum
+      for (int t = 0; t < per_chunk; ++t) {
+        issue(acc1, t);
+        if (t + 1 < per_chunk) {
           release_one();
           continue;
         }
-        // An odd chunk is complete: the pair's sum (tree level 1) from accum and acc1.
+        // The odd chunk is complete: the pair's sum (tree level 1) from accum and acc1.
         drain();
-        const bool left = ((c >> 1) & 1) == 0;  // the pair is a left child at level 1
+        const int odd = c + 1;
+        const bool left = ((odd >> 1) & 1) == 0;  // the pair is a left child at level 1
         if constexpr (PendInRegs) {
-          if (left && c + 1 == chunks) {  // two chunks: the whole tree, into accum
+          if (left && odd + 1 == chunks) {  // two chunks: the whole tree, into accum
             CUTLASS_PRAGMA_UNROLL
             for (int i = 0; i < kTprtInvAccum; ++i) accum(i) = __fadd_rn(accum(i), acc1(i));
           } else if (left) {
@@ -321,33 +384,22 @@ struct tprt__chunk_tree_mma : Base {
           } else {  // a right child: pend + pair is the level-2 node
             CUTLASS_PRAGMA_UNROLL
             for (int i = 0; i < kTprtInvAccum; ++i) pend(i) = __fadd_rn(pend(i), __fadd_rn(accum(i), acc1(i)));
-            fold_deep(c);
+            fold_deep(odd);
           }
         } else if constexpr (Pend == TPRT__PEND_WORKSPACE) {  // the pair in acc1, then the workspace levels
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
-          fold_deep(c);
+          fold_deep(odd);
         } else {  // level 1 in shared memory: the pair in acc1, accum free to stage the pending one
-          uint32_t sp = (uint32_t)__cvta_generic_to_shared(shared_tensors.pend) +
-                        16 * (threadIdx.x % kTprtInvMmaThreads);
           CUTLASS_PRAGMA_UNROLL
           for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
-          if (left && c + 1 < chunks) {
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum / 4; ++i)
-              asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(sp + 16 * kTprtInvMmaThreads * i),
-                           "f"(acc1(4 * i)), "f"(acc1(4 * i + 1)), "f"(acc1(4 * i + 2)), "f"(acc1(4 * i + 3))
-                           : "memory");
+          if (left && odd + 1 < chunks) {
+            smem_store(shared_tensors, acc1);
           } else if (!left) {  // a right child: pend + pair is the level-2 node
-            CUTLASS_PRAGMA_UNROLL
-            for (int i = 0; i < kTprtInvAccum / 4; ++i)
-              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-                           : "=f"(accum(4 * i)), "=f"(accum(4 * i + 1)), "=f"(accum(4 * i + 2)), "=f"(accum(4 * i + 3))
-                           : "r"(sp + 16 * kTprtInvMmaThreads * i)
-                           : "memory");
+            smem_load(shared_tensors, accum);
             CUTLASS_PRAGMA_UNROLL
             for (int i = 0; i < kTprtInvAccum; ++i) acc1(i) = __fadd_rn(accum(i), acc1(i));
-            fold_deep(c);
+            fold_deep(odd);
           }
         }
       }
@@ -369,15 +421,99 @@ struct tprt__chunk_tree_mma : Base {
   CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
 };
 
+/// The k-tile order and the contraction's k tiles (tprt__ordered_chunk_tree_mma).
+struct tprt__k_order_fields {
+  tprt_cuda_order_t k_order;
+  int k_tiles;
+};
+
+/// tprt__chunk_tree_mma whose producer loads the k tiles in a permuted order (Arguments::k_order,
+/// tprt__inv_gemm_t::k_order): the consumer sees the same sequence of tiles as it would in a
+/// permuted copy of A and B, so the bits are those of the copy. Only the coordinate of each TMA
+/// load changes (CUTLASS's producer loop is reused with a remapping k-tile iterator).
+
+template <class Base, int Pend>
+struct tprt__ordered_chunk_tree_mma : tprt__mainloop_fields<tprt__chunk_tree_mma<Base, Pend>, tprt__k_order_fields> {
+  using Tree = tprt__chunk_tree_mma<Base, Pend>;
+  using typename Tree::MainloopPipeline;
+  using typename Tree::PipelineState;
+  using typename Tree::TensorStorage;
+
+  using typename tprt__mainloop_fields<Tree, tprt__k_order_fields>::Arguments;
+  using typename tprt__mainloop_fields<Tree, tprt__k_order_fields>::Params;
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    return Tree::can_implement(problem_shape, args) && (args.k_order.chunks == 0 || args.k_tiles > 0);
+  }
+
+  /// CUTLASS's k-tile iterator with each coordinate mapped through the order. The order is
+  /// evaluated once per run of consecutive source tiles (the producer's one thread has a TMA load
+  /// to issue every k tile: 64-bit divisions there on every tile starved the consumers).
+  template <class It>
+  struct remap_iter {
+    It it;  // the contraction's k tile t
+    tprt_cuda_order_t order;
+    int k_tiles;
+    int src;   // t's source tile
+    int left;  // tiles of t's run from t on
+    CUTLASS_DEVICE remap_iter(It i, tprt_cuda_order_t o, int n) : it(i), order(o), k_tiles(n) { seek(); }
+    CUTLASS_DEVICE void seek() {
+      const int t = *it;
+      if (order.chunks > 0) {  // 32-bit arithmetic: the producer has few registers
+        const int run = k_tiles / (order.chunks * order.segments);
+        src = tprt__segmented_index32(t, k_tiles, order);
+        left = run - t % run;  // runs start at multiples of run
+      } else {
+        src = t;
+        left = k_tiles - t;
+      }
+    }
+    CUTLASS_DEVICE int operator*() const { return src; }
+    CUTLASS_DEVICE remap_iter& operator++() {
+      ++it;
+      if (--left > 0) {
+        ++src;
+      } else {
+        seek();
+      }
+      return *this;
+    }
+  };
+
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                           cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
+                           TensorStorage& shared_tensors) {
+    Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord,
+               remap_iter<KTileIterator>(k_tile_iter, params.k_order, params.k_tiles), k_tile_count, thread_idx,
+               block_rank_in_cluster, shared_tensors);
+  }
+};
+
+/// Where the dense kernel for |g| keeps the tree's pending levels: level 2 in shared memory for 8
+/// chunks and more over a contraction of at most 32 k tiles, else registers and the workspace. The shared slot takes two of the
+/// six pipeline stages; its saving, the workspace's round trip per output tile, pays for that
+/// only on short contractions. Measured on an H100 with 8 chunks (tprt-bench-gemm dense, both
+/// variants in one run): K = 2048, 4096 x 16384 forward 0.50 ms vs 0.52, 4096 x 8192 dgrad 0.26
+/// vs 0.275; K = 4096 and longer, the shared slot was 5-8% slower (the 4096 x 16384 wgrad 0.49
+/// vs 0.465, the K = 8192 forward 0.266 vs 0.245).
+inline int tprt__inv_pend_of(const tprt__inv_gemm_t& g) {
+  return g.chunks > 4 && g.k <= 32 * 64 ? TPRT__PEND_REGS_SMEM : TPRT__PEND_REGS;
+}
+
 /// The kernel of layouts LayoutA/LayoutB, output ElementD, with a per-column bias or not.
-/// |ClusterM| CTAs along M share B's loads (2, or 1 for a single row of tiles); 2 along N share A's.
-template <class LayoutA, class LayoutB, class ElementD, bool Bias, int ClusterM = 2>
+/// Clusters of 1 x 2 CTAs: the two along N share A's loads (TMA multicast). A 2 x 2 cluster halved
+/// the L2 traffic, but the GPU holds at most 29-30 clusters of four (116 of 132 SMs busy in
+/// Nsight Compute's launch record: 12% of the SMs idle, and 128 tiles took two rounds); pairs fill
+/// every SM. |Pend|: TPRT__PEND_REGS or TPRT__PEND_REGS_SMEM (tprt__inv_pend_of).
+template <class LayoutA, class LayoutB, class ElementD, bool Bias, int Pend = TPRT__PEND_REGS>
 struct tprt__inv_kernel_t {
   static constexpr bool kBias = Bias;
   using Element = cutlass::bfloat16_t;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_64>;
-  // TMA multicast of A and B: half the L2 traffic
-  using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::_2, cute::_1>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_2, cute::_1>;
   static constexpr int kAlign = 8;
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   using Fusion =
@@ -392,9 +528,9 @@ struct tprt__inv_kernel_t {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlign, Element, LayoutB, kAlign, float,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+          sizeof(typename CollectiveEpilogue::SharedStorage)) + (Pend == TPRT__PEND_REGS_SMEM ? kTprtInvPendSmemBytes : 0)>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
-  using Mainloop = tprt__chunk_tree_mma<BaseMainloop>;
+  using Mainloop = tprt__ordered_chunk_tree_mma<BaseMainloop, Pend>;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, CollectiveEpilogue,
                                                       cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -425,6 +561,10 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   mainloop.tiles_per_chunk = g.k / g.chunks / 64;
   mainloop.tree_ws = g.tree_ws;
   mainloop.tree_ctas = g.tree_ctas;
+  mainloop.k_order = g.k_order;
+  mainloop.k_tiles = g.k / 64;
+  if (g.k_order.chunks > 0 && batches > 1)
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "invariant GEMM: a k-tile order with %d batches", batches);
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {g.m, g.n, g.k, batches},
                                 mainloop,
@@ -433,9 +573,26 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   args.epilogue.thread.beta = 0.0f;
   if constexpr (K::kBias) args.epilogue.thread.bias_ptr = static_cast<const Element*>(g.bias);
   args.hw_info.sm_count = g.sm_count;
-  // Tiles visited in swizzled groups of 8 (the order of tiles never touches the bits).
-  args.scheduler.max_swizzle_size = 8;
+  // Tiles visited in swizzled groups (the order of tiles never touches the bits) of the largest
+  // size, at most 8, that divides the tile grid: CUTLASS's persistent scheduler rounds the tile
+  // rows up to a multiple of the swizzle and the tile columns to a multiple of swizzle x cluster,
+  // and runs the padding tiles too (a 4096 x 3072 forward, 32 x 24 tiles with a swizzle of 8:
+  // 1024 work tiles, 0.150 ms against 0.109 for the same work without padding; 4096 x 512: twice
+  // the tiles).
+  const int tile_rows = (g.m + 127) / 128, tile_cols = (g.n + 127) / 128;
+  int swizzle = 8;
+  while (swizzle > 1 && (tile_rows % swizzle || tile_cols % (2 * swizzle))) swizzle /= 2;
+  args.scheduler.max_swizzle_size = swizzle;
   return tprt__cutlass_launch<Gemm>(args, "invariant GEMM", stream);
+}
+
+/// Runs the instance of layouts A/B, output D, with a bias or not, that |g| selects
+/// (tprt__inv_pend_of).
+template <class A, class B, class D, bool Bias>
+tprt_status_t tprt__inv_gemm_select(const tprt__inv_gemm_t& g, cudaStream_t stream) {
+  if (tprt__inv_pend_of(g) == TPRT__PEND_REGS_SMEM)
+    return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, D, Bias, TPRT__PEND_REGS_SMEM>>(g, stream);
+  return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, D, Bias>>(g, stream);
 }
 
 #endif  // TPRT_INVARIANT_GEMM_CUH_

@@ -5,7 +5,6 @@
 tprt_status_t tprt__inv_gemm_wgrad(const tprt__inv_gemm_t& g, cudaStream_t stream) {
   using A = cutlass::layout::ColumnMajor;
   using B = cutlass::layout::RowMajor;
-  if (g.narrow) return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, float, false, 1>>(g, stream);
-  if (g.d_f32) return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, float, false>>(g, stream);
-  return tprt__inv_gemm_run<tprt__inv_kernel_t<A, B, cutlass::bfloat16_t, false>>(g, stream);
+  if (g.d_f32) return tprt__inv_gemm_select<A, B, float, false>(g, stream);
+  return tprt__inv_gemm_select<A, B, cutlass::bfloat16_t, false>(g, stream);
 }

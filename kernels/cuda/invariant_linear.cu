@@ -3,8 +3,9 @@
 // the chunk tree over the contracted length of fixed WGMMA sequences.
 //
 //   forward  y[M,N]  = x[M,K]·w[N,K]ᵀ        chunks over K
-//   dgrad    dx[M,K] = dy[M,N]·w[N,K]        chunks over N, in the op's segmented order: for a
-//            segmented order dy's columns and w's rows are put in that order first (copies); the
+//   dgrad    dx[M,K] = dy[M,N]·w[N,K]        chunks over N, in the op's segmented order: with runs
+//            of whole k tiles and one unsplit launch the kernel loads the k tiles in that order
+//            where they are; otherwise dy's columns and w's rows are copied into it first. The
 //            GEMM reads w as it is stored (B row-major), one instruction layout for every dgrad
 //   wgrad    dw[N,K] = dy[M,N]ᵀ·x[M,K]       chunks over M (the tokens)
 //
@@ -46,7 +47,8 @@ bool tprt__inv_sizes(int64_t len, int chunks, std::initializer_list<int64_t> row
 /// The tree workspace (stream-ordered) of |g|, whose sm_count is set.
 tprt_status_t tprt__inv_prepare(tprt__inv_gemm_t* g, cudaStream_t stream) {
   g->tree_ctas = g->sm_count;  // the persistent grid never exceeds the SM count
-  return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(TPRT__PEND_REGS), g->tree_ctas, &g->tree_ws, stream);
+  return tprt__inv_tree_alloc(g->chunks, tprt__inv_first_workspace_level(tprt__inv_pend_of(*g)), g->tree_ctas,
+                              &g->tree_ws, stream);
 }
 
 /// The top of the chunk tree of the split schedule: d = the pairwise tree (binary counter, left +
@@ -87,6 +89,14 @@ __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, 
   }
 }
 
+/// Sets g->sm_count to the current device's.
+tprt_status_t tprt__inv_set_sm_count(tprt__inv_gemm_t* g) {
+  int dev = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
+  return nullptr;
+}
+
 /// The schedule of one invariant GEMM. The chunk tree fixes every element's arithmetic, so the
 /// work may be cut along it without changing a bit: when the output has too few 128 x 128 tiles
 /// to fill the GPU (small M: decode, or a narrow layer; for more than one row of tiles, fewer
@@ -94,15 +104,12 @@ __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, 
 /// smaller), the chunks are split into |batches| = C / per subtrees of |per| chunks, computed in
 /// parallel as f32 partials (one batched launch of the same kernel, each batch from +0 over its
 /// subtree's chunks) and combined by the tree's top
-/// levels in tprt__inv_tree_top. A single row of tiles always takes this path, on the 1 x 2
-/// cluster instance. test/gpu/check_fast.cu checks that a row alone, through this path, has the
+/// levels in tprt__inv_tree_top. A single row of tiles always takes this path.
+/// test/gpu/check_fast.cu checks that a row alone, through this path, has the
 /// bits it has in a large batch, which does not split.
-tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
-  g.tree_ws = nullptr;
-  g.batches = 1;
-  int dev = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g.sm_count, cudaDevAttrMultiProcessorCount, dev));
+/// Returns the chunks of each subtree (g.chunks: no split unless a single row of tiles);
+/// |g|'s sm_count is set.
+int tprt__inv_subtree_chunks(const tprt__inv_gemm_t& g) {
   const int64_t m_tiles = (g.m + 127) / 128, tiles = m_tiles * ((g.n + 127) / 128);
   int per = g.chunks;
   if (m_tiles == 1) {
@@ -117,6 +124,19 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
     for (int p = g.chunks / 2; p >= 1; p /= 2)
       if (cost(p) < cost(per)) per = p;
   }
+  return per;
+}
+
+/// Whether |g|'s schedule (sm_count set) runs one unsplit launch.
+bool tprt__inv_unsplit(const tprt__inv_gemm_t& g) { return g.m > 128 && tprt__inv_subtree_chunks(g) == g.chunks; }
+
+/// Runs |g| (of layout |layout|) on that schedule.
+tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
+  g.tree_ws = nullptr;
+  g.batches = 1;
+  if (tprt_status_t s = tprt__inv_set_sm_count(&g)) return s;
+  const int64_t m_tiles = (g.m + 127) / 128;
+  const int per = tprt__inv_subtree_chunks(g);
   auto run = [&](tprt__inv_gemm_t& h) {
     tprt_status_t s = tprt__inv_prepare(&h, stream);
     if (!s) {
@@ -138,7 +158,7 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
   h.a_batch = layout == TPRT__INV_WGRAD ? len * g.lda : len;
   h.b_batch = layout == TPRT__INV_FWD ? len : len * g.ldb;
   h.d_batch = (int64_t)g.m * g.n;
-  h.ldd = g.n, h.d_f32 = true, h.bias = nullptr, h.narrow = m_tiles == 1;
+  h.ldd = g.n, h.d_f32 = true, h.bias = nullptr;
   void* part = nullptr;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&part, (size_t)batches * (size_t)h.d_batch * sizeof(float), stream));
   h.d = part;
@@ -209,24 +229,28 @@ extern "C" tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* d
   if (s) return s;
   const bool segmented = order != nullptr;
   tprt__scratch_free(order);
-  const void *a = dy->data, *b = w->data;
+  tprt__inv_gemm_t g{};
+  g.m = (int)m, g.n = (int)k, g.k = (int)n;
+  g.a = dy->data, g.lda = n, g.b = w->data, g.ldb = k, g.d = dx->data, g.ldd = k;
+  g.d_f32 = dx->dtype == TPRT_DTYPE_F32, g.chunks = chunks;
   void *dyp = nullptr, *wp = nullptr;
-  if (segmented) {  // dy's columns and w's rows in the segmented order
+  if (segmented) {
     tprt_cuda_order_t o = {chunks, segments, blocks};
-    cudaError_t err = tprt__cuda_malloc_async(&dyp, (size_t)(m * n) * 2, stream);
-    if (err == cudaSuccess) err = tprt__cuda_malloc_async(&wp, (size_t)(n * k) * 2, stream);
-    if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__cuda_malloc_async", __FILE__, __LINE__);
-    if (!s) s = tprt_cuda_gather_2d(dy->data, m, n, 2, nullptr, o, n, 0, dyp, stream);
-    if (!s) s = tprt_cuda_gather_rows(w->data, n, k * 2, o, wp, stream);
-    a = dyp, b = wp;
+    s = tprt__inv_set_sm_count(&g);
+    // Runs of whole k tiles in an unsplit launch: the kernel reads the tiles in the order where
+    // they are. Otherwise dy's columns and w's rows are copied into that order first.
+    if (!s && (n / ((int64_t)chunks * segments)) % 64 == 0 && tprt__inv_unsplit(g)) {
+      g.k_order = o;
+    } else if (!s) {
+      cudaError_t err = tprt__cuda_malloc_async(&dyp, (size_t)(m * n) * 2, stream);
+      if (err == cudaSuccess) err = tprt__cuda_malloc_async(&wp, (size_t)(n * k) * 2, stream);
+      if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__cuda_malloc_async", __FILE__, __LINE__);
+      if (!s) s = tprt_cuda_gather_2d(dy->data, m, n, 2, nullptr, o, n, 0, dyp, stream);
+      if (!s) s = tprt_cuda_gather_rows(w->data, n, k * 2, o, wp, stream);
+      g.a = dyp, g.b = wp;
+    }
   }
-  if (!s) {
-    tprt__inv_gemm_t g{};
-    g.m = (int)m, g.n = (int)k, g.k = (int)n;
-    g.a = a, g.lda = n, g.b = b, g.ldb = k, g.d = dx->data, g.ldd = k;
-    g.d_f32 = dx->dtype == TPRT_DTYPE_F32, g.chunks = chunks;
-    s = tprt__inv_launch(TPRT__INV_DGRAD, g, stream);
-  }
+  if (!s) s = tprt__inv_launch(TPRT__INV_DGRAD, g, stream);
   if (dyp) cudaFreeAsync(dyp, stream);
   if (wp) cudaFreeAsync(wp, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;

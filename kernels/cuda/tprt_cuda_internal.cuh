@@ -40,6 +40,24 @@ static inline __host__ __device__ bool tprt__cuda_aligned16(const void* a, const
   return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) == 0;
 }
 
+/// Position r of the segmented order of docs/numerics.md ("Segmented contractions") over n
+/// elements (tprt__segmented_order in closed form): which source element comes r-th. The order
+/// permutes runs of n / (chunks x segments) consecutive elements, so with runs of whole 64-wide
+/// tiles the same function maps tile numbers (n and r counted in tiles).
+static __host__ __device__ __forceinline__ int64_t tprt__segmented_index(int64_t r, int64_t n, tprt_cuda_order_t o) {
+  const int64_t run = n / ((int64_t)o.chunks * o.segments), per_block = o.chunks / o.blocks;
+  const int64_t c = r / (o.segments * run), within = r % (o.segments * run), j = within / run, i = within % run;
+  return (c / per_block) * (n / o.blocks) + j * (n / o.blocks / o.segments) + (c % per_block) * run + i;
+}
+
+/// The same in 32-bit arithmetic, for n < 2^31 (the hot loops of the device: a 64-bit division is
+/// dozens of instructions).
+static __host__ __device__ __forceinline__ int tprt__segmented_index32(int r, int n, tprt_cuda_order_t o) {
+  const int run = n / (o.chunks * o.segments), per_block = o.chunks / o.blocks, span = n / o.blocks;
+  const int c = r / (o.segments * run), within = r - c * o.segments * run, j = within / run, i = within - j * run;
+  return (c / per_block) * span + j * (span / o.segments) + (c % per_block) * run + i;
+}
+
 /// Most blocks a grid-stride kernel launches: 2^16 blocks of 256 threads keep every SM of an
 /// H100/H200 (132 SMs, at most 8 such blocks each) busy many times over; longer tensors loop.
 #define TPRT__CUDA_EW_MAX_BLOCKS 65536

@@ -114,6 +114,43 @@ void fc_check_invariant(cudaStream_t s) {
     fc_compare("linear_dgrad inv seg2", "M=4096 N=1024 K=4096 C=8 segments=2", sdx, srdx,
                tprt_cuda_linear_dgrad_invariant(&dy2.t, &w2.t, &sdx.t, chunks, 2, 1, s),
                tprt_cuda_linear_dgrad_segmented(&dy2.t, &w2.t, &srdx.t, chunks, 2, 1, s));
+    // A segmented order with runs of whole k tiles (dy's 2048 columns: runs of 128), which an
+    // unsplit launch reads in place: bitwise the dgrad of dy and w permuted into that order; rows
+    // alone (the split schedule, which reads permuted copies) bitwise those rows in the batch.
+    {
+      const int64_t ns = 2048, ms = m - 37;
+      fc_tensor dy3(TPRT_DTYPE_BF16, {ms, ns}), w3(TPRT_DTYPE_BF16, {ns, k});
+      dy3.fill(), w3.fill();
+      for (int blocks = 1; blocks <= 2; blocks *= 2) {
+        const tprt_cuda_order_t o = {(int)chunks, 2, blocks};
+        fc_tensor got(TPRT_DTYPE_BF16, {ms, k}), want(TPRT_DTYPE_BF16, {ms, k});
+        fc_tensor dyp(TPRT_DTYPE_BF16, {ms, ns}), wp(TPRT_DTYPE_BF16, {ns, k});
+        got.poison(), want.poison();
+        tprt_status_t st = tprt_cuda_linear_dgrad_invariant(&dy3.t, &w3.t, &got.t, chunks, 2, blocks, s);
+        if (!st) st = tprt_cuda_gather_2d(dy3.t.data, ms, ns, 2, nullptr, o, ns, 0, dyp.t.data, s);
+        if (!st) st = tprt_cuda_gather_rows(w3.t.data, ns, k * 2, o, wp.t.data, s);
+        if (!st) st = tprt_cuda_linear_dgrad_invariant(&dyp.t, &wp.t, &want.t, chunks, 1, 1, s);
+        FC_CUDA(cudaDeviceSynchronize());
+        char what[96];
+        snprintf(what, sizeof what, "seg2 blocks=%d in place = permuted copies", blocks);
+        fc_bitwise_row("linear_dgrad inv", what, st ? 0 : fc_diff_rows(got.t.data, k, want.t.data, k, ms, k, 2), st);
+        for (const auto& sub : subs) {
+          int64_t r0 = sub[0], rows = sub[1];
+          if (r0 + rows > ms) continue;
+          int64_t dd[2] = {rows, ns}, xd[2] = {rows, k};
+          fc_tensor dxs(TPRT_DTYPE_BF16, {rows, k});
+          dxs.poison();
+          tprt_tensor_t dv = tprt_tensor_make((char*)dy3.t.data + r0 * ns * 2, TPRT_DTYPE_BF16, 2, dd);
+          tprt_tensor_t xv = tprt_tensor_make(dxs.t.data, TPRT_DTYPE_BF16, 2, xd);
+          tprt_status_t rs = tprt_cuda_linear_dgrad_invariant(&dv, &w3.t, &xv, chunks, 2, blocks, s);
+          FC_CUDA(cudaDeviceSynchronize());
+          snprintf(what, sizeof what, "seg2 blocks=%d batch: rows %lld..+%lld alone", blocks, (long long)r0,
+                   (long long)rows);
+          fc_bitwise_row("linear_dgrad inv", what,
+                         rs ? 0 : fc_diff_rows((char*)got.t.data + r0 * k * 2, k, dxs.t.data, k, rows, k, 2), rs);
+        }
+      }
+    }
     fc_tensor dw(TPRT_DTYPE_F32, {n - 64, k}), rdw(TPRT_DTYPE_F32, {n - 64, k});
     dw.poison(), rdw.poison();
     fc_tensor xx(TPRT_DTYPE_BF16, {m - 37, k});
