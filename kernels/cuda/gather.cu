@@ -43,10 +43,10 @@ extern "C" tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int6
   int64_t total = (transpose ? cols : rows) * len;
   if (total <= 0) return NULL;
   // Columns in 16-byte vectors where the order keeps vectors whole and everything is aligned.
-  const int vec = 16 / (elem == 4 ? 4 : 2);
+  const int vec = 16 / elem;  // when elem is 2 or 4
   const bool vec_order = order.chunks == 0 || (len / ((int64_t)order.chunks * order.segments)) % vec == 0;
   if (!transpose && !index && (elem == 2 || elem == 4) && vec_order && cols % vec == 0 && len % vec == 0 &&
-      rows * len < INT32_MAX - TPRT__CUDA_EW_THREADS * (int64_t)TPRT__CUDA_EW_MAX_BLOCKS && len < INT32_MAX &&
+      rows * len < INT32_MAX - TPRT__CUDA_EW_THREADS * (int64_t)TPRT__CUDA_EW_MAX_BLOCKS &&
       tprt__cuda_aligned16(src, dst, dst)) {
     tprt__gather_cols_vec_kernel<<<tprt__cuda_ew_blocks(total / vec, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0,
                                    stream>>>((const uint4*)src, (int)rows, (int)(cols / vec), order, (int)len, vec,

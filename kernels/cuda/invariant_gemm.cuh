@@ -130,7 +130,8 @@ __device__ __forceinline__ int tprt__inv_cta() { return blockIdx.x + gridDim.x *
 /// TPRT__PEND_REGS_SMEM: level 1 in registers and level 2 (the sum of four chunks waiting for its
 /// right sibling) in those 64 KB of shared memory, for eight chunks and more. In the workspace,
 /// level 2 cost a 64 KB store and a 64 KB load through L2 per tile, the load exposed at the end
-/// of the tile (a 4096 x 16384 x 2048 forward with 8 chunks: 0.53 ms, against 0.44 with 4).
+/// of the tile (before this variant: TPRT_BENCH_CHUNKS=8 tprt-bench-gemm dense 4096 16384 2048
+/// gave a 0.53 ms forward, 0.44 ms with TPRT_BENCH_CHUNKS=4).
 enum tprt__inv_pend_t { TPRT__PEND_REGS = 0, TPRT__PEND_SMEM = 1, TPRT__PEND_WORKSPACE = 2, TPRT__PEND_REGS_SMEM = 3 };
 
 /// The first tree level kept in the workspace under |pend|.
@@ -431,7 +432,6 @@ struct tprt__k_order_fields {
 /// tprt__inv_gemm_t::k_order): the consumer sees the same sequence of tiles as it would in a
 /// permuted copy of A and B, so the bits are those of the copy. Only the coordinate of each TMA
 /// load changes (CUTLASS's producer loop is reused with a remapping k-tile iterator).
-
 template <class Base, int Pend>
 struct tprt__ordered_chunk_tree_mma : tprt__mainloop_fields<tprt__chunk_tree_mma<Base, Pend>, tprt__k_order_fields> {
   using Tree = tprt__chunk_tree_mma<Base, Pend>;
@@ -495,8 +495,9 @@ struct tprt__ordered_chunk_tree_mma : tprt__mainloop_fields<tprt__chunk_tree_mma
 /// Where the dense kernel for |g| keeps the tree's pending levels: level 2 in shared memory for 8
 /// chunks and more over a contraction of at most 32 k tiles, else registers and the workspace. The shared slot takes two of the
 /// six pipeline stages; its saving, the workspace's round trip per output tile, pays for that
-/// only on short contractions. Measured on an H100 with 8 chunks (tprt-bench-gemm dense, both
-/// variants in one run): K = 2048, 4096 x 16384 forward 0.50 ms vs 0.52, 4096 x 8192 dgrad 0.26
+/// only on short contractions. Measured on an H100 with 8 chunks, 2 x 2 clusters, both variants
+/// in one run of tprt-bench-gemm dense through a temporary switch that is not in the repository
+/// (so these figures cannot be rerun as they are): K = 2048, 4096 x 16384 forward 0.50 ms vs 0.52, 4096 x 8192 dgrad 0.26
 /// vs 0.275; K = 4096 and longer, the shared slot was 5-8% slower (the 4096 x 16384 wgrad 0.49
 /// vs 0.465, the K = 8192 forward 0.266 vs 0.245).
 inline int tprt__inv_pend_of(const tprt__inv_gemm_t& g) {
@@ -576,9 +577,9 @@ tprt_status_t tprt__inv_gemm_run(const tprt__inv_gemm_t& g, cudaStream_t stream)
   // Tiles visited in swizzled groups (the order of tiles never touches the bits) of the largest
   // size, at most 8, that divides the tile grid: CUTLASS's persistent scheduler rounds the tile
   // rows up to a multiple of the swizzle and the tile columns to a multiple of swizzle x cluster,
-  // and runs the padding tiles too (a 4096 x 3072 forward, 32 x 24 tiles with a swizzle of 8:
-  // 1024 work tiles, 0.150 ms against 0.109 for the same work without padding; 4096 x 512: twice
-  // the tiles).
+  // and runs the padding tiles too (tprt-bench-gemm dense 4096 3072 2048: 32 x 24 tiles, 1024
+  // work tiles with a swizzle of 8, a 0.150 ms forward; 0.104 ms with this choice. 4096 x 512:
+  // twice the tiles, 0.053 ms against 0.030).
   const int tile_rows = (g.m + 127) / 128, tile_cols = (g.n + 127) / 128;
   int swizzle = 8;
   while (swizzle > 1 && (tile_rows % swizzle || tile_cols % (2 * swizzle))) swizzle /= 2;

@@ -134,9 +134,9 @@ bool tprt__inv_unsplit(const tprt__inv_gemm_t& g) { return g.m > 128 && tprt__in
 tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stream) {
   g.tree_ws = nullptr;
   g.batches = 1;
-  if (tprt_status_t s = tprt__inv_set_sm_count(&g)) return s;
-  const int64_t m_tiles = (g.m + 127) / 128;
-  const int per = tprt__inv_subtree_chunks(g);
+  if (!g.sm_count) {  // the dgrad sets it when it chooses between the in-place order and copies
+    if (tprt_status_t s = tprt__inv_set_sm_count(&g)) return s;
+  }
   auto run = [&](tprt__inv_gemm_t& h) {
     tprt_status_t s = tprt__inv_prepare(&h, stream);
     if (!s) {
@@ -147,7 +147,8 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
     if (h.tree_ws) cudaFreeAsync(h.tree_ws, stream);
     return s;
   };
-  if (per == g.chunks && m_tiles > 1) return run(g);
+  if (tprt__inv_unsplit(g)) return run(g);
+  const int per = tprt__inv_subtree_chunks(g);
   // Split: batch b holds chunks [b·per, (b+1)·per), a contiguous slice of the contracted length.
   const int batches = g.chunks / per;
   const int64_t len = g.k / batches;  // contracted elements per batch
