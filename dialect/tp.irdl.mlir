@@ -416,9 +416,11 @@ irdl.dialect @tp {
     irdl.attributes {"mesh" = %mesh, "axes" = %axes}
   }
 
-  // Concatenates the group's inputs along `dim` in rank order.
+  // Concatenates the group's inputs along `dim` in rank order. With `blocks` = B the input's
+  // `dim` is B equal blocks and the result holds, block by block, every rank's block in rank
+  // order (a weight stored in B blocks per rank, such as a stride-2 GLU weight, comes back whole).
   irdl.operation @all_gather attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %dim = irdl.base "#builtin.integer"
@@ -429,9 +431,10 @@ irdl.dialect @tp {
     irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
   }
 
-  // Sums the group's inputs and keeps this rank's slice along `dim`.
+  // Sums the group's inputs and keeps this rank's slice along `dim`; with `blocks` = B, the
+  // slice of each of the B blocks of `dim` (the inverse of all_gather's blocks).
   irdl.operation @reduce_scatter attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %dim = irdl.base "#builtin.integer"
@@ -460,7 +463,7 @@ irdl.dialect @tp {
 
   // Starts tp.all_gather asynchronously; tp.wait yields its result.
   irdl.operation @all_gather_start attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %dim = irdl.base "#builtin.integer"
@@ -474,7 +477,7 @@ irdl.dialect @tp {
 
   // Starts tp.reduce_scatter asynchronously; tp.wait yields its result.
   irdl.operation @reduce_scatter_start attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %dim = irdl.base "#builtin.integer"

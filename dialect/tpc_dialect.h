@@ -24,6 +24,12 @@ extern "C" {
 #define TPC_OP_ATTR_LAYER "tp.layer"
 /// Module attribute naming the quantization recipe.
 #define TPC_MODULE_ATTR_RECIPE "tp.recipe"
+/// Module attribute: how many contractions ahead of a weight's use tp-gtp starts its all-gather
+/// (an integer >= 0; absent: chosen by tp-gtp's cost model).
+#define TPC_MODULE_ATTR_GTP_PREFETCH "tp.gtp_prefetch"
+/// Module attribute: `tp.gtp_keep = true` keeps a GTP weight gathered from its first use to its
+/// last (one all-gather per weight) instead of gathering it again for every use.
+#define TPC_MODULE_ATTR_GTP_KEEP "tp.gtp_keep"
 /// Module attribute set by tp-lower-runtime: the arena bytes one rank needs.
 #define TPC_MODULE_ATTR_ARENA_BYTES "tp.arena_bytes"
 /// Argument / result attribute naming a function's tensors (safetensors keys, output names).
@@ -35,6 +41,12 @@ extern "C" {
 #define TPC_ARG_ATTR_GRAD "tp.grad"
 /// Argument attribute set by tp-autodiff: `tp.cotangent = j` marks the cotangent of result j.
 #define TPC_ARG_ATTR_COTANGENT "tp.cotangent"
+/// Result attribute set by tp-autodiff: `tp.grad_of = i` marks the gradient of argument i.
+#define TPC_RES_ATTR_GRAD_OF "tp.grad_of"
+/// Argument attribute: `tp.gtp = true` shards a weight over the mesh's gtp axis (tp-gtp; the
+/// default for the weights of column- and row-parallel linears and of grouped linears), false
+/// keeps it whole on every gtp rank.
+#define TPC_ARG_ATTR_GTP "tp.gtp"
 /// The default of tp.chunks when a module does not set it.
 #define TPC_DEFAULT_CHUNKS 8
 

@@ -7,15 +7,16 @@
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "tp_ops.h"
 #include "tpc_dialect.h"
 
 static int tpc__axis_rank(const char* name) {
-  static const char* const order[] = {"dp", "ep", "tp"};
-  for (int i = 0; i < 3; ++i)
+  static const char* const order[] = {"dp", "ep", "gtp", "tp"};
+  for (int i = 0; i < 4; ++i)
     if (strcmp(name, order[i]) == 0) return i;
-  return 3;
+  return 4;
 }
 
 int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, size_t error_size) {
@@ -48,7 +49,7 @@ int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, siz
     snprintf(error, error_size, "--mesh is empty; expected axis=size pairs like tp=4");
     return 0;
   }
-  // Stable insertion sort into dp, ep, tp, others order.
+  // Stable insertion sort into dp, ep, gtp, tp, others order.
   for (int i = 1; i < out->num_axes; ++i)
     for (int j = i; j > 0 && tpc__axis_rank(out->axes[j]) < tpc__axis_rank(out->axes[j - 1]); --j) {
       char tmp[16];
@@ -110,6 +111,28 @@ void tpc_module_set_numerics(MlirOperation module, const char* numerics, const c
   if (strategy)
     mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_STRATEGY),
                                     mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(strategy)));
+}
+
+int tpc_gtp_prefetch_option_check(const char* value, int64_t* out, char* error, size_t error_size) {
+  char* end = NULL;
+  long long v = value ? strtoll(value, &end, 10) : -1;
+  if (!value || !*value || !end || *end || v < 0 || v > 1000000) {
+    snprintf(error, error_size, "--gtp-prefetch must be a count of contractions >= 0 (0: start each gather just "
+             "before its use); got '%s'", value ? value : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+void tpc_module_set_gtp(MlirOperation module, int64_t prefetch, bool keep) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  if (prefetch >= 0)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_PREFETCH),
+                                    mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), prefetch));
+  if (keep)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_KEEP),
+                                    mlirBoolAttrGet(ctx, 1));
 }
 
 static MlirWalkResult tpc__set_sp(MlirOperation op, void* user) {

@@ -2,6 +2,7 @@
 #ifndef TPC_MESH_H_
 #define TPC_MESH_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +22,9 @@ typedef struct tpc_mesh_spec_t {
   int64_t shape[TPC_MESH_MAX_AXES];
 } tpc_mesh_spec_t;
 
-/// Parses "tp=4,dp=2" into |out|. Axes are ordered dp, ep, tp (tp varies fastest, so
-/// tensor-parallel peers are adjacent ranks, as in Megatron-LM), then any others as written.
+/// Parses "tp=4,dp=2" into |out|. Axes are ordered dp, ep, gtp, tp (tp varies fastest, so
+/// tensor-parallel peers are adjacent ranks, as in Megatron-LM, and a TP x GTP group is a
+/// contiguous block of ranks), then any others as written.
 /// Returns 0 and writes a message to |error| on a malformed spec.
 int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, size_t error_size);
 
@@ -37,6 +39,14 @@ int tpc_numerics_option_check(const char* flag, const char* value, char* error, 
 /// Sets the module attributes tp.numerics and tp.strategy from the command line; a NULL value
 /// keeps what the module says.
 void tpc_module_set_numerics(MlirOperation module, const char* numerics, const char* strategy);
+
+/// Checks the value of --gtp-prefetch (an integer >= 0: how many contractions ahead tp-gtp starts
+/// a weight's all-gather) and stores it in |*out|. Returns 0 and writes a message to |error| if bad.
+int tpc_gtp_prefetch_option_check(const char* value, int64_t* out, char* error, size_t error_size);
+
+/// Sets the module attributes tp.gtp_prefetch (|prefetch| >= 0; < 0 keeps what the module says)
+/// and tp.gtp_keep (when |keep|).
+void tpc_module_set_gtp(MlirOperation module, int64_t prefetch, bool keep);
 
 /// Sets sequence_parallel = true on every column- or row-parallel tp.linear and
 /// tp.grouped_linear of |module| (Megatron's --sequence-parallel for the whole model); returns how

@@ -323,6 +323,24 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
     tpc__rule_error(module, "module.recompute", TPC_MODULE_ATTR_RECOMPUTE " must be true or false; got %s",
                     tpc__attr_text(recompute, &text));
   }
+  MlirAttribute keep = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_KEEP));
+  if (!mlirAttributeIsNull(keep) && !mlirAttributeIsABool(keep)) {
+    tpc__text_t text = {{0}, 0, false};
+    ok = false;
+    tpc__rule_error(module, "module.gtp_keep", TPC_MODULE_ATTR_GTP_KEEP " must be true or false; got %s",
+                    tpc__attr_text(keep, &text));
+  }
+  MlirAttribute prefetch =
+      mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_PREFETCH));
+  if (!mlirAttributeIsNull(prefetch) &&
+      (!mlirAttributeIsAInteger(prefetch) || mlirAttributeIsABool(prefetch) || mlirIntegerAttrGetValueInt(prefetch) < 0)) {
+    tpc__text_t text = {{0}, 0, false};
+    ok = false;
+    tpc__rule_error(module, "module.gtp_prefetch",
+                    TPC_MODULE_ATTR_GTP_PREFETCH " must be an integer >= 0 (contractions between a GTP weight's "
+                    "all-gather and its use); got %s",
+                    tpc__attr_text(prefetch, &text));
+  }
   MlirAttribute chunks = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_CHUNKS));
   if (!mlirAttributeIsNull(chunks)) {
     int64_t c = mlirAttributeIsAInteger(chunks) && !mlirAttributeIsABool(chunks) ? mlirIntegerAttrGetValueInt(chunks) : 0;
@@ -344,12 +362,77 @@ int tpc_numerics_parse(MlirStringRef s) {
 }
 
 //===----------------------------------------------------------------------===//
+// Function arguments
+//===----------------------------------------------------------------------===//
+
+// The operands that can take a gathered GTP weight: the weight of tp.linear, tp.grouped_linear
+// and their dgrad.
+static bool tpc__gathered_weight_slot(MlirOperation op, unsigned slot) {
+  switch (tpc_op_get_kind(op)) {
+    case TPC_OP_LINEAR: return slot == TPC_LINEAR_SLOT_W;
+    case TPC_OP_LINEAR_DGRAD: return slot == TPC_LINEAR_DGRAD_SLOT_W;
+    case TPC_OP_GROUPED_LINEAR: return slot == TPC_GROUPED_LINEAR_SLOT_W;
+    case TPC_OP_GROUPED_LINEAR_DGRAD: return slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_W;
+    default: return false;
+  }
+}
+
+// Rule arg.gtp: `tp.gtp` on an argument is a boolean, and an argument marked true is used only as
+// a weight that can be gathered (it is stored sharded over gtp and all-gathered before each use).
+static MlirLogicalResult tpc__verify_func_args(MlirOperation func) {
+  MlirAttribute list = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  if (mlirAttributeIsNull(list) || !mlirAttributeIsAArray(list) || mlirBlockIsNull(body)) return mlirLogicalResultSuccess();
+  bool ok = true;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list) && i < mlirBlockGetNumArguments(body); ++i) {
+    MlirAttribute d = mlirArrayAttrGetElement(list, i);
+    MlirAttribute g = mlirAttributeIsADictionary(d)
+                          ? mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_GTP))
+                          : (MlirAttribute){NULL};
+    if (mlirAttributeIsNull(g)) continue;
+    // "argument 2 ('w1')": the user's name of it, when it has one.
+    char what[160];
+    MlirAttribute name = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(TPC_ARG_ATTR_NAME));
+    MlirStringRef nm = !mlirAttributeIsNull(name) && mlirAttributeIsAString(name) ? mlirStringAttrGetValue(name)
+                                                                                    : mlirStringRefCreate(NULL, 0);
+    if (nm.data)
+      snprintf(what, sizeof what, "argument %ld ('%.*s')", (long)i, (int)(nm.length < 100 ? nm.length : 100), nm.data);
+    else
+      snprintf(what, sizeof what, "argument %ld", (long)i);
+    if (!mlirAttributeIsABool(g)) {
+      tpc__text_t text = {{0}, 0, false};
+      ok = false;
+      tpc__rule_error(func, "arg.gtp", "%s: " TPC_ARG_ATTR_GTP " must be true or false; got %s", what,
+                      tpc__attr_text(g, &text));
+      continue;
+    }
+    if (!mlirBoolAttrGetValue(g)) continue;
+    MlirValue arg = mlirBlockGetArgument(body, i);
+    for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+      MlirOperation user = mlirOpOperandGetOwner(u);
+      if (tpc__gathered_weight_slot(user, mlirOpOperandGetOperandNumber(u))) continue;
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(user));
+      ok = false;
+      tpc__rule_error(user, "arg.gtp",
+                      "%s is marked " TPC_ARG_ATTR_GTP " = true (sharded over gtp, gathered before each use), but "
+                      "'%.*s' operand %u cannot take a gathered weight: only the weight of tp.linear, "
+                      "tp.grouped_linear and their dgrad can",
+                      what, (int)n.length, n.data, mlirOpOperandGetOperandNumber(u));
+      break;
+    }
+  }
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+//===----------------------------------------------------------------------===//
 // Walk
 //===----------------------------------------------------------------------===//
 
 MlirLogicalResult tpc_verify_op(MlirOperation op) {
   int kind = tpc_op_get_kind(op);
   if (kind == TPC_OP_UNKNOWN) {
+    if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString("func.func")))
+      return tpc__verify_func_args(op);
     MlirModule m = mlirModuleFromOperation(op);
     return mlirModuleIsNull(m) ? mlirLogicalResultSuccess() : tpc__verify_module_attrs(op);
   }

@@ -126,7 +126,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
   int64_t g = 0;
   MlirAttribute mesh = {NULL}, axes = {NULL};
   MlirValue input = {NULL}, output = {NULL};
-  int64_t dim = -1;
+  int64_t dim = -1, blocks = 1;
   switch (kind) {
     case TPC_OP_ALL_REDUCE: {
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_all_reduce_get_mesh_attr(op), tpc_all_reduce_get_axes_attr(op), &g)))
@@ -140,6 +140,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
       mesh = tpc_op_get_attr(op, kind, kind == TPC_OP_ALL_GATHER ? TPC_ALL_GATHER_ATTR_MESH : TPC_REDUCE_SCATTER_ATTR_MESH);
       axes = tpc_op_get_attr(op, kind, kind == TPC_OP_ALL_GATHER ? TPC_ALL_GATHER_ATTR_AXES : TPC_REDUCE_SCATTER_ATTR_AXES);
       dim = kind == TPC_OP_ALL_GATHER ? tpc_all_gather_get_dim(op) : tpc_reduce_scatter_get_dim(op);
+      blocks = kind == TPC_OP_ALL_GATHER ? tpc_all_gather_get_blocks(op) : tpc_reduce_scatter_get_blocks(op);
       input = tpc_op_get_operand(op, kind, 0);
       output = tpc_op_get_result(op, kind, 0);
       break;
@@ -147,6 +148,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
       mesh = tpc_all_gather_start_get_mesh_attr(op);
       axes = tpc_all_gather_start_get_axes_attr(op);
       dim = tpc_all_gather_start_get_dim(op);
+      blocks = tpc_all_gather_start_get_blocks(op);
       input = tpc_all_gather_start_get_input(op);
       output = tpc_all_gather_start_get_future(op);
       break;
@@ -154,6 +156,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
       mesh = tpc_reduce_scatter_start_get_mesh_attr(op);
       axes = tpc_reduce_scatter_start_get_axes_attr(op);
       dim = tpc_reduce_scatter_start_get_dim(op);
+      blocks = tpc_reduce_scatter_start_get_blocks(op);
       input = tpc_reduce_scatter_start_get_input(op);
       output = tpc_reduce_scatter_start_get_future(op);
       break;
@@ -192,7 +195,19 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
   tpc_shape_t in = tpc__shape_of(input);
   if (!in.valid || mlirLogicalResultIsFailure(tpc__check_dim(op, "dim", dim, &in))) return FAIL;
   bool gather = kind == TPC_OP_ALL_GATHER || kind == TPC_OP_ALL_GATHER_START;
+  // blocks = B: dim is B equal blocks, each gathered or scattered on its own.
+  char a[96];
+  if (blocks < 1 || in.dims[dim] % blocks != 0)
+    return tpc__rule_error(op, "collective.blocks",
+                           "blocks = %lld must be >= 1 and divide input dimension %lld (size %lld; input %s)",
+                           (long long)blocks, (long long)dim, (long long)in.dims[dim], tpc__dims_str(&in, a, sizeof a));
   if (!gather && mlirLogicalResultIsFailure(tpc__check_divisible(op, "scattered", dim, &in, g))) return FAIL;
+  if (!gather && blocks > 1 && in.dims[dim] % (g * blocks) != 0)
+    return tpc__rule_error(op, "collective.blocks",
+                           "each of the %lld blocks of input dimension %lld (size %lld) must divide by the %lld ranks "
+                           "of the group (input %s)",
+                           (long long)blocks, (long long)dim, (long long)in.dims[dim], (long long)g,
+                           tpc__dims_str(&in, a, sizeof a));
   MlirType out = mlirValueGetType(output);
   MlirType carried = tpc_future_get_value_type(out);
   return tpc__check_result(op, &in, mlirTypeIsNull(carried) ? out : carried, gather ? dim : -1, gather ? -1 : dim, g,

@@ -344,7 +344,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
     }
     MlirType out_t = f32 ? gt : t;
     mlirTypePrint(out_t, tpc_text_append_ref, out);
-    tpc_text_printf(out, " {");
+    tpc_text_printf(out, " {%s = %ld : i64, ", TPC_RES_ATTR_GRAD_OF, (long)i);
     tpc__print_grad_name(out, A->func, false, i, "arg");
     tpc__print_shard(out, tpc_slot_dict(A->func, false, i));
     tpc_text_printf(out, "}");

@@ -377,11 +377,55 @@ static int tpc__reduced_slot(int kind) {
   }
 }
 
+// The value a reducing collective makes available: its result, or its tp.wait's (an async start).
+static MlirValue tpc__completed(MlirOperation coll, int kind) {
+  MlirValue r = mlirOperationGetResult(coll, 0);
+  if (kind != TPC_OP_REDUCE_SCATTER_START) return r;
+  MlirOpOperand u = mlirValueGetFirstUse(r);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return (MlirValue){NULL};
+  MlirOperation w = mlirOpOperandGetOwner(u);
+  return tpc_op_get_kind(w) == TPC_OP_WAIT ? mlirOperationGetResult(w, 0) : (MlirValue){NULL};
+}
+
+// True when |v| is the sum another reducing collective completed (directly or through tp.wait):
+// a reduction over more axes continuing a chain (tp-gtp's reduce-scatter over gtp, then an
+// all-reduce over dp, is one reduction over [dp, gtp] in the tree order).
+static bool tpc__continues_chain(MlirValue v) {
+  MlirOperation p = tpc__producer(v);
+  int kind = mlirOperationIsNull(p) ? TPC_OP_UNKNOWN : tpc_op_get_kind(p);
+  if (kind == TPC_OP_WAIT) {
+    p = tpc__producer(mlirOperationGetOperand(p, 0));
+    kind = mlirOperationIsNull(p) ? TPC_OP_UNKNOWN : tpc_op_get_kind(p);
+  }
+  return kind == TPC_OP_ALL_REDUCE || kind == TPC_OP_REDUCE_SCATTER || kind == TPC_OP_REDUCE_SCATTER_START;
+}
+
+// The ranks of the reductions that continue |coll|'s sum: the product of the group sizes of the
+// all-reduces that are the single reader of its completed value, one after the other (1: none).
+static int64_t tpc__chain_ranks(tpc__inv_t* I, MlirOperation coll, int kind) {
+  int64_t ranks = 1;
+  for (MlirValue v = tpc__completed(coll, kind); !mlirValueIsNull(v);) {
+    MlirOpOperand u = mlirValueGetFirstUse(v);
+    if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) break;
+    MlirOperation next = mlirOpOperandGetOwner(u);
+    if (tpc_op_get_kind(next) != TPC_OP_ALL_REDUCE) break;
+    int64_t g = tpc__group_size(I, next);
+    if (g < 1) break;
+    ranks *= g;
+    v = mlirOperationGetResult(next, 0);
+  }
+  return ranks;
+}
+
 static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kind) {
   MlirValue in = tpc_op_get_operand(coll, kind, tpc__reduced_slot(kind));
   int64_t ranks = tpc__group_size(I, coll);
   if (ranks < 0) return;
   tpc__set_str(I, coll, "order", "canonical");
+  // The upper levels of a chained reduction: the chain's first collective set the producer's
+  // subtree for every rank of the chain.
+  if (kind == TPC_OP_ALL_REDUCE && tpc__continues_chain(in)) return;
+  ranks *= tpc__chain_ranks(I, coll, kind);
   MlirOperation p = tpc__producer(in);
   int pkind = mlirOperationIsNull(p) ? TPC_OP_UNKNOWN : tpc_op_get_kind(p);
   tpc__contraction_t c;

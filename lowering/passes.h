@@ -18,6 +18,10 @@ MlirPass tpc_create_autodiff_pass(void);
 /// tp-shard: partitions a logical module over its tp.mesh into the per-rank program.
 MlirPass tpc_create_shard_pass(void);
 
+/// tp-gtp: shards weights over the mesh's gtp axis, with prefetched all-gathers before their uses
+/// and gradients reduce-scattered back to the shards.
+MlirPass tpc_create_gtp_pass(void);
+
 /// tp-invariant: applies tp.numerics = invariant/exact to a per-rank module (canonical chunk
 /// subtrees on partial contractions, tree-ordered collectives, or tp.strategy = "gather").
 MlirPass tpc_create_invariant_pass(void);

@@ -12,7 +12,8 @@
 //
 // The mesh is the module's first tp.mesh (tpc-opt/tpc-compile --mesh declares it). Its axes have
 // roles by name: "tp" shards linears (column: N, row: K; sequence parallel: tokens), "dp" shards
-// the tokens of activations. A layout is tracked for every value (shard_layout.h); each op's rule
+// the tokens of activations, "ep" spreads experts, and "gtp" shards tokens as dp does (its ranks
+// take their own batch; tp-gtp, after this pass, shards the weights over it). A layout is tracked for every value (shard_layout.h); each op's rule
 // checks its operands' layouts, inserts the collectives the plan implies and gives its results
 // their layouts. Function arguments take the layout of their first use (weights as the op's
 // parallel attribute says, activations sharded over dp, and over tp under sequence parallelism),
@@ -126,15 +127,16 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
       decided[i] = true;
       tpc_layout_t* l = &layouts[i];
       if (!tpc__weight_layout(S, op, kind, (int)k, l) && l->rank >= 1)
-        // Activations: tokens over dp, and over tp too when the residual stream is sequence parallel.
-        l->mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
+        // Activations: tokens over dp (and gtp, ep), and over tp too when the residual stream is
+        // sequence parallel.
+        l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     }
   }
   for (intptr_t i = 0; i < nargs; ++i) {
     char name[32];
     snprintf(name, sizeof name, "%%a%ld", (long)i);
     if (!decided[i] && layouts[i].rank >= 1)
-      layouts[i].mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
+      layouts[i].mask[0] = tpc__data_axes(S) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     // Errors name the argument as the user does: its tp.name (the checkpoint's name), else its number.
     char what[160];
     snprintf(what, sizeof what, "argument %ld", (long)i);
@@ -605,7 +607,7 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
   if (!S) return mlirLogicalResultFailure();
   MlirOperation mesh_op = {NULL};
   bool ok = mlirLogicalResultIsSuccess(tpc__read_mesh(module, &S->mesh, &mesh_op));
-  S->tp = S->dp = S->ep = -1;
+  S->tp = S->dp = S->ep = S->gtp = -1;
   for (int i = 0; ok && i < S->mesh.num_axes; ++i) {
     if (!strcmp(S->mesh.axes[i], "tp")) {
       S->tp = i;
@@ -613,9 +615,11 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
       S->dp = i;
     } else if (!strcmp(S->mesh.axes[i], "ep")) {
       S->ep = i;
+    } else if (!strcmp(S->mesh.axes[i], "gtp")) {
+      S->gtp = i;
     } else if (S->mesh.sizes[i] > 1) {
       char msg[256];
-      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp, dp and ep",
+      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp, dp, ep and gtp",
                S->mesh.axes[i], (long long)S->mesh.sizes[i]);
       mlirEmitError(mlirOperationGetLocation(mesh_op), msg);
       ok = false;
@@ -629,12 +633,13 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
         mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
       continue;
     tpc_mesh_t mesh = S->mesh;
-    int tp = S->tp, dp = S->dp, ep = S->ep;
+    int tp = S->tp, dp = S->dp, ep = S->ep, gtp = S->gtp;
     memset(S, 0, sizeof *S);
     S->mesh = mesh;
     S->tp = tp;
     S->dp = dp;
     S->ep = ep;
+    S->gtp = gtp;
     S->func = o;
     S->cap_vals = tpc_func_value_bound(o, 16);
     S->vals = calloc((size_t)S->cap_vals, sizeof *S->vals);

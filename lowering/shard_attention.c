@@ -34,7 +34,7 @@ bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout
                (slot == TPC_ATTENTION_KVCACHE_SLOT_K_CACHE || slot == TPC_ATTENTION_KVCACHE_SLOT_V_CACHE);
   bool lens = kind == TPC_OP_ATTENTION_KVCACHE && slot == TPC_ATTENTION_KVCACHE_SLOT_CACHE_LEN;
   if (!table && !cache && !lens) return false;
-  if (l->rank >= 1) l->mask[0] = tpc__bit(S->dp) | tpc__bit(S->ep);
+  if (l->rank >= 1) l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep);
   if (cache && l->rank >= 2) l->mask[1] = tpc__bit(S->tp);
   return true;
 }

@@ -5,7 +5,7 @@
 //                          parallelism): the dual of the replicated input's identity.
 //   linear_dgrad (row):    dx stays sharded along K like x; under sequence parallelism dy is
 //                          first all-gathered along tokens.
-//   linear_wgrad:          contracts the tokens; every mesh axis that shards them (dp, and ep)
+//   linear_wgrad:          contracts the tokens; every mesh axis that shards them (dp, gtp, ep)
 //                          makes dw a partial sum completed by an all-reduce over those axes,
 //                          which is data parallelism's gradient synchronisation. Operands
 //                          sharded over tp along tokens (sequence parallelism) are all-gathered.
@@ -14,7 +14,7 @@
 // Expert parallelism: the grouped gradients run on dispatched rows (the forward dispatch of x is
 // reused; the incoming gradient is bucketed and all-to-all'ed like the forward rows), and the
 // gradients of dispatched rows are brought back before moe_permute_grad; the experts' weight
-// gradients are then summed over dp (the token axis that remains after the dispatch).
+// gradients are then summed over dp and gtp (the token axes that remain after the dispatch).
 #include <stdio.h>
 #include <string.h>
 
@@ -120,8 +120,8 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
       outs[0].mask[k] = ins[1]->layout.mask[1];
       outs[0].blocks[k] = ins[1]->layout.blocks[1];
       if (grouped) outs[0].mask[0] = tpc__bit(S->ep);  // whole experts over ep, like w
-      // Dispatched rows came from every ep peer of this dp replica: the remaining token axis is dp.
-      uint32_t tokens = ins[0]->recv_sizes ? tpc__bit(S->dp) : ins[0]->layout.mask[0];
+      // Dispatched rows came from every ep peer of this replica: the remaining token axes are dp, gtp.
+      uint32_t tokens = ins[0]->recv_sizes ? tpc__data_axes(S) : ins[0]->layout.mask[0];
       return tpc__emit_reduced(S, op, ins, nin, outs, 1, 1u, tokens, false);
     }
     case TPC_OP_LINEAR_DGRAD:

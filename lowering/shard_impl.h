@@ -33,7 +33,7 @@ struct tpc__sval_t {
 
 typedef struct {
   tpc_mesh_t mesh;
-  int tp, dp, ep;  // mesh axis indices of the roles, or -1
+  int tp, dp, ep, gtp;  // mesh axis indices of the roles, or -1
   bool sp;     // some linear of the function is sequence parallel
   MlirOperation func;
   MlirOperation cur_op;  // the op being sharded: emitted ops and collectives carry its location
@@ -44,6 +44,9 @@ typedef struct {
 } tpc__shard_t;
 
 uint32_t tpc__bit(int axis);
+/// The axes that shard the tokens of activations as data parallelism does: dp, and gtp (whose
+/// ranks also take their own tokens; tp-gtp then shards the weights over it).
+uint32_t tpc__data_axes(const tpc__shard_t* S);
 tpc__sval_t* tpc__find(tpc__shard_t* S, MlirValue v);
 tpc__sval_t* tpc__new_value(tpc__shard_t* S, MlirValue v, const char* name, const tpc_layout_t* l);
 MlirLogicalResult tpc__error(MlirOperation op, tpc_text_t* msg);

@@ -15,6 +15,31 @@ static void tprt__count_comm(tprt_exec_t* exec, tprt_comm_kind_t kind, const tpr
   st->bytes_received += bytes;
 }
 
+// `blocks` = B on a gather or scatter along |*dim|: the dim is B equal blocks, each gathered or
+// scattered on its own. Row-major tensors view dim d as [outer, B, d / B, inner] at no cost, and
+// gathering or scattering that view's dim 2 is the blocked collective; |*in| and |*out| become
+// those views (in place in the call's slots, so that the host fallback copies them) and |*dim|
+// 2. With B = 1 nothing changes.
+static tprt_status_t tprt__blocked_views(tprt_tensor_t* in, tprt_tensor_t* out, int* dim, int64_t blocks) {
+  if (blocks == 1) return NULL;
+  int d = *dim;
+  if (blocks < 1 || d < 0 || d >= in->rank || in->dims[d] % blocks != 0 || out->dims[d] % blocks != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "blocks = %lld must divide dim %d of in (%lld) and out (%lld)",
+                            (long long)blocks, d, (long long)(d >= 0 && d < in->rank ? in->dims[d] : -1),
+                            (long long)(d >= 0 && d < out->rank ? out->dims[d] : -1));
+  tprt_tensor_t* views[2] = {in, out};
+  for (int i = 0; i < 2; ++i) {
+    tprt_tensor_t* t = views[i];
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d; ++k) outer *= t->dims[k];
+    for (int k = d + 1; k < t->rank; ++k) inner *= t->dims[k];
+    int64_t dims[4] = {outer, blocks, t->dims[d] / blocks, inner};
+    *t = tprt_tensor_make(t->data, t->dtype, 4, dims);
+  }
+  *dim = 2;
+  return NULL;
+}
+
 #define TPRT__COLLECTIVE_PROLOGUE(OP)                                                   \
   tprt_call_t c;                                                                        \
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_##OP##_NUM_SLOTS, &c);              \
@@ -37,9 +62,11 @@ int32_t tprt_abi_all_reduce(tprt_exec_t* exec, void* const* buffers, const int64
 int32_t tprt_abi_all_gather(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(ALL_GATHER);
   if (!s) {
-    const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_SLOT_INPUT];
-    s = TPRT__KERNEL(exec, all_gather, (rank, mask, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM)));
-    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT], mask);
+    tprt_tensor_t *in = &c.slot[TPRT_ALL_GATHER_SLOT_INPUT], *out = &c.slot[TPRT_ALL_GATHER_SLOT_OUTPUT];
+    int dim = (int)tprt__attr(&c, TPRT_ALL_GATHER_ATTR_DIM);
+    s = tprt__blocked_views(in, out, &dim, tprt__attr(&c, TPRT_ALL_GATHER_ATTR_BLOCKS));
+    if (!s) s = TPRT__KERNEL(exec, all_gather, (rank, mask, in, out, dim));
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_GATHER_NAME);
 }
@@ -47,11 +74,13 @@ int32_t tprt_abi_all_gather(tprt_exec_t* exec, void* const* buffers, const int64
 int32_t tprt_abi_reduce_scatter(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(REDUCE_SCATTER);
   if (!s) {
-    const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_SLOT_INPUT];
-    s = TPRT__KERNEL(exec, reduce_scatter, (rank, mask, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT],
-                            (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_DIM),
-                            (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_ORDER)));
-    if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT], mask);
+    tprt_tensor_t *in = &c.slot[TPRT_REDUCE_SCATTER_SLOT_INPUT], *out = &c.slot[TPRT_REDUCE_SCATTER_SLOT_OUTPUT];
+    int dim = (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_DIM);
+    s = tprt__blocked_views(in, out, &dim, tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_BLOCKS));
+    if (!s)
+      s = TPRT__KERNEL(exec, reduce_scatter,
+                       (rank, mask, in, out, dim, (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_ATTR_ORDER)));
+    if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_NAME);
 }
@@ -71,10 +100,11 @@ int32_t tprt_abi_all_to_all(tprt_exec_t* exec, void* const* buffers, const int64
 int32_t tprt_abi_all_gather_start(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(ALL_GATHER_START);
   if (!s) {
-    const tprt_tensor_t* in = &c.slot[TPRT_ALL_GATHER_START_SLOT_INPUT];
-    tprt_tensor_t* out = &c.slot[TPRT_ALL_GATHER_START_SLOT_FUTURE];
+    tprt_tensor_t *in = &c.slot[TPRT_ALL_GATHER_START_SLOT_INPUT], *out = &c.slot[TPRT_ALL_GATHER_START_SLOT_FUTURE];
+    int dim = (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM);
     tprt_future_t* f = NULL;
-    s = TPRT__KERNEL(exec, all_gather_start, (rank, mask, in, out, (int)tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_DIM), &f));
+    s = tprt__blocked_views(in, out, &dim, tprt__attr(&c, TPRT_ALL_GATHER_START_ATTR_BLOCKS));
+    if (!s) s = TPRT__KERNEL(exec, all_gather_start, (rank, mask, in, out, dim, &f));
     if (!s) s = TPRT__COMPUTE(exec, tprt_exec_push_future(exec, out->data, f));
     if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_GATHER, in, out, mask);
   }
@@ -84,11 +114,13 @@ int32_t tprt_abi_all_gather_start(tprt_exec_t* exec, void* const* buffers, const
 int32_t tprt_abi_reduce_scatter_start(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(REDUCE_SCATTER_START);
   if (!s) {
-    const tprt_tensor_t* in = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_INPUT];
-    tprt_tensor_t* out = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_FUTURE];
+    tprt_tensor_t *in = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_INPUT], *out = &c.slot[TPRT_REDUCE_SCATTER_START_SLOT_FUTURE];
+    int dim = (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM);
     tprt_future_t* f = NULL;
-    s = TPRT__KERNEL(exec, reduce_scatter_start, (rank, mask, in, out, (int)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_DIM),
-                                  (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_ORDER), &f));
+    s = tprt__blocked_views(in, out, &dim, tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_BLOCKS));
+    if (!s)
+      s = TPRT__KERNEL(exec, reduce_scatter_start,
+                       (rank, mask, in, out, dim, (tprt_order_t)tprt__attr(&c, TPRT_REDUCE_SCATTER_START_ATTR_ORDER), &f));
     if (!s) s = TPRT__COMPUTE(exec, tprt_exec_push_future(exec, out->data, f));
     if (!s) tprt__count_comm(exec, TPRT_COMM_REDUCE_SCATTER, in, out, mask);
   }

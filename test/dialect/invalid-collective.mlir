@@ -73,6 +73,37 @@ func.func @all_to_all_negative_concat_dim(%x: tensor<8x64xbf16>) -> tensor<8x64x
 
 // -----
 
+/// collective.blocks: an all-gather with blocks = 3 cuts dim 0 into 3 equal blocks; 8 rows do not.
+"tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+func.func @all_gather_blocks_indivisible(%w: tensor<8x64xbf16>) -> tensor<16x64xbf16> {
+  // expected-error@+1 {{'tp.all_gather_start' op violates rule collective.blocks: blocks = 3 must be >= 1 and divide input dimension 0 (size 8; input [8,64])}}
+  %f = "tp.all_gather_start"(%w) {mesh = @mesh, axes = ["gtp"], dim = 0 : i64, blocks = 3 : i64} : (tensor<8x64xbf16>) -> !tp.future<tensor<16x64xbf16>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<16x64xbf16>>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+/// collective.blocks: a reduce-scatter with blocks = 2 over 4 ranks scatters each 6-row block 4 ways; 6 rows do not split.
+"tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 4>} : () -> ()
+func.func @reduce_scatter_blocks_indivisible(%g: tensor<12x64xf32>) -> tensor<3x64xf32> {
+  // expected-error@+1 {{'tp.reduce_scatter' op violates rule collective.blocks: each of the 2 blocks of input dimension 0 (size 12) must divide by the 4 ranks of the group (input [12,64])}}
+  %y = "tp.reduce_scatter"(%g) {mesh = @mesh, axes = ["gtp"], dim = 0 : i64, blocks = 2 : i64} : (tensor<12x64xf32>) -> tensor<3x64xf32>
+  return %y : tensor<3x64xf32>
+}
+
+// -----
+
+/// collective.blocks: blocks must be at least 1.
+"tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+func.func @all_gather_blocks_zero(%w: tensor<8x64xbf16>) -> tensor<16x64xbf16> {
+  // expected-error@+1 {{'tp.all_gather' op violates rule collective.blocks: blocks = 0 must be >= 1}}
+  %y = "tp.all_gather"(%w) {mesh = @mesh, axes = ["gtp"], dim = 0 : i64, blocks = 0 : i64} : (tensor<8x64xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
 /// collective.divisible: reduce_scatter gives each of the 4 ranks an equal slice; 6 rows do not split 4 ways.
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @reduce_scatter_indivisible(%x: tensor<6x64xf32>) -> tensor<1x64xf32> {

@@ -205,6 +205,54 @@ module attributes {tp.recompute = "layers"} {
 
 // -----
 
+/// module.gtp_prefetch: a count of contractions, never negative.
+// expected-error@+1 {{'builtin.module' op violates rule module.gtp_prefetch: tp.gtp_prefetch must be an integer >= 0 (contractions between a GTP weight's all-gather and its use); got -1 : i64}}
+module attributes {tp.gtp_prefetch = -1 : i64} {
+  func.func @gtp_prefetch_negative() {
+    return
+  }
+}
+
+// -----
+
+/// module.gtp_keep: gathered weights are kept or not.
+// expected-error@+1 {{'builtin.module' op violates rule module.gtp_keep: tp.gtp_keep must be true or false; got 1 : i64}}
+module attributes {tp.gtp_keep = 1 : i64} {
+  func.func @gtp_keep_integer() {
+    return
+  }
+}
+
+// -----
+
+/// arg.gtp: the mark is a boolean.
+// expected-error@+1 {{'func.func' op violates rule arg.gtp: argument 1 ('w'): tp.gtp must be true or false; got "yes"}}
+func.func @gtp_mark_string(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16> {tp.name = "w", tp.gtp = "yes"}) -> tensor<8x16xbf16> {
+  %y = "tp.linear"(%x, %w) : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}
+
+// -----
+
+/// arg.gtp: a GTP weight is all-gathered before each use, which only a linear's (or grouped
+/// linear's) weight operand can take; a norm's gamma cannot.
+func.func @gtp_mark_on_gamma(%x: tensor<8x16xbf16>, %g: tensor<16xbf16> {tp.name = "gamma", tp.gtp = true}) -> tensor<8x16xbf16> {
+  // expected-error@+1 {{'tp.rmsnorm' op violates rule arg.gtp: argument 1 ('gamma') is marked tp.gtp = true (sharded over gtp, gathered before each use), but 'tp.rmsnorm' operand 1 cannot take a gathered weight: only the weight of tp.linear, tp.grouped_linear and their dgrad can}}
+  %y = "tp.rmsnorm"(%x, %g) {eps = 1.0e-05 : f32} : (tensor<8x16xbf16>, tensor<16xbf16>) -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}
+
+// -----
+
+/// arg.gtp: nor can a linear's input.
+func.func @gtp_mark_on_input(%x: tensor<8x16xbf16> {tp.gtp = true}, %w: tensor<16x16xbf16>) -> tensor<8x16xbf16> {
+  // expected-error@+1 {{'tp.linear' op violates rule arg.gtp: argument 0 is marked tp.gtp = true (sharded over gtp, gathered before each use), but 'tp.linear' operand 0 cannot take a gathered weight}}
+  %y = "tp.linear"(%x, %w) : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}
+
+// -----
+
 /// IRDL: the required enumeration `kind` of tp.glu is checked by IRDL, which names the value only.
 func.func @glu_unknown_kind(%x: tensor<16x512xbf16>) -> tensor<16x256xbf16> {
   // expected-error@+1 {{'"reglu"' does not satisfy the constraint}}

@@ -8,14 +8,33 @@ Runs one training step of a logical module on many meshes with `tpc-run --pipeli
          dp=2 x tp=4 (sequence parallel off/on, both strategies)
   moe:   the same, plus ep in {2, 4, 8} and ep=2 x tp=2 (with both strategies)
 
+With --gtp it runs the GTP matrix instead (weights sharded over a gtp axis, tp-gtp):
+  gtp in {2, 4} x tp in {1, 2} x sequence parallel off/on x strategy canonical/gather, dp=2 x gtp=2
+  x tp=2, and the schedule options --gtp-prefetch 0 / 2 and --gtp-keep, which must not change a
+  bit. With --pipeline infer only the outputs are compared (a forward).
+
 With --numerics fast it checks the opposite: that some configuration differs from TP = 1, so the
 matrix is known to be able to fail. Prints one line per configuration and a summary last.
 
-usage: invariance.py TPC_RUN MODULE {dense|moe} [--numerics invariant|exact|fast]
+usage: invariance.py TPC_RUN MODULE {dense|moe} [--numerics invariant|exact|fast] [--gtp]
+                     [--pipeline train|infer]
 """
 import argparse
 import subprocess
 import sys
+
+
+def gtp_configs():
+    out = []
+    for strategy in ("canonical", "gather"):
+        for sp in (False, True):
+            for gtp in (2, 4):
+                for tp in (1, 2):
+                    out.append((f"gtp={gtp},tp={tp}", sp, strategy, []))
+        out.append(("dp=2,gtp=2,tp=2", False, strategy, []))
+    for extra in (["--gtp-prefetch", "0"], ["--gtp-prefetch", "2"], ["--gtp-keep"]):
+        out.append(("gtp=2,tp=2", False, "canonical", extra))
+    return out
 
 
 def configs(kind):
@@ -33,9 +52,9 @@ def configs(kind):
     return out
 
 
-def run(tpc_run, module, mesh, sp, strategy, numerics):
-    cmd = [tpc_run, module, "--pipeline", "train", "--numerics", numerics, "--strategy", strategy,
-           "--mesh", mesh, "--seed", "7", "--hash"]
+def run(tpc_run, module, mesh, sp, strategy, numerics, pipeline="train", extra=()):
+    cmd = [tpc_run, module, "--pipeline", pipeline, "--numerics", numerics, "--strategy", strategy,
+           "--mesh", mesh, "--seed", "7", "--hash", *extra]
     if sp:
         cmd.append("--sequence-parallel")
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -54,15 +73,18 @@ def main():
     ap.add_argument("module")
     ap.add_argument("kind", choices=("dense", "moe"))
     ap.add_argument("--numerics", default="invariant", choices=("invariant", "exact", "fast"))
+    ap.add_argument("--gtp", action="store_true", help="the GTP matrix")
+    ap.add_argument("--pipeline", default="train", choices=("train", "infer"))
     a = ap.parse_args()
-    _, ref = run(a.tpc_run, a.module, "tp=1", False, "canonical", a.numerics)
-    if len(ref) < 2:
+    _, ref = run(a.tpc_run, a.module, "tp=1", False, "canonical", a.numerics, a.pipeline)
+    if len(ref) < (2 if a.pipeline == "train" else 1):
         sys.exit(f"FAIL: expected an output and gradients, got {sorted(ref)}")
     same = differ = 0
-    for mesh, sp, strategy in configs(a.kind):
-        cmd, h = run(a.tpc_run, a.module, mesh, sp, strategy, a.numerics)
+    todo = gtp_configs() if a.gtp else [(m, sp, st, []) for m, sp, st in configs(a.kind)]
+    for mesh, sp, strategy, extra in todo:
+        cmd, h = run(a.tpc_run, a.module, mesh, sp, strategy, a.numerics, a.pipeline, extra)
         bad = sorted(n for n in ref if h.get(n) != ref[n])
-        label = f"{mesh:<10} sp={'on ' if sp else 'off'} {strategy:<9}"
+        label = f"{mesh:<10} sp={'on ' if sp else 'off'} {strategy:<9}{' ' + ' '.join(extra) if extra else ''}"
         print(f"{label} {'same as tp=1' if not bad else 'DIFFERS in ' + ', '.join(bad)}")
         same += not bad
         differ += bool(bad)

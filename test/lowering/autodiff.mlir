@@ -3,12 +3,13 @@
 ///---------------------------------------------------------------------------
 /// [Rule: tp.linear -> tp.linear_dgrad + tp.linear_wgrad; tp.add -> both operands]
 /// IN:  y = x + linear(x, w)      OUT: (y, x_grad, w_grad) with a cotangent argument y_grad;
-///      x's two contributions are summed in reverse program order; w_grad is f32.
+///      x's two contributions are summed in reverse program order; w_grad is f32; each gradient
+///      names its argument (tp.grad_of).
 ///---------------------------------------------------------------------------
 // CHECK-LABEL: func.func @residual_linear(
 // CHECK-SAME:      %[[X:[^:]*]]: tensor<8x16xbf16> {tp.name = "x"}, %[[W:[^:]*]]: tensor<16x16xbf16> {tp.name = "w"},
 // CHECK-SAME:      %[[C:[^:]*]]: tensor<8x16xbf16> {tp.cotangent = 0 : i64, tp.name = "y_grad"})
-// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x16xbf16> {tp.name = "x_grad"}, tensor<16x16xf32> {tp.name = "w_grad"})
+// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x16xbf16> {tp.grad_of = 0 : i64, tp.name = "x_grad"}, tensor<16x16xf32> {tp.grad_of = 1 : i64, tp.name = "w_grad"})
 // CHECK-NEXT:    %[[D:.*]] = "tp.linear"(%[[X]], %[[W]]) {parallel = "row"}
 // CHECK-NEXT:    %[[Y:.*]] = "tp.add"(%[[X]], %[[D]])
 // CHECK-NEXT:    %[[DW:.*]] = "tp.linear_wgrad"(%[[C]], %[[X]]) {parallel = "row"} : (tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<16x16xf32>
@@ -27,7 +28,7 @@ func.func @residual_linear(%x: tensor<8x16xbf16> {tp.name = "x"}, %w: tensor<16x
 /// [Rule: tp.glu -> tp.glu_grad with the same attributes; tp.rmsnorm -> tp.rmsnorm_grad]
 /// `tp.grad = false` keeps an argument out of the gradients.
 // CHECK-LABEL: func.func @norm_glu(
-// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x32xbf16> {tp.name = "x_grad"})
+// CHECK-SAME:      -> (tensor<8x16xbf16> {tp.name = "y"}, tensor<8x32xbf16> {tp.grad_of = 0 : i64, tp.name = "x_grad"})
 // CHECK:         %[[G:.*]] = "tp.glu_grad"(%{{.*}}, %{{.*}}) {interleave = 8 : i64, kind = "swiglu"}
 // CHECK-NEXT:    %[[N:.*]]:2 = "tp.rmsnorm_grad"(%{{.*}}, %{{.*}}, %[[G]]) {eps = {{.*}}} : ({{.*}}) -> (tensor<8x32xbf16>, tensor<32xf32>)
 // CHECK-NEXT:    return %{{.*}}, %[[N]]#0 :

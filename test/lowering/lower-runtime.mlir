@@ -22,7 +22,7 @@
 // CHECK:         call @tprt_abi_linear(
 // CHECK:         call @tprt_abi_add(
 // CHECK:         return
-// CHECK:       llvm.mlir.global external constant @tpc_module_info("{\22abi\22:1,
+// CHECK:       llvm.mlir.global external constant @tpc_module_info("{\22abi\22:2,
 module {
   func.func @mlp(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>,
                  %w1: tensor<512x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {
@@ -54,10 +54,11 @@ func.func @returns(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, te
 // -----
 
 /// tp.wait's result shares the storage the future names; the collective's mesh and axes become
-/// the descriptor entries: slots [f32 4x8] [f32 16x8], then 4 attributes: mesh [rank 2: 2, 4],
-/// axes as a bitmask (tp is axis 1 -> 2), dim 0 and the default order "any" (0).
+/// the descriptor entries: slots [f32 4x8] [f32 16x8], then 5 attributes: mesh [rank 2: 2, 4],
+/// axes as a bitmask (tp is axis 1 -> 2), dim 0, the default blocks 1 and the default order "any"
+/// (0).
 // CHECK-LABEL: module attributes {tp.arena_bytes = 512 : i64
-// CHECK:       llvm.mlir.global internal constant @__tpc_desc_gather_0(dense<[{{[0-9]+}}, 2, 2, 2, 4, 8, 2, 2, 16, 8, 4, 3, 2, 2, 4, 1, 2, 1, 0, 1, 0]>
+// CHECK:       llvm.mlir.global internal constant @__tpc_desc_gather_0(dense<[{{[0-9]+}}, 2, 2, 2, 4, 8, 2, 2, 16, 8, 5, 3, 2, 2, 4, 1, 2, 1, 0, 1, 1, 1, 0]>
 // CHECK-LABEL: func.func @tpc_entry_gather(
 // CHECK:         llvm.mlir.constant(0 : i64) : i64
 // CHECK-NEXT:    %[[BUF:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8

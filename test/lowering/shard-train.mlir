@@ -8,8 +8,8 @@
 ///---------------------------------------------------------------------------
 "tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
 // CHECK-LABEL: func.func @mlp_train(
-// CHECK-SAME:      {tp.name = "w1_grad", tp.shard = {axes = {{\[\["tp"\], \[\]\]}}, blocks = array<i64: 2, 1>
-// CHECK-SAME:      {tp.name = "w2_grad", tp.shard = {axes = {{\[\[\], \["tp"\]\]}}
+// CHECK-SAME:      {tp.grad_of = 1 : i64, tp.name = "w1_grad", tp.shard = {axes = {{\[\["tp"\], \[\]\]}}, blocks = array<i64: 2, 1>
+// CHECK-SAME:      {tp.grad_of = 2 : i64, tp.name = "w2_grad", tp.shard = {axes = {{\[\[\], \["tp"\]\]}}
 // CHECK:         %[[W2P:.*]] = "tp.linear_wgrad"({{.*}}) {parallel = "row", partial = true} : (tensor<8x128xbf16>, tensor<8x128xbf16>) -> tensor<128x128xf32>
 // CHECK-NEXT:    %[[W2G:.*]] = "tp.all_reduce"(%[[W2P]]) {axes = ["dp"], mesh = @world} : (tensor<128x128xf32>) -> tensor<128x128xf32>
 // CHECK-NEXT:    %[[DA:.*]] = "tp.linear_dgrad"({{.*}}) {parallel = "row"} : (tensor<8x128xbf16>, tensor<128x128xbf16>) -> tensor<8x128xbf16>

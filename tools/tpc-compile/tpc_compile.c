@@ -41,9 +41,14 @@ typedef struct {
   const char* numerics;  // --numerics, overriding tp.numerics
   const char* strategy;  // --strategy, overriding tp.strategy
   bool sequence_parallel;  // --sequence-parallel
+  int64_t gtp_prefetch;    // --gtp-prefetch (-1: not given)
+  bool gtp_keep;           // --gtp-keep
 } tpc_compile_options_t;
 
-enum { OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_EMIT, OPT_CPU };
+enum {
+  OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH,
+  OPT_GTP_KEEP, OPT_EMIT, OPT_CPU
+};
 
 static const tpc_cli_option_t kOptions[] = {
     {"output", 'o', "FILE", "Output path (required)", OPT_OUTPUT},
@@ -53,6 +58,9 @@ static const tpc_cli_option_t kOptions[] = {
     {"strategy", 0, "S", "Set tp.strategy for invariant numerics: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Set sequence_parallel = true on every column/row-parallel linear",
      OPT_SEQUENCE_PARALLEL},
+    {"gtp-prefetch", 0, "N", "Set tp.gtp_prefetch: start GTP weight all-gathers N contractions before use",
+     OPT_GTP_PREFETCH},
+    {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
     {"emit", 0, "KIND", "so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)", OPT_EMIT},
     {"cpu", 0, "NAME", "Target CPU (default: x86-64, portable to any x86-64 host)", OPT_CPU},
     {NULL, 0, NULL, NULL, 0}};
@@ -64,6 +72,7 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
   o->pipeline = "lower-cpu";
   o->emit = "so";
   o->cpu = "x86-64";
+  o->gtp_prefetch = -1;
   tpc_cli_state_t st = {0};
   char error[256];
   for (int id; (id = tpc_cli_next(&kCli, argc, argv, &st)) != TPC_CLI_END;) {
@@ -96,6 +105,13 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         *(id == OPT_NUMERICS ? &o->numerics : &o->strategy) = v;
         break;
       case OPT_SEQUENCE_PARALLEL: o->sequence_parallel = true; break;
+      case OPT_GTP_PREFETCH:
+        if (!tpc_gtp_prefetch_option_check(v, &o->gtp_prefetch, error, sizeof error)) {
+          tpc_cli_error(&kCli, "%s", error);
+          return -1;
+        }
+        break;
+      case OPT_GTP_KEEP: o->gtp_keep = true; break;
       case OPT_EMIT: o->emit = v; break;
       case OPT_CPU: o->cpu = v; break;
       default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
@@ -273,6 +289,7 @@ int main(int argc, char** argv) {
   if (opts.has_mesh && mlirLogicalResultIsFailure(tpc_mesh_declare(op, &opts.mesh))) goto done;
   tpc_module_set_numerics(op, opts.numerics, opts.strategy);
   if (opts.sequence_parallel) tpc_module_set_sequence_parallel(op);
+  tpc_module_set_gtp(op, opts.gtp_prefetch, opts.gtp_keep);
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char error[512];

@@ -111,6 +111,7 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   bool ok = !o->has_mesh || mlirLogicalResultIsSuccess(tpc_mesh_declare(root, &o->mesh));
   tpc_module_set_numerics(root, o->numerics, o->strategy);
   if (o->sequence_parallel) tpc_module_set_sequence_parallel(root);
+  tpc_module_set_gtp(root, o->has_gtp_prefetch ? o->gtp_prefetch : -1, o->gtp_keep);
   ok = ok && mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_elements > 0) {
     MlirPassManager pm = mlirPassManagerCreate(ctx);

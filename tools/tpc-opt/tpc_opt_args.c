@@ -14,7 +14,7 @@ enum {
   OPT_OUTPUT, OPT_SPLIT_INPUT, OPT_TP_PIPELINE, OPT_PASS_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY,
   OPT_SEQUENCE_PARALLEL, OPT_VERIFY_EACH, OPT_NO_VERIFY_EACH, OPT_VERIFY_DIAGNOSTICS, OPT_PRINT_DEBUGINFO,
   OPT_PRINT_GENERIC, OPT_PRINT_BEFORE_ALL, OPT_PRINT_AFTER_ALL, OPT_PRINT_AFTER_CHANGE, OPT_PRINT_AFTER_FAILURE,
-  OPT_PRINT_MODULE_SCOPE, OPT_TIMING,
+  OPT_PRINT_MODULE_SCOPE, OPT_TIMING, OPT_GTP_PREFETCH, OPT_GTP_KEEP,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -24,13 +24,19 @@ static const tpc_cli_option_t kOptions[] = {
     {"pass-pipeline", 0, "PIPELINE",
      "Run a textual pipeline, as mlir-opt: 'builtin.module(tp-shard{mesh=tp=2},canonicalize)'.\n"
      "tp passes take module settings as options: tp-shard{mesh=tp=4,dp=2 sequence-parallel=true},\n"
-     "tp-invariant{numerics=invariant strategy=canonical}; they apply before the pipeline runs",
+     "tp-invariant{numerics=invariant strategy=canonical}, tp-gtp{prefetch=2 keep=true};\n"
+     "they apply before the pipeline runs",
      OPT_PASS_PIPELINE},
     {"mesh", 0, "tp=4[,dp=2]", "Declare the device mesh as tp.mesh @world (replacing one of that name)", OPT_MESH},
     {"numerics", 0, "MODE", "Set tp.numerics: fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"strategy", 0, "S", "Set tp.strategy for invariant numerics: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Set sequence_parallel = true on every column/row-parallel linear",
      OPT_SEQUENCE_PARALLEL},
+    {"gtp-prefetch", 0, "N",
+     "Set tp.gtp_prefetch: tp-gtp starts a weight's all-gather N contractions before its use\n"
+     "(default: chosen by tp-gtp's cost model; 0: just before the use)",
+     OPT_GTP_PREFETCH},
+    {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
     {"verify-each", 0, NULL, "Run tp-verify after every pass (default in Debug builds)", OPT_VERIFY_EACH},
     {"no-verify-each", 0, NULL, "Do not run tp-verify between passes", OPT_NO_VERIFY_EACH},
     {"verify-diagnostics", 0, NULL,
@@ -120,6 +126,16 @@ static bool tpc__set_mesh(tpc_opt_options_t* o, const char* value) {
   return true;
 }
 
+static bool tpc__set_gtp_prefetch(tpc_opt_options_t* o, const char* value) {
+  char error[256];
+  if (!tpc_gtp_prefetch_option_check(value, &o->gtp_prefetch, error, sizeof error)) {
+    tpc_cli_error(&kCli, "%s", error);
+    return false;
+  }
+  o->has_gtp_prefetch = true;
+  return true;
+}
+
 // Applies the options of a tp pass in a textual pipeline: |opts| is the text between the braces,
 // space-separated key=value pairs.
 static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts) {
@@ -127,7 +143,7 @@ static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts
     char* eq = strchr(kv, '=');
     const char* value = eq ? eq + 1 : "true";
     if (eq) *eq = '\0';
-    bool shard = !strcmp(pass, "tp-shard"), invariant = !strcmp(pass, "tp-invariant");
+    bool shard = !strcmp(pass, "tp-shard"), invariant = !strcmp(pass, "tp-invariant"), gtp = !strcmp(pass, "tp-gtp");
     bool ok;
     if (shard && !strcmp(kv, "mesh")) {
       ok = tpc__set_mesh(o, value);
@@ -140,10 +156,20 @@ static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts
       ok = true;
     } else if (invariant && (!strcmp(kv, "numerics") || !strcmp(kv, "strategy"))) {
       ok = tpc__set_numerics(o, kv, value);
+    } else if (gtp && !strcmp(kv, "prefetch")) {
+      ok = tpc__set_gtp_prefetch(o, value);
+    } else if (gtp && !strcmp(kv, "keep")) {
+      if (strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "1") && strcmp(value, "0")) {
+        tpc_cli_error(&kCli, "%s{keep=...} must be true or false; got '%s'", pass, value);
+        return false;
+      }
+      o->gtp_keep = !strcmp(value, "true") || !strcmp(value, "1");
+      ok = true;
     } else {
       tpc_cli_error(&kCli, "pass %s has no option '%s' (%s)", pass, kv,
                     shard       ? "it takes mesh and sequence-parallel"
                     : invariant ? "it takes numerics and strategy"
+                    : gtp       ? "it takes prefetch and keep"
                                 : "it takes none");
       return false;
     }
@@ -269,6 +295,8 @@ int tpc_opt_parse_args(int argc, char** argv, tpc_opt_options_t* o) {
       case OPT_PRINT_AFTER_FAILURE: o->print_after_failure = true; break;
       case OPT_PRINT_MODULE_SCOPE: o->print_module_scope = true; break;
       case OPT_TIMING: o->timing = true; break;
+      case OPT_GTP_PREFETCH: ok = tpc__set_gtp_prefetch(o, v); break;
+      case OPT_GTP_KEEP: o->gtp_keep = true; break;
       default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
     }
     if (!ok) return -1;

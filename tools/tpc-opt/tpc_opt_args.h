@@ -25,6 +25,9 @@ typedef struct tpc_opt_options_t {
   const char* numerics;    // --numerics or a pass option, overriding tp.numerics
   const char* strategy;    // --strategy or a pass option, overriding tp.strategy
   bool sequence_parallel;  // --sequence-parallel or tp-shard{sequence-parallel=true}
+  bool has_gtp_prefetch;   // --gtp-prefetch or tp-gtp{prefetch=N} given
+  int64_t gtp_prefetch;
+  bool gtp_keep;           // --gtp-keep or tp-gtp{keep=true}
   /// The pipeline in order: tpc pass arguments ("tp-shard") and upstream elements ("mlir:cse").
   char** elements;
   int num_elements;

@@ -22,6 +22,8 @@ typedef struct {
   const char* numerics;  // --numerics, passed to tpc-compile
   const char* strategy;  // --strategy, passed to tpc-compile
   bool sequence_parallel;  // --sequence-parallel, passed to tpc-compile
+  const char* gtp_prefetch;  // --gtp-prefetch, passed to tpc-compile
+  bool gtp_keep;             // --gtp-keep, passed to tpc-compile
   uint64_t seed;
   bool seed_given;
   int world;

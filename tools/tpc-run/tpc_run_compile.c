@@ -30,8 +30,8 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
   snprintf(out_so, size, "%s/module.so", tmpdir);
   pid_t pid = fork();
   if (pid == 0) {
-    char pipeline[128], mesh[128], numerics[64], strategy[64];
-    char* argv[10] = {compiler, (char*)mlir, "-o", out_so, pipeline};
+    char pipeline[128], mesh[128], numerics[64], strategy[64], prefetch[64];
+    char* argv[12] = {compiler, (char*)mlir, "-o", out_so, pipeline};
     int argc = 5;
     snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
     snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
@@ -41,6 +41,9 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
     if (o->numerics) argv[argc++] = numerics;
     if (o->strategy) argv[argc++] = strategy;
     if (o->sequence_parallel) argv[argc++] = "--sequence-parallel";
+    snprintf(prefetch, sizeof prefetch, "--gtp-prefetch=%s", o->gtp_prefetch ? o->gtp_prefetch : "");
+    if (o->gtp_prefetch) argv[argc++] = prefetch;
+    if (o->gtp_keep) argv[argc++] = "--gtp-keep";
     argv[argc] = NULL;
     execv(compiler, argv);
     fprintf(stderr, "tpc-run: error: cannot run %s: %s\n", compiler, strerror(errno));

@@ -1,0 +1,44 @@
+// RUN: tpc-opt %s --split-input-file --tp-shard --tp-gtp --verify-diagnostics
+
+/// A weight whose output features do not divide by the gtp size is refused, never left whole:
+/// w1's 512 rows over gtp = 3. The error names the argument and what to change.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 3>} : () -> ()
+  // expected-error@+1 {{tp-gtp: argument 'w1' cannot be sharded over gtp = 3: its output features (dimension 0) have 512 rows on each tensor-parallel rank, not divisible by 3; change the gtp size or the model's width, or mark it}}
+  func.func @mlp(%x: tensor<24x128xbf16> {tp.name = "x"}, %w1: tensor<512x128xbf16> {tp.name = "w1"},
+                 %w2: tensor<128x256xbf16> {tp.name = "w2"}) -> tensor<24x128xbf16> {
+    %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<24x128xbf16>, tensor<512x128xbf16>) -> tensor<24x512xbf16>
+    %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<24x512xbf16>) -> tensor<24x256xbf16>
+    %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<24x256xbf16>, tensor<128x256xbf16>) -> tensor<24x128xbf16>
+    return %d : tensor<24x128xbf16>
+  }
+}
+
+// -----
+
+/// A stride-2 weight is cut block by block: with tp = 2 each rank holds 2 blocks of 24 rows
+/// (gate and up), and 24 does not divide by gtp = 16... the message names the blocks.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp", "tp"], shape = array<i64: 16, 2>} : () -> ()
+  // expected-error@+1 {{tp-gtp: argument 'w1' cannot be sharded over gtp = 16: its output features (dimension 0) have 48 rows on each tensor-parallel rank in 2 blocks of 24, not divisible by 16}}
+  func.func @mlp(%x: tensor<32x64xbf16> {tp.name = "x"}, %w1: tensor<96x64xbf16> {tp.name = "w1"},
+                 %w2: tensor<64x48xbf16> {tp.name = "w2", tp.gtp = false}) -> tensor<32x64xbf16> {
+    %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<32x64xbf16>, tensor<96x64xbf16>) -> tensor<32x96xbf16>
+    %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<32x96xbf16>) -> tensor<32x48xbf16>
+    %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<32x48xbf16>, tensor<64x48xbf16>) -> tensor<32x64xbf16>
+    return %d : tensor<32x64xbf16>
+  }
+}
+
+// -----
+
+/// An explicit tp.gtp = true asks for a gtp axis; a mesh without one is an error, not a silently
+/// unsharded weight.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  // expected-error@+1 {{tp-gtp: argument 'w' is marked tp.gtp = true, but the module's mesh has no gtp axis; add one (--mesh tp=2,gtp=2) or drop the mark}}
+  func.func @f(%x: tensor<8x64xbf16> {tp.name = "x"}, %w: tensor<64x64xbf16> {tp.name = "w", tp.gtp = true}) -> tensor<8x64xbf16> {
+    %y = "tp.linear"(%x, %w) {parallel = "column"} : (tensor<8x64xbf16>, tensor<64x64xbf16>) -> tensor<8x64xbf16>
+    return %y : tensor<8x64xbf16>
+  }
+}

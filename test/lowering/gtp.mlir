@@ -1,0 +1,114 @@
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp --tp-invariant --numerics invariant | FileCheck %s --check-prefix=INV
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp | FileCheck %s --check-prefix=COUNT
+
+///---------------------------------------------------------------------------
+/// [tp-gtp: a training step over gtp = 2 x tp = 2]
+/// Weights: w1 (column-parallel, stride-2 for the GLU) and w2 (row-parallel) become gtp shards
+/// of their tensor-parallel shards along the output features; gtp is the minor axis of that dim,
+/// so w1's [256,128] tp shard in 2 blocks is stored as [128,128] and gathered back with
+/// blocks = 2. gamma (a norm parameter) stays whole. Every use gets its own gather, started one
+/// contraction ahead (--gtp-prefetch 1: before the previous contraction, or at the top) and
+/// waited for just before the use: the backward re-gathers. The weight gradients, summed over the
+/// token axis gtp by tp-shard, are reduce-scattered back to the shards instead, in f32, waited
+/// for before the second contraction after them.
+///---------------------------------------------------------------------------
+// CHECK-LABEL: func.func @mlp(
+// CHECK-SAME:      %[[W1:[^:]*]]: tensor<128x128xbf16> {tp.name = "w1", tp.shard = {axes = {{\[\["tp", "gtp"\], \[\]\]}}, blocks = array<i64: 2, 1>, logical = array<i64: 512, 128>}}
+// CHECK-SAME:      %[[W2:[^:]*]]: tensor<64x128xbf16> {tp.name = "w2", tp.shard = {axes = {{\[\["gtp"\], \["tp"\]\]}}, blocks = array<i64: 1, 1>, logical = array<i64: 128, 256>}}
+// CHECK-SAME:      tensor<128xf32> {tp.grad_of = 1 : i64, tp.name = "gamma_grad", tp.shard = {axes = {{\[\[\]\]}}
+// CHECK-SAME:      tensor<128x128xf32> {tp.grad_of = 2 : i64, tp.name = "w1_grad", tp.shard = {axes = {{\[\["tp", "gtp"\], \[\]\]}}
+// CHECK-SAME:      tensor<64x128xf32> {tp.grad_of = 3 : i64, tp.name = "w2_grad", tp.shard = {axes = {{\[\["gtp"\], \["tp"\]\]}}
+// CHECK-SAME:      attributes {tp.gtp_prefetch = 1 : i64}
+// CHECK-NEXT:    %[[F1:.*]] = "tp.all_gather_start"(%[[W1]]) {axes = ["gtp"], blocks = 2 : i64, dim = 0 : i64, mesh = @world} : (tensor<128x128xbf16>) -> !tp.future<tensor<256x128xbf16>>
+// CHECK-NEXT:    %[[H:.*]] = "tp.rmsnorm"
+// CHECK-NEXT:    %[[G1:.*]] = "tp.wait"(%[[F1]]) : (!tp.future<tensor<256x128xbf16>>) -> tensor<256x128xbf16>
+// CHECK-NEXT:    %[[F2:.*]] = "tp.all_gather_start"(%[[W2]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<64x128xbf16>) -> !tp.future<tensor<128x128xbf16>>
+// CHECK-NEXT:    %[[U:.*]] = "tp.linear"(%[[H]], %[[G1]]) {parallel = "column"} : (tensor<8x128xbf16>, tensor<256x128xbf16>) -> tensor<8x256xbf16>
+// CHECK-NEXT:    %[[A:.*]] = "tp.glu"(%[[U]])
+// CHECK-NEXT:    %[[G2:.*]] = "tp.wait"(%[[F2]])
+// CHECK-NEXT:    "tp.linear"(%[[A]], %[[G2]]) {parallel = "row", partial = true}
+// CHECK:         %[[F2B:.*]] = "tp.all_gather_start"(%[[W2]])
+// CHECK-NEXT:    %[[P2:.*]] = "tp.linear_wgrad"({{.*}}) {parallel = "row", partial = true} : (tensor<8x128xbf16>, tensor<8x128xbf16>) -> tensor<128x128xf32>
+// CHECK-NEXT:    %[[R2:.*]] = "tp.reduce_scatter_start"(%[[P2]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<128x128xf32>) -> !tp.future<tensor<64x128xf32>>
+// CHECK-NEXT:    %[[G2B:.*]] = "tp.wait"(%[[F2B]])
+// CHECK-NEXT:    "tp.linear_dgrad"({{.*}}, %[[G2B]]) {parallel = "row"}
+// CHECK-NEXT:    "tp.glu_grad"
+// CHECK-NEXT:    %[[F1B:.*]] = "tp.all_gather_start"(%[[W1]]) {axes = ["gtp"], blocks = 2 : i64
+// CHECK-NEXT:    %[[S2:.*]] = "tp.wait"(%[[R2]]) : (!tp.future<tensor<64x128xf32>>) -> tensor<64x128xf32>
+// CHECK-NEXT:    %[[P1:.*]] = "tp.linear_wgrad"({{.*}}) {parallel = "column", partial = true} : (tensor<8x256xbf16>, tensor<8x128xbf16>) -> tensor<256x128xf32>
+// CHECK-NEXT:    %[[R1:.*]] = "tp.reduce_scatter_start"(%[[P1]]) {axes = ["gtp"], blocks = 2 : i64, dim = 0 : i64, mesh = @world} : (tensor<256x128xf32>) -> !tp.future<tensor<128x128xf32>>
+// CHECK-NEXT:    %[[G1B:.*]] = "tp.wait"(%[[F1B]])
+// CHECK-NEXT:    "tp.linear_dgrad"({{.*}}, %[[G1B]]) {parallel = "column", partial = true}
+// CHECK:         "tp.all_reduce"({{.*}}) {axes = ["gtp"], mesh = @world} : (tensor<128xf32>) -> tensor<128xf32>
+// CHECK:         %[[S1:.*]] = "tp.wait"(%[[R1]]) : (!tp.future<tensor<128x128xf32>>) -> tensor<128x128xf32>
+// CHECK-NEXT:    return {{.*}}, %[[S1]], %[[S2]] :
+/// Invariant numerics: each partial is a subtree of C / 2 chunks of the tree the gtp reduction
+/// completes; the reduce-scatters sum in the canonical order.
+// INV-LABEL: func.func @mlp(
+// INV:         "tp.linear_wgrad"({{.*}}) {chunks = 4 : i64, parallel = "row", partial = true}
+// INV-NEXT:    "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world, order = "canonical"}
+module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+  func.func @mlp(%x: tensor<16x128xbf16> {tp.name = "x"}, %gamma: tensor<128xbf16> {tp.name = "gamma"},
+                 %w1: tensor<512x128xbf16> {tp.name = "w1"}, %w2: tensor<128x256xbf16> {tp.name = "w2"})
+      -> (tensor<16x128xbf16> {tp.name = "y"}) {
+    %h = "tp.rmsnorm"(%x, %gamma) {eps = 1.0e-05 : f32} : (tensor<16x128xbf16>, tensor<128xbf16>) -> tensor<16x128xbf16>
+    %u = "tp.linear"(%h, %w1) {parallel = "column"} : (tensor<16x128xbf16>, tensor<512x128xbf16>) -> tensor<16x512xbf16>
+    %a = "tp.glu"(%u) {kind = "swiglu"} : (tensor<16x512xbf16>) -> tensor<16x256xbf16>
+    %d = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x256xbf16>, tensor<128x256xbf16>) -> tensor<16x128xbf16>
+    %y = "tp.add"(%x, %d) : (tensor<16x128xbf16>, tensor<16x128xbf16>) -> tensor<16x128xbf16>
+    return %y : tensor<16x128xbf16>
+  }
+}
+
+// -----
+
+///---------------------------------------------------------------------------
+/// [tp-gtp: data parallelism beside gtp, a tied weight, a replicated router, tp.gtp = false]
+/// Tokens are sharded over dp and gtp, so tp-shard sums weight gradients over ["dp", "gtp"]; that
+/// reduction becomes a reduce-scatter over gtp and an all-reduce of the shard over dp (the tree's
+/// upper levels). w is read by two linears: two gathers, two scattered contributions, and
+/// tp-autodiff's add adds shards. The router (a replicated linear) and w2 (marked
+/// tp.gtp = false) stay whole and are summed over dp and gtp as before.
+///---------------------------------------------------------------------------
+// CHECK-LABEL: func.func @tied(
+// CHECK-SAME:      %[[W:[^:]*]]: tensor<16x64xbf16> {tp.name = "w", tp.shard = {axes = {{\[\["tp", "gtp"\], \[\]\]}}
+// CHECK-SAME:      %[[R:[^:]*]]: tensor<8x64xbf16> {tp.name = "router", tp.shard = {axes = {{\[\[\], \[\]\]}}
+// CHECK-SAME:      %[[W2:[^:]*]]: tensor<64x32xbf16> {tp.gtp = false, tp.name = "w2", tp.shard = {axes = {{\[\[\], \["tp"\]\]}}
+// CHECK-SAME:      -> ({{.*}}tensor<16x64xf32> {tp.grad_of = 2 : i64, tp.name = "w_grad", tp.shard = {axes = {{\[\["tp", "gtp"\], \[\]\]}}
+// CHECK:         %[[P:.*]] = "tp.linear_wgrad"({{.*}}) {partial = true} : (tensor<4x8xbf16>, tensor<4x64xbf16>) -> tensor<8x64xf32>
+// CHECK-NEXT:    %[[RG:.*]] = "tp.all_reduce"(%[[P]]) {axes = ["dp", "gtp"], mesh = @world} : (tensor<8x64xf32>) -> tensor<8x64xf32>
+// CHECK:         %[[RS1:.*]] = "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<32x64xf32>) -> !tp.future<tensor<16x64xf32>>
+// CHECK:         %[[S1:.*]] = "tp.wait"(%[[RS1]])
+// CHECK-NEXT:    %[[D1:.*]] = "tp.all_reduce"(%[[S1]]) {axes = ["dp"], mesh = @world} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK:         %[[RS2:.*]] = "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<32x64xf32>) -> !tp.future<tensor<16x64xf32>>
+// CHECK-NEXT:    %[[S2:.*]] = "tp.wait"(%[[RS2]])
+// CHECK-NEXT:    %[[D2:.*]] = "tp.all_reduce"(%[[S2]]) {axes = ["dp"], mesh = @world} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK-NEXT:    %[[WG:.*]] = "tp.add"(%[[D1]], %[[D2]]) : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK:         return {{.*}}, %[[WG]], %[[RG]], {{.*}} : {{.*}}, tensor<16x64xf32>, tensor<8x64xf32>, tensor<64x32xf32>
+/// Four gathers of w (two forward uses, two backward dgrads), none of the router or w2.
+// COUNT-LABEL: func.func @tied(
+// COUNT-COUNT-4: "tp.all_gather_start"(%arg2)
+// COUNT-NOT:     "tp.all_gather_start"
+/// Invariant numerics: the chain is one canonical reduction over 4 ranks (chunks = 8 / 4); the
+/// all-reduce over dp continues it.
+// INV-LABEL: func.func @tied(
+// INV:         "tp.linear_wgrad"({{.*}}) {chunks = 2 : i64, parallel = "column", partial = true}
+// INV-NEXT:    "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world, order = "canonical"}
+// INV:         "tp.all_reduce"({{.*}}) {axes = ["dp"], mesh = @world, order = "canonical"} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
+  "tp.mesh"() {sym_name = "world", axes = ["dp", "gtp", "tp"], shape = array<i64: 2, 2, 2>} : () -> ()
+  func.func @tied(%x: tensor<16x64xbf16> {tp.name = "x"}, %g: tensor<64xbf16> {tp.name = "gamma"},
+                  %w: tensor<64x64xbf16> {tp.name = "w"}, %r: tensor<8x64xbf16> {tp.name = "router"},
+                  %w2: tensor<64x64xbf16> {tp.name = "w2", tp.gtp = false})
+      -> (tensor<16x64xbf16> {tp.name = "y"}, tensor<16x8xbf16> {tp.name = "logits"}) {
+    %h = "tp.rmsnorm"(%x, %g) {eps = 1.0e-05 : f32} : (tensor<16x64xbf16>, tensor<64xbf16>) -> tensor<16x64xbf16>
+    %a = "tp.linear"(%h, %w) {parallel = "column"} : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+    %b = "tp.linear"(%a, %w2) {parallel = "row"} : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+    %c = "tp.linear"(%b, %w) {parallel = "column"} : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+    %d = "tp.linear"(%c, %w2) {parallel = "row"} : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+    %l = "tp.linear"(%x, %r) : (tensor<16x64xbf16>, tensor<8x64xbf16>) -> tensor<16x8xbf16>
+    return %d, %l : tensor<16x64xbf16>, tensor<16x8xbf16>
+  }
+}
