@@ -375,10 +375,10 @@ static bool tpc__scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t block
     MlirOperation user = mlirOpOperandGetOwner(u);
     if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(user, first)) first = user;
   }
+  // (Depth 0, the unoverlapped schedule: before the op that follows the reduction.)
   int64_t seen = 0;
   for (int i = tpc__index_of(P, op) + 1; i > 0 && i < P->num_ops; ++i) {
-    if (!tpc__is_contraction(tpc_op_get_kind(P->ops[i]))) continue;
-    if (++seen <= (P->cur_depth > 0 ? P->cur_depth : 1)) continue;
+    if (P->cur_depth > 0 && (!tpc__is_contraction(tpc_op_get_kind(P->ops[i])) || ++seen <= P->cur_depth)) continue;
     if (mlirOperationIsBeforeInBlock(P->ops[i], first)) first = P->ops[i];
     break;
   }

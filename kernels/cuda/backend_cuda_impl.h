@@ -22,6 +22,7 @@ typedef struct {
   ncclComm_t comm;  // NULL for a local group
   int size, index;
   bool local;  // the ranks share GPUs: no NCCL communicator, the collectives of backend_cuda_local.c
+  bool async;  // issues the async collectives (on comm_stream) of its group
 } tprt__cuda_comm_t;
 
 /// A device buffer that grows (outside graph capture) and is reused in stream order.

@@ -103,11 +103,15 @@ static tprt_status_t tprt__fault(void) {
 
 // The communicator of the calling rank's group over |mask|, created on first use: group member 0
 // makes the NCCL unique id and the CPU world's all-gather (host memory) hands it to the others.
-// When the ranks share GPUs the group is local instead (no NCCL, nothing exchanged here).
+// When the ranks share GPUs the group is local instead (no NCCL, nothing exchanged here). The async
+// collectives (issued on comm_stream) of a group have a communicator of their own: NCCL orders the
+// operations of one communicator, so a synchronous collective of the group on the compute stream
+// would otherwise wait for every prefetch in flight, and the compute stream with it.
 static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_comm_t** out) {
   TPRT__TRY(tprt__need_rank());
+  bool async = tprt__r.issue == tprt__r.comm_stream && !tprt__r.shared;
   for (int i = 0; i < tprt__r.num_comms; ++i)
-    if (tprt__r.comms[i].mask == mask) {
+    if (tprt__r.comms[i].mask == mask && tprt__r.comms[i].async == async) {
       *out = &tprt__r.comms[i];
       return NULL;
     }
@@ -141,8 +145,12 @@ static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_com
   free(all);
   if (s) return s;
   tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms];
-  TPRT__NCCL(ncclCommInitRank(&c->comm, g, id, index));
+  // At most TPRT_CUDA_COMM_SMS CTAs: an async collective then fits the SMs the GEMMs leave it.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (tprt_param_cuda_comm_sms() > 0) config.maxCTAs = (int)tprt_param_cuda_comm_sms();
+  TPRT__NCCL(ncclCommInitRankConfig(&c->comm, g, id, index, &config));
   c->local = false;
+  c->async = async;
   c->mask = mask;
   c->size = g;
   c->index = index;
@@ -397,6 +405,13 @@ static tprt_status_t tprt__future_take(const char* op, tprt__cuda_future_t** out
   return NULL;
 }
 
+// While any async collective is in flight, GEMMs leave TPRT_CUDA_COMM_SMS SMs free for it.
+static void tprt__update_sm_reserve(void) {
+  bool any = false;
+  for (int i = 0; i < tprt__r.num_futures; ++i) any |= tprt__r.futures[i].in_flight;
+  tprt_cuda_set_sm_reserve(any ? (int)tprt_param_cuda_comm_sms() : 0);
+}
+
 // Forks the comm stream off the compute stream (it sees every op queued so far: the start's input
 // is ready) and makes it the stream the collectives issue on.
 static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out) {
@@ -427,6 +442,7 @@ static tprt_status_t tprt__start_end(tprt__cuda_future_t* f, tprt_status_t s, tp
     return tprt__cuda_make_status(e, "cudaEventRecord (an async collective's completion)", __FILE__, __LINE__);
   }
   *out_future = (tprt_future_t*)f;
+  tprt__update_sm_reserve();
   return NULL;
 }
 
@@ -460,6 +476,7 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
                             "wait: not a future of an async collective in flight on this rank of the cuda backend "
                             "(unknown, or already waited for)");
   f->in_flight = false;
+  tprt__update_sm_reserve();
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.stream, f->done, 0));
   return NULL;
 }

@@ -39,3 +39,20 @@ tprt_status_t tprt__cuda_make_status(cudaError_t err, const char* expr, const ch
                            cudaGetErrorString(err));
 }
 
+
+// The GEMMs' SM reserve (tprt_cuda_kernels.h): kept here, in the one C file that every build of
+// the backend links, kernels and the host checks alike.
+static _Thread_local int tprt__sm_reserve;
+
+void tprt_cuda_set_sm_reserve(int sms) { tprt__sm_reserve = sms > 0 ? sms : 0; }
+
+int tprt_cuda_sm_reserve(void) { return tprt__sm_reserve; }
+
+tprt_status_t tprt_cuda_gemm_sms(int* out) {
+  int dev = 0, sms = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int keep = tprt__sm_reserve < sms / 2 ? tprt__sm_reserve : sms / 2;
+  *out = sms - keep;
+  return NULL;
+}

@@ -154,12 +154,7 @@ tprt_status_t tprt__plan_alloc(int64_t groups, tprt__grouped_plan_t* plan, void*
   return nullptr;
 }
 
-tprt_status_t tprt__sm_count(int* out) {
-  int dev = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(out, cudaDevAttrMultiProcessorCount, dev));
-  return nullptr;
-}
+tprt_status_t tprt__sm_count(int* out) { return tprt_cuda_gemm_sms(out); }
 
 int64_t tprt__blocks(int64_t n) { return (n + kThreads - 1) / kThreads; }
 

@@ -89,13 +89,10 @@ __global__ void tprt__inv_tree_top(const float* __restrict__ part, int batches, 
   }
 }
 
-/// Sets g->sm_count to the current device's.
-tprt_status_t tprt__inv_set_sm_count(tprt__inv_gemm_t* g) {
-  int dev = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, dev));
-  return nullptr;
-}
+/// Sets g->sm_count to the SMs a GEMM may use now (tprt_cuda_gemm_sms: the device's, less those an
+/// asynchronous collective in flight keeps). The chunk tree fixes the arithmetic, so the bits do
+/// not depend on it.
+tprt_status_t tprt__inv_set_sm_count(tprt__inv_gemm_t* g) { return tprt_cuda_gemm_sms(&g->sm_count); }
 
 /// The schedule of one invariant GEMM. The chunk tree fixes every element's arithmetic, so the
 /// work may be cut along it without changing a bit: when the output has too few 128 x 128 tiles

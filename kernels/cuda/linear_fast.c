@@ -113,6 +113,12 @@ static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, c
   cudaDataType_t ab = CUDA_R_16BF, c = CUDA_R_32F;
   if (!tprt__lt_type(g->ab_dtype, &ab) || !tprt__lt_type(g->d_dtype, &c))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s (fast): unsupported dtypes", op);
+  // While an async collective is in flight the GEMM targets fewer SMs and leaves it the rest.
+  int32_t sm_target = 0;
+  if (tprt_cuda_sm_reserve() > 0) {
+    tprt_status_t e = tprt_cuda_gemm_sms(&sm_target);
+    if (e) return tprt_status_annotate(e, "%s (fast)", op);
+  }
   cublasLtMatmulDesc_t desc = NULL;
   cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
   cublasLtMatmulPreference_t pref = NULL;
@@ -121,6 +127,8 @@ static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, c
   cublasStatus_t s = tprt__lt.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &g->opa, sizeof g->opa);
   if (s == CUBLAS_STATUS_SUCCESS) s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &g->opb, sizeof g->opb);
+  if (s == CUBLAS_STATUS_SUCCESS && sm_target > 0)
+    s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target, sizeof sm_target);
   if (s == CUBLAS_STATUS_SUCCESS && g->bias) {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     s = tprt__lt.desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);

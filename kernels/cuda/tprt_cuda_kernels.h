@@ -141,6 +141,7 @@ tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t st
 /// the handle, the workspace and the ones vector of the bias gradient. The _fits predicates say
 /// whether a call can take this path (the kernel table falls back to the exact kernels when not).
 #define TPRT_CUDA_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
 typedef struct tprt_cuda_lt_t {
   void* handle;
   void* workspace;

@@ -49,6 +49,16 @@ tprt_status_t tprt__cuda_make_status(cudaError_t err, const char* expr, const ch
     }                                                                                 \
   } while (0)
 
+/// SMs that GEMM launches leave free on the calling thread's device (0 by default). The backend
+/// sets it while an asynchronous collective is in flight on its comm stream, so that the
+/// collective's CTAs find SMs beside the GEMMs' persistent grids (a GEMM that holds every SM
+/// starves it: docs/performance.md, "GTP"); per thread, as each rank is a thread.
+void tprt_cuda_set_sm_reserve(int sms);
+int tprt_cuda_sm_reserve(void);
+/// The SMs a GEMM launch may use: the current device's SM count less the reserve (at least half
+/// of them).
+tprt_status_t tprt_cuda_gemm_sms(int* out) TPRT_MUST_USE_RESULT;
+
 /// Stream-ordered temporaries of the CUDA kernels (workspaces, reordered copies, plans): like
 /// cudaMallocAsync, from a memory pool of libtprt's own per device whose release threshold is
 /// unbounded, so that memory freed with cudaFreeAsync is reused by the next call instead of being

@@ -20,8 +20,7 @@ rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/modules"
 cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$BUILD/bin/tprt-cuda-check" \
   "$BUILD/bin/tprt-cuda-check-fast" "$BUILD/bin/tprt-bench-gemm" "$BUILD/bin/tprt-bench-linear" \
   "$BUILD/bin/tprt-bench-attention" "$OUT/bin/"
-cp "$BUILD/runtime/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/" 2>/dev/null ||
-  cp "$(find "$BUILD" -name libtprt.so | head -n 1)" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
+cp "$BUILD/lib/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
 cp "$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')" "$OUT/lib/"
 
 # name | module | compile flags (after the pipeline's)
@@ -44,6 +43,13 @@ CONFIGS=(
   "moe-ep4|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=4"
   "moe-ep2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=ep=2,tp=2"
   "moe-train-tp2|docs/examples/moe.mlir|--pipeline=train --mesh=tp=2"
+  # GTP (tp-gtp): weights sharded over gtp, all-gathered before use (blocked gathers of the stride-2
+  # FC1 shard), gradients reduce-scattered, beside dp and tp.
+  "mlp-train-gtp2|docs/examples/mlp.mlir|--pipeline=train --mesh=gtp=2"
+  "mlp-train-gtp2-tp2|docs/examples/mlp.mlir|--pipeline=train --mesh=gtp=2,tp=2"
+  "mlp-train-dp2-gtp2|docs/examples/mlp.mlir|--pipeline=train --mesh=dp=2,gtp=2"
+  "mlp-train-gtp4-keep|docs/examples/mlp.mlir|--pipeline=train --mesh=gtp=4 --gtp-keep"
+  "moe-gtp2-tp2|docs/examples/moe.mlir|--pipeline=infer --mesh=gtp=2,tp=2"
   "attn-tp1|test/e2e/Inputs/attention_block.mlir|--pipeline=infer --mesh=tp=1"
   "attn-tp2|test/e2e/Inputs/attention_block.mlir|--pipeline=infer --mesh=tp=2"
   "attn-train-tp2|test/e2e/Inputs/attention_block.mlir|--pipeline=train --mesh=tp=2"
@@ -118,6 +124,29 @@ PYVARIANT
     done
   done
 done
+# The GTP matrix of shared_gpu.sh (shared/gtp_list.txt, "model M mesh module.so"): the MLP
+# blocks' training step in invariant numerics with weights sharded over gtp, compared there with
+# the TP = 1 row of the matrix above.
+: > "$SHARED/gtp_list.txt"
+for model in mlp mlp-wide; do
+  python3 - "docs/examples/mlp.mlir" 64 "$model" > "$VARIANTS/$model-m64.mlir" <<'PYVARIANT'
+import re, sys
+src, m, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+text = open(src).read()
+sizes = {16: m}
+if model.endswith("-wide"):
+    sizes.update({d: 4 * d for d in (64, 128, 256, 512)})
+dims = lambda g: "tensor<" + "x".join(str(sizes.get(int(d), int(d))) if d.isdigit() else d
+                                      for d in g.group(1).split("x")) + ">"
+print(re.sub(r"tensor<([0-9a-z]+(?:x[0-9a-z]+)*)>", dims, text), end="")
+PYVARIANT
+  for mesh in gtp=2 gtp=2,tp=2 gtp=4 dp=2,gtp=2 gtp=2,tp=4 gtp=2,tp=2+sp; do
+    name="$model-m64-${mesh//[=,+]/-}" flags=(--pipeline=train --mesh="${mesh%+sp}" --numerics=invariant)
+    if [[ $mesh == *+sp ]]; then flags+=(--sequence-parallel); fi
+    "$BUILD/bin/tpc-compile" "$VARIANTS/$model-m64.mlir" -o "$SHARED/$name.so" "${flags[@]}"
+    echo "$model 64 $mesh $name.so" >> "$SHARED/gtp_list.txt"
+  done
+done
 # The attention block at the tensor-core attention's sizes (2 sequences of 200 tokens, head_dim 64):
 # TP 1/2/4 with and without sequence parallelism; tp-shard refuses TP 8 (4 key/value heads).
 "$BUILD/bin/tpc-compile" test/gpu/attention_block_wide.mlir -o "$SHARED/ref.so" --pipeline=train --mesh=tp=1 \
@@ -165,6 +194,23 @@ for mode in fast invariant exact; do
   echo "moe-train-tp1-$mode $mode" >> "$OUT/bench/moe_list.txt"
 done
 cp test/gpu/bench_moe_peer.py "$OUT/bench/"
+# GTP overlap (tools/bench/gtp.py, 2 GPUs): 4 Llama-3-8B-width MLP blocks, 4096 tokens per rank;
+# one rank alone (ref), dp = 2, and gtp = 2 with each gather just before its use (naive), with
+# tp-gtp's prefetch, and kept for the backward, in fast and invariant numerics.
+python3 tools/gen_stack.py --layers 4 --block llama --hidden 4096 --ffn 14336 --tokens 4096 > "$OUT/bench/gtp8b-half.mlir"
+python3 tools/gen_stack.py --layers 4 --block llama --hidden 4096 --ffn 14336 --tokens 8192 > "$OUT/bench/gtp8b.mlir"
+echo "4 Llama-3-8B-width MLP blocks (H 4096, F 14336), 4096 tokens per rank" > "$OUT/bench/gtp8b.txt"
+for mode in fast invariant; do
+  c="$BUILD/bin/tpc-compile"
+  "$c" "$OUT/bench/gtp8b-half.mlir" -o "$OUT/bench/gtp8b-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
+  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
+  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
+    --numerics=$mode --gtp-prefetch=0
+  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
+  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
+    --numerics=$mode --gtp-keep
+done
+rm "$OUT/bench/gtp8b-half.mlir" "$OUT/bench/gtp8b.mlir"
 # Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
 for v in sync async; do
   "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast

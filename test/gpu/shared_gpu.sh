@@ -189,6 +189,30 @@ fi
 if (( ${#DETAILS[@]} )); then say "${DETAILS[@]}"; fi
 
 #===------------------------------------------------------------------------===#
+# GTP: weights sharded over gtp (tp-gtp) must not change a bit of the TP = 1 training step
+#===------------------------------------------------------------------------===#
+
+if [[ -f "$CARRY/shared/gtp_list.txt" ]]; then
+  say "" "== GTP (weights sharded over gtp, gathered before use, gradients reduce-scattered) vs the tp1 ref above"
+  while read -r model m mesh file; do
+    [[ "$model" =~ $MODELS ]] || continue
+    ref="$WORK/$model-m$m-tp1-off.out" tag="gtp-$model-m$m-${mesh//[=,+]/-}"
+    ranks=1
+    for part in ${mesh//[,+]/ }; do [[ $part == *=* ]] && ranks=$(( ranks * ${part#*=} )); done
+    run_module "$tag" "$CARRY/shared/$file" "$ranks"
+    if (( RC == 0 )) && [[ -s "$WORK/$tag.out" && -f "$ref" ]] && cmp -s "$WORK/$tag.out" "$ref"; then
+      PASS=$((PASS + 1))
+      say "$(printf '%-9s %4s  %-14s %2s ranks %-6s =' "$model" "$m" "$mesh" "$ranks" "$MODE")"
+    else
+      FAIL=$((FAIL + 1))
+      say "$(printf '%-9s %4s  %-14s %2s ranks %-6s FAIL (exit %s)' "$model" "$m" "$mesh" "$ranks" "$MODE" "$RC")" \
+        "$(tail -n 3 "$WORK/$tag.err")"
+      [[ -f "$ref" ]] && say "$(diff "$ref" "$WORK/$tag.out" | head -n 6)"
+    fi
+  done < "$CARRY/shared/gtp_list.txt"
+fi
+
+#===------------------------------------------------------------------------===#
 # Shared worlds: every collective against the CPU's bits, --graph refused, failures end the world
 #===------------------------------------------------------------------------===#
 

@@ -402,6 +402,11 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 
+cudaError_t cudaGetDevice(int* device) {
+  *device = emu__device;
+  return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetAttribute(int* out, enum cudaDeviceAttr attr, int device) {
   (void)device;
   *out = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
@@ -566,6 +571,11 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 }
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int n, ncclUniqueId id, int rank) {
   (void)comm, (void)n, (void)id, (void)rank;
+  EMU__NCCL_FAIL;
+  return ncclInternalError;
+}
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int n, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  (void)comm, (void)n, (void)id, (void)rank, (void)config;
   EMU__NCCL_FAIL;
   return ncclInternalError;
 }
