@@ -33,6 +33,8 @@ import re
 import subprocess
 import sys
 
+from barchart import grouped_bars
+
 CONFIGS = ["ref", "dp2", "gtp2-naive", "gtp2", "gtp2-keep"]
 
 
@@ -60,42 +62,14 @@ def device_name():
 
 
 def svg(data, path):
-    """Step times per configuration (blue: fast, orange: invariant), the hidden fraction in the title."""
-    rows = data["rows"]
-    bar, gap, left, top, height = 30, 30, 60, 50, 260
-    ymax = max(r["ms"] for r in rows) * 1.15
-    modes = sorted({r["mode"] for r in rows})
-    names = []
-    for r in rows:
-        if r["config"] not in names:
-            names.append(r["config"])
-    width = left + len(names) * (len(modes) * bar + gap) + 40
-    hidden = ", ".join(f"{m}: {data['hidden'][m] * 100:.0f}% of the gathers hidden" for m in modes if m in data["hidden"])
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, 640)}" height="{top + height + 110}" '
-           f'font-family="sans-serif" font-size="10">',
-           f'<text x="{left}" y="18" font-size="13">GTP, {data["stack"]}: training step ms ({data["device"]})</text>',
-           f'<text x="{left}" y="34" font-size="11">{hidden}</text>']
-    for i in range(6):
-        t = ymax * i / 5
-        y = top + height - t / ymax * height
-        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t:.0f}</text>')
-    x = left + gap / 2
-    for name in names:
-        out.append(f'<text x="{x}" y="{top + height + 14}">{name}</text>')
-        for mode in modes:
-            r = next((r for r in rows if r["config"] == name and r["mode"] == mode), None)
-            if r:
-                h = r["ms"] / ymax * height
-                color = "#ff7f0e" if mode.startswith("invariant") else "#1f77b4"
-                out.append(f'<rect x="{x}" y="{top + height - h:.1f}" width="{bar - 3}" height="{h:.1f}" fill="{color}"/>')
-                cx, cy = x + bar / 2, top + height + 24
-                out.append(f'<text x="{cx}" y="{cy}" transform="rotate(60 {cx} {cy})">{mode} {r["ms"]:.1f}</text>')
-            x += bar
-        x += gap
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    """Step times per configuration (blue: fast, orange: invariant), the hidden fraction below the title."""
+    groups = {}
+    for r in data["rows"]:
+        color = "#ff7f0e" if r["mode"].startswith("invariant") else "#1f77b4"
+        groups.setdefault(r["config"], []).append((r["mode"], r["ms"], color))
+    hidden = ", ".join(f"{m}: {h * 100:.0f}% of the communication hidden" for m, h in data["hidden"].items())
+    grouped_bars(path, f'GTP, {data["stack"]}: training step ms ({data["device"]})', list(groups.items()),
+                 subtitle=hidden, bar=30, gap=30, min_width=900)
 
 
 def main():

@@ -28,6 +28,8 @@ import re
 import subprocess
 import sys
 
+from barchart import grouped_bars
+
 
 def tpc_step(tpc_run, module, graph=False, extra=()):
     cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5"] + (["--graph"] if graph else [])
@@ -59,31 +61,8 @@ def svg(data, path):
     for r in data["rows"]:
         g = groups.setdefault(r["step"], [("eager", r["eager_ms"], "#9e9e9e"), ("compile", r["compile_ms"], "#616161")])
         g.append((r["mode"], r["ms"], "#ff7f0e" if "invariant" in r["mode"] else "#1f77b4"))
-    bar, gap, left, top, height = 26, 40, 60, 40, 260
-    ymax = max(v for g in groups.values() for _, v, _ in g) * 1.1
-    width = max(720, left + sum(len(g) * bar + gap for g in groups.values()) + 20)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 150}" '
-           f'font-family="sans-serif" font-size="10">',
-           f'<text x="{left}" y="20" font-size="13">1B-class Llama decoder stack, {data["tokens"]} tokens: '
-           f'step ms ({data["device"]})</text>']
-    for i in range(6):
-        t = ymax * i / 5
-        y = top + height - t / ymax * height
-        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t:.0f}</text>')
-    x = left + gap / 2
-    for step, g in groups.items():
-        out.append(f'<text x="{x}" y="{top + height + 14}">{step}</text>')
-        for name, v, color in g:
-            h = v / ymax * height
-            out.append(f'<rect x="{x}" y="{top + height - h:.1f}" width="{bar - 2}" height="{h:.1f}" fill="{color}"/>')
-            cx, cy = x + bar / 2, top + height + 24
-            out.append(f'<text x="{cx}" y="{cy}" transform="rotate(60 {cx} {cy})">{name} {v:.1f}</text>')
-            x += bar
-        x += gap
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    grouped_bars(path, f'1B-class Llama decoder stack, {data["tokens"]} tokens: step ms ({data["device"]})',
+                 list(groups.items()))
 
 
 def main():
