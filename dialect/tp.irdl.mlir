@@ -446,9 +446,10 @@ irdl.dialect @tp {
   }
 
   // Splits `input` along split_dim, sends slice r to rank r and concatenates what arrives along
-  // concat_dim in rank order.
+  // concat_dim in rank order. With `blocks` = B split_dim is B equal blocks and slice r is the r-th
+  // piece of every block, in block order.
   irdl.operation @all_to_all attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %split_dim = irdl.base "#builtin.integer"

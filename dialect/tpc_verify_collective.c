@@ -165,10 +165,19 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
         return FAIL;
       tpc_shape_t in = tpc__shape_of(tpc_all_to_all_get_input(op));
       int64_t split = tpc_all_to_all_get_split_dim(op), concat = tpc_all_to_all_get_concat_dim(op);
+      int64_t b = tpc_all_to_all_get_blocks(op);
       if (!in.valid || mlirLogicalResultIsFailure(tpc__check_dim(op, "split_dim", split, &in)) ||
           mlirLogicalResultIsFailure(tpc__check_dim(op, "concat_dim", concat, &in)) ||
           mlirLogicalResultIsFailure(tpc__check_divisible(op, "split", split, &in, g)))
         return FAIL;
+      char a[96];
+      if (b < 1 || (b > 1 && (split == concat || in.rank >= 8 || in.dims[split] % (b * g) != 0)))
+        return tpc__rule_error(op, "collective.blocks",
+                               "blocks = %lld must be >= 1; with more than one block, split_dim (%lld, size %lld) "
+                               "must differ from concat_dim, each block must split over the %lld ranks, and the "
+                               "input's rank be below 8 (input %s)",
+                               (long long)b, (long long)split, (long long)in.dims[split], (long long)g,
+                               tpc__dims_str(&in, a, sizeof a));
       return tpc__check_result(op, &in, mlirValueGetType(tpc_all_to_all_get_output(op)), concat, split, g, false);
     }
     case TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM:

@@ -42,7 +42,32 @@ typedef struct {
   int64_t chunks;  // C
   bool gather;
   bool ok;
+  // Ops erased ahead of the walk (a chain of collectives rewritten from its first one).
+  MlirOperation* dead;
+  size_t num_dead, cap_dead;
 } tpc__inv_t;
+
+// Erases |op| and remembers it, so that the walk over the ops listed before skips it.
+static void tpc__erase(tpc__inv_t* I, MlirOperation op) {
+  if (I->num_dead == I->cap_dead) {
+    size_t cap = I->cap_dead ? 2 * I->cap_dead : 16;
+    MlirOperation* grown = realloc(I->dead, cap * sizeof *grown);
+    if (!grown) {
+      I->ok = false;
+      return;
+    }
+    I->dead = grown;
+    I->cap_dead = cap;
+  }
+  I->dead[I->num_dead++] = op;
+  mlirOperationDestroy(op);
+}
+
+static bool tpc__is_dead(const tpc__inv_t* I, MlirOperation op) {
+  for (size_t i = 0; i < I->num_dead; ++i)
+    if (I->dead[i].ptr == op.ptr) return true;
+  return false;
+}
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -417,6 +442,129 @@ static int64_t tpc__chain_ranks(tpc__inv_t* I, MlirOperation coll, int kind) {
   return ranks;
 }
 
+// Inserts "tp.all_gather" of |v| over |axes| (a string array of |mesh|'s axes, |ranks| ranks) along
+// dim 0 before |before|, or, with |split| >= 0, "tp.all_to_all" splitting |split| (in |blocks|)
+// and concatenating dim 0.
+static MlirValue tpc__data_move(tpc__inv_t* I, MlirOperation before, MlirValue v, MlirAttribute mesh, MlirAttribute axes,
+                                int64_t ranks, int64_t split, int64_t blocks) {
+  MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL),
+                                                mlirOperationGetLocation(before));
+  MlirType out = tpc__shaped_like(v, 0, ranks, split);
+  MlirNamedAttribute attrs[5] = {
+      tpc__named(I->ctx, "mesh", mesh),
+      tpc__named(I->ctx, "axes", axes),
+      tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, 0)),
+      tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split)),
+      tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
+  };
+  if (split < 0) attrs[3] = attrs[4];
+  mlirOperationStateAddOperands(&st, 1, &v);
+  mlirOperationStateAddResults(&st, 1, &out);
+  mlirOperationStateAddAttributes(&st, split < 0 ? 4 : 5, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, op);
+  return mlirOperationGetResult(op, 0);
+}
+
+// The single reader of |v|, or a null op.
+static MlirOperation tpc__only_reader(MlirValue v) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return (MlirOperation){NULL};
+  return mlirOpOperandGetOwner(u);
+}
+
+// An expert weight gradient summed over the token ranks of dp or gtp has no canonical split: each
+// expert's rows are one sequence, and where the ranks' shares cut it depends on the routing. So
+// every rank gathers the rows instead, as sequence parallelism does: the expert counts and x over
+// all R ranks (one segment of rows per rank, in rank order: the tokens' order, which is TP = 1's
+// order of each expert's rows), and dy likewise; or, when tp-gtp scatters the gradient over gtp,
+// the columns of dy of this rank's gtp shard from every gtp rank (an all-to-all, block by block),
+// then the other ranks' rows. The whole contraction over those rows replaces the partial and its
+// chain of reductions (all-reduce; or reduce-scatter over gtp, wait, all-reduce over the rest).
+// Returns false, changing nothing, where the chain has another shape.
+static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind, MlirOperation p) {
+  MlirValue sizes = tpc_grouped_linear_wgrad_get_group_sizes(p), dw = tpc_grouped_linear_wgrad_get_dw(p);
+  MlirAttribute mesh = mlirOperationGetAttributeByName(coll, tpc__ref("mesh"));
+  MlirAttribute axes = mlirOperationGetAttributeByName(coll, tpc__ref("axes"));
+  // Rows in segments already (S x E counts): the tp ranks' rows under sequence parallelism (an
+  // all-gather over tp, the innermost token axis: gathered further they stay in token order), or
+  // the rows dispatched from the ep peers (an all-to-all over ep: in token order only while the
+  // remaining axes, dp, come before ep in the mesh; not with gtp, which comes after).
+  if (tpc__dim(sizes, 0) != tpc__dim(dw, 0)) {
+    MlirOperation from = tpc__producer(sizes);
+    int fk = mlirOperationIsNull(from) ? TPC_OP_UNKNOWN : tpc_op_get_kind(from);
+    bool gtp = false;
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes); ++i) {
+      MlirAttribute a = mlirArrayAttrGetElement(axes, i);
+      gtp |= mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc__ref("gtp"));
+    }
+    if (fk != TPC_OP_ALL_GATHER && !(fk == TPC_OP_ALL_TO_ALL && !gtp && kind == TPC_OP_ALL_REDUCE)) return false;
+  }
+  MlirOperation chain[3] = {coll}, last = coll;
+  int n = 1;
+  int64_t split = -1, blocks = 1, scatter_ranks = 1;
+  MlirAttribute rest = {NULL};
+  if (kind == TPC_OP_REDUCE_SCATTER_START) {
+    split = tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_START_ATTR_DIM);
+    blocks = tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_START_ATTR_BLOCKS);
+    if (split != 1) return false;
+    MlirOperation wait = tpc__only_reader(mlirOperationGetResult(coll, 0));
+    if (mlirOperationIsNull(wait) || tpc_op_get_kind(wait) != TPC_OP_WAIT) return false;
+    chain[n++] = last = wait;
+    MlirOperation ar = tpc__only_reader(mlirOperationGetResult(wait, 0));
+    if (!mlirOperationIsNull(ar) && tpc_op_get_kind(ar) == TPC_OP_ALL_REDUCE) {
+      chain[n++] = last = ar;
+      rest = mlirOperationGetAttributeByName(ar, tpc__ref("axes"));
+    }
+    scatter_ranks = tpc__group_size(I, coll);
+  } else if (kind != TPC_OP_ALL_REDUCE) {
+    return false;
+  }
+  // Every axis of the chain, in the mesh's order (the token axes dp, ep before gtp).
+  MlirAttribute all[8];
+  intptr_t na = 0;
+  for (intptr_t i = 0; !mlirAttributeIsNull(rest) && i < mlirArrayAttrGetNumElements(rest) && na < 7; ++i)
+    all[na++] = mlirArrayAttrGetElement(rest, i);
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes) && na < 8; ++i) all[na++] = mlirArrayAttrGetElement(axes, i);
+  MlirAttribute all_axes = mlirArrayAttrGet(I->ctx, na, all);
+  int64_t rest_ranks = mlirAttributeIsNull(rest) ? 1 : tpc__group_size(I, chain[n - 1]);
+  int64_t ranks = split >= 0 ? scatter_ranks * rest_ranks : tpc__group_size(I, coll);
+  if (ranks < 1 || scatter_ranks < 1 || rest_ranks < 1) return false;
+  // The rows: counts and x of every rank; dy of every rank (or this gtp shard's columns of it).
+  MlirValue counts = tpc__data_move(I, coll, sizes, mesh, all_axes, ranks, -1, 1);
+  MlirValue x = tpc__data_move(I, coll, tpc_grouped_linear_wgrad_get_x(p), mesh, all_axes, ranks, -1, 1);
+  MlirValue dy = tpc_grouped_linear_wgrad_get_dy(p);
+  if (split >= 0) {
+    dy = tpc__data_move(I, coll, dy, mesh, axes, scatter_ranks, 1, blocks);
+    if (!mlirAttributeIsNull(rest)) dy = tpc__data_move(I, coll, dy, mesh, rest, rest_ranks, -1, 1);
+  } else {
+    dy = tpc__data_move(I, coll, dy, mesh, all_axes, ranks, -1, 1);
+  }
+  // The whole contraction: the producer's attributes but partial and chunks; the chain's type.
+  MlirValue final = mlirOperationGetResult(last, 0);
+  MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(p)), mlirOperationGetLocation(p));
+  MlirValue operands[3] = {dy, x, counts};
+  mlirOperationStateAddOperands(&st, 3, operands);
+  MlirType out = mlirValueGetType(final);
+  mlirOperationStateAddResults(&st, 1, &out);
+  MlirNamedAttribute attrs[16];
+  intptr_t nattr = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(p) && nattr < 16; ++i) {
+    MlirNamedAttribute at = mlirOperationGetAttribute(p, i);
+    MlirStringRef nm = mlirIdentifierStr(at.name);
+    if (mlirStringRefEqual(nm, tpc__ref("partial")) || mlirStringRefEqual(nm, tpc__ref("chunks"))) continue;
+    attrs[nattr++] = at;
+  }
+  mlirOperationStateAddAttributes(&st, nattr, attrs);
+  MlirOperation whole = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(coll), coll, whole);
+  mlirValueReplaceAllUsesOfWith(final, mlirOperationGetResult(whole, 0));
+  for (int i = n - 1; i >= 0; --i) tpc__erase(I, chain[i]);
+  if (mlirOpOperandIsNull(mlirValueGetFirstUse(dw))) tpc__erase(I, p);
+  return true;
+}
+
 static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kind) {
   MlirValue in = tpc_op_get_operand(coll, kind, tpc__reduced_slot(kind));
   int64_t ranks = tpc__group_size(I, coll);
@@ -434,11 +582,15 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
     if (!mlirOperationIsNull(p) && tpc__contraction(p, pkind, &c)) tpc__canonical_producer(I, p, coll, 1);
     return;
   }
+  if (pkind == TPC_OP_GROUPED_LINEAR_WGRAD && tpc__get_bool(p, pkind, "partial") &&
+      tpc__gather_expert_wgrad(I, coll, kind, p))
+    return;
   if (pkind == TPC_OP_GROUPED_LINEAR_WGRAD) {
     tpc__refuse(I, p,
-                "no canonical implementation for an expert weight gradient summed over %lld ranks (data parallelism "
-                "outside the experts): its canonical order runs over each expert's rows, and where the ranks' rows "
-                "split that sequence depends on the routing; use ep instead of dp for the experts' tokens",
+                "no canonical implementation for this expert weight gradient summed over %lld ranks: its order runs "
+                "over each expert's rows in token order, and the rows dispatched from the ep peers, gathered over "
+                "gtp, would not be in that order (expert parallelism works beside dp, not beside gtp, in invariant "
+                "numerics); drop gtp or ep, or use fast numerics",
                 (long long)ranks);
     return;
   }
@@ -514,6 +666,7 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
   // each collective is visited once, and only it and its producer can be erased), then every
   // remaining dgrad of a GLU gets the segmented order of the whole tree.
   for (size_t i = 0; i < ops.count; ++i) {
+    if (tpc__is_dead(&I, ops.ops[i])) continue;
     int kind = tpc_op_get_kind(ops.ops[i]);
     if (tpc__reduced_slot(kind) >= 0) tpc__canonical_collective(&I, ops.ops[i], kind);
   }
@@ -526,6 +679,7 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
       tpc__canonical_producer(&I, ops.ops[i], ops.ops[i], 1);
   }
   free(ops.ops);
+  free(I.dead);
   return I.ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 

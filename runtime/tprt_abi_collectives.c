@@ -40,6 +40,38 @@ static tprt_status_t tprt__blocked_views(tprt_tensor_t* in, tprt_tensor_t* out, 
   return NULL;
 }
 
+// `blocks` = B on an all-to-all: split_dim is B equal blocks and slice r is the r-th piece of each.
+// The views insert B before split_dim (no dims merged: the concat dim stays what it is), the split
+// moves to the piece dim after it.
+static tprt_status_t tprt__blocked_split_views(tprt_tensor_t* in, tprt_tensor_t* out, int* split, int* concat,
+                                               int64_t blocks) {
+  if (blocks == 1) return NULL;
+  int d = *split;
+  if (blocks < 1 || d < 0 || d >= in->rank || *split == *concat || in->rank >= TPRT_MAX_RANK ||
+      in->dims[d] % blocks != 0 || out->dims[d] % blocks != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "all_to_all: blocks = %lld must divide split dim %d of in and out, differ from the concat "
+                            "dim and leave room for one more dim",
+                            (long long)blocks, d);
+  tprt_tensor_t* views[2] = {in, out};
+  for (int i = 0; i < 2; ++i) {
+    tprt_tensor_t* t = views[i];
+    int64_t dims[TPRT_MAX_RANK];
+    for (int k = 0, j = 0; k < t->rank; ++k) {
+      if (k == d) {
+        dims[j++] = blocks;
+        dims[j++] = t->dims[k] / blocks;
+      } else {
+        dims[j++] = t->dims[k];
+      }
+    }
+    *t = tprt_tensor_make(t->data, t->dtype, t->rank + 1, dims);
+  }
+  *split = d + 1;
+  if (*concat > d) *concat += 1;
+  return NULL;
+}
+
 #define TPRT__COLLECTIVE_PROLOGUE(OP)                                                   \
   tprt_call_t c;                                                                        \
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_##OP##_NUM_SLOTS, &c);              \
@@ -88,11 +120,11 @@ int32_t tprt_abi_reduce_scatter(tprt_exec_t* exec, void* const* buffers, const i
 int32_t tprt_abi_all_to_all(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(ALL_TO_ALL);
   if (!s) {
-    const tprt_tensor_t* in = &c.slot[TPRT_ALL_TO_ALL_SLOT_INPUT];
-    s = TPRT__KERNEL(exec, all_to_all, (rank, mask, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT],
-                        (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_SPLIT_DIM),
-                        (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_CONCAT_DIM)));
-    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_TO_ALL, in, &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT], mask);
+    tprt_tensor_t *in = &c.slot[TPRT_ALL_TO_ALL_SLOT_INPUT], *out = &c.slot[TPRT_ALL_TO_ALL_SLOT_OUTPUT];
+    int split = (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_SPLIT_DIM), concat = (int)tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_CONCAT_DIM);
+    s = tprt__blocked_split_views(in, out, &split, &concat, tprt__attr(&c, TPRT_ALL_TO_ALL_ATTR_BLOCKS));
+    if (!s) s = TPRT__KERNEL(exec, all_to_all, (rank, mask, in, out, split, concat));
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_TO_ALL, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_TO_ALL_NAME);
 }

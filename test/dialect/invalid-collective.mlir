@@ -94,6 +94,17 @@ func.func @reduce_scatter_blocks_indivisible(%g: tensor<12x64xf32>) -> tensor<3x
 
 // -----
 
+/// collective.blocks: an all-to-all in blocks splits each block over the ranks; with 2 blocks of 6
+/// columns, 4 ranks do not divide them.
+"tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 4>} : () -> ()
+func.func @all_to_all_blocks_indivisible(%x: tensor<8x12xbf16>) -> tensor<32x3xbf16> {
+  // expected-error@+1 {{'tp.all_to_all' op violates rule collective.blocks: blocks = 2 must be >= 1; with more than one block, split_dim (1, size 12) must differ from concat_dim, each block must split over the 4 ranks, and the input's rank be below 8 (input [8,12])}}
+  %y = "tp.all_to_all"(%x) {mesh = @mesh, axes = ["gtp"], split_dim = 1 : i64, concat_dim = 0 : i64, blocks = 2 : i64} : (tensor<8x12xbf16>) -> tensor<32x3xbf16>
+  return %y : tensor<32x3xbf16>
+}
+
+// -----
+
 /// collective.blocks: blocks must be at least 1.
 "tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
 func.func @all_gather_blocks_zero(%w: tensor<8x64xbf16>) -> tensor<16x64xbf16> {

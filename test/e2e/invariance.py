@@ -6,7 +6,7 @@ Runs one training step of a logical module on many meshes with `tpc-run --pipeli
 
   dense: tp in {1, 2, 4, 8} x sequence parallel off/on x strategy canonical/gather, and
          dp=2 x tp=4 (sequence parallel off/on, both strategies)
-  moe:   the same, plus ep in {2, 4, 8} and ep=2 x tp=2 (with both strategies)
+  moe:   the same, plus ep in {2, 4, 8}, ep=2 x tp=2, dp=2 x tp=2 and dp=2 x ep=2 (both strategies)
 
 With --gtp it runs the GTP matrix instead (weights sharded over a gtp axis, tp-gtp):
   gtp in {2, 4} x tp in {1, 2} x sequence parallel off/on x strategy canonical/gather, dp=2 x gtp=2
@@ -44,7 +44,9 @@ def configs(kind):
             for n in (1, 2, 4, 8):
                 out.append((f"tp={n}", sp, strategy))
         if kind == "moe":
-            for mesh in ("ep=2", "ep=4", "ep=8", "ep=2,tp=2"):
+            # dp beside the experts: their weight gradients are summed over dp's rows, which
+            # tp-invariant gathers in token order
+            for mesh in ("ep=2", "ep=4", "ep=8", "ep=2,tp=2", "dp=2,tp=2", "dp=2,ep=2"):
                 out.append((mesh, False, strategy))
         else:  # data parallelism: weight gradients summed over dp (and over tp tokens under SP)
             for sp in (False, True):

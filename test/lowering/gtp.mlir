@@ -91,6 +91,7 @@ module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
 // COUNT-LABEL: func.func @tied(
 // COUNT-COUNT-4: "tp.all_gather_start"(%arg2)
 // COUNT-NOT:     "tp.all_gather_start"
+// COUNT:         return
 /// Invariant numerics: the chain is one canonical reduction over 4 ranks (chunks = 8 / 4); the
 /// all-reduce over dp continues it.
 // INV-LABEL: func.func @tied(
@@ -110,5 +111,46 @@ module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
     %d = "tp.linear"(%c, %w2) {parallel = "row"} : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
     %l = "tp.linear"(%x, %r) : (tensor<16x64xbf16>, tensor<8x64xbf16>) -> tensor<16x8xbf16>
     return %d, %l : tensor<16x64xbf16>, tensor<16x8xbf16>
+  }
+}
+
+// -----
+
+///---------------------------------------------------------------------------
+/// [tp-gtp: the MoE block over gtp = 2 x tp = 2]
+/// The grouped weights [E, N, K] become gtp shards along N (dim 1, every local expert at once: one
+/// gather per weight, not one per expert); the stride-2 FC1 shard is gathered with blocks = 2.
+/// The router stays whole. Invariant numerics: an expert weight gradient summed over the gtp
+/// ranks has no canonical split (where the ranks' rows cut an expert's sequence depends on the
+/// routing), so tp-invariant gathers the rows instead: the counts and x of both gtp ranks (one
+/// segment each, in token order), and this rank's gtp columns of dy from both (an all-to-all,
+/// block by block), and contracts them whole into the gradient's shard.
+// CHECK-LABEL: func.func @moe(
+// CHECK-SAME:      tensor<8x128xbf16> {tp.name = "router", tp.shard = {axes = {{\[\[\], \[\]\]}}
+// CHECK-SAME:      %[[W1:[^:]*]]: tensor<8x32x128xbf16> {tp.name = "w1", tp.shard = {axes = {{\[\[\], \["tp", "gtp"\], \[\]\]}}, blocks = array<i64: 1, 2, 1>
+// CHECK-SAME:      %[[W2:[^:]*]]: tensor<8x64x32xbf16> {tp.name = "w2", tp.shard = {axes = {{\[\[\], \["gtp"\], \["tp"\]\]}}
+// CHECK:         "tp.all_gather_start"(%[[W1]]) {axes = ["gtp"], blocks = 2 : i64, dim = 1 : i64, mesh = @world} : (tensor<8x32x128xbf16>) -> !tp.future<tensor<8x64x128xbf16>>
+// CHECK:         "tp.all_gather_start"(%[[W2]]) {axes = ["gtp"], blocks = 1 : i64, dim = 1 : i64, mesh = @world} : (tensor<8x64x32xbf16>) -> !tp.future<tensor<8x128x32xbf16>>
+// INV-LABEL: func.func @moe(
+// INV:         %[[C2:.*]] = "tp.all_gather"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8xi64>) -> tensor<16xi64>
+// INV-NEXT:    %[[X2:.*]] = "tp.all_gather"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<16x32xbf16>) -> tensor<32x32xbf16>
+// INV-NEXT:    %[[D2:.*]] = "tp.all_to_all"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<16x128xbf16>) -> tensor<32x64xbf16>
+// INV-NEXT:    "tp.grouped_linear_wgrad"(%[[D2]], %[[X2]], %[[C2]]) {parallel = "row"} : (tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<16xi64>) -> tensor<8x64x32xf32>
+// INV:         "tp.all_to_all"(%{{.*}}) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<16x64xbf16>) -> tensor<32x32xbf16>
+// INV-NEXT:    "tp.grouped_linear_wgrad"({{.*}}) {parallel = "column"} : (tensor<32x32xbf16>, tensor<32x128xbf16>, tensor<16xi64>) -> tensor<8x32x128xf32>
+// INV-NOT:     "tp.reduce_scatter_start"
+module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+  func.func @moe(%x: tensor<16x128xbf16> {tp.name = "x"}, %router: tensor<8x128xbf16> {tp.name = "router"},
+                 %w1: tensor<8x128x128xbf16> {tp.name = "w1"}, %w2: tensor<8x128x64xbf16> {tp.name = "w2"})
+      -> (tensor<16x128xbf16> {tp.name = "y"}) {
+    %logits = "tp.linear"(%x, %router) : (tensor<16x128xbf16>, tensor<8x128xbf16>) -> tensor<16x8xbf16>
+    %idx, %wts = "tp.moe_route"(%logits) {top_k = 2 : i64, normalize = true} : (tensor<16x8xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
+    %xp, %sizes, %map = "tp.moe_permute"(%x, %idx) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<8xi64>, tensor<32xi32>)
+    %h1 = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column"} : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
+    %a = "tp.glu"(%h1) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
+    %h2 = "tp.grouped_linear"(%a, %w2, %sizes) {parallel = "row"} : (tensor<32x64xbf16>, tensor<8x128x64xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
+    %y = "tp.moe_unpermute"(%h2, %map, %wts) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
+    return %y : tensor<16x128xbf16>
   }
 }

@@ -69,16 +69,18 @@ module attributes {tp.strategy = "gather"} {
 
 // -----
 
-/// MoE under data parallelism (dp=2 x tp=2): each expert weight gradient is summed over the dp
-/// ranks, whose rows split every expert's sequence where the routing says. FC2's wgrad comes
-/// first (the backward runs in reverse), then FC1's.
-"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
-func.func @moe_dp(%x: tensor<16x128xbf16>, %router: tensor<8x128xbf16>, %w1: tensor<8x128x128xbf16>, %w2: tensor<8x128x64xbf16>) -> tensor<16x128xbf16> {
+/// MoE with expert parallelism beside gtp (ep=2 x gtp=2): each expert weight gradient is summed
+/// over the gtp ranks, whose rows reach the experts' owners through the ep all-to-all. tp-invariant
+/// gathers the rows of an expert gradient summed over dp (or gtp) ranks, in token order; rows
+/// dispatched over ep and then gathered over gtp would not be in token order (gtp comes after ep
+/// in the mesh), so the pair is refused. FC2's wgrad comes first (the backward runs in reverse).
+"tp.mesh"() {sym_name = "world", axes = ["ep", "gtp"], shape = array<i64: 2, 2>} : () -> ()
+func.func @moe_ep_gtp(%x: tensor<16x128xbf16>, %router: tensor<8x128xbf16>, %w1: tensor<8x128x128xbf16>, %w2: tensor<8x128x64xbf16>) -> tensor<16x128xbf16> {
   %logits = "tp.linear"(%x, %router) : (tensor<16x128xbf16>, tensor<8x128xbf16>) -> tensor<16x8xbf16>
   %idx, %wts = "tp.moe_route"(%logits) {top_k = 2 : i64, normalize = true} : (tensor<16x8xbf16>) -> (tensor<16x2xi32>, tensor<16x2xf32>)
   %xp, %sizes, %map = "tp.moe_permute"(%x, %idx) : (tensor<16x128xbf16>, tensor<16x2xi32>) -> (tensor<32x128xbf16>, tensor<8xi64>, tensor<32xi32>)
-  // expected-error@+4 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks (data parallelism outside the experts): its canonical order runs over each expert's rows, and where the ranks' rows split that sequence depends on the routing; use ep instead of dp for the experts' tokens}}
-  // expected-error@+1 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for an expert weight gradient summed over 2 ranks}}
+  // expected-error@+4 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for this expert weight gradient summed over 2 ranks: its order runs over each expert's rows in token order, and the rows dispatched from the ep peers, gathered over gtp, would not be in that order (expert parallelism works beside dp, not beside gtp, in invariant numerics); drop gtp or ep, or use fast numerics}}
+  // expected-error@+1 {{'tp.grouped_linear_wgrad' op: tp-invariant: no canonical implementation for this expert weight gradient summed over 2 ranks}}
   %h1 = "tp.grouped_linear"(%xp, %w1, %sizes) {parallel = "column"} : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
   %a = "tp.glu"(%h1) {kind = "swiglu"} : (tensor<32x128xbf16>) -> tensor<32x64xbf16>
   %h2 = "tp.grouped_linear"(%a, %w2, %sizes) {parallel = "row"} : (tensor<32x64xbf16>, tensor<8x128x64xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
