@@ -125,6 +125,41 @@ static bool tpc__weight_use(MlirOperation op, unsigned slot, int* dim, bool* by_
   }
 }
 
+// Quantize-then-gather: a weight that reaches its linear through tp.quantize -> tp.dequantize (a
+// weight stored and moved in a low-precision format). Returns the dequantize when |op| is such a
+// quantize of the weight (slot 0) and fills |dim| and |by_default| from the linear that reads the
+// dequantized weight; |why| names what stops its gather (a format whose scale needs the whole
+// tensor's amax), or is NULL.
+static MlirOperation tpc__quantized_use(MlirOperation op, unsigned slot, int* dim, bool* by_default, const char** why) {
+  MlirOperation none = {NULL};
+  *why = NULL;
+  if (tpc_op_get_kind(op) != TPC_OP_QUANTIZE || slot != 0) return none;
+  MlirOpOperand u = mlirValueGetFirstUse(tpc_quantize_get_data(op));
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return none;
+  MlirOperation deq = mlirOpOperandGetOwner(u);
+  if (tpc_op_get_kind(deq) != TPC_OP_DEQUANTIZE || mlirOpOperandGetOperandNumber(u) != TPC_DEQUANTIZE_SLOT_DATA)
+    return none;
+  // Every reader of the dequantized weight takes it as a weight, the same way.
+  MlirValue x = tpc_dequantize_get_x(deq);
+  bool any = false;
+  for (MlirOpOperand r = mlirValueGetFirstUse(x); !mlirOpOperandIsNull(r); r = mlirOpOperandGetNextUse(r)) {
+    int d = -1;
+    bool dflt = false;
+    if (!tpc__weight_use(mlirOpOperandGetOwner(r), mlirOpOperandGetOperandNumber(r), &d, &dflt) || (any && d != *dim))
+      return none;
+    *dim = d;
+    *by_default = any ? *by_default && dflt : dflt;
+    any = true;
+  }
+  if (!any) return none;
+  if (tpc_quantize_get_format(op) != TPC_FORMAT_MXFP8 || tpc_quantize_get_axis(op) != TPC_AXIS_ROWWISE)
+    *why = tpc_quantize_get_format(op) == TPC_FORMAT_MXFP8
+               ? "columnwise MXFP8 scales run along the sharded rows"
+               : "its per-tensor scale (FP8, NVFP4's global scale) needs the whole weight's amax, which the gtp shards "
+                 "do not share yet";
+  return deq;
+}
+
 static bool tpc__is_contraction(int kind) {
   switch (kind) {
     case TPC_OP_LINEAR:
@@ -319,6 +354,41 @@ static int64_t tpc__depth_needed(const tpc__gtp_t* P, int use, double bytes) {
   return k < 1 ? 1 : k;
 }
 
+// Quantize-then-gather: the quantize |q| now reads the gtp shard; its data and block scales are
+// the shard's rows of the whole weight's (rowwise MXFP8 scales one row's blocks along K, so a row
+// quantizes alike in any shard), and all-gathering both, dim and blocks as the weight's, gives the
+// tensor-parallel shard's data and scales bitwise: the gather moves 8-bit data and 1/32 of it in
+// scales instead of 16-bit weights. The quantize moves to where the gather starts, |depth|
+// contractions before the dequantize; the waits go right before the dequantize.
+static bool tpc__gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
+                                  int64_t depth) {
+  MlirValue data = tpc_quantize_get_data(q), scale = tpc_quantize_get_scale(q);
+  MlirType data_t = mlirValueGetType(data), scale_t = mlirValueGetType(scale);
+  int64_t rows = mlirShapedTypeGetDimSize(data_t, dim);
+  if (dim != 0 || (rows / blocks / P->G) % 128 != 0 || mlirShapedTypeGetDimSize(scale_t, 0) != rows) {
+    tpc_text_t m = {0};
+    tpc_text_printf(&m, "tp-gtp: the MXFP8 scales of a gtp shard are gathered whole only when every shard holds a "
+                        "multiple of 128 rows (unpadded scale tiles); this weight's shard holds %lld",
+                    (long long)(rows / P->G));
+    tpc__fail(P, mlirOperationGetLocation(q), &m);
+    return false;
+  }
+  mlirValueSetType(data, tpc__divided(data_t, dim, P->G, (MlirType){NULL}));
+  mlirValueSetType(scale, tpc__divided(scale_t, dim, P->G, (MlirType){NULL}));
+  MlirOperation anchor = tpc__start_anchor(P, tpc__index_of(P, deq), depth);
+  if (!mlirOperationEqual(anchor, q) && mlirOperationIsBeforeInBlock(anchor, q)) mlirOperationMoveBefore(q, anchor);
+  MlirOperation after = mlirOperationGetNextInBlock(q);
+  MlirLocation loc = mlirOperationGetLocation(q);
+  MlirValue gd = tpc__emit_async(P, TPC_OP_NAME_ALL_GATHER_START, data, data_t, dim, blocks, (MlirAttribute){NULL},
+                                 after, deq, loc);
+  // The scales' gather starts beside the data's, before the data's wait.
+  MlirValue gs = tpc__emit_async(P, TPC_OP_NAME_ALL_GATHER_START, scale, scale_t, dim, blocks, (MlirAttribute){NULL},
+                                 mlirOpResultGetOwner(gd), deq, loc);
+  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_DATA, gd);
+  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_SCALE, gs);
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Gradients
 //===----------------------------------------------------------------------===//
@@ -440,8 +510,18 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
     int d = -1;
     bool dflt = false;
+    const char* why = NULL;
     MlirOperation user = mlirOpOperandGetOwner(u);
-    if (!tpc__weight_use(user, mlirOpOperandGetOperandNumber(u), &d, &dflt) || (dim >= 0 && d != dim)) {
+    bool quantized = !mlirOperationIsNull(tpc__quantized_use(user, mlirOpOperandGetOperandNumber(u), &d, &dflt, &why));
+    if (quantized && why && (explicit_on || dflt)) {
+      // Never a silently whole weight: a GTP weight whose format cannot be gathered is an error.
+      tpc_text_t m = {0};
+      tpc_text_printf(&m, "tp-gtp: %s is quantized before its linear, and its shards cannot be gathered as quantized "
+                          "bytes: %s; use mxfp8 (rowwise), or mark it {tp.gtp = false}", what, why);
+      tpc__fail(P, mlirOperationGetLocation(user), &m);
+      return false;
+    }
+    if ((!quantized && !tpc__weight_use(user, mlirOpOperandGetOperandNumber(u), &d, &dflt)) || (dim >= 0 && d != dim)) {
       if (explicit_on) {
         MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(user));
         tpc_text_t m = {0};
@@ -526,6 +606,17 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   // One gather per use (or one for all, kept).
   MlirValue kept = {NULL};
   for (int j = 0; j < num_uses; ++j) {
+    int qd = -1;
+    bool qdflt = false;
+    const char* why = NULL;
+    MlirOperation deq = tpc__quantized_use(uses[j].op, uses[j].slot, &qd, &qdflt, &why);
+    if (!mlirOperationIsNull(deq)) {
+      if (!tpc__gather_quantized(P, uses[j].op, deq, dim, blocks, depth)) {
+        free(uses);
+        return false;
+      }
+      continue;
+    }
     MlirValue g = kept;
     if (mlirValueIsNull(g)) {
       MlirOperation anchor = tpc__start_anchor(P, uses[j].index, depth);

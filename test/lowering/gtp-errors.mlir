@@ -42,3 +42,46 @@ module {
     return %y : tensor<8x64xbf16>
   }
 }
+
+// -----
+
+/// Quantize-then-gather needs scales that depend on the shard's own rows: a per-tensor FP8 scale is
+/// the whole weight's amax, so an FP8-quantized GTP weight is an error, not a whole weight.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+  func.func @fp8(%x: tensor<8x256xbf16> {tp.name = "x"}, %w: tensor<256x256xbf16> {tp.name = "w"}) -> tensor<8x256xbf16> {
+    // expected-error@+1 {{tp-gtp: argument 'w' is quantized before its linear, and its shards cannot be gathered as quantized bytes: its per-tensor scale (FP8, NVFP4's global scale) needs the whole weight's amax, which the gtp shards do not share yet; use mxfp8 (rowwise), or mark it {tp.gtp = false}}}
+    %q, %s = "tp.quantize"(%w) {format = "fp8_e4m3"} : (tensor<256x256xbf16>) -> (tensor<256x256xf8E4M3FN>, tensor<1xf32>)
+    %d = "tp.dequantize"(%q, %s) {format = "fp8_e4m3"} : (tensor<256x256xf8E4M3FN>, tensor<1xf32>) -> tensor<256x256xbf16>
+    %y = "tp.linear"(%x, %d) {parallel = "column"} : (tensor<8x256xbf16>, tensor<256x256xbf16>) -> tensor<8x256xbf16>
+    return %y : tensor<8x256xbf16>
+  }
+}
+
+// -----
+
+/// MXFP8 scales come in tiles of 128 rows: a shard of 64 rows would gather padded tiles.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+  func.func @mx(%x: tensor<8x256xbf16> {tp.name = "x"}, %w: tensor<128x256xbf16> {tp.name = "w"}) -> tensor<8x128xbf16> {
+    // expected-error@+1 {{tp-gtp: the MXFP8 scales of a gtp shard are gathered whole only when every shard holds a multiple of 128 rows (unpadded scale tiles); this weight's shard holds 64}}
+    %q, %s = "tp.quantize"(%w) {format = "mxfp8"} : (tensor<128x256xbf16>) -> (tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>)
+    %d = "tp.dequantize"(%q, %s) {format = "mxfp8"} : (tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>) -> tensor<128x256xbf16>
+    %y = "tp.linear"(%x, %d) {parallel = "column"} : (tensor<8x256xbf16>, tensor<128x256xbf16>) -> tensor<8x128xbf16>
+    return %y : tensor<8x128xbf16>
+  }
+}
+
+// -----
+
+/// tp-shard: a per-tensor FP8 scale of a sharded weight would be the shard's, not the weight's.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @fp8_tp(%x: tensor<8x256xbf16> {tp.name = "x"}, %w: tensor<256x256xbf16> {tp.name = "w"}) -> tensor<8x256xbf16> {
+    // expected-error@+1 {{tp-shard: 'tp.quantize' input x is laid out [tp, -]; per-tensor scales (FP8, and NVFP4's global scale) need the whole tensor's amax, which a sharded tensor does not have yet; quantize a replicated tensor, or use mxfp8}}
+    %q, %s = "tp.quantize"(%w) {format = "fp8_e4m3"} : (tensor<256x256xbf16>) -> (tensor<256x256xf8E4M3FN>, tensor<1xf32>)
+    %d = "tp.dequantize"(%q, %s) {format = "fp8_e4m3"} : (tensor<256x256xf8E4M3FN>, tensor<1xf32>) -> tensor<256x256xbf16>
+    %y = "tp.linear"(%x, %d) {parallel = "column"} : (tensor<8x256xbf16>, tensor<256x256xbf16>) -> tensor<8x256xbf16>
+    return %y : tensor<8x256xbf16>
+  }
+}
