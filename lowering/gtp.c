@@ -332,6 +332,7 @@ static int tpc__index_of(const tpc__gtp_t* P, MlirOperation op) {
 // The op before which a gather needed by the op at index |use| starts: the |depth|-th
 // contraction before it, or the first op of the body.
 static MlirOperation tpc__start_anchor(const tpc__gtp_t* P, int use, int64_t depth) {
+  if (use < 0) return P->ops[0];  // not in the body's op list (cannot happen for tp-shard's output)
   if (depth == 0) return P->ops[use];
   int64_t seen = 0;
   for (int i = use - 1; i >= 0; --i)

@@ -534,6 +534,10 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
   tpc_text_t name = {0};
   cJSON_AddNumberToObject(f, "arena_bytes", (double)L->arena_bytes);
   cJSON_AddNumberToObject(f, "arena_live_peak_bytes", (double)L->arena_live_peak);
+  // tp-gtp's schedule: how many contractions ahead of its use each weight's gather starts.
+  MlirAttribute prefetch = mlirOperationGetAttributeByName(L->func, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_PREFETCH));
+  if (!mlirAttributeIsNull(prefetch) && mlirAttributeIsAInteger(prefetch))
+    cJSON_AddNumberToObject(f, "gtp_prefetch", (double)mlirIntegerAttrGetValueInt(prefetch));
   cJSON* args = cJSON_AddArrayToObject(f, "args");
   for (int i = 0; i < nargs; ++i) {
     tpc__slot_name(L->func, false, i, &name);

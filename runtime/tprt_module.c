@@ -151,6 +151,8 @@ tprt_status_t tprt__module_parse_info(tprt_module_t* m, const char* json, tprt__
     snprintf(mf->name, sizeof mf->name, "%s", name->valuestring);
     const cJSON* peak = cJSON_GetObjectItemCaseSensitive(f, "arena_live_peak_bytes");
     if (!tprt__json_int(peak, 0, TPRT__JSON_MAX_INT, &mf->arena_live_peak_bytes)) mf->arena_live_peak_bytes = -1;
+    const cJSON* prefetch = cJSON_GetObjectItemCaseSensitive(f, "gtp_prefetch");
+    if (!tprt__json_int(prefetch, 0, TPRT__JSON_MAX_INT, &mf->gtp_prefetch)) mf->gtp_prefetch = -1;
     void* sym = resolve(user, entry->valuestring);
     if (!sym) {
       status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s: entry point '%s' is missing", m->path, entry->valuestring);

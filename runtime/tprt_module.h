@@ -31,6 +31,7 @@ typedef struct tprt_module_function_t {
   tprt_entry_fn_t entry;
   int64_t arena_bytes;
   int64_t arena_live_peak_bytes;  // the most arena bytes live at one op: the plan's lower bound (-1: unknown)
+  int64_t gtp_prefetch;           // contractions between a GTP weight's gather and its use (-1: no tp-gtp)
   int num_args, num_results;
   tprt_module_tensor_t* args;     // num_args (any number; owned by the module)
   tprt_module_tensor_t* results;  // num_results

@@ -35,4 +35,8 @@ void tpc__print_stats(const tpc_run_t* run, int nranks) {
            (double)fn->arena_bytes / (double)fn->arena_live_peak_bytes);
   printf(", arguments %lld, results %lld, total %lld bytes\n", (long long)args, (long long)results,
          (long long)(fn->arena_bytes + args + results));
+  if (fn->gtp_prefetch >= 0)
+    printf("stats: gtp: each weight's all-gather starts %lld contraction%s before its use (tp-gtp's schedule: "
+           "--gtp-prefetch, else its cost model)\n",
+           (long long)fn->gtp_prefetch, fn->gtp_prefetch == 1 ? "" : "s");
 }
