@@ -69,6 +69,9 @@ typedef struct {
   int64_t cur_depth;  // the prefetch depth of the weight being sharded
   MlirOperation* ops;  // the body's ops before the pass changed it, in order
   int num_ops;
+  // Replaced reductions, erased once the function is done (P->ops still names them).
+  MlirOperation* dead;
+  int num_dead, cap_dead;
 } tpc__gtp_t;
 
 static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
@@ -478,7 +481,18 @@ static bool tpc__scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t block
     shard = mlirOperationGetResult(ar, 0);
   }
   mlirValueReplaceAllUsesOfWith(v, shard);
-  mlirOperationDestroy(op);
+  if (P->num_dead == P->cap_dead) {
+    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
+    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      mlirEmitError(loc, "tp-gtp: out of memory");
+      P->ok = false;
+      return false;
+    }
+    P->dead = grown;
+    P->cap_dead = cap;
+  }
+  P->dead[P->num_dead++] = op;
   return true;
 }
 
@@ -678,6 +692,10 @@ static bool tpc__gtp_func(tpc__gtp_t* P) {
     P->ops[P->num_ops++] = o;
   int64_t depth_used = 0;
   for (intptr_t i = 0; P->ok && i < mlirBlockGetNumArguments(body); ++i) tpc__shard_arg(P, body, i, &depth_used);
+  for (int i = 0; i < P->num_dead; ++i) mlirOperationDestroy(P->dead[i]);
+  free(P->dead);
+  P->dead = NULL;
+  P->num_dead = P->cap_dead = 0;
   free(P->ops);
   P->ops = NULL;
   if (!P->ok) return false;
