@@ -211,6 +211,25 @@ for mode in fast invariant; do
     --numerics=$mode --gtp-keep
 done
 rm "$OUT/bench/gtp8b-half.mlir" "$OUT/bench/gtp8b.mlir"
+# The same for 2 Mixtral-8x7B-width MoE blocks (8 experts of F 14336, top 2; gtp.py --stack gtpmoe):
+# the grouped expert weights are gathered whole per layer (all local experts at once).
+python3 tools/gen_stack.py --layers 2 --kind moe --block llama --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \
+  --tokens 4096 > "$OUT/bench/gtpmoe-half.mlir"
+python3 tools/gen_stack.py --layers 2 --kind moe --block llama --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \
+  --tokens 8192 > "$OUT/bench/gtpmoe.mlir"
+echo "2 Mixtral-8x7B-width MoE blocks (H 4096, 8 experts of F 14336, top 2), 4096 tokens per rank" \
+  > "$OUT/bench/gtpmoe.txt"
+for mode in fast invariant; do
+  c="$BUILD/bin/tpc-compile"
+  "$c" "$OUT/bench/gtpmoe-half.mlir" -o "$OUT/bench/gtpmoe-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
+  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
+  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
+    --numerics=$mode --gtp-prefetch=0
+  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
+  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
+    --numerics=$mode --gtp-keep
+done
+rm "$OUT/bench/gtpmoe-half.mlir" "$OUT/bench/gtpmoe.mlir"
 # Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
 for v in sync async; do
   "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast

@@ -21,10 +21,14 @@ communication; the prefetched schedule's excess is what stays exposed). "weights
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
 
-Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--json out.json] [--svg out.svg]
+--stack gtpmoe runs the same configurations of 2 Mixtral-8x7B-width MoE blocks (8 experts of F
+14336, top 2), whose grouped expert weights are gathered whole per layer.
+
+Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtpmoe] [--json out.json]
+                                  [--svg out.svg]
        python3 tools/bench/gtp.py --plot run.json out.svg
-(DIR holds gtp8b-{ref,dp2,gtp2-naive,gtp2,gtp2-keep}-{fast,invariant}.so and gtp8b.txt, the
-stack's description.)
+(DIR holds <stack>-{ref,dp2,gtp2-naive,gtp2,gtp2-keep}-{fast,invariant}.so and <stack>.txt, the
+stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
 import argparse
 import json
@@ -79,17 +83,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tpc-run", required=True)
     ap.add_argument("--modules", required=True)
+    ap.add_argument("--stack", default="gtp8b", choices=("gtp8b", "gtpmoe"))
     ap.add_argument("--modes", default="fast,invariant")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="a subset of " + ",".join(CONFIGS))
     ap.add_argument("--no-graph", action="store_true", help="skip the --graph runs")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     a = ap.parse_args()
-    stack = open(os.path.join(a.modules, "gtp8b.txt")).read().strip()
+    stack = open(os.path.join(a.modules, f"{a.stack}.txt")).read().strip()
     rows, t = [], {}
     for mode in a.modes.split(","):
         for config in a.configs.split(","):
-            module = os.path.join(a.modules, f"gtp8b-{config}-{mode}.so")
+            module = os.path.join(a.modules, f"{a.stack}-{config}-{mode}.so")
             graphs = [False, True] if config in ("ref", "gtp2") and mode == "fast" and not a.no_graph else [False]
             for graph in graphs:
                 try:
