@@ -32,3 +32,4 @@ int64_t tprt__param_load(const char* name, int64_t default_value, _Atomic int64_
 TPRT_PARAM(collective_timeout_s, "COLLECTIVE_TIMEOUT_S", 600)
 TPRT_PARAM(cuda_share_devices, "CUDA_SHARE_DEVICES", 0)
 TPRT_PARAM(cuda_comm_sms, "CUDA_COMM_SMS", 16)
+TPRT_PARAM(cuda_timeline, "CUDA_TIMELINE", 0)

@@ -38,6 +38,11 @@ TPRT_PARAM_DECLARE(collective_timeout_s);
 /// ranks than GPUs (TPRT_CUDA_SHARE_DEVICES, default 0; tpc-run --share-gpus sets it).
 TPRT_PARAM_DECLARE(cuda_share_devices);
 
+/// Non-zero: the CUDA backend times every contraction on the compute stream and every async
+/// collective on the comm stream (CUDA events) and prints, per rank and step, how long each ran
+/// and how much of the collectives' time ran under a contraction (TPRT_CUDA_TIMELINE, default 0).
+TPRT_PARAM_DECLARE(cuda_timeline);
+
 /// SMs the CUDA backend's GEMMs leave free while an asynchronous collective (a tp.*_start) is in
 /// flight, and the most CTAs an NCCL communicator uses, so that the collective runs beside the
 /// GEMMs instead of waiting for them (TPRT_CUDA_COMM_SMS, default 16; 0: GEMMs take every SM and

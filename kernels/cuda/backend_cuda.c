@@ -129,6 +129,11 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   tprt__buffer_free(&tprt__r.workspace);
   tprt_cuda_lt_destroy(&tprt__r.lt);
   for (int i = 0; i < tprt__r.num_futures; ++i) cudaEventDestroy(tprt__r.futures[i].done);
+  for (int i = 0; i < tprt__r.cap_intervals; ++i) {
+    cudaEventDestroy(tprt__r.intervals[i].begin);
+    cudaEventDestroy(tprt__r.intervals[i].end);
+  }
+  free(tprt__r.intervals);
   if (tprt__r.fork) cudaEventDestroy(tprt__r.fork);
   if (tprt__r.comm_stream) cudaStreamDestroy(tprt__r.comm_stream);
   cudaStreamDestroy(tprt__r.stream);
@@ -195,10 +200,119 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
   return tprt__wait_stream();
 }
 
+//===----------------------------------------------------------------------===//
+// TPRT_CUDA_TIMELINE
+//===----------------------------------------------------------------------===//
+
+int tprt__timeline_begin(cudaStream_t stream, bool comm) {
+  if (!tprt_param_cuda_timeline() || tprt__r.capturing) return -1;
+  if (tprt__r.num_intervals == tprt__r.cap_intervals) {
+    int cap = tprt__r.cap_intervals ? 2 * tprt__r.cap_intervals : 64;
+    tprt__cuda_interval_t* grown = realloc(tprt__r.intervals, (size_t)cap * sizeof *grown);
+    if (!grown) return -1;
+    for (int i = tprt__r.cap_intervals; i < cap; ++i) {
+      grown[i].begin = grown[i].end = NULL;
+      if (cudaEventCreate(&grown[i].begin) != cudaSuccess || cudaEventCreate(&grown[i].end) != cudaSuccess) {
+        (void)cudaGetLastError();
+        tprt__r.intervals = grown;
+        tprt__r.cap_intervals = i;
+        return -1;
+      }
+    }
+    tprt__r.intervals = grown;
+    tprt__r.cap_intervals = cap;
+  }
+  int i = tprt__r.num_intervals++;
+  tprt__r.intervals[i].comm = comm;
+  if (cudaEventRecord(tprt__r.intervals[i].begin, stream) != cudaSuccess) (void)cudaGetLastError();
+  return i;
+}
+
+void tprt__timeline_end(cudaStream_t stream, int i) {
+  if (i < 0) return;
+  if (cudaEventRecord(tprt__r.intervals[i].end, stream) != cudaSuccess) (void)cudaGetLastError();
+}
+
+// Orders intervals (begin, end, kind) by their begin.
+static int tprt__interval_cmp(const void* x, const void* y) {
+  float a = ((const float*)x)[0], b = ((const float*)y)[0];
+  return a < b ? -1 : a > b;
+}
+
+// After the step's synchronization: per kind, the busy time (the union of its intervals), and the
+// collectives' busy time under a contraction; one line on stderr, then the intervals are reused.
+static void tprt__timeline_report(void) {
+  int n = tprt__r.num_intervals;
+  tprt__r.num_intervals = 0;
+  if (n <= 0) return;
+  size_t count = (size_t)n;
+  float (*iv)[3] = malloc(count * sizeof *iv);  // begin, end, comm
+  if (!iv) return;
+  for (int i = 0; i < n; ++i) {
+    float b = 0, e = 0;
+    if (cudaEventElapsedTime(&b, tprt__r.intervals[0].begin, tprt__r.intervals[i].begin) != cudaSuccess ||
+        cudaEventElapsedTime(&e, tprt__r.intervals[0].begin, tprt__r.intervals[i].end) != cudaSuccess) {
+      (void)cudaGetLastError();
+      free(iv);
+      return;
+    }
+    iv[i][0] = b;
+    iv[i][1] = e;
+    iv[i][2] = tprt__r.intervals[i].comm ? 1.0f : 0.0f;
+  }
+  qsort(iv, count, sizeof *iv, tprt__interval_cmp);
+  // Sweep: the union of each kind and of their intersection.
+  double busy[2] = {0, 0}, both = 0;
+  int ncomm = 0;
+  for (int i = 0; i < n; ++i) ncomm += iv[i][2] > 0.5f;
+  float edges[2] = {0, 0};  // end of the current union of each kind
+  float start[2] = {-1, -1};
+  // Collect each kind's union as merged segments, then intersect the two lists.
+  float (*seg[2])[2] = {malloc(count * sizeof(float[2])), malloc(count * sizeof(float[2]))};
+  int ns[2] = {0, 0};
+  if (!seg[0] || !seg[1]) {
+    free(seg[0]);
+    free(seg[1]);
+    free(iv);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    int k = iv[i][2] > 0.5f;
+    if (start[k] >= 0 && iv[i][0] <= edges[k]) {
+      if (iv[i][1] > edges[k]) edges[k] = iv[i][1];
+      seg[k][ns[k] - 1][1] = edges[k];
+    } else {
+      start[k] = iv[i][0];
+      edges[k] = iv[i][1];
+      seg[k][ns[k]][0] = iv[i][0];
+      seg[k][ns[k]][1] = iv[i][1];
+      ++ns[k];
+    }
+  }
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j < ns[k]; ++j) busy[k] += seg[k][j][1] - seg[k][j][0];
+  for (int a = 0, c = 0; a < ns[0] && c < ns[1];) {
+    float lo = seg[0][a][0] > seg[1][c][0] ? seg[0][a][0] : seg[1][c][0];
+    float hi = seg[0][a][1] < seg[1][c][1] ? seg[0][a][1] : seg[1][c][1];
+    if (hi > lo) both += hi - lo;
+    if (seg[0][a][1] < seg[1][c][1]) ++a; else ++c;
+  }
+  fprintf(stderr,
+          "tprt cuda timeline: rank %d: contractions %.3f ms (%d), async collectives %.3f ms (%d), %.3f ms of them "
+          "under a contraction (%.0f%%)\n",
+          tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0, busy[0], n - ncomm, busy[1], ncomm, both,
+          busy[1] > 0 ? 100.0 * both / busy[1] : 0.0);
+  free(seg[0]);
+  free(seg[1]);
+  free(iv);
+}
+
 static tprt_status_t tprt__cuda_synchronize(void) {
   TPRT__TRY(tprt__need_rank());
   TPRT__TRY(tprt__not_capturing("a stream synchronization"));
-  return tprt__wait_stream();
+  TPRT__TRY(tprt__wait_stream());
+  tprt__timeline_report();
+  return NULL;
 }
 
 static tprt_status_t tprt__cuda_graph_begin(void) {

@@ -37,6 +37,12 @@ typedef struct {
   bool in_flight;
 } tprt__cuda_future_t;
 
+/// TPRT_CUDA_TIMELINE: timed intervals of the current step (contractions and async collectives).
+typedef struct {
+  cudaEvent_t begin, end;
+  bool comm;  // an async collective on the comm stream (else a contraction on the compute stream)
+} tprt__cuda_interval_t;
+
 typedef struct {
   bool active;
   int device;
@@ -61,10 +67,19 @@ typedef struct {
   bool shared;
   cudaEvent_t local_ready;  // recorded on the issuing stream once the collective's source is written
   cudaEvent_t local_done;   // recorded on it once the rank's reads of its peers' sources are queued
+  // TPRT_CUDA_TIMELINE: the step's intervals (events made on demand, reused from step to step).
+  tprt__cuda_interval_t* intervals;
+  int num_intervals, cap_intervals;
 } tprt__cuda_rank_t;
 
 /// The calling rank thread's state (backend_cuda.c).
 extern _Thread_local tprt__cuda_rank_t tprt__r;
+
+/// TPRT_CUDA_TIMELINE: starts a timed interval on |stream| (a contraction, or with |comm| an async
+/// collective) and returns its index, or -1 when the timeline is off or a graph is being captured.
+int tprt__timeline_begin(cudaStream_t stream, bool comm);
+/// Ends interval |i| (from tprt__timeline_begin; -1 does nothing) on |stream|.
+void tprt__timeline_end(cudaStream_t stream, int i);
 
 /// "<expr> failed: <NCCL error> (<last error>)".
 tprt_status_t tprt__nccl_status(ncclResult_t r, const char* expr);

@@ -451,7 +451,10 @@ tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, cons
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("all_gather_start", &f));
-  return tprt__start_end(f, tprt__cuda_all_gather(rank, mask, in, out, dim), out_future);
+  int t = tprt__timeline_begin(tprt__r.comm_stream, true);
+  tprt_status_t s = tprt__cuda_all_gather(rank, mask, in, out, dim);
+  tprt__timeline_end(tprt__r.comm_stream, t);
+  return tprt__start_end(f, s, out_future);
 }
 
 tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -460,7 +463,10 @@ tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, 
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
-  return tprt__start_end(f, tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order), out_future);
+  int t = tprt__timeline_begin(tprt__r.comm_stream, true);
+  tprt_status_t s = tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
+  tprt__timeline_end(tprt__r.comm_stream, t);
+  return tprt__start_end(f, s, out_future);
 }
 
 // The compute stream waits for the collective (on the device; the host does not block), and the

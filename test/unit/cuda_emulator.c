@@ -313,6 +313,15 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* out, unsigned int flags) {
   return cudaSuccess;
 }
 
+cudaError_t cudaEventCreate(cudaEvent_t* out) { return cudaEventCreateWithFlags(out, cudaEventDefault); }
+
+// The emulated streams keep no clock: every interval reads as 0 ms (TPRT_CUDA_TIMELINE prints zeros).
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  (void)start, (void)end;
+  *ms = 0.0f;
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
   pthread_mutex_lock(&emu__event_mu);
   if (e->destroyed) emu__fail("an event destroyed twice", e);

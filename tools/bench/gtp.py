@@ -17,7 +17,9 @@ all-gather time hidden behind compute is
   hidden = (t[gtp2-naive] - t[gtp2]) / (t[gtp2-naive] - t[ref])
 
 (the naive schedule exposes every gather and reduce-scatter: its excess over ref is the
-communication; the prefetched schedule's excess is what stays exposed). "weights/rank" is the
+communication; the prefetched schedule's excess is what stays exposed). --timeline also runs gtp2
+with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
+time and how much of it ran under a contraction. "weights/rank" is the
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
 
@@ -42,11 +44,13 @@ from barchart import grouped_bars
 CONFIGS = ["ref", "dp2", "gtp2-naive", "gtp2", "gtp2-keep"]
 
 
-def run(tpc_run, module, graph=False):
+def run(tpc_run, module, graph=False, timeline=False):
     cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5", "--stats"]
     if graph:
         cmd.append("--graph")
     env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    if timeline:
+        env["TPRT_CUDA_TIMELINE"] = "1"
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     text = out.stderr + out.stdout
     m = re.search(r"median ([0-9.]+) ms", text)
@@ -54,6 +58,13 @@ def run(tpc_run, module, graph=False):
     if out.returncode != 0 or not m:
         tail = out.stderr.strip().splitlines()[-3:]
         raise RuntimeError(f"{' '.join(cmd)}: exit {out.returncode}: {' / '.join(tail)}")
+    if timeline:  # the last step's line of each rank
+        lines = {}
+        for line in out.stderr.splitlines():
+            t = re.match(r"tprt cuda timeline: rank (\d+): (.*)", line)
+            if t:
+                lines[int(t.group(1))] = t.group(2)
+        return [f"rank {r}: {lines[r]}" for r in sorted(lines)]
     return float(m.group(1)), int(a.group(1)) if a else None
 
 
@@ -87,6 +98,8 @@ def main():
     ap.add_argument("--modes", default="fast,invariant")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="a subset of " + ",".join(CONFIGS))
     ap.add_argument("--no-graph", action="store_true", help="skip the --graph runs")
+    ap.add_argument("--timeline", action="store_true",
+                    help="also run gtp2 with TPRT_CUDA_TIMELINE=1 and print each rank's last step")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     a = ap.parse_args()
@@ -122,6 +135,13 @@ def main():
         print(f"{mode}: {h * 100:.1f}% of the all-gather/reduce-scatter time hidden "
               f"(naive {t[('gtp2-naive', mode)]:.2f} ms, prefetched {t[('gtp2', mode)]:.2f} ms, "
               f"compute alone {t[('ref', mode)]:.2f} ms)")
+    if a.timeline:
+        data["timeline"] = {}
+        for mode in a.modes.split(","):
+            lines = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-gtp2-{mode}.so"), timeline=True)
+            data["timeline"][mode] = lines
+            for line in lines:
+                print(f"timeline gtp2 {mode}: {line}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(data, f, indent=1)
