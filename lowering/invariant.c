@@ -278,6 +278,19 @@ static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttr
   return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
 }
 
+// The attributes of |op| but `partial` and `chunks`, into |attrs| (at most |cap|): the whole
+// contraction that replaces a partial one. Returns how many.
+static intptr_t tpc__whole_attrs(MlirOperation op, MlirNamedAttribute* attrs, intptr_t cap) {
+  intptr_t n = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op) && n < cap; ++i) {
+    MlirNamedAttribute at = mlirOperationGetAttribute(op, i);
+    MlirStringRef name = mlirIdentifierStr(at.name);
+    if (mlirStringRefEqual(name, tpc__ref("partial")) || mlirStringRefEqual(name, tpc__ref("chunks"))) continue;
+    attrs[n++] = at;
+  }
+  return n;
+}
+
 // Inserts before |coll| a data-movement collective over |coll|'s mesh and axes: an all_gather of
 // |v| along |dim| (|split| < 0), or an all_to_all that splits |split| and concatenates |dim|.
 static MlirValue tpc__move(tpc__inv_t* I, MlirOperation coll, MlirValue v, int64_t dim, int64_t split, int64_t ranks) {
@@ -350,13 +363,7 @@ static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperat
   MlirType out = mlirValueGetType(mlirOperationGetResult(mlirOperationIsNull(bias_add) ? coll : bias_add, 0));
   mlirOperationStateAddResults(&st, 1, &out);
   MlirNamedAttribute attrs[16];
-  intptr_t na = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(producer) && na < 14; ++i) {
-    MlirNamedAttribute at = mlirOperationGetAttribute(producer, i);
-    MlirStringRef n = mlirIdentifierStr(at.name);
-    if (mlirStringRefEqual(n, tpc__ref("partial")) || mlirStringRefEqual(n, tpc__ref("chunks"))) continue;
-    attrs[na++] = at;
-  }
+  intptr_t na = tpc__whole_attrs(producer, attrs, 14);
   MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
   if (segmented) {
     attrs[na++] = tpc__named(I->ctx, "segments", mlirIntegerAttrGet(i64, 2));
@@ -549,13 +556,7 @@ static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind
   MlirType out = mlirValueGetType(final);
   mlirOperationStateAddResults(&st, 1, &out);
   MlirNamedAttribute attrs[16];
-  intptr_t nattr = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(p) && nattr < 16; ++i) {
-    MlirNamedAttribute at = mlirOperationGetAttribute(p, i);
-    MlirStringRef nm = mlirIdentifierStr(at.name);
-    if (mlirStringRefEqual(nm, tpc__ref("partial")) || mlirStringRefEqual(nm, tpc__ref("chunks"))) continue;
-    attrs[nattr++] = at;
-  }
+  intptr_t nattr = tpc__whole_attrs(p, attrs, 16);
   mlirOperationStateAddAttributes(&st, nattr, attrs);
   MlirOperation whole = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(coll), coll, whole);

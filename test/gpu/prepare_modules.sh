@@ -194,42 +194,30 @@ for mode in fast invariant exact; do
   echo "moe-train-tp1-$mode $mode" >> "$OUT/bench/moe_list.txt"
 done
 cp test/gpu/bench_moe_peer.py "$OUT/bench/"
-# GTP overlap (tools/bench/gtp.py, 2 GPUs): 4 Llama-3-8B-width MLP blocks, 4096 tokens per rank;
-# one rank alone (ref), dp = 2, and gtp = 2 with each gather just before its use (naive), with
-# tp-gtp's prefetch, and kept for the backward, in fast and invariant numerics.
-python3 tools/gen_stack.py --layers 4 --block llama --hidden 4096 --ffn 14336 --tokens 4096 > "$OUT/bench/gtp8b-half.mlir"
-python3 tools/gen_stack.py --layers 4 --block llama --hidden 4096 --ffn 14336 --tokens 8192 > "$OUT/bench/gtp8b.mlir"
-echo "4 Llama-3-8B-width MLP blocks (H 4096, F 14336), 4096 tokens per rank" > "$OUT/bench/gtp8b.txt"
-for mode in fast invariant; do
-  c="$BUILD/bin/tpc-compile"
-  "$c" "$OUT/bench/gtp8b-half.mlir" -o "$OUT/bench/gtp8b-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
-  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
-  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
-    --numerics=$mode --gtp-prefetch=0
-  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
-  "$c" "$OUT/bench/gtp8b.mlir" -o "$OUT/bench/gtp8b-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
-    --numerics=$mode --gtp-keep
-done
-rm "$OUT/bench/gtp8b-half.mlir" "$OUT/bench/gtp8b.mlir"
-# The same for 2 Mixtral-8x7B-width MoE blocks (8 experts of F 14336, top 2; gtp.py --stack gtpmoe):
-# the grouped expert weights are gathered whole per layer (all local experts at once).
-python3 tools/gen_stack.py --layers 2 --kind moe --block llama --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \
-  --tokens 4096 > "$OUT/bench/gtpmoe-half.mlir"
-python3 tools/gen_stack.py --layers 2 --kind moe --block llama --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \
-  --tokens 8192 > "$OUT/bench/gtpmoe.mlir"
-echo "2 Mixtral-8x7B-width MoE blocks (H 4096, 8 experts of F 14336, top 2), 4096 tokens per rank" \
-  > "$OUT/bench/gtpmoe.txt"
-for mode in fast invariant; do
-  c="$BUILD/bin/tpc-compile"
-  "$c" "$OUT/bench/gtpmoe-half.mlir" -o "$OUT/bench/gtpmoe-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
-  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
-  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
-    --numerics=$mode --gtp-prefetch=0
-  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
-  "$c" "$OUT/bench/gtpmoe.mlir" -o "$OUT/bench/gtpmoe-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
-    --numerics=$mode --gtp-keep
-done
-rm "$OUT/bench/gtpmoe-half.mlir" "$OUT/bench/gtpmoe.mlir"
+# GTP overlap (tools/bench/gtp.py, 2 GPUs), 4096 tokens per rank: one rank alone (ref), dp = 2, and
+# gtp = 2 with each gather just before its use (naive), with tp-gtp's prefetch, and kept for the
+# backward, in fast and invariant numerics. gtp_stack NAME DESCRIPTION GEN_STACK_ARGS...
+gtp_stack() {
+  local name="$1" what="$2" c="$BUILD/bin/tpc-compile"
+  shift 2
+  python3 tools/gen_stack.py "$@" --tokens 4096 > "$OUT/bench/$name-half.mlir"
+  python3 tools/gen_stack.py "$@" --tokens 8192 > "$OUT/bench/$name.mlir"
+  echo "$what, 4096 tokens per rank" > "$OUT/bench/$name.txt"
+  for mode in fast invariant; do
+    "$c" "$OUT/bench/$name-half.mlir" -o "$OUT/bench/$name-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
+    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
+    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
+      --numerics=$mode --gtp-prefetch=0
+    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
+    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
+      --numerics=$mode --gtp-keep
+  done
+  rm "$OUT/bench/$name-half.mlir" "$OUT/bench/$name.mlir"
+}
+gtp_stack gtp8b "4 Llama-3-8B-width MLP blocks (H 4096, F 14336)" --layers 4 --block llama --hidden 4096 --ffn 14336
+# gtp.py --stack gtpmoe: the grouped expert weights are gathered whole per layer.
+gtp_stack gtpmoe "2 Mixtral-8x7B-width MoE blocks (H 4096, 8 experts of F 14336, top 2)" --layers 2 --kind moe \
+  --block llama --hidden 4096 --ffn 14336 --experts 8 --top-k 2
 # Communication/compute overlap (4 ranks): the same gather + linear, sync vs async (comm stream).
 for v in sync async; do
   "$BUILD/bin/tpc-compile" tools/bench/overlap_$v.mlir -o "$OUT/bench/overlap-$v.so" --numerics=fast
