@@ -47,38 +47,12 @@
 #include "mlir-c/Diagnostics.h"
 #include "pass_util.h"
 #include "passes.h"
+#include "gtp_impl.h"
+#include "lower_runtime_impl.h"
+#include "tprt_dtype.h"
 #include "text_buffer.h"
 #include "tpc_dialect.h"
 #include "tpc_verify.h"
-
-// The cost model of the default prefetch depth: one contraction takes 2·M·N·K / PEAK seconds and
-// a gather moves (G-1)/G of the gathered bytes at BANDWIDTH (an H100's dense bf16 rate and an
-// NVLink all-gather's bus bandwidth, both as measured rather than as specified).
-#define TPC_GTP_PEAK_FLOPS 600e12
-#define TPC_GTP_BANDWIDTH 200e9
-#define TPC_GTP_MAX_AUTO_DEPTH 4
-
-typedef struct {
-  MlirContext ctx;
-  MlirOperation func;
-  MlirAttribute mesh_ref;  // flat symbol ref of the mesh
-  int64_t G;               // gtp size
-  int64_t depth;           // < 0: choose by the cost model
-  bool keep;
-  bool ok;
-  int64_t cur_depth;  // the prefetch depth of the weight being sharded
-  MlirOperation* ops;  // the body's ops before the pass changed it, in order
-  int num_ops;
-  // Replaced reductions, erased once the function is done (P->ops still names them).
-  MlirOperation* dead;
-  int num_dead, cap_dead;
-} tpc__gtp_t;
-
-static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
-
-static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
-  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
-}
 
 // "argument 'w1'" (its tp.name) or "argument 3".
 static void tpc__arg_what(MlirOperation func, intptr_t i, char* buf, size_t size) {
@@ -89,7 +63,7 @@ static void tpc__arg_what(MlirOperation func, intptr_t i, char* buf, size_t size
     snprintf(buf, size, "argument %ld", (long)i);
 }
 
-static void tpc__fail(tpc__gtp_t* P, MlirLocation loc, tpc_text_t* msg) {
+void tpc__gtp_fail(tpc__gtp_t* P, MlirLocation loc, tpc_text_t* msg) {
   mlirEmitError(loc, msg->data ? msg->data : "tp-gtp: error");
   tpc_text_free(msg);
   P->ok = false;
@@ -163,7 +137,7 @@ static MlirOperation tpc__quantized_use(MlirOperation op, unsigned slot, int* di
   return deq;
 }
 
-static bool tpc__is_contraction(int kind) {
+bool tpc__gtp_is_contraction(int kind) {
   switch (kind) {
     case TPC_OP_LINEAR:
     case TPC_OP_GROUPED_LINEAR:
@@ -192,7 +166,7 @@ static double tpc__numel(MlirType t) {
 // tokens of a weight gradient. An estimate: it orders prefetch distances, nothing else.
 static double tpc__op_seconds(MlirOperation op) {
   int kind = tpc_op_get_kind(op);
-  if (!tpc__is_contraction(kind) || mlirOperationGetNumOperands(op) == 0 || mlirOperationGetNumResults(op) == 0)
+  if (!tpc__gtp_is_contraction(kind) || mlirOperationGetNumOperands(op) == 0 || mlirOperationGetNumResults(op) == 0)
     return 0;
   MlirType a = mlirValueGetType(mlirOperationGetOperand(op, 0));
   if (!mlirTypeIsARankedTensor(a) || mlirShapedTypeGetRank(a) < 1) return 0;
@@ -201,13 +175,6 @@ static double tpc__op_seconds(MlirOperation op) {
   return 2.0 * tpc__numel(mlirValueGetType(mlirOperationGetResult(op, 0))) * k / TPC_GTP_PEAK_FLOPS;
 }
 
-static int64_t tpc__elem_bytes_x2(MlirType e) {  // twice the bytes of one element (f4 is half a byte)
-  if (mlirTypeIsAInteger(e)) return 2 * (int64_t)mlirIntegerTypeGetWidth(e) / 8;
-  if (mlirTypeIsAF32(e)) return 8;
-  if (mlirTypeIsABF16(e) || mlirTypeIsAF16(e)) return 4;
-  if (mlirTypeIsAFloat4E2M1FN(e)) return 1;
-  return 2;  // the 8-bit float formats
-}
 
 //===----------------------------------------------------------------------===//
 // tp.shard attributes
@@ -272,77 +239,6 @@ static void tpc__set_slot_attr(MlirContext ctx, MlirOperation func, bool result,
   free(dicts);
 }
 
-// The tensor type |t| with dimension |dim| divided by |by| and element type |element| (or t's).
-static MlirType tpc__divided(MlirType t, int dim, int64_t by, MlirType element) {
-  int64_t shape[8];
-  intptr_t rank = mlirShapedTypeGetRank(t);
-  for (intptr_t d = 0; d < rank && d < 8; ++d) shape[d] = mlirShapedTypeGetDimSize(t, d);
-  shape[dim] /= by;
-  return mlirRankedTensorTypeGet(rank, shape, mlirTypeIsNull(element) ? mlirShapedTypeGetElementType(t) : element,
-                                 mlirAttributeGetNull());
-}
-
-static MlirType tpc__future_of(MlirContext ctx, MlirType t) {
-  tpc_text_t s = {0};
-  tpc_text_printf(&s, "!tp.future<");
-  mlirTypePrint(t, tpc_text_append_ref, &s);
-  tpc_text_printf(&s, ">");
-  MlirType f = mlirTypeParseGet(ctx, mlirStringRefCreate(s.data, s.len));
-  tpc_text_free(&s);
-  return f;
-}
-
-//===----------------------------------------------------------------------===//
-// Emission
-//===----------------------------------------------------------------------===//
-
-// Creates "tp.<start>"(in) {mesh, axes = [<axes>], dim, blocks (, order)} -> future<out> before
-// |before| and "tp.wait" before |wait_before|; returns the wait's result.
-static MlirValue tpc__emit_async(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out, int dim,
-                                 int64_t blocks, MlirAttribute order, MlirOperation before, MlirOperation wait_before,
-                                 MlirLocation loc) {
-  MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
-  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
-  MlirNamedAttribute attrs[5] = {
-      tpc__named(P->ctx, "mesh", P->mesh_ref),
-      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
-      tpc__named(P->ctx, "dim", mlirIntegerAttrGet(i64, dim)),
-      tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
-      tpc__named(P->ctx, "order", order),
-  };
-  MlirType future = tpc__future_of(P->ctx, out);
-  MlirOperationState st = mlirOperationStateGet(tpc__ref(start_name), loc);
-  mlirOperationStateAddOperands(&st, 1, &in);
-  mlirOperationStateAddResults(&st, 1, &future);
-  mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 4 : 5, attrs);
-  MlirOperation start = mlirOperationCreate(&st);
-  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, start);
-  MlirValue f = mlirOperationGetResult(start, 0);
-  MlirOperationState ws = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_WAIT), loc);
-  mlirOperationStateAddOperands(&ws, 1, &f);
-  mlirOperationStateAddResults(&ws, 1, &out);
-  MlirOperation wait = mlirOperationCreate(&ws);
-  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(wait_before), wait_before, wait);
-  return mlirOperationGetResult(wait, 0);
-}
-
-static int tpc__index_of(const tpc__gtp_t* P, MlirOperation op) {
-  for (int i = 0; i < P->num_ops; ++i)
-    if (mlirOperationEqual(P->ops[i], op)) return i;
-  return -1;
-}
-
-// The op before which a gather needed by the op at index |use| starts: the |depth|-th
-// contraction before it, or the first op of the body.
-static MlirOperation tpc__start_anchor(const tpc__gtp_t* P, int use, int64_t depth) {
-  if (use < 0) return P->ops[0];  // not in the body's op list (cannot happen for tp-shard's output)
-  if (depth == 0) return P->ops[use];
-  int64_t seen = 0;
-  for (int i = use - 1; i >= 0; --i)
-    if (tpc__is_contraction(tpc_op_get_kind(P->ops[i])) && ++seen == depth) return P->ops[i];
-  return P->ops[0];
-}
-
 // The depth the cost model asks for the gather of |bytes| before the op at index |use|: the
 // number of contractions before it whose time covers the gather's.
 static int64_t tpc__depth_needed(const tpc__gtp_t* P, int use, double bytes) {
@@ -356,144 +252,6 @@ static int64_t tpc__depth_needed(const tpc__gtp_t* P, int use, double bytes) {
     }
   }
   return k < 1 ? 1 : k;
-}
-
-// Quantize-then-gather: the quantize |q| now reads the gtp shard; its data and block scales are
-// the shard's rows of the whole weight's (rowwise MXFP8 scales one row's blocks along K, so a row
-// quantizes alike in any shard), and all-gathering both, dim and blocks as the weight's, gives the
-// tensor-parallel shard's data and scales bitwise: the gather moves 8-bit data and 1/32 of it in
-// scales instead of 16-bit weights. The quantize moves to where the gather starts, |depth|
-// contractions before the dequantize; the waits go right before the dequantize.
-static bool tpc__gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
-                                  int64_t depth) {
-  MlirValue data = tpc_quantize_get_data(q), scale = tpc_quantize_get_scale(q);
-  MlirType data_t = mlirValueGetType(data), scale_t = mlirValueGetType(scale);
-  int64_t rows = mlirShapedTypeGetDimSize(data_t, dim);
-  if (dim != 0 || (rows / blocks / P->G) % 128 != 0 || mlirShapedTypeGetDimSize(scale_t, 0) != rows) {
-    tpc_text_t m = {0};
-    tpc_text_printf(&m, "tp-gtp: the MXFP8 scales of a gtp shard are gathered whole only when every shard holds a "
-                        "multiple of 128 rows (unpadded scale tiles); this weight's shard holds %lld",
-                    (long long)(rows / P->G));
-    tpc__fail(P, mlirOperationGetLocation(q), &m);
-    return false;
-  }
-  mlirValueSetType(data, tpc__divided(data_t, dim, P->G, (MlirType){NULL}));
-  mlirValueSetType(scale, tpc__divided(scale_t, dim, P->G, (MlirType){NULL}));
-  MlirOperation anchor = tpc__start_anchor(P, tpc__index_of(P, deq), depth);
-  if (!mlirOperationEqual(anchor, q) && mlirOperationIsBeforeInBlock(anchor, q)) mlirOperationMoveBefore(q, anchor);
-  MlirOperation after = mlirOperationGetNextInBlock(q);
-  MlirLocation loc = mlirOperationGetLocation(q);
-  MlirValue gd = tpc__emit_async(P, TPC_OP_NAME_ALL_GATHER_START, data, data_t, dim, blocks, (MlirAttribute){NULL},
-                                 after, deq, loc);
-  // The scales' gather starts beside the data's, before the data's wait.
-  MlirValue gs = tpc__emit_async(P, TPC_OP_NAME_ALL_GATHER_START, scale, scale_t, dim, blocks, (MlirAttribute){NULL},
-                                 mlirOpResultGetOwner(gd), deq, loc);
-  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_DATA, gd);
-  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_SCALE, gs);
-  return true;
-}
-
-//===----------------------------------------------------------------------===//
-// Gradients
-//===----------------------------------------------------------------------===//
-
-static bool tpc__axes_have(MlirAttribute axes, const char* name, intptr_t* at) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes); ++i) {
-    MlirAttribute a = mlirArrayAttrGetElement(axes, i);
-    if (mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc__ref(name))) {
-      *at = i;
-      return true;
-    }
-  }
-  return false;
-}
-
-static bool tpc__single_use(MlirValue v) {
-  MlirOpOperand u = mlirValueGetFirstUse(v);
-  return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
-}
-
-// Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard: the
-// all-reduce over the token axes that completes each contribution becomes a reduce-scatter over
-// gtp (then an all-reduce over the other axes); tp.add of contributions adds shards. Returns
-// false after a diagnostic.
-static bool tpc__scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, const char* what) {
-  MlirOperation op = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
-  int kind = mlirOperationIsNull(op) ? TPC_OP_UNKNOWN : tpc_op_get_kind(op);
-  MlirType t = mlirValueGetType(v);
-  if (kind == TPC_OP_ADD && tpc__single_use(v)) {
-    for (int k = 0; k < 2; ++k)
-      if (!tpc__single_use(mlirOperationGetOperand(op, k)) ||
-          !tpc__scatter_grad(P, mlirOperationGetOperand(op, k), dim, blocks, what))
-        return false;
-    mlirValueSetType(v, tpc__divided(t, dim, P->G, (MlirType){NULL}));
-    return true;
-  }
-  intptr_t at = -1;
-  MlirAttribute axes = kind == TPC_OP_ALL_REDUCE ? tpc_all_reduce_get_axes_attr(op) : (MlirAttribute){NULL};
-  if (kind != TPC_OP_ALL_REDUCE || !tpc__axes_have(axes, "gtp", &at)) {
-    tpc_text_t m = {0};
-    tpc_text_printf(&m, "tp-gtp: the gradient of %s is not summed over the gtp axis here, so it cannot be "
-                        "reduce-scattered to the weight's gtp shards (is the weight used on tokens that are not "
-                        "sharded over gtp?)", what);
-    tpc__fail(P, mlirOperationGetLocation(mlirOperationIsNull(op) ? P->func : op), &m);
-    return false;
-  }
-  MlirValue partial = tpc_all_reduce_get_input(op);
-  MlirLocation loc = mlirOperationGetLocation(op);
-  // The wait: before the first reader of the sum, or earlier, before the (depth + 1)-th
-  // contraction after the reduction, so that only a few full-size f32 partials are live at once
-  // (the backward's next contractions overlap the reduce-scatter).
-  MlirOperation first = {NULL};
-  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
-    MlirOperation user = mlirOpOperandGetOwner(u);
-    if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(user, first)) first = user;
-  }
-  // (Depth 0, the unoverlapped schedule: before the op that follows the reduction.)
-  int64_t seen = 0;
-  for (int i = tpc__index_of(P, op) + 1; i > 0 && i < P->num_ops; ++i) {
-    if (P->cur_depth > 0 && (!tpc__is_contraction(tpc_op_get_kind(P->ops[i])) || ++seen <= P->cur_depth)) continue;
-    if (mlirOperationIsBeforeInBlock(P->ops[i], first)) first = P->ops[i];
-    break;
-  }
-  intptr_t n = mlirArrayAttrGetNumElements(axes);
-  MlirAttribute order = mlirOperationGetAttributeByName(op, tpc__ref("order"));
-  MlirType final = tpc__divided(t, dim, P->G, (MlirType){NULL});
-  MlirType scattered = n > 1 ? tpc__divided(t, dim, P->G, mlirShapedTypeGetElementType(mlirValueGetType(partial))) : final;
-  MlirValue shard = tpc__emit_async(P, TPC_OP_NAME_REDUCE_SCATTER_START, partial, scattered, dim, blocks, order, op,
-                                    first, loc);
-  if (n > 1) {
-    MlirAttribute rest[8];
-    intptr_t r = 0;
-    for (intptr_t i = 0; i < n && r < 8; ++i)
-      if (i != at) rest[r++] = mlirArrayAttrGetElement(axes, i);
-    MlirNamedAttribute attrs[3] = {
-        tpc__named(P->ctx, "mesh", tpc_all_reduce_get_mesh_attr(op)),
-        tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, r, rest)),
-        tpc__named(P->ctx, "order", order),
-    };
-    MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_ALL_REDUCE), loc);
-    mlirOperationStateAddOperands(&st, 1, &shard);
-    mlirOperationStateAddResults(&st, 1, &final);
-    mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 2 : 3, attrs);
-    MlirOperation ar = mlirOperationCreate(&st);
-    mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, ar);
-    shard = mlirOperationGetResult(ar, 0);
-  }
-  mlirValueReplaceAllUsesOfWith(v, shard);
-  if (P->num_dead == P->cap_dead) {
-    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
-    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
-    if (!grown) {
-      mlirEmitError(loc, "tp-gtp: out of memory");
-      P->ok = false;
-      return false;
-    }
-    P->dead = grown;
-    P->cap_dead = cap;
-  }
-  P->dead[P->num_dead++] = op;
-  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -533,7 +291,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
       tpc_text_t m = {0};
       tpc_text_printf(&m, "tp-gtp: %s is quantized before its linear, and its shards cannot be gathered as quantized "
                           "bytes: %s; use mxfp8 (rowwise), or mark it {tp.gtp = false}", what, why);
-      tpc__fail(P, mlirOperationGetLocation(user), &m);
+      tpc__gtp_fail(P, mlirOperationGetLocation(user), &m);
       return false;
     }
     if ((!quantized && !tpc__weight_use(user, mlirOpOperandGetOperandNumber(u), &d, &dflt)) || (dim >= 0 && d != dim)) {
@@ -543,7 +301,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
         tpc_text_printf(&m, "tp-gtp: %s is marked tp.gtp = true, but '%.*s' operand %u cannot take a gathered "
                             "weight (only the weight of tp.linear, tp.grouped_linear and their dgrad can)",
                         what, (int)n.length, n.data, mlirOpOperandGetOperandNumber(u));
-        tpc__fail(P, mlirOperationGetLocation(user), &m);
+        tpc__gtp_fail(P, mlirOperationGetLocation(user), &m);
         return false;
       }
       eligible = false;
@@ -557,7 +315,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     if (explicit_on && num_uses == 0) {
       tpc_text_t m = {0};
       tpc_text_printf(&m, "tp-gtp: %s is marked tp.gtp = true but no op uses it", what);
-      tpc__fail(P, mlirOperationGetLocation(P->func), &m);
+      tpc__gtp_fail(P, mlirOperationGetLocation(P->func), &m);
       return false;
     }
     return true;
@@ -565,7 +323,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   if (mlirAttributeIsNull(shard) || !mlirAttributeIsADictionary(shard)) {
     tpc_text_t m = {0};
     tpc_text_printf(&m, "tp-gtp: %s has no tp.shard layout; run tp-shard before tp-gtp", what);
-    tpc__fail(P, mlirOperationGetLocation(P->func), &m);
+    tpc__gtp_fail(P, mlirOperationGetLocation(P->func), &m);
     return false;
   }
   MlirType t = mlirValueGetType(arg);
@@ -584,7 +342,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     if (blocks > 1) tpc_text_printf(&m, " in %lld blocks of %lld", (long long)blocks, (long long)(local / blocks));
     tpc_text_printf(&m, ", not divisible by %lld; change the gtp size or the model's width, or mark it "
                         "{tp.gtp = false}", (long long)P->G);
-    tpc__fail(P, mlirOperationGetLocation(P->func), &m);
+    tpc__gtp_fail(P, mlirOperationGetLocation(P->func), &m);
     return false;
   }
   // The uses in program order.
@@ -599,11 +357,11 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
        u = mlirOpOperandGetNextUse(u), ++k) {
     uses[k].op = mlirOpOperandGetOwner(u);
     uses[k].slot = mlirOpOperandGetOperandNumber(u);
-    uses[k].index = tpc__index_of(P, uses[k].op);
+    uses[k].index = tpc__gtp_index_of(P, uses[k].op);
   }
   qsort(uses, (size_t)num_uses, sizeof *uses, tpc__use_cmp);
   MlirType gathered = t;
-  double bytes = tpc__numel(t) * (double)tpc__elem_bytes_x2(mlirShapedTypeGetElementType(t)) / 2.0;
+  double bytes = tpc__numel(t) * (double)tprt_dtype_bits(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t))) / 8.0;
   int64_t depth = P->depth;
   if (depth < 0) {
     depth = 1;
@@ -616,7 +374,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   if (depth > *depth_used) *depth_used = depth;
   P->cur_depth = depth;
   // The shard: the argument's type and layout.
-  mlirBlockArgumentSetType(arg, tpc__divided(t, dim, P->G, (MlirType){NULL}));
+  mlirBlockArgumentSetType(arg, tpc__gtp_divided(t, dim, P->G, (MlirType){NULL}));
   tpc__set_slot_attr(P->ctx, P->func, false, i, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));
   // One gather per use (or one for all, kept).
   MlirValue kept = {NULL};
@@ -626,7 +384,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     const char* why = NULL;
     MlirOperation deq = tpc__quantized_use(uses[j].op, uses[j].slot, &qd, &qdflt, &why);
     if (!mlirOperationIsNull(deq)) {
-      if (!tpc__gather_quantized(P, uses[j].op, deq, dim, blocks, depth)) {
+      if (!tpc__gtp_gather_quantized(P, uses[j].op, deq, dim, blocks, depth)) {
         free(uses);
         return false;
       }
@@ -634,8 +392,8 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     }
     MlirValue g = kept;
     if (mlirValueIsNull(g)) {
-      MlirOperation anchor = tpc__start_anchor(P, uses[j].index, depth);
-      g = tpc__emit_async(P, TPC_OP_NAME_ALL_GATHER_START, arg, gathered, dim, blocks, (MlirAttribute){NULL}, anchor,
+      MlirOperation anchor = tpc__gtp_start_anchor(P, uses[j].index, depth);
+      g = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, arg, gathered, dim, blocks, (MlirAttribute){NULL}, anchor,
                           uses[j].op, mlirOperationGetLocation(uses[j].op));
       if (P->keep) kept = g;
     }
@@ -649,13 +407,13 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     MlirAttribute of = tpc_slot_attr(P->func, true, j, TPC_RES_ATTR_GRAD_OF);
     if (mlirAttributeIsNull(of) || !mlirAttributeIsAInteger(of) || mlirIntegerAttrGetValueInt(of) != i) continue;
     MlirValue gv = mlirOperationGetOperand(ret, j);
-    if (!tpc__single_use(gv)) {
+    if (!tpc__gtp_single_use(gv)) {
       tpc_text_t m = {0};
       tpc_text_printf(&m, "tp-gtp: the gradient of %s is also read elsewhere; it cannot become a gtp shard", what);
-      tpc__fail(P, mlirOperationGetLocation(ret), &m);
+      tpc__gtp_fail(P, mlirOperationGetLocation(ret), &m);
       return false;
     }
-    if (!tpc__scatter_grad(P, gv, dim, blocks, what)) return false;
+    if (!tpc__gtp_scatter_grad(P, gv, dim, blocks, what)) return false;
     MlirAttribute gshard = tpc_slot_attr(P->func, true, j, TPC_ARG_ATTR_SHARD);
     if (!mlirAttributeIsNull(gshard) && mlirAttributeIsADictionary(gshard))
       tpc__set_slot_attr(P->ctx, P->func, true, j, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, gshard, dim));
@@ -736,7 +494,7 @@ static MlirLogicalResult tpc__gtp_run(MlirOperation module, void* options) {
   if (!mlirOperationIsNull(mesh)) {
     MlirAttribute axes = tpc_mesh_get_axes_attr(mesh), shape = tpc_mesh_get_shape_attr(mesh);
     intptr_t at = -1;
-    if (tpc__axes_have(axes, "gtp", &at) && at < mlirDenseArrayGetNumElements(shape))
+    if (tpc__gtp_axes_have(axes, "gtp", &at) && at < mlirDenseArrayGetNumElements(shape))
       P.G = mlirDenseI64ArrayGetElement(shape, at);
     P.mesh_ref = mlirFlatSymbolRefAttrGet(P.ctx, mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(mesh)));
   }
@@ -750,7 +508,7 @@ static MlirLogicalResult tpc__gtp_run(MlirOperation module, void* options) {
         tpc_text_t m = {0};
         tpc_text_printf(&m, "tp-gtp: %s is marked tp.gtp = true, but the module's mesh has no gtp axis; add one "
                             "(--mesh tp=2,gtp=2) or drop the mark", what);
-        tpc__fail(&P, mlirOperationGetLocation(o), &m);
+        tpc__gtp_fail(&P, mlirOperationGetLocation(o), &m);
       }
       continue;
     }

@@ -291,25 +291,34 @@ static intptr_t tpc__whole_attrs(MlirOperation op, MlirNamedAttribute* attrs, in
   return n;
 }
 
-// Inserts before |coll| a data-movement collective over |coll|'s mesh and axes: an all_gather of
-// |v| along |dim| (|split| < 0), or an all_to_all that splits |split| and concatenates |dim|.
-static MlirValue tpc__move(tpc__inv_t* I, MlirOperation coll, MlirValue v, int64_t dim, int64_t split, int64_t ranks) {
-  MlirLocation loc = mlirOperationGetLocation(coll);
+// Inserts before |before| a data-movement collective of |v| over |axes| (a string array of |mesh|'s
+// axes, |ranks| ranks): an all_gather along |dim| (|split| < 0), or an all_to_all that splits
+// |split| and concatenates |dim|; `blocks` is written when |blocks| > 0.
+static MlirValue tpc__data_move(tpc__inv_t* I, MlirOperation before, MlirValue v, MlirAttribute mesh, MlirAttribute axes,
+                                int64_t ranks, int64_t dim, int64_t split, int64_t blocks) {
   MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
-  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL), loc);
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL),
+                                                mlirOperationGetLocation(before));
   MlirType out = tpc__shaped_like(v, dim, ranks, split);
-  MlirNamedAttribute attrs[4] = {
-      tpc__named(I->ctx, "mesh", mlirOperationGetAttributeByName(coll, tpc__ref("mesh"))),
-      tpc__named(I->ctx, "axes", mlirOperationGetAttributeByName(coll, tpc__ref("axes"))),
-      tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, dim)),
-      tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split)),
-  };
+  MlirNamedAttribute attrs[5];
+  intptr_t n = 0;
+  attrs[n++] = tpc__named(I->ctx, "mesh", mesh);
+  attrs[n++] = tpc__named(I->ctx, "axes", axes);
+  attrs[n++] = tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, dim));
+  if (split >= 0) attrs[n++] = tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split));
+  if (blocks > 0) attrs[n++] = tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, blocks));
   mlirOperationStateAddOperands(&st, 1, &v);
   mlirOperationStateAddResults(&st, 1, &out);
-  mlirOperationStateAddAttributes(&st, split < 0 ? 3 : 4, attrs);
+  mlirOperationStateAddAttributes(&st, n, attrs);
   MlirOperation op = mlirOperationCreate(&st);
-  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(coll), coll, op);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, op);
   return mlirOperationGetResult(op, 0);
+}
+
+// The same over |coll|'s mesh and axes, before |coll| (the gather strategy's operand moves).
+static MlirValue tpc__move(tpc__inv_t* I, MlirOperation coll, MlirValue v, int64_t dim, int64_t split, int64_t ranks) {
+  return tpc__data_move(I, coll, v, mlirOperationGetAttributeByName(coll, tpc__ref("mesh")),
+                        mlirOperationGetAttributeByName(coll, tpc__ref("axes")), ranks, dim, split, -1);
 }
 
 // Replaces |producer| + |coll| (an all_reduce, or a reduce_scatter along the tokens) by gathers of
@@ -449,31 +458,6 @@ static int64_t tpc__chain_ranks(tpc__inv_t* I, MlirOperation coll, int kind) {
   return ranks;
 }
 
-// Inserts "tp.all_gather" of |v| over |axes| (a string array of |mesh|'s axes, |ranks| ranks) along
-// dim 0 before |before|, or, with |split| >= 0, "tp.all_to_all" splitting |split| (in |blocks|)
-// and concatenating dim 0.
-static MlirValue tpc__data_move(tpc__inv_t* I, MlirOperation before, MlirValue v, MlirAttribute mesh, MlirAttribute axes,
-                                int64_t ranks, int64_t split, int64_t blocks) {
-  MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
-  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL),
-                                                mlirOperationGetLocation(before));
-  MlirType out = tpc__shaped_like(v, 0, ranks, split);
-  MlirNamedAttribute attrs[5] = {
-      tpc__named(I->ctx, "mesh", mesh),
-      tpc__named(I->ctx, "axes", axes),
-      tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, 0)),
-      tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split)),
-      tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
-  };
-  if (split < 0) attrs[3] = attrs[4];
-  mlirOperationStateAddOperands(&st, 1, &v);
-  mlirOperationStateAddResults(&st, 1, &out);
-  mlirOperationStateAddAttributes(&st, split < 0 ? 4 : 5, attrs);
-  MlirOperation op = mlirOperationCreate(&st);
-  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, op);
-  return mlirOperationGetResult(op, 0);
-}
-
 // The single reader of |v|, or a null op.
 static MlirOperation tpc__only_reader(MlirValue v) {
   MlirOpOperand u = mlirValueGetFirstUse(v);
@@ -539,14 +523,14 @@ static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind
   int64_t ranks = split >= 0 ? scatter_ranks * rest_ranks : tpc__group_size(I, coll);
   if (ranks < 1 || scatter_ranks < 1 || rest_ranks < 1) return false;
   // The rows: counts and x of every rank; dy of every rank (or this gtp shard's columns of it).
-  MlirValue counts = tpc__data_move(I, coll, sizes, mesh, all_axes, ranks, -1, 1);
-  MlirValue x = tpc__data_move(I, coll, tpc_grouped_linear_wgrad_get_x(p), mesh, all_axes, ranks, -1, 1);
+  MlirValue counts = tpc__data_move(I, coll, sizes, mesh, all_axes, ranks, 0, -1, 1);
+  MlirValue x = tpc__data_move(I, coll, tpc_grouped_linear_wgrad_get_x(p), mesh, all_axes, ranks, 0, -1, 1);
   MlirValue dy = tpc_grouped_linear_wgrad_get_dy(p);
   if (split >= 0) {
-    dy = tpc__data_move(I, coll, dy, mesh, axes, scatter_ranks, 1, blocks);
-    if (!mlirAttributeIsNull(rest)) dy = tpc__data_move(I, coll, dy, mesh, rest, rest_ranks, -1, 1);
+    dy = tpc__data_move(I, coll, dy, mesh, axes, scatter_ranks, 0, 1, blocks);
+    if (!mlirAttributeIsNull(rest)) dy = tpc__data_move(I, coll, dy, mesh, rest, rest_ranks, 0, -1, 1);
   } else {
-    dy = tpc__data_move(I, coll, dy, mesh, all_axes, ranks, -1, 1);
+    dy = tpc__data_move(I, coll, dy, mesh, all_axes, ranks, 0, -1, 1);
   }
   // The whole contraction: the producer's attributes but partial and chunks; the chain's type.
   MlirValue final = mlirOperationGetResult(last, 0);

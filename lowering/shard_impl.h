@@ -80,6 +80,16 @@ tpc__sval_t* tpc__gather_counts(tpc__shard_t* S, tpc__sval_t* sizes);
 tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes);
 /// The inverse: brings dispatched rows back to the ranks owning the tokens, in expert order.
 tpc__sval_t* tpc__combine(tpc__shard_t* S, tpc__sval_t* x);
+/// The layout a weight-like operand of |op| must have, or false for activation operands (shard.c).
+bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l);
+/// Quantized weights (shard_quant.c): the layout of |v| (a weight's data, or its dequantized form)
+/// that its first weight reader's plan gives it; false when no weight reader follows.
+bool tpc__weight_through_quant(tpc__shard_t* S, MlirValue v, tpc_layout_t* l);
+/// The layout of a scale tensor of type |scale_type| beside data laid out as |data|.
+tpc_layout_t tpc__scale_layout(const tpc_layout_t* data, MlirType scale_type, bool block_scaled);
+/// The rule of tp.quantize / tp.dequantize: fills |outs| (replicated on entry) or fails at the op.
+MlirLogicalResult tpc__shard_quant(tpc__shard_t* S, MlirOperation op, int kind, const tpc_layout_t* x,
+                                   tpc_layout_t* outs);
 /// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.

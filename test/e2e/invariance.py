@@ -82,8 +82,8 @@ def main():
     if len(ref) < (2 if a.pipeline == "train" else 1):
         sys.exit(f"FAIL: expected an output and gradients, got {sorted(ref)}")
     same = differ = 0
-    todo = gtp_configs() if a.gtp else [(m, sp, st, []) for m, sp, st in configs(a.kind)]
-    for mesh, sp, strategy, extra in todo:
+    runs = gtp_configs() if a.gtp else [(m, sp, st, []) for m, sp, st in configs(a.kind)]
+    for mesh, sp, strategy, extra in runs:
         cmd, h = run(a.tpc_run, a.module, mesh, sp, strategy, a.numerics, a.pipeline, extra)
         bad = sorted(n for n in ref if h.get(n) != ref[n])
         label = f"{mesh:<10} sp={'on ' if sp else 'off'} {strategy:<9}{' ' + ' '.join(extra) if extra else ''}"

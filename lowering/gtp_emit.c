@@ -1,0 +1,219 @@
+// tp-gtp's emission (see gtp.c for the pass): the all-gathers of a weight before its uses, the
+// quantize-then-gather of a quantized weight, and the reduce-scatters of its gradient.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "gtp_impl.h"
+#include "tpc_dialect.h"
+
+// The tensor type |t| with dimension |dim| divided by |by| and element type |element| (or t's).
+MlirType tpc__gtp_divided(MlirType t, int dim, int64_t by, MlirType element) {
+  int64_t shape[8];
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  for (intptr_t d = 0; d < rank && d < 8; ++d) shape[d] = mlirShapedTypeGetDimSize(t, d);
+  shape[dim] /= by;
+  return mlirRankedTensorTypeGet(rank, shape, mlirTypeIsNull(element) ? mlirShapedTypeGetElementType(t) : element,
+                                 mlirAttributeGetNull());
+}
+
+static MlirType tpc__future_of(MlirContext ctx, MlirType t) {
+  tpc_text_t s = {0};
+  tpc_text_printf(&s, "!tp.future<");
+  mlirTypePrint(t, tpc_text_append_ref, &s);
+  tpc_text_printf(&s, ">");
+  MlirType f = mlirTypeParseGet(ctx, mlirStringRefCreate(s.data, s.len));
+  tpc_text_free(&s);
+  return f;
+}
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+// Creates "tp.<start>"(in) {mesh, axes = [<axes>], dim, blocks (, order)} -> future<out> before
+// |before| and "tp.wait" before |wait_before|; returns the wait's result.
+MlirValue tpc__gtp_emit_async(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out, int dim,
+                                 int64_t blocks, MlirAttribute order, MlirOperation before, MlirOperation wait_before,
+                                 MlirLocation loc) {
+  MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
+  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
+  MlirNamedAttribute attrs[5] = {
+      tpc__named(P->ctx, "mesh", P->mesh_ref),
+      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
+      tpc__named(P->ctx, "dim", mlirIntegerAttrGet(i64, dim)),
+      tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
+      tpc__named(P->ctx, "order", order),
+  };
+  MlirType future = tpc__future_of(P->ctx, out);
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(start_name), loc);
+  mlirOperationStateAddOperands(&st, 1, &in);
+  mlirOperationStateAddResults(&st, 1, &future);
+  mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 4 : 5, attrs);
+  MlirOperation start = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, start);
+  MlirValue f = mlirOperationGetResult(start, 0);
+  MlirOperationState ws = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_WAIT), loc);
+  mlirOperationStateAddOperands(&ws, 1, &f);
+  mlirOperationStateAddResults(&ws, 1, &out);
+  MlirOperation wait = mlirOperationCreate(&ws);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(wait_before), wait_before, wait);
+  return mlirOperationGetResult(wait, 0);
+}
+
+int tpc__gtp_index_of(const tpc__gtp_t* P, MlirOperation op) {
+  for (int i = 0; i < P->num_ops; ++i)
+    if (mlirOperationEqual(P->ops[i], op)) return i;
+  return -1;
+}
+
+// The op before which a gather needed by the op at index |use| starts: the |depth|-th
+// contraction before it, or the first op of the body.
+MlirOperation tpc__gtp_start_anchor(const tpc__gtp_t* P, int use, int64_t depth) {
+  if (use < 0) return P->ops[0];  // not in the body's op list (cannot happen for tp-shard's output)
+  if (depth == 0) return P->ops[use];
+  int64_t seen = 0;
+  for (int i = use - 1; i >= 0; --i)
+    if (tpc__gtp_is_contraction(tpc_op_get_kind(P->ops[i])) && ++seen == depth) return P->ops[i];
+  return P->ops[0];
+}
+
+// Quantize-then-gather: the quantize |q| now reads the gtp shard; its data and block scales are
+// the shard's rows of the whole weight's (rowwise MXFP8 scales one row's blocks along K, so a row
+// quantizes alike in any shard), and all-gathering both, dim and blocks as the weight's, gives the
+// tensor-parallel shard's data and scales bitwise: the gather moves 8-bit data and 1/32 of it in
+// scales instead of 16-bit weights. The quantize moves to where the gather starts, |depth|
+// contractions before the dequantize; the waits go right before the dequantize.
+bool tpc__gtp_gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
+                                  int64_t depth) {
+  MlirValue data = tpc_quantize_get_data(q), scale = tpc_quantize_get_scale(q);
+  MlirType data_t = mlirValueGetType(data), scale_t = mlirValueGetType(scale);
+  int64_t rows = mlirShapedTypeGetDimSize(data_t, dim);
+  if (dim != 0 || (rows / blocks / P->G) % 128 != 0 || mlirShapedTypeGetDimSize(scale_t, 0) != rows) {
+    tpc_text_t m = {0};
+    tpc_text_printf(&m, "tp-gtp: the MXFP8 scales of a gtp shard are gathered whole only when every shard holds a "
+                        "multiple of 128 rows (unpadded scale tiles); this weight's shard holds %lld",
+                    (long long)(rows / P->G));
+    tpc__gtp_fail(P, mlirOperationGetLocation(q), &m);
+    return false;
+  }
+  mlirValueSetType(data, tpc__gtp_divided(data_t, dim, P->G, (MlirType){NULL}));
+  mlirValueSetType(scale, tpc__gtp_divided(scale_t, dim, P->G, (MlirType){NULL}));
+  MlirOperation anchor = tpc__gtp_start_anchor(P, tpc__gtp_index_of(P, deq), depth);
+  if (!mlirOperationEqual(anchor, q) && mlirOperationIsBeforeInBlock(anchor, q)) mlirOperationMoveBefore(q, anchor);
+  MlirOperation after = mlirOperationGetNextInBlock(q);
+  MlirLocation loc = mlirOperationGetLocation(q);
+  MlirValue gd = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, data, data_t, dim, blocks, (MlirAttribute){NULL},
+                                 after, deq, loc);
+  // The scales' gather starts beside the data's, before the data's wait.
+  MlirValue gs = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, scale, scale_t, dim, blocks, (MlirAttribute){NULL},
+                                 mlirOpResultGetOwner(gd), deq, loc);
+  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_DATA, gd);
+  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_SCALE, gs);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+bool tpc__gtp_axes_have(MlirAttribute axes, const char* name, intptr_t* at) {
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes); ++i) {
+    MlirAttribute a = mlirArrayAttrGetElement(axes, i);
+    if (mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc__ref(name))) {
+      *at = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool tpc__gtp_single_use(MlirValue v) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
+}
+
+// Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard: the
+// all-reduce over the token axes that completes each contribution becomes a reduce-scatter over
+// gtp (then an all-reduce over the other axes); tp.add of contributions adds shards. Returns
+// false after a diagnostic.
+bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, const char* what) {
+  MlirOperation op = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
+  int kind = mlirOperationIsNull(op) ? TPC_OP_UNKNOWN : tpc_op_get_kind(op);
+  MlirType t = mlirValueGetType(v);
+  if (kind == TPC_OP_ADD && tpc__gtp_single_use(v)) {
+    for (int k = 0; k < 2; ++k)
+      if (!tpc__gtp_single_use(mlirOperationGetOperand(op, k)) ||
+          !tpc__gtp_scatter_grad(P, mlirOperationGetOperand(op, k), dim, blocks, what))
+        return false;
+    mlirValueSetType(v, tpc__gtp_divided(t, dim, P->G, (MlirType){NULL}));
+    return true;
+  }
+  intptr_t at = -1;
+  MlirAttribute axes = kind == TPC_OP_ALL_REDUCE ? tpc_all_reduce_get_axes_attr(op) : (MlirAttribute){NULL};
+  if (kind != TPC_OP_ALL_REDUCE || !tpc__gtp_axes_have(axes, "gtp", &at)) {
+    tpc_text_t m = {0};
+    tpc_text_printf(&m, "tp-gtp: the gradient of %s is not summed over the gtp axis here, so it cannot be "
+                        "reduce-scattered to the weight's gtp shards (is the weight used on tokens that are not "
+                        "sharded over gtp?)", what);
+    tpc__gtp_fail(P, mlirOperationGetLocation(mlirOperationIsNull(op) ? P->func : op), &m);
+    return false;
+  }
+  MlirValue partial = tpc_all_reduce_get_input(op);
+  MlirLocation loc = mlirOperationGetLocation(op);
+  // The wait: before the first reader of the sum, or earlier, before the (depth + 1)-th
+  // contraction after the reduction, so that only a few full-size f32 partials are live at once
+  // (the backward's next contractions overlap the reduce-scatter).
+  MlirOperation first = {NULL};
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(user, first)) first = user;
+  }
+  // (Depth 0, the unoverlapped schedule: before the op that follows the reduction.)
+  int64_t seen = 0;
+  for (int i = tpc__gtp_index_of(P, op) + 1; i > 0 && i < P->num_ops; ++i) {
+    if (P->cur_depth > 0 && (!tpc__gtp_is_contraction(tpc_op_get_kind(P->ops[i])) || ++seen <= P->cur_depth)) continue;
+    if (mlirOperationIsBeforeInBlock(P->ops[i], first)) first = P->ops[i];
+    break;
+  }
+  intptr_t n = mlirArrayAttrGetNumElements(axes);
+  MlirAttribute order = mlirOperationGetAttributeByName(op, tpc__ref("order"));
+  MlirType final = tpc__gtp_divided(t, dim, P->G, (MlirType){NULL});
+  MlirType scattered = n > 1 ? tpc__gtp_divided(t, dim, P->G, mlirShapedTypeGetElementType(mlirValueGetType(partial))) : final;
+  MlirValue shard = tpc__gtp_emit_async(P, TPC_OP_NAME_REDUCE_SCATTER_START, partial, scattered, dim, blocks, order, op,
+                                    first, loc);
+  if (n > 1) {
+    MlirAttribute rest[8];
+    intptr_t r = 0;
+    for (intptr_t i = 0; i < n && r < 8; ++i)
+      if (i != at) rest[r++] = mlirArrayAttrGetElement(axes, i);
+    MlirNamedAttribute attrs[3] = {
+        tpc__named(P->ctx, "mesh", tpc_all_reduce_get_mesh_attr(op)),
+        tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, r, rest)),
+        tpc__named(P->ctx, "order", order),
+    };
+    MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_ALL_REDUCE), loc);
+    mlirOperationStateAddOperands(&st, 1, &shard);
+    mlirOperationStateAddResults(&st, 1, &final);
+    mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 2 : 3, attrs);
+    MlirOperation ar = mlirOperationCreate(&st);
+    mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, ar);
+    shard = mlirOperationGetResult(ar, 0);
+  }
+  mlirValueReplaceAllUsesOfWith(v, shard);
+  if (P->num_dead == P->cap_dead) {
+    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
+    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      mlirEmitError(loc, "tp-gtp: out of memory");
+      P->ok = false;
+      return false;
+    }
+    P->dead = grown;
+    P->cap_dead = cap;
+  }
+  P->dead[P->num_dead++] = op;
+  return true;
+}

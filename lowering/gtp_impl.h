@@ -1,0 +1,70 @@
+// Internal to tp-gtp (gtp.c: which weights, the cost model, the pass; gtp_emit.c: the gathers,
+// quantize-then-gather and the gradients' reduce-scatters it emits).
+#ifndef TPC_GTP_IMPL_H_
+#define TPC_GTP_IMPL_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+#include "text_buffer.h"
+
+// The cost model of the default prefetch depth: one contraction takes 2·M·N·K / PEAK seconds and
+// a gather moves (G-1)/G of the gathered bytes at BANDWIDTH (an H100's dense bf16 rate and an
+// NVLink all-gather's bus bandwidth, both as measured rather than as specified).
+#define TPC_GTP_PEAK_FLOPS 600e12
+#define TPC_GTP_BANDWIDTH 200e9
+#define TPC_GTP_MAX_AUTO_DEPTH 4
+
+typedef struct {
+  MlirContext ctx;
+  MlirOperation func;
+  MlirAttribute mesh_ref;  // flat symbol ref of the mesh
+  int64_t G;               // gtp size
+  int64_t depth;           // < 0: choose by the cost model
+  bool keep;
+  bool ok;
+  int64_t cur_depth;  // the prefetch depth of the weight being sharded
+  MlirOperation* ops;  // the body's ops before the pass changed it, in order
+  int num_ops;
+  // Replaced reductions, erased once the function is done (P->ops still names them).
+  MlirOperation* dead;
+  int num_dead, cap_dead;
+} tpc__gtp_t;
+
+static inline MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
+
+static inline MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
+}
+
+/// Emits |msg| (then freed) as an error at |loc| and marks the pass failed.
+void tpc__gtp_fail(tpc__gtp_t* P, MlirLocation loc, tpc_text_t* msg);
+/// The ops the schedule counts: contractions (linears, their gradients, attention, the fused MLP).
+bool tpc__gtp_is_contraction(int kind);
+
+// gtp_emit.c
+/// The tensor type |t| with dimension |dim| divided by |by| and element type |element| (or t's).
+MlirType tpc__gtp_divided(MlirType t, int dim, int64_t by, MlirType element);
+/// Creates "<start_name>"(in) {mesh, axes = ["gtp"], dim, blocks (, order)} -> future<out> before
+/// |before| and its "tp.wait" before |wait_before|; returns the wait's result.
+MlirValue tpc__gtp_emit_async(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out, int dim,
+                              int64_t blocks, MlirAttribute order, MlirOperation before, MlirOperation wait_before,
+                              MlirLocation loc);
+/// |op|'s index in P->ops, or -1.
+int tpc__gtp_index_of(const tpc__gtp_t* P, MlirOperation op);
+/// The op before which a gather needed by the op at index |use| starts: the |depth|-th contraction
+/// before it, or the first op of the body.
+MlirOperation tpc__gtp_start_anchor(const tpc__gtp_t* P, int use, int64_t depth);
+/// Quantize-then-gather of the quantize |q| read by |deq|; false after a diagnostic.
+bool tpc__gtp_gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
+                               int64_t depth);
+/// Whether the string array |axes| names |name|, at |*at|.
+bool tpc__gtp_axes_have(MlirAttribute axes, const char* name, intptr_t* at);
+/// Whether |v| has exactly one use.
+bool tpc__gtp_single_use(MlirValue v);
+/// Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard; false after
+/// a diagnostic.
+bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, const char* what);
+
+#endif  // TPC_GTP_IMPL_H_
