@@ -204,7 +204,7 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
 // TPRT_CUDA_TIMELINE
 //===----------------------------------------------------------------------===//
 
-int tprt__timeline_begin(cudaStream_t stream, bool comm) {
+int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size) {
   if (!tprt_param_cuda_timeline() || tprt__r.capturing) return -1;
   if (tprt__r.num_intervals == tprt__r.cap_intervals) {
     int cap = tprt__r.cap_intervals ? 2 * tprt__r.cap_intervals : 64;
@@ -224,6 +224,8 @@ int tprt__timeline_begin(cudaStream_t stream, bool comm) {
   }
   int i = tprt__r.num_intervals++;
   tprt__r.intervals[i].comm = comm;
+  tprt__r.intervals[i].what = what;
+  tprt__r.intervals[i].size = size;
   if (cudaEventRecord(tprt__r.intervals[i].begin, stream) != cudaSuccess) (void)cudaGetLastError();
   return i;
 }
@@ -248,6 +250,7 @@ static void tprt__timeline_report(void) {
   size_t count = (size_t)n;
   float (*iv)[3] = malloc(count * sizeof *iv);  // begin, end, comm
   if (!iv) return;
+  int rank = tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0;
   for (int i = 0; i < n; ++i) {
     float b = 0, e = 0;
     if (cudaEventElapsedTime(&b, tprt__r.intervals[0].begin, tprt__r.intervals[i].begin) != cudaSuccess ||
@@ -259,6 +262,10 @@ static void tprt__timeline_report(void) {
     iv[i][0] = b;
     iv[i][1] = e;
     iv[i][2] = tprt__r.intervals[i].comm ? 1.0f : 0.0f;
+    if (tprt_param_cuda_timeline() >= 2)  // every interval, in issue order per stream
+      fprintf(stderr, "tprt cuda timeline: rank %d: %s %s %lld %.3f %.3f\n", rank,
+              tprt__r.intervals[i].comm ? "comm" : "compute", tprt__r.intervals[i].what,
+              (long long)tprt__r.intervals[i].size, b, e);
   }
   qsort(iv, count, sizeof *iv, tprt__interval_cmp);
   // Sweep: the union of each kind and of their intersection.
@@ -300,7 +307,7 @@ static void tprt__timeline_report(void) {
   fprintf(stderr,
           "tprt cuda timeline: rank %d: contractions %.3f ms (%d), async collectives %.3f ms (%d), %.3f ms of them "
           "under a contraction (%.0f%%)\n",
-          tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0, busy[0], n - ncomm, busy[1], ncomm, both,
+          rank, busy[0], n - ncomm, busy[1], ncomm, both,
           busy[1] > 0 ? 100.0 * both / busy[1] : 0.0);
   free(seg[0]);
   free(seg[1]);

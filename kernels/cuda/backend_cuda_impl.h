@@ -41,6 +41,8 @@ typedef struct {
 typedef struct {
   cudaEvent_t begin, end;
   bool comm;  // an async collective on the comm stream (else a contraction on the compute stream)
+  const char* what;  // the op (a static string), for TPRT_CUDA_TIMELINE=2's list
+  int64_t size;      // the bytes the collective writes, or the contraction's result elements
 } tprt__cuda_interval_t;
 
 typedef struct {
@@ -77,7 +79,8 @@ extern _Thread_local tprt__cuda_rank_t tprt__r;
 
 /// TPRT_CUDA_TIMELINE: starts a timed interval on |stream| (a contraction, or with |comm| an async
 /// collective) and returns its index, or -1 when the timeline is off or a graph is being captured.
-int tprt__timeline_begin(cudaStream_t stream, bool comm);
+/// |what| (a static string) and |size| name it in TPRT_CUDA_TIMELINE=2's list of every interval.
+int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size);
 /// Ends interval |i| (from tprt__timeline_begin; -1 does nothing) on |stream|.
 void tprt__timeline_end(cudaStream_t stream, int i);
 

@@ -344,7 +344,7 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
     if (tprt__trace_on() && !atomic_exchange(&tprt__traced[i], true))
       fprintf(stderr, "tprt cuda: %s [%s, sm_%d, %s] -> %s\n", tprt__op_names[op], tprt__numerics_name(tprt__numerics),
               tprt__r.sm, call->a ? tprt_dtype_name(call->a->dtype) : "?", row->kernel);
-    int t = tprt__timeline_begin(tprt__r.stream, false);
+    int t = tprt__timeline_begin(tprt__r.stream, false, row->kernel, call->out ? (int64_t)tprt_tensor_numel(call->out) : 0);
     tprt_status_t s = row->run(call);
     tprt__timeline_end(tprt__r.stream, t);
     return s;

@@ -451,7 +451,7 @@ tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, cons
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("all_gather_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, true);
+  int t = tprt__timeline_begin(tprt__r.comm_stream, true, "all_gather", (int64_t)tprt_tensor_bytes(out));
   tprt_status_t s = tprt__cuda_all_gather(rank, mask, in, out, dim);
   tprt__timeline_end(tprt__r.comm_stream, t);
   return tprt__start_end(f, s, out_future);
@@ -463,7 +463,7 @@ tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, 
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, true);
+  int t = tprt__timeline_begin(tprt__r.comm_stream, true, "reduce_scatter", (int64_t)tprt_tensor_bytes(in));
   tprt_status_t s = tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
   tprt__timeline_end(tprt__r.comm_stream, t);
   return tprt__start_end(f, s, out_future);

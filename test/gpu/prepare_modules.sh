@@ -194,25 +194,28 @@ for mode in fast invariant exact; do
   echo "moe-train-tp1-$mode $mode" >> "$OUT/bench/moe_list.txt"
 done
 cp test/gpu/bench_moe_peer.py "$OUT/bench/"
-# GTP overlap (tools/bench/gtp.py, 2 GPUs), 4096 tokens per rank: one rank alone (ref), dp = 2, and
-# gtp = 2 with each gather just before its use (naive), with tp-gtp's prefetch, and kept for the
-# backward, in fast and invariant numerics. gtp_stack NAME DESCRIPTION GEN_STACK_ARGS...
+# GTP overlap (tools/bench/gtp.py, 2 or 4 GPUs), 4096 tokens per rank: one rank alone (ref), dp = 2,
+# and gtp = 2 and 4 with each gather just before its use (naive), with tp-gtp's prefetch, and kept
+# for the backward, in fast and invariant numerics. gtp_stack NAME DESCRIPTION GEN_STACK_ARGS...
 gtp_stack() {
-  local name="$1" what="$2" c="$BUILD/bin/tpc-compile"
+  local name="$1" what="$2" c="$BUILD/bin/tpc-compile" g
   shift 2
-  python3 tools/gen_stack.py "$@" --tokens 4096 > "$OUT/bench/$name-half.mlir"
-  python3 tools/gen_stack.py "$@" --tokens 8192 > "$OUT/bench/$name.mlir"
+  python3 tools/gen_stack.py "$@" --tokens 4096 > "$OUT/bench/$name-1.mlir"
+  for g in 2 4; do python3 tools/gen_stack.py "$@" --tokens $((4096 * g)) > "$OUT/bench/$name-$g.mlir"; done
   echo "$what, 4096 tokens per rank" > "$OUT/bench/$name.txt"
   for mode in fast invariant; do
-    "$c" "$OUT/bench/$name-half.mlir" -o "$OUT/bench/$name-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
-    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
-    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-naive-$mode.so" --pipeline=train --mesh=gtp=2 \
-      --numerics=$mode --gtp-prefetch=0
-    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-$mode.so" --pipeline=train --mesh=gtp=2 --numerics=$mode
-    "$c" "$OUT/bench/$name.mlir" -o "$OUT/bench/$name-gtp2-keep-$mode.so" --pipeline=train --mesh=gtp=2 \
-      --numerics=$mode --gtp-keep
+    "$c" "$OUT/bench/$name-1.mlir" -o "$OUT/bench/$name-ref-$mode.so" --pipeline=train --mesh=tp=1 --numerics=$mode
+    "$c" "$OUT/bench/$name-2.mlir" -o "$OUT/bench/$name-dp2-$mode.so" --pipeline=train --mesh=dp=2 --numerics=$mode
+    for g in 2 4; do
+      "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-naive-$mode.so" --pipeline=train --mesh=gtp=$g \
+        --numerics=$mode --gtp-prefetch=0
+      "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-$mode.so" --pipeline=train --mesh=gtp=$g \
+        --numerics=$mode
+      "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-keep-$mode.so" --pipeline=train --mesh=gtp=$g \
+        --numerics=$mode --gtp-keep
+    done
   done
-  rm "$OUT/bench/$name-half.mlir" "$OUT/bench/$name.mlir"
+  rm "$OUT/bench/$name"-[124].mlir
 }
 gtp_stack gtp8b "4 Llama-3-8B-width MLP blocks (H 4096, F 14336)" --layers 4 --block llama --hidden 4096 --ffn 14336
 # gtp.py --stack gtpmoe: the grouped expert weights are gathered whole per layer.

@@ -5,21 +5,23 @@ every rank, compiled by test/gpu/prepare_modules.sh and run by tpc-run on the CU
 
   ref        one rank, the rank's 4096 tokens, whole weights: the compute alone
   dp2        two ranks, whole weights on each, gradients all-reduced (data parallelism)
-  gtp2-naive two ranks, weights sharded over gtp = 2, each all-gather started just before its use
-             (--gtp-prefetch 0: nothing to overlap with)
-  gtp2       the same, gathers prefetched by tp-gtp's schedule (its cost model's depth)
-  gtp2-keep  gathered once, kept for the backward (--gtp-keep)
+  gtpG-naive G ranks (2 or 4), weights sharded over gtp = G, each all-gather started just before its
+             use (--gtp-prefetch 0: nothing to overlap with)
+  gtpG       the same, gathers prefetched by tp-gtp's schedule (its cost model's depth)
+  gtpG-keep  gathered once, kept for the backward (--gtp-keep)
 
-in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). Every run is
-`tpc-run --backend cuda --seed 7 --repeat 5 --stats` (the slowest rank's median step). The
-all-gather time hidden behind compute is
+in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). The gtp4 configurations need
+4 GPUs and are left out on fewer. Every run is `tpc-run --backend cuda --seed 7 --repeat 5 --stats`
+(the slowest rank's median step). The all-gather time hidden behind compute is
 
-  hidden = (t[gtp2-naive] - t[gtp2]) / (t[gtp2-naive] - t[ref])
+  hidden = (t[gtpG-naive] - t[gtpG]) / (t[gtpG-naive] - t[ref])
 
 (the naive schedule exposes every gather and reduce-scatter: its excess over ref is the
-communication; the prefetched schedule's excess is what stays exposed). --timeline also runs gtp2
+communication; the prefetched schedule's excess is what stays exposed). --timeline also runs gtpG
 with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
-time and how much of it ran under a contraction. "weights/rank" is the
+time and how much of it ran under a contraction (--timeline=2: also every interval, kept in the
+JSON). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
+"weights/rank" is the
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
 
@@ -29,7 +31,7 @@ cotangent, 64 MiB).
 Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtpmoe] [--json out.json]
                                   [--svg out.svg]
        python3 tools/bench/gtp.py --plot run.json out.svg
-(DIR holds <stack>-{ref,dp2,gtp2-naive,gtp2,gtp2-keep}-{fast,invariant}.so and <stack>.txt, the
+(DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
 stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
 import argparse
@@ -41,16 +43,17 @@ import sys
 
 from barchart import grouped_bars
 
-CONFIGS = ["ref", "dp2", "gtp2-naive", "gtp2", "gtp2-keep"]
+CONFIGS = ["ref", "dp2"] + [f"gtp{g}{s}" for g in (2, 4) for s in ("-naive", "", "-keep")]
+EXTRA_ENV = {}
 
 
-def run(tpc_run, module, graph=False, timeline=False):
+def run(tpc_run, module, graph=False, timeline=0):
     cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5", "--stats"]
     if graph:
         cmd.append("--graph")
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", **EXTRA_ENV)
     if timeline:
-        env["TPRT_CUDA_TIMELINE"] = "1"
+        env["TPRT_CUDA_TIMELINE"] = str(timeline)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     text = out.stderr + out.stdout
     m = re.search(r"median ([0-9.]+) ms", text)
@@ -58,14 +61,28 @@ def run(tpc_run, module, graph=False, timeline=False):
     if out.returncode != 0 or not m:
         tail = out.stderr.strip().splitlines()[-3:]
         raise RuntimeError(f"{' '.join(cmd)}: exit {out.returncode}: {' / '.join(tail)}")
-    if timeline:  # the last step's line of each rank
-        lines = {}
+    if timeline:  # the last step's summary line of each rank, and with 2 its intervals
+        lines, intervals, current = {}, {}, {}
         for line in out.stderr.splitlines():
             t = re.match(r"tprt cuda timeline: rank (\d+): (.*)", line)
-            if t:
-                lines[int(t.group(1))] = t.group(2)
-        return [f"rank {r}: {lines[r]}" for r in sorted(lines)]
+            if not t:
+                continue
+            r, text = int(t.group(1)), t.group(2)
+            if text.startswith("contractions"):  # a step's summary follows its intervals
+                lines[r], intervals[r], current[r] = text, current.get(r, []), []
+            else:
+                iv = text.split()
+                current.setdefault(r, []).append(
+                    {"stream": iv[0], "op": iv[1], "size": int(iv[2]), "begin": float(iv[3]), "end": float(iv[4])})
+        return [f"rank {r}: {lines[r]}" for r in sorted(lines)], intervals
     return float(m.group(1)), int(a.group(1)) if a else None
+
+
+def gpu_count():
+    try:
+        return len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines())
+    except OSError:
+        return 0
 
 
 def device_name():
@@ -98,15 +115,21 @@ def main():
     ap.add_argument("--modes", default="fast,invariant")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="a subset of " + ",".join(CONFIGS))
     ap.add_argument("--no-graph", action="store_true", help="skip the --graph runs")
-    ap.add_argument("--timeline", action="store_true",
-                    help="also run gtp2 with TPRT_CUDA_TIMELINE=1 and print each rank's last step")
+    ap.add_argument("--timeline", type=int, nargs="?", const=1, default=0,
+                    help="also run gtpG with TPRT_CUDA_TIMELINE=1 (or 2) and print each rank's last step")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE set for every run")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     a = ap.parse_args()
+    EXTRA_ENV.update(kv.split("=", 1) for kv in a.env)
+    configs = a.configs.split(",")
+    if gpu_count() < 4 and any(c.startswith("gtp4") for c in configs):
+        configs = [c for c in configs if not c.startswith("gtp4")]
+        print("gtp.py: fewer than 4 GPUs: the gtp4 configurations are left out", file=sys.stderr)
     stack = open(os.path.join(a.modules, f"{a.stack}.txt")).read().strip()
     rows, t = [], {}
     for mode in a.modes.split(","):
-        for config in a.configs.split(","):
+        for config in configs:
             module = os.path.join(a.modules, f"{a.stack}-{config}-{mode}.so")
             graphs = [False, True] if config in ("ref", "gtp2") and mode == "fast" and not a.no_graph else [False]
             for graph in graphs:
@@ -119,11 +142,12 @@ def main():
                 t[(config, label)] = ms
                 rows.append({"config": config, "mode": label, "ms": ms, "argument_bytes_per_rank": args_bytes})
     hidden = {}
-    for mode in a.modes.split(","):
-        naive, pf, ref = t.get(("gtp2-naive", mode)), t.get(("gtp2", mode)), t.get(("ref", mode))
-        if naive and pf and ref and naive > ref:
-            hidden[mode] = (naive - pf) / (naive - ref)
-    data = {"stack": stack, "device": device_name(), "rows": rows, "hidden": hidden}
+    for g in (2, 4):
+        for mode in a.modes.split(","):
+            naive, pf, ref = t.get((f"gtp{g}-naive", mode)), t.get((f"gtp{g}", mode)), t.get(("ref", mode))
+            if naive and pf and ref and naive > ref:
+                hidden[f"gtp{g} {mode}"] = (naive - pf) / (naive - ref)
+    data = {"stack": stack, "device": device_name(), "rows": rows, "hidden": hidden, "env": EXTRA_ENV}
     print(f"GTP benchmark: {stack}; {data['device']}")
     print(f"{'config':<11} {'mode':<15} {'step ms':>8} {'vs ref':>7} {'weights/rank':>13}")
     for r in rows:
@@ -131,17 +155,22 @@ def main():
         gib = r["argument_bytes_per_rank"] / 2**30 if r["argument_bytes_per_rank"] else float("nan")
         print(f"{r['config']:<11} {r['mode']:<15} {r['ms']:8.2f} {r['ms'] / ref if ref else float('nan'):7.3f} "
               f"{gib:9.2f} GiB")
-    for mode, h in hidden.items():
-        print(f"{mode}: {h * 100:.1f}% of the all-gather/reduce-scatter time hidden "
-              f"(naive {t[('gtp2-naive', mode)]:.2f} ms, prefetched {t[('gtp2', mode)]:.2f} ms, "
+    for key, h in hidden.items():
+        g, mode = key.split()
+        print(f"{key}: {h * 100:.1f}% of the all-gather/reduce-scatter time hidden "
+              f"(naive {t[(g + '-naive', mode)]:.2f} ms, prefetched {t[(g, mode)]:.2f} ms, "
               f"compute alone {t[('ref', mode)]:.2f} ms)")
     if a.timeline:
-        data["timeline"] = {}
-        for mode in a.modes.split(","):
-            lines = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-gtp2-{mode}.so"), timeline=True)
-            data["timeline"][mode] = lines
-            for line in lines:
-                print(f"timeline gtp2 {mode}: {line}")
+        data["timeline"], data["intervals"] = {}, {}
+        for g in sorted({c.split("-")[0] for c in configs if c.startswith("gtp")}):
+            for mode in a.modes.split(","):
+                lines, intervals = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-{g}-{mode}.so"),
+                                       timeline=a.timeline)
+                data["timeline"][f"{g} {mode}"] = lines
+                if intervals:
+                    data["intervals"][f"{g} {mode}"] = intervals
+                for line in lines:
+                    print(f"timeline {g} {mode}: {line}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(data, f, indent=1)
