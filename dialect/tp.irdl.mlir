@@ -163,8 +163,18 @@ irdl.dialect @tp {
     irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }
 
+  // amax[1] (f32) = max |x| over every element of x, NaN skipped: the per-tensor amax that
+  // tp.quantize takes (as its `amax` operand) when x is a shard of the tensor it quantizes.
+  irdl.operation @amax {
+    %x = irdl.base "!builtin.tensor"
+    %amax = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x)
+    irdl.results(amax: %amax)
+  }
+
   // Casts x[M,K] to a quantized format: data, block or tensor scales, and for NVFP4 the
-  // per-tensor global scale.
+  // per-tensor global scale. With `amax` (fp8 and nvfp4 only) the per-tensor scale comes from
+  // that amax (the whole tensor's, when x is a shard of it) instead of x's own.
   irdl.operation @quantize attributes {tp.optional_attributes = {
       axis = ["rowwise", "columnwise"]}} {
     %fp8_e4m3 = irdl.is "fp8_e4m3"
@@ -173,10 +183,11 @@ irdl.dialect @tp {
     %nvfp4 = irdl.is "nvfp4"
     %format = irdl.any_of(%fp8_e4m3, %fp8_e5m2, %mxfp8, %nvfp4)
     %x = irdl.base "!builtin.tensor"
+    %amax = irdl.base "!builtin.tensor"
     %data = irdl.base "!builtin.tensor"
     %scale = irdl.base "!builtin.tensor"
     %global_scale = irdl.base "!builtin.tensor"
-    irdl.operands(x: %x)
+    irdl.operands(x: %x, amax: optional %amax)
     irdl.results(data: %data, scale: %scale, global_scale: optional %global_scale)
     irdl.attributes {"format" = %format}
   }
@@ -404,9 +415,10 @@ irdl.dialect @tp {
   //===--------------------------------------------------------------------===//
 
   // Sums `input` over the ranks of the group; the result has the input's shape and may round
-  // to another float type (f32 partials -> bf16).
+  // to another float type (f32 partials -> bf16). With reduce = "max", the elementwise maximum
+  // (exact and order-free; the input's element type).
   irdl.operation @all_reduce attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], reduce = ["sum", "max"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %input = irdl.base "!builtin.tensor"

@@ -1,7 +1,7 @@
 // Verifier rules of the collectives (all_reduce, all_gather, reduce_scatter, all_to_all, their
 // async forms) and the fused all-reduce / reduce-scatter + add + RMSNorm ops: the mesh exists, the
-// axes belong to it, the gathered or scattered dimension divides by the group size, and the
-// result shape follows from the input.
+// axes belong to it, the gathered or scattered dimension divides by the group size, the result
+// shape follows from the input, and a max all-reduce keeps the input's element type.
 #include <stdio.h>
 #include <string.h>
 
@@ -133,7 +133,17 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
         return FAIL;
       tpc_shape_t in = tpc__shape_of(tpc_all_reduce_get_input(op));
       if (!in.valid) return FAIL;
-      return tpc__check_result(op, &in, mlirValueGetType(tpc_all_reduce_get_output(op)), -1, -1, g, true);
+      bool max = tpc_all_reduce_get_reduce(op) == TPC_REDUCE_MAX;
+      MlirType out = mlirValueGetType(tpc_all_reduce_get_output(op));
+      char a[96], b[96];
+      // A maximum is one of the inputs: nothing to round, so nothing to round to.
+      if (max && (!tpc__is_storage_float(in.element) || !mlirTypeIsARankedTensor(out) ||
+                  !mlirTypeEqual(mlirShapedTypeGetElementType(out), in.element)))
+        return tpc__rule_error(
+            op, "collective.reduce",
+            "reduce = \"max\" takes a bf16, f16 or f32 input and keeps its element type; got %s -> %s",
+            tpc__type_str(in.type, a, sizeof a), tpc__type_str(out, b, sizeof b));
+      return tpc__check_result(op, &in, out, -1, -1, g, !max);
     }
     case TPC_OP_ALL_GATHER:
     case TPC_OP_REDUCE_SCATTER:

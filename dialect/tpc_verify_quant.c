@@ -1,5 +1,5 @@
-// Verifier rules of tp.quantize and tp.dequantize: element types, data layout, block
-// divisibility and the (unswizzled, zero-padded) scale shapes of docs/numerics.md, which follow
+// Verifier rules of tp.amax, tp.quantize and tp.dequantize: element types, data layout, block
+// divisibility, the amax operand and the (unswizzled, zero-padded) scale shapes of docs/numerics.md, which follow
 // TransformerEngine's MXFP8Quantizer / NVFP4Quantizer.get_scale_shape:
 //   fp8_e4m3 / fp8_e5m2  per-tensor: data f8 [M,K] (columnwise: [K,M]), scale f32 [1]
 //   mxfp8   rowwise  data f8E4M3FN [M,K],  scale f8E8M0FNU [rup(M,128), rup(K/32,4)]
@@ -97,11 +97,47 @@ static MlirLogicalResult tpc__verify_quant_layout(MlirOperation op, tpc_format_t
   return OK;
 }
 
+// tp.amax: x is any float tensor, the result the f32 [1] that tp.quantize's amax operand takes.
+static MlirLogicalResult tpc__verify_amax(MlirOperation op) {
+  char a[96];
+  tpc_shape_t x = tpc__shape_of(tpc_amax_get_x(op)), r = tpc__shape_of(tpc_amax_get_amax(op));
+  if (!x.valid || !r.valid) return FAIL;
+  if (x.rank < 1 || !tpc__is_storage_float(x.element))
+    return tpc__rule_error(op, "amax.input", "x must be a bf16, f16 or f32 tensor of rank >= 1; got %s",
+                           tpc__type_str(x.type, a, sizeof a));
+  if (r.rank != 1 || r.dims[0] != 1 || !tpc__is_f32(r.element))
+    return tpc__rule_error(op, "amax.result", "the amax must be tensor<1xf32>; got %s",
+                           tpc__type_str(r.type, a, sizeof a));
+  return OK;
+}
+
+// tp.quantize's optional amax: a per-tensor amax (tensor<1xf32>) replaces x's own in the scale of
+// the per-tensor formats; MXFP8 scales each block by the block's amax and has none.
+static MlirLogicalResult tpc__verify_quant_amax(MlirOperation op) {
+  char a[96];
+  MlirValue v = tpc_quantize_get_amax(op);
+  if (mlirValueIsNull(v)) return OK;
+  tpc_format_t format = tpc_quantize_get_format(op);
+  if (format == TPC_FORMAT_MXFP8)
+    return tpc__rule_error(op, "quant.amax-format",
+                           "mxfp8 scales every block by its own amax and takes no amax operand; only fp8_e4m3, "
+                           "fp8_e5m2 and nvfp4 do");
+  tpc_shape_t s = tpc__shape_of(v);
+  if (!s.valid || s.rank != 1 || s.dims[0] != 1 || !tpc__is_f32(s.element))
+    return tpc__rule_error(op, "quant.amax", "the amax operand must be tensor<1xf32>; got %s",
+                           tpc__type_str(mlirValueGetType(v), a, sizeof a));
+  return OK;
+}
+
 MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind) {
-  if (kind == TPC_OP_QUANTIZE)
-    return tpc__verify_quant_layout(op, tpc_quantize_get_format(op), tpc_quantize_get_axis(op), tpc_quantize_get_x(op),
-                                    tpc_quantize_get_data(op), tpc_quantize_get_scale(op),
-                                    tpc_quantize_get_global_scale(op));
+  if (kind == TPC_OP_AMAX) return tpc__verify_amax(op);
+  if (kind == TPC_OP_QUANTIZE) {
+    if (mlirLogicalResultIsFailure(tpc__verify_quant_layout(
+            op, tpc_quantize_get_format(op), tpc_quantize_get_axis(op), tpc_quantize_get_x(op),
+            tpc_quantize_get_data(op), tpc_quantize_get_scale(op), tpc_quantize_get_global_scale(op))))
+      return FAIL;
+    return tpc__verify_quant_amax(op);
+  }
   if (kind == TPC_OP_DEQUANTIZE)
     return tpc__verify_quant_layout(op, tpc_dequantize_get_format(op), tpc_dequantize_get_axis(op),
                                     tpc_dequantize_get_x(op), tpc_dequantize_get_data(op), tpc_dequantize_get_scale(op),

@@ -452,6 +452,8 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
       // sequence-parallel reduce-scatter's dual all-gathers it; an all-gather's dual
       // reduce-scatters the (f32 partial) gradient of the gathered tokens.
       if (!A->per_rank) break;
+      // A max all-reduce (an amax, which feeds quantization only) has no gradient rule.
+      if (kind == TPC_OP_ALL_REDUCE && tpc_all_reduce_get_reduce(op) == TPC_REDUCE_MAX) break;
       if (!*dy) return mlirLogicalResultSuccess();
       MlirValue in = mlirOperationGetOperand(op, 0);
       MlirType tin = mlirValueGetType(in);

@@ -32,6 +32,12 @@
 // `tp.gtp_keep = true` (one gather per weight, kept from its first use to its last). The chosen
 // depth is recorded on each function as `tp.gtp_prefetch`.
 //
+// Quantized weights (tp.quantize -> tp.dequantize -> the linear, rowwise): the quantize reads the
+// shard and the gathers move its data and block scales (gtp_emit.c). FP8's per-tensor scale and
+// NVFP4's global scale come from the whole weight's amax: tp.amax of the shard, a max all-reduce
+// over gtp, the quantize's amax operand; a tp.amax the module already applies to the weight is
+// completed over gtp the same way. So every shard quantizes as the whole weight does.
+//
 // Gradients: tp-shard sums a weight gradient over the token axes, gtp among them, with one
 // tp.all_reduce; it becomes a tp.reduce_scatter_start over gtp (dim and blocks as the gather's),
 // waited for at the gradient's first use, followed by a tp.all_reduce over the other axes when
@@ -105,8 +111,8 @@ static bool tpc__weight_use(MlirOperation op, unsigned slot, int* dim, bool* by_
 // Quantize-then-gather: a weight that reaches its linear through tp.quantize -> tp.dequantize (a
 // weight stored and moved in a low-precision format). Returns the dequantize when |op| is such a
 // quantize of the weight (slot 0) and fills |dim| and |by_default| from the linear that reads the
-// dequantized weight; |why| names what stops its gather (a format whose scale needs the whole
-// tensor's amax), or is NULL.
+// dequantized weight; |why| names what stops its gather (a columnwise layout, whose data or scales
+// run along the sharded rows), or is NULL.
 static MlirOperation tpc__quantized_use(MlirOperation op, unsigned slot, int* dim, bool* by_default, const char** why) {
   MlirOperation none = {NULL};
   *why = NULL;
@@ -129,11 +135,10 @@ static MlirOperation tpc__quantized_use(MlirOperation op, unsigned slot, int* di
     any = true;
   }
   if (!any) return none;
-  if (tpc_quantize_get_format(op) != TPC_FORMAT_MXFP8 || tpc_quantize_get_axis(op) != TPC_AXIS_ROWWISE)
+  if (tpc_quantize_get_axis(op) != TPC_AXIS_ROWWISE)
     *why = tpc_quantize_get_format(op) == TPC_FORMAT_MXFP8
                ? "columnwise MXFP8 scales run along the sharded rows"
-               : "its per-tensor scale (FP8, NVFP4's global scale) needs the whole weight's amax, which the gtp shards "
-                 "do not share yet";
+               : "columnwise data is stored transposed, so the sharded rows are its columns";
   return deq;
 }
 
@@ -277,20 +282,27 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   bool explicit_on = !mlirAttributeIsNull(mark) && mlirAttributeIsABool(mark) && mlirBoolAttrGetValue(mark);
   if (!mlirAttributeIsNull(mark) && !explicit_on) return true;  // tp.gtp = false
   MlirAttribute shard = tpc_slot_attr(P->func, false, i, TPC_ARG_ATTR_SHARD);
-  // The uses, and whether each can take a gathered weight.
-  int num_uses = 0, dim = -1;
+  // The uses, and whether each can take a gathered weight. A tp.amax of the weight (the amax of a
+  // quantize's amax operand) reads the shard instead, and is completed over gtp below.
+  int num_uses = 0, num_amax = 0, dim = -1;
   bool eligible = true, by_default = true;
   for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
     int d = -1;
     bool dflt = false;
     const char* why = NULL;
     MlirOperation user = mlirOpOperandGetOwner(u);
+    if (tpc_op_get_kind(user) == TPC_OP_AMAX) {
+      ++num_amax;
+      continue;
+    }
     bool quantized = !mlirOperationIsNull(tpc__quantized_use(user, mlirOpOperandGetOperandNumber(u), &d, &dflt, &why));
     if (quantized && why && (explicit_on || dflt)) {
       // Never a silently whole weight: a GTP weight whose format cannot be gathered is an error.
       tpc_text_t m = {0};
-      tpc_text_printf(&m, "tp-gtp: %s is quantized before its linear, and its shards cannot be gathered as quantized "
-                          "bytes: %s; use mxfp8 (rowwise), or mark it {tp.gtp = false}", what, why);
+      tpc_text_printf(&m,
+                      "tp-gtp: %s is quantized before its linear, and its shards cannot be gathered as quantized "
+                      "bytes: %s; quantize it rowwise, or mark it {tp.gtp = false}",
+                      what, why);
       tpc__gtp_fail(P, mlirOperationGetLocation(user), &m);
       return false;
     }
@@ -345,19 +357,22 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     tpc__gtp_fail(P, mlirOperationGetLocation(P->func), &m);
     return false;
   }
-  // The uses in program order.
-  tpc__use_t* uses = calloc((size_t)num_uses, sizeof *uses);
+  // The uses in program order (the gathers', then the amaxes').
+  tpc__use_t* uses = calloc((size_t)(num_uses + num_amax), sizeof *uses);
   if (!uses) {
     mlirEmitError(mlirOperationGetLocation(P->func), "tp-gtp: out of memory");
     P->ok = false;
     return false;
   }
-  int k = 0;
-  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u) && k < num_uses;
-       u = mlirOpOperandGetNextUse(u), ++k) {
-    uses[k].op = mlirOpOperandGetOwner(u);
-    uses[k].slot = mlirOpOperandGetOperandNumber(u);
-    uses[k].index = tpc__gtp_index_of(P, uses[k].op);
+  int k = 0, a = num_uses;
+  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    bool amax = tpc_op_get_kind(user) == TPC_OP_AMAX;
+    if (amax ? a == num_uses + num_amax : k == num_uses) continue;
+    tpc__use_t* use = &uses[amax ? a++ : k++];
+    use->op = user;
+    use->slot = mlirOpOperandGetOperandNumber(u);
+    use->index = tpc__gtp_index_of(P, user);
   }
   qsort(uses, (size_t)num_uses, sizeof *uses, tpc__use_cmp);
   MlirType gathered = t;
@@ -376,6 +391,8 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   // The shard: the argument's type and layout.
   mlirBlockArgumentSetType(arg, tpc__gtp_divided(t, dim, P->G, (MlirType){NULL}));
   tpc__set_slot_attr(P->ctx, P->func, false, i, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));
+  // The amax of the shard, completed over gtp: the tensor-parallel shard's, as before.
+  for (int j = num_uses; j < num_uses + num_amax; ++j) tpc__gtp_complete_amax(P, uses[j].op);
   // One gather per use (or one for all, kept).
   MlirValue kept = {NULL};
   for (int j = 0; j < num_uses; ++j) {
@@ -384,7 +401,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     const char* why = NULL;
     MlirOperation deq = tpc__quantized_use(uses[j].op, uses[j].slot, &qd, &qdflt, &why);
     if (!mlirOperationIsNull(deq)) {
-      if (!tpc__gtp_gather_quantized(P, uses[j].op, deq, dim, blocks, depth)) {
+      if (!tpc__gtp_gather_quantized(P, uses[j].op, deq, dim, blocks, depth, what)) {
         free(uses);
         return false;
       }

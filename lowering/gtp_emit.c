@@ -1,5 +1,6 @@
 // tp-gtp's emission (see gtp.c for the pass): the all-gathers of a weight before its uses, the
-// quantize-then-gather of a quantized weight, and the reduce-scatters of its gradient.
+// quantize-then-gather of a quantized weight (with the amax all-reduce of the per-tensor formats),
+// and the reduce-scatters of its gradient.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -80,38 +81,132 @@ MlirOperation tpc__gtp_start_anchor(const tpc__gtp_t* P, int use, int64_t depth)
   return P->ops[0];
 }
 
-// Quantize-then-gather: the quantize |q| now reads the gtp shard; its data and block scales are
-// the shard's rows of the whole weight's (rowwise MXFP8 scales one row's blocks along K, so a row
-// quantizes alike in any shard), and all-gathering both, dim and blocks as the weight's, gives the
-// tensor-parallel shard's data and scales bitwise: the gather moves 8-bit data and 1/32 of it in
-// scales instead of 16-bit weights. The quantize moves to where the gather starts, |depth|
-// contractions before the dequantize; the waits go right before the dequantize.
+// Creates "tp.all_reduce"(in) {mesh, axes = ["gtp"], reduce = "max"} before |before|.
+static MlirValue tpc__gtp_emit_max(tpc__gtp_t* P, MlirValue in, MlirOperation before, MlirLocation loc) {
+  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
+  MlirNamedAttribute attrs[3] = {
+      tpc__named(P->ctx, "mesh", P->mesh_ref),
+      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
+      tpc__named(P->ctx, "reduce", mlirStringAttrGet(P->ctx, tpc__ref("max"))),
+  };
+  MlirType t = mlirValueGetType(in);
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_ALL_REDUCE), loc);
+  mlirOperationStateAddOperands(&st, 1, &in);
+  mlirOperationStateAddResults(&st, 1, &t);
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, op);
+  return mlirOperationGetResult(op, 0);
+}
+
+void tpc__gtp_complete_amax(tpc__gtp_t* P, MlirOperation amax) {
+  MlirValue a = tpc_amax_get_amax(amax);
+  MlirOperation next = mlirOperationGetNextInBlock(amax);
+  MlirValue m = tpc__gtp_emit_max(P, a, next, mlirOperationGetLocation(amax));
+  MlirOperation except = mlirOpResultGetOwner(m);
+  mlirValueReplaceAllUsesExcept(a, m, 1, &except);
+}
+
+// Whether |v| (a quantize's amax operand) is made from a function argument by a tp.amax and max
+// all-reduces only (tp-shard's over tp, tp-gtp's over gtp): ops that can move anywhere earlier.
+static bool tpc__amax_of_arg(MlirValue v) {
+  while (!mlirValueIsNull(v) && mlirValueIsAOpResult(v)) {
+    MlirOperation p = mlirOpResultGetOwner(v);
+    int kind = tpc_op_get_kind(p);
+    if (kind == TPC_OP_AMAX) return mlirValueIsABlockArgument(tpc_amax_get_x(p));
+    if (kind != TPC_OP_ALL_REDUCE || tpc_all_reduce_get_reduce(p) != TPC_REDUCE_MAX) return false;
+    v = tpc_all_reduce_get_input(p);
+  }
+  return false;
+}
+
+// Moves the op that makes |v|, after the ops that make its operand, right before |*anchor| when it
+// comes later; an op that is the anchor stays, and the anchor moves past it.
+static void tpc__move_amax_chain(MlirValue v, MlirOperation* anchor) {
+  MlirOperation p = mlirOpResultGetOwner(v);
+  if (tpc_op_get_kind(p) == TPC_OP_ALL_REDUCE) tpc__move_amax_chain(tpc_all_reduce_get_input(p), anchor);
+  if (mlirOperationEqual(p, *anchor))
+    *anchor = mlirOperationGetNextInBlock(p);
+  else if (mlirOperationIsBeforeInBlock(*anchor, p))
+    mlirOperationMoveBefore(p, *anchor);
+}
+
+// Moves the quantize |q| to |anchor| (where its gathers start), with the ops that make its amax
+// operand: an amax of the weight moves too (its ops read nothing but the weight); an operand made
+// otherwise keeps its place, and the quantize then goes no earlier than right after it.
+static void tpc__move_quantize(MlirOperation q, MlirOperation anchor) {
+  if (mlirOperationEqual(anchor, q) || !mlirOperationIsBeforeInBlock(anchor, q)) return;
+  MlirValue amax = tpc_quantize_get_amax(q);
+  if (tpc__amax_of_arg(amax)) {
+    tpc__move_amax_chain(amax, &anchor);
+  } else if (!mlirValueIsNull(amax) && mlirValueIsAOpResult(amax)) {
+    MlirOperation def = mlirOpResultGetOwner(amax);
+    if (mlirOperationIsBeforeInBlock(anchor, def)) anchor = mlirOperationGetNextInBlock(def);
+  }
+  if (!mlirOperationEqual(anchor, q)) mlirOperationMoveBefore(q, anchor);
+}
+
+// Quantize-then-gather: the quantize |q| now reads the gtp shard, and its data and block scales
+// are the shard's rows of the whole weight's: rowwise block scales (MXFP8's, NVFP4's) scale one
+// row's blocks along K, and the per-tensor scale (FP8's, NVFP4's global scale, which every E4M3
+// block scale is divided by) comes from the whole weight's amax: the shard's tp.amax completed by a
+// max all-reduce over gtp (exact, so every rank gets the whole weight's), the quantize's amax
+// operand. So every rank computes the same per-tensor scale, and all-gathering the data and the
+// block scales, dim and blocks as the weight's, gives the tensor-parallel shard's data and scales
+// bitwise: the gathers move 8-bit (4-bit) data and 1/32 (1/16) of it in scales instead of 16-bit
+// weights. The quantize (and its amax) moves to where the gathers start, |depth| contractions
+// before the dequantize; the waits go right before the dequantize.
 bool tpc__gtp_gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
-                                  int64_t depth) {
+                               int64_t depth, const char* what) {
+  int format = tpc_quantize_get_format(q);
+  bool block = format == TPC_FORMAT_MXFP8 || format == TPC_FORMAT_NVFP4;
   MlirValue data = tpc_quantize_get_data(q), scale = tpc_quantize_get_scale(q);
   MlirType data_t = mlirValueGetType(data), scale_t = mlirValueGetType(scale);
   int64_t rows = mlirShapedTypeGetDimSize(data_t, dim);
-  if (dim != 0 || (rows / blocks / P->G) % 128 != 0 || mlirShapedTypeGetDimSize(scale_t, 0) != rows) {
+  if (dim != 0 || (block && ((rows / blocks / P->G) % 128 != 0 || mlirShapedTypeGetDimSize(scale_t, 0) != rows))) {
     tpc_text_t m = {0};
-    tpc_text_printf(&m, "tp-gtp: the MXFP8 scales of a gtp shard are gathered whole only when every shard holds a "
-                        "multiple of 128 rows (unpadded scale tiles); this weight's shard holds %lld",
-                    (long long)(rows / P->G));
+    tpc_text_printf(&m,
+                    "tp-gtp: %s is quantized to %s, whose scales come in tiles of 128 rows: a gtp shard is "
+                    "gathered with its scales only when it holds whole, unpadded tiles (a multiple of 128 rows",
+                    what, tpc_format_names[format]);
+    if (blocks > 1) tpc_text_printf(&m, " in each of its %lld blocks", (long long)blocks);
+    tpc_text_printf(&m,
+                    "); this weight's shard holds %lld rows%s; change the gtp size or the width, or mark it "
+                    "{tp.gtp = false}",
+                    (long long)(rows / blocks / P->G), blocks > 1 ? " in each" : "");
     tpc__gtp_fail(P, mlirOperationGetLocation(q), &m);
     return false;
   }
   mlirValueSetType(data, tpc__gtp_divided(data_t, dim, P->G, (MlirType){NULL}));
-  mlirValueSetType(scale, tpc__gtp_divided(scale_t, dim, P->G, (MlirType){NULL}));
-  MlirOperation anchor = tpc__gtp_start_anchor(P, tpc__gtp_index_of(P, deq), depth);
-  if (!mlirOperationEqual(anchor, q) && mlirOperationIsBeforeInBlock(anchor, q)) mlirOperationMoveBefore(q, anchor);
-  MlirOperation after = mlirOperationGetNextInBlock(q);
+  if (block) mlirValueSetType(scale, tpc__gtp_divided(scale_t, dim, P->G, (MlirType){NULL}));
+  tpc__move_quantize(q, tpc__gtp_start_anchor(P, tpc__gtp_index_of(P, deq), depth));
   MlirLocation loc = mlirOperationGetLocation(q);
+  if (format != TPC_FORMAT_MXFP8 && mlirValueIsNull(tpc_quantize_get_amax(q))) {
+    // The per-tensor formats: the shard's amax, then the whole weight's over gtp, right before the
+    // quantize, which takes it as its amax operand.
+    MlirValue x = tpc_quantize_get_x(q);
+    MlirType f32x1 = mlirRankedTensorTypeGet(1, (int64_t[]){1}, mlirF32TypeGet(P->ctx), mlirAttributeGetNull());
+    MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_AMAX), loc);
+    mlirOperationStateAddOperands(&st, 1, &x);
+    mlirOperationStateAddResults(&st, 1, &f32x1);
+    MlirOperation amax = mlirOperationCreate(&st);
+    mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(q), q, amax);
+    MlirValue operands[2] = {x, tpc__gtp_emit_max(P, mlirOperationGetResult(amax, 0), q, loc)};
+    mlirOperationSetOperands(q, 2, operands);
+  }
+  MlirOperation after = mlirOperationGetNextInBlock(q);
   MlirValue gd = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, data, data_t, dim, blocks, (MlirAttribute){NULL},
-                                 after, deq, loc);
-  // The scales' gather starts beside the data's, before the data's wait.
-  MlirValue gs = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, scale, scale_t, dim, blocks, (MlirAttribute){NULL},
-                                 mlirOpResultGetOwner(gd), deq, loc);
+                                     after, deq, loc);
   mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_DATA, gd);
-  mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_SCALE, gs);
+  if (block) {
+    // The block scales' gather starts right after the data's (both overlap the same contractions)
+    // and is waited for after it; a per-tensor scale (and NVFP4's global scale) is the same on
+    // every rank and stays.
+    MlirOperation data_start = mlirOpResultGetOwner(mlirOperationGetOperand(mlirOpResultGetOwner(gd), 0));
+    MlirValue gs = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, scale, scale_t, dim, blocks,
+                                       (MlirAttribute){NULL}, mlirOperationGetNextInBlock(data_start), deq, loc);
+    mlirOperationSetOperand(deq, TPC_DEQUANTIZE_SLOT_SCALE, gs);
+  }
   return true;
 }
 

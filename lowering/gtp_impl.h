@@ -56,9 +56,13 @@ int tpc__gtp_index_of(const tpc__gtp_t* P, MlirOperation op);
 /// The op before which a gather needed by the op at index |use| starts: the |depth|-th contraction
 /// before it, or the first op of the body.
 MlirOperation tpc__gtp_start_anchor(const tpc__gtp_t* P, int use, int64_t depth);
-/// Quantize-then-gather of the quantize |q| read by |deq|; false after a diagnostic.
+/// Quantize-then-gather of the quantize |q| read by |deq| (of the weight named |what| in
+/// diagnostics); false after a diagnostic.
 bool tpc__gtp_gather_quantized(tpc__gtp_t* P, MlirOperation q, MlirOperation deq, int dim, int64_t blocks,
-                               int64_t depth);
+                               int64_t depth, const char* what);
+/// Completes tp.amax |amax| of a weight now sharded over gtp: a max all-reduce over gtp right after
+/// it takes every use of its result, which is the whole (tensor-parallel) weight's amax again.
+void tpc__gtp_complete_amax(tpc__gtp_t* P, MlirOperation amax);
 /// Whether the string array |axes| names |name|, at |*at|.
 bool tpc__gtp_axes_have(MlirAttribute axes, const char* name, intptr_t* at);
 /// Whether |v| has exactly one use.

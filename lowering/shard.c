@@ -83,6 +83,8 @@ bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, t
       return true;
     }
     case TPC_OP_QUANTIZE:
+      // The amax operand is the whole tensor's, the same on every rank (tp.amax's rule).
+      if (slot == TPC_QUANTIZE_SLOT_AMAX) return true;
       return tpc__weight_through_quant(S, tpc_quantize_get_data(op), l);
     case TPC_OP_DEQUANTIZE: {
       // A weight stored quantized: its data as the weight, the scales beside it.
@@ -137,7 +139,8 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
       MlirValue v = mlirOperationGetOperand(op, k);
       if (!mlirValueIsABlockArgument(v)) continue;
       intptr_t i = mlirBlockArgumentGetArgNumber(v);
-      if (i >= nargs || decided[i]) continue;
+      // tp.amax reads any layout: the argument's comes from its other uses (a quantized weight's).
+      if (i >= nargs || decided[i] || kind == TPC_OP_AMAX) continue;
       decided[i] = true;
       tpc_layout_t* l = &layouts[i];
       if (!tpc__weight_layout(S, op, kind, (int)k, l) && l->rank >= 1)
@@ -524,6 +527,8 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
       r = tpc__shard_grouped_linear(S, op, ins, nin);
     else if (kind == TPC_OP_GLU)
       r = tpc__shard_glu(S, op, ins);
+    else if (kind == TPC_OP_AMAX)
+      r = tpc__shard_amax(S, op, ins);
     else if (tpc__is_attention_op(kind))
       r = tpc__shard_attention(S, op, kind, ins, nin);
     else if (tpc__is_grad_op(kind))

@@ -90,6 +90,8 @@ tpc_layout_t tpc__scale_layout(const tpc_layout_t* data, MlirType scale_type, bo
 /// The rule of tp.quantize / tp.dequantize: fills |outs| (replicated on entry) or fails at the op.
 MlirLogicalResult tpc__shard_quant(tpc__shard_t* S, MlirOperation op, int kind, const tpc_layout_t* x,
                                    tpc_layout_t* outs);
+/// The rule of tp.amax: the shard's amax, then a max all-reduce over the axes sharding x.
+MlirLogicalResult tpc__shard_amax(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins);
 /// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.

@@ -189,14 +189,26 @@ int32_t tprt_abi_mul(tprt_exec_t* exec, void* const* buffers, const int64_t* des
   return tprt_exec_record(exec, s, TPRT_MUL_NAME);
 }
 
+int32_t tprt_abi_amax(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_AMAX_NUM_SLOTS, &c);
+  if (!s) s = TPRT__KERNEL(exec, amax, (&c.slot[TPRT_AMAX_SLOT_X], &c.slot[TPRT_AMAX_SLOT_AMAX]));
+  return tprt_exec_record(exec, s, TPRT_AMAX_NAME);
+}
+
+// With an amax operand (the whole tensor's, for a shard) the backend's quantize_with_amax.
 int32_t tprt_abi_quantize(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_QUANTIZE_NUM_SLOTS, &c);
-  if (!s)
-    s = TPRT__KERNEL(exec, quantize, (&c.slot[TPRT_QUANTIZE_SLOT_X], &c.slot[TPRT_QUANTIZE_SLOT_DATA], &c.slot[TPRT_QUANTIZE_SLOT_SCALE],
-                          c.present[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] ? &c.slot[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] : NULL,
-                          (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_FORMAT),
-                          (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_AXIS)));
+  if (!s) {
+    const tprt_tensor_t *x = &c.slot[TPRT_QUANTIZE_SLOT_X], *amax = tprt__opt(&c, TPRT_QUANTIZE_SLOT_AMAX);
+    tprt_tensor_t *data = &c.slot[TPRT_QUANTIZE_SLOT_DATA], *scale = &c.slot[TPRT_QUANTIZE_SLOT_SCALE];
+    tprt_tensor_t* global =
+        c.present[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] ? &c.slot[TPRT_QUANTIZE_SLOT_GLOBAL_SCALE] : NULL;
+    int format = (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_FORMAT), axis = (int)tprt__attr(&c, TPRT_QUANTIZE_ATTR_AXIS);
+    s = amax ? TPRT__KERNEL(exec, quantize_with_amax, (x, amax, data, scale, global, format, axis))
+             : TPRT__KERNEL(exec, quantize, (x, data, scale, global, format, axis));
+  }
   return tprt_exec_record(exec, s, TPRT_QUANTIZE_NAME);
 }
 

@@ -80,13 +80,17 @@ static tprt_status_t tprt__blocked_split_views(tprt_tensor_t* in, tprt_tensor_t*
   (void)rank;                                                                           \
   uint32_t mask = (uint32_t)tprt__attr(&c, TPRT_##OP##_ATTR_AXES)
 
+// reduce = "max" (an amax over shards) is the backend's all_reduce_max; order means nothing to it.
 int32_t tprt_abi_all_reduce(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(ALL_REDUCE);
   if (!s) {
     const tprt_tensor_t* in = &c.slot[TPRT_ALL_REDUCE_SLOT_INPUT];
-    s = TPRT__KERNEL(exec, all_reduce, (rank, mask, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT],
-                        (tprt_order_t)tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_ORDER)));
-    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, in, &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT], mask);
+    tprt_tensor_t* out = &c.slot[TPRT_ALL_REDUCE_SLOT_OUTPUT];
+    s = tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_REDUCE) == TPRT_REDUCE_MAX
+            ? TPRT__KERNEL(exec, all_reduce_max, (rank, mask, in, out))
+            : TPRT__KERNEL(exec, all_reduce,
+                           (rank, mask, in, out, (tprt_order_t)tprt__attr(&c, TPRT_ALL_REDUCE_ATTR_ORDER)));
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, in, out, mask);
   }
   return tprt_exec_record(exec, s, TPRT_ALL_REDUCE_NAME);
 }

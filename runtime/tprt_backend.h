@@ -39,6 +39,9 @@ extern "C" {
   X(mul, (const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c), (a, b, c)) \
   X(quantize, (const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis), \
     (x, data, scale, global_scale, format, axis)) \
+  X(amax, (const tprt_tensor_t* x, tprt_tensor_t* amax), (x, amax)) \
+  X(quantize_with_amax, (const tprt_tensor_t* x, const tprt_tensor_t* amax, tprt_tensor_t* data, tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis), \
+    (x, amax, data, scale, global_scale, format, axis)) \
   X(dequantize, (const tprt_tensor_t* data, const tprt_tensor_t* scale, const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis), \
     (data, scale, global_scale, x, format, axis)) \
   X(moe_route, (const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k, bool normalize), \
@@ -86,6 +89,8 @@ extern "C" {
 #define TPRT_BACKEND_COLLECTIVES(X) \
   X(all_reduce, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, tprt_order_t order), \
     (rank, axes_mask, in, out, order)) \
+  X(all_reduce_max, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out), \
+    (rank, axes_mask, in, out)) \
   X(all_gather, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim), \
     (rank, axes_mask, in, out, dim)) \
   X(reduce_scatter, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim, tprt_order_t order), \

@@ -114,6 +114,7 @@ static tprt_status_t tprt__check_call(const tprt__call_t* call, const tprt_rank_
   switch (call->kind) {
     case TPRT__ALL_REDUCE:
       TPRT__RETURN_IF_ERROR(tprt__check_reducible(name, "in", &call->in));
+      if (call->max) return tprt__check_out(call, &expected, " (a max keeps in's dtype)");
       TPRT__RETURN_IF_ERROR(tprt__check_reducible(name, "out", &call->out));
       TPRT__RETURN_IF_ERROR(tprt__check_order(call, rank));
       expected.dtype = call->out.dtype;
@@ -161,7 +162,10 @@ static void tprt__format_signature(const tprt__call_t* call, char* buf, size_t s
   tprt__format_tensor(&call->out, out, sizeof out);
   switch (call->kind) {
     case TPRT__ALL_REDUCE:
-      snprintf(buf, size, "%s(in %s, out %s, order %s)", call->name, in, out, tprt__order_name(call->order));
+      if (call->max)
+        snprintf(buf, size, "%s(in %s, out %s, max)", call->name, in, out);
+      else
+        snprintf(buf, size, "%s(in %s, out %s, order %s)", call->name, in, out, tprt__order_name(call->order));
       break;
     case TPRT__REDUCE_SCATTER:
       snprintf(buf, size, "%s(in %s, out %s, dim %d, order %s)", call->name, in, out, call->dim,
@@ -242,6 +246,11 @@ static tprt_status_t tprt__collective_run(tprt_rank_t* rank, tprt__call_t* call,
 tprt_status_t tprt_all_reduce(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out,
                               tprt_order_t order) {
   tprt__call_t call = {.kind = TPRT__ALL_REDUCE, .name = "all_reduce", .mask = axes_mask, .order = order};
+  return tprt__collective_run(rank, &call, in, out);
+}
+
+tprt_status_t tprt_all_reduce_max(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out) {
+  tprt__call_t call = {.kind = TPRT__ALL_REDUCE, .name = "all_reduce", .mask = axes_mask, .max = true};
   return tprt__collective_run(rank, &call, in, out);
 }
 

@@ -1,4 +1,4 @@
-// Collectives over the groups of a world's mesh (tprt_world.h): all-reduce, all-gather,
+// Collectives over the groups of a world's mesh (tprt_world.h): all-reduce (sum or max), all-gather,
 // reduce-scatter, all-to-all, their asynchronous forms and a barrier.
 //
 // Every member of a group must call the same collectives on that group in the same order, with
@@ -54,6 +54,14 @@ typedef struct tprt_future_t tprt_future_t;
 /// Equivalent to: ncclAllReduce with ncclSum (deterministic).
 tprt_status_t tprt_all_reduce(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out,
                               tprt_order_t order) TPRT_MUST_USE_RESULT;
+
+/// The elementwise maximum of |in| over the group into |out| (in's shape and dtype: bf16, f16 or
+/// f32) on every member. Exact, so the order does not matter: the largest value with NaN skipped
+/// (NaN only where every member has one) and +0 above -0. tp.all_reduce {reduce = "max"}: the
+/// whole tensor's amax from the amaxes of its shards.
+/// Equivalent to: ncclAllReduce with ncclMax (for inputs without NaN and signed zeros).
+tprt_status_t tprt_all_reduce_max(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in,
+                                  tprt_tensor_t* out) TPRT_MUST_USE_RESULT;
 
 /// Concatenates the members' |in| along |dim| in group-rank order into |out|, whose dim |dim| is
 /// the group size times in's and whose other dims and dtype are in's.

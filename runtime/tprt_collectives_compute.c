@@ -69,6 +69,22 @@ static void tprt__reduce(void* const* inputs, int group_size, int in_dtype, int6
   }
 }
 
+// The elementwise maximum of the |group_size| inputs' |count| elements into |out| (in's dtype):
+// the largest value, NaN skipped (NaN only where every member has one), +0 above -0. Each member
+// compares the same values and keeps one of them, so every member gets the same bits in any order.
+static void tprt__reduce_max(void* const* inputs, int group_size, int dtype, int64_t count, void* out) {
+  float values[TPRT__REDUCE_BLOCK], best[TPRT__REDUCE_BLOCK];
+  for (int64_t base = 0; base < count; base += TPRT__REDUCE_BLOCK) {
+    int n = count - base < TPRT__REDUCE_BLOCK ? (int)(count - base) : TPRT__REDUCE_BLOCK;
+    tprt__load_f32(inputs[0], dtype, base, n, best);
+    for (int g = 1; g < group_size; ++g) {
+      tprt__load_f32(inputs[g], dtype, base, n, values);
+      for (int i = 0; i < n; ++i) best[i] = tprt_max_keep(best[i], values[i]);
+    }
+    tprt__store_f32(out, dtype, base, n, best);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
@@ -128,6 +144,10 @@ void tprt__collective_compute(const tprt__call_t* call, void* const* inputs) {
   int g_size = call->group_size;
   switch (call->kind) {
     case TPRT__ALL_REDUCE:
+      if (call->max) {
+        tprt__reduce_max(inputs, g_size, in->dtype, tprt_tensor_numel(in), out->data);
+        return;
+      }
       tprt__reduce(inputs, g_size, in->dtype, 0, tprt_tensor_numel(in), out->data, out->dtype, 0, call->order);
       return;
     case TPRT__REDUCE_SCATTER: {

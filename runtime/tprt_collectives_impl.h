@@ -28,6 +28,7 @@ typedef struct tprt__call_t {
   int dim;         // gather, scatter and split dim
   int concat_dim;  // all_to_all only
   tprt_order_t order;
+  bool max;  // all_reduce only: the elementwise maximum instead of the sum
   int group_size;
   int group_index;
 } tprt__call_t;

@@ -20,6 +20,8 @@
 #define TPRT_AXIS_COLUMNWISE 1
 #define TPRT_ORDER_ANY 0
 #define TPRT_ORDER_CANONICAL 1
+#define TPRT_REDUCE_SUM 0
+#define TPRT_REDUCE_MAX 1
 
 // tp.mesh
 #define TPRT_MESH_NAME "tp.mesh"
@@ -141,13 +143,21 @@
 #define TPRT_ATTENTION_KVCACHE_ATTR_CAUSAL 2
 #define TPRT_ATTENTION_KVCACHE_ATTR_SCALE 3
 
+// tp.amax
+#define TPRT_AMAX_NAME "tp.amax"
+#define TPRT_AMAX_NUM_SLOTS 2
+#define TPRT_AMAX_SLOT_X 0
+#define TPRT_AMAX_SLOT_AMAX 1
+#define TPRT_AMAX_NUM_ATTRS 0
+
 // tp.quantize
 #define TPRT_QUANTIZE_NAME "tp.quantize"
-#define TPRT_QUANTIZE_NUM_SLOTS 4
+#define TPRT_QUANTIZE_NUM_SLOTS 5
 #define TPRT_QUANTIZE_SLOT_X 0
-#define TPRT_QUANTIZE_SLOT_DATA 1
-#define TPRT_QUANTIZE_SLOT_SCALE 2
-#define TPRT_QUANTIZE_SLOT_GLOBAL_SCALE 3
+#define TPRT_QUANTIZE_SLOT_AMAX 1
+#define TPRT_QUANTIZE_SLOT_DATA 2
+#define TPRT_QUANTIZE_SLOT_SCALE 3
+#define TPRT_QUANTIZE_SLOT_GLOBAL_SCALE 4
 #define TPRT_QUANTIZE_NUM_ATTRS 2
 #define TPRT_QUANTIZE_ATTR_FORMAT 0
 #define TPRT_QUANTIZE_ATTR_AXIS 1
@@ -366,10 +376,11 @@
 #define TPRT_ALL_REDUCE_NUM_SLOTS 2
 #define TPRT_ALL_REDUCE_SLOT_INPUT 0
 #define TPRT_ALL_REDUCE_SLOT_OUTPUT 1
-#define TPRT_ALL_REDUCE_NUM_ATTRS 3
+#define TPRT_ALL_REDUCE_NUM_ATTRS 4
 #define TPRT_ALL_REDUCE_ATTR_MESH 0
 #define TPRT_ALL_REDUCE_ATTR_AXES 1
 #define TPRT_ALL_REDUCE_ATTR_ORDER 2
+#define TPRT_ALL_REDUCE_ATTR_REDUCE 3
 
 // tp.all_gather
 #define TPRT_ALL_GATHER_NAME "tp.all_gather"
@@ -492,6 +503,7 @@
   X(rope) \
   X(attention) \
   X(attention_kvcache) \
+  X(amax) \
   X(quantize) \
   X(dequantize) \
   X(moe_route) \

@@ -1,4 +1,5 @@
 // tprt_cpu_quantize / tprt_cpu_dequantize: FP8 (per-tensor current scaling), MXFP8 and NVFP4,
+// and tprt_cpu_amax, the per-tensor amax that tprt_cpu_quantize_with_amax takes instead of x's own,
 // bit for bit the algorithms of research/gtp-grouped-quant.md §(b) (TransformerEngine's), with
 // the layouts of docs/dialect.md ("Quantization ops") and dialect/tpc_verify_quant.c:
 //   fp8_e4m3/e5m2  data [M,K] (columnwise [K,M]), scale f32[1] = scale_inv
@@ -140,24 +141,57 @@ static float tprt__max_finite(int dtype) {
   }
 }
 
+tprt_status_t tprt__check_amax(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* amax, int format) {
+  char a[96];
+  tprt_status_t s = x ? tprt__check(op, "x", x, -1, TPRT__FLOATS) : NULL;
+  if (!s) s = tprt__check(op, "amax", amax, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s && amax->dims[0] != 1)
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: amax must be [1] f32; got %s", op,
+                         tprt__shape_str(amax, a, sizeof a));
+  if (!s && !x && format == TPRT_QUANT_MXFP8)
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                         "%s: mxfp8 scales every block by its own amax and takes no amax operand", op);
+  return s;
+}
+
+// max |x| over the n elements of x, NaN skipped (a NaN compares false).
+static float tprt__amax_of(const tprt_tensor_t* x) {
+  float amax = 0.0f;
+  int64_t n = tprt_tensor_numel(x);
+  for (int64_t i = 0; i < n; ++i) {
+    float a = tprt__fabs(tprt__ld(x->data, x->dtype, i));
+    if (a > amax) amax = a;
+  }
+  return amax;
+}
+
+tprt_status_t tprt_cpu_amax(const tprt_tensor_t* x, tprt_tensor_t* amax) {
+  tprt_status_t s = tprt__check_amax("amax", x, amax, 0);
+  if (s) return s;
+  ((float*)amax->data)[0] = tprt__amax_of(x);
+  return NULL;
+}
+
 tprt_status_t tprt_cpu_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                 tprt_tensor_t* global_scale, int format, int axis) {
+  return tprt_cpu_quantize_with_amax(x, NULL, data, scale, global_scale, format, axis);
+}
+
+tprt_status_t tprt_cpu_quantize_with_amax(const tprt_tensor_t* x, const tprt_tensor_t* amax_in, tprt_tensor_t* data,
+                                          tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis) {
   const char* op = "quantize";
   tprt__quant_layout_t l;
   tprt_status_t s = tprt__check_quant(op, x, data, scale, global_scale, format, axis, &l);
+  if (!s && amax_in) s = tprt__check_amax(op, NULL, amax_in, format);
   if (s) return s;
-  int64_t m = x->dims[0], k = x->dims[1], n = m * k;
+  int64_t m = x->dims[0], k = x->dims[1];
   bool col = axis == TPRT_QUANT_COLUMNWISE, transposed = col && format != TPRT_QUANT_MXFP8;
   memset(scale->data, 0, tprt_tensor_bytes(scale));
   memset(data->data, 0, tprt_tensor_bytes(data));
   uint8_t* q = (uint8_t*)data->data;
   if (format == TPRT_QUANT_FP8_E4M3 || format == TPRT_QUANT_FP8_E5M2) {
     bool e4m3 = format == TPRT_QUANT_FP8_E4M3;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      float a = tprt__fabs(tprt__ld(x->data, x->dtype, i));
-      if (a > amax) amax = a;
-    }
+    float amax = amax_in ? tprt_quant_amax_operand(((const float*)amax_in->data)[0]) : tprt__amax_of(x);
     float sc, scale_inv;
     tprt_quant_fp8_scale(amax, e4m3, tprt__max_finite(x->dtype), &sc, &scale_inv);
     for (int64_t i = 0; i < m; ++i)
@@ -173,11 +207,7 @@ tprt_status_t tprt_cpu_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tpr
   int64_t outer = col ? k : m, nblocks = (col ? m : k) / bs;
   float s_dec = 1.0f, sdec_mul = 0.0f;
   if (format == TPRT_QUANT_NVFP4) {
-    float gamax = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      float a = tprt__fabs(tprt__ld(x->data, x->dtype, i));
-      if (a > gamax) gamax = a;
-    }
+    float gamax = amax_in ? tprt_quant_amax_operand(((const float*)amax_in->data)[0]) : tprt__amax_of(x);
     tprt_quant_nvfp4_global(gamax, &s_dec, &sdec_mul);
     ((float*)global_scale->data)[0] = s_dec;
   }

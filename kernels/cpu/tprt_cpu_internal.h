@@ -165,6 +165,11 @@ tprt_status_t tprt__check_quant(const char* op, const tprt_tensor_t* x, const tp
                                 const tprt_tensor_t* scale, const tprt_tensor_t* global, int format, int axis,
                                 tprt__quant_layout_t* out);
 
+/// The argument checks of tprt_cpu_amax (|x| a float tensor of rank >= 1; |amax| f32 [1]) and of
+/// the |amax| operand of tprt_cpu_quantize_with_amax (|x| NULL: f32 [1], and |format| fp8 or nvfp4),
+/// shared with the CUDA kernels.
+tprt_status_t tprt__check_amax(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* amax, int format);
+
 /// The segmented order of the contracted dimension N (docs/numerics.md, "Segmented contractions"):
 /// *out_rows gets N indices (scratch memory, free with tprt__scratch_free), or NULL for the plain
 /// order (segments == 1). INVALID_ARGUMENT names |op| when segments/blocks do not fit N and chunks.

@@ -96,6 +96,19 @@ tprt_status_t tprt_cpu_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_
 tprt_status_t tprt_cpu_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                 tprt_tensor_t* global_scale, int format, int axis) TPRT_MUST_USE_RESULT;
 
+/// tprt_cpu_quantize with the per-tensor amax taken from |amax| (f32 [1]: the amax of the whole
+/// tensor x is a shard of, made by tprt_cpu_amax and a max all-reduce) instead of x's own: the
+/// fp8 scale, or nvfp4's global scale and through it every E4M3 block scale. Bitwise the
+/// quantization of a tensor whose amax is |amax| (a NaN |amax| counts as 0, a negative one as
+/// its magnitude). |amax| NULL is tprt_cpu_quantize; mxfp8 takes none (INVALID_ARGUMENT).
+tprt_status_t tprt_cpu_quantize_with_amax(const tprt_tensor_t* x, const tprt_tensor_t* amax, tprt_tensor_t* data,
+                                          tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format,
+                                          int axis) TPRT_MUST_USE_RESULT;
+
+/// amax f32 [1] = max |x| over every element of x (bf16/f16/f32, any rank >= 1), NaN skipped
+/// (CUDA fmaxf semantics, as the quantize kernels take it); +0 for an empty or all-NaN x.
+tprt_status_t tprt_cpu_amax(const tprt_tensor_t* x, tprt_tensor_t* amax) TPRT_MUST_USE_RESULT;
+
 /// The inverse of tprt_cpu_quantize: x = data · scale (· global_scale), rounded once to x's dtype
 /// (bf16/f16/f32, independent of the quantized input's).
 tprt_status_t tprt_cpu_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,

@@ -18,6 +18,11 @@
 /// |v| (clears the sign bit; a NaN stays NaN).
 TPRT_HD float tprt_quant_fabs(float v) { return tprt_f32_from_bits(tprt_f32_bits(v) & 0x7FFFFFFFu); }
 
+/// An amax operand (the whole tensor's amax: tp.amax of each shard, then a max all-reduce) as the
+/// scales read it: |a|, and 0 for NaN, so that it can never differ from the amax of a tensor
+/// itself, where a NaN element counts for nothing. tp.amax never makes a NaN or a negative value.
+TPRT_HD float tprt_quant_amax_operand(float a) { return a != a ? 0.0f : tprt_quant_fabs(a); }
+
 /// Per-tensor fp8 (current scaling, TE's): the multiplier |sc| for an input whose largest
 /// magnitude is |amax| (NaN never counts: callers skip it), and the stored scale_inv = 1/sc.
 /// |max_finite| is the input dtype's largest finite value (TE's value_for_inf).

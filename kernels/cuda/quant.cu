@@ -1,8 +1,10 @@
-// tprt_cuda_quantize and tprt_cuda_dequantize, bitwise equal to cpu_quant.c: the arithmetic is
+// tprt_cuda_amax, tprt_cuda_quantize(_with_amax) and tprt_cuda_dequantize, bitwise equal to
+// cpu_quant.c: the arithmetic is
 // tprt_quant.h's, shared with the CPU kernels; the layouts (rowwise, columnwise, transposed packed
 // data, padded scale tensors) are the CPU kernels' loops, one thread per element or per block.
 //   per-tensor fp8:  amax (a max is order-free: an atomic max of the non-negative bit patterns,
-//                    NaN skipped as the CPU's comparison skips it) -> one thread computes the scale
+//                    NaN skipped as the CPU's comparison skips it; or the amax operand, read as
+//                    tprt_quant_amax_operand reads it) -> one thread computes the scale
 //                    -> one thread per element;
 //   mxfp8 / nvfp4:   (nvfp4: global amax and scale first) one thread per block of 32 / 16 values,
 //                    which writes the block's scale byte and its codes (a block's nibbles are whole
@@ -26,10 +28,12 @@ static __global__ void tprt__amax_kernel(const void* __restrict__ x, int dtype, 
   if (threadIdx.x == 0) atomicMax(out, block_max);
 }
 
-// scalars[0] = amax bits (in); fp8: scalars[1] = sc, scale[0] = 1/sc; nvfp4: s_dec, sdec_mul.
-static __global__ void tprt__scales_kernel(unsigned* __restrict__ scalars, int format, float max_finite,
-                                           float* __restrict__ scale, float* __restrict__ global) {
-  const float amax = tprt_f32_from_bits(scalars[0]);
+// scalars[0] = amax bits (in), or |amax_in| (an amax operand) when given; fp8: scalars[1] = sc,
+// scale[0] = 1/sc; nvfp4: s_dec, sdec_mul.
+static __global__ void tprt__scales_kernel(unsigned* __restrict__ scalars, const float* __restrict__ amax_in,
+                                           int format, float max_finite, float* __restrict__ scale,
+                                           float* __restrict__ global) {
+  const float amax = amax_in ? tprt_quant_amax_operand(*amax_in) : tprt_f32_from_bits(scalars[0]);
   float* f = (float*)scalars;
   if (format == TPRT_QF_NVFP4) {
     float s_dec, mul;
@@ -98,10 +102,31 @@ static float tprt__max_finite_of(int dtype) {
   return dtype == TPRT_DTYPE_BF16 ? tprt_bf16_to_f32(0x7F7Fu) : dtype == TPRT_DTYPE_F16 ? 65504.0f : FLT_MAX;
 }
 
+extern "C" tprt_status_t tprt_cuda_amax(const tprt_tensor_t* x, tprt_tensor_t* amax, cudaStream_t stream) {
+  tprt_status_t s = tprt__check_amax("amax", x, amax, 0);
+  if (s) return s;
+  const int64_t n = tprt_tensor_numel(x);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(amax->data, 0, sizeof(float), stream));  // +0: an empty x's amax
+  if (n == 0) return NULL;
+  const unsigned threads = TPRT__CUDA_EW_THREADS;
+  tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n,
+                                                                              (unsigned*)amax->data);
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}
+
 extern "C" tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                             tprt_tensor_t* global_scale, int format, int axis, cudaStream_t stream) {
+  return tprt_cuda_quantize_with_amax(x, NULL, data, scale, global_scale, format, axis, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, const tprt_tensor_t* amax,
+                                                      tprt_tensor_t* data, tprt_tensor_t* scale,
+                                                      tprt_tensor_t* global_scale, int format, int axis,
+                                                      cudaStream_t stream) {
   tprt__quant_layout_t l;
   tprt_status_t s = tprt__check_quant("quantize", x, data, scale, global_scale, format, axis, &l);
+  if (!s && amax) s = tprt__check_amax("quantize", NULL, amax, format);
   if (s) return s;
   const int64_t m = x->dims[0], k = x->dims[1], n = m * k;
   const bool col = axis == TPRT_QUANT_COLUMNWISE, transposed = col && format != TPRT_QUANT_MXFP8;
@@ -112,14 +137,17 @@ extern "C" tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_
   cudaError_t err = cudaMemsetAsync(scalars, 0, 4 * sizeof(unsigned), stream);
   const bool per_tensor = format == TPRT_QUANT_FP8_E4M3 || format == TPRT_QUANT_FP8_E5M2;
   const unsigned threads = TPRT__CUDA_EW_THREADS;
-  if (err == cudaSuccess && n > 0 && (per_tensor || format == TPRT_QUANT_NVFP4)) {
-    tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, format, tprt__max_finite_of(x->dtype), (float*)scale->data,
-                                             global_scale ? (float*)global_scale->data : NULL);
-  } else if (err == cudaSuccess && per_tensor) {  // an empty tensor: scale 1
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, format, tprt__max_finite_of(x->dtype), (float*)scale->data, NULL);
+  // The per-tensor amax: the operand's, or x's own (an empty x keeps the zeroed scalars: amax 0).
+  const float* amax_in = amax ? (const float*)amax->data : NULL;
+  if (err == cudaSuccess && per_tensor) {
+    if (n > 0 && !amax_in)
+      tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
+    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, tprt__max_finite_of(x->dtype),
+                                             (float*)scale->data, NULL);
   } else if (err == cudaSuccess && format == TPRT_QUANT_NVFP4) {
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, format, 0.0f, NULL, (float*)global_scale->data);
+    if (n > 0 && !amax_in)
+      tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
+    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, 0.0f, NULL, (float*)global_scale->data);
   }
   if (err == cudaSuccess) err = cudaGetLastError();
   if (err == cudaSuccess && n > 0) {

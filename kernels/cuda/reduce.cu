@@ -1,4 +1,5 @@
-// tprt_cuda_reduce_staged: the summing half of the CUDA backend's reducing collectives. The
+// tprt_cuda_reduce_staged: the summing half of the CUDA backend's reducing collectives (and
+// tprt_cuda_max_staged the maximum of a max all-reduce, for ranks that share GPUs). The
 // group's inputs arrive by pure NCCL data movement (all-gather or send/recv) into one staged
 // buffer [group][n]; this kernel adds them in the order of the CPU collectives
 // (runtime/tprt_collectives_compute.c, docs/runtime.md): canonical = the fixed pairwise tree over
@@ -67,4 +68,40 @@ extern "C" tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, 
     default:
       return tprt__reduce_launch_out<TPRT_DTYPE_F32>(staged, group, n, out, out_dtype, canonical, stream);
   }
+}
+
+// The maximum of every member's element i, kept as the CPU keeps it (tprt_max_keep); the
+// values are loaded and stored in one dtype, exactly.
+template <int D>
+static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+    tprt__max_staged_kernel(const void* __restrict__ staged, int group, int64_t n, void* __restrict__ out) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float m = tprt__cuda_ld(staged, D, i);
+    for (int g = 1; g < group; ++g) m = tprt_max_keep(m, tprt__cuda_ld(staged, D, (int64_t)g * n + i));
+    tprt__cuda_st(out, D, i, m);
+  }
+}
+
+extern "C" tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
+                                              cudaStream_t stream) {
+  const int floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
+  if (group < 1 || group > TPRT_MAX_WORLD_SIZE || dtype < 0 || !((floats >> dtype) & 1) || n < 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "max_staged: group=%d (1..%d), a float dtype (got %s) and "
+                            "n=%lld >= 0 expected", group, TPRT_MAX_WORLD_SIZE, tprt_dtype_name(dtype), (long long)n);
+  if (n == 0) return NULL;
+  dim3 grid(tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS));
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      tprt__max_staged_kernel<TPRT_DTYPE_BF16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(staged, group, n, out);
+      break;
+    case TPRT_DTYPE_F16:
+      tprt__max_staged_kernel<TPRT_DTYPE_F16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(staged, group, n, out);
+      break;
+    default:
+      tprt__max_staged_kernel<TPRT_DTYPE_F32><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(staged, group, n, out);
+      break;
+  }
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
 }

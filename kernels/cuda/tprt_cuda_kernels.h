@@ -418,6 +418,11 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
 tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                  tprt_tensor_t* global_scale, int format, int axis,
                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cpu_quantize_with_amax and tprt_cpu_amax, bitwise (kernels/cuda/quant.cu).
+tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, const tprt_tensor_t* amax, tprt_tensor_t* data,
+                                           tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis,
+                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_amax(const tprt_tensor_t* x, tprt_tensor_t* amax, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
                                    const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis,
                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -428,6 +433,12 @@ tprt_status_t tprt_cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_
 /// Float dtypes only. kernels/cuda/reduce.cu.
 tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
                                       int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The maximum half of a max all-reduce: out[i] = the maximum of staged[g·n + i] over the |group|
+/// members as the CPU collectives keep it (tprt_max_keep: NaN skipped, +0 above -0), in |dtype|
+/// (bf16, f16 or f32) for both. kernels/cuda/reduce.cu.
+tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
+                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// dst = src: a byte copy when the dtypes match, else a bf16/f16/f32 conversion through f32 (RNE):
 /// bitwise tprt_cpu_copy. kernels/cuda/philox.cu.

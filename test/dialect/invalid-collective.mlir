@@ -214,3 +214,13 @@ func.func @all_gather_type_change(%x: tensor<8x64xf32>) -> tensor<32x64xbf16> {
   %y = "tp.all_gather"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<32x64xbf16>
   return %y : tensor<32x64xbf16>
 }
+
+// -----
+
+/// collective.reduce: a max all-reduce returns one of its inputs, so it keeps their element type.
+"tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+func.func @all_reduce_max_rounds(%x: tensor<1xf32>) -> tensor<1xbf16> {
+  // expected-error@+1 {{'tp.all_reduce' op violates rule collective.reduce: reduce = "max" takes a bf16, f16 or f32 input and keeps its element type; got tensor<1xf32> -> tensor<1xbf16>}}
+  %y = "tp.all_reduce"(%x) {mesh = @world, axes = ["gtp"], reduce = "max"} : (tensor<1xf32>) -> tensor<1xbf16>
+  return %y : tensor<1xbf16>
+}

@@ -144,3 +144,39 @@ func.func @quantize_nvfp4_bf16_global_scale(%x: tensor<128x64xbf16>) -> (tensor<
   %d, %s, %g = "tp.quantize"(%x) {format = "nvfp4"} : (tensor<128x64xbf16>) -> (tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xbf16>)
   return %d, %s, %g : tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xbf16>
 }
+
+// -----
+
+/// amax.input: the amax is a maximum over float values; an integer tensor has none to scale.
+func.func @amax_of_integers(%x: tensor<32x64xi32>) -> tensor<1xf32> {
+  // expected-error@+1 {{'tp.amax' op violates rule amax.input: x must be a bf16, f16 or f32 tensor of rank >= 1; got tensor<32x64xi32>}}
+  %a = "tp.amax"(%x) : (tensor<32x64xi32>) -> tensor<1xf32>
+  return %a : tensor<1xf32>
+}
+
+// -----
+
+/// amax.result: the amax is one f32 (tensor<1xf32>, the shape tp.quantize's amax operand takes).
+func.func @amax_bf16_result(%x: tensor<32x64xbf16>) -> tensor<1xbf16> {
+  // expected-error@+1 {{'tp.amax' op violates rule amax.result: the amax must be tensor<1xf32>; got tensor<1xbf16>}}
+  %a = "tp.amax"(%x) : (tensor<32x64xbf16>) -> tensor<1xbf16>
+  return %a : tensor<1xbf16>
+}
+
+// -----
+
+/// quant.amax: the amax operand is the whole tensor's amax, one f32; a per-row amax is not one.
+func.func @quantize_fp8_per_row_amax(%x: tensor<32x64xbf16>, %a: tensor<32xf32>) -> (tensor<32x64xf8E4M3FN>, tensor<1xf32>) {
+  // expected-error@+1 {{'tp.quantize' op violates rule quant.amax: the amax operand must be tensor<1xf32>; got tensor<32xf32>}}
+  %d, %s = "tp.quantize"(%x, %a) {format = "fp8_e4m3"} : (tensor<32x64xbf16>, tensor<32xf32>) -> (tensor<32x64xf8E4M3FN>, tensor<1xf32>)
+  return %d, %s : tensor<32x64xf8E4M3FN>, tensor<1xf32>
+}
+
+// -----
+
+/// quant.amax-format: MXFP8 scales each 32-element block by its own amax; a tensor amax would be ignored.
+func.func @quantize_mxfp8_with_amax(%x: tensor<32x64xbf16>, %a: tensor<1xf32>) -> (tensor<32x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>) {
+  // expected-error@+1 {{'tp.quantize' op violates rule quant.amax-format: mxfp8 scales every block by its own amax and takes no amax operand; only fp8_e4m3, fp8_e5m2 and nvfp4 do}}
+  %d, %s = "tp.quantize"(%x, %a) {format = "mxfp8"} : (tensor<32x64xbf16>, tensor<1xf32>) -> (tensor<32x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+  return %d, %s : tensor<32x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>
+}

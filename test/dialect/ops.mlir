@@ -282,6 +282,38 @@ func.func @quantize_dequantize_fp8_e4m3_rowwise(%x: tensor<128x64xbf16>) -> tens
 
 // -----
 
+/// tp.amax of a shard, completed by a max all-reduce, then the shard quantized with the whole
+/// tensor's amax (what tp-gtp emits for a per-tensor FP8 weight).
+// CHECK-LABEL: func.func @amax_all_reduce_quantize_fp8(
+// CHECK-SAME:    %[[X:.*]]: tensor<64x64xbf16>)
+// CHECK-NEXT:    %[[A:.*]] = "tp.amax"(%[[X]]) : (tensor<64x64xbf16>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[M:.*]] = "tp.all_reduce"(%[[A]]) {axes = ["gtp"], mesh = @world, reduce = "max"} : (tensor<1xf32>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[Q:.*]]:2 = "tp.quantize"(%[[X]], %[[M]]) {format = "fp8_e4m3"} : (tensor<64x64xbf16>, tensor<1xf32>) -> (tensor<64x64xf8E4M3FN>, tensor<1xf32>)
+// CHECK-NEXT:    return %[[Q]]#0, %[[Q]]#1
+"tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+func.func @amax_all_reduce_quantize_fp8(%x: tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<1xf32>) {
+  %a = "tp.amax"(%x) : (tensor<64x64xbf16>) -> tensor<1xf32>
+  %m = "tp.all_reduce"(%a) {mesh = @world, axes = ["gtp"], reduce = "max"} : (tensor<1xf32>) -> tensor<1xf32>
+  %data, %scale = "tp.quantize"(%x, %m) {format = "fp8_e4m3"}
+      : (tensor<64x64xbf16>, tensor<1xf32>) -> (tensor<64x64xf8E4M3FN>, tensor<1xf32>)
+  return %data, %scale : tensor<64x64xf8E4M3FN>, tensor<1xf32>
+}
+
+// -----
+
+/// NVFP4 with an amax operand: the global scale (and so every E4M3 block scale) from that amax.
+// CHECK-LABEL: func.func @quantize_nvfp4_with_amax(
+// CHECK-SAME:    %[[X:.*]]: tensor<128x64xf32>, %[[A:.*]]: tensor<1xf32>)
+// CHECK-NEXT:    %[[Q:.*]]:3 = "tp.quantize"(%[[X]], %[[A]]) {format = "nvfp4"} : (tensor<128x64xf32>, tensor<1xf32>) -> (tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xf32>)
+func.func @quantize_nvfp4_with_amax(%x: tensor<128x64xf32>, %a: tensor<1xf32>)
+    -> (tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xf32>) {
+  %data, %scale, %global = "tp.quantize"(%x, %a) {format = "nvfp4"}
+      : (tensor<128x64xf32>, tensor<1xf32>) -> (tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xf32>)
+  return %data, %scale, %global : tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<1xf32>
+}
+
+// -----
+
 /// Per-tensor FP8 E4M3, columnwise: data is transposed to [K,M] (Hopper FP8 GEMMs are TN only).
 // CHECK-LABEL: func.func @quantize_dequantize_fp8_e4m3_columnwise(
 // CHECK-SAME:    %[[X:.*]]: tensor<128x64xbf16>)

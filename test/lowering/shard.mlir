@@ -174,3 +174,32 @@ func.func @moe_sequence_parallel(%x: tensor<16x128xbf16>, %r: tensor<4x128xbf16>
   %y = "tp.moe_unpermute"(%o, %m, %w) : (tensor<32x128xbf16>, tensor<32xi32>, tensor<16x2xf32>) -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
+
+// -----
+
+/// [Rule: tp.amax, and a quantize that takes it] the amax of a sharded tensor is each rank's amax
+/// of its shard, completed by a max all-reduce over the axes that shard it (tp for the row-parallel
+/// weight's K, dp for the tokens of y): the whole tensor's amax, replicated. A quantize with that
+/// amax may take a sharded x: NVFP4 data and block scales keep x's layout (128 rows, 8 scale
+/// columns per rank: whole tiles), the global scale is replicated.
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+// CHECK-LABEL: func.func @amax_row_nvfp4(
+// CHECK-SAME:      %[[W2:[^:]*]]: tensor<128x128xbf16> {tp.shard = {axes = {{\[\[\], \["tp"\]\]}}
+// CHECK:         %[[A:.*]] = "tp.amax"(%[[W2]]) : (tensor<128x128xbf16>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[M:.*]] = "tp.all_reduce"(%[[A]]) {axes = ["tp"], mesh = @world, reduce = "max"} : (tensor<1xf32>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[Q:.*]]:3 = "tp.quantize"(%[[W2]], %[[M]]) {format = "nvfp4"} : (tensor<128x128xbf16>, tensor<1xf32>) -> (tensor<128x128xf4E2M1FN>, tensor<128x8xf8E4M3FN>, tensor<1xf32>)
+// CHECK-NEXT:    %[[D:.*]] = "tp.dequantize"(%[[Q]]#0, %[[Q]]#1, %[[Q]]#2) {format = "nvfp4"} : (tensor<128x128xf4E2M1FN>, tensor<128x8xf8E4M3FN>, tensor<1xf32>) -> tensor<128x128xbf16>
+// CHECK-NEXT:    %[[P:.*]] = "tp.linear"(%{{.*}}, %[[D]]) {parallel = "row", partial = true}
+// CHECK-NEXT:    %[[Y:.*]] = "tp.all_reduce"(%[[P]]) {axes = ["tp"], mesh = @world} : (tensor<4x128xf32>) -> tensor<4x128xbf16>
+// CHECK-NEXT:    %[[AY:.*]] = "tp.amax"(%[[Y]]) : (tensor<4x128xbf16>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[MY:.*]] = "tp.all_reduce"(%[[AY]]) {axes = ["dp"], mesh = @world, reduce = "max"} : (tensor<1xf32>) -> tensor<1xf32>
+// CHECK-NEXT:    return %[[Y]], %[[MY]]
+func.func @amax_row_nvfp4(%x: tensor<8x128xbf16>, %w1: tensor<256x128xbf16>, %w2: tensor<128x256xbf16>) -> (tensor<8x128xbf16>, tensor<1xf32>) {
+  %u = "tp.linear"(%x, %w1) {parallel = "column"} : (tensor<8x128xbf16>, tensor<256x128xbf16>) -> tensor<8x256xbf16>
+  %a = "tp.amax"(%w2) : (tensor<128x256xbf16>) -> tensor<1xf32>
+  %q, %s, %g = "tp.quantize"(%w2, %a) {format = "nvfp4"} : (tensor<128x256xbf16>, tensor<1xf32>) -> (tensor<128x256xf4E2M1FN>, tensor<128x16xf8E4M3FN>, tensor<1xf32>)
+  %d = "tp.dequantize"(%q, %s, %g) {format = "nvfp4"} : (tensor<128x256xf4E2M1FN>, tensor<128x16xf8E4M3FN>, tensor<1xf32>) -> tensor<128x256xbf16>
+  %y = "tp.linear"(%u, %d) {parallel = "row"} : (tensor<8x256xbf16>, tensor<128x256xbf16>) -> tensor<8x128xbf16>
+  %ay = "tp.amax"(%y) : (tensor<8x128xbf16>) -> tensor<1xf32>
+  return %y, %ay : tensor<8x128xbf16>, tensor<1xf32>
+}

@@ -1,4 +1,4 @@
-// A host emulation of the part of the CUDA runtime (and the two summing/copy kernels) that the
+// A host emulation of the part of the CUDA runtime (and the summing, maximum and copy kernels) that the
 // CUDA backend's collectives use, so that backend_cuda.c, backend_cuda_nccl.c and
 // backend_cuda_local.c can be checked on a machine without a GPU (cuda_local_check.c).
 //
@@ -496,7 +496,7 @@ __attribute__((destructor)) static void emu__free_all(void) {
 }
 
 //===----------------------------------------------------------------------===//
-// The two kernels the collectives launch, on the stream; the others and NCCL must not run
+// The kernels the collectives launch, on the stream; the others and NCCL must not run
 //===----------------------------------------------------------------------===//
 
 typedef struct {
@@ -529,6 +529,27 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
   emu__reduce_t* r = malloc(sizeof *r);
   *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, stream->device, n, out};
   emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__reduce, .arg = r});
+  return NULL;
+}
+
+// tprt_cuda_max_staged's arithmetic (reduce.cu): the maximum kept by tprt_max_keep, in one dtype.
+static void emu__max(void* arg) {
+  const emu__reduce_t* r = arg;
+  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "max_staged reads freed memory");
+  emu__check(r->out, tprt_dtype_bytes(r->in_dtype, r->n), r->device, "max_staged writes freed memory");
+  for (int64_t i = 0; i < r->n; ++i) {
+    float m = tprt_load_elem(r->staged, r->in_dtype, i);
+    for (int g = 1; g < r->group; ++g)
+      m = tprt_max_keep(m, tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i));
+    tprt_store_elem(r->out, r->in_dtype, i, m);
+  }
+}
+
+tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
+                                   cudaStream_t stream) {
+  emu__reduce_t* r = malloc(sizeof *r);
+  *r = (emu__reduce_t){staged, group, dtype, dtype, 0, stream->device, n, out};
+  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__max, .arg = r});
   return NULL;
 }
 

@@ -1,8 +1,9 @@
 // Unit tests of runtime/tprt_collectives, blocking calls: every collective at world sizes 1, 2,
 // 3, 4 and 8 and on a 2x4 mesh against references computed here (each gather and reduce-scatter
 // also through its *_start and tprt_wait), in-place all-reduce, and the exact bits of both
-// summation orders. Asynchronous interleavings are in test_collectives_async.c, argument errors
-// and cross-rank mismatches in test_collectives_errors.c; the helpers in test_collectives_util.h.
+// summation orders, and the max all-reduce's exact maximum. Asynchronous interleavings are in
+// test_collectives_async.c, argument errors and cross-rank mismatches in
+// test_collectives_errors.c; the helpers in test_collectives_util.h.
 //
 // Rank threads never assert: they store their results, and the test thread checks them after
 // tprt_world_run returns (the harness's failure flag is not thread-safe).
@@ -292,4 +293,61 @@ TPRT_TEST(reductions_round_once_to_nearest_even) {
   const float f16_tie[2] = {1.0f, 0x1p-11f}, f16_up[2] = {1.0f, 0x1.8p-10f};
   TPRT_EXPECT_EQ_BITS(reduce_bits(2, TPRT_DTYPE_F32, TPRT_DTYPE_F16, f16_tie, TPRT_ORDER_ANY), 0x3c00u);
   TPRT_EXPECT_EQ_BITS(reduce_bits(2, TPRT_DTYPE_F32, TPRT_DTYPE_F16, f16_up, TPRT_ORDER_ANY), 0x3c02u);
+}
+
+//===----------------------------------------------------------------------===//
+// The max all-reduce (tp.all_reduce {reduce = "max"}: an amax over shards)
+//===----------------------------------------------------------------------===//
+
+// Max-all-reduces one element per rank and returns the bits every rank got (checking they agree).
+static uint32_t max_bits(int size, int dtype, const float* values) {
+  test_order_t t = {.size = size, .in_dtype = dtype, .out_dtype = dtype, .max_ranks = 0xffu};
+  memcpy(t.values, values, sizeof(float) * (size_t)size);
+  tprt_world_options_t options = {.num_axes = 1, .axes = {{"x", size}}, .collective_timeout_s = 30};
+  tprt_world_t* world = NULL;
+  TPRT_EXPECT_OK(tprt_world_create(&options, tprt_allocator_system(), &world));
+  TPRT_EXPECT_OK(tprt_world_run(world, test_order_rank, &t));
+  tprt_world_destroy(world);
+  for (int r = 0; r < size; ++r) {
+    TPRT_EXPECT_OK(t.status[r]);
+    TPRT_EXPECT_EQ_BITS(t.bits[r], t.bits[0]);
+  }
+  return t.bits[0];
+}
+
+/// The largest value, whichever rank holds it: NaN is skipped (NaN only when every rank has one),
+/// +0 is above -0, and bf16 keeps its bits (nothing is rounded).
+TPRT_TEST(all_reduce_max_is_exact_in_any_order) {
+  const float a[3] = {1.5f, -3.0f, 2.25f}, b[3] = {2.25f, 1.5f, -3.0f};
+  TPRT_EXPECT_EQ_BITS(max_bits(3, TPRT_DTYPE_F32, a), test_f32_bits(2.25f));
+  TPRT_EXPECT_EQ_BITS(max_bits(3, TPRT_DTYPE_F32, b), test_f32_bits(2.25f));
+  const float zeros[2] = {-0.0f, 0.0f}, zeros_swapped[2] = {0.0f, -0.0f};
+  TPRT_EXPECT_EQ_BITS(max_bits(2, TPRT_DTYPE_F32, zeros), 0u);
+  TPRT_EXPECT_EQ_BITS(max_bits(2, TPRT_DTYPE_F32, zeros_swapped), 0u);
+  const float nan_first[3] = {NAN, -7.0f, NAN}, nan_last[2] = {-7.0f, NAN}, all_nan[2] = {NAN, NAN};
+  TPRT_EXPECT_EQ_BITS(max_bits(3, TPRT_DTYPE_F32, nan_first), test_f32_bits(-7.0f));
+  TPRT_EXPECT_EQ_BITS(max_bits(2, TPRT_DTYPE_F32, nan_last), test_f32_bits(-7.0f));
+  TPRT_EXPECT((max_bits(2, TPRT_DTYPE_F32, all_nan) & 0x7fffffffu) > 0x7f800000u);
+  const float infs[4] = {-INFINITY, 3.0f, 1.0f, INFINITY};
+  TPRT_EXPECT_EQ_BITS(max_bits(3, TPRT_DTYPE_F32, infs), test_f32_bits(3.0f));
+  TPRT_EXPECT_EQ_BITS(max_bits(4, TPRT_DTYPE_F32, infs), test_f32_bits(INFINITY));
+  const float eight[8] = {5.0f, 0.5f, 7.0f, 6.0f, 0.25f, 1.0f, 2.0f, 3.0f};
+  TPRT_EXPECT_EQ_BITS(max_bits(8, TPRT_DTYPE_F32, eight), test_f32_bits(7.0f));
+  const float bf[3] = {0.5f, 2.0f, -4.0f};
+  TPRT_EXPECT_EQ_BITS(max_bits(3, TPRT_DTYPE_BF16, bf), 0x4000u);
+  TPRT_EXPECT_EQ_BITS(max_bits(1, TPRT_DTYPE_F16, bf), 0x3800u);
+}
+
+/// A sum on one member and a max on the other do not match: both fail, naming both calls.
+TPRT_TEST(all_reduce_max_does_not_match_a_sum) {
+  test_order_t t = {.size = 2, .in_dtype = TPRT_DTYPE_F32, .out_dtype = TPRT_DTYPE_F32, .max_ranks = 0x2u};
+  tprt_world_options_t options = {.num_axes = 1, .axes = {{"x", 2}}, .collective_timeout_s = 30};
+  tprt_world_t* world = NULL;
+  TPRT_EXPECT_OK(tprt_world_create(&options, tprt_allocator_system(), &world));
+  TPRT_EXPECT_OK(tprt_world_run(world, test_order_rank, &t));
+  tprt_world_destroy(world);
+  for (int r = 0; r < 2; ++r)
+    TPRT_EXPECT_STATUS(t.status[r], TPRT_STATUS_INVALID_ARGUMENT,
+                       "group rank 0 (world rank 0) called all_reduce(in f32[1], out f32[1], order any); group rank 1 "
+                       "(world rank 1) called all_reduce(in f32[1], out f32[1], max)");
 }

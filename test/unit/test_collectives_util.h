@@ -259,7 +259,8 @@ typedef struct test_order_t {
   int in_dtype, out_dtype;
   float values[8];  // rank r contributes values[r]
   tprt_order_t order;
-  uint32_t bits[8];  // each rank's result
+  uint32_t max_ranks;  // bit r: rank r calls tprt_all_reduce_max instead
+  uint32_t bits[8];    // each rank's result
   tprt_status_t status[8];
 } test_order_t;
 
@@ -274,7 +275,8 @@ static inline tprt_status_t test_order_rank(tprt_rank_t* rank, void* user) {
   int64_t one = 1;
   tprt_tensor_t in = tprt_tensor_make(&in_storage, t->in_dtype, 1, &one);
   tprt_tensor_t out = tprt_tensor_make(&out_storage, t->out_dtype, 1, &one);
-  t->status[r] = tprt_all_reduce(rank, 1, &in, &out, t->order);
+  t->status[r] =
+      (t->max_ranks >> r) & 1 ? tprt_all_reduce_max(rank, 1, &in, &out) : tprt_all_reduce(rank, 1, &in, &out, t->order);
   t->bits[r] = out_storage;
   return NULL;
 }

@@ -1,6 +1,8 @@
 // Unit tests of tprt_cpu_quantize / tprt_cpu_dequantize: hand-checked bit patterns for every
 // format, an independent transcription of the research note's algorithms on random data
-// (rowwise and columnwise, padded scale shapes), round-trip error bounds, and argument errors.
+// (rowwise and columnwise, padded scale shapes), round-trip error bounds, and argument errors;
+// tprt_cpu_amax and tprt_cpu_quantize_with_amax: NaN, zero, inf and negative amaxes, x's own
+// amax as the operand, and row shards quantized with the whole tensor's amax.
 #include <float.h>
 
 #include "test_cpu_util.h"
@@ -290,5 +292,197 @@ TPRT_TEST(quant_invalid_arguments) {
   TPRT_EXPECT_STATUS(tprt_cpu_dequantize(&d4.t, &s4.t, &f.t, &d4.t, TPRT_QUANT_NVFP4, 0), TPRT_STATUS_INVALID_ARGUMENT,
                      "dequantize: x must be a rank-2 bf16, f16 or f32 tensor; got [32,64] f4E2M1FN");
   tc_tensor_t* all[] = {&x, &d, &s, &f, &x64, &d64, &d4, &s4};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// tprt_cpu_amax and tprt_cpu_quantize_with_amax (a shard quantized with the whole tensor's amax)
+//===----------------------------------------------------------------------===//
+
+// The outputs of one quantization of x[m,k]: data, scale and (nvfp4) global scale.
+typedef struct {
+  tc_tensor_t d, s, g;
+  bool nv;
+} q_out_t;
+
+static q_out_t q_make(int format, int axis, int64_t m, int64_t k) {
+  q_out_t o = {.nv = format == TPRT_QUANT_NVFP4};
+  bool tr = axis == TPRT_QUANT_COLUMNWISE;  // fp8 and nvfp4 store columnwise data transposed
+  int dt = o.nv ? TPRT_DTYPE_F4E2M1FN : format == TPRT_QUANT_FP8_E4M3 ? TPRT_DTYPE_F8E4M3FN : TPRT_DTYPE_F8E5M2;
+  o.d = tc_make(dt, 2, tr ? k : m, tr ? m : k);
+  if (o.nv)
+    o.s = tc_make(TPRT_DTYPE_F8E4M3FN, 2, rup(tr ? k : m, 128), rup((tr ? m : k) / 16, 4));
+  else
+    o.s = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+  o.g = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+  return o;
+}
+
+static void q_free(q_out_t* o) {
+  tc_free(&o->d);
+  tc_free(&o->s);
+  tc_free(&o->g);
+}
+
+// Quantizes |x| into |o|, with |amax| (NULL: x's own).
+static tprt_status_t q_run(const tprt_tensor_t* x, const tprt_tensor_t* amax, q_out_t* o, int format, int axis) {
+  return tprt_cpu_quantize_with_amax(x, amax, &o->d.t, &o->s.t, o->nv ? &o->g.t : NULL, format, axis);
+}
+
+static bool q_same(const q_out_t* a, const q_out_t* b) {
+  return tc_same_bytes(&a->d.t, &b->d.t) && tc_same_bytes(&a->s.t, &b->s.t) &&
+         (!a->nv || tc_same_bytes(&a->g.t, &b->g.t));
+}
+
+static const char* q_name(int format) {
+  return format == TPRT_QUANT_FP8_E4M3 ? "fp8_e4m3" : format == TPRT_QUANT_FP8_E5M2 ? "fp8_e5m2" : "nvfp4";
+}
+
+TPRT_TEST(amax_skips_nan_and_counts_inf) {
+  tc_tensor_t x = tc_make(TPRT_DTYPE_F32, 2, (int64_t)2, (int64_t)3), a = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+  const float v[6] = {1.0f, -5.0f, NAN, 2.0f, -0.0f, 3.0f};
+  memcpy(x.t.data, v, sizeof v);
+  TPRT_EXPECT_OK(tprt_cpu_amax(&x.t, &a.t));
+  TPRT_EXPECT_EQ_BITS(tc_bits(&a.t, 0), tprt_f32_bits(5.0f));  // the NaN is skipped, the sign dropped
+  ((float*)x.t.data)[4] = -INFINITY;
+  TPRT_EXPECT_OK(tprt_cpu_amax(&x.t, &a.t));
+  TPRT_EXPECT_EQ_BITS(tc_bits(&a.t, 0), tprt_f32_bits(INFINITY));
+  for (int i = 0; i < 6; ++i) ((float*)x.t.data)[i] = i % 2 ? NAN : -0.0f;  // nothing but NaN and -0: +0
+  TPRT_EXPECT_OK(tprt_cpu_amax(&x.t, &a.t));
+  TPRT_EXPECT_EQ_BITS(tc_bits(&a.t, 0), 0u);
+  // Any rank and float dtype; an empty tensor's amax is +0.
+  tc_tensor_t b = tc_make(TPRT_DTYPE_BF16, 3, (int64_t)2, (int64_t)2, (int64_t)2),
+              e = tc_make(TPRT_DTYPE_F16, 2, (int64_t)0, (int64_t)4);
+  for (int i = 0; i < 8; ++i) tc_set(&b.t, i, (float)(i - 6) * 0.5f);
+  TPRT_EXPECT_OK(tprt_cpu_amax(&b.t, &a.t));
+  TPRT_EXPECT_EQ_BITS(tc_bits(&a.t, 0), tprt_f32_bits(3.0f));
+  ((float*)a.t.data)[0] = 7.0f;
+  TPRT_EXPECT_OK(tprt_cpu_amax(&e.t, &a.t));
+  TPRT_EXPECT_EQ_BITS(tc_bits(&a.t, 0), 0u);
+  tc_tensor_t a2 = tc_make(TPRT_DTYPE_F32, 1, (int64_t)2), xi = tc_make(TPRT_DTYPE_I32, 1, (int64_t)4);
+  TPRT_EXPECT_STATUS(tprt_cpu_amax(&x.t, &a2.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "amax: amax must be [1] f32; got [2] f32");
+  TPRT_EXPECT_STATUS(tprt_cpu_amax(&xi.t, &a.t), TPRT_STATUS_INVALID_ARGUMENT,
+                     "amax: x must be a rank >= 1 bf16, f16 or f32 tensor; got [4] i32");
+  tc_tensor_t* all[] = {&x, &a, &b, &e, &a2, &xi};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
+}
+
+// x's own amax as the operand quantizes as x alone does, for every input the amax can see: NaN
+// elements (skipped by both), an all-zero tensor (amax 0: scale 1), infinities (amax inf).
+TPRT_TEST(quantize_with_own_amax_is_quantize) {
+  const int dtypes[2] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F32};
+  const int64_t m = 48, k = 64;
+  for (int dt = 0; dt < 2; ++dt)
+    for (int kind = 0; kind < 4; ++kind)
+      for (int format = TPRT_QUANT_FP8_E4M3; format <= TPRT_QUANT_NVFP4; ++format) {
+        if (format == TPRT_QUANT_MXFP8) continue;
+        for (int axis = 0; axis < 2; ++axis) {
+          tc_tensor_t x = tc_make(dtypes[dt], 2, m, k), a = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+          tc_fill(&x.t, 77 + (uint64_t)kind, -3.0, 3.0);
+          if (kind == 1)  // NaN elements, one of them where the amax would otherwise be
+            for (int64_t i = 0; i < m * k; i += 37) tc_set(&x.t, i, NAN);
+          if (kind == 2) memset(x.t.data, 0, tprt_tensor_bytes(&x.t));
+          if (kind == 3) {
+            tc_set(&x.t, 5, INFINITY);
+            tc_set(&x.t, 700, -INFINITY);
+          }
+          q_out_t own = q_make(format, axis, m, k), given = q_make(format, axis, m, k);
+          TPRT_EXPECT_OK(q_run(&x.t, NULL, &own, format, axis));
+          TPRT_EXPECT_OK(tprt_cpu_amax(&x.t, &a.t));
+          TPRT_EXPECT_OK(q_run(&x.t, &a.t, &given, format, axis));
+          if (!q_same(&own, &given))
+            TPRT__FAIL("%s %s %s input %d: quantize(x, amax(x)) differs from quantize(x)", q_name(format),
+                       axis ? "columnwise" : "rowwise", tprt_dtype_name(dtypes[dt]), kind);
+          if (kind == 2 && !own.nv) TPRT_EXPECT_EQ_BITS(tc_bits(&own.s.t, 0), tprt_f32_bits(1.0f));
+          q_free(&own);
+          q_free(&given);
+          tc_free(&x);
+          tc_free(&a);
+        }
+      }
+}
+
+// Operands the amax op never makes are read as it would have made them: NaN as 0 (a NaN element
+// counts for nothing), a negative amax as its magnitude; 0 and inf both give scale 1 (fp8) and
+// S_enc = 1 (nvfp4), as for a tensor whose own amax is 0 or inf.
+TPRT_TEST(quantize_amax_operand_edge_cases) {
+  const int64_t m = 32, k = 32;
+  tc_tensor_t x = tc_make(TPRT_DTYPE_F32, 2, m, k), a = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+  tc_fill(&x.t, 5, -2.0, 2.0);
+  const float edges[4] = {0.0f, NAN, INFINITY, -0.0f};
+  for (int format = TPRT_QUANT_FP8_E4M3; format <= TPRT_QUANT_NVFP4; ++format) {
+    if (format == TPRT_QUANT_MXFP8) continue;
+    q_out_t ref = q_make(format, 0, m, k), got = q_make(format, 0, m, k);
+    ((float*)a.t.data)[0] = 0.0f;
+    TPRT_EXPECT_OK(q_run(&x.t, &a.t, &ref, format, 0));
+    if (ref.nv)
+      TPRT_EXPECT_EQ_BITS(tc_bits(&ref.g.t, 0), tprt_f32_bits(1.0f));
+    else
+      TPRT_EXPECT_EQ_BITS(tc_bits(&ref.s.t, 0), tprt_f32_bits(1.0f));
+    for (int e = 1; e < 4; ++e) {
+      ((float*)a.t.data)[0] = edges[e];
+      TPRT_EXPECT_OK(q_run(&x.t, &a.t, &got, format, 0));
+      if (!q_same(&ref, &got)) TPRT__FAIL("%s: amax %g quantizes unlike amax 0", q_name(format), (double)edges[e]);
+    }
+    q_out_t pos = q_make(format, 0, m, k);
+    ((float*)a.t.data)[0] = 1.5f;
+    TPRT_EXPECT_OK(q_run(&x.t, &a.t, &pos, format, 0));
+    ((float*)a.t.data)[0] = -1.5f;
+    TPRT_EXPECT_OK(q_run(&x.t, &a.t, &got, format, 0));
+    if (!q_same(&pos, &got)) TPRT__FAIL("%s: amax -1.5 quantizes unlike amax 1.5", q_name(format));
+    q_free(&ref);
+    q_free(&got);
+    q_free(&pos);
+  }
+  tc_free(&x);
+  tc_free(&a);
+}
+
+// The GTP claim at the kernel: row shards quantized with the whole tensor's amax are the whole
+// tensor's quantization, row for row (data, NVFP4 block scales; the per-tensor scales equal), and
+// with its own amax the first is not (rows whose magnitudes grow give each shard its own amax).
+TPRT_TEST(shards_quantized_with_whole_amax_are_the_whole) {
+  const int64_t m = 256, k = 64, half = m / 2;
+  tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, m, k), a = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1);
+  uint64_t st = 99;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      tc_set(&x.t, i * k + j, (float)(tc_uniform(&st, -1.0, 1.0) * (1.0 + 3.0 * (double)i / m)));
+  TPRT_EXPECT_OK(tprt_cpu_amax(&x.t, &a.t));
+  for (int format = TPRT_QUANT_FP8_E4M3; format <= TPRT_QUANT_NVFP4; ++format) {
+    if (format == TPRT_QUANT_MXFP8) continue;
+    q_out_t whole = q_make(format, 0, m, k);
+    TPRT_EXPECT_OK(q_run(&x.t, NULL, &whole, format, 0));
+    size_t dbytes = tprt_tensor_bytes(&whole.d.t) / 2, sbytes = whole.nv ? tprt_tensor_bytes(&whole.s.t) / 2 : 4;
+    for (int r = 0; r < 2; ++r) {
+      int64_t dims[2] = {half, k};
+      tprt_tensor_t shard =
+          tprt_tensor_make((char*)x.t.data + (size_t)r * tprt_tensor_bytes(&x.t) / 2, x.t.dtype, 2, dims);
+      q_out_t with = q_make(format, 0, half, k), own = q_make(format, 0, half, k);
+      TPRT_EXPECT_OK(q_run(&shard, &a.t, &with, format, 0));
+      TPRT_EXPECT_OK(q_run(&shard, NULL, &own, format, 0));
+      bool same = memcmp(with.d.t.data, (char*)whole.d.t.data + (size_t)r * dbytes, dbytes) == 0 &&
+                  memcmp(with.s.t.data, (char*)whole.s.t.data + (whole.nv ? (size_t)r * sbytes : 0), sbytes) == 0 &&
+                  (!whole.nv || tc_same_bytes(&with.g.t, &whole.g.t));
+      if (!same)
+        TPRT__FAIL("%s: shard %d quantized with the whole amax differs from the whole's rows", q_name(format), r);
+      // Shard 1 holds the whole tensor's amax; shard 0's own amax is smaller.
+      if (r == 0 && q_same(&with, &own))
+        TPRT__FAIL("%s: shard 0's own amax gives the whole's bits (a weak test)", q_name(format));
+      q_free(&with);
+      q_free(&own);
+    }
+    q_free(&whole);
+  }
+  // MXFP8 takes no amax; the operand is one f32.
+  tc_tensor_t d = tc_make(TPRT_DTYPE_F8E4M3FN, 2, m, k), s = tc_make(TPRT_DTYPE_F8E8M0FNU, 2, m, (int64_t)4);
+  TPRT_EXPECT_STATUS(tprt_cpu_quantize_with_amax(&x.t, &a.t, &d.t, &s.t, NULL, TPRT_QUANT_MXFP8, 0),
+                     TPRT_STATUS_INVALID_ARGUMENT,
+                     "quantize: mxfp8 scales every block by its own amax and takes no amax operand");
+  tc_tensor_t f = tc_make(TPRT_DTYPE_F32, 1, (int64_t)1), b1 = tc_make(TPRT_DTYPE_BF16, 1, (int64_t)1);
+  TPRT_EXPECT_STATUS(tprt_cpu_quantize_with_amax(&x.t, &b1.t, &d.t, &f.t, NULL, TPRT_QUANT_FP8_E4M3, 0),
+                     TPRT_STATUS_INVALID_ARGUMENT, "quantize: amax must be a rank-1 f32 tensor; got [1] bf16");
+  tc_tensor_t* all[] = {&x, &a, &d, &s, &f, &b1};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
 }
