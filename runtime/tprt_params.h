@@ -43,11 +43,17 @@ TPRT_PARAM_DECLARE(cuda_share_devices);
 /// and how much of the collectives' time ran under a contraction (TPRT_CUDA_TIMELINE, default 0).
 TPRT_PARAM_DECLARE(cuda_timeline);
 
-/// SMs the CUDA backend's GEMMs leave free while an asynchronous collective (a tp.*_start) is in
-/// flight, and the most CTAs an NCCL communicator uses, so that the collective runs beside the
-/// GEMMs instead of waiting for them (TPRT_CUDA_COMM_SMS, default 16; 0: GEMMs take every SM and
-/// NCCL chooses its CTAs).
+/// SMs the CUDA backend's GEMMs leave free while an asynchronous collective (a tp.*_start) runs
+/// over NCCL, and the most CTAs the async collectives' NCCL communicators use, so that the
+/// collective runs beside the GEMMs instead of waiting for them (TPRT_CUDA_COMM_SMS, default 16;
+/// 0: GEMMs take every SM and NCCL chooses its CTAs).
 TPRT_PARAM_DECLARE(cuda_comm_sms);
+
+/// Non-zero: in a world of threads on distinct GPUs that can all reach each other (peer access),
+/// the CUDA backend runs the asynchronous collectives (tp.*_start) as peer copies on the copy
+/// engines instead of NCCL kernels, so they take no SMs from the GEMMs they overlap
+/// (TPRT_CUDA_COPY_ENGINE, default 1; tpc-run --graph sets 0: CUDA graphs capture NCCL only).
+TPRT_PARAM_DECLARE(cuda_copy_engine);
 
 #ifdef __cplusplus
 }

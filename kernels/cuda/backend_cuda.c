@@ -64,6 +64,20 @@ static tprt_status_t tprt__cuda_rank_streams(void) {
   return NULL;
 }
 
+// Whether every pair of the first |n| GPUs has peer access (copies between them run on the copy
+// engines over NVLink or PCIe, without staging through the host).
+static bool tprt__all_peers(int n) {
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      int can = 0;
+      if (a != b && (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can)) {
+        (void)cudaGetLastError();
+        return false;
+      }
+    }
+  return true;
+}
+
 static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
   int n = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&n));
@@ -85,9 +99,13 @@ static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
                             "the cuda backend runs one rank per GPU: a world of %d ranks needs %d GPUs; this machine "
                             "has %d (--share-gpus or TPRT_CUDA_SHARE_DEVICES=1 lets ranks share GPUs, for tests)",
                             local, local, n);
+  // Every rank of the world decides alike (the same GPUs, the same knob): a collective is local on
+  // all its members or on none.
+  bool ce = !process && !shared && local > 1 && tprt_param_cuda_copy_engine() != 0 && tprt__all_peers(local);
   memset(&tprt__r, 0, sizeof tprt__r);
   tprt__r.device = shared ? index % n : index;
   tprt__r.shared = shared;
+  tprt__r.ce = ce;
   tprt__r.rank = rank;
   TPRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(tprt__r.device));
   int major = 0, minor = 0;
@@ -98,7 +116,7 @@ static tprt_status_t tprt__cuda_rank_begin(tprt_rank_t* rank) {
   tprt__r.issue = tprt__r.stream;
   tprt__r.active = true;
   tprt_status_t s = tprt__cuda_rank_streams();
-  if (!s && shared) s = tprt__local_rank_begin(n);
+  if (!s && (shared || ce)) s = tprt__local_rank_begin(n);
   if (s) tprt__cuda_rank_end(rank);
   return s;
 }
@@ -121,7 +139,7 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   tprt__local_rank_end(failed != NULL);
   // Ranks that share GPUs read each other's scratch (a packed source): after a failure a peer may
   // still read it (backend_cuda_local.c), so it is left to the process's end.
-  if (!(tprt__r.shared && failed)) {
+  if (!((tprt__r.shared || tprt__r.ce) && failed)) {
     tprt__buffer_free(&tprt__r.scratch);
     tprt__buffer_free(&tprt__r.comm_scratch);
   }
@@ -171,7 +189,7 @@ static tprt_status_t tprt__cuda_alloc(size_t bytes, void** out) {
 static void tprt__cuda_free(void* ptr) {
   if (!ptr) return;
   // Ranks that share GPUs read each other's buffers (backend_cuda_local.c decides when that is over).
-  if (tprt__r.active && tprt__r.shared && !tprt__local_may_free()) return;
+  if (tprt__r.active && (tprt__r.shared || tprt__r.ce) && !tprt__local_may_free()) return;
   cudaFree(ptr);
 }
 
@@ -263,9 +281,9 @@ static void tprt__timeline_report(void) {
     iv[i][1] = e;
     iv[i][2] = tprt__r.intervals[i].comm ? 1.0f : 0.0f;
     if (tprt_param_cuda_timeline() >= 2)  // every interval, in issue order per stream
-      fprintf(stderr, "tprt cuda timeline: rank %d: %s %s %lld %.3f %.3f\n", rank,
-              tprt__r.intervals[i].comm ? "comm" : "compute", tprt__r.intervals[i].what,
-              (long long)tprt__r.intervals[i].size, b, e);
+      fprintf(stderr, "tprt cuda timeline: rank %d: %s %.3f %.3f %lld %s\n", rank,
+              tprt__r.intervals[i].comm ? "comm" : "compute", b, e, (long long)tprt__r.intervals[i].size,
+              tprt__r.intervals[i].what);
   }
   qsort(iv, count, sizeof *iv, tprt__interval_cmp);
   // Sweep: the union of each kind and of their intersection.
@@ -330,6 +348,11 @@ static tprt_status_t tprt__cuda_graph_begin(void) {
     return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
                             "--graph: ranks that share a GPU (--share-gpus) order their streams through each other's "
                             "events, which per-rank CUDA graphs cannot capture; run without --graph");
+  if (tprt__r.ce)
+    return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                            "CUDA graph capture with copy-engine collectives (TPRT_CUDA_COPY_ENGINE=1): their ranks "
+                            "order their streams through each other's events; set TPRT_CUDA_COPY_ENGINE=0 (tpc-run "
+                            "--graph does)");
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(tprt__r.stream, cudaStreamCaptureModeThreadLocal));
   tprt__r.capturing = true;
   return NULL;
@@ -445,6 +468,8 @@ static const tprt_backend_t tprt__cuda_backend = {
     .glu_grad = tprt__cuda_glu_grad,
     .moe_route = tprt__cuda_moe_route,
     .quantize = tprt__cuda_quantize,
+    .quantize_with_amax = tprt__cuda_quantize_with_amax,
+    .amax = tprt__cuda_amax,
     .dequantize = tprt__cuda_dequantize,
     .fused_grouped_mlp = tprt__cuda_fused_grouped_mlp,
     .moe_permute_grad = tprt__cuda_moe_permute_grad,
@@ -453,6 +478,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .rmsnorm_grad = tprt__cuda_rmsnorm_grad,
     .layernorm_grad = tprt__cuda_layernorm_grad,
     .all_reduce = tprt__cuda_all_reduce,
+    .all_reduce_max = tprt__cuda_all_reduce_max,
     .all_gather = tprt__cuda_all_gather,
     .reduce_scatter = tprt__cuda_reduce_scatter,
     .all_to_all = tprt__cuda_all_to_all,

@@ -1,4 +1,5 @@
-// Internal to the CUDA backend plugin (backend_cuda.c: ranks, memory, graphs, kernels;
+// Internal to the CUDA backend plugin (backend_cuda.c: ranks, memory, graphs, kernels (with
+// backend_cuda_kernels.c and backend_cuda_quant.c);
 // backend_cuda_nccl.c: communicators, collectives, waiting; backend_cuda_local.c: the collectives
 // of ranks that share GPUs): the per-rank state and helpers.
 #ifndef TPRT_BACKEND_CUDA_IMPL_H_
@@ -67,6 +68,9 @@ typedef struct {
   // Ranks sharing GPUs (TPRT_CUDA_SHARE_DEVICES, a thread world with more ranks than GPUs): every
   // collective group is local (backend_cuda_local.c), synchronized through these two events.
   bool shared;
+  // Copy-engine collectives (TPRT_CUDA_COPY_ENGINE, a thread world on distinct GPUs with peer
+  // access): the async collectives are local groups too, on the comm stream, with the same events.
+  bool ce;
   cudaEvent_t local_ready;  // recorded on the issuing stream once the collective's source is written
   cudaEvent_t local_done;   // recorded on it once the rank's reads of its peers' sources are queued
   // TPRT_CUDA_TIMELINE: the step's intervals (events made on demand, reused from step to step).
@@ -135,6 +139,9 @@ tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t*
                                      tprt_tensor_t* out, tprt_order_t order);
 tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
                                          tprt_tensor_t* out, int dim, tprt_order_t order);
+/// The max all-reduce of a local group: every member's input staged, then tprt_cuda_max_staged.
+tprt_status_t tprt__local_all_reduce_max(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                         tprt_tensor_t* out);
 tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
                                      tprt_tensor_t* out, int dim);
 /// The exchange step of an all-to-all (backend_cuda_nccl.c packs and unpacks): block p of |recv|
@@ -155,7 +162,8 @@ void tprt__local_rank_end(bool failed);
 /// process's end) (the backend's free).
 bool tprt__local_may_free(void);
 
-/// The kernels of the backend table (backend_cuda_kernels.c), and its numerics hook.
+/// The kernels of the backend table (backend_cuda_kernels.c; amax and quantize_with_amax in
+/// backend_cuda_quant.c), and its numerics hook.
 #define TPRT__CUDA_KERNEL_DECL(name, params, args) tprt_status_t tprt__cuda_##name params;
 TPRT_BACKEND_KERNELS(TPRT__CUDA_KERNEL_DECL)
 #undef TPRT__CUDA_KERNEL_DECL

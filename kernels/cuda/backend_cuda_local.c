@@ -160,6 +160,16 @@ tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t*
                                  order == TPRT_ORDER_CANONICAL, tprt__r.issue);
 }
 
+tprt_status_t tprt__local_all_reduce_max(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                         tprt_tensor_t* out) {
+  // As the sum: every member's whole input staged as [g][n], each member takes the maximum itself.
+  size_t bytes = tprt_tensor_bytes(in);
+  char* staged = NULL;
+  TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
+  TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));
+  return tprt_cuda_max_staged(staged, c->size, in->dtype, tprt_tensor_numel(in), out->data, tprt__r.issue);
+}
+
 tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
                                          tprt_tensor_t* out, int dim, tprt_order_t order) {
   // Scratch regions: [the packed input (leading dims only), which the peers read][the staged
@@ -185,10 +195,13 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
 
 tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
                                      tprt_tensor_t* out, int dim) {
-  // Staged as [g][in] (never straight into |out|, which may hold the caller's input in place).
+  // Staged as [g][in] (never straight into |out| when it may hold the caller's input in place).
   int64_t outer;
   size_t row, bytes = tprt_tensor_bytes(in);
   tprt__split_at(in, dim, &outer, &row);
+  const char *o = out->data, *i = in->data;
+  if (outer == 1 && (o + (size_t)c->size * bytes <= i || i + bytes <= o))  // disjoint: straight into |out|
+    return tprt__local_gather(rank, c, in->data, 0, bytes, out->data);
   char* staged = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
   TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));

@@ -1,7 +1,8 @@
 // The CUDA backend's collectives (backend_cuda_impl.h): NCCL communicators per collective group,
-// canonical reductions as NCCL data movement plus tprt_cuda_reduce_staged, byte movement with
-// strided device copies, the async starts on the comm stream with event futures, and the stream
-// wait that turns NCCL failures, world aborts and timeouts into statuses. See backend_cuda.c for
+// canonical reductions as NCCL data movement plus tprt_cuda_reduce_staged, max all-reduces with
+// ncclMax, byte movement with strided device copies, the async starts on the comm stream with
+// event futures, and the stream wait that turns NCCL failures, world aborts and timeouts into
+// statuses. See backend_cuda.c for
 // the backend as a whole. Every collective queues its work on tprt__r.issue: the compute stream,
 // or the comm stream while a start issues it. When the ranks share GPUs (tprt__r.shared) no NCCL
 // communicator exists: each collective validates its arguments here, then hands a local group to
@@ -110,6 +111,9 @@ static tprt_status_t tprt__fault(void) {
 static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_comm_t** out) {
   TPRT__TRY(tprt__need_rank());
   bool async = tprt__r.issue == tprt__r.comm_stream && !tprt__r.shared;
+  // Local groups (backend_cuda_local.c): every group of ranks that share GPUs, and the async
+  // collectives' groups of copy-engine worlds.
+  bool local = tprt__r.shared || (async && tprt__r.ce);
   for (int i = 0; i < tprt__r.num_comms; ++i)
     if (tprt__r.comms[i].mask == mask && tprt__r.comms[i].async == async) {
       *out = &tprt__r.comms[i];
@@ -118,9 +122,9 @@ static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_com
   if (tprt__r.num_comms == TPRT__CUDA_MAX_COMMS)
     return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "more than %d collective groups", TPRT__CUDA_MAX_COMMS);
   int g = tprt_rank_group_size(rank, mask), index = tprt_rank_group_index(rank, mask);
-  if (tprt__r.shared && g > 0) {
+  if (local && g > 0) {
     tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms++];
-    *c = (tprt__cuda_comm_t){.mask = mask, .comm = NULL, .size = g, .index = index, .local = true};
+    *c = (tprt__cuda_comm_t){.mask = mask, .comm = NULL, .size = g, .index = index, .local = true, .async = async};
     *out = c;
     return NULL;
   }
@@ -145,9 +149,10 @@ static tprt_status_t tprt__comm(tprt_rank_t* rank, uint32_t mask, tprt__cuda_com
   free(all);
   if (s) return s;
   tprt__cuda_comm_t* c = &tprt__r.comms[tprt__r.num_comms];
-  // At most TPRT_CUDA_COMM_SMS CTAs: an async collective then fits the SMs the GEMMs leave it.
+  // An async collective's communicator uses at most TPRT_CUDA_COMM_SMS CTAs: it then fits the SMs
+  // the GEMMs leave it. A synchronous collective overlaps nothing and takes what NCCL chooses.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  if (tprt_param_cuda_comm_sms() > 0) config.maxCTAs = (int)tprt_param_cuda_comm_sms();
+  if (async && tprt_param_cuda_comm_sms() > 0) config.maxCTAs = (int)tprt_param_cuda_comm_sms();
   TPRT__NCCL(ncclCommInitRankConfig(&c->comm, g, id, index, &config));
   c->local = false;
   c->async = async;
@@ -250,6 +255,23 @@ tprt_status_t tprt__cuda_all_reduce(tprt_rank_t* rank, uint32_t mask, const tprt
   TPRT__TRY(tprt__scratch(bytes, &buf));
   TPRT__NCCL(ncclAllReduce(in->data, buf, (size_t)n, dt, ncclSum, c->comm, tprt__r.issue));
   return tprt__convert(buf, in->dtype, in, out);
+}
+
+// The elementwise maximum (tp.all_reduce {reduce = "max"}: an amax over shards). NCCL's max keeps
+// one of the values, so it is exact in any order: the CPU's bits for inputs without NaN or -0, as
+// every amax is; ranks sharing GPUs take the CPU's maximum itself (tprt_cuda_max_staged).
+tprt_status_t tprt__cuda_all_reduce_max(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in, tprt_tensor_t* out) {
+  TPRT__TRY(tprt__fault());
+  tprt__cuda_comm_t* c = NULL;
+  TPRT__TRY(tprt__comm(rank, mask, &c));
+  ncclDataType_t dt;
+  if (!tprt__nccl_float(in->dtype, &dt) || out->dtype != in->dtype || tprt_tensor_numel(out) != tprt_tensor_numel(in))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "all_reduce (max): a float input and an output of its size and dtype expected");
+  if (c->size == 1) return tprt__convert(in->data, in->dtype, in, out);
+  if (c->local) return tprt__local_all_reduce_max(rank, c, in, out);
+  TPRT__NCCL(ncclAllReduce(in->data, out->data, (size_t)tprt_tensor_numel(in), dt, ncclMax, c->comm, tprt__r.issue));
+  return NULL;
 }
 
 // Scratch regions are carved at this alignment.
@@ -405,10 +427,11 @@ static tprt_status_t tprt__future_take(const char* op, tprt__cuda_future_t** out
   return NULL;
 }
 
-// While any async collective is in flight, GEMMs leave TPRT_CUDA_COMM_SMS SMs free for it.
+// While any async collective is in flight, GEMMs leave TPRT_CUDA_COMM_SMS SMs free for it (NCCL
+// kernels; copy-engine collectives need none).
 static void tprt__update_sm_reserve(void) {
   bool any = false;
-  for (int i = 0; i < tprt__r.num_futures; ++i) any |= tprt__r.futures[i].in_flight;
+  for (int i = 0; i < tprt__r.num_futures && !tprt__r.ce; ++i) any |= tprt__r.futures[i].in_flight;
   tprt_cuda_set_sm_reserve(any ? (int)tprt_param_cuda_comm_sms() : 0);
 }
 

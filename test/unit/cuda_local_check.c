@@ -8,6 +8,8 @@
 //          collective over each group of a dp=2 x tp=4 mesh, issued back to back, async starts
 //          overlapping synchronous collectives; then --graph must be refused. R runs (default 1),
 //          each with other random delays
+//        tprt-cuda-local-check ce [R] (TPRT_EMU_DEVICES=8, TPRT_CUDA_COPY_ENGINE=1): one rank per GPU,
+//          the async collectives only, as copy-engine local groups; then --graph must be refused
 //        tprt-cuda-local-check refuse  (TPRT_CUDA_SHARE_DEVICES unset): rank_begin's message
 //        tprt-cuda-local-check fault   (TPRT_CUDA_FAULT set): the world ends with the fault
 //        tprt-cuda-local-check room    (TPRT_CUDA_SHARE_DEVICES=1): an allocation larger than the
@@ -26,7 +28,7 @@
 
 const tprt_backend_t* tprt_backend_cuda(void);
 
-typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL } kind_t;
+typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL, ALL_REDUCE_MAX } kind_t;
 
 // One collective call: the same on every rank.
 typedef struct {
@@ -62,6 +64,8 @@ static const case_t kCases[] = {
     {REDUCE_SCATTER, 3, F32, F32, 1, 0, CANON, true, false},
     {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, true, false},
     {ALL_REDUCE, 2, F32, BF16, 0, 0, CANON, false, false},
+    {ALL_REDUCE_MAX, 3, F32, F32, 0, 0, ANY, false, false},  // the amax all-reduce (tp.all_reduce max)
+    {ALL_REDUCE_MAX, 2, BF16, BF16, 0, 0, ANY, false, true},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], ROWS = 16, COLS = 24 };
 
@@ -73,6 +77,10 @@ typedef struct {
   void* got;  // the device output, downloaded
   tprt_future_t* future;
 } slot_t;
+
+// The ce mode: only the async cases (copy-engine collectives, one rank per GPU: the synchronous ones
+// would need NCCL, which the emulator lacks).
+static bool g_async_only;
 
 // The output view of |c| on a group of |g| ranks, of |in|'s [ROWS, COLS].
 static tprt_tensor_t out_view(const case_t* c, int g, void* data) {
@@ -103,6 +111,8 @@ static tprt_status_t cpu_reference(tprt_rank_t* rank, const case_t* c, slot_t* s
       return tprt_reduce_scatter(rank, c->mask, &s->in, &s->out, c->dim, c->order);
     case ALL_GATHER:
       return tprt_all_gather(rank, c->mask, &s->in, &s->out, c->dim);
+    case ALL_REDUCE_MAX:
+      return tprt_all_reduce_max(rank, c->mask, &s->in, &s->out);
     default:
       return tprt_all_to_all(rank, c->mask, &s->in, &s->out, c->dim, c->concat_dim);
   }
@@ -132,6 +142,9 @@ static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const cas
     case ALL_GATHER:
       TPRT__TRY(b->all_gather(rank, c->mask, &din, &dout, c->dim));
       break;
+    case ALL_REDUCE_MAX:
+      TPRT__TRY(b->all_reduce_max(rank, c->mask, &din, &dout));
+      break;
     default:
       TPRT__TRY(b->all_to_all(rank, c->mask, &din, &dout, c->dim, c->concat_dim));
       break;
@@ -146,6 +159,7 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
   for (int k = 0; k < NUM_CASES; ++k) {
     const case_t* c = &kCases[k];
     slot_t* s = &slots[k];
+    if (g_async_only && !c->async) continue;
     int64_t dims[2] = {ROWS, COLS};
     int g = tprt_rank_group_size(rank, c->mask);
     s->in = tprt_tensor_make(malloc(tprt_dtype_bytes(c->in_dtype, ROWS * COLS)), c->in_dtype, 2, dims);
@@ -155,7 +169,8 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
     fill(&s->in, tprt_rank_index(rank), k);
     TPRT_RETURN_IF_ERROR(cpu_reference(rank, c, s), "case %d: the CPU reference", k);
   }
-  for (int k = 0; k < NUM_CASES; ++k) TPRT_RETURN_IF_ERROR(issue(b, rank, &kCases[k], &slots[k]), "case %d", k);
+  for (int k = 0; k < NUM_CASES; ++k)
+    if (!g_async_only || kCases[k].async) TPRT_RETURN_IF_ERROR(issue(b, rank, &kCases[k], &slots[k]), "case %d", k);
   for (int k = 0; k < NUM_CASES; ++k) {
     if (!slots[k].future) continue;
     tprt_future_t* f = slots[k].future;
@@ -166,6 +181,7 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
   }
   for (int k = 0; k < NUM_CASES; ++k) {
     slot_t* s = &slots[k];
+    if (!s->got) continue;  // not run (the ce mode)
     size_t bytes = tprt_tensor_bytes(&s->out);
     TPRT_RETURN_IF_ERROR(b->to_host(s->got, s->dev_out, bytes), "case %d: download", k);
     for (size_t i = 0; i < bytes; ++i)
@@ -186,7 +202,7 @@ static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
   tprt_status_t s = run_cases(b, rank, slots);
   if (!s) {
     tprt_status_t graph = b->graph_begin();
-    if (!graph) s = tprt_make_status(TPRT_STATUS_INTERNAL, "graph_begin accepted ranks that share GPUs");
+    if (!graph) s = tprt_make_status(TPRT_STATUS_INTERNAL, "graph_begin accepted local collectives");
     if (graph && tprt_rank_index(rank) == 0 && run == 0) printf("graph: %s\n", tprt_status_message(graph));
     tprt_status_free(graph);
   }
@@ -236,8 +252,9 @@ static tprt_status_t room_rank(tprt_rank_t* rank, void* user) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
-  if (!refuse && !fault && !room && strcmp(mode, "share") != 0) {
-    fprintf(stderr, "usage: tprt-cuda-local-check share|refuse|fault|room\n");
+  g_async_only = !strcmp(mode, "ce");
+  if (!refuse && !fault && !room && !g_async_only && strcmp(mode, "share") != 0) {
+    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;
@@ -262,8 +279,15 @@ int main(int argc, char** argv) {
     printf("%s: %s\n", mode, s ? tprt_status_message(s) : "the run succeeded");
     rc = s ? 0 : 1;
   } else if (s) {
-    printf("share: FAIL on %d GPU(s): %s\n", devices, tprt_status_message(s));
+    printf("%s: FAIL on %d GPU(s): %s\n", mode, devices, tprt_status_message(s));
     rc = 1;
+  } else if (g_async_only) {
+    int n = 0;
+    for (int k = 0; k < NUM_CASES; ++k) n += kCases[k].async;
+    printf(
+        "ce: %d runs of %d async collectives on 8 ranks on %d GPU(s) over copy engines: the CPU collectives' "
+        "bits\n",
+        runs, n, devices);
   } else {
     printf("share: %d runs of %d collectives on 8 ranks sharing %d GPU(s): the CPU collectives' bits\n", runs,
            NUM_CASES, devices);

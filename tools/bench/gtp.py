@@ -30,7 +30,7 @@ cotangent, 64 MiB).
 
 Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtpmoe] [--json out.json]
                                   [--svg out.svg]
-       python3 tools/bench/gtp.py --plot run.json out.svg
+       python3 tools/bench/gtp.py --plot run.json out.svg  (out-timeline.svg: the --timeline=2 lanes)
 (DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
 stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
@@ -71,9 +71,9 @@ def run(tpc_run, module, graph=False, timeline=0):
             if text.startswith("contractions"):  # a step's summary follows its intervals
                 lines[r], intervals[r], current[r] = text, current.get(r, []), []
             else:
-                iv = text.split()
+                iv = text.split(maxsplit=4)  # stream begin end size what (the kernel's name has spaces)
                 current.setdefault(r, []).append(
-                    {"stream": iv[0], "op": iv[1], "size": int(iv[2]), "begin": float(iv[3]), "end": float(iv[4])})
+                    {"stream": iv[0], "begin": float(iv[1]), "end": float(iv[2]), "size": int(iv[3]), "op": iv[4]})
         return [f"rank {r}: {lines[r]}" for r in sorted(lines)], intervals
     return float(m.group(1)), int(a.group(1)) if a else None
 
@@ -104,9 +104,41 @@ def svg(data, path):
                  subtitle=hidden, bar=30, gap=30, min_width=900)
 
 
+def timeline_svg(data, path):
+    """Rank 0's last step per configuration of --timeline=2: two lanes (contractions, async
+    collectives), one rectangle per interval, the time axis in ms."""
+    runs = [(key, iv[min(iv, key=int)]) for key, iv in sorted(data.get("intervals", {}).items()) if iv]
+    if not runs:
+        return
+    span = max(i["end"] for _, ivs in runs for i in ivs)
+    left, width, lane, top = 150, 1000, 16, 40
+    scale = width / span
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" '
+           f'height="{top + len(runs) * (2 * lane + 22) + 30}" font-family="sans-serif" font-size="10">',
+           f'<text x="10" y="20" font-size="13">GTP, {data["stack"]}: rank 0\'s training step, contractions '
+           f'(blue) and async collectives (orange) ({data["device"]})</text>']
+    for t in range(0, int(span) + 1, 5):
+        x = left + t * scale
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 8}" y2="{top + len(runs) * (2 * lane + 22)}" '
+                   f'stroke="#eee"/><text x="{x:.1f}" y="{top - 10}" text-anchor="middle">{t} ms</text>')
+    for r, (key, ivs) in enumerate(runs):
+        y = top + r * (2 * lane + 22)
+        out.append(f'<text x="10" y="{y + lane + 4}">{key}</text>')
+        for i in ivs:
+            dy, color = (0, "#1f77b4") if i["stream"] == "compute" else (lane + 2, "#ff7f0e")
+            w = max((i["end"] - i["begin"]) * scale, 0.5)
+            out.append(f'<rect x="{left + i["begin"] * scale:.1f}" y="{y + dy}" width="{w:.1f}" height="{lane}" '
+                       f'fill="{color}" stroke="white" stroke-width="0.3"><title>{i["op"]} {i["size"]}: '
+                       f'{i["begin"]:.3f}-{i["end"]:.3f} ms</title></rect>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--plot":
-        svg(json.load(open(sys.argv[2])), sys.argv[3])
+        data = json.load(open(sys.argv[2]))
+        (timeline_svg if sys.argv[3].endswith("-timeline.svg") else svg)(data, sys.argv[3])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tpc-run", required=True)
@@ -119,7 +151,7 @@ def main():
                     help="also run gtpG with TPRT_CUDA_TIMELINE=1 (or 2) and print each rank's last step")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE set for every run")
     ap.add_argument("--json")
-    ap.add_argument("--svg")
+    ap.add_argument("--svg", help="the step times as a bar chart; with --timeline=2 also <name>-timeline.svg")
     a = ap.parse_args()
     EXTRA_ENV.update(kv.split("=", 1) for kv in a.env)
     configs = a.configs.split(",")
@@ -176,6 +208,8 @@ def main():
             json.dump(data, f, indent=1)
     if a.svg:
         svg(data, a.svg)
+        if data.get("intervals"):
+            timeline_svg(data, a.svg[:-4] + "-timeline.svg" if a.svg.endswith(".svg") else a.svg + "-timeline.svg")
     return 0
 
 

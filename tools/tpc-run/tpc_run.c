@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   tpc_signals_install();
   // The CUDA backend reads the knob when its first rank begins (tprt_params.h), after this.
   if (opts.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1);
+  // CUDA graphs capture NCCL collectives, not copy-engine ones (their ranks order their streams
+  // through each other's events).
+  if (opts.graph) setenv("TPRT_CUDA_COPY_ENGINE", "0", 1);
 
   tprt_allocator_t alloc = tprt_allocator_system();
   char tmpdir[] = "/tmp/tpc-run-XXXXXX";
