@@ -36,6 +36,7 @@
 // times its input); no CUDA graphs (backend_cuda.c refuses the capture: a rank's stream waits on
 // events of its peers' streams, which per-rank stream capture cannot express).
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_cuda_impl.h"
@@ -113,18 +114,57 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
   return NULL;
 }
 
-// Step 2: copies |bytes| at |offset| of member p's source into block p of |dst| (the caller's
-// staging buffer), for every member p, the caller included.
-static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_t offset, size_t bytes, char* dst) {
-  if (!bytes) return NULL;
-  for (int p = 0; p < peers->size; ++p) {
-    const char* from = peers->src[p] + offset;
-    char* to = dst + (size_t)p * bytes;
-    if (peers->device[p] == tprt__r.device)
-      TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, tprt__r.issue));
-    else
-      TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(to, tprt__r.device, from, peers->device[p], bytes, tprt__r.issue));
+// Step 2: for every member p, the caller included, and o < |outer|: copies |bytes| at |offset| +
+// o·|bytes| of member p's source to |dst| + (o·size + p)·|bytes| (outer 1: block p of the
+// caller's staging buffer, or of a disjoint output). Members are read in turn starting after the
+// caller, so that at any moment each member's source has one reader, not every member at once.
+// Copy-engine worlds issue the copies as one batch with the hint to overlap compute
+// (cudaMemcpyBatchAsync, cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them, the
+// caller's own block included, without an SM.
+static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_t offset, size_t bytes, int64_t outer,
+                                         char* dst) {
+  if (!bytes || !outer) return NULL;
+  int g = peers->size;
+  size_t n = (size_t)g * (size_t)outer;
+  void** to = tprt__r.ce ? malloc(n * sizeof *to) : NULL;
+  const void** from = tprt__r.ce ? malloc(n * sizeof *from) : NULL;
+  size_t* sizes = tprt__r.ce ? malloc(n * sizeof *sizes) : NULL;
+  if (tprt__r.ce && (!to || !from || !sizes)) {
+    free(to);
+    free(from);
+    free(sizes);
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (a collective's copy list)");
   }
+  size_t k = 0;
+  cudaError_t e = cudaSuccess;
+  for (int q = 0; q < g && e == cudaSuccess; ++q) {
+    int p = (peers->index + 1 + q) % g;
+    for (int64_t o = 0; o < outer && e == cudaSuccess; ++o) {
+      const char* src = peers->src[p] + offset + (size_t)o * bytes;
+      char* d = dst + ((size_t)o * (size_t)g + (size_t)p) * bytes;
+      if (tprt__r.ce) {
+        to[k] = d;
+        from[k] = src;
+        sizes[k++] = bytes;
+      } else if (peers->device[p] == tprt__r.device) {
+        e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, tprt__r.issue);
+      } else {
+        e = cudaMemcpyPeerAsync(d, tprt__r.device, src, peers->device[p], bytes, tprt__r.issue);
+      }
+    }
+  }
+  if (tprt__r.ce && e == cudaSuccess) {
+    struct cudaMemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+    size_t first = 0;
+    e = cudaMemcpyBatchAsync(to, from, sizes, k, &attr, &first, 1, tprt__r.issue);
+  }
+  free(to);
+  free(from);
+  free(sizes);
+  TPRT_CUDA_RETURN_IF_ERROR(e);
   return NULL;
 }
 
@@ -139,14 +179,20 @@ static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm
   return tprt_barrier(rank, c->mask);  // every member has queued its waits
 }
 
-// Steps 1-3 for a source of the caller's: block p of |staged| receives |bytes| at |offset| of
-// member p's source.
-static tprt_status_t tprt__local_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, size_t offset,
-                                        size_t bytes, char* staged) {
+// Steps 1-3 for a source of the caller's: row o of block p of |staged| ([outer][size][bytes])
+// receives |bytes| at |offset| + o·|bytes| of member p's source.
+static tprt_status_t tprt__local_gather_rows(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
+                                             size_t offset, size_t bytes, int64_t outer, char* staged) {
   tprt__local_peers_t peers;
   TPRT__TRY(tprt__local_publish(rank, c, src, &peers));
-  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, staged));
+  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, outer, staged));
   return tprt__local_finish(rank, c, &peers);
+}
+
+// The same with one row: block p of |staged| receives |bytes| at |offset| of member p's source.
+static tprt_status_t tprt__local_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, size_t offset,
+                                        size_t bytes, char* staged) {
+  return tprt__local_gather_rows(rank, c, src, offset, bytes, 1, staged);
 }
 
 tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
@@ -199,9 +245,12 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
   int64_t outer;
   size_t row, bytes = tprt_tensor_bytes(in);
   tprt__split_at(in, dim, &outer, &row);
+  // Disjoint from the input: straight into |out|, row by row of the leading dims (a blocked weight
+  // has a few: one copy per member and row) in copy-engine worlds, where copies cost no SMs.
   const char *o = out->data, *i = in->data;
-  if (outer == 1 && (o + (size_t)c->size * bytes <= i || i + bytes <= o))  // disjoint: straight into |out|
-    return tprt__local_gather(rank, c, in->data, 0, bytes, out->data);
+  bool disjoint = o + (size_t)c->size * bytes <= i || i + bytes <= o;
+  if (disjoint && (outer == 1 || (tprt__r.ce && outer <= 64)))
+    return tprt__local_gather_rows(rank, c, in->data, 0, row, outer, out->data);
   char* staged = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
   TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));

@@ -380,6 +380,27 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
                                      .src_device = src_device});
 }
 
+// A batch: each copy into the stream's device, from memory of any device (peer copies); the
+// attributes must be the ones the backend passes (stream-ordered sources).
+cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                                 struct cudaMemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs,
+                                 cudaStream_t s) {
+  if (num_attrs != 1 || attrs_idxs[0] != 0 || attrs[0].srcAccessOrder != cudaMemcpySrcAccessOrderStream)
+    emu__fail("a copy batch without one stream-ordered attribute for all its copies", dsts);
+  for (size_t i = 0; i < count; ++i) {
+    int src_device = emu__device_of(srcs[i], sizes[i]);
+    if (sizes[i] && src_device < 0) emu__fail("a batched copy reads memory that is not allocated", srcs[i]);
+    cudaError_t e = emu__enqueue(s, (emu__op_t){.kind = EMU__COPY,
+                                                .dst = dsts[i],
+                                                .src = srcs[i],
+                                                .bytes = sizes[i],
+                                                .dst_device = s->device,
+                                                .src_device = src_device});
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s) {
   if (kind != cudaMemcpyDeviceToDevice) emu__fail("a 2D copy that is not device to device", dst);
