@@ -240,10 +240,10 @@ TPRT_TEST(collectives_on_a_64_rank_4d_mesh) {
 // Exact summation orders
 //===----------------------------------------------------------------------===//
 
-// All-reduces one element per rank and returns the bits every rank got (checking they agree).
-static uint32_t reduce_bits(int size, int in_dtype, int out_dtype, const float* values, tprt_order_t order) {
-  test_order_t t = {.size = size, .in_dtype = in_dtype, .out_dtype = out_dtype, .order = order};
-  memcpy(t.values, values, sizeof(float) * (size_t)size);
+// Runs |t| (one element per rank) and returns the bits every rank got (checking they agree).
+static uint32_t order_bits(test_order_t t, const float* values) {
+  memcpy(t.values, values, sizeof(float) * (size_t)t.size);
+  int size = t.size;
   tprt_world_options_t options = {.num_axes = 1, .axes = {{"x", size}}, .collective_timeout_s = 30};
   tprt_world_t* world = NULL;
   TPRT_EXPECT_OK(tprt_world_create(&options, tprt_allocator_system(), &world));
@@ -254,6 +254,11 @@ static uint32_t reduce_bits(int size, int in_dtype, int out_dtype, const float* 
     TPRT_EXPECT_EQ_BITS(t.bits[r], t.bits[0]);
   }
   return t.bits[0];
+}
+
+// All-reduces (sum) one element per rank.
+static uint32_t reduce_bits(int size, int in_dtype, int out_dtype, const float* values, tprt_order_t order) {
+  return order_bits((test_order_t){.size = size, .in_dtype = in_dtype, .out_dtype = out_dtype, .order = order}, values);
 }
 
 /// 1 + 2^-24 rounds back to 1, so adding three 2^-24 one by one (ANY) keeps 1, while the tree
@@ -299,20 +304,9 @@ TPRT_TEST(reductions_round_once_to_nearest_even) {
 // The max all-reduce (tp.all_reduce {reduce = "max"}: an amax over shards)
 //===----------------------------------------------------------------------===//
 
-// Max-all-reduces one element per rank and returns the bits every rank got (checking they agree).
+// Max-all-reduces one element per rank.
 static uint32_t max_bits(int size, int dtype, const float* values) {
-  test_order_t t = {.size = size, .in_dtype = dtype, .out_dtype = dtype, .max_ranks = 0xffu};
-  memcpy(t.values, values, sizeof(float) * (size_t)size);
-  tprt_world_options_t options = {.num_axes = 1, .axes = {{"x", size}}, .collective_timeout_s = 30};
-  tprt_world_t* world = NULL;
-  TPRT_EXPECT_OK(tprt_world_create(&options, tprt_allocator_system(), &world));
-  TPRT_EXPECT_OK(tprt_world_run(world, test_order_rank, &t));
-  tprt_world_destroy(world);
-  for (int r = 0; r < size; ++r) {
-    TPRT_EXPECT_OK(t.status[r]);
-    TPRT_EXPECT_EQ_BITS(t.bits[r], t.bits[0]);
-  }
-  return t.bits[0];
+  return order_bits((test_order_t){.size = size, .in_dtype = dtype, .out_dtype = dtype, .max_ranks = 0xffu}, values);
 }
 
 /// The largest value, whichever rank holds it: NaN is skipped (NaN only when every rank has one),
