@@ -405,7 +405,34 @@ static void ct_check_quant(cudaStream_t stream) {
                   true, stream);
             }
           }
-          ct_tensor_t* all[] = {&x, &data, &scale, &global, &back};
+          // The per-tensor formats with an external amax (a whole tensor's, as a max all-reduce of
+          // the shards' gives: here 3 times x's own), and the amax itself.
+          ct_tensor_t amax = ct_make(TPRT_DTYPE_F32, 1, gd), own = ct_make(TPRT_DTYPE_F32, 1, gd);
+          if (format != 2 && ct_selected("quantize_with_amax") && tprt_cpu_amax(&x.h, &amax.h) == NULL) {
+            ((float*)amax.h.data)[0] *= 3.0f;
+            ct_upload(&amax);
+            if (format == 3)
+              ct_run_outputs(
+                  "quantize_with_amax", shape, tprt_dtype_name(dtype), params, {&data, &scale, &global},
+                  [&] { return tprt_cpu_quantize_with_amax(&x.h, &amax.h, &data.h, &scale.h, gh, format, axis); },
+                  [&](cudaStream_t st) {
+                    return tprt_cuda_quantize_with_amax(&x.d, &amax.d, &data.d, &scale.d, gdv, format, axis, st);
+                  },
+                  true, stream);
+            else
+              ct_run_outputs(
+                  "quantize_with_amax", shape, tprt_dtype_name(dtype), params, {&data, &scale},
+                  [&] { return tprt_cpu_quantize_with_amax(&x.h, &amax.h, &data.h, &scale.h, gh, format, axis); },
+                  [&](cudaStream_t st) {
+                    return tprt_cuda_quantize_with_amax(&x.d, &amax.d, &data.d, &scale.d, gdv, format, axis, st);
+                  },
+                  true, stream);
+          }
+          if (format == 0 && axis == 0 && ct_selected("amax"))
+            ct_run(
+                "amax", shape, tprt_dtype_name(dtype), params, &own, [&] { return tprt_cpu_amax(&x.h, &own.h); },
+                [&](cudaStream_t st) { return tprt_cuda_amax(&x.d, &own.d, st); }, true, stream);
+          ct_tensor_t* all[] = {&x, &data, &scale, &global, &back, &amax, &own};
           for (ct_tensor_t* t : all) ct_free(t);
         }
       }
