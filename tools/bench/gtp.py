@@ -17,8 +17,8 @@ in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). The gtp4 co
   hidden = (t[gtpG-naive] - t[gtpG]) / (t[gtpG-naive] - t[ref])
 
 (the naive schedule exposes every gather and reduce-scatter: its excess over ref is the
-communication; the prefetched schedule's excess is what stays exposed). --timeline also runs gtpG
-with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
+communication; the prefetched schedule's excess is what stays exposed). --timeline also runs ref and
+gtpG with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
 time and how much of it ran under a contraction (--timeline=2: also every interval, kept in the
 JSON). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
 "weights/rank" is the
@@ -194,7 +194,8 @@ def main():
               f"compute alone {t[('ref', mode)]:.2f} ms)")
     if a.timeline:
         data["timeline"], data["intervals"] = {}, {}
-        for g in sorted({c.split("-")[0] for c in configs if c.startswith("gtp")}):
+        # ref too: its contractions' busy time is what the GTP runs' contractions compare with.
+        for g in ["ref"] * ("ref" in configs) + sorted({c.split("-")[0] for c in configs if c.startswith("gtp")}):
             for mode in a.modes.split(","):
                 lines, intervals = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-{g}-{mode}.so"),
                                        timeline=a.timeline)
