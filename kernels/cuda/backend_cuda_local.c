@@ -114,15 +114,15 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
   return NULL;
 }
 
-// Step 2: for every member p, the caller included, and o < |outer|: copies |bytes| at |offset| +
-// o·|bytes| of member p's source to |dst| + (o·size + p)·|bytes| (outer 1: block p of the
-// caller's staging buffer, or of a disjoint output). Members are read in turn starting after the
-// caller, so that at any moment each member's source has one reader, not every member at once.
-// Copy-engine worlds issue the copies as one batch with the hint to overlap compute
-// (cudaMemcpyBatchAsync, cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them, the
-// caller's own block included, without an SM.
+// Step 2: for every member p (but the caller when |skip_own|) and o < |outer|: copies |bytes| at
+// |offset| + o·|bytes| of member p's source to |dst| + (o·size + p)·|bytes| (outer 1: block p of
+// the caller's staging buffer, or of a disjoint output). Members are read in turn starting after
+// the caller, so that at any moment each member's source has one reader, not every member at once.
+// Copy-engine worlds issue the peer copies as one batch with the hint to overlap compute
+// (cudaMemcpyBatchAsync, cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them
+// without an SM.
 static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_t offset, size_t bytes, int64_t outer,
-                                         char* dst) {
+                                         bool skip_own, char* dst) {
   if (!bytes || !outer) return NULL;
   int g = peers->size;
   size_t n = (size_t)g * (size_t)outer;
@@ -137,8 +137,8 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_
   }
   size_t k = 0;
   cudaError_t e = cudaSuccess;
-  for (int q = 0; q < g && e == cudaSuccess; ++q) {
-    int p = (peers->index + 1 + q) % g;
+  for (int q = skip_own ? 0 : -1; q < g - 1 && e == cudaSuccess; ++q) {
+    int p = (peers->index + 1 + q) % g;  // q = -1: the caller itself, first
     for (int64_t o = 0; o < outer && e == cudaSuccess; ++o) {
       const char* src = peers->src[p] + offset + (size_t)o * bytes;
       char* d = dst + ((size_t)o * (size_t)g + (size_t)p) * bytes;
@@ -153,7 +153,7 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_
       }
     }
   }
-  if (tprt__r.ce && e == cudaSuccess) {
+  if (tprt__r.ce && e == cudaSuccess && k) {
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof attr);
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -181,11 +181,24 @@ static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm
 
 // Steps 1-3 for a source of the caller's: row o of block p of |staged| ([outer][size][bytes])
 // receives |bytes| at |offset| + o·|bytes| of member p's source.
+// In copy-engine worlds the caller's own rows are copied first, before the rendezvous: a copy
+// within one GPU runs on the SMs, and queued behind the peer copies it would start only when the
+// GEMM beside the collective ends (every gather ended with its GEMM, however small); issued at the
+// start, it runs at the boundary before that GEMM.
 static tprt_status_t tprt__local_gather_rows(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
                                              size_t offset, size_t bytes, int64_t outer, char* staged) {
+  bool own_first = tprt__r.ce && bytes && outer;
+  if (own_first) {
+    size_t g = (size_t)c->size, at = (size_t)c->index * bytes;
+    const char* from = (const char*)src + offset;
+    TPRT_CUDA_RETURN_IF_ERROR(outer == 1 ? cudaMemcpyAsync(staged + at, from, bytes, cudaMemcpyDeviceToDevice,
+                                                           tprt__r.issue)
+                                         : cudaMemcpy2DAsync(staged + at, g * bytes, from, bytes, bytes,
+                                                             (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
+  }
   tprt__local_peers_t peers;
   TPRT__TRY(tprt__local_publish(rank, c, src, &peers));
-  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, outer, staged));
+  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, outer, own_first, staged));
   return tprt__local_finish(rank, c, &peers);
 }
 
