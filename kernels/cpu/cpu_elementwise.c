@@ -91,7 +91,6 @@ tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t str
   float range = hi - lo;
   // tprt_philox_uniform element by element, with each Philox block (4 consecutive elements' bits)
   // computed once: the same values at a quarter of the work.
-  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   uint32_t bits[4];
   uint64_t have = UINT64_MAX;  // the block in |bits|
   for (int64_t i = 0; i < rows; ++i) {
@@ -99,11 +98,10 @@ tprt_status_t tprt_cpu_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t str
     for (int64_t j = 0; j < cols; ++j) {
       uint64_t e = base + (uint64_t)j, block = e >> 2;
       if (block != have) {
-        const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)stream, (uint32_t)(stream >> 32)};
-        tprt_philox4x32_10(ctr, key, bits);
+        tprt_philox_block(seed, stream, block, bits);
         have = block;
       }
-      float u = (float)(bits[e & 3u] >> 8) * 5.9604644775390625e-08f;  // as tprt_philox_uniform
+      float u = tprt_philox_uniform_of_bits(bits[e & 3u]);
       tprt__st(t->data, t->dtype, i * cols + j, fmaf(range, u, lo));
     }
   }

@@ -574,20 +574,29 @@ TPRT_HD void tprt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], ui
   out[3] = c3;
 }
 
-/// The 32 random bits of element |i| of stream |stream| under |seed|: word i mod 4 of
-/// Philox4x32-10 with key (seed lo, seed hi) and counter (i/4 lo, i/4 hi, stream lo, stream hi).
-TPRT_HD uint32_t tprt_philox_bits(uint64_t seed, uint64_t stream, uint64_t i) {
+/// The random bits of elements 4·block .. 4·block+3 of stream |stream| under |seed|:
+/// Philox4x32-10 with key (seed lo, seed hi) and counter (block lo, block hi, stream lo, stream hi).
+TPRT_HD void tprt_philox_block(uint64_t seed, uint64_t stream, uint64_t block, uint32_t out[4]) {
   uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  uint64_t block = i >> 2;
   uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)stream, (uint32_t)(stream >> 32)};
-  uint32_t out[4];
   tprt_philox4x32_10(ctr, key, out);
+}
+
+/// The 32 random bits of element |i| of stream |stream| under |seed|: word i mod 4 of its block.
+TPRT_HD uint32_t tprt_philox_bits(uint64_t seed, uint64_t stream, uint64_t i) {
+  uint32_t out[4];
+  tprt_philox_block(seed, stream, i >> 2, out);
   return out[i & 3u];
 }
 
-/// A uniform f32 in [0, 1) for element |i|: the top 24 bits of tprt_philox_bits times 2^-24 (exact).
+/// A uniform f32 in [0, 1) from 32 random bits: the top 24 times 2^-24 (exact).
+TPRT_HD float tprt_philox_uniform_of_bits(uint32_t bits) {
+  return (float)(bits >> 8) * 5.9604644775390625e-08f /* 2^-24 */;
+}
+
+/// A uniform f32 in [0, 1) for element |i|: tprt_philox_uniform_of_bits of tprt_philox_bits.
 TPRT_HD float tprt_philox_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
-  return (float)(tprt_philox_bits(seed, stream, i) >> 8) * 5.9604644775390625e-08f /* 2^-24 */;
+  return tprt_philox_uniform_of_bits(tprt_philox_bits(seed, stream, i));
 }
 
 /// Element |i| of float storage |p| of |dtype| (bf16, f16, else f32) widened to f32 exactly, and

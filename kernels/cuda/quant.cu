@@ -139,15 +139,12 @@ extern "C" tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, co
   const unsigned threads = TPRT__CUDA_EW_THREADS;
   // The per-tensor amax: the operand's, or x's own (an empty x keeps the zeroed scalars: amax 0).
   const float* amax_in = amax ? (const float*)amax->data : NULL;
-  if (err == cudaSuccess && per_tensor) {
+  if (err == cudaSuccess && (per_tensor || format == TPRT_QUANT_NVFP4)) {
     if (n > 0 && !amax_in)
       tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, tprt__max_finite_of(x->dtype),
-                                             (float*)scale->data, NULL);
-  } else if (err == cudaSuccess && format == TPRT_QUANT_NVFP4) {
-    if (n > 0 && !amax_in)
-      tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, 0.0f, NULL, (float*)global_scale->data);
+    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, per_tensor ? tprt__max_finite_of(x->dtype) : 0.0f,
+                                             per_tensor ? (float*)scale->data : NULL,
+                                             per_tensor ? NULL : (float*)global_scale->data);
   }
   if (err == cudaSuccess) err = cudaGetLastError();
   if (err == cudaSuccess && n > 0) {

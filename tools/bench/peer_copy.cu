@@ -3,20 +3,12 @@
 // cudaMemcpyPeerAsync, the copies issued back to back on one stream, or each on its own stream,
 // and the same while a bf16 GEMM-like load (a long kernel on every SM) runs on GPU 0.
 //
-// Build and run (a machine with 2+ GPUs): nvcc -O2 -o peer_copy tools/bench/peer_copy.cu && ./peer_copy [MiB]
+// Build and run (a machine with 2+ GPUs): nvcc -O2 -Iruntime -Ikernels/cpu -o peer_copy tools/bench/peer_copy.cu
+//   && ./peer_copy [MiB]
 // Prints GB/s received by GPU 0 for each way.
-#include <cuda_runtime.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "bench_cuda.cuh"
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e = (x);                                                               \
-    if (e != cudaSuccess) {                                                            \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
+#define CHECK(x) TPC_BENCH_CUDA(x)
 
 // Keeps every SM busy with FMAs for |iters| iterations (a stand-in for a GEMM's SM use).
 __global__ void busy(float* out, int iters) {
