@@ -58,9 +58,7 @@ static tprt_status_t tprt__cuda_rank_streams(void) {
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&tprt__r.comm_stream, cudaStreamNonBlocking, greatest));
   TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&tprt__r.fork, cudaEventDisableTiming));
-  for (; tprt__r.num_futures < TPRT__CUDA_INITIAL_FUTURES; ++tprt__r.num_futures)
-    TPRT_CUDA_RETURN_IF_ERROR(
-        cudaEventCreateWithFlags(&tprt__r.futures[tprt__r.num_futures].done, cudaEventDisableTiming));
+  while (tprt__r.num_futures < TPRT__CUDA_INITIAL_FUTURES) TPRT__TRY(tprt__future_new("rank_begin", NULL));
   return NULL;
 }
 
@@ -139,14 +137,20 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   tprt__local_rank_end(failed != NULL);
   // Ranks that share GPUs read each other's scratch (a packed source): after a failure a peer may
   // still read it (backend_cuda_local.c), so it is left to the process's end.
-  if (!((tprt__r.shared || tprt__r.ce) && failed)) {
+  bool keep = (tprt__r.shared || tprt__r.ce) && failed;
+  if (!keep) {
     tprt__buffer_free(&tprt__r.scratch);
     tprt__buffer_free(&tprt__r.comm_scratch);
   }
   tprt_status_free(failed);
   tprt__buffer_free(&tprt__r.workspace);
   tprt_cuda_lt_destroy(&tprt__r.lt);
-  for (int i = 0; i < tprt__r.num_futures; ++i) cudaEventDestroy(tprt__r.futures[i].done);
+  for (int i = 0; i < tprt__r.num_futures; ++i) {
+    cudaEventDestroy(tprt__r.futures[i]->done);
+    if (!keep) tprt__buffer_free(&tprt__r.futures[i]->staging);  // a packed source is read by peers
+    free(tprt__r.futures[i]);
+  }
+  free(tprt__r.futures);
   for (int i = 0; i < tprt__r.cap_intervals; ++i) {
     cudaEventDestroy(tprt__r.intervals[i].begin);
     cudaEventDestroy(tprt__r.intervals[i].end);
@@ -381,9 +385,8 @@ static void tprt__cuda_graph_destroy(void* graph) {
   if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
-// Grows |b| to at least |bytes| (outside graph capture only; |what| names it in the error). The
-// old buffer may still be read by queued work on either stream: wait for both before freeing it.
-static tprt_status_t tprt__buffer_reserve(tprt__cuda_buffer_t* b, size_t bytes, const char* what) {
+// The old buffer may still be read by queued work on either stream: wait for both before freeing it.
+tprt_status_t tprt__buffer_reserve(tprt__cuda_buffer_t* b, size_t bytes, const char* what) {
   if (bytes <= b->bytes) return NULL;
   TPRT__TRY(tprt__not_capturing(what));
   if (b->ptr) {

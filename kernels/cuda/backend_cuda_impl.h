@@ -15,7 +15,6 @@
 #define TPRT__CUDA_MAX_COMMS 16
 /// In-flight async collectives per rank (tprt_exec's limit too), and the completion events made
 /// at rank_begin so that the first starts of a step create nothing (CUDA graph capture).
-#define TPRT__CUDA_MAX_FUTURES 64
 #define TPRT__CUDA_INITIAL_FUTURES 4
 
 typedef struct {
@@ -32,10 +31,33 @@ typedef struct {
   size_t bytes;
 } tprt__cuda_buffer_t;
 
-/// The future of an async collective: the event recorded on the comm stream after it.
+/// The future of an async collective: the event recorded on the comm stream after it. In
+/// copy-engine worlds the comm stream runs no kernel (a kernel there would wait for the SMs of the
+/// GEMM it overlaps, and hold up every collective queued behind it): the collective leaves the
+/// copy of the caller's own rows (a copy within one GPU runs on the SMs) and a reduce-scatter's sum
+/// to its wait, which queues them on the compute stream, where the memory plan still keeps the
+/// start's input live. A reduce-scatter's peer slices wait in the future's own staging buffer, and
+/// its sum reads the caller's slice from the input in place.
 typedef struct {
   cudaEvent_t done;
   bool in_flight;
+  tprt__cuda_buffer_t staging;  // [g][n] slices of a deferred sum (written by this rank only)
+  struct {
+    bool pending;  // the wait copies |outer| rows of |bytes| from src (pitch src_row) to dst (dst_row)
+    const char* src;
+    char* dst;
+    size_t bytes, src_row, dst_row;
+    int64_t outer;
+  } own;
+  struct {
+    bool pending;  // then the wait queues tprt_cuda_reduce_staged_own(staged, ..., own_view)
+    bool canonical;
+    const char* staged;  // in |staging|
+    tprt_cuda_staged_own_t own_view;  // the caller's own slice, read in place
+    int group, in_dtype, out_dtype;
+    int64_t n;
+    void* out;
+  } sum;
 } tprt__cuda_future_t;
 
 /// TPRT_CUDA_TIMELINE: timed intervals of the current step (contractions and async collectives).
@@ -54,8 +76,9 @@ typedef struct {
   cudaStream_t comm_stream;  // highest priority: the async collectives, forked off `stream`
   cudaStream_t issue;        // where the collectives queue their work now: stream or comm_stream
   cudaEvent_t fork;          // recorded on `stream` by each start; comm_stream waits on it
-  tprt__cuda_future_t futures[TPRT__CUDA_MAX_FUTURES];
-  int num_futures;  // futures[0..num_futures) have their event
+  tprt__cuda_future_t** futures;  // each allocated once: a tprt_future_t* is one of them
+  int num_futures, cap_futures;   // futures[0..num_futures) exist and have their event
+  tprt__cuda_future_t* starting;  // the future of the start being issued (NULL outside a start)
   tprt__cuda_comm_t comms[TPRT__CUDA_MAX_COMMS];
   int num_comms;
   tprt__cuda_buffer_t scratch;       // the collectives' temporaries on `stream`
@@ -114,6 +137,14 @@ tprt_status_t tprt__not_capturing(const char* what);
 /// issue on now (tprt__r.issue), so in-flight comm-stream work never shares bytes with the
 /// compute stream's; stream order keeps the uses on one stream apart.
 tprt_status_t tprt__scratch(size_t bytes, char** out);
+
+/// A new future of the rank's pool with its event (outside graph capture only; |op| names the
+/// caller in the error); |out| (may be NULL) receives it, not in flight.
+tprt_status_t tprt__future_new(const char* op, tprt__cuda_future_t** out);
+
+/// Grows |b| to at least |bytes| (outside graph capture only; |what| names it in the error), after
+/// both streams have drained the old buffer's uses.
+tprt_status_t tprt__buffer_reserve(tprt__cuda_buffer_t* b, size_t bytes, const char* what);
 
 /// Waits for the rank's streams (compute and comm); NCCL errors, a world abort or the timeout
 /// abort the rank's communicators and return a status (backend_cuda_nccl.c).

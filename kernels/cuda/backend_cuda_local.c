@@ -18,6 +18,9 @@
 //      the next collective may record it again and rank_end may destroy both events);
 //   4. the output is written from the staging buffer only after step 3, so an in-place all-reduce
 //      (out == in) never overwrites bytes that a peer has still to read.
+// In copy-engine worlds (async collectives only) the comm stream runs copies alone: the caller's own
+// rows (a copy within one GPU is an SM kernel) and a reduce-scatter's sum are left to the wait, on
+// the compute stream (backend_cuda_impl.h, tprt__cuda_future_t).
 //
 // No deadlock: every stream wait names an event record that was queued before the wait (the
 // rendezvous orders them on the host), so each item of a stream depends only on items queued
@@ -30,7 +33,8 @@
 //
 // The staging and the sums are the NCCL path's: canonical reductions run tprt_cuda_reduce_staged
 // on the same [group][n] staging (its tree sums each element alone, so one phase gives the NCCL
-// path's two-phase bits), the CPU backend's bits; order "any" sums in increasing group rank, the
+// path's two-phase bits; an async reduce-scatter of a copy-engine world sums at its wait, on the
+// compute stream), the CPU backend's bits; order "any" sums in increasing group rank, the
 // CPU backend's "any" (there is no NCCL ring order to reproduce). Cost: three rendezvous of the
 // group's threads per collective and a staging copy of every member's block (an all-reduce reads g
 // times its input); no CUDA graphs (backend_cuda.c refuses the capture: a rank's stream waits on
@@ -85,9 +89,15 @@ bool tprt__local_may_free(void) {
   return ok;
 }
 
-// Step 1: publishes |src| (the bytes the peers read, written by the work queued so far on
-// tprt__r.issue) and learns the peers' sources; the issuing stream then waits until every peer's
-// source is written.
+// Step 1a: marks the end of the work that writes the caller's source (queued so far on
+// tprt__r.issue): its peers' streams wait on it before they read.
+static tprt_status_t tprt__local_ready(const tprt__cuda_comm_t* c) {
+  if (c->size > 1) TPRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(tprt__r.local_ready, tprt__r.issue));
+  return NULL;
+}
+
+// Step 1b: publishes |src| (the bytes the peers read, marked by tprt__local_ready) and learns the
+// peers' sources; the issuing stream then waits until every peer's source is written.
 static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
                                          tprt__local_peers_t* out) {
   out->size = c->size;
@@ -96,7 +106,6 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
   out->done[c->index] = tprt__r.local_done;
   out->device[c->index] = tprt__r.device;
   if (c->size == 1) return NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(tprt__r.local_ready, tprt__r.issue));
   int64_t mine[TPRT__LOCAL_WORDS] = {(int64_t)(uintptr_t)src, (int64_t)(uintptr_t)tprt__r.local_ready,
                                      (int64_t)(uintptr_t)tprt__r.local_done, tprt__r.device};
   int64_t all[TPRT_MAX_WORLD_SIZE * TPRT__LOCAL_WORDS];
@@ -114,18 +123,29 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
   return NULL;
 }
 
-// Step 2: for every member p (but the caller when |skip_own|) and o < |outer|: copies |bytes| at
-// |offset| + o·|bytes| of member p's source to |dst| + (o·size + p)·|bytes| (outer 1: block p of
-// the caller's staging buffer, or of a disjoint output). Members are read in turn starting after
-// the caller, so that at any moment each member's source has one reader, not every member at once.
-// Copy-engine worlds issue the peer copies as one batch with the hint to overlap compute
-// (cudaMemcpyBatchAsync, cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them
-// without an SM.
-static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_t offset, size_t bytes, int64_t outer,
-                                         bool skip_own, char* dst) {
-  if (!bytes || !outer) return NULL;
+// What a collective reads of each member's source and where it puts it: for o < outer, |bytes| at
+// offset + o·src_row of member p's source go to dst + p·dst_member + o·dst_row.
+typedef struct {
+  size_t offset, bytes;
+  int64_t outer;
+  size_t src_row, dst_member, dst_row;
+} tprt__local_rows_t;
+
+// The plain layout: |bytes| at |offset| of member p's source to block p of |dst|.
+static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
+  return (tprt__local_rows_t){.offset = offset, .bytes = bytes, .outer = 1, .src_row = 0, .dst_member = bytes, .dst_row = 0};
+}
+
+// Step 2: the copies of |l| from every member (but the caller when |skip_own|) into |dst|, on the
+// issuing stream. Members are read in turn starting after the caller, so that at any moment each
+// member's source has one reader, not every member at once. Copy-engine worlds issue the peer
+// copies as one batch with the hint to overlap compute (cudaMemcpyBatchAsync,
+// cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them without an SM.
+static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const tprt__local_rows_t* l, bool skip_own,
+                                         char* dst) {
+  if (!l->bytes || !l->outer) return NULL;
   int g = peers->size;
-  size_t n = (size_t)g * (size_t)outer;
+  size_t n = (size_t)g * (size_t)l->outer;
   void** to = tprt__r.ce ? malloc(n * sizeof *to) : NULL;
   const void** from = tprt__r.ce ? malloc(n * sizeof *from) : NULL;
   size_t* sizes = tprt__r.ce ? malloc(n * sizeof *sizes) : NULL;
@@ -139,17 +159,17 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, size_
   cudaError_t e = cudaSuccess;
   for (int q = skip_own ? 0 : -1; q < g - 1 && e == cudaSuccess; ++q) {
     int p = (peers->index + 1 + q) % g;  // q = -1: the caller itself, first
-    for (int64_t o = 0; o < outer && e == cudaSuccess; ++o) {
-      const char* src = peers->src[p] + offset + (size_t)o * bytes;
-      char* d = dst + ((size_t)o * (size_t)g + (size_t)p) * bytes;
+    for (int64_t o = 0; o < l->outer && e == cudaSuccess; ++o) {
+      const char* src = peers->src[p] + l->offset + (size_t)o * l->src_row;
+      char* d = dst + (size_t)p * l->dst_member + (size_t)o * l->dst_row;
       if (tprt__r.ce) {
         to[k] = d;
         from[k] = src;
-        sizes[k++] = bytes;
+        sizes[k++] = l->bytes;
       } else if (peers->device[p] == tprt__r.device) {
-        e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, tprt__r.issue);
+        e = cudaMemcpyAsync(d, src, l->bytes, cudaMemcpyDeviceToDevice, tprt__r.issue);
       } else {
-        e = cudaMemcpyPeerAsync(d, tprt__r.device, src, peers->device[p], bytes, tprt__r.issue);
+        e = cudaMemcpyPeerAsync(d, tprt__r.device, src, peers->device[p], l->bytes, tprt__r.issue);
       }
     }
   }
@@ -179,33 +199,22 @@ static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm
   return tprt_barrier(rank, c->mask);  // every member has queued its waits
 }
 
-// Steps 1-3 for a source of the caller's: row o of block p of |staged| ([outer][size][bytes])
-// receives |bytes| at |offset| + o·|bytes| of member p's source.
-// In copy-engine worlds the caller's own rows are copied first, before the rendezvous: a copy
-// within one GPU runs on the SMs, and queued behind the peer copies it would start only when the
-// GEMM beside the collective ends (every gather ended with its GEMM, however small); issued at the
-// start, it runs at the boundary before that GEMM.
+// Steps 1-3 for a source |src| of the caller's, laid out as |l| says, into |dst|; with |skip_own|
+// the caller's own rows are left out (a copy-engine collective's wait handles them).
 static tprt_status_t tprt__local_gather_rows(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
-                                             size_t offset, size_t bytes, int64_t outer, char* staged) {
-  bool own_first = tprt__r.ce && bytes && outer;
-  if (own_first) {
-    size_t g = (size_t)c->size, at = (size_t)c->index * bytes;
-    const char* from = (const char*)src + offset;
-    TPRT_CUDA_RETURN_IF_ERROR(outer == 1 ? cudaMemcpyAsync(staged + at, from, bytes, cudaMemcpyDeviceToDevice,
-                                                           tprt__r.issue)
-                                         : cudaMemcpy2DAsync(staged + at, g * bytes, from, bytes, bytes,
-                                                             (size_t)outer, cudaMemcpyDeviceToDevice, tprt__r.issue));
-  }
+                                             const tprt__local_rows_t* l, char* dst, bool skip_own) {
+  TPRT__TRY(tprt__local_ready(c));
   tprt__local_peers_t peers;
   TPRT__TRY(tprt__local_publish(rank, c, src, &peers));
-  TPRT__TRY(tprt__local_collect(&peers, offset, bytes, outer, own_first, staged));
+  TPRT__TRY(tprt__local_collect(&peers, l, skip_own, dst));
   return tprt__local_finish(rank, c, &peers);
 }
 
 // The same with one row: block p of |staged| receives |bytes| at |offset| of member p's source.
 static tprt_status_t tprt__local_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, size_t offset,
                                         size_t bytes, char* staged) {
-  return tprt__local_gather_rows(rank, c, src, offset, bytes, 1, staged);
+  tprt__local_rows_t l = tprt__local_blocks(offset, bytes);
+  return tprt__local_gather_rows(rank, c, src, &l, staged, false);
 }
 
 tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
@@ -233,23 +242,52 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
                                          tprt_tensor_t* out, int dim, tprt_order_t order) {
   // Scratch regions: [the packed input (leading dims only), which the peers read][the staged
   // slices [g][n/g], which only the caller writes]. Reserved before publishing: a growth would
-  // free bytes that the peers are about to read.
+  // free bytes that the peers are about to read. Copy-engine worlds read a few leading rows one by
+  // one instead of packing (copies cost no SMs), and an async one stages into its future's buffer
+  // and leaves the sum to the wait (backend_cuda_impl.h).
   int64_t outer;
   size_t row, bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)c->size;
   tprt__split_at(in, dim, &outer, &row);
-  bool pack = outer != 1 && bytes > 0;
-  size_t packed_bytes = pack ? tprt__align_up(bytes) : 0;
+  bool rows = tprt__r.ce && outer <= 64;  // else packed on the comm stream (an SM kernel)
+  bool pack = !rows && outer != 1 && bytes > 0;
+  size_t packed_bytes = pack ? tprt__align_up(bytes) : 0, need = packed_bytes + (size_t)c->size * slice;
+  tprt__cuda_future_t* f = tprt__r.ce ? tprt__r.starting : NULL;
   char* buf = NULL;
-  TPRT__TRY(tprt__scratch(packed_bytes + (size_t)c->size * slice, &buf));
+  if (f) {
+    TPRT__TRY(tprt__buffer_reserve(&f->staging, need, "growing an async reduce-scatter's staging buffer"));
+    buf = f->staging.ptr;
+  } else {
+    TPRT__TRY(tprt__scratch(need, &buf));
+  }
   const char* src = in->data;
   if (pack) {
     TPRT__TRY(tprt__pack_slices(in->data, buf, c->size, outer, row));
     src = buf;
   }
   char* staged = buf + packed_bytes;
-  TPRT__TRY(tprt__local_gather(rank, c, src, (size_t)c->index * slice, slice, staged));
-  return tprt_cuda_reduce_staged(staged, c->size, in->dtype, tprt_tensor_numel(in) / c->size, out->data, out->dtype,
-                                 order == TPRT_ORDER_CANONICAL, tprt__r.issue);
+  size_t part = row / (size_t)c->size;  // of one leading row, per member
+  tprt__local_rows_t l = rows ? (tprt__local_rows_t){.offset = (size_t)c->index * part, .bytes = part, .outer = outer,
+                                                     .src_row = row, .dst_member = slice, .dst_row = part}
+                              : tprt__local_blocks((size_t)c->index * slice, slice);
+  TPRT__TRY(tprt__local_gather_rows(rank, c, src, &l, staged, f != NULL));
+  int64_t n = tprt_tensor_numel(in) / c->size;
+  bool canonical = order == TPRT_ORDER_CANONICAL;
+  if (f) {  // the caller's own slice is read in place by the sum at the wait
+    size_t e = (size_t)tprt_dtype_bytes(in->dtype, 1);
+    f->sum.own_view = (tprt_cuda_staged_own_t){.member = c->index, .src = src + l.offset,
+                                               .cols = (int64_t)(l.bytes / e), .pitch = (int64_t)(l.src_row / e)};
+    if (l.outer == 1) f->sum.own_view.pitch = f->sum.own_view.cols;
+    f->sum.pending = true;
+    f->sum.canonical = canonical;
+    f->sum.staged = staged;
+    f->sum.group = c->size;
+    f->sum.in_dtype = in->dtype;
+    f->sum.out_dtype = out->dtype;
+    f->sum.n = n;
+    f->sum.out = out->data;
+    return NULL;
+  }
+  return tprt_cuda_reduce_staged(staged, c->size, in->dtype, n, out->data, out->dtype, canonical, tprt__r.issue);
 }
 
 tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
@@ -262,8 +300,21 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
   // has a few: one copy per member and row) in copy-engine worlds, where copies cost no SMs.
   const char *o = out->data, *i = in->data;
   bool disjoint = o + (size_t)c->size * bytes <= i || i + bytes <= o;
-  if (disjoint && (outer == 1 || (tprt__r.ce && outer <= 64)))
-    return tprt__local_gather_rows(rank, c, in->data, 0, row, outer, out->data);
+  if (disjoint && (outer == 1 || (tprt__r.ce && outer <= 64))) {
+    tprt__local_rows_t l = {.offset = 0, .bytes = row, .outer = outer, .src_row = row, .dst_member = row,
+                            .dst_row = (size_t)c->size * row};
+    // Copy-engine worlds: the caller's own rows are copied at the wait (an SM copy).
+    tprt__cuda_future_t* f = tprt__r.ce ? tprt__r.starting : NULL;
+    if (f && row && outer) {
+      f->own.pending = true;
+      f->own.src = in->data;
+      f->own.dst = (char*)out->data + (size_t)c->index * row;
+      f->own.bytes = f->own.src_row = row;
+      f->own.dst_row = (size_t)c->size * row;
+      f->own.outer = outer;
+    }
+    return tprt__local_gather_rows(rank, c, in->data, &l, out->data, f != NULL);
+  }
   char* staged = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));
   TPRT__TRY(tprt__local_gather(rank, c, in->data, 0, bytes, staged));

@@ -399,31 +399,41 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
 // Async collectives: the comm stream and event futures
 //===----------------------------------------------------------------------===//
 
-// A free future of the pool; its event is created here outside graph capture only (rank_begin
-// made the first ones, and a warm-up step grows the pool to a step's need).
+tprt_status_t tprt__future_new(const char* op, tprt__cuda_future_t** out) {
+  if (out) *out = NULL;
+  if (tprt__r.capturing)
+    return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
+                            "--graph: %s needs a completion event beyond the %d made before CUDA graph capture "
+                            "(more async collectives in flight than in the warm-up step)",
+                            op, tprt__r.num_futures);
+  if (tprt__r.num_futures == tprt__r.cap_futures) {
+    int cap = tprt__r.cap_futures ? 2 * tprt__r.cap_futures : 8;
+    tprt__cuda_future_t** grown = realloc(tprt__r.futures, (size_t)cap * sizeof *grown);
+    if (!grown) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory (futures)", op);
+    tprt__r.futures = grown;
+    tprt__r.cap_futures = cap;
+  }
+  tprt__cuda_future_t* f = calloc(1, sizeof *f);
+  if (!f) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of host memory (futures)", op);
+  cudaError_t e = cudaEventCreateWithFlags(&f->done, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    free(f);
+    return tprt__cuda_make_status(e, "cudaEventCreateWithFlags (a future's event)", __FILE__, __LINE__);
+  }
+  tprt__r.futures[tprt__r.num_futures++] = f;
+  if (out) *out = f;
+  return NULL;
+}
+
+// A free future of the pool, or a new one (a warm-up step grows the pool to a step's need before
+// a graph capture).
 static tprt_status_t tprt__future_take(const char* op, tprt__cuda_future_t** out) {
   *out = NULL;
-  for (int i = 0; i < tprt__r.num_futures; ++i)
-    if (!tprt__r.futures[i].in_flight) {
-      *out = &tprt__r.futures[i];
-      break;
-    }
-  if (!*out) {
-    if (tprt__r.num_futures == TPRT__CUDA_MAX_FUTURES)
-      return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED,
-                              "%s: more than %d async collectives in flight on one rank of the cuda backend", op,
-                              TPRT__CUDA_MAX_FUTURES);
-    if (tprt__r.capturing)
-      return tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
-                              "--graph: %s needs a completion event beyond the %d made before CUDA graph capture "
-                              "(more async collectives in flight than in the warm-up step)",
-                              op, tprt__r.num_futures);
-    tprt__cuda_future_t* f = &tprt__r.futures[tprt__r.num_futures];
-    TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&f->done, cudaEventDisableTiming));
-    ++tprt__r.num_futures;
-    *out = f;
-  }
+  for (int i = 0; i < tprt__r.num_futures && !*out; ++i)
+    if (!tprt__r.futures[i]->in_flight) *out = tprt__r.futures[i];
+  if (!*out) TPRT__TRY(tprt__future_new(op, out));
   (*out)->in_flight = true;
+  (*out)->own.pending = (*out)->sum.pending = false;
   return NULL;
 }
 
@@ -431,7 +441,7 @@ static tprt_status_t tprt__future_take(const char* op, tprt__cuda_future_t** out
 // kernels; copy-engine collectives need none).
 static void tprt__update_sm_reserve(void) {
   bool any = false;
-  for (int i = 0; i < tprt__r.num_futures && !tprt__r.ce; ++i) any |= tprt__r.futures[i].in_flight;
+  for (int i = 0; i < tprt__r.num_futures && !tprt__r.ce; ++i) any |= tprt__r.futures[i]->in_flight;
   tprt_cuda_set_sm_reserve(any ? (int)tprt_param_cuda_comm_sms() : 0);
 }
 
@@ -449,6 +459,7 @@ static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out
                                   __LINE__);
   }
   tprt__r.issue = tprt__r.comm_stream;
+  tprt__r.starting = *out;
   return NULL;
 }
 
@@ -457,10 +468,12 @@ static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out
 // joins the compute stream to it (so a graph capture stays joined), then returns |s|.
 static tprt_status_t tprt__start_end(tprt__cuda_future_t* f, tprt_status_t s, tprt_future_t** out_future) {
   tprt__r.issue = tprt__r.stream;
+  tprt__r.starting = NULL;
   cudaError_t e = cudaEventRecord(f->done, tprt__r.comm_stream);
   if (s || e != cudaSuccess) {
     if (e == cudaSuccess) cudaStreamWaitEvent(tprt__r.stream, f->done, 0);
     f->in_flight = false;
+    f->own.pending = f->sum.pending = false;
     if (s) return s;
     return tprt__cuda_make_status(e, "cudaEventRecord (an async collective's completion)", __FILE__, __LINE__);
   }
@@ -499,7 +512,7 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   TPRT__TRY(tprt__need_rank());
   tprt__cuda_future_t* f = NULL;
   for (int i = 0; i < tprt__r.num_futures; ++i)
-    if ((tprt_future_t*)&tprt__r.futures[i] == future) f = &tprt__r.futures[i];
+    if ((tprt_future_t*)tprt__r.futures[i] == future) f = tprt__r.futures[i];
   if (!f || !f->in_flight)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "wait: not a future of an async collective in flight on this rank of the cuda backend "
@@ -507,5 +520,23 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   f->in_flight = false;
   tprt__update_sm_reserve();
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.stream, f->done, 0));
-  return NULL;
+  if (!f->own.pending && !f->sum.pending) return NULL;
+  // A copy-engine collective's own rows and sum (backend_cuda_impl.h). The next start that takes
+  // this future forks the comm stream after them, so its staging is not overwritten before it is read.
+  int t = tprt__timeline_begin(tprt__r.stream, false, f->sum.pending ? "reduce_scatter_sum" : "all_gather_own",
+                               f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
+  cudaError_t e = cudaSuccess;
+  if (f->own.pending)
+    e = f->own.outer == 1 ? cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream)
+                          : cudaMemcpy2DAsync(f->own.dst, f->own.dst_row, f->own.src, f->own.src_row, f->own.bytes,
+                                              (size_t)f->own.outer, cudaMemcpyDeviceToDevice, tprt__r.stream);
+  tprt_status_t s = NULL;
+  if (e != cudaSuccess)
+    s = tprt__cuda_make_status(e, "an async collective's own rows (cudaMemcpyAsync)", __FILE__, __LINE__);
+  else if (f->sum.pending)
+    s = tprt_cuda_reduce_staged_own(f->sum.staged, f->sum.group, f->sum.in_dtype, f->sum.n, f->sum.out,
+                                    f->sum.out_dtype, f->sum.canonical, f->sum.own_view, tprt__r.stream);
+  f->own.pending = f->sum.pending = false;
+  tprt__timeline_end(tprt__r.stream, t);
+  return s;
 }

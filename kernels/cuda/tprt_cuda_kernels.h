@@ -434,6 +434,21 @@ tprt_status_t tprt_cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_
 tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
                                       int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// Where one member's block of a staged sum is read from instead of the staged buffer: element i of
+/// member |member| is src[(i / cols)·pitch + i % cols] (in the input dtype), so a reduce-scatter
+/// reads the caller's own slice of its input in place (rows of |cols| elements, |pitch| apart).
+typedef struct {
+  int member;  // -1: none (every member from the staged buffer)
+  const void* src;
+  int64_t cols, pitch;
+} tprt_cuda_staged_own_t;
+
+/// tprt_cuda_reduce_staged with member |own|.member read through |own| (its staged block is not
+/// read); the same arithmetic and bits. kernels/cuda/reduce.cu.
+tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
+                                          int out_dtype, int canonical, tprt_cuda_staged_own_t own,
+                                          cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// The maximum half of a max all-reduce: out[i] = the maximum of staged[g·n + i] over the |group|
 /// members as the CPU collectives keep it (tprt_max_keep: NaN skipped, +0 above -0), in |dtype|
 /// (bf16, f16 or f32) for both. kernels/cuda/reduce.cu.

@@ -517,6 +517,7 @@ int main(int argc, char** argv) {
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
   ct_check_add_forms(stream);
+  ct_check_reduce_staged(stream);
   ct_check_moe_kernels(stream);
   ct_check_grad_kernels(stream);
   ct_check_attention_kernels(stream);

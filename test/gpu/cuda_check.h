@@ -100,6 +100,8 @@ void ct_check_norms(cudaStream_t stream);
 void ct_check_glu(cudaStream_t stream);
 void ct_check_elementwise(cudaStream_t stream);
 void ct_check_add_forms(cudaStream_t stream);
+/// The collectives' staged sums (tprt_cuda_reduce_staged_own), cuda_check_dense.cu.
+void ct_check_reduce_staged(cudaStream_t stream);
 
 /// The backward contractions (cuda_check_grad.cu).
 void ct_check_grad_kernels(cudaStream_t stream);

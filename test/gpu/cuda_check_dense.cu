@@ -1,6 +1,6 @@
 // tprt-cuda-check, the dense forward kernels (cuda_check.h): linear, the norms, GLU, the
-// elementwise ops and the add forms (bias, f32 sum plus a storage-precision residual), each
-// bitwise against its CPU kernel on fresh random inputs.
+// elementwise ops, the add forms (bias, f32 sum plus a storage-precision residual) and the
+// collectives' staged sums, each bitwise against its CPU kernel on fresh random inputs.
 #include "cuda_check.h"
 
 void ct_check_linear(cudaStream_t stream) {
@@ -341,3 +341,64 @@ void ct_check_add_forms(cudaStream_t stream) {
   }
 }
 
+
+// The summing half of the reducing collectives (tprt_cuda_reduce_staged_own), against the CPU
+// collectives' order written out here: the pairwise tree (canonical) or increasing member, f32
+// sums, one rounding. Group sizes with a compile-time kernel (2, 4, 8) and one without (3); n a
+// multiple of 4 (the vector path) or not; the caller's own member read through a strided view (its
+// staged block then holds garbage that must not be read).
+void ct_check_reduce_staged(cudaStream_t stream) {
+  if (!ct_selected("reduce_staged")) return;
+  const int pairs[][2] = {{TPRT_DTYPE_BF16, TPRT_DTYPE_BF16}, {TPRT_DTYPE_F32, TPRT_DTYPE_F32},
+                          {TPRT_DTYPE_F32, TPRT_DTYPE_BF16}, {TPRT_DTYPE_BF16, TPRT_DTYPE_F32},
+                          {TPRT_DTYPE_F16, TPRT_DTYPE_F16}};
+  const int groups[] = {2, 3, 4, 8};
+  struct {
+    int64_t n, cols, pitch;  // cols 0: no own view
+  } shapes[] = {{4096, 0, 0}, {1023, 0, 0}, {4096, 1024, 1536}, {1023, 341, 345}, {4096, 4096, 4096}};
+  uint64_t rng = 0x5EED;
+  for (const auto& p : pairs)
+    for (int g : groups)
+      for (const auto& sh : shapes)
+        for (int canonical = 0; canonical < 2; ++canonical) {
+          int64_t sd[2] = {g, sh.n}, od[1] = {sh.n};
+          int64_t rows = sh.cols ? sh.n / sh.cols : 1, vd[2] = {rows, sh.cols ? sh.pitch : 1};
+          ct_tensor_t staged = ct_make(p[0], 2, sd), out = ct_make(p[1], 1, od), view = ct_make(p[0], 2, vd);
+          ct_fill(&staged, &rng, CT_DIST_WIDE);
+          ct_fill(&view, &rng, CT_DIST_WIDE);
+          int member = sh.cols ? g / 2 : -1;
+          tprt_cuda_staged_own_t own = {member, view.d.data, sh.cols ? sh.cols : 1, sh.cols ? sh.pitch : 1};
+          if (member >= 0)  // garbage in the own member's staged block (device only)
+            CT_CUDA(cudaMemset((char*)staged.d.data + tprt_dtype_bytes(p[0], (int64_t)member * sh.n), 0x7F,
+                               (size_t)tprt_dtype_bytes(p[0], sh.n)));
+          char shape[64], params[64];
+          snprintf(shape, sizeof shape, "[%d,%lld]", g, (long long)sh.n);
+          snprintf(params, sizeof params, "-> %s %s%s", tprt_dtype_name(p[1]), canonical ? "canonical" : "any",
+                   member >= 0 ? " own view" : "");
+          ct_run(
+              "reduce_staged", shape, tprt_dtype_name(p[0]), params, &out,
+              [&] {
+                for (int64_t i = 0; i < sh.n; ++i) {
+                  float v[8] = {0};
+                  for (int m = 0; m < g; ++m)
+                    v[m] = m == member ? tprt_load_elem(view.h.data, p[0], (i / sh.cols) * sh.pitch + i % sh.cols)
+                                       : tprt_load_elem(staged.h.data, p[0], (int64_t)m * sh.n + i);
+                  if (canonical) {
+                    for (int s = 1; s < g; s *= 2)
+                      for (int m = 0; m + s < g; m += 2 * s) v[m] = v[m] + v[m + s];
+                  } else {
+                    for (int m = 1; m < g; ++m) v[0] = v[0] + v[m];
+                  }
+                  tprt_store_elem(out.h.data, p[1], i, v[0]);
+                }
+                return (tprt_status_t)NULL;
+              },
+              [&](cudaStream_t st) {
+                return tprt_cuda_reduce_staged_own(staged.d.data, g, p[0], sh.n, out.d.data, p[1], canonical, own, st);
+              },
+              true, stream);
+          ct_free(&staged);
+          ct_free(&out);
+          ct_free(&view);
+        }
+}

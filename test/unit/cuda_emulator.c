@@ -525,6 +525,7 @@ typedef struct {
   int group, in_dtype, out_dtype, canonical, device;
   int64_t n;
   void* out;
+  tprt_cuda_staged_own_t own;  // member -1: none
 } emu__reduce_t;
 
 // tprt_cuda_reduce_staged's arithmetic (reduce.cu): f32 sums, one rounding.
@@ -532,9 +533,15 @@ static void emu__reduce(void* arg) {
   const emu__reduce_t* r = arg;
   emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "reduce_staged reads freed memory");
   emu__check(r->out, tprt_dtype_bytes(r->out_dtype, r->n), r->device, "reduce_staged writes freed memory");
+  if (r->own.member >= 0 && r->n > 0)
+    emu__check(r->own.src, tprt_dtype_bytes(r->in_dtype, (r->n / r->own.cols - 1) * r->own.pitch + r->own.cols),
+               r->device, "reduce_staged reads an own view of freed memory");
   for (int64_t i = 0; i < r->n; ++i) {
     float v[TPRT_MAX_WORLD_SIZE] = {0};
-    for (int g = 0; g < r->group; ++g) v[g] = tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
+    for (int g = 0; g < r->group; ++g)
+      v[g] = g == r->own.member
+                 ? tprt_load_elem(r->own.src, r->in_dtype, (i / r->own.cols) * r->own.pitch + i % r->own.cols)
+                 : tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
     if (r->canonical) {
       for (int s = 1; s < r->group; s *= 2)
         for (int g = 0; g + s < r->group; g += 2 * s) v[g] = v[g] + v[g + s];
@@ -545,12 +552,19 @@ static void emu__reduce(void* arg) {
   }
 }
 
-tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
-                                      int canonical, cudaStream_t stream) {
+tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
+                                          int out_dtype, int canonical, tprt_cuda_staged_own_t own,
+                                          cudaStream_t stream) {
   emu__reduce_t* r = malloc(sizeof *r);
-  *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, stream->device, n, out};
+  *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, stream->device, n, out, own};
   emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__reduce, .arg = r});
   return NULL;
+}
+
+tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
+                                      int canonical, cudaStream_t stream) {
+  tprt_cuda_staged_own_t none = {-1, NULL, 1, 1};
+  return tprt_cuda_reduce_staged_own(staged, group, in_dtype, n, out, out_dtype, canonical, none, stream);
 }
 
 // tprt_cuda_max_staged's arithmetic (reduce.cu): the maximum kept by tprt_max_keep, in one dtype.
@@ -569,7 +583,7 @@ static void emu__max(void* arg) {
 tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
                                    cudaStream_t stream) {
   emu__reduce_t* r = malloc(sizeof *r);
-  *r = (emu__reduce_t){staged, group, dtype, dtype, 0, stream->device, n, out};
+  *r = (emu__reduce_t){staged, group, dtype, dtype, 0, stream->device, n, out, {-1, NULL, 1, 1}};
   emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__max, .arg = r});
   return NULL;
 }

@@ -66,6 +66,7 @@ static const case_t kCases[] = {
     {ALL_REDUCE, 2, F32, BF16, 0, 0, CANON, false, false},
     {ALL_REDUCE_MAX, 3, F32, F32, 0, 0, ANY, false, false},  // the amax all-reduce (tp.all_reduce max)
     {ALL_REDUCE_MAX, 2, BF16, BF16, 0, 0, ANY, false, true},
+    {REDUCE_SCATTER, 1, BF16, F32, 0, 0, ANY, true, false},  // async, one leading row, a dtype change
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], ROWS = 16, COLS = 24 };
 
