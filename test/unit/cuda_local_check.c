@@ -67,6 +67,7 @@ static const case_t kCases[] = {
     {ALL_REDUCE_MAX, 3, F32, F32, 0, 0, ANY, false, false},  // the amax all-reduce (tp.all_reduce max)
     {ALL_REDUCE_MAX, 2, BF16, BF16, 0, 0, ANY, false, true},
     {REDUCE_SCATTER, 1, BF16, F32, 0, 0, ANY, true, false},  // async, one leading row, a dtype change
+    {ALL_GATHER, 2, BF16, BF16, 0, 0, 0, true, false},  // async, last: its output clobbered soon after
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], ROWS = 16, COLS = 24 };
 
@@ -75,6 +76,7 @@ typedef struct {
   tprt_tensor_t in, out;  // host views: the input and the CPU collectives' output
   void* dev_in;
   void* dev_out;
+  void* dev_result;  // an async case's output, copied at its wait
   void* got;  // the device output, downloaded
   tprt_future_t* future;
 } slot_t;
@@ -172,19 +174,27 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
   }
   for (int k = 0; k < NUM_CASES; ++k)
     if (!g_async_only || kCases[k].async) TPRT_RETURN_IF_ERROR(issue(b, rank, &kCases[k], &slots[k]), "case %d", k);
-  for (int k = 0; k < NUM_CASES; ++k) {
+  // Newest first: the last start's output is clobbered while its peers may still be reading it.
+  for (int k = NUM_CASES - 1; k >= 0; --k) {
     if (!slots[k].future) continue;
     tprt_future_t* f = slots[k].future;
     slots[k].future = NULL;
     TPRT_RETURN_IF_ERROR(b->wait(rank, f), "case %d: wait", k);
     TPRT_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(slots[k].dev_in, 0xEE, tprt_tensor_bytes(&slots[k].in), tprt__r.stream));
+    // The output is the rank's own after the wait: keep the result, then clobber the output (a peer
+    // still reading it, as a gather's pull of its own rows, would read garbage).
+    size_t out_bytes = tprt_tensor_bytes(&slots[k].out);
+    TPRT_RETURN_IF_ERROR(b->alloc(out_bytes, &slots[k].dev_result), "alloc");
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slots[k].dev_result, slots[k].dev_out, out_bytes,
+                                              cudaMemcpyDeviceToDevice, tprt__r.stream));
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(slots[k].dev_out, 0xEE, out_bytes, tprt__r.stream));
   }
   for (int k = 0; k < NUM_CASES; ++k) {
     slot_t* s = &slots[k];
     if (!s->got) continue;  // not run (the ce mode)
     size_t bytes = tprt_tensor_bytes(&s->out);
-    TPRT_RETURN_IF_ERROR(b->to_host(s->got, s->dev_out, bytes), "case %d: download", k);
+    TPRT_RETURN_IF_ERROR(b->to_host(s->got, s->dev_result ? s->dev_result : s->dev_out, bytes), "case %d: download", k);
     for (size_t i = 0; i < bytes; ++i)
       if (((const unsigned char*)s->got)[i] != ((const unsigned char*)s->out.data)[i])
         return tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: byte %zu of %zu differs from the CPU collective's", k,
@@ -213,6 +223,7 @@ static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
   }
   for (int k = 0; k < NUM_CASES; ++k) {
     if (slots[k].future) tprt_status_ignore(b->wait(rank, slots[k].future));
+    if (slots[k].dev_result) b->free(slots[k].dev_result);
     if (slots[k].dev_out != slots[k].dev_in) b->free(slots[k].dev_out);
     b->free(slots[k].dev_in);
     free(slots[k].in.data);

@@ -1,7 +1,8 @@
 // Peer-copy bandwidth of the copy engines, the transport of the CUDA backend's copy-engine
 // collectives (TPRT_CUDA_COPY_ENGINE): GPU 0 pulls B bytes from each of its peers with
 // cudaMemcpyPeerAsync, the copies issued back to back on one stream, or each on its own stream,
-// and the same while a bf16 GEMM-like load (a long kernel on every SM) runs on GPU 0.
+// and the same while a bf16 GEMM-like load (a long kernel on every SM) runs on GPU 0; then a copy
+// within GPU 0 three ways, with and without that load.
 //
 // Build and run (a machine with 2+ GPUs): nvcc -O2 -Iruntime -Ikernels/cpu -o peer_copy tools/bench/peer_copy.cu
 //   && ./peer_copy [MiB]
@@ -76,5 +77,65 @@ int main(int argc, char** argv) {
       printf("peer_copy: GPU 0 pulls %zu MiB from each of %d peer(s), %s%s: %.1f GB/s\n", mib, peers,
              each ? "a stream each" : "one stream", loaded ? ", SMs busy" : "", (double)bytes * peers / best / 1e6);
     }
+  // A copy within GPU 0 (a rank's own block of a gather): issued on GPU 0's stream (an SM kernel
+  // that waits for the busy SMs), as a batch with the overlap hint, or on GPU 1's stream (its copy
+  // engine reads and writes GPU 0's memory over the link).
+  char* own_src;
+  CHECK(cudaMalloc(&own_src, bytes));
+  CHECK(cudaSetDevice(1));
+  cudaStream_t s1;
+  CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  cudaError_t pe = cudaDeviceEnablePeerAccess(0, 0);
+  if (pe != cudaSuccess && pe != cudaErrorPeerAccessAlreadyEnabled) CHECK(pe);
+  cudaEvent_t v0, v1, u0, u1;  // on GPU 1, on GPU 0
+  CHECK(cudaEventCreate(&v0));
+  CHECK(cudaEventCreate(&v1));
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaEventCreate(&u0));
+  CHECK(cudaEventCreate(&u1));
+  for (int way = 0; way < 6; ++way) {
+    int how = way % 3;
+    bool loaded = way >= 3;
+    float best = 1e30f, busy_ms = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      CHECK(cudaSetDevice(0));
+      CHECK(cudaEventRecord(t0, load));
+      if (loaded) busy<<<sms * 4, 256, 0, load>>>(sink, 1 << 20);
+      CHECK(cudaEventRecord(t1, load));
+      cudaStream_t st = how == 2 ? s1 : s[0];
+      if (how == 2) CHECK(cudaSetDevice(1));
+      cudaEvent_t e0 = how == 2 ? v0 : u0, e1 = how == 2 ? v1 : u1;
+      CHECK(cudaEventRecord(e0, st));
+      if (how == 0) {
+        CHECK(cudaMemcpyAsync(dst, own_src, bytes, cudaMemcpyDeviceToDevice, st));
+      } else if (how == 1) {
+        struct cudaMemcpyAttributes attr;
+        memset(&attr, 0, sizeof attr);
+        attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+        void* to[1] = {dst};
+        const void* from[1] = {own_src};
+        size_t sizes[1] = {bytes}, first = 0;
+        CHECK(cudaMemcpyBatchAsync(to, from, sizes, 1, &attr, &first, 1, st));
+      } else {
+        CHECK(cudaMemcpyAsync(dst, own_src, bytes, cudaMemcpyDeviceToDevice, st));
+      }
+      CHECK(cudaEventRecord(e1, st));
+      CHECK(cudaSetDevice(0));
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaSetDevice(1));
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaSetDevice(0));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (ms < best) best = ms;
+      CHECK(cudaEventElapsedTime(&busy_ms, t0, t1));
+    }
+    static const char* kHow[] = {"cudaMemcpyAsync on GPU 0", "a batch with the overlap hint on GPU 0",
+                                 "cudaMemcpyAsync on GPU 1's stream"};
+    printf("own_copy: %zu MiB within GPU 0, %s%s: %.3f ms (%.1f GB/s)%s\n", mib, kHow[how],
+           loaded ? ", SMs busy" : "", best, (double)bytes / best / 1e6, loaded ? "" : "");
+    if (loaded) printf("own_copy:   (the busy kernel ran %.3f ms)\n", busy_ms);
+  }
   return 0;
 }
