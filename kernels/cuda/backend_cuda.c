@@ -227,6 +227,10 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
 //===----------------------------------------------------------------------===//
 
 int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size) {
+  return tprt__timeline_begin_kind(stream, comm, false, what, size);
+}
+
+int tprt__timeline_begin_kind(cudaStream_t stream, bool comm, bool collective, const char* what, int64_t size) {
   if (!tprt_param_cuda_timeline() || tprt__r.capturing) return -1;
   if (tprt__r.num_intervals == tprt__r.cap_intervals) {
     int cap = tprt__r.cap_intervals ? 2 * tprt__r.cap_intervals : 64;
@@ -246,6 +250,7 @@ int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64
   }
   int i = tprt__r.num_intervals++;
   tprt__r.intervals[i].comm = comm;
+  tprt__r.intervals[i].collective = collective;
   tprt__r.intervals[i].what = what;
   tprt__r.intervals[i].size = size;
   if (cudaEventRecord(tprt__r.intervals[i].begin, stream) != cudaSuccess) (void)cudaGetLastError();
@@ -263,74 +268,78 @@ static int tprt__interval_cmp(const void* x, const void* y) {
   return a < b ? -1 : a > b;
 }
 
+// The union of the intervals of |kind| in |iv| (sorted by begin) as merged segments into |seg|;
+// returns their count and adds their total length to |*busy|.
+static int tprt__interval_union(float (*iv)[3], int n, int kind, float (*seg)[2], double* busy) {
+  int ns = 0;
+  for (int i = 0; i < n; ++i) {
+    if ((int)iv[i][2] != kind) continue;
+    if (ns && iv[i][0] <= seg[ns - 1][1]) {
+      if (iv[i][1] > seg[ns - 1][1]) seg[ns - 1][1] = iv[i][1];
+    } else {
+      seg[ns][0] = iv[i][0];
+      seg[ns][1] = iv[i][1];
+      ++ns;
+    }
+  }
+  for (int j = 0; j < ns; ++j) *busy += seg[j][1] - seg[j][0];
+  return ns;
+}
+
 // After the step's synchronization: per kind, the busy time (the union of its intervals), and the
-// collectives' busy time under a contraction; one line on stderr, then the intervals are reused.
+// async collectives' busy time under a contraction; one line on stderr, then the intervals are
+// reused. Kinds: 0 contractions, 1 async collectives (comm stream), 2 the collectives' work on the
+// compute stream (a copy-engine reduce-scatter's sum at its wait).
 static void tprt__timeline_report(void) {
   int n = tprt__r.num_intervals;
   tprt__r.num_intervals = 0;
   if (n <= 0) return;
   size_t count = (size_t)n;
-  float (*iv)[3] = malloc(count * sizeof *iv);  // begin, end, comm
-  if (!iv) return;
-  int rank = tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0;
+  float (*iv)[3] = malloc(count * sizeof *iv);  // begin, end, kind
+  float (*seg[2])[2] = {malloc(count * sizeof(float[2])), malloc(count * sizeof(float[2]))};
+  if (!iv || !seg[0] || !seg[1]) {
+    free(iv);
+    free(seg[0]);
+    free(seg[1]);
+    return;
+  }
+  int rank = tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0, num[3] = {0, 0, 0};
   for (int i = 0; i < n; ++i) {
     float b = 0, e = 0;
     if (cudaEventElapsedTime(&b, tprt__r.intervals[0].begin, tprt__r.intervals[i].begin) != cudaSuccess ||
         cudaEventElapsedTime(&e, tprt__r.intervals[0].begin, tprt__r.intervals[i].end) != cudaSuccess) {
       (void)cudaGetLastError();
-      free(iv);
-      return;
+      n = 0;
+      break;
     }
+    int kind = tprt__r.intervals[i].comm ? 1 : tprt__r.intervals[i].collective ? 2 : 0;
+    ++num[kind];
     iv[i][0] = b;
     iv[i][1] = e;
-    iv[i][2] = tprt__r.intervals[i].comm ? 1.0f : 0.0f;
+    iv[i][2] = (float)kind;
     if (tprt_param_cuda_timeline() >= 2)  // every interval, in issue order per stream
       fprintf(stderr, "tprt cuda timeline: rank %d: %s %.3f %.3f %lld %s\n", rank,
               tprt__r.intervals[i].comm ? "comm" : "compute", b, e, (long long)tprt__r.intervals[i].size,
               tprt__r.intervals[i].what);
   }
-  qsort(iv, count, sizeof *iv, tprt__interval_cmp);
-  // Sweep: the union of each kind and of their intersection.
-  double busy[2] = {0, 0}, both = 0;
-  int ncomm = 0;
-  for (int i = 0; i < n; ++i) ncomm += iv[i][2] > 0.5f;
-  float edges[2] = {0, 0};  // end of the current union of each kind
-  float start[2] = {-1, -1};
-  // Collect each kind's union as merged segments, then intersect the two lists.
-  float (*seg[2])[2] = {malloc(count * sizeof(float[2])), malloc(count * sizeof(float[2]))};
-  int ns[2] = {0, 0};
-  if (!seg[0] || !seg[1]) {
-    free(seg[0]);
-    free(seg[1]);
-    free(iv);
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    int k = iv[i][2] > 0.5f;
-    if (start[k] >= 0 && iv[i][0] <= edges[k]) {
-      if (iv[i][1] > edges[k]) edges[k] = iv[i][1];
-      seg[k][ns[k] - 1][1] = edges[k];
-    } else {
-      start[k] = iv[i][0];
-      edges[k] = iv[i][1];
-      seg[k][ns[k]][0] = iv[i][0];
-      seg[k][ns[k]][1] = iv[i][1];
-      ++ns[k];
+  if (n > 0) {
+    qsort(iv, count, sizeof *iv, tprt__interval_cmp);
+    double busy[3] = {0, 0, 0}, both = 0;
+    int ns0 = tprt__interval_union(iv, n, 0, seg[0], &busy[0]);
+    int ns1 = tprt__interval_union(iv, n, 1, seg[1], &busy[1]);
+    for (int a = 0, c = 0; a < ns0 && c < ns1;) {  // the intersection of the two unions
+      float lo = seg[0][a][0] > seg[1][c][0] ? seg[0][a][0] : seg[1][c][0];
+      float hi = seg[0][a][1] < seg[1][c][1] ? seg[0][a][1] : seg[1][c][1];
+      if (hi > lo) both += hi - lo;
+      if (seg[0][a][1] < seg[1][c][1]) ++a; else ++c;
     }
+    (void)tprt__interval_union(iv, n, 2, seg[0], &busy[2]);
+    fprintf(stderr,
+            "tprt cuda timeline: rank %d: contractions %.3f ms (%d), async collectives %.3f ms (%d), %.3f ms of them "
+            "under a contraction (%.0f%%), their work on the compute stream %.3f ms (%d)\n",
+            rank, busy[0], num[0], busy[1], num[1], both, busy[1] > 0 ? 100.0 * both / busy[1] : 0.0, busy[2],
+            num[2]);
   }
-  for (int k = 0; k < 2; ++k)
-    for (int j = 0; j < ns[k]; ++j) busy[k] += seg[k][j][1] - seg[k][j][0];
-  for (int a = 0, c = 0; a < ns[0] && c < ns[1];) {
-    float lo = seg[0][a][0] > seg[1][c][0] ? seg[0][a][0] : seg[1][c][0];
-    float hi = seg[0][a][1] < seg[1][c][1] ? seg[0][a][1] : seg[1][c][1];
-    if (hi > lo) both += hi - lo;
-    if (seg[0][a][1] < seg[1][c][1]) ++a; else ++c;
-  }
-  fprintf(stderr,
-          "tprt cuda timeline: rank %d: contractions %.3f ms (%d), async collectives %.3f ms (%d), %.3f ms of them "
-          "under a contraction (%.0f%%)\n",
-          rank, busy[0], n - ncomm, busy[1], ncomm, both,
-          busy[1] > 0 ? 100.0 * both / busy[1] : 0.0);
   free(seg[0]);
   free(seg[1]);
   free(iv);

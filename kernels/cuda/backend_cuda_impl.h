@@ -63,7 +63,8 @@ typedef struct {
 /// TPRT_CUDA_TIMELINE: timed intervals of the current step (contractions and async collectives).
 typedef struct {
   cudaEvent_t begin, end;
-  bool comm;  // an async collective on the comm stream (else a contraction on the compute stream)
+  bool comm;        // an async collective on the comm stream (else work on the compute stream:
+  bool collective;  // a collective's, as a reduce-scatter's sum at its wait, or else a contraction)
   const char* what;  // the op (a static string), for TPRT_CUDA_TIMELINE=2's list
   int64_t size;      // the bytes the collective writes, or the contraction's result elements
 } tprt__cuda_interval_t;
@@ -108,6 +109,8 @@ extern _Thread_local tprt__cuda_rank_t tprt__r;
 /// collective) and returns its index, or -1 when the timeline is off or a graph is being captured.
 /// |what| (a static string) and |size| name it in TPRT_CUDA_TIMELINE=2's list of every interval.
 int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size);
+/// The same for the compute stream's work of a collective (|collective|, with |comm| false).
+int tprt__timeline_begin_kind(cudaStream_t stream, bool comm, bool collective, const char* what, int64_t size);
 /// Ends interval |i| (from tprt__timeline_begin; -1 does nothing) on |stream|.
 void tprt__timeline_end(cudaStream_t stream, int i);
 

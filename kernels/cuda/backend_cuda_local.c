@@ -133,7 +133,8 @@ typedef struct {
 
 // The plain layout: |bytes| at |offset| of member p's source to block p of |dst|.
 static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
-  return (tprt__local_rows_t){.offset = offset, .bytes = bytes, .outer = 1, .src_row = 0, .dst_member = bytes, .dst_row = 0};
+  return (tprt__local_rows_t){
+      .offset = offset, .bytes = bytes, .outer = 1, .src_row = 0, .dst_member = bytes, .dst_row = 0};
 }
 
 // Step 2: the copies of |l| from every member (but the caller when |skip_own|) into |dst|, on the

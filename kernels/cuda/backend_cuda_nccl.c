@@ -523,13 +523,15 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   if (!f->own.pending && !f->sum.pending) return NULL;
   // A copy-engine collective's own rows and sum (backend_cuda_impl.h). The next start that takes
   // this future forks the comm stream after them, so its staging is not overwritten before it is read.
-  int t = tprt__timeline_begin(tprt__r.stream, false, f->sum.pending ? "reduce_scatter_sum" : "all_gather_own",
-                               f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
+  const char* what = f->sum.pending ? "reduce_scatter_sum" : "all_gather_own";
+  int t = tprt__timeline_begin_kind(tprt__r.stream, false, true, what,
+                                    f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
   cudaError_t e = cudaSuccess;
-  if (f->own.pending)
-    e = f->own.outer == 1 ? cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream)
-                          : cudaMemcpy2DAsync(f->own.dst, f->own.dst_row, f->own.src, f->own.src_row, f->own.bytes,
-                                              (size_t)f->own.outer, cudaMemcpyDeviceToDevice, tprt__r.stream);
+  if (f->own.pending && f->own.outer == 1)
+    e = cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);
+  else if (f->own.pending)
+    e = cudaMemcpy2DAsync(f->own.dst, f->own.dst_row, f->own.src, f->own.src_row, f->own.bytes, (size_t)f->own.outer,
+                          cudaMemcpyDeviceToDevice, tprt__r.stream);
   tprt_status_t s = NULL;
   if (e != cudaSuccess)
     s = tprt__cuda_make_status(e, "an async collective's own rows (cudaMemcpyAsync)", __FILE__, __LINE__);

@@ -110,8 +110,8 @@ extern "C" tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int gro
                                                      int out_dtype, int canonical, tprt_cuda_staged_own_t own,
                                                      cudaStream_t stream) {
   const int floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
-  if (group < 1 || group > TPRT_MAX_WORLD_SIZE || !((floats >> in_dtype) & 1) || !((floats >> out_dtype) & 1) || n < 0 ||
-      own.member >= group || (own.member >= 0 && (!own.src || own.cols < 1 || own.pitch < own.cols)))
+  bool dtypes = ((floats >> in_dtype) & 1) && ((floats >> out_dtype) & 1);
+  if (group < 1 || group > TPRT_MAX_WORLD_SIZE || !dtypes || n < 0 || own.member >= group || (own.member >= 0 && (!own.src || own.cols < 1 || own.pitch < own.cols)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "reduce_staged: group=%d (1..%d), float dtypes %s -> %s, n=%lld >= 0 and an own view of a "
                             "member below the group (rows of cols <= pitch elements) expected",

@@ -200,7 +200,8 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
         return tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: byte %zu of %zu differs from the CPU collective's", k,
                                 i, bytes);
   }
-  return NULL;
+  // The step's end, as tpc-run's: with TPRT_CUDA_TIMELINE, one line of every interval kind's count.
+  return b->synchronize();
 }
 
 // The rank function of the share and fault modes.

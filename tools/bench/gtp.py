@@ -20,7 +20,8 @@ in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). The gtp4 co
 communication; the prefetched schedule's excess is what stays exposed). --timeline also runs ref and
 gtpG with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
 time and how much of it ran under a contraction (--timeline=2: also every interval, kept in the
-JSON). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
+JSON, and per rank the all-gathers' busy time and its share under a contraction, which does not
+count the collectives' own work on the compute stream: a reduce-scatter's sum, a gather's own rows). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
 "weights/rank" is the
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
@@ -78,6 +79,44 @@ def run(tpc_run, module, graph=False, timeline=0):
     return float(m.group(1)), int(a.group(1)) if a else None
 
 
+# The ops the collectives run on the compute stream (TPRT_CUDA_TIMELINE=2 names them): a copy-engine
+# reduce-scatter's sum at its wait, and an all-gather's own rows.
+COLLECTIVE_WORK = ("reduce_scatter_sum", "all_gather_own")
+
+
+def union(spans):
+    """The union of (begin, end) spans as sorted, disjoint spans."""
+    out = []
+    for b, e in sorted(spans):
+        if out and b <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([b, e])
+    return out
+
+
+def overlap(a, b):
+    """The length of the intersection of two unions."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def gathers_under_contractions(intervals):
+    """From one rank's --timeline=2 intervals: the all-gathers' busy time in ms and the share of it
+    under a contraction (the collectives' own work on the compute stream does not count)."""
+    gathers = union((i["begin"], i["end"]) for i in intervals if i["op"] == "all_gather")
+    gemms = union((i["begin"], i["end"]) for i in intervals
+                  if i["stream"] == "compute" and i["op"] not in COLLECTIVE_WORK)
+    busy = sum(e - b for b, e in gathers)
+    return busy, (overlap(gathers, gemms) / busy if busy else 0.0)
+
+
 def gpu_count():
     try:
         return len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines())
@@ -116,7 +155,8 @@ def timeline_svg(data, path):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" '
            f'height="{top + len(runs) * (2 * lane + 22) + 30}" font-family="sans-serif" font-size="10">',
            f'<text x="10" y="20" font-size="13">GTP, {data["stack"]}: rank 0\'s training step, contractions '
-           f'(blue) and async collectives (orange) ({data["device"]})</text>']
+           f'(blue), the collectives\' work on the compute stream (red) and async collectives (orange) '
+           f'({data["device"]})</text>']
     for t in range(0, int(span) + 1, 5):
         x = left + t * scale
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 8}" y2="{top + len(runs) * (2 * lane + 22)}" '
@@ -126,6 +166,8 @@ def timeline_svg(data, path):
         out.append(f'<text x="10" y="{y + lane + 4}">{key}</text>')
         for i in ivs:
             dy, color = (0, "#1f77b4") if i["stream"] == "compute" else (lane + 2, "#ff7f0e")
+            if i["op"] in COLLECTIVE_WORK:
+                color = "#d62728"
             w = max((i["end"] - i["begin"]) * scale, 0.5)
             out.append(f'<rect x="{left + i["begin"] * scale:.1f}" y="{y + dy}" width="{w:.1f}" height="{lane}" '
                        f'fill="{color}" stroke="white" stroke-width="0.3"><title>{i["op"]} {i["size"]}: '
@@ -204,6 +246,12 @@ def main():
                     data["intervals"][f"{g} {mode}"] = intervals
                 for line in lines:
                     print(f"timeline {g} {mode}: {line}")
+                for r, ivs in sorted(intervals.items()):
+                    busy, share = gathers_under_contractions(ivs)
+                    if busy:
+                        data.setdefault("gathers", {}).setdefault(f"{g} {mode}", {})[r] = [busy, share]
+                        print(f"timeline {g} {mode}: rank {r}: all-gathers {busy:.3f} ms, {share * 100:.0f}% "
+                              f"under a contraction")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(data, f, indent=1)
