@@ -55,6 +55,11 @@ TPRT_PARAM_DECLARE(cuda_comm_sms);
 /// (TPRT_CUDA_COPY_ENGINE, default 1; tpc-run --graph sets 0: CUDA graphs capture NCCL only).
 TPRT_PARAM_DECLARE(cuda_copy_engine);
 
+/// Non-zero: a copy-engine all-gather pulls the rank's own rows from the next member's output over
+/// the link, after every member has its rows, instead of copying them within the GPU at the wait
+/// (an SM copy) (TPRT_CUDA_CE_OWN_FROM_PEER, default 0).
+TPRT_PARAM_DECLARE(cuda_ce_own_from_peer);
+
 #ifdef __cplusplus
 }
 #endif

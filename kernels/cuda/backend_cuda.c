@@ -226,11 +226,7 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
 // TPRT_CUDA_TIMELINE
 //===----------------------------------------------------------------------===//
 
-int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size) {
-  return tprt__timeline_begin_kind(stream, comm, false, what, size);
-}
-
-int tprt__timeline_begin_kind(cudaStream_t stream, bool comm, bool collective, const char* what, int64_t size) {
+int tprt__timeline_begin(cudaStream_t stream, tprt__interval_kind_t kind, const char* what, int64_t size) {
   if (!tprt_param_cuda_timeline() || tprt__r.capturing) return -1;
   if (tprt__r.num_intervals == tprt__r.cap_intervals) {
     int cap = tprt__r.cap_intervals ? 2 * tprt__r.cap_intervals : 64;
@@ -249,8 +245,7 @@ int tprt__timeline_begin_kind(cudaStream_t stream, bool comm, bool collective, c
     tprt__r.cap_intervals = cap;
   }
   int i = tprt__r.num_intervals++;
-  tprt__r.intervals[i].comm = comm;
-  tprt__r.intervals[i].collective = collective;
+  tprt__r.intervals[i].kind = kind;
   tprt__r.intervals[i].what = what;
   tprt__r.intervals[i].size = size;
   if (cudaEventRecord(tprt__r.intervals[i].begin, stream) != cudaSuccess) (void)cudaGetLastError();
@@ -268,12 +263,13 @@ static int tprt__interval_cmp(const void* x, const void* y) {
   return a < b ? -1 : a > b;
 }
 
-// The union of the intervals of |kind| in |iv| (sorted by begin) as merged segments into |seg|;
-// returns their count and adds their total length to |*busy|.
+// The union of the intervals of |kind| (-1: of every kind but the comm stream's) in |iv| (sorted by
+// begin) as merged segments into |seg|; returns their count and adds their total length to |*busy|.
 static int tprt__interval_union(float (*iv)[3], int n, int kind, float (*seg)[2], double* busy) {
   int ns = 0;
   for (int i = 0; i < n; ++i) {
-    if ((int)iv[i][2] != kind) continue;
+    int k = (int)iv[i][2];
+    if (kind >= 0 ? k != kind : k == TPRT__IV_COMM) continue;
     if (ns && iv[i][0] <= seg[ns - 1][1]) {
       if (iv[i][1] > seg[ns - 1][1]) seg[ns - 1][1] = iv[i][1];
     } else {
@@ -287,9 +283,8 @@ static int tprt__interval_union(float (*iv)[3], int n, int kind, float (*seg)[2]
 }
 
 // After the step's synchronization: per kind, the busy time (the union of its intervals), and the
-// async collectives' busy time under a contraction; one line on stderr, then the intervals are
-// reused. Kinds: 0 contractions, 1 async collectives (comm stream), 2 the collectives' work on the
-// compute stream (a copy-engine reduce-scatter's sum at its wait).
+// async collectives' busy time under the compute stream's work (any kind but theirs); one line on
+// stderr, then the intervals are reused.
 static void tprt__timeline_report(void) {
   int n = tprt__r.num_intervals;
   tprt__r.num_intervals = 0;
@@ -303,7 +298,7 @@ static void tprt__timeline_report(void) {
     free(seg[1]);
     return;
   }
-  int rank = tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0, num[3] = {0, 0, 0};
+  int rank = tprt__r.rank ? tprt_rank_index(tprt__r.rank) : 0, num[TPRT__IV_KINDS] = {0};
   for (int i = 0; i < n; ++i) {
     float b = 0, e = 0;
     if (cudaEventElapsedTime(&b, tprt__r.intervals[0].begin, tprt__r.intervals[i].begin) != cudaSuccess ||
@@ -312,33 +307,36 @@ static void tprt__timeline_report(void) {
       n = 0;
       break;
     }
-    int kind = tprt__r.intervals[i].comm ? 1 : tprt__r.intervals[i].collective ? 2 : 0;
+    int kind = tprt__r.intervals[i].kind;
     ++num[kind];
     iv[i][0] = b;
     iv[i][1] = e;
     iv[i][2] = (float)kind;
     if (tprt_param_cuda_timeline() >= 2)  // every interval, in issue order per stream
       fprintf(stderr, "tprt cuda timeline: rank %d: %s %.3f %.3f %lld %s\n", rank,
-              tprt__r.intervals[i].comm ? "comm" : "compute", b, e, (long long)tprt__r.intervals[i].size,
+              kind == TPRT__IV_COMM ? "comm" : "compute", b, e, (long long)tprt__r.intervals[i].size,
               tprt__r.intervals[i].what);
   }
   if (n > 0) {
     qsort(iv, count, sizeof *iv, tprt__interval_cmp);
-    double busy[3] = {0, 0, 0}, both = 0;
-    int ns0 = tprt__interval_union(iv, n, 0, seg[0], &busy[0]);
-    int ns1 = tprt__interval_union(iv, n, 1, seg[1], &busy[1]);
+    double busy[TPRT__IV_KINDS] = {0}, compute = 0, both = 0;
+    for (int k = 0; k < TPRT__IV_KINDS; ++k)
+      if (k != TPRT__IV_COMM) (void)tprt__interval_union(iv, n, k, seg[0], &busy[k]);
+    int ns0 = tprt__interval_union(iv, n, -1, seg[0], &compute);  // every kind but the comm stream's
+    int ns1 = tprt__interval_union(iv, n, TPRT__IV_COMM, seg[1], &busy[TPRT__IV_COMM]);
     for (int a = 0, c = 0; a < ns0 && c < ns1;) {  // the intersection of the two unions
       float lo = seg[0][a][0] > seg[1][c][0] ? seg[0][a][0] : seg[1][c][0];
       float hi = seg[0][a][1] < seg[1][c][1] ? seg[0][a][1] : seg[1][c][1];
       if (hi > lo) both += hi - lo;
       if (seg[0][a][1] < seg[1][c][1]) ++a; else ++c;
     }
-    (void)tprt__interval_union(iv, n, 2, seg[0], &busy[2]);
+    double comm = busy[TPRT__IV_COMM];
     fprintf(stderr,
-            "tprt cuda timeline: rank %d: contractions %.3f ms (%d), async collectives %.3f ms (%d), %.3f ms of them "
-            "under a contraction (%.0f%%), their work on the compute stream %.3f ms (%d)\n",
-            rank, busy[0], num[0], busy[1], num[1], both, busy[1] > 0 ? 100.0 * both / busy[1] : 0.0, busy[2],
-            num[2]);
+            "tprt cuda timeline: rank %d: contractions %.3f ms (%d), other ops %.3f ms (%d), async collectives "
+            "%.3f ms (%d), %.3f ms of them under compute (%.0f%%), their work on the compute stream %.3f ms (%d)\n",
+            rank, busy[TPRT__IV_CONTRACTION], num[TPRT__IV_CONTRACTION], busy[TPRT__IV_OP], num[TPRT__IV_OP], comm,
+            num[TPRT__IV_COMM], both, comm > 0 ? 100.0 * both / comm : 0.0, busy[TPRT__IV_COLLECTIVE],
+            num[TPRT__IV_COLLECTIVE]);
   }
   free(seg[0]);
   free(seg[1]);

@@ -60,11 +60,20 @@ typedef struct {
   } sum;
 } tprt__cuda_future_t;
 
-/// TPRT_CUDA_TIMELINE: timed intervals of the current step (contractions and async collectives).
+/// What a timed interval is.
+typedef enum {
+  TPRT__IV_CONTRACTION,  // a contraction (the kernel table's rows), on the compute stream
+  TPRT__IV_COMM,         // an async collective, on the comm stream
+  TPRT__IV_COLLECTIVE,   // a collective's work on the compute stream (a reduce-scatter's sum at its wait)
+  TPRT__IV_OP,           // any other op's kernel on the compute stream (norms, GLU, adds, ...)
+  TPRT__IV_KINDS
+} tprt__interval_kind_t;
+
+/// TPRT_CUDA_TIMELINE: timed intervals of the current step (every op on the compute stream and
+/// every async collective).
 typedef struct {
   cudaEvent_t begin, end;
-  bool comm;        // an async collective on the comm stream (else work on the compute stream:
-  bool collective;  // a collective's, as a reduce-scatter's sum at its wait, or else a contraction)
+  int kind;  // tprt__interval_kind_t
   const char* what;  // the op (a static string), for TPRT_CUDA_TIMELINE=2's list
   int64_t size;      // the bytes the collective writes, or the contraction's result elements
 } tprt__cuda_interval_t;
@@ -105,12 +114,10 @@ typedef struct {
 /// The calling rank thread's state (backend_cuda.c).
 extern _Thread_local tprt__cuda_rank_t tprt__r;
 
-/// TPRT_CUDA_TIMELINE: starts a timed interval on |stream| (a contraction, or with |comm| an async
-/// collective) and returns its index, or -1 when the timeline is off or a graph is being captured.
-/// |what| (a static string) and |size| name it in TPRT_CUDA_TIMELINE=2's list of every interval.
-int tprt__timeline_begin(cudaStream_t stream, bool comm, const char* what, int64_t size);
-/// The same for the compute stream's work of a collective (|collective|, with |comm| false).
-int tprt__timeline_begin_kind(cudaStream_t stream, bool comm, bool collective, const char* what, int64_t size);
+/// TPRT_CUDA_TIMELINE: starts a timed interval of |kind| on |stream| and returns its index, or -1
+/// when the timeline is off or a graph is being captured. |what| (a static string) and |size| name
+/// it in TPRT_CUDA_TIMELINE=2's list of every interval.
+int tprt__timeline_begin(cudaStream_t stream, tprt__interval_kind_t kind, const char* what, int64_t size);
 /// Ends interval |i| (from tprt__timeline_begin; -1 does nothing) on |stream|.
 void tprt__timeline_end(cudaStream_t stream, int i);
 

@@ -344,7 +344,8 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
     if (tprt__trace_on() && !atomic_exchange(&tprt__traced[i], true))
       fprintf(stderr, "tprt cuda: %s [%s, sm_%d, %s] -> %s\n", tprt__op_names[op], tprt__numerics_name(tprt__numerics),
               tprt__r.sm, call->a ? tprt_dtype_name(call->a->dtype) : "?", row->kernel);
-    int t = tprt__timeline_begin(tprt__r.stream, false, row->kernel, call->out ? (int64_t)tprt_tensor_numel(call->out) : 0);
+    int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_CONTRACTION, row->kernel,
+                                 call->out ? (int64_t)tprt_tensor_numel(call->out) : 0);
     tprt_status_t s = row->run(call);
     tprt__timeline_end(tprt__r.stream, t);
     return s;
@@ -356,6 +357,15 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
+
+// Returns |launch| (a kernel launch on the compute stream), timed as an op of TPRT_CUDA_TIMELINE.
+#define TPRT__TIMED_OP(name, launch)                                        \
+  do {                                                                      \
+    int tprt__t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_OP, name, 0); \
+    tprt_status_t tprt__s = (launch);                                       \
+    tprt__timeline_end(tprt__r.stream, tprt__t);                            \
+    return tprt__s;                                                         \
+  } while (0)
 
 tprt_status_t tprt__cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                 tprt_tensor_t* y, int chunks) {
@@ -410,72 +420,72 @@ tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_te
 
 tprt_status_t tprt__cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                              float limit) {
-  return tprt_cuda_glu(x, y, kind, interleave, alpha, limit, tprt__r.stream);
+  TPRT__TIMED_OP("glu", tprt_cuda_glu(x, y, kind, interleave, alpha, limit, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
-  return tprt_cuda_rmsnorm(x, gamma, y, eps, tprt__r.stream);
+  TPRT__TIMED_OP("rmsnorm", tprt_cuda_rmsnorm(x, gamma, y, eps, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                    tprt_tensor_t* y, float eps) {
-  return tprt_cuda_layernorm(x, gamma, beta, y, eps, tprt__r.stream);
+  TPRT__TIMED_OP("layernorm", tprt_cuda_layernorm(x, gamma, beta, y, eps, tprt__r.stream));
 }
 
 tprt_status_t tprt__cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
-  return tprt_cuda_add(a, b, c, tprt__r.stream);
+  TPRT__TIMED_OP("add", tprt_cuda_add(a, b, c, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
-  return tprt_cuda_mul(a, b, c, tprt__r.stream);
+  TPRT__TIMED_OP("mul", tprt_cuda_mul(a, b, c, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
                                      tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) {
-  return tprt_cuda_moe_permute(x, indices, y, group_sizes, row_map, tprt__r.stream);
+  TPRT__TIMED_OP("moe_permute", tprt_cuda_moe_permute(x, indices, y, group_sizes, row_map, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_bucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
                                     int buckets) {
-  return tprt_cuda_moe_bucket(x, group_sizes, y, buckets, tprt__r.stream);
+  TPRT__TIMED_OP("moe_bucket", tprt_cuda_moe_bucket(x, group_sizes, y, buckets, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
                                       int buckets) {
-  return tprt_cuda_moe_unbucket(x, group_sizes, y, buckets, tprt__r.stream);
+  TPRT__TIMED_OP("moe_unbucket", tprt_cuda_moe_unbucket(x, group_sizes, y, buckets, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
                                        const tprt_tensor_t* weights, tprt_tensor_t* out) {
-  return tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream);
+  TPRT__TIMED_OP("moe_unpermute", tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                   int64_t interleave, float alpha, float limit) {
-  return tprt_cuda_glu_grad(x, dy, dx, kind, interleave, alpha, limit, tprt__r.stream);
+  TPRT__TIMED_OP("glu_grad", tprt_cuda_glu_grad(x, dy, dx, kind, interleave, alpha, limit, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {
-  return tprt_cuda_rmsnorm_grad(x, gamma, dy, dx, dgamma, eps, chunks, tprt__r.stream);
+  TPRT__TIMED_OP("rmsnorm_grad", tprt_cuda_rmsnorm_grad(x, gamma, dy, dx, dgamma, eps, chunks, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                         tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                         int chunks) {
-  return tprt_cuda_layernorm_grad(x, gamma, dy, dx, dgamma, dbeta, eps, chunks, tprt__r.stream);
+  TPRT__TIMED_OP("layernorm_grad", tprt_cuda_layernorm_grad(x, gamma, dy, dx, dgamma, dbeta, eps, chunks, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
                                    int top_k, bool normalize) {
-  return tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream);
+  TPRT__TIMED_OP("moe_route", tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
                                           int top_k) {
-  return tprt_cuda_moe_permute_grad(dy, row_map, dx, top_k, tprt__r.stream);
+  TPRT__TIMED_OP("moe_permute_grad", tprt_cuda_moe_permute_grad(dy, row_map, dx, top_k, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
                                             const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
                                             tprt_tensor_t* dy, tprt_tensor_t* dweights) {
-  return tprt_cuda_moe_unpermute_grad(dout, y, row_map, weights, dy, dweights, tprt__r.stream);
+  TPRT__TIMED_OP("moe_unpermute_grad", tprt_cuda_moe_unpermute_grad(dout, y, row_map, weights, dy, dweights, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                         const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
                                         bool normalize) {
-  return tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream);
+  TPRT__TIMED_OP("moe_route_grad", tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                               tprt_tensor_t* y, bool inverse) {
-  return tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream);
+  TPRT__TIMED_OP("rope", tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                    const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
@@ -513,12 +523,12 @@ tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tenso
 }
 tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                   tprt_tensor_t* global_scale, int format, int axis) {
-  return tprt_cuda_quantize(x, data, scale, global_scale, format, axis, tprt__r.stream);
+  TPRT__TIMED_OP("quantize", tprt_cuda_quantize(x, data, scale, global_scale, format, axis, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
                                     const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis) {
-  return tprt_cuda_dequantize(data, scale, global_scale, x, format, axis, tprt__r.stream);
+  TPRT__TIMED_OP("dequantize", tprt_cuda_dequantize(data, scale, global_scale, x, format, axis, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
-  return tprt_cuda_copy(src, dst, tprt__r.stream);
+  TPRT__TIMED_OP("copy", tprt_cuda_copy(src, dst, tprt__r.stream));
 }

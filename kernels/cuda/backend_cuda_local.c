@@ -19,8 +19,9 @@
 //   4. the output is written from the staging buffer only after step 3, so an in-place all-reduce
 //      (out == in) never overwrites bytes that a peer has still to read.
 // In copy-engine worlds (async collectives only) the comm stream runs copies alone: the caller's own
-// rows (a copy within one GPU is an SM kernel) and a reduce-scatter's sum are left to the wait, on
-// the compute stream (backend_cuda_impl.h, tprt__cuda_future_t).
+// rows (a copy within one GPU is an SM kernel; or, with TPRT_CUDA_CE_OWN_FROM_PEER, pulled from a
+// peer's output) and a reduce-scatter's sum are left to the wait, on the compute stream
+// (backend_cuda_impl.h, tprt__cuda_future_t).
 //
 // No deadlock: every stream wait names an event record that was queued before the wait (the
 // rendezvous orders them on the host), so each item of a stream depends only on items queued
@@ -44,17 +45,19 @@
 #include <string.h>
 
 #include "backend_cuda_impl.h"
+#include "tprt_params.h"
 
 // What a member learns of its group in step 1.
 typedef struct {
   int size, index;
   const char* src[TPRT_MAX_WORLD_SIZE];   // each member's source
+  char* dst[TPRT_MAX_WORLD_SIZE];         // each member's destination (its output or staging)
   cudaEvent_t done[TPRT_MAX_WORLD_SIZE];  // each member's `done` event
   int device[TPRT_MAX_WORLD_SIZE];        // each member's GPU
 } tprt__local_peers_t;
 
-// The words a member publishes: source, ready event, done event, device.
-enum { TPRT__LOCAL_WORDS = 4 };
+// The words a member publishes: source, ready event, done event, device, destination.
+enum { TPRT__LOCAL_WORDS = 5 };
 
 tprt_status_t tprt__local_rank_begin(int num_devices) {
   TPRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&tprt__r.local_ready, cudaEventDisableTiming));
@@ -98,16 +101,17 @@ static tprt_status_t tprt__local_ready(const tprt__cuda_comm_t* c) {
 
 // Step 1b: publishes |src| (the bytes the peers read, marked by tprt__local_ready) and learns the
 // peers' sources; the issuing stream then waits until every peer's source is written.
-static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
+static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, char* dst,
                                          tprt__local_peers_t* out) {
   out->size = c->size;
   out->index = c->index;
   out->src[c->index] = src;
+  out->dst[c->index] = dst;
   out->done[c->index] = tprt__r.local_done;
   out->device[c->index] = tprt__r.device;
   if (c->size == 1) return NULL;
   int64_t mine[TPRT__LOCAL_WORDS] = {(int64_t)(uintptr_t)src, (int64_t)(uintptr_t)tprt__r.local_ready,
-                                     (int64_t)(uintptr_t)tprt__r.local_done, tprt__r.device};
+                                     (int64_t)(uintptr_t)tprt__r.local_done, tprt__r.device, (int64_t)(uintptr_t)dst};
   int64_t all[TPRT_MAX_WORLD_SIZE * TPRT__LOCAL_WORDS];
   int64_t dm[1] = {TPRT__LOCAL_WORDS}, da[1] = {(int64_t)c->size * TPRT__LOCAL_WORDS};
   tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I64, 1, dm);
@@ -118,6 +122,7 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
     out->src[p] = (const char*)(uintptr_t)w[0];
     out->done[p] = (cudaEvent_t)(uintptr_t)w[2];
     out->device[p] = (int)w[3];
+    out->dst[p] = (char*)(uintptr_t)w[4];
     if (p != c->index) TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.issue, (cudaEvent_t)(uintptr_t)w[1], 0));
   }
   return NULL;
@@ -138,12 +143,13 @@ static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
 }
 
 // Step 2: the copies of |l| from every member (but the caller when |skip_own|) into |dst|, on the
-// issuing stream. Members are read in turn starting after the caller, so that at any moment each
+// issuing stream; with |from_peer| instead only the caller's own rows, from the same place in the
+// next member's destination. Members are read in turn starting after the caller, so that at any moment each
 // member's source has one reader, not every member at once. Copy-engine worlds issue the peer
 // copies as one batch with the hint to overlap compute (cudaMemcpyBatchAsync,
 // cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them without an SM.
 static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const tprt__local_rows_t* l, bool skip_own,
-                                         char* dst) {
+                                         bool from_peer, char* dst) {
   if (!l->bytes || !l->outer) return NULL;
   int g = peers->size;
   size_t n = (size_t)g * (size_t)l->outer;
@@ -158,11 +164,12 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const
   }
   size_t k = 0;
   cudaError_t e = cudaSuccess;
-  for (int q = skip_own ? 0 : -1; q < g - 1 && e == cudaSuccess; ++q) {
+  for (int q = skip_own || from_peer ? 0 : -1; q < (from_peer ? 1 : g - 1) && e == cudaSuccess; ++q) {
     int p = (peers->index + 1 + q) % g;  // q = -1: the caller itself, first
     for (int64_t o = 0; o < l->outer && e == cudaSuccess; ++o) {
-      const char* src = peers->src[p] + l->offset + (size_t)o * l->src_row;
-      char* d = dst + (size_t)p * l->dst_member + (size_t)o * l->dst_row;
+      size_t at = (size_t)(from_peer ? peers->index : p) * l->dst_member + (size_t)o * l->dst_row;
+      const char* src = from_peer ? peers->dst[p] + at : peers->src[p] + l->offset + (size_t)o * l->src_row;
+      char* d = dst + at;
       if (tprt__r.ce) {
         to[k] = d;
         from[k] = src;
@@ -200,14 +207,29 @@ static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm
   return tprt_barrier(rank, c->mask);  // every member has queued its waits
 }
 
-// Steps 1-3 for a source |src| of the caller's, laid out as |l| says, into |dst|; with |skip_own|
-// the caller's own rows are left out (a copy-engine collective's wait handles them).
+// Where the caller's own rows of a gather come from.
+typedef enum {
+  TPRT__OWN_COPY,       // copied with the peers' rows (within the GPU: an SM copy on the stream)
+  TPRT__OWN_SKIP,       // left out: the caller's future handles them at its wait
+  TPRT__OWN_FROM_PEER,  // pulled from the next member's copy of them, once every member has its rows
+} tprt__local_own_t;
+
+// Steps 1-3 for a source |src| of the caller's, laid out as |l| says, into |dst|. With
+// TPRT__OWN_FROM_PEER (TPRT_CUDA_CE_OWN_FROM_PEER, a copy-engine all-gather into its output), after
+// step 3 every member holds its peers' rows, the caller's included, so the caller pulls its own rows
+// from the next member's output over the link, and a second step 3 keeps that output unchanged
+// until the pull is done: one more block per member on the link, no copy within the GPU (an SM
+// copy, whichever API issues it).
 static tprt_status_t tprt__local_gather_rows(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src,
-                                             const tprt__local_rows_t* l, char* dst, bool skip_own) {
+                                             const tprt__local_rows_t* l, char* dst, tprt__local_own_t own) {
+  if (c->size == 1 && own == TPRT__OWN_FROM_PEER) own = TPRT__OWN_COPY;
   TPRT__TRY(tprt__local_ready(c));
   tprt__local_peers_t peers;
-  TPRT__TRY(tprt__local_publish(rank, c, src, &peers));
-  TPRT__TRY(tprt__local_collect(&peers, l, skip_own, dst));
+  TPRT__TRY(tprt__local_publish(rank, c, src, dst, &peers));
+  TPRT__TRY(tprt__local_collect(&peers, l, own != TPRT__OWN_COPY, false, dst));
+  TPRT__TRY(tprt__local_finish(rank, c, &peers));
+  if (own != TPRT__OWN_FROM_PEER) return NULL;
+  TPRT__TRY(tprt__local_collect(&peers, l, true, true, dst));
   return tprt__local_finish(rank, c, &peers);
 }
 
@@ -215,7 +237,7 @@ static tprt_status_t tprt__local_gather_rows(tprt_rank_t* rank, const tprt__cuda
 static tprt_status_t tprt__local_gather(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const void* src, size_t offset,
                                         size_t bytes, char* staged) {
   tprt__local_rows_t l = tprt__local_blocks(offset, bytes);
-  return tprt__local_gather_rows(rank, c, src, &l, staged, false);
+  return tprt__local_gather_rows(rank, c, src, &l, staged, TPRT__OWN_COPY);
 }
 
 tprt_status_t tprt__local_all_reduce(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
@@ -270,7 +292,7 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
   tprt__local_rows_t l = rows ? (tprt__local_rows_t){.offset = (size_t)c->index * part, .bytes = part, .outer = outer,
                                                      .src_row = row, .dst_member = slice, .dst_row = part}
                               : tprt__local_blocks((size_t)c->index * slice, slice);
-  TPRT__TRY(tprt__local_gather_rows(rank, c, src, &l, staged, f != NULL));
+  TPRT__TRY(tprt__local_gather_rows(rank, c, src, &l, staged, f ? TPRT__OWN_SKIP : TPRT__OWN_COPY));
   int64_t n = tprt_tensor_numel(in) / c->size;
   bool canonical = order == TPRT_ORDER_CANONICAL;
   if (f) {  // the caller's own slice is read in place by the sum at the wait
@@ -304,8 +326,11 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
   if (disjoint && (outer == 1 || (tprt__r.ce && outer <= 64))) {
     tprt__local_rows_t l = {.offset = 0, .bytes = row, .outer = outer, .src_row = row, .dst_member = row,
                             .dst_row = (size_t)c->size * row};
-    // Copy-engine worlds: the caller's own rows are copied at the wait (an SM copy).
+    // Copy-engine worlds: the caller's own rows are pulled from a peer (TPRT_CUDA_CE_OWN_FROM_PEER),
+    // or copied at the wait, on the compute stream (an SM copy).
     tprt__cuda_future_t* f = tprt__r.ce ? tprt__r.starting : NULL;
+    if (f && tprt_param_cuda_ce_own_from_peer())
+      return tprt__local_gather_rows(rank, c, in->data, &l, out->data, TPRT__OWN_FROM_PEER);
     if (f && row && outer) {
       f->own.pending = true;
       f->own.src = in->data;
@@ -314,7 +339,7 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
       f->own.dst_row = (size_t)c->size * row;
       f->own.outer = outer;
     }
-    return tprt__local_gather_rows(rank, c, in->data, &l, out->data, f != NULL);
+    return tprt__local_gather_rows(rank, c, in->data, &l, out->data, f ? TPRT__OWN_SKIP : TPRT__OWN_COPY);
   }
   char* staged = NULL;
   TPRT__TRY(tprt__scratch((size_t)c->size * bytes, &staged));

@@ -487,7 +487,7 @@ tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, cons
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("all_gather_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, true, "all_gather", (int64_t)tprt_tensor_bytes(out));
+  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "all_gather", (int64_t)tprt_tensor_bytes(out));
   tprt_status_t s = tprt__cuda_all_gather(rank, mask, in, out, dim);
   tprt__timeline_end(tprt__r.comm_stream, t);
   return tprt__start_end(f, s, out_future);
@@ -499,7 +499,7 @@ tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, 
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
   TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, true, "reduce_scatter", (int64_t)tprt_tensor_bytes(in));
+  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "reduce_scatter", (int64_t)tprt_tensor_bytes(in));
   tprt_status_t s = tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
   tprt__timeline_end(tprt__r.comm_stream, t);
   return tprt__start_end(f, s, out_future);
@@ -524,8 +524,8 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   // A copy-engine collective's own rows and sum (backend_cuda_impl.h). The next start that takes
   // this future forks the comm stream after them, so its staging is not overwritten before it is read.
   const char* what = f->sum.pending ? "reduce_scatter_sum" : "all_gather_own";
-  int t = tprt__timeline_begin_kind(tprt__r.stream, false, true, what,
-                                    f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
+  int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_COLLECTIVE, what,
+                               f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
   cudaError_t e = cudaSuccess;
   if (f->own.pending && f->own.outer == 1)
     e = cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);

@@ -19,9 +19,10 @@ in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). The gtp4 co
 (the naive schedule exposes every gather and reduce-scatter: its excess over ref is the
 communication; the prefetched schedule's excess is what stays exposed). --timeline also runs ref and
 gtpG with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step: the collectives' busy
-time and how much of it ran under a contraction (--timeline=2: also every interval, kept in the
-JSON, and per rank the all-gathers' busy time and its share under a contraction, which does not
-count the collectives' own work on the compute stream: a reduce-scatter's sum, a gather's own rows). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
+time and how much of it ran under the compute stream's work (--timeline=2: also every interval,
+kept in the JSON, and per rank the all-gathers' busy time and its share under the model's compute,
+which does not count the collectives' own work on the compute stream: a reduce-scatter's sum, a
+gather's own rows). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
 "weights/rank" is the
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
@@ -107,14 +108,15 @@ def overlap(a, b):
     return total
 
 
-def gathers_under_contractions(intervals):
+def gathers_under_compute(intervals):
     """From one rank's --timeline=2 intervals: the all-gathers' busy time in ms and the share of it
-    under a contraction (the collectives' own work on the compute stream does not count)."""
+    under the model's compute (its ops on the compute stream; the collectives' own work there, a
+    reduce-scatter's sum or a gather's own rows, does not count)."""
     gathers = union((i["begin"], i["end"]) for i in intervals if i["op"] == "all_gather")
-    gemms = union((i["begin"], i["end"]) for i in intervals
+    model = union((i["begin"], i["end"]) for i in intervals
                   if i["stream"] == "compute" and i["op"] not in COLLECTIVE_WORK)
     busy = sum(e - b for b, e in gathers)
-    return busy, (overlap(gathers, gemms) / busy if busy else 0.0)
+    return busy, (overlap(gathers, model) / busy if busy else 0.0)
 
 
 def gpu_count():
@@ -154,7 +156,7 @@ def timeline_svg(data, path):
     scale = width / span
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" '
            f'height="{top + len(runs) * (2 * lane + 22) + 30}" font-family="sans-serif" font-size="10">',
-           f'<text x="10" y="20" font-size="13">GTP, {data["stack"]}: rank 0\'s training step, contractions '
+           f'<text x="10" y="20" font-size="13">GTP, {data["stack"]}: rank 0\'s training step, compute '
            f'(blue), the collectives\' work on the compute stream (red) and async collectives (orange) '
            f'({data["device"]})</text>']
     for t in range(0, int(span) + 1, 5):
@@ -247,11 +249,11 @@ def main():
                 for line in lines:
                     print(f"timeline {g} {mode}: {line}")
                 for r, ivs in sorted(intervals.items()):
-                    busy, share = gathers_under_contractions(ivs)
+                    busy, share = gathers_under_compute(ivs)
                     if busy:
                         data.setdefault("gathers", {}).setdefault(f"{g} {mode}", {})[r] = [busy, share]
                         print(f"timeline {g} {mode}: rank {r}: all-gathers {busy:.3f} ms, {share * 100:.0f}% "
-                              f"under a contraction")
+                              f"under the model's compute")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(data, f, indent=1)
