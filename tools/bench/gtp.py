@@ -22,8 +22,9 @@ gtpG with TPRT_CUDA_TIMELINE=1 and prints each rank's timeline of its last step:
 time and how much of it ran under the compute stream's work (--timeline=2: also every interval,
 kept in the JSON, and per rank the all-gathers' busy time and its share under the model's compute,
 which does not count the collectives' own work on the compute stream: a reduce-scatter's sum, a
-gather's own rows). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24).
-"weights/rank" is the
+gather's own rows). --env NAME=VALUE sets a runtime knob for every run (e.g. TPRT_CUDA_COMM_SMS=24);
+--compare NAME=VALUE runs the gtp configurations again with it set, in the same lease (e.g.
+TPRT_CUDA_CE_OWN_FROM_PEER=1), rows and timelines labelled with it. "weights/rank" is the
 module's argument bytes per rank (tpc-run --stats: the weights and the 4096 x 4096 input and its
 cotangent, 64 MiB).
 
@@ -49,11 +50,11 @@ CONFIGS = ["ref", "dp2"] + [f"gtp{g}{s}" for g in (2, 4) for s in ("-naive", "",
 EXTRA_ENV = {}
 
 
-def run(tpc_run, module, graph=False, timeline=0):
+def run(tpc_run, module, graph=False, timeline=0, extra=None):
     cmd = [tpc_run, module, "--backend", "cuda", "--seed", "7", "--repeat", "5", "--stats"]
     if graph:
         cmd.append("--graph")
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", **EXTRA_ENV)
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", **EXTRA_ENV, **(extra or {}))
     if timeline:
         env["TPRT_CUDA_TIMELINE"] = str(timeline)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -194,6 +195,9 @@ def main():
     ap.add_argument("--timeline", type=int, nargs="?", const=1, default=0,
                     help="also run gtpG with TPRT_CUDA_TIMELINE=1 (or 2) and print each rank's last step")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE set for every run")
+    ap.add_argument("--compare", action="append", default=[],
+                    help="NAME=VALUE: also run the gtp configurations with it set (rows and timelines labelled "
+                         "with it; ref is shared), to compare a runtime knob within one lease")
     ap.add_argument("--json")
     ap.add_argument("--svg", help="the step times as a bar chart; with --timeline=2 also <name>-timeline.svg")
     a = ap.parse_args()
@@ -203,57 +207,68 @@ def main():
         configs = [c for c in configs if not c.startswith("gtp4")]
         print("gtp.py: fewer than 4 GPUs: the gtp4 configurations are left out", file=sys.stderr)
     stack = open(os.path.join(a.modules, f"{a.stack}.txt")).read().strip()
+    # Variants: the base runs, then each --compare knob over the gtp configurations (suffix " K=V").
+    variants = [("", {})] + [(" " + kv, dict([kv.split("=", 1)])) for kv in a.compare]
     rows, t = [], {}
-    for mode in a.modes.split(","):
-        for config in configs:
-            module = os.path.join(a.modules, f"{a.stack}-{config}-{mode}.so")
-            graphs = [False, True] if config in ("ref", "gtp2") and mode == "fast" and not a.no_graph else [False]
-            for graph in graphs:
-                try:
-                    ms, args_bytes = run(a.tpc_run, module, graph)
-                except RuntimeError as e:
-                    print(f"gtp.py: {e}", file=sys.stderr)
-                    return 1
-                label = mode + (" --graph" if graph else "")
-                t[(config, label)] = ms
-                rows.append({"config": config, "mode": label, "ms": ms, "argument_bytes_per_rank": args_bytes})
+    for suffix, extra in variants:
+        for mode in a.modes.split(","):
+            for config in configs:
+                if suffix and not config.startswith("gtp"):
+                    continue
+                module = os.path.join(a.modules, f"{a.stack}-{config}-{mode}.so")
+                graphs = [False, True] if config in ("ref", "gtp2") and mode == "fast" and not a.no_graph else [False]
+                for graph in graphs:
+                    try:
+                        ms, args_bytes = run(a.tpc_run, module, graph, extra=extra)
+                    except RuntimeError as e:
+                        print(f"gtp.py: {e}", file=sys.stderr)
+                        return 1
+                    label = mode + (" --graph" if graph else "") + suffix
+                    t[(config, label)] = ms
+                    rows.append({"config": config, "mode": label, "ms": ms, "argument_bytes_per_rank": args_bytes})
     hidden = {}
     for g in (2, 4):
-        for mode in a.modes.split(","):
-            naive, pf, ref = t.get((f"gtp{g}-naive", mode)), t.get((f"gtp{g}", mode)), t.get(("ref", mode))
-            if naive and pf and ref and naive > ref:
-                hidden[f"gtp{g} {mode}"] = (naive - pf) / (naive - ref)
-    data = {"stack": stack, "device": device_name(), "rows": rows, "hidden": hidden, "env": EXTRA_ENV}
+        for suffix, _ in variants:
+            for mode in a.modes.split(","):
+                naive, pf = t.get((f"gtp{g}-naive", mode + suffix)), t.get((f"gtp{g}", mode + suffix))
+                ref = t.get(("ref", mode))
+                if naive and pf and ref and naive > ref:
+                    hidden[f"gtp{g} {mode}{suffix}"] = (naive - pf) / (naive - ref)
+    data = {"stack": stack, "device": device_name(), "rows": rows, "hidden": hidden, "env": EXTRA_ENV,
+            "compare": a.compare}
     print(f"GTP benchmark: {stack}; {data['device']}")
     print(f"{'config':<11} {'mode':<15} {'step ms':>8} {'vs ref':>7} {'weights/rank':>13}")
     for r in rows:
-        ref = t.get(("ref", r["mode"]))
+        ref = t.get(("ref", r["mode"].split(" ")[0] + (" --graph" if "--graph" in r["mode"] else "")))
         gib = r["argument_bytes_per_rank"] / 2**30 if r["argument_bytes_per_rank"] else float("nan")
         print(f"{r['config']:<11} {r['mode']:<15} {r['ms']:8.2f} {r['ms'] / ref if ref else float('nan'):7.3f} "
               f"{gib:9.2f} GiB")
     for key, h in hidden.items():
-        g, mode = key.split()
+        g, mode = key.split(" ", 1)
         print(f"{key}: {h * 100:.1f}% of the all-gather/reduce-scatter time hidden "
               f"(naive {t[(g + '-naive', mode)]:.2f} ms, prefetched {t[(g, mode)]:.2f} ms, "
-              f"compute alone {t[('ref', mode)]:.2f} ms)")
+              f"compute alone {t[('ref', mode.split(' ')[0])]:.2f} ms)")
     if a.timeline:
         data["timeline"], data["intervals"] = {}, {}
         # ref too: its contractions' busy time is what the GTP runs' contractions compare with.
-        for g in ["ref"] * ("ref" in configs) + sorted({c.split("-")[0] for c in configs if c.startswith("gtp")}):
-            for mode in a.modes.split(","):
-                lines, intervals = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-{g}-{mode}.so"),
-                                       timeline=a.timeline)
-                data["timeline"][f"{g} {mode}"] = lines
-                if intervals:
-                    data["intervals"][f"{g} {mode}"] = intervals
-                for line in lines:
-                    print(f"timeline {g} {mode}: {line}")
-                for r, ivs in sorted(intervals.items()):
-                    busy, share = gathers_under_compute(ivs)
-                    if busy:
-                        data.setdefault("gathers", {}).setdefault(f"{g} {mode}", {})[r] = [busy, share]
-                        print(f"timeline {g} {mode}: rank {r}: all-gathers {busy:.3f} ms, {share * 100:.0f}% "
-                              f"under the model's compute")
+        gs = sorted({c.split("-")[0] for c in configs if c.startswith("gtp")})
+        for suffix, extra in variants:
+            for g in ["ref"] * ("ref" in configs and not suffix) + gs:
+                for mode in a.modes.split(","):
+                    key = f"{g} {mode}{suffix}"
+                    lines, intervals = run(a.tpc_run, os.path.join(a.modules, f"{a.stack}-{g}-{mode}.so"),
+                                           timeline=a.timeline, extra=extra)
+                    data["timeline"][key] = lines
+                    if intervals:
+                        data["intervals"][key] = intervals
+                    for line in lines:
+                        print(f"timeline {key}: {line}")
+                    for r, ivs in sorted(intervals.items()):
+                        busy, share = gathers_under_compute(ivs)
+                        if busy:
+                            data.setdefault("gathers", {}).setdefault(key, {})[r] = [busy, share]
+                            print(f"timeline {key}: rank {r}: all-gathers {busy:.3f} ms, {share * 100:.0f}% "
+                                  f"under the model's compute")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(data, f, indent=1)
