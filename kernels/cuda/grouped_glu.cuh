@@ -1,5 +1,5 @@
-// The GLU in the grouped GEMM's epilogue (the fused grouped MLP, docs/runtime.md "Fused grouped
-// MLP"): an operator-style CUTLASS epilogue for the pointer-array grouped kernel of
+// The GLU in the grouped GEMM's epilogue (the fused grouped MLP, docs/cuda-backend.md "Kernel choice"):
+// an operator-style CUTLASS epilogue for the pointer-array grouped kernel of
 // grouped_fast.cuh that writes straight from the accumulator registers to global memory.
 //
 //   forward   gated[rows_g, F] = glu(h), h = the FC1 product [rows_g, 2F] rounded to bf16 and
