@@ -41,7 +41,7 @@ typedef struct {
 typedef struct {
   cudaEvent_t done;
   bool in_flight;
-  tprt__cuda_buffer_t staging;  // [g][n] slices of a deferred sum (written by this rank only)
+  tprt__cuda_buffer_t staging;  // a deferred sum's [g][n] slices (after the packed input, if any)
   struct {
     bool pending;  // the wait copies |outer| rows of |bytes| from src (pitch src_row) to dst (dst_row)
     const char* src;

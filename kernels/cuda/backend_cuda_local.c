@@ -144,9 +144,9 @@ static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
 
 // Step 2: the copies of |l| from every member (but the caller when |skip_own|) into |dst|, on the
 // issuing stream; with |from_peer| instead only the caller's own rows, from the same place in the
-// next member's destination. Members are read in turn starting after the caller, so that at any moment each
-// member's source has one reader, not every member at once. Copy-engine worlds issue the peer
-// copies as one batch with the hint to overlap compute (cudaMemcpyBatchAsync,
+// next member's destination. Members are read in turn starting after the caller, so that at any
+// moment each member's source has one reader, not every member at once. Copy-engine worlds issue
+// the peer copies as one batch with the hint to overlap compute (cudaMemcpyBatchAsync,
 // cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them without an SM.
 static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const tprt__local_rows_t* l, bool skip_own,
                                          bool from_peer, char* dst) {
