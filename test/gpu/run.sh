@@ -409,7 +409,7 @@ else
   CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
               kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
               kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
-              kernels/cuda/quant.cu kernels/cuda/attention.cu
+              kernels/cuda/quant.cu kernels/cuda/attention.cu kernels/cuda/reduce.cu
               test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu
               test/gpu/cuda_check_attention.cu)
   t0=$(date +%s)
