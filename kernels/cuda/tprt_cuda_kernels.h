@@ -27,6 +27,7 @@
 #include "tprt_cpu_kernels.h"  // tprt_glu_kind_t
 #include "tprt_status.h"
 #include "tprt_tensor.h"
+#include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
 #ifdef __cplusplus
 extern "C" {
@@ -448,6 +449,32 @@ typedef struct {
 tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
                                           int out_dtype, int canonical, tprt_cuda_staged_own_t own,
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// A group's registered memory for tprt_cuda_fused_allreduce_add_rmsnorm: every member's region
+/// and flags as pointers the caller's device can address (one GPU, or peers with access), made
+/// once per group; the flags and epochs start at zero. kernels/cuda/fused_norm.cu.
+typedef struct {
+  int group, index;                      // members, and the caller's index among them
+  float* data[TPRT_MAX_WORLD_SIZE];      // each member's region of |capacity| floats
+  unsigned* flags[TPRT_MAX_WORLD_SIZE];  // each member's flags, [2][max_blocks][group]
+  unsigned* epochs;                      // the caller's per-block call counts, [max_blocks]
+  int64_t capacity;                      // floats of each region
+  int max_blocks;                        // the most blocks a call launches (all resident at once)
+} tprt_cuda_peer_group_t;
+
+/// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
+/// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
+/// increasing member order), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
+/// with the same shapes; partial and residual [T,H] (T·H <= capacity), gamma [H], float dtypes;
+/// normed and residual_out as the residual. kernels/cuda/fused_norm.cu.
+tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
+                                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                                    tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
+                                                    int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// The fused norm kernel's blocks that fit on the current device at once (divide by the members
+/// that share it for max_blocks).
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) TPRT_MUST_USE_RESULT;
 
 /// The maximum half of a max all-reduce: out[i] = the maximum of staged[g·n + i] over the |group|
 /// members as the CPU collectives keep it (tprt_max_keep: NaN skipped, +0 above -0), in |dtype|

@@ -505,6 +505,20 @@ if [[ -x "$BUILD/tprt-cuda-check-fast" ]]; then
   if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD/check_fast.log" "$OUT/"; fi
   if [[ $frc -ne 0 && $rc -eq 0 ]]; then rc=$frc; fi
 fi
+# The fused all-reduce + add + RMSNorm kernel's protocol and bits: 4 ranks sharing GPU 0, then one
+# rank per GPU where there are several (tprt-fused-norm-check, built by CMake: prepare_modules.sh).
+FUSED_CHECK="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}/bin/tprt-fused-norm-check"
+if [[ -x "$FUSED_CHECK" ]]; then
+  echo
+  echo "== tprt-fused-norm-check"
+  set +e
+  CUDA_VISIBLE_DEVICES=0 "$FUSED_CHECK" 4 2
+  nrc=$?
+  ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  if (( ngpu > 1 && nrc == 0 )); then "$FUSED_CHECK" "$ngpu" 2; nrc=$?; fi
+  set -e
+  if [[ $nrc -ne 0 && $rc -eq 0 ]]; then rc=$nrc; fi
+fi
 fi  # TPC_GPU_BENCH_ONLY
 if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
   # Exact-mode linear against the peer (PyTorch bf16 matmul) measured in the same run.
