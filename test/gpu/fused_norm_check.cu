@@ -24,23 +24,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_cuda.cuh"  // TPC_BENCH_CUDA, tpc_bench_ok
 #include "tprt_cuda_kernels.h"
 #include "tprt_numerics.h"
 
-#define FN_CHECK(expr)                                                                                   \
-  do {                                                                                                   \
-    cudaError_t fn_e = (expr);                                                                           \
-    if (fn_e != cudaSuccess) {                                                                           \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(fn_e)); \
-      exit(1);                                                                                           \
-    }                                                                                                    \
-  } while (0)
-
-static void fn_status(tprt_status_t s, const char* what) {
-  if (!s) return;
-  fprintf(stderr, "fused_norm: %s: %s\n", what, tprt_status_message(s));
-  exit(1);
-}
+#define FN_CHECK(expr) TPC_BENCH_CUDA(expr)
+#define fn_status(s, what) tpc_bench_ok((s), (what))
 
 enum { MAX_T = 8192, MAX_H = 8192 };
 
