@@ -288,6 +288,7 @@ int main(int argc, char** argv) {
   goto done;
 
 fail:
+  if (status && !tpc_signals_caught()) tpc_signals_await_after_peer(tprt_status_message(status), 300);
   if (tpc_signals_caught()) {  // one line, and the status a shell gives a process the signal ended
     rc = 128 + tpc_signals_caught();
     fprintf(stderr, "tpc-run: %s\n", tpc_signals_message());

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,4 +85,13 @@ int tpc_signals_caught(void) { return atomic_load(&tpc__signal_caught); }
 const char* tpc_signals_message(void) {
   int sig = tpc_signals_caught();
   return sig ? tpc__signal_message(sig) : NULL;
+}
+
+void tpc_signals_await_after_peer(const char* message, int ms) {
+  if (!message || (!strstr(message, tpc__signal_message(SIGINT)) && !strstr(message, tpc__signal_message(SIGTERM))))
+    return;
+  for (int waited = 0; waited < ms && !tpc_signals_caught(); ++waited) {
+    struct timespec d = {0, 1000000};
+    nanosleep(&d, NULL);
+  }
 }

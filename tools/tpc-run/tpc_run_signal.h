@@ -23,4 +23,10 @@ int tpc_signals_caught(void);
 /// "interrupted (SIGINT)" or "terminated (SIGTERM)" once a signal was caught, else NULL.
 const char* tpc_signals_message(void);
 
+/// Whether |message| (a failure's) says that a peer stopped on a signal ("rank 1 failed:
+/// interrupted (SIGINT)"); if so, waits up to |ms| milliseconds for this process's own signal. A
+/// terminal's Ctrl-C and a launcher's SIGTERM reach every process of the job, but a peer's abort
+/// may arrive first: waiting lets each process report the signal itself and end with 128 + it.
+void tpc_signals_await_after_peer(const char* message, int ms);
+
 #endif  // TPC_RUN_SIGNAL_H_
