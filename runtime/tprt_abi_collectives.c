@@ -176,8 +176,9 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
   return tprt_exec_record(exec, s, TPRT_WAIT_NAME);
 }
 
-// residual_out = round(Σ partial + residual), the sum in f32; normed = rmsnorm(residual_out). One
-// mechanism for every backend: its all-reduce (reduce-scatter along tokens when |scatter|) into an
+// residual_out = round(Σ partial + residual), the sum in f32; normed = rmsnorm(residual_out). A
+// backend's fused_norm hook when it takes the call (the all-reduce form), else one mechanism for
+// every backend: its all-reduce (reduce-scatter along tokens when |scatter|) into an
 // f32 temporary (the backend's workspace, else the rank's allocator), its add (an f32 a plus a b
 // in storage precision, rounded once to b's dtype; IEEE addition commutes, so this is
 // round(residual + sum)), then its rmsnorm.
@@ -195,6 +196,13 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
   const tprt_backend_t* b = tprt_exec_backend(exec);
   if (!(scatter ? b->reduce_scatter != NULL : b->all_reduce != NULL) || !b->add || !b->rmsnorm)
     return tprt__no_kernel(b, scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
+  if (!scatter && b->fused_norm) {
+    bool done = false;
+    tprt_status_t s = b->fused_norm(rank, mask, &c->slot[slot_partial], residual, &c->slot[slot_gamma],
+                                    &c->slot[slot_normed], out, eps, (tprt_order_t)order, &done);
+    if (!s && done) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
+    if (s || done) return s;
+  }
   tprt_allocator_t a = tprt_rank_allocator(rank);
   if (b->workspace)
     TPRT_RETURN_IF_ERROR(b->workspace(tprt_tensor_bytes(&sum), &sum.data), "fused norm");

@@ -130,6 +130,13 @@ typedef struct tprt_backend_t {
   tprt_status_t (*graph_end)(void** out_graph);
   tprt_status_t (*graph_launch)(void* graph);
   void (*graph_destroy)(void* graph);
+  /// tp.fused_allreduce_add_rmsnorm in one step (a fused kernel over the group's memory): sets
+  /// |*done| when it ran the op, bitwise the composition (the all-reduce into f32, the add rounded
+  /// once to the residual's dtype, the rmsnorm); leaves it false when the call or the world does
+  /// not suit it, and the caller runs the composition. Every member decides alike. May be NULL.
+  tprt_status_t (*fused_norm)(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* partial,
+                              const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
+                              tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done);
   /// Writes a one-line description of the calling rank's device to |buf| (tpc-run's reports:
   /// "GPU 0: sm_90, 132 SMs, 79 GiB"), on the rank's thread after rank_begin. NULL: the host CPU.
   tprt_status_t (*describe)(char* buf, size_t size);

@@ -138,6 +138,7 @@ static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   // Ranks that share GPUs read each other's scratch (a packed source): after a failure a peer may
   // still read it (backend_cuda_local.c), so it is left to the process's end.
   bool keep = (tprt__r.shared || tprt__r.ce) && failed;
+  tprt__cuda_fused_end(keep);
   if (!keep) {
     tprt__buffer_free(&tprt__r.scratch);
     tprt__buffer_free(&tprt__r.comm_scratch);
@@ -455,6 +456,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .graph_launch = tprt__cuda_graph_launch,
     .graph_destroy = tprt__cuda_graph_destroy,
     .describe = tprt__cuda_describe,
+    .fused_norm = tprt__cuda_fused_norm,
     .linear = tprt__cuda_linear,
     .grouped_linear = tprt__cuda_grouped_linear,
     .glu = tprt__cuda_glu,

@@ -78,6 +78,13 @@ typedef struct {
   int64_t size;      // the bytes the collective writes, or the contraction's result elements
 } tprt__cuda_interval_t;
 
+/// A collective group's registration for the fused norm kernel (backend_cuda_fused.c): |g| holds
+/// every member's region and flags; g.data[g.index], g.flags[g.index] and g.epochs are this rank's.
+typedef struct {
+  uint32_t mask;
+  tprt_cuda_peer_group_t g;
+} tprt__cuda_fused_t;
+
 typedef struct {
   bool active;
   int device;
@@ -106,6 +113,8 @@ typedef struct {
   bool ce;
   cudaEvent_t local_ready;  // recorded on the issuing stream once the collective's source is written
   cudaEvent_t local_done;   // recorded on it once the rank's reads of its peers' sources are queued
+  tprt__cuda_fused_t* fused;  // the fused norm's registered groups (TPRT_CUDA_FUSED_NORM)
+  int num_fused;
   // TPRT_CUDA_TIMELINE: the step's intervals (events made on demand, reused from step to step).
   tprt__cuda_interval_t* intervals;
   int num_intervals, cap_intervals;
@@ -189,6 +198,14 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
 /// (|slice| bytes each) is block |c|->index of member p's |send|.
 tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const char* send, char* recv,
                                    size_t slice);
+
+/// The backend's fused_norm hook (tprt_backend_t): the fused kernel where TPRT_CUDA_FUSED_NORM
+/// asks for it and the group's ranks address each other's memory (backend_cuda_fused.c).
+tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
+                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
+                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done);
+/// Frees the fused norm's registrations, unless the world |failed| (a peer may still read them).
+void tprt__cuda_fused_end(bool failed);
 
 /// Creates the rank's two local events and enables peer access from its device to the other
 /// |num_devices| - 1 (best effort: copies between GPUs without it go through the host) (rank_begin).

@@ -1,6 +1,7 @@
-// A host emulation of the part of the CUDA runtime (and the summing, maximum and copy kernels) that the
-// CUDA backend's collectives use, so that backend_cuda.c, backend_cuda_nccl.c and
-// backend_cuda_local.c can be checked on a machine without a GPU (cuda_local_check.c).
+// A host emulation of the part of the CUDA runtime that the CUDA backend's collectives use (the
+// kernels they launch, the summing, maximum, copy and fused norm kernels, are in
+// cuda_emulator_kernels.c), so that backend_cuda.c, backend_cuda_nccl.c, backend_cuda_local.c and
+// backend_cuda_fused.c can be checked on a machine without a GPU (cuda_local_check.c).
 //
 // Streams are worker threads that run their queue in order, each op after a random delay of up
 // to 50 us, so work on different streams interleaves differently on every run. Events follow
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include "backend_cuda_impl.h"
+#include "cuda_emulator.h"
 #include "tprt_numerics.h"
 
 //===----------------------------------------------------------------------===//
@@ -30,7 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 // Ends the process: an emulated GPU would have faulted, or produced garbage.
-static void emu__fail(const char* what, const void* p) {
+void emu__fail(const char* what, const void* p) {
   fprintf(stderr, "cuda emulator: %s (%p)\n", what, p);
   fflush(stderr);
   abort();
@@ -63,7 +65,7 @@ static int emu__device_of(const void* p, size_t bytes) {
 
 // Fails unless [p, p + bytes) is live memory of |device|; empty ranges and host memory (|device|
 // -1) pass.
-static void emu__check(const void* p, size_t bytes, int device, const char* what) {
+void emu__check(const void* p, size_t bytes, int device, const char* what) {
   if (!bytes || device < 0) return;
   int d = emu__device_of(p, bytes);
   if (d < 0) emu__fail(what, p);
@@ -516,101 +518,11 @@ __attribute__((destructor)) static void emu__free_all(void) {
   }
 }
 
-//===----------------------------------------------------------------------===//
-// The kernels the collectives launch, on the stream; the others and NCCL must not run
-//===----------------------------------------------------------------------===//
-
-typedef struct {
-  const void* staged;
-  int group, in_dtype, out_dtype, canonical, device;
-  int64_t n;
-  void* out;
-  tprt_cuda_staged_own_t own;  // member -1: none
-} emu__reduce_t;
-
-// tprt_cuda_reduce_staged's arithmetic (reduce.cu): f32 sums, one rounding.
-static void emu__reduce(void* arg) {
-  const emu__reduce_t* r = arg;
-  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "reduce_staged reads freed memory");
-  emu__check(r->out, tprt_dtype_bytes(r->out_dtype, r->n), r->device, "reduce_staged writes freed memory");
-  if (r->own.member >= 0 && r->n > 0)
-    emu__check(r->own.src, tprt_dtype_bytes(r->in_dtype, (r->n / r->own.cols - 1) * r->own.pitch + r->own.cols),
-               r->device, "reduce_staged reads an own view of freed memory");
-  for (int64_t i = 0; i < r->n; ++i) {
-    float v[TPRT_MAX_WORLD_SIZE] = {0};
-    for (int g = 0; g < r->group; ++g)
-      v[g] = g == r->own.member
-                 ? tprt_load_elem(r->own.src, r->in_dtype, (i / r->own.cols) * r->own.pitch + i % r->own.cols)
-                 : tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
-    if (r->canonical) {
-      for (int s = 1; s < r->group; s *= 2)
-        for (int g = 0; g + s < r->group; g += 2 * s) v[g] = v[g] + v[g + s];
-    } else {
-      for (int g = 1; g < r->group; ++g) v[0] = v[0] + v[g];
-    }
-    tprt_store_elem(r->out, r->out_dtype, i, v[0]);
-  }
+void emu__call(cudaStream_t stream, void (*fn)(void*), void* arg) {
+  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = fn, .arg = arg});
 }
 
-tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
-                                          int out_dtype, int canonical, tprt_cuda_staged_own_t own,
-                                          cudaStream_t stream) {
-  emu__reduce_t* r = malloc(sizeof *r);
-  *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, stream->device, n, out, own};
-  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__reduce, .arg = r});
-  return NULL;
-}
-
-tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
-                                      int canonical, cudaStream_t stream) {
-  tprt_cuda_staged_own_t none = {-1, NULL, 1, 1};
-  return tprt_cuda_reduce_staged_own(staged, group, in_dtype, n, out, out_dtype, canonical, none, stream);
-}
-
-// tprt_cuda_max_staged's arithmetic (reduce.cu): the maximum kept by tprt_max_keep, in one dtype.
-static void emu__max(void* arg) {
-  const emu__reduce_t* r = arg;
-  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "max_staged reads freed memory");
-  emu__check(r->out, tprt_dtype_bytes(r->in_dtype, r->n), r->device, "max_staged writes freed memory");
-  for (int64_t i = 0; i < r->n; ++i) {
-    float m = tprt_load_elem(r->staged, r->in_dtype, i);
-    for (int g = 1; g < r->group; ++g)
-      m = tprt_max_keep(m, tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i));
-    tprt_store_elem(r->out, r->in_dtype, i, m);
-  }
-}
-
-tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
-                                   cudaStream_t stream) {
-  emu__reduce_t* r = malloc(sizeof *r);
-  *r = (emu__reduce_t){staged, group, dtype, dtype, 0, stream->device, n, out, {-1, NULL, 1, 1}};
-  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__max, .arg = r});
-  return NULL;
-}
-
-typedef struct {
-  tprt_tensor_t src, dst;
-} emu__copy_t;
-
-static void emu__copy(void* arg) {
-  emu__copy_t* c = arg;
-  tprt_status_t s = tprt_cpu_copy(&c->src, &c->dst);
-  if (s) emu__fail(tprt_status_message(s), c->dst.data);
-}
-
-tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) {
-  emu__copy_t* c = malloc(sizeof *c);
-  *c = (emu__copy_t){*src, *dst};
-  emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__copy, .arg = c});
-  return NULL;
-}
-
-void tprt_cuda_lt_destroy(tprt_cuda_lt_t* lt) { (void)lt; }
-
-tprt_status_t tprt__cuda_configure(const char* numerics) {
-  (void)numerics;
-  return NULL;
-}
+int emu__stream_device(cudaStream_t stream) { return stream->device; }
 
 #define EMU__KERNEL_STUB(name, params, args)                                                   \
   tprt_status_t tprt__cuda_##name params {                                                    \

@@ -262,12 +262,95 @@ static tprt_status_t room_rank(tprt_rank_t* rank, void* user) {
   return s;
 }
 
+// The fused mode (TPRT_CUDA_FUSED_NORM=1): tp.fused_allreduce_add_rmsnorm through the backend's
+// fused_norm hook, over the tp groups (4 ranks) and the whole world (8), T x H shapes that grow (so
+// that the groups register again) and rows that wrap around the grid, bf16 and f32 partials and
+// residuals, canonical and increasing order: every output the CPU composition's bits (its
+// all-reduce into f32, the add rounded once, the rmsnorm).
+typedef struct {
+  uint32_t mask;
+  int64_t t, h;
+  int dp, dr;
+  tprt_order_t order;
+} fused_case_t;
+
+static const fused_case_t kFused[] = {
+    {2, 1, 24, BF16, BF16, CANON}, {3, 5, 24, F32, BF16, CANON}, {2, 7, 300, BF16, F32, ANY},
+    {3, 16, 40, F32, F32, ANY},    {2, 3, 24, BF16, BF16, CANON},
+};
+enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
+
+static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which) {
+  int64_t dims[2] = {c->t, c->h}, gd[1] = {c->h}, n = c->t * c->h;
+  size_t pb = (size_t)tprt_dtype_bytes(c->dp, n), rb = (size_t)tprt_dtype_bytes(c->dr, n), gb = (size_t)c->h * 2;
+  void *hp = malloc(pb), *hr = malloc(rb), *hg = malloc(gb), *sum = malloc((size_t)n * 4), *want_o = malloc(rb),
+       *want_y = malloc(rb), *got = malloc(rb);
+  void *dp = NULL, *dr = NULL, *dg = NULL, *dy = NULL, *dout = NULL;
+  tprt_status_t s = NULL;
+  if (!hp || !hr || !hg || !sum || !want_o || !want_y || !got)
+    s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  tprt_tensor_t p = tprt_tensor_make(hp, c->dp, 2, dims), r = tprt_tensor_make(hr, c->dr, 2, dims),
+                gm = tprt_tensor_make(hg, BF16, 1, gd), sm = tprt_tensor_make(sum, F32, 2, dims),
+                o = tprt_tensor_make(want_o, c->dr, 2, dims), y = tprt_tensor_make(want_y, c->dr, 2, dims);
+  if (!s) {
+    fill(&p, tprt_rank_index(rank), 40 + which);
+    fill(&r, tprt_rank_index(rank) / 4, 60 + which);  // differs between the dp halves
+    fill(&gm, 0, 80 + which);
+    s = tprt_all_reduce(rank, c->mask, &p, &sm, c->order);
+  }
+  if (!s) s = tprt_cpu_add(&sm, &r, &o);
+  if (!s) s = tprt_cpu_rmsnorm(&o, &gm, &y, 1e-5f);
+  if (!s) s = b->alloc(pb, &dp);
+  if (!s) s = b->alloc(rb, &dr);
+  if (!s) s = b->alloc(gb, &dg);
+  if (!s) s = b->alloc(rb, &dy);
+  if (!s) s = b->alloc(rb, &dout);
+  if (!s) s = b->to_device(dp, hp, pb);
+  if (!s) s = b->to_device(dr, hr, rb);
+  if (!s) s = b->to_device(dg, hg, gb);
+  bool done = false;
+  if (!s) {
+    tprt_tensor_t dpt = tprt_tensor_make(dp, c->dp, 2, dims), drt = tprt_tensor_make(dr, c->dr, 2, dims),
+                  dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
+                  dot = tprt_tensor_make(dout, c->dr, 2, dims);
+    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, &done);
+  }
+  if (!s && !done) s = tprt_make_status(TPRT_STATUS_INTERNAL, "the fused_norm hook declined the call");
+  for (int k = 0; k < 2 && !s; ++k) {
+    s = b->to_host(got, k ? dout : dy, rb);
+    if (!s && memcmp(got, k ? want_o : want_y, rb) != 0)
+      s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case %d: %s differs from the CPU composition's", which,
+                           k ? "residual_out" : "normed");
+  }
+  // Freed only once every member is done: a peer's kernel reads this rank's region, not these.
+  void* dev[] = {dp, dr, dg, dy, dout};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
+    if (dev[i]) b->free(dev[i]);
+  free(hp), free(hr), free(hg), free(sum), free(want_o), free(want_y), free(got);
+  return s;
+}
+
+static tprt_status_t fused_rank(tprt_rank_t* rank, void* user) {
+  (void)user;
+  const tprt_backend_t* b = tprt_backend_cuda();
+  TPRT__TRY(b->rank_begin(rank));
+  tprt_status_t s = NULL;
+  for (int k = 0; k < NUM_FUSED && !s; ++k) s = fused_case(b, rank, &kFused[k], k);
+  if (s) {
+    tprt_rank_fail(rank, s);
+    s = NULL;
+  }
+  b->rank_end(rank);
+  return tprt_rank_check_abort(rank);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
+  bool fused = !strcmp(mode, "fused");
   g_async_only = !strcmp(mode, "ce");
-  if (!refuse && !fault && !room && !g_async_only && strcmp(mode, "share") != 0) {
-    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|refuse|fault|room\n");
+  if (!refuse && !fault && !room && !fused && !g_async_only && strcmp(mode, "share") != 0) {
+    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|fused|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;
@@ -280,7 +363,7 @@ int main(int argc, char** argv) {
   tprt_world_t* world = NULL;
   tprt_status_t s = tprt_world_create(&o, tprt_allocator_system(), &world);
   for (int run = 0; !s && run < runs; ++run)
-    s = tprt_world_run(world, refuse ? begin_only : room ? room_rank : check_rank, &run);
+    s = tprt_world_run(world, refuse ? begin_only : room ? room_rank : fused ? fused_rank : check_rank, &run);
   tprt_world_destroy(world);
   int devices = 0;
   cudaGetDeviceCount(&devices);
@@ -294,6 +377,10 @@ int main(int argc, char** argv) {
   } else if (s) {
     printf("%s: FAIL on %d GPU(s): %s\n", mode, devices, tprt_status_message(s));
     rc = 1;
+  } else if (fused) {
+    printf("fused: %d runs of %d fused all-reduce + add + rmsnorm calls on 8 ranks on %d GPU(s): the CPU "
+           "composition's bits\n",
+           runs, NUM_FUSED, devices);
   } else if (g_async_only) {
     int n = 0;
     for (int k = 0; k < NUM_CASES; ++k) n += kCases[k].async;

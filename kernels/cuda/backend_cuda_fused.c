@@ -1,0 +1,110 @@
+// The CUDA backend's fused_norm hook (backend_cuda_impl.h): tp.fused_allreduce_add_rmsnorm as one
+// kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/fused_norm.cu), over memory each
+// collective group registers once. The hook is used:
+//   - where TPRT_CUDA_FUSED_NORM asks for it (off until the crossover against NCCL is measured);
+//   - in a world of threads whose ranks address each other's device memory: one GPU per rank
+//     with peer access between all of them (the copy-engine worlds), or ranks sharing GPUs.
+// Otherwise it declines and the ABI runs the composition, with the same bits.
+//
+// Registration: on a group's first call, and again when a call needs more room than the regions
+// hold. Every member reaches the same call with the same shapes, so all decide alike. Each member:
+//   - drains its stream and meets the others (no peer still reads the old region);
+//   - allocates a region of T·H floats, zeroed flags and zeroed epochs;
+//   - exchanges its pointers and its block budget through the CPU world.
+// The group launches the smallest budget of its members, so every member runs the same grid. The
+// budget is the blocks that fit on the GPU at once, divided by the world's ranks on that GPU (a
+// block spins on its peers' same block: all must be resident). No registration happens during CUDA
+// graph capture: such a call declines, on every member alike.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda_impl.h"
+#include "tprt_params.h"
+
+// The words a member publishes: region, flags, block budget.
+enum { TPRT__FUSED_WORDS = 3 };
+
+static void tprt__fused_release(tprt__cuda_fused_t* f) {
+  int me = f->g.index;
+  if (f->g.data[me]) cudaFree(f->g.data[me]);
+  if (f->g.flags[me]) cudaFree(f->g.flags[me]);
+  if (f->g.epochs) cudaFree(f->g.epochs);
+  memset(&f->g, 0, sizeof f->g);
+}
+
+void tprt__cuda_fused_end(bool failed) {
+  for (int i = 0; i < tprt__r.num_fused && !failed; ++i) tprt__fused_release(&tprt__r.fused[i]);
+  free(tprt__r.fused);
+  tprt__r.fused = NULL;
+  tprt__r.num_fused = 0;
+}
+
+// (Re)registers group |f| with regions of at least |floats|.
+static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t* f, int64_t floats) {
+  int g = tprt_rank_group_size(rank, f->mask), me = tprt_rank_group_index(rank, f->mask);
+  if (f->g.epochs) {  // no member reads the old regions any more: every stream drained, then met
+    TPRT__TRY(tprt__wait_stream());
+    TPRT__TRY(tprt_barrier(rank, f->mask));
+    tprt__fused_release(f);
+  }
+  int resident = 0, devices = 0;
+  TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&resident));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&devices));
+  int local = tprt_rank_local_size(rank), sharing = devices > 0 ? (local + devices - 1) / devices : 1;
+  int budget = resident / (tprt__r.shared ? sharing : 1);
+  if (budget < 1) budget = 1;
+  f->g.group = g;
+  f->g.index = me;
+  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)budget * (size_t)g;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.data[me], (size_t)floats * sizeof(float)));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.flags[me], flag_bytes));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.epochs, sizeof(unsigned) * (size_t)budget));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.flags[me], 0, flag_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.epochs, 0, sizeof(unsigned) * (size_t)budget, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // zeroed before any peer writes a flag
+  int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], (int64_t)(uintptr_t)f->g.flags[me], budget};
+  int64_t* all = malloc(sizeof(int64_t) * TPRT__FUSED_WORDS * (size_t)g);
+  if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm registration)");
+  int64_t dm[1] = {TPRT__FUSED_WORDS}, da[1] = {(int64_t)g * TPRT__FUSED_WORDS};
+  tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I64, 1, dm), out = tprt_tensor_make(all, TPRT_DTYPE_I64, 1, da);
+  tprt_status_t s = tprt_all_gather(rank, f->mask, &in, &out, 0);
+  if (!s) {
+    f->g.max_blocks = budget;
+    for (int p = 0; p < g; ++p) {
+      f->g.data[p] = (float*)(uintptr_t)all[p * TPRT__FUSED_WORDS];
+      f->g.flags[p] = (unsigned*)(uintptr_t)all[p * TPRT__FUSED_WORDS + 1];
+      if (all[p * TPRT__FUSED_WORDS + 2] < f->g.max_blocks) f->g.max_blocks = (int)all[p * TPRT__FUSED_WORDS + 2];
+    }
+    f->g.capacity = floats;
+  }
+  free(all);
+  return s;
+}
+
+tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
+                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
+                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done) {
+  *done = false;
+  if (!tprt_param_cuda_fused_norm() || !(tprt__r.shared || tprt__r.ce)) return NULL;
+  if (residual->rank != 2 || partial->rank != 2) return NULL;  // the kernel takes [T,H]
+  TPRT__TRY(tprt__need_rank());
+  tprt__cuda_fused_t* f = NULL;
+  for (int i = 0; i < tprt__r.num_fused && !f; ++i)
+    if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];
+  int64_t floats = residual->dims[0] * residual->dims[1];
+  if ((!f || f->g.capacity < floats) && tprt__r.capturing) return NULL;  // no registration in a capture
+  if (!f) {
+    tprt__cuda_fused_t* grown = realloc(tprt__r.fused, sizeof *grown * (size_t)(tprt__r.num_fused + 1));
+    if (!grown) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm groups)");
+    tprt__r.fused = grown;
+    f = &tprt__r.fused[tprt__r.num_fused++];
+    memset(f, 0, sizeof *f);
+    f->mask = mask;
+  }
+  if (f->g.capacity < floats) TPRT__TRY(tprt__fused_register(rank, f, floats > 0 ? floats : 1));
+  TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
+                                                  order == TPRT_ORDER_CANONICAL, tprt__r.stream));
+  *done = true;
+  return NULL;
+}

@@ -1,0 +1,189 @@
+// The CUDA emulator's kernels (cuda_emulator.h): the ones the collectives launch, run as host
+// functions on the emulated stream in the arithmetic of their CUDA kernels.
+#define _POSIX_C_SOURCE 200809L  // nanosleep
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend_cuda_impl.h"
+#include "cuda_emulator.h"
+#include "tprt_cpu_kernels.h"
+#include "tprt_numerics.h"
+
+//===----------------------------------------------------------------------===//
+// The kernels the collectives launch, on the stream; the others and NCCL must not run
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  const void* staged;
+  int group, in_dtype, out_dtype, canonical, device;
+  int64_t n;
+  void* out;
+  tprt_cuda_staged_own_t own;  // member -1: none
+} emu__reduce_t;
+
+// tprt_cuda_reduce_staged's arithmetic (reduce.cu): f32 sums, one rounding.
+static void emu__reduce(void* arg) {
+  const emu__reduce_t* r = arg;
+  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "reduce_staged reads freed memory");
+  emu__check(r->out, tprt_dtype_bytes(r->out_dtype, r->n), r->device, "reduce_staged writes freed memory");
+  if (r->own.member >= 0 && r->n > 0)
+    emu__check(r->own.src, tprt_dtype_bytes(r->in_dtype, (r->n / r->own.cols - 1) * r->own.pitch + r->own.cols),
+               r->device, "reduce_staged reads an own view of freed memory");
+  for (int64_t i = 0; i < r->n; ++i) {
+    float v[TPRT_MAX_WORLD_SIZE] = {0};
+    for (int g = 0; g < r->group; ++g)
+      v[g] = g == r->own.member
+                 ? tprt_load_elem(r->own.src, r->in_dtype, (i / r->own.cols) * r->own.pitch + i % r->own.cols)
+                 : tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
+    if (r->canonical) {
+      for (int s = 1; s < r->group; s *= 2)
+        for (int g = 0; g + s < r->group; g += 2 * s) v[g] = v[g] + v[g + s];
+    } else {
+      for (int g = 1; g < r->group; ++g) v[0] = v[0] + v[g];
+    }
+    tprt_store_elem(r->out, r->out_dtype, i, v[0]);
+  }
+}
+
+tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
+                                          int out_dtype, int canonical, tprt_cuda_staged_own_t own,
+                                          cudaStream_t stream) {
+  emu__reduce_t* r = malloc(sizeof *r);
+  *r = (emu__reduce_t){staged, group, in_dtype, out_dtype, canonical, emu__stream_device(stream), n, out, own};
+  emu__call(stream, emu__reduce, r);
+  return NULL;
+}
+
+tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
+                                      int canonical, cudaStream_t stream) {
+  tprt_cuda_staged_own_t none = {-1, NULL, 1, 1};
+  return tprt_cuda_reduce_staged_own(staged, group, in_dtype, n, out, out_dtype, canonical, none, stream);
+}
+
+// tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu): the kernel's protocol on the host, its
+// blocks one after another (each waits only for the same block of its peers, which also run in
+// order): the done-reading wait, the copy-in, the ready flags, the canonical or ordered sum, the add
+// rounded once, the CPU's rmsnorm of the row, the done-reading flags and the epoch.
+typedef struct {
+  tprt_cuda_peer_group_t g;
+  const void *partial, *residual, *gamma;
+  void *normed, *out;
+  int dp, dr, gd, canonical, grid;
+  int64_t m, h;
+  float eps;
+} emu__fused_t;
+
+static void emu__at_least(const unsigned* p, unsigned target) {
+  while ((int)(__atomic_load_n(p, __ATOMIC_ACQUIRE) - target) < 0) {
+    struct timespec d = {0, 2000};
+    nanosleep(&d, NULL);
+  }
+}
+
+static void emu__fused(void* arg) {
+  const emu__fused_t* a = arg;
+  const tprt_cuda_peer_group_t* g = &a->g;
+  const int me = g->index, n = g->group;
+  const int64_t slots = (int64_t)g->max_blocks * n, h = a->h;
+  for (int b = 0; b < a->grid; ++b) {
+    unsigned e = g->epochs[b] + 1;
+    for (int p = 0; p < n; ++p)
+      if (p != me) emu__at_least(&g->flags[me][slots + (int64_t)b * n + p], e - 1);
+    for (int64_t row = b; row < a->m; row += a->grid)
+      for (int64_t j = 0; j < h; ++j) g->data[me][row * h + j] = tprt_load_elem(a->partial, a->dp, row * h + j);
+    for (int p = 0; p < n; ++p)
+      if (p != me) __atomic_store_n(&g->flags[p][(int64_t)b * n + me], e, __ATOMIC_RELEASE);
+    for (int p = 0; p < n; ++p)
+      if (p != me) emu__at_least(&g->flags[me][(int64_t)b * n + p], e);
+    for (int64_t row = b; row < a->m; row += a->grid) {
+      for (int64_t j = 0; j < h; ++j) {
+        float v[TPRT_MAX_WORLD_SIZE];
+        for (int p = 0; p < n; ++p) v[p] = g->data[p][row * h + j];
+        if (a->canonical) {
+          for (int s = 1; s < n; s *= 2)
+            for (int p = 0; p + s < n; p += 2 * s) v[p] = v[p] + v[p + s];
+        } else {
+          for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
+        }
+        tprt_store_elem(a->out, a->dr, row * h + j, v[0] + tprt_load_elem(a->residual, a->dr, row * h + j));
+      }
+      int64_t dims[2] = {1, h}, gd[1] = {h};
+      size_t off = (size_t)tprt_dtype_bytes(a->dr, row * h);
+      tprt_tensor_t x = tprt_tensor_make((char*)a->out + off, a->dr, 2, dims),
+                    y = tprt_tensor_make((char*)a->normed + off, a->dr, 2, dims),
+                    gm = tprt_tensor_make((void*)a->gamma, a->gd, 1, gd);
+      tprt_status_t s = tprt_cpu_rmsnorm(&x, &gm, &y, a->eps);
+      if (s) emu__fail("fused_norm: the CPU rmsnorm failed", a->out);
+    }
+    for (int p = 0; p < n; ++p)
+      if (p != me) __atomic_store_n(&g->flags[p][slots + (int64_t)b * n + me], e, __ATOMIC_RELEASE);
+    g->epochs[b] = e;
+  }
+}
+
+tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
+                                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                                    tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
+                                                    int canonical, cudaStream_t stream) {
+  int64_t m = residual->dims[0], h = residual->dims[1];
+  if (m * h > g->capacity) emu__fail("fused_norm: the call exceeds the registered regions", g->data[g->index]);
+  if (m == 0 || h == 0) return NULL;
+  emu__fused_t* a = malloc(sizeof *a);
+  *a = (emu__fused_t){.g = *g, .partial = partial->data, .residual = residual->data, .gamma = gamma->data,
+                      .normed = normed->data, .out = residual_out->data, .dp = partial->dtype,
+                      .dr = residual->dtype, .gd = gamma->dtype, .canonical = canonical,
+                      .grid = (int)(m < g->max_blocks ? m : g->max_blocks), .m = m, .h = h, .eps = eps};
+  emu__call(stream, emu__fused, a);
+  return NULL;
+}
+
+// Few, so that rows wrap around the grid.
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
+  *out = 3;
+  return NULL;
+}
+
+// tprt_cuda_max_staged's arithmetic (reduce.cu): the maximum kept by tprt_max_keep, in one dtype.
+static void emu__max(void* arg) {
+  const emu__reduce_t* r = arg;
+  emu__check(r->staged, tprt_dtype_bytes(r->in_dtype, r->n * r->group), r->device, "max_staged reads freed memory");
+  emu__check(r->out, tprt_dtype_bytes(r->in_dtype, r->n), r->device, "max_staged writes freed memory");
+  for (int64_t i = 0; i < r->n; ++i) {
+    float m = tprt_load_elem(r->staged, r->in_dtype, i);
+    for (int g = 1; g < r->group; ++g)
+      m = tprt_max_keep(m, tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i));
+    tprt_store_elem(r->out, r->in_dtype, i, m);
+  }
+}
+
+tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
+                                   cudaStream_t stream) {
+  emu__reduce_t* r = malloc(sizeof *r);
+  *r = (emu__reduce_t){staged, group, dtype, dtype, 0, emu__stream_device(stream), n, out, {-1, NULL, 1, 1}};
+  emu__call(stream, emu__max, r);
+  return NULL;
+}
+
+typedef struct {
+  tprt_tensor_t src, dst;
+} emu__copy_t;
+
+static void emu__copy(void* arg) {
+  emu__copy_t* c = arg;
+  tprt_status_t s = tprt_cpu_copy(&c->src, &c->dst);
+  if (s) emu__fail(tprt_status_message(s), c->dst.data);
+}
+
+tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) {
+  emu__copy_t* c = malloc(sizeof *c);
+  *c = (emu__copy_t){*src, *dst};
+  emu__call(stream, emu__copy, c);
+  return NULL;
+}
+
+void tprt_cuda_lt_destroy(tprt_cuda_lt_t* lt) { (void)lt; }
+
+tprt_status_t tprt__cuda_configure(const char* numerics) {
+  (void)numerics;
+  return NULL;
+}
