@@ -516,6 +516,21 @@ if [[ -x "$FUSED_CHECK" ]]; then
   nrc=$?
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
   if (( ngpu > 1 && nrc == 0 )); then "$FUSED_CHECK" "$ngpu" 2; nrc=$?; fi
+  # The staged fused-norm modules (collectives, adds and norms only) with the kernel in the backend
+  # (TPRT_CUDA_FUSED_NORM=1; ranks share GPUs where there are fewer GPUs than ranks): three steps,
+  # the CPU backend's hashes.
+  carry="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}"
+  for name in fused-norm-tp2 fused-norm-tp4; do
+    [[ -f "$carry/modules/$name.so" ]] || continue
+    TPRT_CUDA_FUSED_NORM=1 LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" timeout 120 "$carry/bin/tpc-run" \
+      "$carry/modules/$name.so" --backend cuda --share-gpus --seed 7 --repeat 3 --hash 2> "$BUILD/$name.fused.err" |
+      grep -v '^NCCL' > "$BUILD/$name.fused.got"
+    if diff -q "$BUILD/$name.fused.got" "$carry/modules/$name.expected" > /dev/null; then
+      echo "$name with TPRT_CUDA_FUSED_NORM=1: pass"
+    else
+      echo "$name with TPRT_CUDA_FUSED_NORM=1: FAIL"; tail -n 5 "$BUILD/$name.fused.err"; nrc=1
+    fi
+  done
   set -e
   if [[ $nrc -ne 0 && $rc -eq 0 ]]; then rc=$nrc; fi
 fi
