@@ -15,14 +15,22 @@
 // must each equal the composition again: the flags and epochs advance on the device.
 //
 // A hang (a protocol bug) is reported after 20 s instead of blocking.
-// Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)].
-// Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU.
+//
+// `bench` mode times the kernel against the unfused path on one rank per GPU: NCCL's all-reduce
+// of the f32 partial, then tprt_cuda_add and tprt_cuda_rmsnorm. Both run at hidden 8192, bf16
+// residual, T in {1, 8, 32, 128, 1024, 8192}, each as a CUDA graph of 50 calls replayed 20 times.
+// It prints microseconds per call: the slowest rank's median replay over 50.
+// Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)]
+//        tprt-fused-norm-check bench
+// Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU (bench: fewer than 2).
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <nccl.h>
 
 #include "bench_cuda.cuh"  // TPC_BENCH_CUDA, tpc_bench_ok
 #include "tprt_cuda_kernels.h"
@@ -220,13 +228,156 @@ static void* rank_main(void* arg) {
   return NULL;
 }
 
+// bench mode -----------------------------------------------------------------------------------
+
+enum { BENCH_CALLS = 50, BENCH_REPLAYS = 20, BENCH_H = 8192 };
+static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
+static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
+enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
+static float g_bench_us[2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];  // [fused, unfused][T][rank]
+
+static int fn_cmp(const void* a, const void* b) {
+  float x = *(const float*)a, y = *(const float*)b;
+  return x < y ? -1 : x > y;
+}
+
+// Median over BENCH_REPLAYS launches of |exec|, per call, in microseconds (ranks start together).
+static float bench_graph(cudaGraphExec_t exec, cudaStream_t st) {
+  cudaEvent_t a, b;
+  FN_CHECK(cudaEventCreate(&a));
+  FN_CHECK(cudaEventCreate(&b));
+  FN_CHECK(cudaGraphLaunch(exec, st));  // warm-up
+  FN_CHECK(cudaStreamSynchronize(st));
+  float times[BENCH_REPLAYS];
+  for (int r = 0; r < BENCH_REPLAYS; ++r) {
+    pthread_barrier_wait(&g_barrier);
+    FN_CHECK(cudaEventRecord(a, st));
+    FN_CHECK(cudaGraphLaunch(exec, st));
+    FN_CHECK(cudaEventRecord(b, st));
+    FN_CHECK(cudaStreamSynchronize(st));
+    FN_CHECK(cudaEventElapsedTime(&times[r], a, b));
+  }
+  qsort(times, BENCH_REPLAYS, sizeof *times, fn_cmp);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return times[BENCH_REPLAYS / 2] * 1000.0f / BENCH_CALLS;
+}
+
+static void* bench_rank(void* arg) {
+  const int me = (int)(intptr_t)arg;
+  FN_CHECK(cudaSetDevice(me));
+  for (int d = 0; d < g_ranks; ++d)
+    if (d != me && cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
+  cudaStream_t st;
+  FN_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  int resident = 0;
+  fn_status(tprt_cuda_fused_norm_resident_blocks(&resident), "resident blocks");
+  tprt_cuda_peer_group_t g;
+  memset(&g, 0, sizeof g);
+  g.group = g_ranks;
+  g.index = me;
+  g.capacity = (int64_t)MAX_T * BENCH_H;
+  g.max_blocks = resident;
+  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)resident * (size_t)g_ranks, n_max = (size_t)MAX_T * BENCH_H;
+  FN_CHECK(cudaMalloc(&g_data[me], n_max * 4));
+  FN_CHECK(cudaMalloc(&g_flags[me], flag_bytes));
+  FN_CHECK(cudaMemset(g_flags[me], 0, flag_bytes));
+  FN_CHECK(cudaMalloc(&g.epochs, sizeof(unsigned) * (size_t)resident));
+  FN_CHECK(cudaMemset(g.epochs, 0, sizeof(unsigned) * (size_t)resident));
+  void *partial, *sum, *residual, *gamma, *normed, *out;
+  FN_CHECK(cudaMalloc(&partial, n_max * 2));
+  FN_CHECK(cudaMalloc(&sum, n_max * 4));
+  FN_CHECK(cudaMalloc(&residual, n_max * 2));
+  FN_CHECK(cudaMalloc(&gamma, BENCH_H * 2));
+  FN_CHECK(cudaMalloc(&normed, n_max * 2));
+  FN_CHECK(cudaMalloc(&out, n_max * 2));
+  FN_CHECK(cudaMemset(partial, 0, n_max * 2));
+  FN_CHECK(cudaMemset(sum, 0, n_max * 4));
+  FN_CHECK(cudaMemset(residual, 0, n_max * 2));
+  FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
+  FN_CHECK(cudaDeviceSynchronize());
+  pthread_barrier_wait(&g_barrier);
+  for (int p = 0; p < g_ranks; ++p) {
+    g.data[p] = g_data[p];
+    g.flags[p] = g_flags[p];
+  }
+  for (int k = 0; k < NUM_BENCH; ++k) {
+    int64_t dims[2] = {kBenchT[k], BENCH_H}, gd[1] = {BENCH_H}, n = kBenchT[k] * (int64_t)BENCH_H;
+    tprt_tensor_t p = tprt_tensor_make(partial, TPRT_DTYPE_BF16, 2, dims),
+                  s32 = tprt_tensor_make(sum, TPRT_DTYPE_F32, 2, dims),
+                  r = tprt_tensor_make(residual, TPRT_DTYPE_BF16, 2, dims),
+                  gm = tprt_tensor_make(gamma, TPRT_DTYPE_BF16, 1, gd),
+                  y = tprt_tensor_make(normed, TPRT_DTYPE_BF16, 2, dims),
+                  o = tprt_tensor_make(out, TPRT_DTYPE_BF16, 2, dims);
+    for (int way = 0; way < 2; ++way) {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      pthread_barrier_wait(&g_barrier);
+      FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      for (int c = 0; c < BENCH_CALLS; ++c) {
+        if (way == 0) {
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, st), "fused");
+        } else {
+          ncclResult_t nr = ncclAllReduce(sum, sum, (size_t)n, ncclFloat32, ncclSum, g_comms[me], st);
+          if (nr != ncclSuccess) {
+            fprintf(stderr, "ncclAllReduce: %s\n", ncclGetErrorString(nr));
+            exit(1);
+          }
+          fn_status(tprt_cuda_add(&s32, &r, &o, st), "add");
+          fn_status(tprt_cuda_rmsnorm(&o, &gm, &y, 1e-5f, st), "rmsnorm");
+        }
+      }
+      FN_CHECK(cudaStreamEndCapture(st, &graph));
+      FN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      cudaGraphDestroy(graph);
+      g_bench_us[way][k][me] = bench_graph(exec, st);
+      cudaGraphExecDestroy(exec);
+    }
+  }
+  return NULL;
+}
+
+static int bench_main(void) {
+  if (g_gpus < 2) {
+    printf("fused_norm bench: needs 2 GPUs, found %d\n", g_gpus);
+    return 77;
+  }
+  g_ranks = g_gpus;
+  int devs[TPRT_MAX_WORLD_SIZE];
+  for (int d = 0; d < g_ranks; ++d) devs[d] = d;
+  ncclResult_t nr = ncclCommInitAll(g_comms, g_ranks, devs);
+  if (nr != ncclSuccess) {
+    fprintf(stderr, "ncclCommInitAll: %s\n", ncclGetErrorString(nr));
+    return 1;
+  }
+  pthread_barrier_init(&g_barrier, NULL, (unsigned)g_ranks);
+  pthread_t threads[TPRT_MAX_WORLD_SIZE];
+  for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, bench_rank, (void*)(intptr_t)r);
+  for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
+  printf("fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, CUDA graphs of %d calls; us per call, "
+         "the slowest rank's median\n",
+         g_ranks, BENCH_H, BENCH_CALLS);
+  printf("%8s %12s %22s %8s\n", "tokens", "fused us", "NCCL + add + norm us", "ratio");
+  for (int k = 0; k < NUM_BENCH; ++k) {
+    float f = 0, u = 0;
+    for (int r = 0; r < g_ranks; ++r) {
+      if (g_bench_us[0][k][r] > f) f = g_bench_us[0][k][r];
+      if (g_bench_us[1][k][r] > u) u = g_bench_us[1][k][r];
+    }
+    printf("%8d %12.2f %22.2f %8.3f\n", kBenchT[k], f, u, f / u);
+  }
+  for (int r = 0; r < g_ranks; ++r) ncclCommDestroy(g_comms[r]);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  g_ranks = argc > 1 ? atoi(argv[1]) : 4;
-  g_rounds = argc > 2 ? atoi(argv[2]) : 2;
   if (cudaGetDeviceCount(&g_gpus) != cudaSuccess || g_gpus < 1) {
     printf("fused_norm: no GPU\n");
     return 77;
   }
+  if (argc > 1 && !strcmp(argv[1], "bench")) return bench_main();
+  g_ranks = argc > 1 ? atoi(argv[1]) : 4;
+  g_rounds = argc > 2 ? atoi(argv[2]) : 2;
   if (g_ranks < 1 || g_ranks > TPRT_MAX_WORLD_SIZE) {
     fprintf(stderr, "usage: tprt-fused-norm-check [ranks 1..%d] [rounds]\n", TPRT_MAX_WORLD_SIZE);
     return 2;

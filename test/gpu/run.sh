@@ -14,7 +14,8 @@
 # Short tables are printed last. Needs CUDA 13 (nvcc), NCCL 2.28 and a host C compiler; H100/H200.
 #
 # Usage: bash test/gpu/run.sh [kernel-name filter]
-# Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1,
+# Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1
+#              (with 2+ GPUs also the fused norm against NCCL),
 #              TPC_GPU_KERNELS=0, TPC_GPU_MODULES=0 (process worlds only), TPC_GPU_BENCH_ONLY=1 (the
 #              benchmarks alone), TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
 #              directory, default build-gpu), OUT (if set, logs and tables are copied there).
@@ -516,6 +517,8 @@ if [[ -x "$FUSED_CHECK" ]]; then
   nrc=$?
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
   if (( ngpu > 1 && nrc == 0 )); then "$FUSED_CHECK" "$ngpu" 2; nrc=$?; fi
+  # TPC_GPU_BENCH=1 on several GPUs: the kernel against NCCL + add + norm (microseconds per call).
+  if [[ -n "${TPC_GPU_BENCH:-}" ]] && (( ngpu > 1 )); then "$FUSED_CHECK" bench | tee "$BUILD/bench_fused_norm.txt"; fi
   # The staged fused-norm modules (collectives, adds and norms only) with the kernel in the backend
   # (TPRT_CUDA_FUSED_NORM=1; ranks share GPUs where there are fewer GPUs than ranks): three steps,
   # the CPU backend's hashes.
