@@ -122,8 +122,10 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
   cudaFree(normed);
 }
 
-static void* rank_main(void* arg) {
-  const int me = (int)(intptr_t)arg, device = me % g_gpus;
+// Rank |me| on |device|: peer access to the other GPUs, a stream, and its registration in |g|
+// (a region of |capacity| floats, zeroed flags and epochs for the blocks that fit at once on the
+// GPU divided by the |sharing| ranks on it), published to and completed from the other ranks.
+static cudaStream_t register_rank(int me, int device, int64_t capacity, int sharing, tprt_cuda_peer_group_t* g) {
   FN_CHECK(cudaSetDevice(device));
   for (int d = 0; d < g_gpus; ++d)
     if (d != device && cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
@@ -131,25 +133,30 @@ static void* rank_main(void* arg) {
   FN_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int resident = 0;
   fn_status(tprt_cuda_fused_norm_resident_blocks(&resident), "resident blocks");
-  int sharing = (g_ranks + g_gpus - 1) / g_gpus;
-  tprt_cuda_peer_group_t g;
-  memset(&g, 0, sizeof g);
-  g.group = g_ranks;
-  g.index = me;
-  g.capacity = (int64_t)MAX_T * MAX_H;
-  g.max_blocks = resident / sharing;
-  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)g.max_blocks * (size_t)g_ranks;
-  FN_CHECK(cudaMalloc(&g_data[me], (size_t)g.capacity * 4));
+  memset(g, 0, sizeof *g);
+  g->group = g_ranks;
+  g->index = me;
+  g->capacity = capacity;
+  g->max_blocks = resident / sharing;
+  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)g->max_blocks * (size_t)g_ranks;
+  FN_CHECK(cudaMalloc(&g_data[me], (size_t)capacity * 4));
   FN_CHECK(cudaMalloc(&g_flags[me], flag_bytes));
   FN_CHECK(cudaMemset(g_flags[me], 0, flag_bytes));
-  FN_CHECK(cudaMalloc(&g.epochs, sizeof(unsigned) * (size_t)g.max_blocks));
-  FN_CHECK(cudaMemset(g.epochs, 0, sizeof(unsigned) * (size_t)g.max_blocks));
+  FN_CHECK(cudaMalloc(&g->epochs, sizeof(unsigned) * (size_t)g->max_blocks));
+  FN_CHECK(cudaMemset(g->epochs, 0, sizeof(unsigned) * (size_t)g->max_blocks));
   FN_CHECK(cudaDeviceSynchronize());
   pthread_barrier_wait(&g_barrier);
   for (int p = 0; p < g_ranks; ++p) {
-    g.data[p] = g_data[p];
-    g.flags[p] = g_flags[p];
+    g->data[p] = g_data[p];
+    g->flags[p] = g_flags[p];
   }
+  return st;
+}
+
+static void* rank_main(void* arg) {
+  const int me = (int)(intptr_t)arg;
+  tprt_cuda_peer_group_t g;
+  cudaStream_t st = register_rank(me, me % g_gpus, (int64_t)MAX_T * MAX_H, (g_ranks + g_gpus - 1) / g_gpus, &g);
   // Every rank's max_blocks must agree (the same grid everywhere): ranks on GPUs of one kind do.
   size_t max_bytes = (size_t)MAX_T * MAX_H * 4;
   void *partial, *residual, *gamma, *normed, *out;
@@ -265,25 +272,9 @@ static float bench_graph(cudaGraphExec_t exec, cudaStream_t st) {
 
 static void* bench_rank(void* arg) {
   const int me = (int)(intptr_t)arg;
-  FN_CHECK(cudaSetDevice(me));
-  for (int d = 0; d < g_ranks; ++d)
-    if (d != me && cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
-  cudaStream_t st;
-  FN_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  int resident = 0;
-  fn_status(tprt_cuda_fused_norm_resident_blocks(&resident), "resident blocks");
   tprt_cuda_peer_group_t g;
-  memset(&g, 0, sizeof g);
-  g.group = g_ranks;
-  g.index = me;
-  g.capacity = (int64_t)MAX_T * BENCH_H;
-  g.max_blocks = resident;
-  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)resident * (size_t)g_ranks, n_max = (size_t)MAX_T * BENCH_H;
-  FN_CHECK(cudaMalloc(&g_data[me], n_max * 4));
-  FN_CHECK(cudaMalloc(&g_flags[me], flag_bytes));
-  FN_CHECK(cudaMemset(g_flags[me], 0, flag_bytes));
-  FN_CHECK(cudaMalloc(&g.epochs, sizeof(unsigned) * (size_t)resident));
-  FN_CHECK(cudaMemset(g.epochs, 0, sizeof(unsigned) * (size_t)resident));
+  cudaStream_t st = register_rank(me, me, (int64_t)MAX_T * BENCH_H, 1, &g);
+  size_t n_max = (size_t)MAX_T * BENCH_H;
   void *partial, *sum, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, n_max * 2));
   FN_CHECK(cudaMalloc(&sum, n_max * 4));
@@ -296,11 +287,6 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
   FN_CHECK(cudaDeviceSynchronize());
-  pthread_barrier_wait(&g_barrier);
-  for (int p = 0; p < g_ranks; ++p) {
-    g.data[p] = g_data[p];
-    g.flags[p] = g_flags[p];
-  }
   for (int k = 0; k < NUM_BENCH; ++k) {
     int64_t dims[2] = {kBenchT[k], BENCH_H}, gd[1] = {BENCH_H}, n = kBenchT[k] * (int64_t)BENCH_H;
     tprt_tensor_t p = tprt_tensor_make(partial, TPRT_DTYPE_BF16, 2, dims),
