@@ -18,8 +18,9 @@
 //
 // `bench` mode times the kernel against the unfused path on one rank per GPU: NCCL's all-reduce
 // of the f32 partial, then tprt_cuda_add and tprt_cuda_rmsnorm. Both run at hidden 8192, bf16
-// residual, T in {1, 8, 32, 128, 1024, 8192}, each as a CUDA graph of 50 calls replayed 20 times.
-// It prints microseconds per call: the slowest rank's median replay over 50.
+// residual, T in {1, 8, 32, 128, 1024, 8192}, in rounds of 50 calls: eager (launched one by one)
+// and as a CUDA graph, 20 rounds each. It prints microseconds per call: the slowest rank's median
+// round over 50 (tools/bench/fused_norm.py adds PyTorch's numbers).
 // Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)]
 //        tprt-fused-norm-check bench
 // Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU (bench: fewer than 2).
@@ -241,7 +242,7 @@ enum { BENCH_CALLS = 50, BENCH_REPLAYS = 20, BENCH_H = 8192 };
 static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
 static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
 enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
-static float g_bench_us[2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];  // [fused, unfused][T][rank]
+static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];  // [fused, unfused][eager, graph][T][rank]
 
 static int fn_cmp(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
@@ -295,11 +296,8 @@ static void* bench_rank(void* arg) {
                   gm = tprt_tensor_make(gamma, TPRT_DTYPE_BF16, 1, gd),
                   y = tprt_tensor_make(normed, TPRT_DTYPE_BF16, 2, dims),
                   o = tprt_tensor_make(out, TPRT_DTYPE_BF16, 2, dims);
-    for (int way = 0; way < 2; ++way) {
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      pthread_barrier_wait(&g_barrier);
-      FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    // BENCH_CALLS calls of |way| (0 fused, 1 NCCL + add + norm) queued on the stream.
+    auto issue = [&](int way) {
       for (int c = 0; c < BENCH_CALLS; ++c) {
         if (way == 0) {
           fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, st), "fused");
@@ -313,10 +311,35 @@ static void* bench_rank(void* arg) {
           fn_status(tprt_cuda_rmsnorm(&o, &gm, &y, 1e-5f, st), "rmsnorm");
         }
       }
+    };
+    for (int way = 0; way < 2; ++way) {
+      // Eager: the median over BENCH_REPLAYS rounds of BENCH_CALLS launches (after one round).
+      cudaEvent_t a, b;
+      FN_CHECK(cudaEventCreate(&a));
+      FN_CHECK(cudaEventCreate(&b));
+      float times[BENCH_REPLAYS];
+      for (int rep = -1; rep < BENCH_REPLAYS; ++rep) {
+        pthread_barrier_wait(&g_barrier);
+        FN_CHECK(cudaEventRecord(a, st));
+        issue(way);
+        FN_CHECK(cudaEventRecord(b, st));
+        FN_CHECK(cudaStreamSynchronize(st));
+        if (rep >= 0) FN_CHECK(cudaEventElapsedTime(&times[rep], a, b));
+      }
+      qsort(times, BENCH_REPLAYS, sizeof *times, fn_cmp);
+      g_bench_us[way][0][k][me] = times[BENCH_REPLAYS / 2] * 1000.0f / BENCH_CALLS;
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+      // Graph: the same calls captured once, replayed.
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      pthread_barrier_wait(&g_barrier);
+      FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      issue(way);
       FN_CHECK(cudaStreamEndCapture(st, &graph));
       FN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
-      g_bench_us[way][k][me] = bench_graph(exec, st);
+      g_bench_us[way][1][k][me] = bench_graph(exec, st);
       cudaGraphExecDestroy(exec);
     }
   }
@@ -340,17 +363,19 @@ static int bench_main(void) {
   pthread_t threads[TPRT_MAX_WORLD_SIZE];
   for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, bench_rank, (void*)(intptr_t)r);
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
-  printf("fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, CUDA graphs of %d calls; us per call, "
-         "the slowest rank's median\n",
+  printf("fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, %d calls per round; us per call, "
+         "the slowest rank's median round\n",
          g_ranks, BENCH_H, BENCH_CALLS);
-  printf("%8s %12s %22s %8s\n", "tokens", "fused us", "NCCL + add + norm us", "ratio");
+  printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
+         "ratio");
   for (int k = 0; k < NUM_BENCH; ++k) {
-    float f = 0, u = 0;
-    for (int r = 0; r < g_ranks; ++r) {
-      if (g_bench_us[0][k][r] > f) f = g_bench_us[0][k][r];
-      if (g_bench_us[1][k][r] > u) u = g_bench_us[1][k][r];
-    }
-    printf("%8d %12.2f %22.2f %8.3f\n", kBenchT[k], f, u, f / u);
+    float us[2][2] = {{0, 0}, {0, 0}};
+    for (int way = 0; way < 2; ++way)
+      for (int mode = 0; mode < 2; ++mode)
+        for (int r = 0; r < g_ranks; ++r)
+          if (g_bench_us[way][mode][k][r] > us[way][mode]) us[way][mode] = g_bench_us[way][mode][k][r];
+    printf("%8d %12.2f %12.2f %8.3f %12.2f %12.2f %8.3f\n", kBenchT[k], us[0][0], us[1][0], us[0][0] / us[1][0],
+           us[0][1], us[1][1], us[0][1] / us[1][1]);
   }
   for (int r = 0; r < g_ranks; ++r) ncclCommDestroy(g_comms[r]);
   return 0;

@@ -517,8 +517,12 @@ if [[ -x "$FUSED_CHECK" ]]; then
   nrc=$?
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
   if (( ngpu > 1 && nrc == 0 )); then "$FUSED_CHECK" "$ngpu" 2; nrc=$?; fi
-  # TPC_GPU_BENCH=1 on several GPUs: the kernel against NCCL + add + norm (microseconds per call).
-  if [[ -n "${TPC_GPU_BENCH:-}" ]] && (( ngpu > 1 )); then "$FUSED_CHECK" bench | tee "$BUILD/bench_fused_norm.txt"; fi
+  # TPC_GPU_BENCH=1 on several GPUs: the kernel against NCCL + add + norm and PyTorch (us per call).
+  if [[ -n "${TPC_GPU_BENCH:-}" ]] && (( ngpu > 1 )); then
+    python3 tools/bench/fused_norm.py --bin "$FUSED_CHECK" --json "$BUILD/bench_fused_norm.json" \
+      --svg "$BUILD/bench_fused_norm.svg" | tee "$BUILD/bench_fused_norm.txt"
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm.* "$OUT/"; fi
+  fi
   # The staged fused-norm modules (collectives, adds and norms only) with the kernel in the backend
   # (TPRT_CUDA_FUSED_NORM=1; ranks share GPUs where there are fewer GPUs than ranks): three steps,
   # the CPU backend's hashes.
