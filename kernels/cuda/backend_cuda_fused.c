@@ -4,7 +4,9 @@
 //   - where TPRT_CUDA_FUSED_NORM asks for it (off until the crossover against NCCL is measured);
 //   - in a world of threads whose ranks address each other's device memory: one GPU per rank
 //     with peer access between all of them (the copy-engine worlds), or ranks sharing GPUs.
-// Otherwise it declines and the ABI runs the composition, with the same bits.
+// Otherwise it declines and the ABI runs the composition, with the same bits. A peer that never
+// arrives: the rank's wait for its stream sees the world's abort (or the timeout) and sets the
+// rank's abort word, which the waiting kernel polls (tprt__abort_comms); it then returns.
 //
 // Registration: on a group's first call, and again when a call needs more room than the regions
 // hold. Every member reaches the same call with the same shapes, so all decide alike. Each member:
@@ -38,6 +40,8 @@ void tprt__cuda_fused_end(bool failed) {
   free(tprt__r.fused);
   tprt__r.fused = NULL;
   tprt__r.num_fused = 0;
+  if (tprt__r.fused_abort && !failed) cudaFreeHost((void*)tprt__r.fused_abort);
+  tprt__r.fused_abort = NULL;
 }
 
 // (Re)registers group |f| with regions of at least |floats|.
@@ -48,6 +52,12 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
     TPRT__TRY(tprt_barrier(rank, f->mask));
     tprt__fused_release(f);
   }
+  if (!tprt__r.fused_abort) {  // the rank's abort word, mapped into the device's address space
+    TPRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc((void**)&tprt__r.fused_abort, sizeof(unsigned), cudaHostAllocMapped));
+    *tprt__r.fused_abort = 0;
+  }
+  unsigned* abort_device = NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer((void**)&abort_device, (void*)tprt__r.fused_abort, 0));
   int resident = 0, devices = 0;
   TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&resident));
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&devices));
@@ -56,6 +66,7 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   if (budget < 1) budget = 1;
   f->g.group = g;
   f->g.index = me;
+  f->g.abort = abort_device;
   size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)budget * (size_t)g;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.data[me], (size_t)floats * sizeof(float)));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.flags[me], flag_bytes));
@@ -89,6 +100,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   if (!tprt_param_cuda_fused_norm() || !(tprt__r.shared || tprt__r.ce)) return NULL;
   if (residual->rank != 2 || partial->rank != 2) return NULL;  // the kernel takes [T,H]
   TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];

@@ -115,6 +115,7 @@ typedef struct {
   cudaEvent_t local_done;   // recorded on it once the rank's reads of its peers' sources are queued
   tprt__cuda_fused_t* fused;  // the fused norm's registered groups (TPRT_CUDA_FUSED_NORM)
   int num_fused;
+  volatile unsigned* fused_abort;  // host-mapped word the fused kernel polls; set when the rank aborts
   // TPRT_CUDA_TIMELINE: the step's intervals (events made on demand, reused from step to step).
   tprt__cuda_interval_t* intervals;
   int num_intervals, cap_intervals;
@@ -206,6 +207,10 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done);
 /// Frees the fused norm's registrations, unless the world |failed| (a peer may still read them).
 void tprt__cuda_fused_end(bool failed);
+
+/// Counts a collective call and fails it when TPRT_CUDA_FAULT="R:N" names this rank and count
+/// (backend_cuda_nccl.c).
+tprt_status_t tprt__fault(void);
 
 /// Creates the rank's two local events and enables peer access from its device to the other
 /// |num_devices| - 1 (best effort: copies between GPUs without it go through the host) (rank_begin).

@@ -31,8 +31,10 @@ static double tprt__now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Aborts every communicator of the rank (their kernels return), so that no stream waits forever.
+// Aborts every communicator of the rank (their kernels return) and tells a fused norm kernel
+// waiting for its peers to stop, so that no stream waits forever.
 static void tprt__abort_comms(void) {
+  if (tprt__r.fused_abort) *tprt__r.fused_abort = 1;
   for (int i = 0; i < tprt__r.num_comms; ++i)
     if (tprt__r.comms[i].comm) ncclCommAbort(tprt__r.comms[i].comm);
   tprt__r.num_comms = 0;
@@ -91,7 +93,7 @@ tprt_status_t tprt__wait_stream(void) {
 // Fault injection for tests of failure handling: TPRT_CUDA_FAULT="R:N" makes world rank R fail its
 // N-th collective call (counting from 1) instead of issuing it; its peers then wait in NCCL for a
 // partner that never comes, and must end with the world's abort rather than hang.
-static tprt_status_t tprt__fault(void) {
+tprt_status_t tprt__fault(void) {
   const char* spec = getenv("TPRT_CUDA_FAULT");
   ++tprt__r.collectives;
   int rank = -1;

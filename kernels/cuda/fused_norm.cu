@@ -23,6 +23,9 @@
 //     block b waits until flags_i[1][b][p] >= e before it overwrites its region. This is a pull
 //     kernel's end barrier, moved to the start of the next call.
 //
+// A peer that never arrives (a failed rank) leaves the call waiting until the host sets the
+// group's abort word (host-mapped memory, the world's abort); the blocks then leave at once.
+//
 // A block spins on the same block of its peers. Where members share a GPU, every block of every
 // member must therefore be resident at once: the caller caps the grid with max_blocks
 // (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not
@@ -47,9 +50,14 @@ static __device__ __forceinline__ void tprt__st_release_sys(unsigned* p, unsigne
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Waits until *p has reached |target| (wrap-around safe).
-static __device__ __forceinline__ void tprt__wait_at_least(const unsigned* p, unsigned target) {
-  while ((int)(tprt__ld_acquire_sys(p) - target) < 0) __nanosleep(32);
+// Waits until *p has reached |target| (wrap-around safe); false when *abort turned non-zero first.
+static __device__ __forceinline__ bool tprt__wait_at_least(const unsigned* p, unsigned target,
+                                                           const volatile unsigned* abort) {
+  while ((int)(tprt__ld_acquire_sys(p) - target) < 0) {
+    if (abort && *abort) return false;
+    __nanosleep(32);
+  }
+  return true;
 }
 
 // |v| rounded to dtype D and back (what a store of D then a load gives).
@@ -92,22 +100,28 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
                             float eps, int canonical) {
   __shared__ float sm[TPRT__FN_THREADS / 32 + 1];
   __shared__ unsigned epoch;
+  __shared__ int aborted;  // a waiting thread saw the abort word: the whole block leaves
   const int b = blockIdx.x, me = g.index, n = g.group, t = threadIdx.x;
   const int64_t slots = (int64_t)g.max_blocks * n;
-  if (t == 0) epoch = g.epochs[b] + 1;
+  if (t == 0) {
+    epoch = g.epochs[b] + 1;
+    aborted = 0;
+  }
   __syncthreads();
   const unsigned e = epoch;
   // Every peer has finished reading this member's region in the previous call.
-  if (t < n && t != me) tprt__wait_at_least(&g.flags[me][slots + (int64_t)b * n + t], e - 1);
+  if (t < n && t != me && !tprt__wait_at_least(&g.flags[me][slots + (int64_t)b * n + t], e - 1, g.abort)) aborted = 1;
   __syncthreads();
+  if (aborted) return;
   float* mine = g.data[me];
   for (int64_t row = b; row < m; row += gridDim.x)
     for (int64_t j = t; j < h; j += TPRT__FN_THREADS) mine[row * h + j] = tprt__cuda_ld(partial, DP, row * h + j);
   __syncthreads();
   // Ready: the release is cumulative, so the whole block's copy-in is visible before the flag.
   if (t < n && t != me) tprt__st_release_sys(&g.flags[t][(int64_t)b * n + me], e);
-  if (t < n && t != me) tprt__wait_at_least(&g.flags[me][(int64_t)b * n + t], e);
+  if (t < n && t != me && !tprt__wait_at_least(&g.flags[me][(int64_t)b * n + t], e, g.abort)) aborted = 1;
   __syncthreads();
+  if (aborted) return;
   for (int64_t row = b; row < m; row += gridDim.x) {
     const int64_t base = row * h;
     float acc = 0.0f;

@@ -460,13 +460,16 @@ typedef struct {
   unsigned* epochs;                      // the caller's per-block call counts, [max_blocks]
   int64_t capacity;                      // floats of each region
   int max_blocks;                        // the most blocks a call launches (all resident at once)
+  const volatile unsigned* abort;        // host-mapped; non-zero: stop waiting for peers (may be NULL)
 } tprt_cuda_peer_group_t;
 
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
 /// increasing member order), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
 /// with the same shapes; partial and residual [T,H] (T·H <= capacity), gamma [H], float dtypes;
-/// normed and residual_out as the residual. kernels/cuda/fused_norm.cu.
+/// normed and residual_out as the residual. A peer that never arrives leaves the call waiting
+/// until *|g|->abort turns non-zero (the world's abort); the outputs are then undefined.
+/// kernels/cuda/fused_norm.cu.
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,

@@ -423,6 +423,24 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) 
 // Devices, errors, graphs
 //===----------------------------------------------------------------------===//
 
+// Mapped host memory (the fused norm's abort word): plain host memory, the same pointer on the device.
+cudaError_t cudaHostAlloc(void** out, size_t bytes, unsigned int flags) {
+  (void)flags;
+  *out = calloc(1, bytes ? bytes : 1);
+  return *out ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaHostGetDevicePointer(void** out, void* host, unsigned int flags) {
+  (void)flags;
+  *out = host;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* p) {
+  free(p);
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int* out) {
   const char* n = getenv("TPRT_EMU_DEVICES");
   *out = n ? atoi(n) : 1;

@@ -1,6 +1,7 @@
 // The CUDA emulator's kernels (cuda_emulator.h): the ones the collectives launch, run as host
 // functions on the emulated stream in the arithmetic of their CUDA kernels.
 #define _POSIX_C_SOURCE 200809L  // nanosleep
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -73,11 +74,14 @@ typedef struct {
   float eps;
 } emu__fused_t;
 
-static void emu__at_least(const unsigned* p, unsigned target) {
+// Waits until *p has reached |target|; false when the abort word turned non-zero first.
+static bool emu__at_least(const unsigned* p, unsigned target, const volatile unsigned* abort) {
   while ((int)(__atomic_load_n(p, __ATOMIC_ACQUIRE) - target) < 0) {
+    if (abort && __atomic_load_n(abort, __ATOMIC_ACQUIRE)) return false;
     struct timespec d = {0, 2000};
     nanosleep(&d, NULL);
   }
+  return true;
 }
 
 static void emu__fused(void* arg) {
@@ -88,13 +92,13 @@ static void emu__fused(void* arg) {
   for (int b = 0; b < a->grid; ++b) {
     unsigned e = g->epochs[b] + 1;
     for (int p = 0; p < n; ++p)
-      if (p != me) emu__at_least(&g->flags[me][slots + (int64_t)b * n + p], e - 1);
+      if (p != me && !emu__at_least(&g->flags[me][slots + (int64_t)b * n + p], e - 1, g->abort)) return;
     for (int64_t row = b; row < a->m; row += a->grid)
       for (int64_t j = 0; j < h; ++j) g->data[me][row * h + j] = tprt_load_elem(a->partial, a->dp, row * h + j);
     for (int p = 0; p < n; ++p)
       if (p != me) __atomic_store_n(&g->flags[p][(int64_t)b * n + me], e, __ATOMIC_RELEASE);
     for (int p = 0; p < n; ++p)
-      if (p != me) emu__at_least(&g->flags[me][(int64_t)b * n + p], e);
+      if (p != me && !emu__at_least(&g->flags[me][(int64_t)b * n + p], e, g->abort)) return;
     for (int64_t row = b; row < a->m; row += a->grid) {
       for (int64_t j = 0; j < h; ++j) {
         float v[TPRT_MAX_WORLD_SIZE];

@@ -16,10 +16,12 @@
 //          GPU's free memory fails with what it needs and what is free (rank 0 prints it); a small
 //          one still succeeds
 // Prints one line per check; exit status 0 when every check passed.
+#define _POSIX_C_SOURCE 200809L  // nanosleep
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend_cuda_impl.h"
 #include "tprt_collectives.h"
@@ -280,6 +282,12 @@ static const fused_case_t kFused[] = {
 };
 enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 
+// The fused-fault mode: world rank 1 computes the reference of the last call (one that needs no
+// new registration, whose rendezvous would catch the absence first) but never makes the call; it
+// fails 0.2 s later, once its peers' kernels wait for it. Their waits must end with the world's
+// abort (the abort word the kernel polls), not hang.
+static bool g_absent;
+
 static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which) {
   int64_t dims[2] = {c->t, c->h}, gd[1] = {c->h}, n = c->t * c->h;
   size_t pb = (size_t)tprt_dtype_bytes(c->dp, n), rb = (size_t)tprt_dtype_bytes(c->dr, n), gb = (size_t)c->h * 2;
@@ -309,6 +317,11 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
   if (!s) s = b->to_device(dr, hr, rb);
   if (!s) s = b->to_device(dg, hg, gb);
   bool done = false;
+  if (!s && g_absent && which == 4 && tprt_rank_index(rank) == 1) {  // the fused-fault mode
+    struct timespec d = {0, 200000000};
+    nanosleep(&d, NULL);
+    s = tprt_make_status(TPRT_STATUS_INTERNAL, "rank 1 stayed away from fused call %d", which);
+  }
   if (!s) {
     tprt_tensor_t dpt = tprt_tensor_make(dp, c->dp, 2, dims), drt = tprt_tensor_make(dr, c->dr, 2, dims),
                   dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
@@ -347,10 +360,11 @@ static tprt_status_t fused_rank(tprt_rank_t* rank, void* user) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
-  bool fused = !strcmp(mode, "fused");
+  bool fused = !strcmp(mode, "fused") || !strcmp(mode, "fused-fault");
+  g_absent = !strcmp(mode, "fused-fault");
   g_async_only = !strcmp(mode, "ce");
   if (!refuse && !fault && !room && !fused && !g_async_only && strcmp(mode, "share") != 0) {
-    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|fused|refuse|fault|room\n");
+    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|fused|fused-fault|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;
