@@ -128,6 +128,12 @@ static void tprt__buffer_free(tprt__cuda_buffer_t* b) {
 static void tprt__cuda_rank_end(tprt_rank_t* rank) {
   (void)rank;
   if (!tprt__r.active) return;
+  // A fused norm kernel still waiting for a peer of a failed world returns (its abort word).
+  if (tprt__r.fused_abort && tprt__r.rank) {
+    tprt_status_t aborted = tprt_rank_check_abort(tprt__r.rank);
+    if (aborted) *tprt__r.fused_abort = 1;
+    tprt_status_free(aborted);
+  }
   cudaStreamSynchronize(tprt__r.stream);
   if (tprt__r.comm_stream) cudaStreamSynchronize(tprt__r.comm_stream);
   // After a failure a peer may never take part again: abort (returns at once) rather than destroy.

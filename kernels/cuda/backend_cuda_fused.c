@@ -36,11 +36,21 @@ static void tprt__fused_release(tprt__cuda_fused_t* f) {
 }
 
 void tprt__cuda_fused_end(bool failed) {
-  for (int i = 0; i < tprt__r.num_fused && !failed; ++i) tprt__fused_release(&tprt__r.fused[i]);
+  // A peer's last call may still read this rank's region (its done-reading wait is at the start of
+  // the next call, which never comes): every member drains its stream (rank_end did), then they
+  // meet; a failed meeting leaves the memory to the process's end.
+  for (int i = 0; i < tprt__r.num_fused && !failed; ++i) {
+    tprt_status_t met = tprt__r.rank ? tprt_barrier(tprt__r.rank, tprt__r.fused[i].mask) : NULL;
+    failed = met != NULL;
+    tprt_status_free(met);
+    if (!failed) tprt__fused_release(&tprt__r.fused[i]);
+  }
   free(tprt__r.fused);
   tprt__r.fused = NULL;
   tprt__r.num_fused = 0;
-  if (tprt__r.fused_abort && !failed) cudaFreeHost((void*)tprt__r.fused_abort);
+  // Only this rank's kernels poll its abort word, and rank_end drained them (setting the word first
+  // in a failed world): it goes in any case.
+  if (tprt__r.fused_abort) cudaFreeHost((void*)tprt__r.fused_abort);
   tprt__r.fused_abort = NULL;
 }
 
