@@ -139,7 +139,7 @@ typedef struct {
 // The plain layout: |bytes| at |offset| of member p's source to block p of |dst|.
 static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
   return (tprt__local_rows_t){
-      .offset = offset, .bytes = bytes, .outer = 1, .src_row = 0, .dst_member = bytes, .dst_row = 0};
+      .offset = offset, .bytes = bytes, .outer = 1, .src_row = bytes, .dst_member = bytes, .dst_row = bytes};
 }
 
 // Step 2: the copies of |l| from every member (but the caller when |skip_own|) into |dst|, on the
@@ -299,7 +299,6 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
     size_t e = (size_t)tprt_dtype_bytes(in->dtype, 1);
     f->sum.own_view = (tprt_cuda_staged_own_t){.member = c->index, .src = src + l.offset,
                                                .cols = (int64_t)(l.bytes / e), .pitch = (int64_t)(l.src_row / e)};
-    if (l.outer == 1) f->sum.own_view.pitch = f->sum.own_view.cols;
     f->sum.pending = true;
     f->sum.canonical = canonical;
     f->sum.staged = staged;

@@ -37,8 +37,7 @@ static void emu__reduce(void* arg) {
                  ? tprt_load_elem(r->own.src, r->in_dtype, (i / r->own.cols) * r->own.pitch + i % r->own.cols)
                  : tprt_load_elem(r->staged, r->in_dtype, (int64_t)g * r->n + i);
     if (r->canonical) {
-      for (int s = 1; s < r->group; s *= 2)
-        for (int g = 0; g + s < r->group; g += 2 * s) v[g] = v[g] + v[g + s];
+      tprt_kacc_tree(v, r->group);  // the groups here are powers of two, as its contract asks
     } else {
       for (int g = 1; g < r->group; ++g) v[0] = v[0] + v[g];
     }
@@ -104,8 +103,7 @@ static void emu__fused(void* arg) {
         float v[TPRT_MAX_WORLD_SIZE];
         for (int p = 0; p < n; ++p) v[p] = g->data[p][row * h + j];
         if (a->canonical) {
-          for (int s = 1; s < n; s *= 2)
-            for (int p = 0; p + s < n; p += 2 * s) v[p] = v[p] + v[p + s];
+          tprt_kacc_tree(v, n);  // n: 2, 4 or 8 here
         } else {
           for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
         }
