@@ -66,6 +66,11 @@ TPRT_PARAM_DECLARE(cuda_ce_own_from_peer);
 /// add and rmsnorm; the same bits (TPRT_CUDA_FUSED_NORM, default 0 until it is measured).
 TPRT_PARAM_DECLARE(cuda_fused_norm);
 
+/// The largest partial, in bytes per rank, that the fused norm kernel takes; larger calls run the
+/// composition. -1 (the default): the crossover table of kernels/cuda/backend_cuda_fused.c,
+/// measured against the composition (TPRT_CUDA_FUSED_NORM_MAX_BYTES).
+TPRT_PARAM_DECLARE(cuda_fused_norm_max_bytes);
+
 #ifdef __cplusplus
 }
 #endif

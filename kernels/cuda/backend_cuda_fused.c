@@ -11,11 +11,12 @@
 // Registration: on a group's first call, and again when a call needs more room than the regions
 // hold. Every member reaches the same call with the same shapes, so all decide alike. Each member:
 //   - drains its stream and meets the others (no peer still reads the old region);
-//   - allocates a region of T·H floats, zeroed flags and zeroed epochs;
+//   - allocates a zeroed region with three buffers of a slot per member for partials of the call's
+//     bytes (tprt_cuda_fused_region_bytes), and zeroed counters;
 //   - exchanges its pointers and its block budget through the CPU world.
 // The group launches the smallest budget of its members, so every member runs the same grid. The
 // budget is the blocks that fit on the GPU at once, divided by the world's ranks on that GPU (a
-// block spins on its peers' same block: all must be resident). No registration happens during CUDA
+// block polls what its peers' blocks store: all must be resident). No registration happens during CUDA
 // graph capture: such a call declines, on every member alike.
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,14 +25,13 @@
 #include "backend_cuda_impl.h"
 #include "tprt_params.h"
 
-// The words a member publishes: region, flags, block budget.
-enum { TPRT__FUSED_WORDS = 3 };
+// The words a member publishes: region, block budget.
+enum { TPRT__FUSED_WORDS = 2 };
 
 static void tprt__fused_release(tprt__cuda_fused_t* f) {
   int me = f->g.index;
   if (f->g.data[me]) cudaFree(f->g.data[me]);
-  if (f->g.flags[me]) cudaFree(f->g.flags[me]);
-  if (f->g.epochs) cudaFree(f->g.epochs);
+  if (f->g.counters) cudaFree(f->g.counters);
   memset(&f->g, 0, sizeof f->g);
 }
 
@@ -54,10 +54,10 @@ void tprt__cuda_fused_end(bool failed) {
   tprt__r.fused_abort = NULL;
 }
 
-// (Re)registers group |f| with regions of at least |floats|.
-static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t* f, int64_t floats) {
+// (Re)registers group |f| with slots of at least |bytes|.
+static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t* f, int64_t bytes) {
   int g = tprt_rank_group_size(rank, f->mask), me = tprt_rank_group_index(rank, f->mask);
-  if (f->g.epochs) {  // no member reads the old regions any more: every stream drained, then met
+  if (f->g.counters) {  // no member reads the old regions any more: every stream drained, then met
     TPRT__TRY(tprt__wait_stream());
     TPRT__TRY(tprt_barrier(rank, f->mask));
     tprt__fused_release(f);
@@ -77,14 +77,13 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   f->g.group = g;
   f->g.index = me;
   f->g.abort = abort_device;
-  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)budget * (size_t)g;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.data[me], (size_t)floats * sizeof(float)));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.flags[me], flag_bytes));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.epochs, sizeof(unsigned) * (size_t)budget));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.flags[me], 0, flag_bytes, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.epochs, 0, sizeof(unsigned) * (size_t)budget, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // zeroed before any peer writes a flag
-  int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], (int64_t)(uintptr_t)f->g.flags[me], budget};
+  size_t region_bytes = tprt_cuda_fused_region_bytes(g, bytes), counter_bytes = sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&f->g.data[me], region_bytes));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.counters, counter_bytes));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.data[me], 0, region_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.counters, 0, counter_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // zeroed before any peer writes a unit
+  int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], budget};
   int64_t* all = malloc(sizeof(int64_t) * TPRT__FUSED_WORDS * (size_t)g);
   if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm registration)");
   int64_t dm[1] = {TPRT__FUSED_WORDS}, da[1] = {(int64_t)g * TPRT__FUSED_WORDS};
@@ -93,14 +92,36 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   if (!s) {
     f->g.max_blocks = budget;
     for (int p = 0; p < g; ++p) {
-      f->g.data[p] = (float*)(uintptr_t)all[p * TPRT__FUSED_WORDS];
-      f->g.flags[p] = (unsigned*)(uintptr_t)all[p * TPRT__FUSED_WORDS + 1];
-      if (all[p * TPRT__FUSED_WORDS + 2] < f->g.max_blocks) f->g.max_blocks = (int)all[p * TPRT__FUSED_WORDS + 2];
+      f->g.data[p] = (void*)(uintptr_t)all[p * TPRT__FUSED_WORDS];
+      if (all[p * TPRT__FUSED_WORDS + 1] < f->g.max_blocks) f->g.max_blocks = (int)all[p * TPRT__FUSED_WORDS + 1];
     }
-    f->g.capacity = floats;
+    f->g.capacity = bytes;
   }
   free(all);
   return s;
+}
+
+// The crossover: the largest partial, in bytes per rank, for which the one-shot kernel beats the
+// composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Measured with
+// `tprt-fused-norm-check bench` at hidden 8192, bf16 partials (docs/performance-kernels.md, "Fused
+// all-reduce + add + RMSNorm"); one-shot pushes every partial to every member, so its bound
+// shrinks as the group grows. TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides it.
+static const struct {
+  int group;
+  int64_t max_bytes;
+} kFusedOneShot[] = {
+    {2, 2 << 20},    // 128 tokens: 0.54x the composition; 1024 tokens: 1.12x
+    {4, 512 << 10},  // 32 tokens: 0.98x; 128 tokens: 1.35x
+    {8, 128 << 10},  // not measured (no 8-GPU machine): 4 members' bound over 4
+};
+
+static int64_t tprt__fused_max_bytes(int group) {
+  int64_t forced = tprt_param_cuda_fused_norm_max_bytes();
+  if (forced >= 0) return forced;
+  int64_t bound = kFusedOneShot[0].max_bytes;  // the smallest group's, for a group of 1
+  for (size_t i = 0; i < sizeof kFusedOneShot / sizeof kFusedOneShot[0]; ++i)
+    if (kFusedOneShot[i].group <= group) bound = kFusedOneShot[i].max_bytes;  // the largest row not above it
+  return bound;
 }
 
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
@@ -108,14 +129,21 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done) {
   *done = false;
   if (!tprt_param_cuda_fused_norm() || !(tprt__r.shared || tprt__r.ce)) return NULL;
-  if (residual->rank != 2 || partial->rank != 2) return NULL;  // the kernel takes [T,H]
-  TPRT__TRY(tprt__need_rank());
-  TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
+  // The kernel takes a contiguous [T,H] partial on a 4-byte boundary, rows of at most
+  // TPRT_CUDA_FUSED_MAX_HIDDEN and partials of at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes.
+  if (residual->rank != 2 || partial->rank != 2 || (uintptr_t)partial->data % 4 != 0 ||
+      residual->dims[1] > TPRT_CUDA_FUSED_MAX_HIDDEN)
+    return NULL;
+  int64_t bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
+  if (bytes > TPRT_CUDA_FUSED_MAX_CAPACITY || bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask)))
+    return NULL;
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];
-  int64_t floats = residual->dims[0] * residual->dims[1];
-  if ((!f || f->g.capacity < floats) && tprt__r.capturing) return NULL;  // no registration in a capture
+  if ((!f || f->g.capacity < bytes) && tprt__r.capturing) return NULL;  // no registration in a capture
+  // Every decline is above: the composition counts its own collective.
+  TPRT__TRY(tprt__need_rank());
+  TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   if (!f) {
     tprt__cuda_fused_t* grown = realloc(tprt__r.fused, sizeof *grown * (size_t)(tprt__r.num_fused + 1));
     if (!grown) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm groups)");
@@ -124,7 +152,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
     memset(f, 0, sizeof *f);
     f->mask = mask;
   }
-  if (f->g.capacity < floats) TPRT__TRY(tprt__fused_register(rank, f, floats > 0 ? floats : 1));
+  if (f->g.capacity < bytes) TPRT__TRY(tprt__fused_register(rank, f, bytes > 0 ? bytes : 1));
   TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
                                                   order == TPRT_ORDER_CANONICAL, tprt__r.stream));
   *done = true;

@@ -79,7 +79,7 @@ typedef struct {
 } tprt__cuda_interval_t;
 
 /// A collective group's registration for the fused norm kernel (backend_cuda_fused.c): |g| holds
-/// every member's region and flags; g.data[g.index], g.flags[g.index] and g.epochs are this rank's.
+/// every member's region; g.data[g.index] and g.counters are this rank's.
 typedef struct {
   uint32_t mask;
   tprt_cuda_peer_group_t g;

@@ -7,57 +7,72 @@
 //   - the exact RMSNorm of each row of residual_out: normed (tprt_cuda_rmsnorm, the same 256-lane
 //     canonical row reduction).
 //
-// Algorithm: one-shot, pull. Every member copies its partial, as f32, into its own registered
-// region. A flag barrier runs per block. Then every member reads each of its rows from every
-// member's region and reduces it itself. That is N times the reads and no second exchange: the
+// Algorithm: one-shot push with flags in the data (NCCL's LL protocol). Every member writes its
+// partial, in its own dtype, into a slot of every peer's region, as 8-byte units: 4 bytes of the
+// partial and 4 bytes of the call's flag, stored at once (an aligned 8-byte store is single-copy
+// atomic, over the link too). A reader polls each unit until its flag is the call's: no fence, no
+// separate flag and no read of peer memory, so the exchange costs one crossing of the link. Every
+// member then reduces each of its rows itself from its own partial and the units in its own
+// memory: N times the traffic of the data (twice that, for the flags) and no second exchange, the
 // path for decode sizes.
 //
 // Synchronization lives in device memory, so a CUDA graph replays it:
-//   - Flags: each member has flags[2][max_blocks][group]. Peers write them with st.release.sys;
-//     the owner polls them with ld.acquire.sys.
-//   - Epochs: a per-block count of the calls that block has made. It is the same on every member,
-//     since every member runs the same calls with the same grid.
-//   - Phase 0 (ready): block b of member i copies in its rows, sets flags_p[0][b][i] = e on every
-//     peer p, and waits until flags_i[0][b][p] >= e.
-//   - Phase 1 (done reading): after its reads, block b sets flags_p[1][b][i] = e. The next call's
-//     block b waits until flags_i[1][b][p] >= e before it overwrites its region. This is a pull
-//     kernel's end barrier, moved to the start of the next call.
+//   - Counters (the caller's device, TPRT_CUDA_FUSED_COUNTERS): the flag of the last call, the
+//     blocks done in the current call, the units the last call used and its buffer. Every block
+//     reads them at its start; the last block to finish advances them. Every member runs the same
+//     calls, so they are the same on every member. The flag cycles through the non-zero 32-bit
+//     values.
+//   - Each region has three buffers, a slot per member in each, used in turn by the calls. A
+//     member zeroes, in its own region, the units the last call used (it has read them), so every
+//     unit a call polls is zero until its writer stores it: never an older call's unit.
+//   - In call e, member i writes buffer e mod 3 of peer p, which p zeroed in call e - 2 and read in
+//     call e - 3. i has consumed p's units of call e - 1, stored during p's call e - 1, which
+//     started after p's call e - 2 ended (one stream): no unit of call e is zeroed or read late.
 //
-// A peer that never arrives (a failed rank) leaves the call waiting until the host sets the
-// group's abort word (host-mapped memory, the world's abort); the blocks then leave at once.
+// A peer that never arrives (a failed rank) leaves the readers polling until the host sets the
+// group's abort word (host-mapped memory, the world's abort); they then stop polling and finish
+// the call with undefined outputs.
 //
-// A block spins on the same block of its peers. Where members share a GPU, every block of every
-// member must therefore be resident at once: the caller caps the grid with max_blocks
-// (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not
-// queue the kernel behind work that never yields its SMs while its peers' blocks already spin (a
-// persistent GEMM of a rank sharing the GPU): shared-GPU worlds are for tests of this protocol.
+// Where members share a GPU, a block that polls must not keep a peer's blocks from running: the
+// caller caps the grid with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members
+// on the GPU). A member must also not queue the kernel behind work that never yields its SMs while
+// its peers' blocks already poll (a persistent GEMM of a rank sharing the GPU): shared-GPU worlds
+// are for tests of this protocol.
 //
-// Launch geometry: 256-thread blocks, the lanes of the canonical row reduction (as norm.cu). Block
-// b handles rows b, b + grid, ... in order. Groups of 2, 4 and 8 are compile-time sizes, so each
-// thread keeps its members' values in registers; other sizes loop at run time.
+// Launch geometry: 512-thread blocks, one per SM. The whole grid pushes (at least
+// TPRT__FN_PUSH_BLOCKS blocks, so one row spreads over several SMs); block b reduces rows b,
+// b + grid, ... in order. A thread takes the columns j = t + 512 k of a row, a batch at a time
+// (all the batch's loads issued before the first use; a batch's units polled together), and keeps
+// each row's residual_out values in shared memory. The sum of squares then runs in the canonical
+// lanes (the block's first 256 threads, lane l over columns l, l + 256, ... in order, then the row
+// tree of norm.cu), so the bits are those of the composition. Groups of 2, 4 and 8 are
+// compile-time sizes, so each thread keeps its members' values in registers; other sizes take one
+// column at a time.
 #include "tprt_cuda_internal.cuh"
 #include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
-#define TPRT__FN_THREADS TPRT_ROW_LANES
+#define TPRT__FN_THREADS 512  // twice the canonical lanes: the row's element work spreads wider
+#define TPRT__FN_BATCH 8
+#define TPRT__FN_NORM_BATCH 16  // the norm's loads in flight: a row of 8192 in one round trip
+#define TPRT__FN_PUSH_BLOCKS 16
 
-static __device__ __forceinline__ unsigned tprt__ld_acquire_sys(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+// The flag after |e|: never zero (a zeroed unit is never current).
+static __device__ __forceinline__ unsigned tprt__fn_next(unsigned e) { return e == 0xFFFFFFFFu ? 1u : e + 1u; }
+
+static __device__ __forceinline__ unsigned long long tprt__fn_clock(void) {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+
+static __device__ __forceinline__ void tprt__st_volatile_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ unsigned long long tprt__ld_volatile_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
-}
-
-static __device__ __forceinline__ void tprt__st_release_sys(unsigned* p, unsigned v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-// Waits until *p has reached |target| (wrap-around safe); false when *abort turned non-zero first.
-static __device__ __forceinline__ bool tprt__wait_at_least(const unsigned* p, unsigned target,
-                                                           const volatile unsigned* abort) {
-  while ((int)(tprt__ld_acquire_sys(p) - target) < 0) {
-    if (abort && *abort) return false;
-    __nanosleep(32);
-  }
-  return true;
 }
 
 // |v| rounded to dtype D and back (what a store of D then a load gives).
@@ -68,16 +83,12 @@ static __device__ __forceinline__ float tprt__round_to(float v) {
   return tprt__cuda_ld(&bits, D, 0);
 }
 
-// Every member's value of element |i| summed in the CPU collectives' order. G > 0: the group size
-// (registers); G = 0: |n| members at run time.
+// v[0] = the members' values summed in the CPU collectives' order: the canonical tree, or
+// increasing member order. G > 0: the group size (registers); G = 0: |n| members at run time.
 template <int G>
-static __device__ __forceinline__ float tprt__members_sum(float* const* data, int n, int64_t i, int canonical) {
+static __device__ __forceinline__ float tprt__members_sum(float* v, int n, int canonical) {
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
   const int members = G > 0 ? G : n;
-  float v[GM];
-#pragma unroll
-  for (int p = 0; p < GM; ++p)
-    if (p < members) v[p] = __ldcg(data[p] + i);  // L2, never a stale L1 line of an earlier call
   if (canonical) {
 #pragma unroll
     for (int s = 1; s < GM; s *= 2)
@@ -92,69 +103,210 @@ static __device__ __forceinline__ float tprt__members_sum(float* const* data, in
   return v[0];
 }
 
+// The units of one member's slot in buffer |buf| of |region|.
+static __device__ __forceinline__ unsigned long long* tprt__fn_slot(void* region, int64_t slot_units, int buf, int n,
+                                                                    int member) {
+  return (unsigned long long*)region + ((int64_t)buf * n + member) * slot_units;
+}
+
+// The 4-byte words of the partial (|bytes|, a last half word padded with zeros), each with flag
+// |e|, into slot |me| of buffer |buf| on every peer; the whole grid shares the words.
+static __device__ __forceinline__ void tprt__fn_push(const tprt_cuda_peer_group_t& g, const void* partial,
+                                                     int64_t bytes, int64_t slot_units, int buf, unsigned e) {
+  const int me = g.index, n = g.group;
+  const int64_t words = (bytes + 3) / 4, flag = (int64_t)e << 32;
+  const uint32_t* src = (const uint32_t*)partial;
+  for (int64_t w0 = (int64_t)blockIdx.x * TPRT__FN_THREADS + threadIdx.x; w0 < words;
+       w0 += (int64_t)gridDim.x * TPRT__FN_THREADS * TPRT__FN_BATCH) {
+    uint32_t x[TPRT__FN_BATCH];
+#pragma unroll
+    for (int k = 0; k < TPRT__FN_BATCH; ++k) {
+      const int64_t w = w0 + (int64_t)k * gridDim.x * TPRT__FN_THREADS;
+      if (w < words) x[k] = w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w);
+    }
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      unsigned long long* dst = tprt__fn_slot(g.data[p], slot_units, buf, n, me);
+#pragma unroll
+      for (int k = 0; k < TPRT__FN_BATCH; ++k) {
+        const int64_t w = w0 + (int64_t)k * gridDim.x * TPRT__FN_THREADS;
+        if (w < words) tprt__st_volatile_u64(dst + w, (unsigned long long)flag | x[k]);
+      }
+    }
+  }
+}
+
+// The value of element |i| (dtype D) in unit |u|.
+template <int D>
+static __device__ __forceinline__ float tprt__fn_value(unsigned long long u, int64_t i) {
+  const uint32_t word = (uint32_t)u;
+  if (D == TPRT_DTYPE_F32) return __uint_as_float(word);
+  unsigned short half = (unsigned short)(i % 2 ? word >> 16 : word & 0xFFFFu);
+  return tprt__cuda_ld(&half, D, 0);
+}
+
+// The unit holding element |i| (dtype D) of a slot.
+template <int D>
+static __device__ __forceinline__ const unsigned long long* tprt__fn_unit(const unsigned long long* slot, int64_t i) {
+  return slot + (D == TPRT_DTYPE_F32 ? i : i / 2);
+}
+
 template <int DP, int DR, int G>
-static __global__ void __launch_bounds__(TPRT__FN_THREADS)
+static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical) {
-  __shared__ float sm[TPRT__FN_THREADS / 32 + 1];
-  __shared__ unsigned epoch;
-  __shared__ int aborted;  // a waiting thread saw the abort word: the whole block leaves
-  const int b = blockIdx.x, me = g.index, n = g.group, t = threadIdx.x;
-  const int64_t slots = (int64_t)g.max_blocks * n;
+  constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
+  // Columns in flight per thread: 16 units over the members (registers), one for run-time groups.
+  constexpr int B = G > 0 ? (2 * TPRT__FN_BATCH / G > 0 ? 2 * TPRT__FN_BATCH / G : 1) : 1;
+  __shared__ float sm[TPRT__FN_THREADS / 32 + 1];  // the row tree's (its first TPRT_ROW_LANES threads count)
+  extern __shared__ float row_sm[];                 // the row's residual_out values, h floats
+  __shared__ unsigned epoch, last_units, last_buf;
+  const int me = g.index, n = g.group, t = threadIdx.x;
+  const int members = G > 0 ? G : n;
   if (t == 0) {
-    epoch = g.epochs[b] + 1;
-    aborted = 0;
+    epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
+    last_units = *(volatile unsigned*)&g.counters[2];
+    last_buf = *(volatile unsigned*)&g.counters[3];
   }
   __syncthreads();
+  const bool traced = g.trace && blockIdx.x == 0 && t == 0;
+  unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
-  // Every peer has finished reading this member's region in the previous call.
-  if (t < n && t != me && !tprt__wait_at_least(&g.flags[me][slots + (int64_t)b * n + t], e - 1, g.abort)) aborted = 1;
-  __syncthreads();
-  if (aborted) return;
-  float* mine = g.data[me];
-  for (int64_t row = b; row < m; row += gridDim.x)
-    for (int64_t j = t; j < h; j += TPRT__FN_THREADS) mine[row * h + j] = tprt__cuda_ld(partial, DP, row * h + j);
-  __syncthreads();
-  // Ready: the release is cumulative, so the whole block's copy-in is visible before the flag.
-  if (t < n && t != me) tprt__st_release_sys(&g.flags[t][(int64_t)b * n + me], e);
-  if (t < n && t != me && !tprt__wait_at_least(&g.flags[me][(int64_t)b * n + t], e, g.abort)) aborted = 1;
-  __syncthreads();
-  if (aborted) return;
-  for (int64_t row = b; row < m; row += gridDim.x) {
+  const int buf = (int)((last_buf + 1) % 3);
+  const int64_t slot_units = tprt_cuda_fused_slot_bytes(g.capacity) / 4, esz = DP == TPRT_DTYPE_F32 ? 4 : 2;
+  const int64_t bytes = m * h * esz;
+  tprt__fn_push(g, partial, bytes, slot_units, buf, e);
+  if (traced) clock[1] = tprt__fn_clock();
+  // Zero the last call's units (read then by this member).
+  const int64_t stale = last_units;
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    unsigned long long* old = tprt__fn_slot(g.data[me], slot_units, (int)last_buf, n, p);
+    for (int64_t w = (int64_t)blockIdx.x * TPRT__FN_THREADS + t; w < stale; w += (int64_t)gridDim.x * TPRT__FN_THREADS)
+      old[w] = 0ull;
+  }
+  // Member p's units: p's slot of this call's buffer in this member's region (the own partial is
+  // read from |partial|).
+  const unsigned long long* slot[GM];
+#pragma unroll
+  for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
+  bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
+  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
     const int64_t base = row * h;
-    float acc = 0.0f;
-    for (int64_t j = t; j < h; j += TPRT__FN_THREADS) {
-      float sum = tprt__members_sum<G>(g.data, n, base + j, canonical);
-      float out = tprt__round_to<DR>(__fadd_rn(sum, tprt__cuda_ld(residual, DR, base + j)));
-      tprt__cuda_st(residual_out, DR, base + j, out);
-      acc = __fmaf_rn(out, out, acc);
+    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * B) {
+      float v[B][GM], res[B];
+      unsigned long long u[B][GM];
+#pragma unroll
+      for (int k = 0; k < B; ++k) {
+        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+        if (j >= h) continue;
+        res[k] = tprt__cuda_ld(residual, DR, base + j);
+#pragma unroll
+        for (int p = 0; p < GM; ++p)
+          if (p < members) {
+            if (p == me)
+              v[k][p] = tprt__cuda_ld(partial, DP, base + j);
+            else
+              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+          }
+      }
+      // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
+      // (one round trip per poll, not one per unit), until they do or the abort word is set.
+      for (unsigned polls = 1; !dead; ++polls) {
+        bool ready = true;
+#pragma unroll
+        for (int k = 0; k < B; ++k)
+#pragma unroll
+          for (int p = 0; p < GM; ++p)
+            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
+              ready = false;
+        if (ready) break;
+        if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
+#pragma unroll
+        for (int k = 0; k < B; ++k)
+#pragma unroll
+          for (int p = 0; p < GM; ++p)
+            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
+              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j0 + (int64_t)k * TPRT__FN_THREADS));
+      }
+      if (traced && !clock[2]) clock[2] = tprt__fn_clock();
+#pragma unroll
+      for (int k = 0; k < B; ++k) {
+        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+        if (j >= h) continue;
+#pragma unroll
+        for (int p = 0; p < GM; ++p)
+          if (p < members && p != me) v[k][p] = dead ? 0.0f : tprt__fn_value<DP>(u[k][p], base + j);
+        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[k], n, canonical), res[k]));
+        tprt__cuda_st(residual_out, DR, base + j, out);
+        row_sm[j] = out;
+      }
     }
+    __syncthreads();
+    // The sum of squares in the canonical lanes: lane l accumulates columns l, l + 256, ... in order.
+    float acc = 0.0f;
+    if (t < TPRT_ROW_LANES)
+      for (int64_t j = t; j < h; j += TPRT_ROW_LANES) acc = __fmaf_rn(row_sm[j], row_sm[j], acc);
     const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
-    for (int64_t j = t; j < h; j += TPRT__FN_THREADS) {
-      float v = tprt__cuda_ld(residual_out, DR, base + j);  // this thread's own store above
-      tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
+    if (traced && !clock[3]) clock[3] = tprt__fn_clock();
+    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * TPRT__FN_NORM_BATCH) {
+      float x[TPRT__FN_NORM_BATCH], w[TPRT__FN_NORM_BATCH];
+#pragma unroll
+      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
+        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+        if (j >= h) continue;
+        x[k] = row_sm[j];
+        w[k] = tprt__cuda_ld(gamma, g_dtype, j);
+      }
+#pragma unroll
+      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
+        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+        if (j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[k], r), w[k]));
+      }
+    }
+    __syncthreads();  // the next row overwrites row_sm
+  }
+  if (traced) {
+    const unsigned long long end = tprt__fn_clock();
+    g.trace[0] += clock[1] - clock[0];
+    g.trace[1] += clock[2] - clock[1];
+    g.trace[2] += clock[3] - clock[2];
+    g.trace[3] += end - clock[3];
+    g.trace[4] += 1;
+    if (g.trace[6]) g.trace[5] += clock[0] - g.trace[6];
+    g.trace[6] = end;
+  }
+  // The last block of the call advances the counters; every block read them before adding itself.
+  __syncthreads();
+  if (t == 0) {
+    __threadfence();
+    if (atomicAdd(&g.counters[1], 1u) == gridDim.x - 1) {
+      g.counters[1] = 0;
+      *(volatile unsigned*)&g.counters[2] = (unsigned)((bytes + 3) / 4);
+      *(volatile unsigned*)&g.counters[3] = (unsigned)buf;
+      *(volatile unsigned*)&g.counters[0] = e;
     }
   }
-  __syncthreads();
-  // Done reading: the peers may overwrite their regions in the next call.
-  if (t < n && t != me) tprt__st_release_sys(&g.flags[t][slots + (int64_t)b * n + me], e);
-  if (t == 0) g.epochs[b] = e;
 }
 
 template <int DP, int DR, int G>
-static void tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int grid, const tprt_tensor_t* partial,
+static void tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
                                     cudaStream_t stream) {
-  tprt__fused_norm_kernel<DP, DR, G><<<grid, TPRT__FN_THREADS, 0, stream>>>(
+  const size_t smem = sizeof(float) * (size_t)h;
+  if (smem > 48 * 1024)  // above the default: once per kernel would do, but it is cheap and not a stream op
+    (void)cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)smem);
+  tprt__fused_norm_kernel<DP, DR, G><<<(unsigned)grid, TPRT__FN_THREADS, smem, stream>>>(
       *g, partial->data, residual->data, gamma->data, gamma->dtype, normed->data, residual_out->data, m, h, (float)h,
       eps, canonical);
 }
 
 template <int DP, int DR>
-static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int grid, const tprt_tensor_t* partial,
+static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
                                   const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                   tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
                                   cudaStream_t stream) {
@@ -187,7 +339,9 @@ extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
   per_sm = 1 << 30;
   for (const void* k : kernels) {
     int n = 0;
-    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, TPRT__FN_THREADS, 0));
+    const size_t smem = sizeof(float) * TPRT_CUDA_FUSED_MAX_HIDDEN;  // the widest row a call may have
+    TPRT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, TPRT__FN_THREADS, smem));
     if (n < per_sm) per_sm = n;
   }
   *out = sms * per_sm;
@@ -202,12 +356,12 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_MAX_WORLD_SIZE && g->index >= 0 && g->index < g->group &&
-            g->max_blocks >= 1 && g->epochs;
-  for (int p = 0; ok && p < g->group; ++p) ok = g->data[p] && g->flags[p];
+            g->max_blocks >= 1 && g->counters;
+  for (int p = 0; ok && p < g->group; ++p) ok = g->data[p] != NULL;
   if (!ok)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: a registered group (1..%d members, every region, flags and "
-                            "epochs, max_blocks >= 1) expected",
+                            "fused_allreduce_add_rmsnorm: a registered group (1..%d members, every region, "
+                            "counters, max_blocks >= 1) expected",
                             TPRT_MAX_WORLD_SIZE);
   if (partial->rank != 2 || residual->rank != 2 || gamma->rank != 1 || !((floats >> partial->dtype) & 1) ||
       !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) ||
@@ -217,13 +371,24 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: float partial and residual [T,H], gamma [H], normed and "
                             "residual_out of the residual's shape and dtype expected");
-  const int64_t m = residual->dims[0], h = residual->dims[1];
-  if (m * h > g->capacity)
+  const int64_t m = residual->dims[0], h = residual->dims[1], bytes = tprt_dtype_bytes(partial->dtype, m * h);
+  if (bytes > g->capacity || g->capacity > TPRT_CUDA_FUSED_MAX_CAPACITY)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: %lld x %lld elements exceed the registered regions' %lld",
-                            (long long)m, (long long)h, (long long)g->capacity);
+                            "fused_allreduce_add_rmsnorm: a partial of %lld bytes exceeds the registered slots' %lld "
+                            "(at most %lld)",
+                            (long long)bytes, (long long)g->capacity, (long long)TPRT_CUDA_FUSED_MAX_CAPACITY);
+  if ((uintptr_t)partial->data % 4 != 0)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "fused_allreduce_add_rmsnorm: the partial must start on a 4-byte boundary");
+  if (h > TPRT_CUDA_FUSED_MAX_HIDDEN)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in shared "
+                            "memory)",
+                            (long long)h, TPRT_CUDA_FUSED_MAX_HIDDEN);
   if (m == 0 || h == 0) return NULL;
-  const int grid = (int)(m < g->max_blocks ? m : g->max_blocks);
+  // Every block pushes; blocks below m also reduce rows.
+  int64_t grid = m > TPRT__FN_PUSH_BLOCKS ? m : TPRT__FN_PUSH_BLOCKS;
+  if (grid > g->max_blocks) grid = g->max_blocks;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
       tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(g, grid, partial, residual, gamma, normed,

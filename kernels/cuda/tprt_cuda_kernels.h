@@ -451,24 +451,50 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// A group's registered memory for tprt_cuda_fused_allreduce_add_rmsnorm: every member's region
-/// and flags as pointers the caller's device can address (one GPU, or peers with access), made
-/// once per group; the flags and epochs start at zero. kernels/cuda/fused_norm.cu.
+/// as pointers the caller's device can address (one GPU, or peers with access), made once per
+/// group; regions and counters start at zero. Sizes: tprt_cuda_fused_region_bytes.
+/// kernels/cuda/fused_norm.cu.
 typedef struct {
-  int group, index;                      // members, and the caller's index among them
-  float* data[TPRT_MAX_WORLD_SIZE];      // each member's region of |capacity| floats
-  unsigned* flags[TPRT_MAX_WORLD_SIZE];  // each member's flags, [2][max_blocks][group]
-  unsigned* epochs;                      // the caller's per-block call counts, [max_blocks]
-  int64_t capacity;                      // floats of each region
-  int max_blocks;                        // the most blocks a call launches (all resident at once)
-  const volatile unsigned* abort;        // host-mapped; non-zero: stop waiting for peers (may be NULL)
+  int group, index;                 // members, and the caller's index among them
+  void* data[TPRT_MAX_WORLD_SIZE];  // each member's region: [3 buffers][group][slot]
+  unsigned* counters;               // the caller's, TPRT_CUDA_FUSED_COUNTERS words
+  int64_t capacity;                 // bytes of the largest partial a call may push
+  int max_blocks;                   // the most blocks a call launches (all resident at once)
+  const volatile unsigned* abort;   // host-mapped; non-zero: stop waiting for peers (may be NULL)
+  unsigned long long* trace;        // NULL, or TPRT_CUDA_FUSED_TRACE sums of block 0's phases (ns)
 } tprt_cuda_peer_group_t;
+
+/// The trace's words, summed over calls by block 0's first thread (the benchmark's breakdown):
+/// push, wait (from the push's end until its first peer value arrived), sums (until the first
+/// row's sum of squares is reduced over the block), rest (the norm of its rows), calls, gap (from
+/// the previous call's end to this one's start), and the last call's end (globaltimer ns).
+enum { TPRT_CUDA_FUSED_TRACE = 7 };
+
+/// Bytes of payload in one member's slot: |capacity| rounded up to 16. A slot holds them as 8-byte
+/// units of 4 payload bytes and a flag, so it takes twice as many bytes.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int64_t tprt_cuda_fused_slot_bytes(int64_t capacity) { return (capacity + 15) / 16 * 16; }
+
+/// Bytes of each member's region: three buffers of a slot per member.
+static inline size_t tprt_cuda_fused_region_bytes(int group, int64_t capacity) {
+  return (size_t)3 * (size_t)group * 2 * (size_t)tprt_cuda_fused_slot_bytes(capacity);
+}
+
+/// Words of the caller's counters; the largest capacity (4-byte words counted in 32 bits).
+enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
+#define TPRT_CUDA_FUSED_MAX_CAPACITY ((int64_t)4 * 0x7FFFFFFF)
+/// The widest row the kernel takes (a row's f32 values live in shared memory: 192 KiB).
+#define TPRT_CUDA_FUSED_MAX_HIDDEN 49152
 
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
 /// increasing member order), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
-/// with the same shapes; partial and residual [T,H] (T·H <= capacity), gamma [H], float dtypes;
-/// normed and residual_out as the residual. A peer that never arrives leaves the call waiting
-/// until *|g|->abort turns non-zero (the world's abort); the outputs are then undefined.
+/// with the same shapes; partial and residual [T,H], gamma [H], float dtypes; normed and
+/// residual_out as the residual; the partial's bytes at most |g|->capacity. A peer that never
+/// arrives leaves the call waiting until *|g|->abort turns non-zero (the world's abort); the
+/// outputs are then undefined.
 /// kernels/cuda/fused_norm.cu.
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,

@@ -3,7 +3,7 @@
 // tprt_cuda_reduce_staged of every member's partial, tprt_cuda_add of the residual, and
 // tprt_cuda_rmsnorm. It runs R ranks as threads, rank i on GPU i mod G. Ranks that share a GPU
 // address each other's memory directly; other GPUs need peer access. Each rank has its own stream
-// and registered region; the flags are shared through a host table.
+// and registered region; the regions are shared through a host table.
 //
 // Every case runs on every rank at once:
 //   - T tokens x H hidden over 1-8192 tokens (one block's rows, several rows per block, a grid
@@ -12,7 +12,7 @@
 //   - canonical or increasing-rank order.
 // Each rank's outputs must equal the composition's, computed on rank 0's GPU from copies of every
 // partial. Then every rank captures one call as a CUDA graph, and three replays with new partials
-// must each equal the composition again: the flags and epochs advance on the device.
+// must each equal the composition again: the counters advance on the device.
 //
 // A hang (a protocol bug) is reported after 20 s instead of blocking.
 //
@@ -22,7 +22,7 @@
 // and as a CUDA graph, 20 rounds each. It prints microseconds per call: the slowest rank's median
 // round over 50 (tools/bench/fused_norm.py adds PyTorch's numbers).
 // Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)]
-//        tprt-fused-norm-check bench
+//        tprt-fused-norm-check bench [hidden (default 8192)]
 // Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU (bench: fewer than 2).
 #include <math.h>
 #include <pthread.h>
@@ -57,8 +57,7 @@ enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 // What the rank threads share.
 static int g_ranks, g_gpus, g_rounds;
 static pthread_barrier_t g_barrier;
-static float* g_data[TPRT_MAX_WORLD_SIZE];
-static unsigned* g_flags[TPRT_MAX_WORLD_SIZE];
+static void* g_data[TPRT_MAX_WORLD_SIZE];
 static void* g_partial[TPRT_MAX_WORLD_SIZE];  // each rank's partial of the current case
 static void* g_out[TPRT_MAX_WORLD_SIZE][2];   // each rank's normed and residual_out
 static int g_failures;
@@ -124,7 +123,7 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
 }
 
 // Rank |me| on |device|: peer access to the other GPUs, a stream, and its registration in |g|
-// (a region of |capacity| floats, zeroed flags and epochs for the blocks that fit at once on the
+// (a zeroed region for partials of |capacity| bytes and zeroed counters, for the blocks that fit at once on the
 // GPU divided by the |sharing| ranks on it), published to and completed from the other ranks.
 static cudaStream_t register_rank(int me, int device, int64_t capacity, int sharing, tprt_cuda_peer_group_t* g) {
   FN_CHECK(cudaSetDevice(device));
@@ -139,17 +138,15 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
   g->index = me;
   g->capacity = capacity;
   g->max_blocks = resident / sharing;
-  size_t flag_bytes = sizeof(unsigned) * 2 * (size_t)g->max_blocks * (size_t)g_ranks;
-  FN_CHECK(cudaMalloc(&g_data[me], (size_t)capacity * 4));
-  FN_CHECK(cudaMalloc(&g_flags[me], flag_bytes));
-  FN_CHECK(cudaMemset(g_flags[me], 0, flag_bytes));
-  FN_CHECK(cudaMalloc(&g->epochs, sizeof(unsigned) * (size_t)g->max_blocks));
-  FN_CHECK(cudaMemset(g->epochs, 0, sizeof(unsigned) * (size_t)g->max_blocks));
+  size_t region_bytes = tprt_cuda_fused_region_bytes(g_ranks, capacity);
+  FN_CHECK(cudaMalloc(&g_data[me], region_bytes));
+  FN_CHECK(cudaMemset(g_data[me], 0, region_bytes));
+  FN_CHECK(cudaMalloc(&g->counters, sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS));
+  FN_CHECK(cudaMemset(g->counters, 0, sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS));
   FN_CHECK(cudaDeviceSynchronize());
   pthread_barrier_wait(&g_barrier);
   for (int p = 0; p < g_ranks; ++p) {
     g->data[p] = g_data[p];
-    g->flags[p] = g_flags[p];
   }
   return st;
 }
@@ -157,7 +154,12 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
 static void* rank_main(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  cudaStream_t st = register_rank(me, me % g_gpus, (int64_t)MAX_T * MAX_H, (g_ranks + g_gpus - 1) / g_gpus, &g);
+  int64_t capacity = 0;  // the largest case's partial
+  for (int k = 0; k < NUM_CASES; ++k) {
+    int64_t bytes = tprt_dtype_bytes(kCases[k].dp, (int64_t)kCases[k].t * kCases[k].h);
+    if (bytes > capacity) capacity = bytes;
+  }
+  cudaStream_t st = register_rank(me, me % g_gpus, capacity, (g_ranks + g_gpus - 1) / g_gpus, &g);
   // Every rank's max_blocks must agree (the same grid everywhere): ranks on GPUs of one kind do.
   size_t max_bytes = (size_t)MAX_T * MAX_H * 4;
   void *partial, *residual, *gamma, *normed, *out;
@@ -238,11 +240,13 @@ static void* rank_main(void* arg) {
 
 // bench mode -----------------------------------------------------------------------------------
 
-enum { BENCH_CALLS = 50, BENCH_REPLAYS = 20, BENCH_H = 8192 };
+enum { BENCH_CALLS = 50, BENCH_REPLAYS = 20 };
+static int BENCH_H = 8192;  // `bench H` picks another hidden size
 static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
 static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
 enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
 static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];  // [fused, unfused][eager, graph][T][rank]
+static unsigned long long g_trace[NUM_BENCH][TPRT_CUDA_FUSED_TRACE];  // rank 0's eager fused calls
 
 static int fn_cmp(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
@@ -274,7 +278,7 @@ static float bench_graph(cudaGraphExec_t exec, cudaStream_t st) {
 static void* bench_rank(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  cudaStream_t st = register_rank(me, me, (int64_t)MAX_T * BENCH_H, 1, &g);
+  cudaStream_t st = register_rank(me, me, (int64_t)MAX_T * BENCH_H * 2, 1, &g);  // bf16 partials
   size_t n_max = (size_t)MAX_T * BENCH_H;
   void *partial, *sum, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, n_max * 2));
@@ -287,8 +291,10 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(sum, 0, n_max * 4));
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
+  if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
   for (int k = 0; k < NUM_BENCH; ++k) {
+    if (g.trace) FN_CHECK(cudaMemset(g.trace, 0, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
     int64_t dims[2] = {kBenchT[k], BENCH_H}, gd[1] = {BENCH_H}, n = kBenchT[k] * (int64_t)BENCH_H;
     tprt_tensor_t p = tprt_tensor_make(partial, TPRT_DTYPE_BF16, 2, dims),
                   s32 = tprt_tensor_make(sum, TPRT_DTYPE_F32, 2, dims),
@@ -328,6 +334,7 @@ static void* bench_rank(void* arg) {
       }
       qsort(times, BENCH_REPLAYS, sizeof *times, fn_cmp);
       g_bench_us[way][0][k][me] = times[BENCH_REPLAYS / 2] * 1000.0f / BENCH_CALLS;
+      if (way == 0 && g.trace) FN_CHECK(cudaMemcpy(g_trace[k], g.trace, sizeof g_trace[k], cudaMemcpyDeviceToHost));
       cudaEventDestroy(a);
       cudaEventDestroy(b);
       // Graph: the same calls captured once, replayed.
@@ -377,6 +384,14 @@ static int bench_main(void) {
     printf("%8d %12.2f %12.2f %8.3f %12.2f %12.2f %8.3f\n", kBenchT[k], us[0][0], us[1][0], us[0][0] / us[1][0],
            us[0][1], us[1][1], us[0][1] / us[1][1]);
   }
+  printf("rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
+         "sums of the first row, rest, gap before the call\n");
+  for (int k = 0; k < NUM_BENCH; ++k) {
+    const unsigned long long* tr = g_trace[k];
+    double calls = tr[4] ? (double)tr[4] : 1.0;
+    printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f\n", kBenchT[k], tr[0] / calls / 1e3, tr[1] / calls / 1e3,
+           tr[2] / calls / 1e3, tr[3] / calls / 1e3, tr[5] / calls / 1e3);
+  }
   for (int r = 0; r < g_ranks; ++r) ncclCommDestroy(g_comms[r]);
   return 0;
 }
@@ -386,7 +401,14 @@ int main(int argc, char** argv) {
     printf("fused_norm: no GPU\n");
     return 77;
   }
-  if (argc > 1 && !strcmp(argv[1], "bench")) return bench_main();
+  if (argc > 1 && !strcmp(argv[1], "bench")) {
+    if (argc > 2) BENCH_H = atoi(argv[2]);
+    if (BENCH_H < 1) {
+      fprintf(stderr, "usage: tprt-fused-norm-check bench [hidden >= 1]\n");
+      return 1;
+    }
+    return bench_main();
+  }
   g_ranks = argc > 1 ? atoi(argv[1]) : 4;
   g_rounds = argc > 2 ? atoi(argv[2]) : 2;
   if (g_ranks < 1 || g_ranks > TPRT_MAX_WORLD_SIZE) {

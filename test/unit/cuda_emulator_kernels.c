@@ -60,25 +60,36 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
   return tprt_cuda_reduce_staged_own(staged, group, in_dtype, n, out, out_dtype, canonical, none, stream);
 }
 
-// tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu): the kernel's protocol on the host, its
-// blocks one after another (each waits only for the same block of its peers, which also run in
-// order): the done-reading wait, the copy-in, the ready flags, the canonical or ordered sum, the add
-// rounded once, the CPU's rmsnorm of the row, the done-reading flags and the epoch.
+// tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu): the kernel's protocol on the host, the
+// whole grid at once: the counters, the push of the partial's 4-byte words as units with the
+// call's flag into every peer's slot of the call's buffer, the zeroing of the last call's units,
+// the canonical or ordered sum of the own partial and the polled units, the add rounded once, the
+// CPU's rmsnorm of each row, and the counters advanced.
 typedef struct {
   tprt_cuda_peer_group_t g;
   const void *partial, *residual, *gamma;
   void *normed, *out;
-  int dp, dr, gd, canonical, grid;
+  int dp, dr, gd, canonical;
   int64_t m, h;
   float eps;
 } emu__fused_t;
 
-// Waits until *p has reached |target|; false when the abort word turned non-zero first.
-static bool emu__at_least(const unsigned* p, unsigned target, const volatile unsigned* abort) {
-  while ((int)(__atomic_load_n(p, __ATOMIC_ACQUIRE) - target) < 0) {
+// Element |i| (dtype |dt|) of a slot once its unit carries flag |e|; false when the abort word
+// turned non-zero first.
+static bool emu__take(const uint64_t* slot, int dt, int64_t i, unsigned e, const volatile unsigned* abort, float* out) {
+  const int64_t w = dt == TPRT_DTYPE_F32 ? i : i / 2;
+  uint64_t u = 0;
+  while ((unsigned)((u = __atomic_load_n(slot + w, __ATOMIC_ACQUIRE)) >> 32) != e) {
     if (abort && __atomic_load_n(abort, __ATOMIC_ACQUIRE)) return false;
     struct timespec d = {0, 2000};
     nanosleep(&d, NULL);
+  }
+  uint32_t word = (uint32_t)u;
+  if (dt == TPRT_DTYPE_F32) {
+    memcpy(out, &word, sizeof word);
+  } else {
+    uint16_t half[2] = {(uint16_t)(i % 2 ? word >> 16 : word & 0xFFFFu), 0};
+    *out = tprt_load_elem(half, dt, 0);
   }
   return true;
 }
@@ -87,40 +98,50 @@ static void emu__fused(void* arg) {
   const emu__fused_t* a = arg;
   const tprt_cuda_peer_group_t* g = &a->g;
   const int me = g->index, n = g->group;
-  const int64_t slots = (int64_t)g->max_blocks * n, h = a->h;
-  for (int b = 0; b < a->grid; ++b) {
-    unsigned e = g->epochs[b] + 1;
-    for (int p = 0; p < n; ++p)
-      if (p != me && !emu__at_least(&g->flags[me][slots + (int64_t)b * n + p], e - 1, g->abort)) return;
-    for (int64_t row = b; row < a->m; row += a->grid)
-      for (int64_t j = 0; j < h; ++j) g->data[me][row * h + j] = tprt_load_elem(a->partial, a->dp, row * h + j);
-    for (int p = 0; p < n; ++p)
-      if (p != me) __atomic_store_n(&g->flags[p][(int64_t)b * n + me], e, __ATOMIC_RELEASE);
-    for (int p = 0; p < n; ++p)
-      if (p != me && !emu__at_least(&g->flags[me][(int64_t)b * n + p], e, g->abort)) return;
-    for (int64_t row = b; row < a->m; row += a->grid) {
-      for (int64_t j = 0; j < h; ++j) {
-        float v[TPRT_MAX_WORLD_SIZE];
-        for (int p = 0; p < n; ++p) v[p] = g->data[p][row * h + j];
-        if (a->canonical) {
-          tprt_kacc_tree(v, n);  // n: 2, 4 or 8 here
-        } else {
-          for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
-        }
-        tprt_store_elem(a->out, a->dr, row * h + j, v[0] + tprt_load_elem(a->residual, a->dr, row * h + j));
-      }
-      int64_t dims[2] = {1, h}, gd[1] = {h};
-      size_t off = (size_t)tprt_dtype_bytes(a->dr, row * h);
-      tprt_tensor_t x = tprt_tensor_make((char*)a->out + off, a->dr, 2, dims),
-                    y = tprt_tensor_make((char*)a->normed + off, a->dr, 2, dims),
-                    gm = tprt_tensor_make((void*)a->gamma, a->gd, 1, gd);
-      tprt_status_t s = tprt_cpu_rmsnorm(&x, &gm, &y, a->eps);
-      if (s) emu__fail("fused_norm: the CPU rmsnorm failed", a->out);
+  const int64_t h = a->h, slot = tprt_cuda_fused_slot_bytes(g->capacity) / 4;  // units
+  const unsigned e = g->counters[0] == 0xFFFFFFFFu ? 1u : g->counters[0] + 1u;
+  const int buf = (int)((g->counters[3] + 1) % 3);
+  const size_t bytes = (size_t)tprt_dtype_bytes(a->dp, a->m * h);
+  const int64_t words = (int64_t)(bytes + 3) / 4;
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    uint64_t* dst = (uint64_t*)g->data[p] + ((int64_t)buf * n + me) * slot;
+    for (int64_t w = 0; w < words; ++w) {
+      uint32_t word = 0;
+      memcpy(&word, (const char*)a->partial + w * 4, (size_t)w * 4 + 4 <= bytes ? 4 : 2);
+      __atomic_store_n(dst + w, (uint64_t)e << 32 | word, __ATOMIC_RELEASE);
     }
-    for (int p = 0; p < n; ++p)
-      if (p != me) __atomic_store_n(&g->flags[p][slots + (int64_t)b * n + me], e, __ATOMIC_RELEASE);
-    g->epochs[b] = e;
   }
+  for (int p = 0; p < n; ++p)
+    if (p != me) memset((uint64_t*)g->data[me] + ((int64_t)g->counters[3] * n + p) * slot, 0, 8 * (size_t)g->counters[2]);
+  for (int64_t row = 0; row < a->m; ++row) {
+    for (int64_t j = 0; j < h; ++j) {
+      float v[TPRT_MAX_WORLD_SIZE];
+      for (int p = 0; p < n; ++p) {
+        const uint64_t* src = (const uint64_t*)g->data[me] + ((int64_t)buf * n + p) * slot;
+        if (p == me)
+          v[p] = tprt_load_elem(a->partial, a->dp, row * h + j);
+        else if (!emu__take(src, a->dp, row * h + j, e, g->abort, &v[p]))
+          return;
+      }
+      if (a->canonical) {
+        tprt_kacc_tree(v, n);  // n: 2, 4 or 8 here
+      } else {
+        for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
+      }
+      tprt_store_elem(a->out, a->dr, row * h + j, v[0] + tprt_load_elem(a->residual, a->dr, row * h + j));
+    }
+    int64_t dims[2] = {1, h}, gd[1] = {h};
+    size_t off = (size_t)tprt_dtype_bytes(a->dr, row * h);
+    tprt_tensor_t x = tprt_tensor_make((char*)a->out + off, a->dr, 2, dims),
+                  y = tprt_tensor_make((char*)a->normed + off, a->dr, 2, dims),
+                  gm = tprt_tensor_make((void*)a->gamma, a->gd, 1, gd);
+    tprt_status_t s = tprt_cpu_rmsnorm(&x, &gm, &y, a->eps);
+    if (s) emu__fail("fused_norm: the CPU rmsnorm failed", a->out);
+  }
+  g->counters[2] = (unsigned)words;
+  g->counters[3] = (unsigned)buf;
+  g->counters[0] = e;
 }
 
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
@@ -128,13 +149,14 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
                                                     int canonical, cudaStream_t stream) {
   int64_t m = residual->dims[0], h = residual->dims[1];
-  if (m * h > g->capacity) emu__fail("fused_norm: the call exceeds the registered regions", g->data[g->index]);
+  if ((int64_t)tprt_dtype_bytes(partial->dtype, m * h) > g->capacity)
+    emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);
   if (m == 0 || h == 0) return NULL;
   emu__fused_t* a = malloc(sizeof *a);
   *a = (emu__fused_t){.g = *g, .partial = partial->data, .residual = residual->data, .gamma = gamma->data,
                       .normed = normed->data, .out = residual_out->data, .dp = partial->dtype,
-                      .dr = residual->dtype, .gd = gamma->dtype, .canonical = canonical,
-                      .grid = (int)(m < g->max_blocks ? m : g->max_blocks), .m = m, .h = h, .eps = eps};
+                      .dr = residual->dtype, .gd = gamma->dtype, .canonical = canonical, .m = m, .h = h,
+                      .eps = eps};
   emu__call(stream, emu__fused, a);
   return NULL;
 }

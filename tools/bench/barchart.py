@@ -16,7 +16,7 @@ def grouped_bars(path, title, groups, subtitle=None, bar=26, gap=40, min_width=7
         t = ymax * i / 5
         y = top + height - t / ymax * height
         out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t:.0f}</text>')
+                   f'<text x="{left - 6}" y="{y + 3:.1f}" text-anchor="end">{t:.{0 if ymax >= 10 else 2}f}</text>')
     x = left + gap / 2
     for label, g in groups:
         out.append(f'<text x="{x}" y="{top + height + 14}">{label}</text>')

@@ -13,8 +13,10 @@ Each is the slowest rank's median over 20 rounds of 50 calls, in microseconds pe
 the table with the ratios fused/unfused and fused/torch; --json and --svg keep them.
 NCCL_NVLS_ENABLE=0 is set for every run (no NVLink multicast).
 
-Usage: python3 tools/bench/fused_norm.py --bin build-gpu-carry/bin/tprt-fused-norm-check
+Usage: python3 tools/bench/fused_norm.py --bin build-gpu-carry/bin/tprt-fused-norm-check [--no-torch]
                                          [--json out.json] [--svg out.svg]
+       python3 tools/bench/fused_norm.py --table tp2.txt tp4.txt --device NAME [--json] [--svg]
+         (saved outputs of `tprt-fused-norm-check bench`: the table without running anything)
 """
 import argparse
 import json
@@ -27,19 +29,29 @@ HIDDEN = 8192
 CALLS, ROUNDS = 50, 20
 
 
-def tpc_rows(binary):
-    """{tokens: {fused, unfused, fused-graph, unfused-graph}} from the program's table."""
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
-    out = subprocess.run([binary, "bench"], capture_output=True, text=True, timeout=600, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"{binary} bench: exit {out.returncode}: {out.stderr.strip()[-400:]}")
-    rows = {}
-    for line in out.stdout.splitlines():
+def parse_table(text):
+    """(tp, {tokens: {fused, unfused, fused-graph, unfused-graph}}) from the program's output."""
+    tp, rows = 0, {}
+    for line in text.splitlines():
+        if line.startswith("fused_norm bench: TP "):
+            tp = int(line.split()[3])
         f = line.split()
         if len(f) == 7 and f[0].isdigit():
             rows[int(f[0])] = {"fused": float(f[1]), "unfused": float(f[2]), "fused-graph": float(f[4]),
                                "unfused-graph": float(f[5])}
-    return rows
+        if line.startswith("rank 0's eager fused calls"):
+            break  # the breakdown follows: rows of another shape
+    return tp, rows
+
+
+def tpc_rows(binary):
+    """The program's table, run on every visible GPU."""
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    out = subprocess.run([binary, "bench"], capture_output=True, text=True, timeout=600, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"{binary} bench: exit {out.returncode}: {out.stderr.strip()[-400:]}")
+    print(out.stdout, end="")
+    return parse_table(out.stdout)
 
 
 def torch_rank(rank, world, port, queue):
@@ -47,7 +59,8 @@ def torch_rank(rank, world, port, queue):
     import torch.distributed as dist
     import torch.nn.functional as F
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", rank))
     result = {}
     for t in TOKENS:
         x = torch.randn(t, HIDDEN, device="cuda", dtype=torch.bfloat16)
@@ -75,6 +88,8 @@ def torch_rank(rank, world, port, queue):
             return sorted(times)[len(times) // 2]
 
         eager = timed(calls)
+        if rank == 0:
+            print(f"torch: {t} tokens: eager measured, capturing", file=sys.stderr, flush=True)
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
@@ -84,6 +99,9 @@ def torch_rank(rank, world, port, queue):
         with torch.cuda.graph(graph):
             calls()
         result[t] = {"torch": eager, "torch-graph": timed(graph.replay)}
+        if rank == 0:
+            print(f"torch: {t} tokens: {eager:.2f} us eager, {result[t]['torch-graph']:.2f} us graph", file=sys.stderr,
+                  flush=True)
     queue.put((rank, result))
     dist.destroy_process_group()
 
@@ -96,7 +114,12 @@ def torch_rows(world):
     procs = [ctx.Process(target=torch_rank, args=(r, world, port, queue)) for r in range(world)]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=600) for _ in procs]
+    try:
+        results = [queue.get(timeout=300) for _ in procs]
+    except Exception:
+        for p in procs:
+            p.kill()
+        raise RuntimeError("the PyTorch ranks did not report within 300 s")
     for p in procs:
         p.join()
     rows = {}
@@ -107,39 +130,64 @@ def torch_rows(world):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", required=True, help="tprt-fused-norm-check")
+    ap.add_argument("--bin", help="tprt-fused-norm-check (runs it on every visible GPU)")
+    ap.add_argument("--table", nargs="*", default=[],
+                    help="saved outputs of `tprt-fused-norm-check bench` to read instead of running it")
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch column")
+    ap.add_argument("--device", default="", help="the GPU's name, for --table")
     ap.add_argument("--json")
     ap.add_argument("--svg")
     a = ap.parse_args()
     os.environ["NCCL_NVLS_ENABLE"] = "0"
-    import torch
-    world = torch.cuda.device_count()
-    if world < 2:
-        print("fused_norm.py: needs 2 GPUs")
-        return 77
-    ours = tpc_rows(a.bin)
-    peer = torch_rows(world)
-    device = torch.cuda.get_device_name(0)
-    print(f"Fused all-reduce + add + RMSNorm, TP {world} x {device}, hidden {HIDDEN}, bf16; us per call "
+    runs, device = [], a.device
+    for path in a.table:
+        with open(path) as f:
+            runs.append(parse_table(f.read()))
+    if a.bin:
+        import torch
+        world = torch.cuda.device_count()
+        if world < 2:
+            print("fused_norm.py: needs 2 GPUs")
+            return 77
+        device = torch.cuda.get_device_name(0)
+        runs.append(tpc_rows(a.bin))
+        if not a.no_torch:
+            print("tpc: measured; now PyTorch", file=sys.stderr, flush=True)
+            peer = torch_rows(world)
+            for t in TOKENS:
+                runs[-1][1][t].update(peer[t])
+    if not runs:
+        ap.error("give --bin or --table")
+    print(f"Fused all-reduce + add + RMSNorm, {device}, hidden {HIDDEN}, bf16; us per call "
           f"(the slowest rank's median of {ROUNDS} rounds of {CALLS} calls)")
-    print(f"{'tokens':>7} {'mode':>6} {'fused':>8} {'unfused':>8} {'torch':>8} {'vs unfused':>11} {'vs torch':>9}")
+    print(f"{'tp':>3} {'tokens':>7} {'mode':>6} {'fused':>8} {'unfused':>8} {'torch':>8} {'vs unfused':>11} "
+          f"{'vs torch':>9}")
     table = []
-    for t in TOKENS:
-        for mode, suffix in (("eager", ""), ("graph", "-graph")):
-            f, u, p = ours[t]["fused" + suffix], ours[t]["unfused" + suffix], peer[t]["torch" + suffix]
-            table.append({"tokens": t, "mode": mode, "fused_us": f, "unfused_us": u, "torch_us": p})
-            print(f"{t:>7} {mode:>6} {f:8.2f} {u:8.2f} {p:8.2f} {f / u:11.3f} {f / p:9.3f}")
+    for tp, rows in runs:
+        for t in TOKENS:
+            for mode, suffix in (("eager", ""), ("graph", "-graph")):
+                f, u = rows[t]["fused" + suffix], rows[t]["unfused" + suffix]
+                p = rows[t].get("torch" + suffix)
+                table.append({"tp": tp, "tokens": t, "mode": mode, "fused_us": f, "unfused_us": u, "torch_us": p})
+                print(f"{tp:>3} {t:>7} {mode:>6} {f:8.2f} {u:8.2f} {p if p else float('nan'):8.2f} {f / u:11.3f} "
+                      f"{f / p if p else float('nan'):9.3f}")
     if a.json:
         with open(a.json, "w") as out:
-            json.dump({"device": device, "tp": world, "hidden": HIDDEN, "rows": table}, out, indent=1)
+            json.dump({"device": device, "hidden": HIDDEN, "rows": table}, out, indent=1)
     if a.svg:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from barchart import grouped_bars
-        groups = [(f"{r['tokens']} {r['mode']}", [("fused", r["fused_us"], "#1f77b4"),
-                                                  ("unfused", r["unfused_us"], "#aec7e8"),
-                                                  ("torch", r["torch_us"], "#ff7f0e")]) for r in table]
-        grouped_bars(a.svg, f"Fused all-reduce + add + RMSNorm, TP {world} x {device}: us per call", groups,
-                     bar=22, gap=24, min_width=900)
+        groups = {}  # (tp, tokens) -> bars: the eager and graph ratios to the unfused path (and to torch)
+        for r in table:
+            bars = groups.setdefault((r["tp"], r["tokens"]), [])
+            bars.append((f"{r['mode']} /unfused", r["fused_us"] / r["unfused_us"],
+                         "#1f77b4" if r["mode"] == "eager" else "#aec7e8"))
+            if r["torch_us"]:
+                bars.append((f"{r['mode']} /torch", r["fused_us"] / r["torch_us"],
+                             "#ff7f0e" if r["mode"] == "eager" else "#ffbb78"))
+        groups = [(f"TP{tp} T={t}", bars) for (tp, t), bars in groups.items()]
+        grouped_bars(a.svg, f"Fused all-reduce + add + RMSNorm, {device}, hidden {HIDDEN}: time ratio "
+                     "(below 1: the fused kernel is faster)", groups, bar=18, gap=36, min_width=900)
     return 0
 
 
