@@ -77,7 +77,8 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   f->g.group = g;
   f->g.index = me;
   f->g.abort = abort_device;
-  size_t region_bytes = tprt_cuda_fused_region_bytes(g, bytes), counter_bytes = sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS;
+  size_t region_bytes = tprt_cuda_fused_region_bytes(g, bytes);
+  size_t counter_bytes = sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&f->g.data[me], region_bytes));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.counters, counter_bytes));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.data[me], 0, region_bytes, tprt__r.stream));
@@ -86,9 +87,7 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], budget};
   int64_t* all = malloc(sizeof(int64_t) * TPRT__FUSED_WORDS * (size_t)g);
   if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm registration)");
-  int64_t dm[1] = {TPRT__FUSED_WORDS}, da[1] = {(int64_t)g * TPRT__FUSED_WORDS};
-  tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I64, 1, dm), out = tprt_tensor_make(all, TPRT_DTYPE_I64, 1, da);
-  tprt_status_t s = tprt_all_gather(rank, f->mask, &in, &out, 0);
+  tprt_status_t s = tprt__exchange_words(rank, f->mask, mine, TPRT__FUSED_WORDS, all);
   if (!s) {
     f->g.max_blocks = budget;
     for (int p = 0; p < g; ++p) {

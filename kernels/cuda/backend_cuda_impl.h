@@ -200,6 +200,10 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
 tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const char* send, char* recv,
                                    size_t slice);
 
+/// Every member of |mask|'s group gets every member's |words| words: all[p·words + i] is member
+/// p's mine[i] (through the CPU world; backend_cuda_local.c).
+tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64_t* mine, int words, int64_t* all);
+
 /// The backend's fused_norm hook (tprt_backend_t): the fused kernel where TPRT_CUDA_FUSED_NORM
 /// asks for it and the group's ranks address each other's memory (backend_cuda_fused.c).
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,

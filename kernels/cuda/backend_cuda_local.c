@@ -92,6 +92,13 @@ bool tprt__local_may_free(void) {
   return ok;
 }
 
+tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64_t* mine, int words, int64_t* all) {
+  int64_t dm[1] = {words}, da[1] = {(int64_t)tprt_rank_group_size(rank, mask) * words};
+  tprt_tensor_t in = tprt_tensor_make((void*)mine, TPRT_DTYPE_I64, 1, dm);
+  tprt_tensor_t gathered = tprt_tensor_make(all, TPRT_DTYPE_I64, 1, da);
+  return tprt_all_gather(rank, mask, &in, &gathered, 0);
+}
+
 // Step 1a: marks the end of the work that writes the caller's source (queued so far on
 // tprt__r.issue): its peers' streams wait on it before they read.
 static tprt_status_t tprt__local_ready(const tprt__cuda_comm_t* c) {
@@ -113,10 +120,7 @@ static tprt_status_t tprt__local_publish(tprt_rank_t* rank, const tprt__cuda_com
   int64_t mine[TPRT__LOCAL_WORDS] = {(int64_t)(uintptr_t)src, (int64_t)(uintptr_t)tprt__r.local_ready,
                                      (int64_t)(uintptr_t)tprt__r.local_done, tprt__r.device, (int64_t)(uintptr_t)dst};
   int64_t all[TPRT_MAX_WORLD_SIZE * TPRT__LOCAL_WORDS];
-  int64_t dm[1] = {TPRT__LOCAL_WORDS}, da[1] = {(int64_t)c->size * TPRT__LOCAL_WORDS};
-  tprt_tensor_t in = tprt_tensor_make(mine, TPRT_DTYPE_I64, 1, dm);
-  tprt_tensor_t gathered = tprt_tensor_make(all, TPRT_DTYPE_I64, 1, da);
-  TPRT__TRY(tprt_all_gather(rank, c->mask, &in, &gathered, 0));
+  TPRT__TRY(tprt__exchange_words(rank, c->mask, mine, TPRT__LOCAL_WORDS, all));
   for (int p = 0; p < c->size; ++p) {
     const int64_t* w = all + (size_t)p * TPRT__LOCAL_WORDS;
     out->src[p] = (const char*)(uintptr_t)w[0];
@@ -198,7 +202,8 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const
 
 // Step 3: after it, the issuing stream has every peer's reads of the caller's source behind it, and
 // no peer names the caller's events any more.
-static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt__local_peers_t* peers) {
+static tprt_status_t tprt__local_finish(tprt_rank_t* rank, const tprt__cuda_comm_t* c,
+                                        const tprt__local_peers_t* peers) {
   if (c->size == 1) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(tprt__r.local_done, tprt__r.issue));
   TPRT__TRY(tprt_barrier(rank, c->mask));  // every member has recorded its `done`
@@ -289,16 +294,20 @@ tprt_status_t tprt__local_reduce_scatter(tprt_rank_t* rank, const tprt__cuda_com
   }
   char* staged = buf + packed_bytes;
   size_t part = row / (size_t)c->size;  // of one leading row, per member
-  tprt__local_rows_t l = rows ? (tprt__local_rows_t){.offset = (size_t)c->index * part, .bytes = part, .outer = outer,
-                                                     .src_row = row, .dst_member = slice, .dst_row = part}
+  tprt__local_rows_t l = rows ? (tprt__local_rows_t){.offset = (size_t)c->index * part,
+                                                     .bytes = part,
+                                                     .outer = outer,
+                                                     .src_row = row,
+                                                     .dst_member = slice,
+                                                     .dst_row = part}
                               : tprt__local_blocks((size_t)c->index * slice, slice);
   TPRT__TRY(tprt__local_gather_rows(rank, c, src, &l, staged, f ? TPRT__OWN_SKIP : TPRT__OWN_COPY));
   int64_t n = tprt_tensor_numel(in) / c->size;
   bool canonical = order == TPRT_ORDER_CANONICAL;
   if (f) {  // the caller's own slice is read in place by the sum at the wait
     size_t e = (size_t)tprt_dtype_bytes(in->dtype, 1);
-    f->sum.own_view = (tprt_cuda_staged_own_t){.member = c->index, .src = src + l.offset,
-                                               .cols = (int64_t)(l.bytes / e), .pitch = (int64_t)(l.src_row / e)};
+    f->sum.own_view = (tprt_cuda_staged_own_t){
+        .member = c->index, .src = src + l.offset, .cols = (int64_t)(l.bytes / e), .pitch = (int64_t)(l.src_row / e)};
     f->sum.pending = true;
     f->sum.canonical = canonical;
     f->sum.staged = staged;
@@ -323,8 +332,8 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
   const char *o = out->data, *i = in->data;
   bool disjoint = o + (size_t)c->size * bytes <= i || i + bytes <= o;
   if (disjoint && (outer == 1 || (tprt__r.ce && outer <= 64))) {
-    tprt__local_rows_t l = {.offset = 0, .bytes = row, .outer = outer, .src_row = row, .dst_member = row,
-                            .dst_row = (size_t)c->size * row};
+    tprt__local_rows_t l = {
+        .offset = 0, .bytes = row, .outer = outer, .src_row = row, .dst_member = row, .dst_row = (size_t)c->size * row};
     // Copy-engine worlds: the caller's own rows are pulled from a peer (TPRT_CUDA_CE_OWN_FROM_PEER),
     // or copied at the wait, on the compute stream (an SM copy).
     tprt__cuda_future_t* f = tprt__r.ce ? tprt__r.starting : NULL;

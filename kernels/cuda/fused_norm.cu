@@ -161,7 +161,7 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
   // Columns in flight per thread: 16 units over the members (registers), one for run-time groups.
   constexpr int B = G > 0 ? (2 * TPRT__FN_BATCH / G > 0 ? 2 * TPRT__FN_BATCH / G : 1) : 1;
   __shared__ float sm[TPRT__FN_THREADS / 32 + 1];  // the row tree's (its first TPRT_ROW_LANES threads count)
-  extern __shared__ float row_sm[];                 // the row's residual_out values, h floats
+  extern __shared__ float row_sm[];                // the row's residual_out values, h floats
   __shared__ unsigned epoch, last_units, last_buf;
   const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
@@ -364,10 +364,9 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "counters, max_blocks >= 1) expected",
                             TPRT_MAX_WORLD_SIZE);
   if (partial->rank != 2 || residual->rank != 2 || gamma->rank != 1 || !((floats >> partial->dtype) & 1) ||
-      !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) ||
-      partial->dims[0] != residual->dims[0] || partial->dims[1] != residual->dims[1] ||
-      gamma->dims[0] != residual->dims[1] || !tprt_tensor_same_layout(residual, normed) ||
-      !tprt_tensor_same_layout(residual, residual_out))
+      !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) || partial->dims[0] != residual->dims[0] ||
+      partial->dims[1] != residual->dims[1] || gamma->dims[0] != residual->dims[1] ||
+      !tprt_tensor_same_layout(residual, normed) || !tprt_tensor_same_layout(residual, residual_out))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: float partial and residual [T,H], gamma [H], normed and "
                             "residual_out of the residual's shape and dtype expected");
@@ -392,7 +391,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
       tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(g, grid, partial, residual, gamma, normed,
-                                                                       residual_out, m, h, eps, canonical, stream);
+                                                                      residual_out, m, h, eps, canonical, stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -47,9 +47,9 @@ typedef struct {
 } case_t;
 
 static const case_t kCases[] = {
-    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},  {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},
-    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},   {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0},
-    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1}, {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0},
+    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},
+    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0},
+    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0},
     {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
@@ -108,8 +108,9 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
   for (int r = 0; r < g_ranks; ++r)
     FN_CHECK(cudaMemcpyPeerAsync(staged + (size_t)r * pb, 0, g_partial[r], r % g_gpus, pb, st));
   fn_status(tprt_cuda_reduce_staged(staged, g_ranks, c->dp, n, sum, TPRT_DTYPE_F32, c->canonical, st), "reduce");
-  tprt_tensor_t s = tprt_tensor_make(sum, TPRT_DTYPE_F32, 2, dims), res = tprt_tensor_make((void*)residual, c->dr, 2, dims),
-                o = tprt_tensor_make(out, c->dr, 2, dims), y = tprt_tensor_make(normed, c->dr, 2, dims),
+  tprt_tensor_t s = tprt_tensor_make(sum, TPRT_DTYPE_F32, 2, dims),
+                res = tprt_tensor_make((void*)residual, c->dr, 2, dims), o = tprt_tensor_make(out, c->dr, 2, dims),
+                y = tprt_tensor_make(normed, c->dr, 2, dims),
                 gm = tprt_tensor_make((void*)gamma, TPRT_DTYPE_BF16, 1, gd);
   fn_status(tprt_cuda_add(&s, &res, &o, st), "add");
   fn_status(tprt_cuda_rmsnorm(&o, &gm, &y, 1e-5f, st), "rmsnorm");
@@ -197,8 +198,7 @@ static void* rank_main(void* arg) {
         FN_CHECK(cudaDeviceSynchronize());
         pthread_barrier_wait(&g_barrier);
         if (pass == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, st),
-                    "fused");
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, st), "fused");
         } else {
           if (!exec) {
             cudaGraph_t graph;
@@ -245,7 +245,7 @@ static int BENCH_H = 8192;  // `bench H` picks another hidden size
 static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
 static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
 enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
-static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];  // [fused, unfused][eager, graph][T][rank]
+static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];        // [fused, unfused][eager, graph][T][rank]
 static unsigned long long g_trace[NUM_BENCH][TPRT_CUDA_FUSED_TRACE];  // rank 0's eager fused calls
 
 static int fn_cmp(const void* a, const void* b) {
@@ -370,9 +370,10 @@ static int bench_main(void) {
   pthread_t threads[TPRT_MAX_WORLD_SIZE];
   for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, bench_rank, (void*)(intptr_t)r);
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
-  printf("fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, %d calls per round; us per call, "
-         "the slowest rank's median round\n",
-         g_ranks, BENCH_H, BENCH_CALLS);
+  printf(
+      "fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, %d calls per round; us per call, "
+      "the slowest rank's median round\n",
+      g_ranks, BENCH_H, BENCH_CALLS);
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
   for (int k = 0; k < NUM_BENCH; ++k) {
@@ -384,8 +385,9 @@ static int bench_main(void) {
     printf("%8d %12.2f %12.2f %8.3f %12.2f %12.2f %8.3f\n", kBenchT[k], us[0][0], us[1][0], us[0][0] / us[1][0],
            us[0][1], us[1][1], us[0][1] / us[1][1]);
   }
-  printf("rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
-         "sums of the first row, rest, gap before the call\n");
+  printf(
+      "rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
+      "sums of the first row, rest, gap before the call\n");
   for (int k = 0; k < NUM_BENCH; ++k) {
     const unsigned long long* tr = g_trace[k];
     double calls = tr[4] ? (double)tr[4] : 1.0;
@@ -421,8 +423,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, rank_main, (void*)(intptr_t)r);
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
   int checks = g_rounds * NUM_CASES * (REPLAYS + 1) * g_ranks * 2;
-  printf("fused_norm: %d ranks on %d GPU(s), %d cases x %d rounds, eager and %d graph replays: %d outputs checked, "
-         "%d differ from the composition\n",
-         g_ranks, g_gpus, NUM_CASES, g_rounds, REPLAYS, checks, g_failures);
+  printf(
+      "fused_norm: %d ranks on %d GPU(s), %d cases x %d rounds, eager and %d graph replays: %d outputs checked, "
+      "%d differ from the composition\n",
+      g_ranks, g_gpus, NUM_CASES, g_rounds, REPLAYS, checks, g_failures);
   return g_failures ? 1 : 0;
 }

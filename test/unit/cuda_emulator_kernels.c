@@ -113,7 +113,8 @@ static void emu__fused(void* arg) {
     }
   }
   for (int p = 0; p < n; ++p)
-    if (p != me) memset((uint64_t*)g->data[me] + ((int64_t)g->counters[3] * n + p) * slot, 0, 8 * (size_t)g->counters[2]);
+    if (p != me)
+      memset((uint64_t*)g->data[me] + ((int64_t)g->counters[3] * n + p) * slot, 0, 8 * (size_t)g->counters[2]);
   for (int64_t row = 0; row < a->m; ++row) {
     for (int64_t j = 0; j < h; ++j) {
       float v[TPRT_MAX_WORLD_SIZE];
@@ -153,9 +154,18 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
     emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);
   if (m == 0 || h == 0) return NULL;
   emu__fused_t* a = malloc(sizeof *a);
-  *a = (emu__fused_t){.g = *g, .partial = partial->data, .residual = residual->data, .gamma = gamma->data,
-                      .normed = normed->data, .out = residual_out->data, .dp = partial->dtype,
-                      .dr = residual->dtype, .gd = gamma->dtype, .canonical = canonical, .m = m, .h = h,
+  *a = (emu__fused_t){.g = *g,
+                      .partial = partial->data,
+                      .residual = residual->data,
+                      .gamma = gamma->data,
+                      .normed = normed->data,
+                      .out = residual_out->data,
+                      .dp = partial->dtype,
+                      .dr = residual->dtype,
+                      .gd = gamma->dtype,
+                      .canonical = canonical,
+                      .m = m,
+                      .h = h,
                       .eps = eps};
   emu__call(stream, emu__fused, a);
   return NULL;
