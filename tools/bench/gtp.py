@@ -34,6 +34,9 @@ cotangent, 64 MiB).
 Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtpmoe] [--json out.json]
                                   [--svg out.svg]
        python3 tools/bench/gtp.py --plot run.json out.svg  (out-timeline.svg: the --timeline=2 lanes)
+       python3 tools/bench/gtp.py --report run.json  (per run and rank of a --timeline=2 JSON: the
+         collectives' own rows and sums on the compute stream, and the time before its first and
+         after its last model op)
 (DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
 stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
@@ -120,6 +123,36 @@ def gathers_under_compute(intervals):
     return busy, (overlap(gathers, model) / busy if busy else 0.0)
 
 
+def exposed(intervals):
+    """From one rank's --timeline=2 intervals of a step, in ms: the collectives' own work on the
+    compute stream (a gather's own rows, a reduce-scatter's sum), the time before the model's first
+    op on the compute stream (the first gather, which nothing precedes) and after its last one (the
+    last reduce-scatter and its sum)."""
+    model = [i for i in intervals if i["stream"] == "compute" and i["op"] not in COLLECTIVE_WORK]
+    work = {op: sum(i["end"] - i["begin"] for i in intervals if i["op"] == op) for op in COLLECTIVE_WORK}
+    start, end = min(i["begin"] for i in intervals), max(i["end"] for i in intervals)
+    head = min(i["begin"] for i in model) - start if model else 0.0
+    tail = end - max(i["end"] for i in model) if model else 0.0
+    return {"own rows": work["all_gather_own"], "sums": work["reduce_scatter_sum"], "before compute": head,
+            "after compute": tail}
+
+
+def report(path):
+    """Prints, from a --timeline=2 JSON, each run's exposed collective time per rank (exposed())."""
+    with open(path) as f:
+        data = json.load(f)
+    print(f"{data.get('stack', '')}; {data.get('device', '')}: ms per step on the compute stream's timeline")
+    print(f"{'run':<22} {'rank':>4} {'own rows':>9} {'sums':>7} {'before':>7} {'after':>7}")
+    for key, ranks in sorted(data.get("intervals", {}).items()):
+        for r, ivs in sorted(ranks.items(), key=lambda kv: int(kv[0])):
+            if not ivs:
+                continue
+            x = exposed(ivs)
+            print(f"{key:<22} {r:>4} {x['own rows']:9.3f} {x['sums']:7.3f} {x['before compute']:7.3f} "
+                  f"{x['after compute']:7.3f}")
+    return 0
+
+
 def gpu_count():
     try:
         return len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines())
@@ -181,6 +214,8 @@ def timeline_svg(data, path):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":
+        return report(sys.argv[2])
     if len(sys.argv) == 4 and sys.argv[1] == "--plot":
         data = json.load(open(sys.argv[2]))
         (timeline_svg if sys.argv[3].endswith("-timeline.svg") else svg)(data, sys.argv[3])
