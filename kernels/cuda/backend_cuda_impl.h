@@ -200,6 +200,11 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
 tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const char* send, char* recv,
                                    size_t slice);
 
+/// At a wait, on the compute stream (after the wait for |f|'s collective): a copy-engine
+/// collective's deferred work, an all-gather's own rows or a reduce-scatter's sum; nothing for
+/// other futures. backend_cuda_local.c.
+tprt_status_t tprt__local_at_wait(tprt__cuda_future_t* f);
+
 /// Every member of |mask|'s group gets every member's |words| words: all[p·words + i] is member
 /// p's mine[i] (through the CPU world; backend_cuda_local.c).
 tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64_t* mine, int words, int64_t* all);

@@ -522,25 +522,5 @@ tprt_status_t tprt__cuda_wait(tprt_rank_t* rank, tprt_future_t* future) {
   f->in_flight = false;
   tprt__update_sm_reserve();
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(tprt__r.stream, f->done, 0));
-  if (!f->own.pending && !f->sum.pending) return NULL;
-  // A copy-engine collective's own rows and sum (backend_cuda_impl.h). The next start that takes
-  // this future forks the comm stream after them, so its staging is not overwritten before it is read.
-  const char* what = f->sum.pending ? "reduce_scatter_sum" : "all_gather_own";
-  int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_COLLECTIVE, what,
-                               f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
-  cudaError_t e = cudaSuccess;
-  if (f->own.pending && f->own.outer == 1)
-    e = cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);
-  else if (f->own.pending)
-    e = cudaMemcpy2DAsync(f->own.dst, f->own.dst_row, f->own.src, f->own.src_row, f->own.bytes, (size_t)f->own.outer,
-                          cudaMemcpyDeviceToDevice, tprt__r.stream);
-  tprt_status_t s = NULL;
-  if (e != cudaSuccess)
-    s = tprt__cuda_make_status(e, "an async collective's own rows (cudaMemcpyAsync)", __FILE__, __LINE__);
-  else if (f->sum.pending)
-    s = tprt_cuda_reduce_staged_own(f->sum.staged, f->sum.group, f->sum.in_dtype, f->sum.n, f->sum.out,
-                                    f->sum.out_dtype, f->sum.canonical, f->sum.own_view, tprt__r.stream);
-  f->own.pending = f->sum.pending = false;
-  tprt__timeline_end(tprt__r.stream, t);
-  return s;
+  return tprt__local_at_wait(f);
 }
