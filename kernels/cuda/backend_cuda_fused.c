@@ -18,7 +18,9 @@
 // budget is the blocks that fit on the GPU at once, divided by the world's ranks on that GPU (a
 // block polls what its peers' blocks store: all must be resident). No registration happens during CUDA
 // graph capture: such a call declines, on every member alike.
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +129,17 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done) {
   *done = false;
-  if (!tprt_param_cuda_fused_norm() || !(tprt__r.shared || tprt__r.ce)) return NULL;
+  if (!tprt_param_cuda_fused_norm()) return NULL;
+  if (!(tprt__r.shared || tprt__r.ce)) {
+    // Asked for, but the ranks cannot address each other's memory: one line, once per process.
+    static atomic_flag told = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&told))
+      fprintf(stderr,
+              "tprt: notice: TPRT_CUDA_FUSED_NORM=1, but the ranks cannot address each other's GPU memory (ranks "
+              "in separate processes, no peer access between some pair of GPUs, or TPRT_CUDA_COPY_ENGINE=0): "
+              "tp.fused_allreduce_add_rmsnorm runs as the all-reduce, add and rmsnorm\n");
+    return NULL;
+  }
   // The kernel takes a contiguous [T,H] partial on a 4-byte boundary, rows of at most
   // TPRT_CUDA_FUSED_MAX_HIDDEN and partials of at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes.
   if (residual->rank != 2 || partial->rank != 2 || (uintptr_t)partial->data % 4 != 0 ||
