@@ -517,11 +517,19 @@ if [[ -x "$FUSED_CHECK" ]]; then
   nrc=$?
   ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
   if (( ngpu > 1 && nrc == 0 )); then "$FUSED_CHECK" "$ngpu" 2; nrc=$?; fi
-  # TPC_GPU_BENCH=1 on several GPUs: the kernel against NCCL + add + norm and PyTorch (us per call).
+  # TPC_GPU_BENCH=1 on several GPUs: the kernel against NCCL + add + norm at TP 2 and on every GPU
+  # (the program's outputs kept as bench_fused_norm_tpN.txt, with its breakdown; fused_norm.py
+  # --table makes the table, JSON and plot from them), then with PyTorch's column on every GPU.
   if [[ -n "${TPC_GPU_BENCH:-}" ]] && (( ngpu > 1 )); then
-    python3 tools/bench/fused_norm.py --bin "$FUSED_CHECK" --json "$BUILD/bench_fused_norm.json" \
+    for tp in $(printf '%s\n' 2 "$ngpu" | sort -un); do
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((tp - 1))) timeout 300 "$FUSED_CHECK" bench > "$BUILD/bench_fused_norm_tp$tp.txt"
+    done
+    python3 tools/bench/fused_norm.py --table "$BUILD"/bench_fused_norm_tp*.txt \
+      --device "${ngpu}x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" \
+      --json "$BUILD/bench_fused_norm_tables.json" --svg "$BUILD/bench_fused_norm_tables.svg"
+    timeout 500 python3 tools/bench/fused_norm.py --bin "$FUSED_CHECK" --json "$BUILD/bench_fused_norm.json" \
       --svg "$BUILD/bench_fused_norm.svg" | tee "$BUILD/bench_fused_norm.txt"
-    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm.* "$OUT/"; fi
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm* "$OUT/"; fi
   fi
   # The staged fused-norm modules (collectives, adds and norms only) with the kernel in the backend
   # (TPRT_CUDA_FUSED_NORM=1; ranks share GPUs where there are fewer GPUs than ranks): three steps,
