@@ -106,14 +106,15 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
 // composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Measured with
 // `tprt-fused-norm-check bench` at hidden 8192, bf16 partials (docs/performance-kernels.md, "Fused
 // all-reduce + add + RMSNorm"); one-shot pushes every partial to every member, so its bound
-// shrinks as the group grows. TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides it.
+// shrinks as the group grows. `tools/bench/fused_norm.py` prints the rows (the largest measured
+// partial faster eager and as a graph). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides it.
 static const struct {
   int group;
   int64_t max_bytes;
 } kFusedOneShot[] = {
     {2, 2 << 20},    // 128 tokens: 0.54x the composition; 1024 tokens: 1.12x
-    {4, 512 << 10},  // 32 tokens: 0.98x; 128 tokens: 1.35x
-    {8, 128 << 10},  // not measured (no 8-GPU machine): 4 members' bound over 4
+    {4, 128 << 10},  // 8 tokens: 0.86x (0.89x as a graph); 32 tokens: 0.99x, but 1.03x as a graph
+    {8, 32 << 10},   // not measured (no 8-GPU machine): 4 members' bound over 4
 };
 
 static int64_t tprt__fused_max_bytes(int group) {

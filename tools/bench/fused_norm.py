@@ -171,9 +171,23 @@ def main():
                 table.append({"tp": tp, "tokens": t, "mode": mode, "fused_us": f, "unfused_us": u, "torch_us": p})
                 print(f"{tp:>3} {t:>7} {mode:>6} {f:8.2f} {u:8.2f} {p if p else float('nan'):8.2f} {f / u:11.3f} "
                       f"{f / p if p else float('nan'):9.3f}")
+    # The crossover for kernels/cuda/backend_cuda_fused.c's table: per TP, the largest measured
+    # partial (bf16, bytes per rank) up to which the kernel beats the composition eager and as a graph.
+    crossover = {}
+    for tp, rows in runs:
+        best = 0
+        for t in TOKENS:
+            if all(rows[t]["fused" + x] < rows[t]["unfused" + x] for x in ("", "-graph")):
+                best = t
+            else:
+                break
+        crossover[tp] = best * HIDDEN * 2
+        print(f"crossover TP {tp}: the kernel up to {best} tokens: {{{tp}, {best * HIDDEN * 2}}} "
+              f"({best * HIDDEN * 2 / 2**10:.0f} KiB per rank)")
     if a.json:
         with open(a.json, "w") as out:
-            json.dump({"device": device, "hidden": HIDDEN, "rows": table}, out, indent=1)
+            json.dump({"device": device, "hidden": HIDDEN, "rows": table, "crossover_bytes": crossover}, out,
+                      indent=1)
     if a.svg:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from barchart import grouped_bars
