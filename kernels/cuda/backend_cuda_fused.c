@@ -38,9 +38,8 @@ static void tprt__fused_release(tprt__cuda_fused_t* f) {
 }
 
 void tprt__cuda_fused_end(bool failed) {
-  // A peer's last call may still read this rank's region (its done-reading wait is at the start of
-  // the next call, which never comes): every member drains its stream (rank_end did), then they
-  // meet; a failed meeting leaves the memory to the process's end.
+  // A peer's last call may still push into this rank's region: every member drains its stream
+  // (rank_end did), then they meet; a failed meeting leaves the memory to the process's end.
   for (int i = 0; i < tprt__r.num_fused && !failed; ++i) {
     tprt_status_t met = tprt__r.rank ? tprt_barrier(tprt__r.rank, tprt__r.fused[i].mask) : NULL;
     failed = met != NULL;
@@ -104,8 +103,8 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
 
 // The crossover: the largest partial, in bytes per rank, for which the one-shot kernel beats the
 // composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Measured with
-// `tprt-fused-norm-check bench` at hidden 8192, bf16 partials (docs/performance-kernels.md, "Fused
-// all-reduce + add + RMSNorm"); one-shot pushes every partial to every member, so its bound
+// `tprt-fused-norm-check bench` at hidden 8192, bf16 partials (docs/performance.md, "Fused
+// all-reduce + add + RMSNorm against the composition"); one-shot pushes every partial to every member, so its bound
 // shrinks as the group grows. `tools/bench/fused_norm.py` prints the rows (the largest measured
 // partial faster eager and as a graph). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides it.
 static const struct {

@@ -33,9 +33,9 @@
 // group's abort word (host-mapped memory, the world's abort); they then stop polling and finish
 // the call with undefined outputs.
 //
-// Where members share a GPU, a block that polls must not keep a peer's blocks from running: the
-// caller caps the grid with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members
-// on the GPU). A member must also not queue the kernel behind work that never yields its SMs while
+// Every block of every member must be resident at once: a block polls units that a peer's blocks
+// push, and those may wait for a slot on an SM that a polling block holds. The caller caps the grid
+// with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not queue the kernel behind work that never yields its SMs while
 // its peers' blocks already poll (a persistent GEMM of a rank sharing the GPU): shared-GPU worlds
 // are for tests of this protocol.
 //
