@@ -35,25 +35,31 @@
 //
 // Every block of every member must be resident at once: a block polls units that a peer's blocks
 // push, and those may wait for a slot on an SM that a polling block holds. The caller caps the grid
-// with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not queue the kernel behind work that never yields its SMs while
-// its peers' blocks already poll (a persistent GEMM of a rank sharing the GPU): shared-GPU worlds
-// are for tests of this protocol.
+// with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not
+// queue the kernel behind work that never yields its SMs while its peers' blocks already poll (a persistent GEMM of a
+// rank sharing the GPU): shared-GPU worlds are for tests of this protocol.
 //
-// Launch geometry: 512-thread blocks, one per SM. The whole grid pushes (at least
-// TPRT__FN_PUSH_BLOCKS blocks, so one row spreads over several SMs); block b reduces rows b,
-// b + grid, ... in order. A thread takes the columns j = t + 512 k of a row, a batch at a time
-// (all the batch's loads issued before the first use; a batch's units polled together), and keeps
-// each row's residual_out values in shared memory. The sum of squares then runs in the canonical
-// lanes (the block's first 256 threads, lane l over columns l, l + 256, ... in order, then the row
-// tree of norm.cu), so the bits are those of the composition. Groups of 2, 4 and 8 are
-// compile-time sizes, so each thread keeps its members' values in registers; other sizes take one
-// column at a time.
+// Launch geometry: 256-thread blocks in clusters of TPRT_CUDA_FUSED_CLUSTER (8): a row's work
+// spreads over a cluster's 8 SMs (one SM would be bound by the instructions of 8192 columns).
+// The whole grid pushes (at least TPRT__FN_PUSH_BLOCKS blocks); cluster q reduces rows q,
+// q + clusters, ... Block c of a cluster takes the column groups k = c, c + 8, ... of a row (thread
+// t the columns t + 256 k: the canonical lanes), a batch at a time (all the batch's loads issued
+// before the first use; a batch's units polled together), and keeps their residual_out values in
+// its shared memory. The sum of squares then follows tprt__cuda_row_tree exactly: lane l (thread
+// l mod 32 of block l / 32) accumulates columns l, l + 256, ... in order, reading the other blocks'
+// values through distributed shared memory; a warp's shuffles sum its 32 lanes; block 0's first
+// warp sums the 8 warp sums. So the bits are those of the composition. Groups of 2, 4 and 8 are
+// compile-time sizes, so each thread keeps its members' values in registers; other sizes take
+// one column at a time.
+#include <cooperative_groups.h>
+
 #include "tprt_cuda_internal.cuh"
 #include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
-#define TPRT__FN_THREADS 512  // twice the canonical lanes: the row's element work spreads wider
-#define TPRT__FN_BATCH 8
-#define TPRT__FN_NORM_BATCH 16  // the norm's loads in flight: a row of 8192 in one round trip
+#define TPRT__FN_THREADS TPRT_ROW_LANES
+static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
+#define TPRT__FN_BATCH 4       // a row of 8192 in one batch: 32 column groups over the cluster's 8 blocks
+#define TPRT__FN_NORM_BATCH 4  // the norm's loads in flight
 #define TPRT__FN_PUSH_BLOCKS 16
 
 // The flag after |e|: never zero (a zeroed unit is never current).
@@ -152,18 +158,21 @@ static __device__ __forceinline__ const unsigned long long* tprt__fn_unit(const 
 }
 
 template <int DP, int DR, int G>
-static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
+static __global__ void __launch_bounds__(TPRT__FN_THREADS)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical) {
+  namespace cg = cooperative_groups;
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
-  // Columns in flight per thread: 16 units over the members (registers), one for run-time groups.
-  constexpr int B = G > 0 ? (2 * TPRT__FN_BATCH / G > 0 ? 2 * TPRT__FN_BATCH / G : 1) : 1;
-  __shared__ float sm[TPRT__FN_THREADS / 32 + 1];  // the row tree's (its first TPRT_ROW_LANES threads count)
-  extern __shared__ float row_sm[];                // the row's residual_out values, h floats
+  constexpr int B = G > 0 ? TPRT__FN_BATCH : 1;  // column groups in flight per thread (one: run-time groups)
+  constexpr int C = TPRT_CUDA_FUSED_CLUSTER;
+  extern __shared__ float part_sm[];  // this block's residual_out values: [group k / C][lane]
+  __shared__ float warp_sum[C];       // block 0's: each block's lanes' sum of squares
+  __shared__ float total;             // block 0's: the row's sum of squares
   __shared__ unsigned epoch, last_units, last_buf;
-  const int me = g.index, n = g.group, t = threadIdx.x;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int me = g.index, n = g.group, t = threadIdx.x, c = (int)cluster.block_rank();
   const int members = G > 0 ? G : n;
   if (t == 0) {
     epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
@@ -192,24 +201,31 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
   const unsigned long long* slot[GM];
 #pragma unroll
   for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
+  // The cluster's blocks' values, for the lanes' sums of squares.
+  const float* part[C];
+#pragma unroll
+  for (int r = 0; r < C; ++r) part[r] = cluster.map_shared_rank(part_sm, r);
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
+  const int64_t clusters = gridDim.x / C;
   bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
-  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+  for (int64_t row = blockIdx.x / C; row < m; row += clusters) {
     const int64_t base = row * h;
-    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * B) {
+    // This block's columns: lane t of the groups k = c, c + C, ... (kk = k / C in part_sm).
+    for (int64_t kk0 = 0; c + C * kk0 < groups; kk0 += B) {
       float v[B][GM], res[B];
       unsigned long long u[B][GM];
 #pragma unroll
-      for (int k = 0; k < B; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+      for (int b = 0; b < B; ++b) {
+        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
         if (j >= h) continue;
-        res[k] = tprt__cuda_ld(residual, DR, base + j);
+        res[b] = tprt__cuda_ld(residual, DR, base + j);
 #pragma unroll
         for (int p = 0; p < GM; ++p)
           if (p < members) {
             if (p == me)
-              v[k][p] = tprt__cuda_ld(partial, DP, base + j);
+              v[b][p] = tprt__cuda_ld(partial, DP, base + j);
             else
-              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
           }
       }
       // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
@@ -217,57 +233,84 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
       for (unsigned polls = 1; !dead; ++polls) {
         bool ready = true;
 #pragma unroll
-        for (int k = 0; k < B; ++k)
+        for (int b = 0; b < B; ++b)
 #pragma unroll
           for (int p = 0; p < GM; ++p)
-            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
+            if (t + TPRT_ROW_LANES * (c + C * (kk0 + b)) < h && p < members && p != me &&
+                (unsigned)(u[b][p] >> 32) != e)
               ready = false;
         if (ready) break;
         if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
 #pragma unroll
-        for (int k = 0; k < B; ++k)
+        for (int b = 0; b < B; ++b) {
+          const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
 #pragma unroll
           for (int p = 0; p < GM; ++p)
-            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
-              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j0 + (int64_t)k * TPRT__FN_THREADS));
+            if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e)
+              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+        }
       }
       if (traced && !clock[2]) clock[2] = tprt__fn_clock();
 #pragma unroll
-      for (int k = 0; k < B; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+      for (int b = 0; b < B; ++b) {
+        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
         if (j >= h) continue;
 #pragma unroll
         for (int p = 0; p < GM; ++p)
-          if (p < members && p != me) v[k][p] = dead ? 0.0f : tprt__fn_value<DP>(u[k][p], base + j);
-        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[k], n, canonical), res[k]));
+          if (p < members && p != me) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
+        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b], n, canonical), res[b]));
         tprt__cuda_st(residual_out, DR, base + j, out);
-        row_sm[j] = out;
+        part_sm[(kk0 + b) * TPRT_ROW_LANES + t] = out;
       }
     }
-    __syncthreads();
-    // The sum of squares in the canonical lanes: lane l accumulates columns l, l + 256, ... in order.
-    float acc = 0.0f;
-    if (t < TPRT_ROW_LANES)
-      for (int64_t j = t; j < h; j += TPRT_ROW_LANES) acc = __fmaf_rn(row_sm[j], row_sm[j], acc);
-    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
+    cluster.sync();  // every block's values are in its shared memory
+    // The canonical row tree (tprt__cuda_row_tree): lane l accumulates columns l, l + 256, ... in
+    // order; the lanes of warp w (here: warp 0 of block w) are summed by shuffles, then block 0's
+    // first warp sums the C warp sums.
+    if (t < 32) {
+      const int lane = c * 32 + t;
+      float acc = 0.0f;
+      for (int64_t k0 = 0; k0 < groups; k0 += C) {
+        float x[C];
+#pragma unroll
+        for (int r = 0; r < C; ++r)  // group k0 + r lives in block r
+          x[r] = lane + TPRT_ROW_LANES * (k0 + r) < h ? part[r][(k0 / C) * TPRT_ROW_LANES + lane] : 0.0f;
+#pragma unroll
+        for (int r = 0; r < C; ++r)
+          if (lane + TPRT_ROW_LANES * (k0 + r) < h) acc = __fmaf_rn(x[r], x[r], acc);
+      }
+#pragma unroll
+      for (int s = 32 / 2; s >= 1; s /= 2) acc = __fadd_rn(acc, __shfl_down_sync(0xFFFFFFFFu, acc, s));
+      if (t == 0) *cluster.map_shared_rank(&warp_sum[c], 0) = acc;
+    }
+    cluster.sync();
+    if (c == 0 && t < 32) {
+      float w = t < C ? warp_sum[t] : 0.0f;
+#pragma unroll
+      for (int s = C / 2; s >= 1; s /= 2) w = __fadd_rn(w, __shfl_down_sync(0xFFFFFFFFu, w, s));
+      if (t == 0) total = w;
+    }
+    cluster.sync();
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(*cluster.map_shared_rank(&total, 0), hf), eps));
     if (traced && !clock[3]) clock[3] = tprt__fn_clock();
-    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * TPRT__FN_NORM_BATCH) {
+    for (int64_t kk0 = 0; c + C * kk0 < groups; kk0 += TPRT__FN_NORM_BATCH) {
       float x[TPRT__FN_NORM_BATCH], w[TPRT__FN_NORM_BATCH];
 #pragma unroll
-      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
-        if (j >= h) continue;
-        x[k] = row_sm[j];
-        w[k] = tprt__cuda_ld(gamma, g_dtype, j);
+      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
+        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
+        if (c + C * (kk0 + b) >= groups || j >= h) continue;
+        x[b] = part_sm[(kk0 + b) * TPRT_ROW_LANES + t];
+        w[b] = tprt__cuda_ld(gamma, g_dtype, j);
       }
 #pragma unroll
-      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
-        if (j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[k], r), w[k]));
+      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
+        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
+        if (c + C * (kk0 + b) < groups && j < h)
+          tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[b], r), w[b]));
       }
     }
-    __syncthreads();  // the next row overwrites row_sm
   }
+  cluster.sync();  // no block leaves while a peer block of its cluster may read its shared memory
   if (traced) {
     const unsigned long long end = tprt__fn_clock();
     g.trace[0] += clock[1] - clock[0];
@@ -291,25 +334,42 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
   }
 }
 
+// The launch of |grid| blocks in clusters of TPRT_CUDA_FUSED_CLUSTER, with shared memory for one
+// block's share of a row (its column groups' values).
+static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int64_t h, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
+  const int64_t rows = (groups + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(TPRT__FN_THREADS);
+  cfg.dynamicSmemBytes = sizeof(float) * TPRT_ROW_LANES * (size_t)rows;
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = TPRT_CUDA_FUSED_CLUSTER;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 template <int DP, int DR, int G>
-static void tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
-                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                    tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                    cudaStream_t stream) {
-  const size_t smem = sizeof(float) * (size_t)h;
-  if (smem > 48 * 1024)  // above the default: once per kernel would do, but it is cheap and not a stream op
-    (void)cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               (int)smem);
-  tprt__fused_norm_kernel<DP, DR, G><<<(unsigned)grid, TPRT__FN_THREADS, smem, stream>>>(
-      *g, partial->data, residual->data, gamma->data, gamma->dtype, normed->data, residual_out->data, m, h, (float)h,
-      eps, canonical);
+static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
+                                           const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                           tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
+                                           float eps, int canonical, cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = tprt__fn_config(grid, h, stream, &attr);
+  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G>, *g, (const void*)partial->data,
+                            (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
+                            residual_out->data, m, h, (float)h, eps, canonical);
 }
 
 template <int DP, int DR>
-static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
-                                  const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                  tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                  cudaStream_t stream) {
+static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
+                                         const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                         tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
+                                         float eps, int canonical, cudaStream_t stream) {
 #define TPRT__FN_ARGS g, grid, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
   switch (g->group) {
     case 2:
@@ -326,25 +386,27 @@ static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid,
 
 extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
   *out = 0;
-  int device = 0, sms = 0, per_sm = 0;
+  int device = 0, sms = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // The fewest of the instantiations a call may pick (their registers differ with the group).
+  // The fewest clusters of the instantiations a call may pick (their registers differ with the
+  // group), with the widest row's shared memory.
   const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8>};
-  per_sm = 1 << 30;
+  int fewest = 1 << 30;
   for (const void* k : kernels) {
-    int n = 0;
-    const size_t smem = sizeof(float) * TPRT_CUDA_FUSED_MAX_HIDDEN;  // the widest row a call may have
-    TPRT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, TPRT__FN_THREADS, smem));
-    if (n < per_sm) per_sm = n;
+    cudaLaunchAttribute attr;
+    const int64_t grid = (sms + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER * TPRT_CUDA_FUSED_CLUSTER;
+    cudaLaunchConfig_t cfg = tprt__fn_config(grid, TPRT_CUDA_FUSED_MAX_HIDDEN, 0, &attr);
+    int clusters = 0;
+    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
+    if (clusters < fewest) fewest = clusters;
   }
-  *out = sms * per_sm;
+  *out = fewest * TPRT_CUDA_FUSED_CLUSTER;
   return NULL;
 }
 
@@ -356,13 +418,13 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_MAX_WORLD_SIZE && g->index >= 0 && g->index < g->group &&
-            g->max_blocks >= 1 && g->counters;
+            g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->counters;
   for (int p = 0; ok && p < g->group; ++p) ok = g->data[p] != NULL;
   if (!ok)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: a registered group (1..%d members, every region, "
-                            "counters, max_blocks >= 1) expected",
-                            TPRT_MAX_WORLD_SIZE);
+                            "counters, max_blocks >= %d) expected",
+                            TPRT_MAX_WORLD_SIZE, TPRT_CUDA_FUSED_CLUSTER);
   if (partial->rank != 2 || residual->rank != 2 || gamma->rank != 1 || !((floats >> partial->dtype) & 1) ||
       !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) || partial->dims[0] != residual->dims[0] ||
       partial->dims[1] != residual->dims[1] || gamma->dims[0] != residual->dims[1] ||
@@ -381,19 +443,25 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "fused_allreduce_add_rmsnorm: the partial must start on a 4-byte boundary");
   if (h > TPRT_CUDA_FUSED_MAX_HIDDEN)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in shared "
-                            "memory)",
+                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in its "
+                            "cluster's shared memory)",
                             (long long)h, TPRT_CUDA_FUSED_MAX_HIDDEN);
   if (m == 0 || h == 0) return NULL;
   // Every block pushes; blocks below m also reduce rows.
-  int64_t grid = m > TPRT__FN_PUSH_BLOCKS ? m : TPRT__FN_PUSH_BLOCKS;
-  if (grid > g->max_blocks) grid = g->max_blocks;
+  // A cluster per row, at least TPRT__FN_PUSH_BLOCKS blocks (they all push), at most the resident ones.
+  const int64_t most = g->max_blocks / TPRT_CUDA_FUSED_CLUSTER;
+  int64_t clusters =
+      m > TPRT__FN_PUSH_BLOCKS / TPRT_CUDA_FUSED_CLUSTER ? m : TPRT__FN_PUSH_BLOCKS / TPRT_CUDA_FUSED_CLUSTER;
+  if (clusters > most) clusters = most;
+  cudaError_t launched = cudaSuccess;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
-      tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(g, grid, partial, residual, gamma, normed,
-                                                                      residual_out, m, h, eps, canonical, stream);
+      launched = tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(
+          g, clusters * TPRT_CUDA_FUSED_CLUSTER, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
+          stream);
     });
   });
+  TPRT_CUDA_RETURN_IF_ERROR(launched);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
 }
