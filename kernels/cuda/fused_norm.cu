@@ -157,29 +157,77 @@ static __device__ __forceinline__ const unsigned long long* tprt__fn_unit(const 
   return slot + (D == TPRT_DTYPE_F32 ? i : i / 2);
 }
 
+// Shared-memory addresses of the cluster (32-bit shared::cluster windows) and the transaction
+// barriers the blocks of a cluster exchange their warps' sums of squares through.
+static __device__ __forceinline__ uint32_t tprt__fn_smem(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ uint32_t tprt__fn_remote(uint32_t local, unsigned rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+
+// |v| into the float at |slot| of block |rank|, completing 4 bytes of that block's barrier |bar|.
+static __device__ __forceinline__ void tprt__fn_send(uint32_t slot, uint32_t bar, unsigned rank, float v) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   tprt__fn_remote(slot, rank)),
+               "r"(__float_as_uint(v)), "r"(tprt__fn_remote(bar, rank))
+               : "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_expect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_wait(uint32_t bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n wait:\n"
+      " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra wait;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// A cluster barrier without memory ordering (a release would wait for the pushes' stores to land).
+static __device__ __forceinline__ void tprt__fn_cluster_arrive(void) {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_cluster_wait(void) {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 template <int DP, int DR, int G>
 static __global__ void __launch_bounds__(TPRT__FN_THREADS)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical) {
-  namespace cg = cooperative_groups;
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
   constexpr int B = G > 0 ? TPRT__FN_BATCH : 1;  // column groups in flight per thread (one: run-time groups)
-  constexpr int C = TPRT_CUDA_FUSED_CLUSTER;
-  extern __shared__ float part_sm[];  // this block's residual_out values: [group k / C][lane]
-  __shared__ float warp_sum[C];       // block 0's: each block's lanes' sum of squares
-  __shared__ float total;             // block 0's: the row's sum of squares
+  constexpr int WARPS = TPRT_ROW_LANES / 32;     // the canonical tree's warps
+  extern __shared__ float part_sm[];             // this block's residual_out values: [group k][lane - first lane]
+  __shared__ float warp_sum[2][WARPS];           // the row's warp sums (rows alternate between the two)
+  __shared__ __align__(8) unsigned long long bar[2];
   __shared__ unsigned epoch, last_units, last_buf;
-  const cg::cluster_group cluster = cg::this_cluster();
-  const int me = g.index, n = g.group, t = threadIdx.x, c = (int)cluster.block_rank();
+  const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
+  unsigned cs, c;  // the cluster's blocks, this block's rank in it
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(cs));
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
+  const int W = TPRT_ROW_LANES / (int)cs;  // this block's lanes: c W .. c W + W - 1 of every group
   if (t == 0) {
     epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
     last_units = *(volatile unsigned*)&g.counters[2];
     last_buf = *(volatile unsigned*)&g.counters[3];
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  tprt__fn_cluster_arrive();  // the barriers are initialized; waited for before the first exchange
   const bool traced = g.trace && blockIdx.x == 0 && t == 0;
   unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
@@ -201,22 +249,23 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
   const unsigned long long* slot[GM];
 #pragma unroll
   for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
-  // The cluster's blocks' values, for the lanes' sums of squares.
-  const float* part[C];
-#pragma unroll
-  for (int r = 0; r < C; ++r) part[r] = cluster.map_shared_rank(part_sm, r);
+  tprt__fn_cluster_wait();
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
-  const int64_t clusters = gridDim.x / C;
+  const int64_t clusters = gridDim.x / cs;
+  // Thread t's columns: lane c W + t mod W of the groups k = t / W, t / W + cs, ...
+  const int64_t lane = (int64_t)c * W + t % W, k_first = t / W;
   bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
-  for (int64_t row = blockIdx.x / C; row < m; row += clusters) {
+  unsigned iter = 0;
+  for (int64_t row = blockIdx.x / cs; row < m; row += clusters, ++iter) {
     const int64_t base = row * h;
-    // This block's columns: lane t of the groups k = c, c + C, ... (kk = k / C in part_sm).
-    for (int64_t kk0 = 0; c + C * kk0 < groups; kk0 += B) {
+    const int par = (int)(iter & 1);
+    if (t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
+    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * B) {
       float v[B][GM], res[B];
       unsigned long long u[B][GM];
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
+        const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
         if (j >= h) continue;
         res[b] = tprt__cuda_ld(residual, DR, base + j);
 #pragma unroll
@@ -233,84 +282,76 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
       for (unsigned polls = 1; !dead; ++polls) {
         bool ready = true;
 #pragma unroll
-        for (int b = 0; b < B; ++b)
+        for (int b = 0; b < B; ++b) {
+          const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
 #pragma unroll
           for (int p = 0; p < GM; ++p)
-            if (t + TPRT_ROW_LANES * (c + C * (kk0 + b)) < h && p < members && p != me &&
-                (unsigned)(u[b][p] >> 32) != e)
+            if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e) {
               ready = false;
+              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+            }
+        }
         if (ready) break;
         if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
-#pragma unroll
-          for (int p = 0; p < GM; ++p)
-            if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e)
-              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
-        }
       }
       if (traced && !clock[2]) clock[2] = tprt__fn_clock();
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
         if (j >= h) continue;
 #pragma unroll
         for (int p = 0; p < GM; ++p)
           if (p < members && p != me) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
         const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b], n, canonical), res[b]));
         tprt__cuda_st(residual_out, DR, base + j, out);
-        part_sm[(kk0 + b) * TPRT_ROW_LANES + t] = out;
+        part_sm[k * W + t % W] = out;
       }
     }
-    cluster.sync();  // every block's values are in its shared memory
+    __syncthreads();  // the block's values are in part_sm
     // The canonical row tree (tprt__cuda_row_tree): lane l accumulates columns l, l + 256, ... in
-    // order; the lanes of warp w (here: warp 0 of block w) are summed by shuffles, then block 0's
-    // first warp sums the C warp sums.
-    if (t < 32) {
-      const int lane = c * 32 + t;
+    // order; a warp's shuffles sum its 32 lanes; every block of the cluster receives the 8 warp sums
+    // (st.async into its warp_sum, counted by its barrier) and sums them in the tree's order.
+    if (t < W) {
       float acc = 0.0f;
-      for (int64_t k0 = 0; k0 < groups; k0 += C) {
-        float x[C];
-#pragma unroll
-        for (int r = 0; r < C; ++r)  // group k0 + r lives in block r
-          x[r] = lane + TPRT_ROW_LANES * (k0 + r) < h ? part[r][(k0 / C) * TPRT_ROW_LANES + lane] : 0.0f;
-#pragma unroll
-        for (int r = 0; r < C; ++r)
-          if (lane + TPRT_ROW_LANES * (k0 + r) < h) acc = __fmaf_rn(x[r], x[r], acc);
+      for (int64_t k = 0; k < groups && lane + TPRT_ROW_LANES * k < h; ++k) {
+        const float x = part_sm[k * W + t];
+        acc = __fmaf_rn(x, x, acc);
       }
 #pragma unroll
       for (int s = 32 / 2; s >= 1; s /= 2) acc = __fadd_rn(acc, __shfl_down_sync(0xFFFFFFFFu, acc, s));
-      if (t == 0) *cluster.map_shared_rank(&warp_sum[c], 0) = acc;
+      if (t % 32 == 0) {
+        const int w = (int)(c * (W / 32) + t / 32);
+        for (unsigned r = 0; r < cs; ++r)
+          tprt__fn_send(tprt__fn_smem(&warp_sum[par][w]), tprt__fn_smem(&bar[par]), r, acc);
+      }
     }
-    cluster.sync();
-    if (c == 0 && t < 32) {
-      float w = t < C ? warp_sum[t] : 0.0f;
-#pragma unroll
-      for (int s = C / 2; s >= 1; s /= 2) w = __fadd_rn(w, __shfl_down_sync(0xFFFFFFFFu, w, s));
-      if (t == 0) total = w;
-    }
-    cluster.sync();
-    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(*cluster.map_shared_rank(&total, 0), hf), eps));
+    tprt__fn_wait(tprt__fn_smem(&bar[par]), (iter >> 1) & 1);
+    const float* ws = warp_sum[par];
+    const float total = __fadd_rn(__fadd_rn(__fadd_rn(ws[0], ws[4]), __fadd_rn(ws[2], ws[6])),
+                                  __fadd_rn(__fadd_rn(ws[1], ws[5]), __fadd_rn(ws[3], ws[7])));
+    static_assert(WARPS == 8, "the tree of the warp sums above is the shuffle tree of 8");
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(total, hf), eps));
     if (traced && !clock[3]) clock[3] = tprt__fn_clock();
-    for (int64_t kk0 = 0; c + C * kk0 < groups; kk0 += TPRT__FN_NORM_BATCH) {
+    // The norm of this thread's own columns (their values are its own stores to part_sm).
+    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * TPRT__FN_NORM_BATCH) {
       float x[TPRT__FN_NORM_BATCH], w[TPRT__FN_NORM_BATCH];
 #pragma unroll
       for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
-        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
-        if (c + C * (kk0 + b) >= groups || j >= h) continue;
-        x[b] = part_sm[(kk0 + b) * TPRT_ROW_LANES + t];
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
+        if (k >= groups || j >= h) continue;
+        x[b] = part_sm[k * W + t % W];
         w[b] = tprt__cuda_ld(gamma, g_dtype, j);
       }
 #pragma unroll
       for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
-        const int64_t j = t + TPRT_ROW_LANES * (c + C * (kk0 + b));
-        if (c + C * (kk0 + b) < groups && j < h)
-          tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[b], r), w[b]));
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
+        if (k < groups && j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[b], r), w[b]));
       }
     }
   }
-  cluster.sync();  // no block leaves while a peer block of its cluster may read its shared memory
+  // No block leaves while a block of its cluster may still store into its shared memory.
+  tprt__fn_cluster_arrive();
+  tprt__fn_cluster_wait();
   if (traced) {
     const unsigned long long end = tprt__fn_clock();
     g.trace[0] += clock[1] - clock[0];
@@ -334,18 +375,21 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
   }
 }
 
-// The launch of |grid| blocks in clusters of TPRT_CUDA_FUSED_CLUSTER, with shared memory for one
-// block's share of a row (its column groups' values).
-static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int64_t h, cudaStream_t stream, cudaLaunchAttribute* attr) {
+// The largest column groups (of 256) a block keeps in shared memory (32 KiB).
+#define TPRT__FN_BLOCK_GROUPS (TPRT_CUDA_FUSED_MAX_HIDDEN / TPRT_ROW_LANES / TPRT_CUDA_FUSED_CLUSTER)
+
+// The launch of |grid| blocks in clusters of |cs|, with shared memory for one block's share of a
+// row (its lanes of every column group).
+static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int cs, int64_t h, cudaStream_t stream,
+                                          cudaLaunchAttribute* attr) {
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
-  const int64_t rows = (groups + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)grid);
   cfg.blockDim = dim3(TPRT__FN_THREADS);
-  cfg.dynamicSmemBytes = sizeof(float) * TPRT_ROW_LANES * (size_t)rows;
+  cfg.dynamicSmemBytes = sizeof(float) * (size_t)groups * (TPRT_ROW_LANES / cs);
   cfg.stream = stream;
   attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = TPRT_CUDA_FUSED_CLUSTER;
+  attr->val.clusterDim.x = (unsigned)cs;
   attr->val.clusterDim.y = 1;
   attr->val.clusterDim.z = 1;
   cfg.attrs = attr;
@@ -354,23 +398,25 @@ static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int64_t h, cudaStream_t 
 }
 
 template <int DP, int DR, int G>
-static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
+static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
+                                           const tprt_tensor_t* partial,
                                            const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                            tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
                                            float eps, int canonical, cudaStream_t stream) {
   cudaLaunchAttribute attr;
-  cudaLaunchConfig_t cfg = tprt__fn_config(grid, h, stream, &attr);
+  cudaLaunchConfig_t cfg = tprt__fn_config(grid, cs, h, stream, &attr);
   return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
                             residual_out->data, m, h, (float)h, eps, canonical);
 }
 
 template <int DP, int DR>
-static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
+static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
+                                         const tprt_tensor_t* partial,
                                          const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                          tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
                                          float eps, int canonical, cudaStream_t stream) {
-#define TPRT__FN_ARGS g, grid, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
+#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
   switch (g->group) {
     case 2:
       return tprt__fused_norm_launch<DP, DR, 2>(TPRT__FN_ARGS);
@@ -401,7 +447,7 @@ extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
   for (const void* k : kernels) {
     cudaLaunchAttribute attr;
     const int64_t grid = (sms + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER * TPRT_CUDA_FUSED_CLUSTER;
-    cudaLaunchConfig_t cfg = tprt__fn_config(grid, TPRT_CUDA_FUSED_MAX_HIDDEN, 0, &attr);
+    cudaLaunchConfig_t cfg = tprt__fn_config(grid, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, 0, &attr);
     int clusters = 0;
     TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
     if (clusters < fewest) fewest = clusters;
@@ -447,17 +493,24 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "cluster's shared memory)",
                             (long long)h, TPRT_CUDA_FUSED_MAX_HIDDEN);
   if (m == 0 || h == 0) return NULL;
-  // Every block pushes; blocks below m also reduce rows.
-  // A cluster per row, at least TPRT__FN_PUSH_BLOCKS blocks (they all push), at most the resident ones.
-  const int64_t most = g->max_blocks / TPRT_CUDA_FUSED_CLUSTER;
-  int64_t clusters =
-      m > TPRT__FN_PUSH_BLOCKS / TPRT_CUDA_FUSED_CLUSTER ? m : TPRT__FN_PUSH_BLOCKS / TPRT_CUDA_FUSED_CLUSTER;
+  // A cluster per row: of 8 blocks where the rows leave SMs to spare (decode sizes, where one SM
+  // alone is bound by a row's instructions), fewer down to one where 8 would crowd them, never so
+  // few that a block's share of the row outgrows its shared memory. At least TPRT__FN_PUSH_BLOCKS
+  // blocks (they all push), at most the resident ones.
+  int device = 0, sms = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t spare = sms < g->max_blocks ? sms : g->max_blocks, groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
+  int cs = TPRT_CUDA_FUSED_CLUSTER;
+  while (cs > 1 && m * cs > spare && groups <= (int64_t)TPRT__FN_BLOCK_GROUPS * (cs / 2)) cs /= 2;
+  const int64_t most = g->max_blocks / cs, fewest = (TPRT__FN_PUSH_BLOCKS + cs - 1) / cs;
+  int64_t clusters = m > fewest ? m : fewest;
   if (clusters > most) clusters = most;
   cudaError_t launched = cudaSuccess;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
       launched = tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(
-          g, clusters * TPRT_CUDA_FUSED_CLUSTER, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
+          g, clusters * cs, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
           stream);
     });
   });

@@ -40,7 +40,7 @@
 #define FN_CHECK(expr) TPC_BENCH_CUDA(expr)
 #define fn_status(s, what) tpc_bench_ok((s), (what))
 
-enum { MAX_T = 8192, MAX_H = 8192 };
+enum { MAX_T = 8192 };
 
 typedef struct {
   int t, h, dp, dr, canonical;
@@ -50,7 +50,8 @@ static const case_t kCases[] = {
     {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},
     {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0},
     {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0},
-    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},
+    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},
+    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 
@@ -155,18 +156,20 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
 static void* rank_main(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  int64_t capacity = 0;  // the largest case's partial
+  int64_t capacity = 0, elems = 0, widest = 0;  // the largest case's partial, elements and rows
   for (int k = 0; k < NUM_CASES; ++k) {
     int64_t bytes = tprt_dtype_bytes(kCases[k].dp, (int64_t)kCases[k].t * kCases[k].h);
     if (bytes > capacity) capacity = bytes;
+    if ((int64_t)kCases[k].t * kCases[k].h > elems) elems = (int64_t)kCases[k].t * kCases[k].h;
+    if (kCases[k].h > widest) widest = kCases[k].h;
   }
   cudaStream_t st = register_rank(me, me % g_gpus, capacity, (g_ranks + g_gpus - 1) / g_gpus, &g);
   // Every rank's max_blocks must agree (the same grid everywhere): ranks on GPUs of one kind do.
-  size_t max_bytes = (size_t)MAX_T * MAX_H * 4;
+  size_t max_bytes = (size_t)elems * 4;
   void *partial, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, max_bytes));
   FN_CHECK(cudaMalloc(&residual, max_bytes));
-  FN_CHECK(cudaMalloc(&gamma, MAX_H * 2));
+  FN_CHECK(cudaMalloc(&gamma, (size_t)widest * 4));
   FN_CHECK(cudaMalloc(&normed, max_bytes));
   FN_CHECK(cudaMalloc(&out, max_bytes));
   void* host = malloc(max_bytes);
