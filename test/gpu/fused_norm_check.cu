@@ -182,6 +182,8 @@ static void* rank_main(void* arg) {
   for (int round = 0; round < g_rounds; ++round)
     for (int k = 0; k < NUM_CASES; ++k) {
       const case_t* c = &kCases[k];
+      // Every other call sends plain stores and flags, so each protocol follows the other.
+      g.plain_from = (round + k) % 2;
       int64_t n = (int64_t)c->t * c->h, dims[2] = {c->t, c->h}, gd[1] = {c->h};
       size_t rb = (size_t)tprt_dtype_bytes(c->dr, n);
       // The residual and gamma are replicated (the same on every rank); the partials differ.
@@ -248,6 +250,7 @@ static int BENCH_H = 8192;  // `bench H` picks another hidden size
 static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
 static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
 enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
+static int g_bench_sizes = NUM_BENCH;  // FN_MAX_T: the sizes up to that many tokens
 static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];        // [fused, unfused][eager, graph][T][rank]
 static unsigned long long g_trace[NUM_BENCH][TPRT_CUDA_FUSED_TRACE];  // rank 0's eager fused calls
 
@@ -294,9 +297,12 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(sum, 0, n_max * 4));
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
+  // Tuning knobs of this benchmark: the partial bytes from which plain stores go, the blocks per row.
+  if (getenv("FN_PLAIN_FROM")) g.plain_from = atoll(getenv("FN_PLAIN_FROM"));
+  if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     if (g.trace) FN_CHECK(cudaMemset(g.trace, 0, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
     int64_t dims[2] = {kBenchT[k], BENCH_H}, gd[1] = {BENCH_H}, n = kBenchT[k] * (int64_t)BENCH_H;
     tprt_tensor_t p = tprt_tensor_make(partial, TPRT_DTYPE_BF16, 2, dims),
@@ -379,7 +385,7 @@ static int bench_main(void) {
       g_ranks, BENCH_H, BENCH_CALLS);
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     float us[2][2] = {{0, 0}, {0, 0}};
     for (int way = 0; way < 2; ++way)
       for (int mode = 0; mode < 2; ++mode)
@@ -391,7 +397,7 @@ static int bench_main(void) {
   printf(
       "rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
       "sums of the first row, rest, gap before the call\n");
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     const unsigned long long* tr = g_trace[k];
     double calls = tr[4] ? (double)tr[4] : 1.0;
     printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f\n", kBenchT[k], tr[0] / calls / 1e3, tr[1] / calls / 1e3,
@@ -412,6 +418,9 @@ int main(int argc, char** argv) {
       fprintf(stderr, "usage: tprt-fused-norm-check bench [hidden >= 1]\n");
       return 1;
     }
+    if (getenv("FN_MAX_T"))
+      for (g_bench_sizes = 0; g_bench_sizes < NUM_BENCH && kBenchT[g_bench_sizes] <= atoi(getenv("FN_MAX_T"));)
+        ++g_bench_sizes;
     return bench_main();
   }
   g_ranks = argc > 1 ? atoi(argv[1]) : 4;
