@@ -111,8 +111,8 @@ static const struct {
   int group;
   int64_t max_bytes;
 } kFusedOneShot[] = {
-    {2, 2 << 20},    // 128 tokens: 0.54x the composition; 1024 tokens: 1.12x
-    {4, 128 << 10},  // 8 tokens: 0.86x (0.89x as a graph); 32 tokens: 0.99x, but 1.03x as a graph
+    {2, 512 << 10},  // 32 tokens: 0.70x the composition (0.72x as a graph); 128 tokens: 1.19x
+    {4, 128 << 10},  // 8 tokens: 0.46x (0.45x as a graph); 32 tokens: 0.96x, but 1.03x as a graph
     {8, 32 << 10},   // not measured (no 8-GPU machine): 4 members' bound over 4
 };
 

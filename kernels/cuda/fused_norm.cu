@@ -39,29 +39,29 @@
 // queue the kernel behind work that never yields its SMs while its peers' blocks already poll (a persistent GEMM of a
 // rank sharing the GPU): shared-GPU worlds are for tests of this protocol.
 //
-// Launch geometry: 256-thread blocks in clusters of TPRT_CUDA_FUSED_CLUSTER (8): a row's work
-// spreads over a cluster's 8 SMs (one SM would be bound by the instructions of 8192 columns).
-// The whole grid pushes (at least TPRT__FN_PUSH_BLOCKS blocks); cluster q reduces rows q,
-// q + clusters, ... Block c of a cluster takes the column groups k = c, c + 8, ... of a row (thread
-// t the columns t + 256 k: the canonical lanes), a batch at a time (all the batch's loads issued
-// before the first use; a batch's units polled together), and keeps their residual_out values in
-// its shared memory. The sum of squares then follows tprt__cuda_row_tree exactly: lane l (thread
-// l mod 32 of block l / 32) accumulates columns l, l + 256, ... in order, reading the other blocks'
-// values through distributed shared memory; a warp's shuffles sum its 32 lanes; block 0's first
-// warp sums the 8 warp sums. So the bits are those of the composition. Groups of 2, 4 and 8 are
-// compile-time sizes, so each thread keeps its members' values in registers; other sizes take
-// one column at a time.
-#include <cooperative_groups.h>
-
+// Launch geometry: 256-thread blocks in clusters of cs blocks (TPRT_CUDA_FUSED_CLUSTER = 8 where
+// the rows leave SMs to spare; fewer, down to 1, where 8 would crowd them): a decode row's work
+// spreads over 8 SMs (one SM would be bound by the latencies of 8192 columns). The whole grid
+// pushes (at least TPRT__FN_PUSH_BLOCKS blocks). Cluster q takes rows q, q + clusters, ...; block
+// c of a cluster owns the canonical lanes cW .. cW + W - 1 (W = 256 / cs) of every column group
+// of 256, thread t lane cW + t mod W of the groups t / W, t / W + cs, ..., a batch at a time (all
+// the batch's loads issued before the first use; a batch's units polled together), and keeps
+// their residual_out values in its shared memory. The sum of squares then follows
+// tprt__cuda_row_tree exactly: lane l accumulates columns l, l + 256, ... in order (locally: the
+// block owns the lane), a warp's shuffles sum its 32 lanes, and each warp's sum goes by st.async
+// into every block of the cluster, counted by a transaction barrier (one per row parity); every
+// block sums the 8 warp sums in the shuffle tree's order. So the bits are those of the
+// composition, and no cluster-wide barrier waits on the pushes' remote stores (a release at
+// cluster scope is a MEMBAR.ALL.GPU). Groups of 2, 4 and 8 are compile-time sizes, so each thread
+// keeps its members' values in registers; other sizes take one column at a time.
 #include "tprt_cuda_internal.cuh"
 #include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
 #define TPRT__FN_THREADS TPRT_ROW_LANES
 static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
-#define TPRT__FN_BATCH 4  // two members' values of a row of 8192 in one batch (32 groups over 8 blocks)
+#define TPRT__FN_BATCH 4       // a row of 8192 in one batch: 32 column groups over the cluster's 8 blocks
 #define TPRT__FN_NORM_BATCH 4  // the norm's loads in flight
 #define TPRT__FN_PUSH_BLOCKS 16
-#define TPRT__FN_BLOCKS_PER_SM 2  // registers for two blocks an SM: 16 warps to hide a row's latencies
 
 // The flag after |e|: never zero (a zeroed unit is never current).
 static __device__ __forceinline__ unsigned tprt__fn_next(unsigned e) { return e == 0xFFFFFFFFu ? 1u : e + 1u; }
@@ -200,33 +200,19 @@ static __device__ __forceinline__ void tprt__fn_cluster_wait(void) {
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
-// The flag of block |block| of member |member| in buffer |buf| of |region| (after the slots).
-static __device__ __forceinline__ unsigned* tprt__fn_flag(void* region, int64_t slot_units, int buf, int n, int member,
-                                                          int block) {
-  unsigned* flags = (unsigned*)((unsigned long long*)region + (int64_t)3 * n * slot_units);
-  return flags + ((int64_t)buf * n + member) * TPRT_CUDA_FUSED_FLAG_BLOCKS + block;
-}
-
-static __device__ __forceinline__ unsigned tprt__ld_acquire_sys(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 template <int DP, int DR, int G>
-static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_SM)
+static __global__ void __launch_bounds__(TPRT__FN_THREADS)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
-                            float eps, int canonical, int plain) {
+                            float eps, int canonical) {
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
-  // Column groups in flight per thread: TPRT__FN_BATCH members' values (registers for two blocks an SM).
-  constexpr int B = G > 0 ? (TPRT__FN_BATCH * 2 / G > 0 ? TPRT__FN_BATCH * 2 / G : 1) : 1;
+  constexpr int B = G > 0 ? TPRT__FN_BATCH : 1;  // column groups in flight per thread (one: run-time groups)
   constexpr int WARPS = TPRT_ROW_LANES / 32;     // the canonical tree's warps
   extern __shared__ float part_sm[];             // this block's residual_out values: [group k][lane - first lane]
   __shared__ float warp_sum[2][WARPS];           // the row's warp sums (rows alternate between the two)
   __shared__ __align__(8) unsigned long long bar[2];
-  __shared__ unsigned epoch, last_units, last_buf, last_flags, gave_up;
+  __shared__ unsigned epoch, last_units, last_buf;
   const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
   unsigned cs, c;  // the cluster's blocks, this block's rank in it
@@ -237,8 +223,6 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
     epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
     last_units = *(volatile unsigned*)&g.counters[2];
     last_buf = *(volatile unsigned*)&g.counters[3];
-    last_flags = *(volatile unsigned*)&g.counters[4];
-    gave_up = 0;
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -251,45 +235,15 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
   const int buf = (int)((last_buf + 1) % 3);
   const int64_t slot_units = tprt_cuda_fused_slot_bytes(g.capacity) / 4, esz = DP == TPRT_DTYPE_F32 ? 4 : 2;
   const int64_t bytes = m * h * esz;
-  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
-  const int64_t clusters = gridDim.x / cs;
-  // Thread t's columns: lane c W + t mod W of the groups k = t / W, t / W + cs, ...
-  const int64_t lane = (int64_t)c * W + t % W, k_first = t / W;
-  if (plain) {
-    // Plain stores of the elements the same thread of the same block reads on every peer (its rows'
-    // columns), then, once they have landed, this block's flag in each peer's memory.
-    for (int64_t row = blockIdx.x / cs; row < m; row += clusters)
-      for (int64_t k = k_first; k < groups; k += cs) {
-        const int64_t i = row * h + lane + TPRT_ROW_LANES * k;
-        if (lane + TPRT_ROW_LANES * k >= h) break;
-        if (esz == 4) {
-          const uint32_t x = __ldg((const uint32_t*)partial + i);
-          for (int p = 0; p < n; ++p)
-            if (p != me) ((uint32_t*)tprt__fn_slot(g.data[p], slot_units, buf, n, me))[i] = x;
-        } else {
-          const unsigned short x = __ldg((const unsigned short*)partial + i);
-          for (int p = 0; p < n; ++p)
-            if (p != me) ((unsigned short*)tprt__fn_slot(g.data[p], slot_units, buf, n, me))[i] = x;
-        }
-      }
-    __threadfence_system();
-    __syncthreads();
-    if (t < n && t != me)
-      *(volatile unsigned*)tprt__fn_flag(g.data[t], slot_units, buf, n, me, (int)blockIdx.x) = e;
-  } else {
-    tprt__fn_push(g, partial, bytes, slot_units, buf, e);
-  }
+  tprt__fn_push(g, partial, bytes, slot_units, buf, e);
   if (traced) clock[1] = tprt__fn_clock();
-  // Zero the last call's units and flags (read then by this member).
+  // Zero the last call's units (read then by this member).
   const int64_t stale = last_units;
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     unsigned long long* old = tprt__fn_slot(g.data[me], slot_units, (int)last_buf, n, p);
     for (int64_t w = (int64_t)blockIdx.x * TPRT__FN_THREADS + t; w < stale; w += (int64_t)gridDim.x * TPRT__FN_THREADS)
       old[w] = 0ull;
-    unsigned* old_flags = tprt__fn_flag(g.data[me], slot_units, (int)last_buf, n, p, 0);
-    for (int64_t w = (int64_t)blockIdx.x * TPRT__FN_THREADS + t; w < last_flags; w += (int64_t)gridDim.x * TPRT__FN_THREADS)
-      old_flags[w] = 0u;
   }
   // Member p's units: p's slot of this call's buffer in this member's region (the own partial is
   // read from |partial|).
@@ -297,21 +251,11 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
 #pragma unroll
   for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
   tprt__fn_cluster_wait();
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
+  const int64_t clusters = gridDim.x / cs;
+  // Thread t's columns: lane c W + t mod W of the groups k = t / W, t / W + cs, ...
+  const int64_t lane = (int64_t)c * W + t % W, k_first = t / W;
   bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
-  if (plain && blockIdx.x / cs < m) {
-    // Every peer's block of this index has stored what this block reads: wait for their flags.
-    if (t < n && t != me) {
-      const unsigned* flag = tprt__fn_flag(g.data[me], slot_units, buf, n, t, (int)blockIdx.x);
-      for (unsigned polls = 1; tprt__ld_acquire_sys(flag) != e; ++polls)
-        if (g.abort && polls % 1024 == 0 && *g.abort) {
-          gave_up = 1;
-          break;
-        }
-    }
-    __syncthreads();
-    dead = gave_up != 0;
-    if (traced) clock[2] = tprt__fn_clock();
-  }
   unsigned iter = 0;
   for (int64_t row = blockIdx.x / cs; row < m; row += clusters, ++iter) {
     const int64_t base = row * h;
@@ -330,15 +274,13 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
           if (p < members) {
             if (p == me)
               v[b][p] = tprt__cuda_ld(partial, DP, base + j);
-            else if (plain)
-              v[b][p] = tprt__cuda_ld(slot[p], DP, base + j);
             else
               u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
           }
       }
       // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
       // (one round trip per poll, not one per unit), until they do or the abort word is set.
-      for (unsigned polls = 1; !dead && !plain; ++polls) {
+      for (unsigned polls = 1; !dead; ++polls) {
         bool ready = true;
 #pragma unroll
         for (int b = 0; b < B; ++b) {
@@ -360,7 +302,7 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
         if (j >= h) continue;
 #pragma unroll
         for (int p = 0; p < GM; ++p)
-          if (p < members && p != me && !plain) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
+          if (p < members && p != me) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
         const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b], n, canonical), res[b]));
         tprt__cuda_st(residual_out, DR, base + j, out);
         part_sm[k * W + t % W] = out;
@@ -427,8 +369,7 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, TPRT__FN_BLOCKS_PER_S
     __threadfence();
     if (atomicAdd(&g.counters[1], 1u) == gridDim.x - 1) {
       g.counters[1] = 0;
-      *(volatile unsigned*)&g.counters[2] = (unsigned)(plain ? (bytes + 7) / 8 : (bytes + 3) / 4);
-      *(volatile unsigned*)&g.counters[4] = plain ? gridDim.x : 0u;
+      *(volatile unsigned*)&g.counters[2] = (unsigned)((bytes + 3) / 4);
       *(volatile unsigned*)&g.counters[3] = (unsigned)buf;
       *(volatile unsigned*)&g.counters[0] = e;
     }
@@ -462,12 +403,12 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
                                            const tprt_tensor_t* partial,
                                            const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                            tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
-                                           float eps, int canonical, int plain, cudaStream_t stream) {
+                                           float eps, int canonical, cudaStream_t stream) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = tprt__fn_config(grid, cs, h, stream, &attr);
   return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
-                            residual_out->data, m, h, (float)h, eps, canonical, plain);
+                            residual_out->data, m, h, (float)h, eps, canonical);
 }
 
 template <int DP, int DR>
@@ -475,8 +416,8 @@ static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_
                                          const tprt_tensor_t* partial,
                                          const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                          tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
-                                         float eps, int canonical, int plain, cudaStream_t stream) {
-#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, plain, stream
+                                         float eps, int canonical, cudaStream_t stream) {
+#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
   switch (g->group) {
     case 2:
       return tprt__fused_norm_launch<DP, DR, 2>(TPRT__FN_ARGS);
@@ -574,13 +515,11 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
   const int64_t most = g->max_blocks / cs, fewest = (TPRT__FN_PUSH_BLOCKS + cs - 1) / cs;
   int64_t clusters = m > fewest ? m : fewest;
   if (clusters > most) clusters = most;
-  // Plain stores and a flag per block for large partials (half the bytes of flags in the data).
-  const int plain = g->plain_from > 0 && bytes >= g->plain_from && clusters * cs <= TPRT_CUDA_FUSED_FLAG_BLOCKS;
   cudaError_t launched = cudaSuccess;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
       launched = tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(
-          g, clusters * cs, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, plain,
+          g, clusters * cs, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
           stream);
     });
   });

@@ -456,14 +456,12 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
 /// kernels/cuda/fused_norm.cu.
 typedef struct {
   int group, index;                 // members, and the caller's index among them
-  void* data[TPRT_MAX_WORLD_SIZE];  // each member's region: [3 buffers][group][slot], then the flags
+  void* data[TPRT_MAX_WORLD_SIZE];  // each member's region: [3 buffers][group][slot]
   unsigned* counters;               // the caller's, TPRT_CUDA_FUSED_COUNTERS words
   int64_t capacity;                 // bytes of the largest partial a call may push
   int max_blocks;                   // the most blocks a call launches (all resident at once)
   const volatile unsigned* abort;   // host-mapped; non-zero: stop waiting for peers (may be NULL)
   unsigned long long* trace;        // NULL, or TPRT_CUDA_FUSED_TRACE sums of block 0's phases (ns)
-  int64_t plain_from;               // partials of at least these bytes go as plain stores and a flag per
-                                    // block (fewer bytes: flags in the data); every member the same
   int cluster;                      // blocks per row (1, 2, 4 or 8, a row of at most 8192 per block);
                                     // 0: the kernel's choice. Every member the same
 } tprt_cuda_peer_group_t;
@@ -481,17 +479,13 @@ __host__ __device__
 #endif
 static inline int64_t tprt_cuda_fused_slot_bytes(int64_t capacity) { return (capacity + 15) / 16 * 16; }
 
-/// The most blocks a call that sends plain stores launches (each has a flag per buffer and member).
-enum { TPRT_CUDA_FUSED_FLAG_BLOCKS = 1024 };
-
-/// Bytes of each member's region: three buffers of a slot per member, then the flags: a 4-byte
-/// word per buffer, member and block.
+/// Bytes of each member's region: three buffers of a slot per member.
 static inline size_t tprt_cuda_fused_region_bytes(int group, int64_t capacity) {
-  return (size_t)3 * (size_t)group * (2 * (size_t)tprt_cuda_fused_slot_bytes(capacity) + 4 * TPRT_CUDA_FUSED_FLAG_BLOCKS);
+  return (size_t)3 * (size_t)group * 2 * (size_t)tprt_cuda_fused_slot_bytes(capacity);
 }
 
 /// Words of the caller's counters; the largest capacity (4-byte words counted in 32 bits).
-enum { TPRT_CUDA_FUSED_COUNTERS = 5 };
+enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
 #define TPRT_CUDA_FUSED_MAX_CAPACITY ((int64_t)4 * 0x7FFFFFFF)
 /// The widest row the kernel takes (a row's f32 values live in its cluster's shared memory: 32 KiB
 /// a block at most).

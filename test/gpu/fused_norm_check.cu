@@ -182,8 +182,6 @@ static void* rank_main(void* arg) {
   for (int round = 0; round < g_rounds; ++round)
     for (int k = 0; k < NUM_CASES; ++k) {
       const case_t* c = &kCases[k];
-      // Every other call sends plain stores and flags, so each protocol follows the other.
-      g.plain_from = (round + k) % 2;
       int64_t n = (int64_t)c->t * c->h, dims[2] = {c->t, c->h}, gd[1] = {c->h};
       size_t rb = (size_t)tprt_dtype_bytes(c->dr, n);
       // The residual and gamma are replicated (the same on every rank); the partials differ.
@@ -297,8 +295,8 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(sum, 0, n_max * 4));
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
-  // Tuning knobs of this benchmark: the partial bytes from which plain stores go, the blocks per row.
-  if (getenv("FN_PLAIN_FROM")) g.plain_from = atoll(getenv("FN_PLAIN_FROM"));
+  // Tuning knobs of this benchmark: FN_CLUSTER, the blocks per row (0: the kernel's choice);
+  // FN_MAX_T, the sizes up to that many tokens.
   if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
