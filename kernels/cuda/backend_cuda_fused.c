@@ -111,8 +111,8 @@ static const struct {
   int group;
   int64_t max_bytes;
 } kFusedOneShot[] = {
-    {2, 2 << 20},    // 128 tokens: 0.54x the composition; 1024 tokens: 1.12x
-    {4, 128 << 10},  // 8 tokens: 0.86x (0.89x as a graph); 32 tokens: 0.99x, but 1.03x as a graph
+    {2, 512 << 10},  // 32 tokens: 0.70x the composition (0.72x as a graph); 128 tokens: 1.19x
+    {4, 128 << 10},  // 8 tokens: 0.46x (0.45x as a graph); 32 tokens: 0.96x, but 1.03x as a graph
     {8, 32 << 10},   // not measured (no 8-GPU machine): 4 members' bound over 4
 };
 
@@ -152,9 +152,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];
   if ((!f || f->g.capacity < bytes) && tprt__r.capturing) return NULL;  // no registration in a capture
-  // Every decline is above: the composition counts its own collective.
   TPRT__TRY(tprt__need_rank());
-  TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   if (!f) {
     tprt__cuda_fused_t* grown = realloc(tprt__r.fused, sizeof *grown * (size_t)(tprt__r.num_fused + 1));
     if (!grown) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm groups)");
@@ -164,6 +162,11 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
     f->mask = mask;
   }
   if (f->g.capacity < bytes) TPRT__TRY(tprt__fused_register(rank, f, bytes > 0 ? bytes : 1));
+  // Too many ranks on a GPU for a cluster of blocks each: every member sees the same smallest
+  // budget, so all decline alike.
+  if (f->g.max_blocks < TPRT_CUDA_FUSED_CLUSTER) return NULL;
+  // Every decline is above: the composition counts its own collective.
+  TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
                                                   order == TPRT_ORDER_CANONICAL, tprt__r.stream));
   *done = true;

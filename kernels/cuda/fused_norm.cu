@@ -35,25 +35,32 @@
 //
 // Every block of every member must be resident at once: a block polls units that a peer's blocks
 // push, and those may wait for a slot on an SM that a polling block holds. The caller caps the grid
-// with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not queue the kernel behind work that never yields its SMs while
-// its peers' blocks already poll (a persistent GEMM of a rank sharing the GPU): shared-GPU worlds
-// are for tests of this protocol.
+// with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not
+// queue the kernel behind work that never yields its SMs while its peers' blocks already poll (a persistent GEMM of a
+// rank sharing the GPU): shared-GPU worlds are for tests of this protocol.
 //
-// Launch geometry: 512-thread blocks, one per SM. The whole grid pushes (at least
-// TPRT__FN_PUSH_BLOCKS blocks, so one row spreads over several SMs); block b reduces rows b,
-// b + grid, ... in order. A thread takes the columns j = t + 512 k of a row, a batch at a time
-// (all the batch's loads issued before the first use; a batch's units polled together), and keeps
-// each row's residual_out values in shared memory. The sum of squares then runs in the canonical
-// lanes (the block's first 256 threads, lane l over columns l, l + 256, ... in order, then the row
-// tree of norm.cu), so the bits are those of the composition. Groups of 2, 4 and 8 are
-// compile-time sizes, so each thread keeps its members' values in registers; other sizes take one
-// column at a time.
+// Launch geometry: 256-thread blocks in clusters of cs blocks (TPRT_CUDA_FUSED_CLUSTER = 8 where
+// the rows leave SMs to spare; fewer, down to 1, where 8 would crowd them): a decode row's work
+// spreads over 8 SMs (one SM would be bound by the latencies of 8192 columns). The whole grid
+// pushes (at least TPRT__FN_PUSH_BLOCKS blocks). Cluster q takes rows q, q + clusters, ...; block
+// c of a cluster owns the canonical lanes cW .. cW + W - 1 (W = 256 / cs) of every column group
+// of 256, thread t lane cW + t mod W of the groups t / W, t / W + cs, ..., a batch at a time (all
+// the batch's loads issued before the first use; a batch's units polled together), and keeps
+// their residual_out values in its shared memory. The sum of squares then follows
+// tprt__cuda_row_tree exactly: lane l accumulates columns l, l + 256, ... in order (locally: the
+// block owns the lane), a warp's shuffles sum its 32 lanes, and each warp's sum goes by st.async
+// into every block of the cluster, counted by a transaction barrier (one per row parity); every
+// block sums the 8 warp sums in the shuffle tree's order. So the bits are those of the
+// composition, and no cluster-wide barrier waits on the pushes' remote stores (a release at
+// cluster scope is a MEMBAR.ALL.GPU). Groups of 2, 4 and 8 are compile-time sizes, so each thread
+// keeps its members' values in registers; other sizes take one column at a time.
 #include "tprt_cuda_internal.cuh"
 #include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
-#define TPRT__FN_THREADS 512  // twice the canonical lanes: the row's element work spreads wider
-#define TPRT__FN_BATCH 8
-#define TPRT__FN_NORM_BATCH 16  // the norm's loads in flight: a row of 8192 in one round trip
+#define TPRT__FN_THREADS TPRT_ROW_LANES
+static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
+#define TPRT__FN_BATCH 4       // a row of 8192 in one batch: 32 column groups over the cluster's 8 blocks
+#define TPRT__FN_NORM_BATCH 4  // the norm's loads in flight
 #define TPRT__FN_PUSH_BLOCKS 16
 
 // The flag after |e|: never zero (a zeroed unit is never current).
@@ -151,26 +158,77 @@ static __device__ __forceinline__ const unsigned long long* tprt__fn_unit(const 
   return slot + (D == TPRT_DTYPE_F32 ? i : i / 2);
 }
 
+// Shared-memory addresses of the cluster (32-bit shared::cluster windows) and the transaction
+// barriers the blocks of a cluster exchange their warps' sums of squares through.
+static __device__ __forceinline__ uint32_t tprt__fn_smem(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ uint32_t tprt__fn_remote(uint32_t local, unsigned rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+
+// |v| into the float at |slot| of block |rank|, completing 4 bytes of that block's barrier |bar|.
+static __device__ __forceinline__ void tprt__fn_send(uint32_t slot, uint32_t bar, unsigned rank, float v) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   tprt__fn_remote(slot, rank)),
+               "r"(__float_as_uint(v)), "r"(tprt__fn_remote(bar, rank))
+               : "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_expect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_wait(uint32_t bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n wait:\n"
+      " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra wait;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// A cluster barrier without memory ordering (a release would wait for the pushes' stores to land).
+static __device__ __forceinline__ void tprt__fn_cluster_arrive(void) {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+static __device__ __forceinline__ void tprt__fn_cluster_wait(void) {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 template <int DP, int DR, int G>
-static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
+static __global__ void __launch_bounds__(TPRT__FN_THREADS)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical) {
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
-  // Columns in flight per thread: 16 units over the members (registers), one for run-time groups.
-  constexpr int B = G > 0 ? (2 * TPRT__FN_BATCH / G > 0 ? 2 * TPRT__FN_BATCH / G : 1) : 1;
-  __shared__ float sm[TPRT__FN_THREADS / 32 + 1];  // the row tree's (its first TPRT_ROW_LANES threads count)
-  extern __shared__ float row_sm[];                // the row's residual_out values, h floats
+  constexpr int B = G > 0 ? TPRT__FN_BATCH : 1;  // column groups in flight per thread (one: run-time groups)
+  constexpr int WARPS = TPRT_ROW_LANES / 32;     // the canonical tree's warps
+  extern __shared__ float part_sm[];             // this block's residual_out values: [group k][lane - first lane]
+  __shared__ float warp_sum[2][WARPS];           // the row's warp sums (rows alternate between the two)
+  __shared__ __align__(8) unsigned long long bar[2];
   __shared__ unsigned epoch, last_units, last_buf;
   const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
+  unsigned cs, c;  // the cluster's blocks, this block's rank in it
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(cs));
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
+  const int W = TPRT_ROW_LANES / (int)cs;  // this block's lanes: c W .. c W + W - 1 of every group
   if (t == 0) {
     epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
     last_units = *(volatile unsigned*)&g.counters[2];
     last_buf = *(volatile unsigned*)&g.counters[3];
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  tprt__fn_cluster_arrive();  // the barriers are initialized; waited for before the first exchange
   const bool traced = g.trace && blockIdx.x == 0 && t == 0;
   unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
@@ -192,24 +250,32 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
   const unsigned long long* slot[GM];
 #pragma unroll
   for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
+  tprt__fn_cluster_wait();
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
+  const int64_t clusters = gridDim.x / cs;
+  // Thread t's columns: lane c W + t mod W of the groups k = t / W, t / W + cs, ...
+  const int64_t lane = (int64_t)c * W + t % W, k_first = t / W;
   bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
-  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+  unsigned iter = 0;
+  for (int64_t row = blockIdx.x / cs; row < m; row += clusters, ++iter) {
     const int64_t base = row * h;
-    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * B) {
+    const int par = (int)(iter & 1);
+    if (t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
+    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * B) {
       float v[B][GM], res[B];
       unsigned long long u[B][GM];
 #pragma unroll
-      for (int k = 0; k < B; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+      for (int b = 0; b < B; ++b) {
+        const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
         if (j >= h) continue;
-        res[k] = tprt__cuda_ld(residual, DR, base + j);
+        res[b] = tprt__cuda_ld(residual, DR, base + j);
 #pragma unroll
         for (int p = 0; p < GM; ++p)
           if (p < members) {
             if (p == me)
-              v[k][p] = tprt__cuda_ld(partial, DP, base + j);
+              v[b][p] = tprt__cuda_ld(partial, DP, base + j);
             else
-              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
           }
       }
       // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
@@ -217,57 +283,76 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
       for (unsigned polls = 1; !dead; ++polls) {
         bool ready = true;
 #pragma unroll
-        for (int k = 0; k < B; ++k)
+        for (int b = 0; b < B; ++b) {
+          const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
 #pragma unroll
           for (int p = 0; p < GM; ++p)
-            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
+            if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e) {
               ready = false;
+              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+            }
+        }
         if (ready) break;
         if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
-#pragma unroll
-        for (int k = 0; k < B; ++k)
-#pragma unroll
-          for (int p = 0; p < GM; ++p)
-            if (j0 + (int64_t)k * TPRT__FN_THREADS < h && p < members && p != me && (unsigned)(u[k][p] >> 32) != e)
-              u[k][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j0 + (int64_t)k * TPRT__FN_THREADS));
       }
       if (traced && !clock[2]) clock[2] = tprt__fn_clock();
 #pragma unroll
-      for (int k = 0; k < B; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
+      for (int b = 0; b < B; ++b) {
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
         if (j >= h) continue;
 #pragma unroll
         for (int p = 0; p < GM; ++p)
-          if (p < members && p != me) v[k][p] = dead ? 0.0f : tprt__fn_value<DP>(u[k][p], base + j);
-        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[k], n, canonical), res[k]));
+          if (p < members && p != me) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
+        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b], n, canonical), res[b]));
         tprt__cuda_st(residual_out, DR, base + j, out);
-        row_sm[j] = out;
+        part_sm[k * W + t % W] = out;
       }
     }
-    __syncthreads();
-    // The sum of squares in the canonical lanes: lane l accumulates columns l, l + 256, ... in order.
-    float acc = 0.0f;
-    if (t < TPRT_ROW_LANES)
-      for (int64_t j = t; j < h; j += TPRT_ROW_LANES) acc = __fmaf_rn(row_sm[j], row_sm[j], acc);
-    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
+    __syncthreads();  // the block's values are in part_sm
+    // The canonical row tree (tprt__cuda_row_tree): lane l accumulates columns l, l + 256, ... in
+    // order; a warp's shuffles sum its 32 lanes; every block of the cluster receives the 8 warp sums
+    // (st.async into its warp_sum, counted by its barrier) and sums them in the tree's order.
+    if (t < W) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < groups && lane + TPRT_ROW_LANES * k < h; ++k) {
+        const float x = part_sm[k * W + t];
+        acc = __fmaf_rn(x, x, acc);
+      }
+#pragma unroll
+      for (int s = 32 / 2; s >= 1; s /= 2) acc = __fadd_rn(acc, __shfl_down_sync(0xFFFFFFFFu, acc, s));
+      if (t % 32 == 0) {
+        const int w = (int)(c * (W / 32) + t / 32);
+        for (unsigned r = 0; r < cs; ++r)
+          tprt__fn_send(tprt__fn_smem(&warp_sum[par][w]), tprt__fn_smem(&bar[par]), r, acc);
+      }
+    }
+    tprt__fn_wait(tprt__fn_smem(&bar[par]), (iter >> 1) & 1);
+    const float* ws = warp_sum[par];
+    const float total = __fadd_rn(__fadd_rn(__fadd_rn(ws[0], ws[4]), __fadd_rn(ws[2], ws[6])),
+                                  __fadd_rn(__fadd_rn(ws[1], ws[5]), __fadd_rn(ws[3], ws[7])));
+    static_assert(WARPS == 8, "the tree of the warp sums above is the shuffle tree of 8");
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(total, hf), eps));
     if (traced && !clock[3]) clock[3] = tprt__fn_clock();
-    for (int64_t j0 = t; j0 < h; j0 += (int64_t)TPRT__FN_THREADS * TPRT__FN_NORM_BATCH) {
+    // The norm of this thread's own columns (their values are its own stores to part_sm).
+    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * TPRT__FN_NORM_BATCH) {
       float x[TPRT__FN_NORM_BATCH], w[TPRT__FN_NORM_BATCH];
 #pragma unroll
-      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
-        if (j >= h) continue;
-        x[k] = row_sm[j];
-        w[k] = tprt__cuda_ld(gamma, g_dtype, j);
+      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
+        if (k >= groups || j >= h) continue;
+        x[b] = part_sm[k * W + t % W];
+        w[b] = tprt__cuda_ld(gamma, g_dtype, j);
       }
 #pragma unroll
-      for (int k = 0; k < TPRT__FN_NORM_BATCH; ++k) {
-        const int64_t j = j0 + (int64_t)k * TPRT__FN_THREADS;
-        if (j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[k], r), w[k]));
+      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
+        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
+        if (k < groups && j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[b], r), w[b]));
       }
     }
-    __syncthreads();  // the next row overwrites row_sm
   }
+  // No block leaves while a block of its cluster may still store into its shared memory.
+  tprt__fn_cluster_arrive();
+  tprt__fn_cluster_wait();
   if (traced) {
     const unsigned long long end = tprt__fn_clock();
     g.trace[0] += clock[1] - clock[0];
@@ -291,26 +376,48 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS, 1)
   }
 }
 
+// The largest column groups (of 256) a block keeps in shared memory (32 KiB).
+#define TPRT__FN_BLOCK_GROUPS (TPRT_CUDA_FUSED_MAX_HIDDEN / TPRT_ROW_LANES / TPRT_CUDA_FUSED_CLUSTER)
+
+// The launch of |grid| blocks in clusters of |cs|, with shared memory for one block's share of a
+// row (its lanes of every column group).
+static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int cs, int64_t h, cudaStream_t stream,
+                                          cudaLaunchAttribute* attr) {
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(TPRT__FN_THREADS);
+  cfg.dynamicSmemBytes = sizeof(float) * (size_t)groups * (TPRT_ROW_LANES / cs);
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = (unsigned)cs;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 template <int DP, int DR, int G>
-static void tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
-                                    const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                    tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                    cudaStream_t stream) {
-  const size_t smem = sizeof(float) * (size_t)h;
-  if (smem > 48 * 1024)  // above the default: once per kernel would do, but it is cheap and not a stream op
-    (void)cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               (int)smem);
-  tprt__fused_norm_kernel<DP, DR, G><<<(unsigned)grid, TPRT__FN_THREADS, smem, stream>>>(
-      *g, partial->data, residual->data, gamma->data, gamma->dtype, normed->data, residual_out->data, m, h, (float)h,
-      eps, canonical);
+static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
+                                           const tprt_tensor_t* partial,
+                                           const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                           tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
+                                           float eps, int canonical, cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = tprt__fn_config(grid, cs, h, stream, &attr);
+  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G>, *g, (const void*)partial->data,
+                            (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
+                            residual_out->data, m, h, (float)h, eps, canonical);
 }
 
 template <int DP, int DR>
-static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, const tprt_tensor_t* partial,
-                                  const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                  tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                  cudaStream_t stream) {
-#define TPRT__FN_ARGS g, grid, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
+static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
+                                         const tprt_tensor_t* partial,
+                                         const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
+                                         tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
+                                         float eps, int canonical, cudaStream_t stream) {
+#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
   switch (g->group) {
     case 2:
       return tprt__fused_norm_launch<DP, DR, 2>(TPRT__FN_ARGS);
@@ -326,25 +433,27 @@ static void tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid,
 
 extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
   *out = 0;
-  int device = 0, sms = 0, per_sm = 0;
+  int device = 0, sms = 0;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // The fewest of the instantiations a call may pick (their registers differ with the group).
+  // The fewest clusters of the instantiations a call may pick (their registers differ with the
+  // group), with the widest row's shared memory.
   const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8>,
                            (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8>};
-  per_sm = 1 << 30;
+  int fewest = 1 << 30;
   for (const void* k : kernels) {
-    int n = 0;
-    const size_t smem = sizeof(float) * TPRT_CUDA_FUSED_MAX_HIDDEN;  // the widest row a call may have
-    TPRT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, TPRT__FN_THREADS, smem));
-    if (n < per_sm) per_sm = n;
+    cudaLaunchAttribute attr;
+    const int64_t grid = (sms + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER * TPRT_CUDA_FUSED_CLUSTER;
+    cudaLaunchConfig_t cfg = tprt__fn_config(grid, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, 0, &attr);
+    int clusters = 0;
+    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
+    if (clusters < fewest) fewest = clusters;
   }
-  *out = sms * per_sm;
+  *out = fewest * TPRT_CUDA_FUSED_CLUSTER;
   return NULL;
 }
 
@@ -356,13 +465,13 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_MAX_WORLD_SIZE && g->index >= 0 && g->index < g->group &&
-            g->max_blocks >= 1 && g->counters;
+            g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->counters;
   for (int p = 0; ok && p < g->group; ++p) ok = g->data[p] != NULL;
   if (!ok)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: a registered group (1..%d members, every region, "
-                            "counters, max_blocks >= 1) expected",
-                            TPRT_MAX_WORLD_SIZE);
+                            "counters, max_blocks >= %d) expected",
+                            TPRT_MAX_WORLD_SIZE, TPRT_CUDA_FUSED_CLUSTER);
   if (partial->rank != 2 || residual->rank != 2 || gamma->rank != 1 || !((floats >> partial->dtype) & 1) ||
       !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) || partial->dims[0] != residual->dims[0] ||
       partial->dims[1] != residual->dims[1] || gamma->dims[0] != residual->dims[1] ||
@@ -381,19 +490,40 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "fused_allreduce_add_rmsnorm: the partial must start on a 4-byte boundary");
   if (h > TPRT_CUDA_FUSED_MAX_HIDDEN)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in shared "
-                            "memory)",
+                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in its "
+                            "cluster's shared memory)",
                             (long long)h, TPRT_CUDA_FUSED_MAX_HIDDEN);
+  const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
+  if (g->cluster != 0 && (g->cluster < 0 || g->cluster > TPRT_CUDA_FUSED_CLUSTER || (g->cluster & (g->cluster - 1)) ||
+                          groups > (int64_t)TPRT__FN_BLOCK_GROUPS * g->cluster))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "fused_allreduce_add_rmsnorm: a cluster of %d blocks for rows of %lld (1, 2, 4 or %d "
+                            "blocks, each with at most %d columns of a row)",
+                            g->cluster, (long long)h, TPRT_CUDA_FUSED_CLUSTER, TPRT__FN_BLOCK_GROUPS * TPRT_ROW_LANES);
   if (m == 0 || h == 0) return NULL;
-  // Every block pushes; blocks below m also reduce rows.
-  int64_t grid = m > TPRT__FN_PUSH_BLOCKS ? m : TPRT__FN_PUSH_BLOCKS;
-  if (grid > g->max_blocks) grid = g->max_blocks;
+  // A cluster per row: of 8 blocks where the rows leave SMs to spare (decode sizes, where one SM
+  // alone is bound by a row's instructions), fewer down to one where 8 would crowd them, never so
+  // few that a block's share of the row outgrows its shared memory. At least TPRT__FN_PUSH_BLOCKS
+  // blocks (they all push), at most the resident ones.
+  int device = 0, sms = 0;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t spare = sms < g->max_blocks ? sms : g->max_blocks;
+  int cs = TPRT_CUDA_FUSED_CLUSTER;
+  while (cs > 1 && m * cs > spare && groups <= (int64_t)TPRT__FN_BLOCK_GROUPS * (cs / 2)) cs /= 2;
+  if (g->cluster > 0) cs = g->cluster;  // the caller's (checked above)
+  const int64_t most = g->max_blocks / cs, fewest = (TPRT__FN_PUSH_BLOCKS + cs - 1) / cs;
+  int64_t clusters = m > fewest ? m : fewest;
+  if (clusters > most) clusters = most;
+  cudaError_t launched = cudaSuccess;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
-      tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(g, grid, partial, residual, gamma, normed,
-                                                                      residual_out, m, h, eps, canonical, stream);
+      launched = tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(
+          g, clusters * cs, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
+          stream);
     });
   });
+  TPRT_CUDA_RETURN_IF_ERROR(launched);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
 }

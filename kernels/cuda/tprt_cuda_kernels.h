@@ -462,11 +462,13 @@ typedef struct {
   int max_blocks;                   // the most blocks a call launches (all resident at once)
   const volatile unsigned* abort;   // host-mapped; non-zero: stop waiting for peers (may be NULL)
   unsigned long long* trace;        // NULL, or TPRT_CUDA_FUSED_TRACE sums of block 0's phases (ns)
+  int cluster;                      // blocks per row (1, 2, 4 or 8, a row of at most 8192 per block);
+                                    // 0: the kernel's choice. Every member the same
 } tprt_cuda_peer_group_t;
 
 /// The trace's words, summed over calls by block 0's first thread (the benchmark's breakdown):
 /// push, wait (from the push's end until its first peer value arrived), sums (until the first
-/// row's sum of squares is reduced over the block), rest (the norm of its rows), calls, gap (from
+/// row's sum of squares is reduced over the cluster), rest (the norm of its rows), calls, gap (from
 /// the previous call's end to this one's start), and the last call's end (globaltimer ns).
 enum { TPRT_CUDA_FUSED_TRACE = 7 };
 
@@ -485,8 +487,11 @@ static inline size_t tprt_cuda_fused_region_bytes(int group, int64_t capacity) {
 /// Words of the caller's counters; the largest capacity (4-byte words counted in 32 bits).
 enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
 #define TPRT_CUDA_FUSED_MAX_CAPACITY ((int64_t)4 * 0x7FFFFFFF)
-/// The widest row the kernel takes (a row's f32 values live in shared memory: 192 KiB).
-#define TPRT_CUDA_FUSED_MAX_HIDDEN 49152
+/// The widest row the kernel takes (a row's f32 values live in its cluster's shared memory: 32 KiB
+/// a block at most).
+#define TPRT_CUDA_FUSED_MAX_HIDDEN 65536
+/// The blocks that share a row (a thread block cluster); max_blocks must hold at least one cluster.
+#define TPRT_CUDA_FUSED_CLUSTER 8
 
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in

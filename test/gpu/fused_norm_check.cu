@@ -40,7 +40,7 @@
 #define FN_CHECK(expr) TPC_BENCH_CUDA(expr)
 #define fn_status(s, what) tpc_bench_ok((s), (what))
 
-enum { MAX_T = 8192, MAX_H = 8192 };
+enum { MAX_T = 8192 };
 
 typedef struct {
   int t, h, dp, dr, canonical;
@@ -50,7 +50,8 @@ static const case_t kCases[] = {
     {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},
     {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0},
     {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0},
-    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},
+    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},
+    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 
@@ -155,18 +156,20 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
 static void* rank_main(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  int64_t capacity = 0;  // the largest case's partial
+  int64_t capacity = 0, elems = 0, widest = 0;  // the largest case's partial, elements and rows
   for (int k = 0; k < NUM_CASES; ++k) {
     int64_t bytes = tprt_dtype_bytes(kCases[k].dp, (int64_t)kCases[k].t * kCases[k].h);
     if (bytes > capacity) capacity = bytes;
+    if ((int64_t)kCases[k].t * kCases[k].h > elems) elems = (int64_t)kCases[k].t * kCases[k].h;
+    if (kCases[k].h > widest) widest = kCases[k].h;
   }
   cudaStream_t st = register_rank(me, me % g_gpus, capacity, (g_ranks + g_gpus - 1) / g_gpus, &g);
   // Every rank's max_blocks must agree (the same grid everywhere): ranks on GPUs of one kind do.
-  size_t max_bytes = (size_t)MAX_T * MAX_H * 4;
+  size_t max_bytes = (size_t)elems * 4;
   void *partial, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, max_bytes));
   FN_CHECK(cudaMalloc(&residual, max_bytes));
-  FN_CHECK(cudaMalloc(&gamma, MAX_H * 2));
+  FN_CHECK(cudaMalloc(&gamma, (size_t)widest * 4));
   FN_CHECK(cudaMalloc(&normed, max_bytes));
   FN_CHECK(cudaMalloc(&out, max_bytes));
   void* host = malloc(max_bytes);
@@ -245,6 +248,7 @@ static int BENCH_H = 8192;  // `bench H` picks another hidden size
 static ncclComm_t g_comms[TPRT_MAX_WORLD_SIZE];
 static const int kBenchT[] = {1, 8, 32, 128, 1024, 8192};
 enum { NUM_BENCH = sizeof kBenchT / sizeof kBenchT[0] };
+static int g_bench_sizes = NUM_BENCH;  // FN_MAX_T: the sizes up to that many tokens
 static float g_bench_us[2][2][NUM_BENCH][TPRT_MAX_WORLD_SIZE];        // [fused, unfused][eager, graph][T][rank]
 static unsigned long long g_trace[NUM_BENCH][TPRT_CUDA_FUSED_TRACE];  // rank 0's eager fused calls
 
@@ -291,9 +295,12 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(sum, 0, n_max * 4));
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
+  // Tuning knobs of this benchmark: FN_CLUSTER, the blocks per row (0: the kernel's choice);
+  // FN_MAX_T, the sizes up to that many tokens.
+  if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     if (g.trace) FN_CHECK(cudaMemset(g.trace, 0, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
     int64_t dims[2] = {kBenchT[k], BENCH_H}, gd[1] = {BENCH_H}, n = kBenchT[k] * (int64_t)BENCH_H;
     tprt_tensor_t p = tprt_tensor_make(partial, TPRT_DTYPE_BF16, 2, dims),
@@ -376,7 +383,7 @@ static int bench_main(void) {
       g_ranks, BENCH_H, BENCH_CALLS);
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     float us[2][2] = {{0, 0}, {0, 0}};
     for (int way = 0; way < 2; ++way)
       for (int mode = 0; mode < 2; ++mode)
@@ -388,7 +395,7 @@ static int bench_main(void) {
   printf(
       "rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
       "sums of the first row, rest, gap before the call\n");
-  for (int k = 0; k < NUM_BENCH; ++k) {
+  for (int k = 0; k < g_bench_sizes; ++k) {
     const unsigned long long* tr = g_trace[k];
     double calls = tr[4] ? (double)tr[4] : 1.0;
     printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f\n", kBenchT[k], tr[0] / calls / 1e3, tr[1] / calls / 1e3,
@@ -409,6 +416,9 @@ int main(int argc, char** argv) {
       fprintf(stderr, "usage: tprt-fused-norm-check bench [hidden >= 1]\n");
       return 1;
     }
+    if (getenv("FN_MAX_T"))
+      for (g_bench_sizes = 0; g_bench_sizes < NUM_BENCH && kBenchT[g_bench_sizes] <= atoi(getenv("FN_MAX_T"));)
+        ++g_bench_sizes;
     return bench_main();
   }
   g_ranks = argc > 1 ? atoi(argv[1]) : 4;
