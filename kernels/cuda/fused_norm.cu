@@ -90,23 +90,12 @@ static __device__ __forceinline__ float tprt__round_to(float v) {
   return tprt__cuda_ld(&bits, D, 0);
 }
 
-// v[0] = the members' values summed in the CPU collectives' order: the canonical tree, or
-// increasing member order. G > 0: the group size (registers); G = 0: |n| members at run time.
+// v[0] = the members' values summed in the CPU collectives' order (tprt__cuda_members_order). G > 0:
+// the group size (registers); G = 0: |n| members at run time.
 template <int G>
 static __device__ __forceinline__ float tprt__members_sum(float* v, int n, int canonical) {
   constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
-  const int members = G > 0 ? G : n;
-  if (canonical) {
-#pragma unroll
-    for (int s = 1; s < GM; s *= 2)
-#pragma unroll
-      for (int p = 0; p + s < GM; p += 2 * s)
-        if (p + s < members) v[p] = __fadd_rn(v[p], v[p + s]);
-  } else {
-#pragma unroll
-    for (int p = 1; p < GM; ++p)
-      if (p < members) v[0] = __fadd_rn(v[0], v[p]);
-  }
+  tprt__cuda_members_order<GM>(G > 0 ? G : n, canonical, [&](int a, int b) { v[a] = __fadd_rn(v[a], v[b]); });
   return v[0];
 }
 

@@ -58,21 +58,10 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 #pragma unroll
     for (int g = 0; g < GM; ++g)
       if (g < members) tprt__reduce_load<DI, V>(staged, n, g, own, i, v[g]);
-    if (canonical) {
+    tprt__cuda_members_order<GM>(members, canonical, [&](int a, int b) {
 #pragma unroll
-      for (int s = 1; s < GM; s *= 2)
-#pragma unroll
-        for (int g = 0; g + s < GM; g += 2 * s)
-          if (g + s < members)
-#pragma unroll
-            for (int k = 0; k < V; ++k) v[g][k] = __fadd_rn(v[g][k], v[g + s][k]);
-    } else {
-#pragma unroll
-      for (int g = 1; g < GM; ++g)
-        if (g < members)
-#pragma unroll
-          for (int k = 0; k < V; ++k) v[0][k] = __fadd_rn(v[0][k], v[g][k]);
-    }
+      for (int k = 0; k < V; ++k) v[a][k] = __fadd_rn(v[a][k], v[b][k]);
+    });
     if constexpr (V == 1) {
       tprt__cuda_st(out, DO, i, v[0][0]);
     } else {

@@ -64,6 +64,25 @@ static __host__ __device__ __forceinline__ int tprt__segmented_index32(int r, in
 
 /// Device helpers of the 256-thread kernels that reduce a row (norm.cu, norm_grad.cu,
 /// moe_grad.cu): one thread per lane of the canonical row reduction.
+/// The order of the CPU collectives' sums over |members| values (runtime/tprt_collectives_compute.c):
+/// the canonical pairwise tree, or increasing member order, the sum landing in value 0; add(a, b)
+/// adds value b into value a (one __fadd_rn per element). GM: the most members, a compile-time
+/// bound so the loops unroll over registers.
+template <int GM, typename Add>
+static __device__ __forceinline__ void tprt__cuda_members_order(int members, int canonical, Add add) {
+  if (canonical) {
+#pragma unroll
+    for (int s = 1; s < GM; s *= 2)
+#pragma unroll
+      for (int g = 0; g + s < GM; g += 2 * s)
+        if (g + s < members) add(g, g + s);
+  } else {
+#pragma unroll
+    for (int g = 1; g < GM; ++g)
+      if (g < members) add(0, g);
+  }
+}
+
 /// The canonical row tree over the block's 256 lane values |v| (tprt_row_tree): returns the sum
 /// to every thread. |sm| holds TPRT_ROW_LANES / 32 + 1 floats of shared memory; the trailing
 /// barrier lets the caller reuse it at once.
