@@ -374,14 +374,12 @@ tprt_status_t tprt__local_at_wait(tprt__cuda_future_t* f) {
   int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_COLLECTIVE, what,
                                f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
   cudaError_t e = cudaSuccess;
-  if (f->own.pending && f->own.outer == 1)
-    e = cudaMemcpyAsync(f->own.dst, f->own.src, f->own.bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);
-  else if (f->own.pending)
+  if (f->own.pending)  // |outer| rows of |bytes| (one row: a plain copy)
     e = cudaMemcpy2DAsync(f->own.dst, f->own.dst_row, f->own.src, f->own.src_row, f->own.bytes, (size_t)f->own.outer,
                           cudaMemcpyDeviceToDevice, tprt__r.stream);
   tprt_status_t s = NULL;
   if (e != cudaSuccess)
-    s = tprt__cuda_make_status(e, "an async collective's own rows (cudaMemcpyAsync)", __FILE__, __LINE__);
+    s = tprt__cuda_make_status(e, "an async collective's own rows (cudaMemcpy2DAsync)", __FILE__, __LINE__);
   else if (f->sum.pending)
     s = tprt_cuda_reduce_staged_own(f->sum.staged, f->sum.group, f->sum.in_dtype, f->sum.n, f->sum.out,
                                     f->sum.out_dtype, f->sum.canonical, f->sum.own_view, tprt__r.stream);
