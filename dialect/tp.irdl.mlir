@@ -515,8 +515,10 @@ irdl.dialect @tp {
   //===--------------------------------------------------------------------===//
 
   // residual_out = all_reduce(partial) + residual; normed = rmsnorm(residual_out, gamma).
+  // `algorithm` picks how it runs: "auto" lets the backend choose, "one_shot" takes the fused
+  // kernel wherever the backend can run it, "composition" runs the all-reduce, add and rmsnorm.
   irdl.operation @fused_allreduce_add_rmsnorm attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %eps = irdl.base "#builtin.float"
@@ -529,9 +531,10 @@ irdl.dialect @tp {
   }
 
   // The sequence-parallel form: reduce_scatter(partial) along dim 0, then add and RMSNorm on this
-  // rank's token shard.
+  // rank's token shard. `algorithm` as above; "one_shot" is refused (rule fused_norm.algorithm):
+  // there is no fused kernel of this form.
   irdl.operation @fused_reduce_scatter_add_rmsnorm attributes {tp.optional_attributes = {
-      order = ["any", "canonical"]}} {
+      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
     %eps = irdl.base "#builtin.float"

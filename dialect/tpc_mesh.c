@@ -153,3 +153,46 @@ int tpc_module_set_sequence_parallel(MlirOperation module) {
   mlirOperationWalk(module, tpc__set_sp, &n, MlirWalkPreOrder);
   return n;
 }
+
+int tpc_fused_norm_algorithm_option_parse(const char* value, char* error, size_t error_size) {
+  // The option spells values with dashes, as other options do; the attribute with underscores.
+  static const struct {
+    const char* option;
+    int algorithm;
+  } kValues[] = {{"auto", TPC_ALGORITHM_AUTO},
+                 {"one-shot", TPC_ALGORITHM_ONE_SHOT},
+                 {"composition", TPC_ALGORITHM_COMPOSITION}};
+  for (size_t i = 0; value && i < sizeof kValues / sizeof kValues[0]; ++i)
+    if (strcmp(value, kValues[i].option) == 0) return kValues[i].algorithm;
+  snprintf(error, error_size, "--fused-norm-algorithm must be auto, one-shot or composition; got '%s'",
+           value ? value : "");
+  return -1;
+}
+
+typedef struct {
+  int algorithm;
+  int changed;
+} tpc__fused_norm_setting_t;
+
+static MlirWalkResult tpc__set_fused_norm_algorithm(MlirOperation op, void* user) {
+  tpc__fused_norm_setting_t* s = user;
+  int kind = tpc_op_get_kind(op);
+  int index = kind == TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM        ? TPC_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM
+              : kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM ? TPC_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM
+                                                                : -1;
+  if (index < 0 || tpc_op_get_enum(op, kind, index) != TPC_ALGORITHM_AUTO) return MlirWalkResultAdvance;
+  if (kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM && s->algorithm == TPC_ALGORITHM_ONE_SHOT)
+    return MlirWalkResultAdvance;
+  mlirOperationSetAttributeByName(
+      op, mlirStringRefCreateFromCString(tpc_op_get_spec(kind)->attrs[index].name),
+      mlirStringAttrGet(mlirOperationGetContext(op), mlirStringRefCreateFromCString(tpc_algorithm_names[s->algorithm])));
+  ++s->changed;
+  return MlirWalkResultAdvance;
+}
+
+int tpc_module_set_fused_norm_algorithm(MlirOperation module, int algorithm) {
+  tpc__fused_norm_setting_t s = {algorithm, 0};
+  if (algorithm == TPC_ALGORITHM_AUTO) return 0;
+  mlirOperationWalk(module, tpc__set_fused_norm_algorithm, &s, MlirWalkPreOrder);
+  return s.changed;
+}

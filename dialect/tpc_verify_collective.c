@@ -202,6 +202,11 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_reduce_scatter_add_rmsnorm_get_mesh_attr(op),
                                                        tpc_fused_reduce_scatter_add_rmsnorm_get_axes_attr(op), &g)))
         return FAIL;
+      // The one-shot kernel is an all-reduce; the reduce-scatter form has no fused kernel to force.
+      if (tpc_fused_reduce_scatter_add_rmsnorm_get_algorithm(op) == TPC_ALGORITHM_ONE_SHOT)
+        return tpc__rule_error(op, "fused_norm.algorithm",
+                               "algorithm = \"one_shot\" is for tp.fused_allreduce_add_rmsnorm only; use \"auto\" "
+                               "or \"composition\"");
       return tpc__verify_fused_norm(op, tpc_fused_reduce_scatter_add_rmsnorm_get_partial(op),
                                     tpc_fused_reduce_scatter_add_rmsnorm_get_residual(op),
                                     tpc_fused_reduce_scatter_add_rmsnorm_get_gamma(op),

@@ -181,9 +181,10 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
 // every backend: its all-reduce (reduce-scatter along tokens when |scatter|) into an
 // f32 temporary (the backend's workspace, else the rank's allocator), its add (an f32 a plus a b
 // in storage precision, rounded once to b's dtype; IEEE addition commutes, so this is
-// round(residual + sum)), then its rmsnorm.
-static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order, bool scatter,
-                                      int slot_partial, int slot_residual, int slot_gamma, int slot_normed,
+// round(residual + sum)), then its rmsnorm. The op's |algorithm| goes to the hook, which declines
+// "composition" (the verifier refuses "one_shot" on the reduce-scatter form).
+static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order,
+                                      int algorithm, bool scatter, int slot_partial, int slot_residual, int slot_gamma, int slot_normed,
                                       int slot_residual_out, float eps) {
   tprt_rank_t* rank = tprt_exec_rank(exec);
   const tprt_tensor_t* residual = &c->slot[slot_residual];
@@ -199,7 +200,8 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
   if (!scatter && b->fused_norm) {
     bool done = false;
     tprt_status_t s = b->fused_norm(rank, mask, &c->slot[slot_partial], residual, &c->slot[slot_gamma],
-                                    &c->slot[slot_normed], out, eps, (tprt_order_t)order, &done);
+                                    &c->slot[slot_normed], out, eps, (tprt_order_t)order,
+                                    (tprt_fused_algorithm_t)algorithm, &done);
     if (!s && done) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     if (s || done) return s;
   }
@@ -225,7 +227,8 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
 int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(FUSED_ALLREDUCE_ADD_RMSNORM);
   if (!s)
-    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER), false,
+    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER),
+                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM), false,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_GAMMA, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_NORMED,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
@@ -236,7 +239,8 @@ int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buf
 int32_t tprt_abi_fused_reduce_scatter_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(FUSED_REDUCE_SCATTER_ADD_RMSNORM);
   if (!s)
-    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER), true,
+    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER),
+                         (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM), true,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_PARTIAL,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_GAMMA,

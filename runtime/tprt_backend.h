@@ -103,6 +103,11 @@ extern "C" {
     (rank, axes_mask, in, out, dim, order, out_future)) \
   X(wait, (tprt_rank_t* rank, tprt_future_t* future), (rank, future))
 
+/// How a fused norm runs (the op's `algorithm`): TPRT_ALGORITHM_AUTO (the backend chooses),
+/// TPRT_ALGORITHM_ONE_SHOT (the fused kernel wherever the backend can run it) or
+/// TPRT_ALGORITHM_COMPOSITION (the all-reduce, add and rmsnorm), numbered as in tprt_ops_abi.h.
+typedef int tprt_fused_algorithm_t;
+
 typedef struct tprt_backend_t {
   const char* name;  // "cpu", "cuda"
   /// Called on each rank's thread before its first step (binds the device, creates streams and
@@ -133,10 +138,14 @@ typedef struct tprt_backend_t {
   /// tp.fused_allreduce_add_rmsnorm in one step (a fused kernel over the group's memory): sets
   /// |*done| when it ran the op, bitwise the composition (the all-reduce into f32, the add rounded
   /// once to the residual's dtype, the rmsnorm); leaves it false when the call or the world does
-  /// not suit it, and the caller runs the composition. Every member decides alike. May be NULL.
+  /// not suit it, and the caller runs the composition. |algorithm| is the op's: COMPOSITION
+  /// declines, ONE_SHOT runs the fused kernel wherever the world and shapes allow it, AUTO leaves
+  /// the choice to the backend. Every member decides alike (the module, and so the attribute, is
+  /// the same on every rank). May be NULL.
   tprt_status_t (*fused_norm)(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* partial,
                               const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                              tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done);
+                              tprt_tensor_t* residual_out, float eps, tprt_order_t order,
+                              tprt_fused_algorithm_t algorithm, bool* done);
   /// Writes a one-line description of the calling rank's device to |buf| (tpc-run's reports:
   /// "GPU 0: sm_90, 132 SMs, 79 GiB"), on the rank's thread after rank_begin. NULL: the host CPU.
   tprt_status_t (*describe)(char* buf, size_t size);

@@ -1,7 +1,8 @@
 // The CUDA backend's fused_norm hook (backend_cuda_impl.h): tp.fused_allreduce_add_rmsnorm as one
 // kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/fused_norm.cu), over memory each
 // collective group registers once. The hook is used:
-//   - where TPRT_CUDA_FUSED_NORM asks for it (off until the crossover against NCCL is measured);
+//   - where the op's algorithm is "one_shot", or "auto" and TPRT_CUDA_FUSED_NORM asks for it (off
+//     until the crossover against NCCL is measured) below the crossover; never for "composition";
 //   - in a world of threads whose ranks address each other's device memory: one GPU per rank
 //     with peer access between all of them (the copy-engine worlds), or ranks sharing GPUs.
 // Otherwise it declines and the ABI runs the composition, with the same bits. A peer that never
@@ -127,17 +128,25 @@ static int64_t tprt__fused_max_bytes(int group) {
 
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done) {
+                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order,
+                                    tprt_fused_algorithm_t algorithm, bool* done) {
   *done = false;
-  if (!tprt_param_cuda_fused_norm()) return NULL;
+  // The op's algorithm comes first: "composition" declines; "one_shot" takes the kernel wherever
+  // the world and the shape allow it, whatever TPRT_CUDA_FUSED_NORM and the crossover say (the
+  // table and TPRT_CUDA_FUSED_NORM_MAX_BYTES); "auto" asks both. Every member reads the same
+  // attribute from the same module, so all decide alike.
+  if (algorithm == TPRT_ALGORITHM_COMPOSITION) return NULL;
+  bool one_shot = algorithm == TPRT_ALGORITHM_ONE_SHOT;
+  if (!one_shot && !tprt_param_cuda_fused_norm()) return NULL;
   if (!(tprt__r.shared || tprt__r.ce)) {
     // Asked for, but the ranks cannot address each other's memory: one line, once per process.
     static atomic_flag told = ATOMIC_FLAG_INIT;
     if (!atomic_flag_test_and_set(&told))
       fprintf(stderr,
-              "tprt: notice: TPRT_CUDA_FUSED_NORM=1, but the ranks cannot address each other's GPU memory (ranks "
+              "tprt: notice: %s, but the ranks cannot address each other's GPU memory (ranks "
               "in separate processes, no peer access between some pair of GPUs, or TPRT_CUDA_COPY_ENGINE=0): "
-              "tp.fused_allreduce_add_rmsnorm runs as the all-reduce, add and rmsnorm\n");
+              "tp.fused_allreduce_add_rmsnorm runs as the all-reduce, add and rmsnorm\n",
+              one_shot ? "algorithm = \"one_shot\"" : "TPRT_CUDA_FUSED_NORM=1");
     return NULL;
   }
   // The kernel takes a contiguous [T,H] partial on a 4-byte boundary, rows of at most
@@ -146,7 +155,8 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
       residual->dims[1] > TPRT_CUDA_FUSED_MAX_HIDDEN)
     return NULL;
   int64_t bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
-  if (bytes > TPRT_CUDA_FUSED_MAX_CAPACITY || bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask)))
+  if (bytes > TPRT_CUDA_FUSED_MAX_CAPACITY ||
+      (!one_shot && bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask))))
     return NULL;
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)

@@ -209,11 +209,13 @@ tprt_status_t tprt__local_at_wait(tprt__cuda_future_t* f);
 /// p's mine[i] (through the CPU world; backend_cuda_local.c).
 tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64_t* mine, int words, int64_t* all);
 
-/// The backend's fused_norm hook (tprt_backend_t): the fused kernel where TPRT_CUDA_FUSED_NORM
-/// asks for it and the group's ranks address each other's memory (backend_cuda_fused.c).
+/// The backend's fused_norm hook (tprt_backend_t): the fused kernel where the op's algorithm is
+/// one_shot, or auto and TPRT_CUDA_FUSED_NORM asks for it below the crossover, and the group's
+/// ranks address each other's memory (backend_cuda_fused.c).
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
-                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order, bool* done);
+                                    tprt_tensor_t* residual_out, float eps, tprt_order_t order,
+                                    tprt_fused_algorithm_t algorithm, bool* done);
 /// Frees the fused norm's registrations, unless the world |failed| (a peer may still read them).
 void tprt__cuda_fused_end(bool failed);
 

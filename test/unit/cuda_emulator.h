@@ -15,5 +15,7 @@ void emu__check(const void* p, size_t bytes, int device, const char* what);
 void emu__call(cudaStream_t stream, void (*fn)(void*), void* arg);
 /// The device |stream| belongs to.
 int emu__stream_device(cudaStream_t stream);
+/// How many times tprt_cuda_fused_allreduce_add_rmsnorm was launched, on every rank together.
+int emu__fused_launches(void);
 
 #endif  // TPC_CUDA_EMULATOR_H_

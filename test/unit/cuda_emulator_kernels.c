@@ -1,6 +1,7 @@
 // The CUDA emulator's kernels (cuda_emulator.h): the ones the collectives launch, run as host
 // functions on the emulated stream in the arithmetic of their CUDA kernels.
 #define _POSIX_C_SOURCE 200809L  // nanosleep
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -145,10 +146,16 @@ static void emu__fused(void* arg) {
   g->counters[0] = e;
 }
 
+// Counted so that a check can tell the fused kernel from the composition, which has the same bits.
+static atomic_int emu__fused_count;
+
+int emu__fused_launches(void) { return atomic_load(&emu__fused_count); }
+
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
                                                     int canonical, cudaStream_t stream) {
+  atomic_fetch_add(&emu__fused_count, 1);
   int64_t m = residual->dims[0], h = residual->dims[1];
   if ((int64_t)tprt_dtype_bytes(partial->dtype, m * h) > g->capacity)
     emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);

@@ -15,6 +15,11 @@
 //        tprt-cuda-local-check room    (TPRT_CUDA_SHARE_DEVICES=1): an allocation larger than the
 //          GPU's free memory fails with what it needs and what is free (rank 0 prints it); a small
 //          one still succeeds
+//        tprt-cuda-local-check fused|fused-fault [R]: the fused norm hook (below)
+//        tprt-cuda-local-check fused-one-shot [R]: the same calls with algorithm = "one_shot", which
+//          must take the fused kernel whatever TPRT_CUDA_FUSED_NORM and the crossover say
+//        tprt-cuda-local-check fused-composition [R]: algorithm = "composition", which the hook
+//          must decline, with no fused kernel launched
 // Prints one line per check; exit status 0 when every check passed.
 #define _POSIX_C_SOURCE 200809L  // nanosleep
 #include <math.h>
@@ -24,6 +29,7 @@
 #include <time.h>
 
 #include "backend_cuda_impl.h"
+#include "cuda_emulator.h"
 #include "tprt_collectives.h"
 #include "tprt_numerics.h"
 #include "tprt_world.h"
@@ -287,6 +293,8 @@ enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 // fails 0.2 s later, once its peers' kernels wait for it. Their waits must end with the world's
 // abort (the abort word the kernel polls), not hang.
 static bool g_absent;
+// The fused norm's algorithm in every call (fused-one-shot, fused-composition; else auto).
+static tprt_fused_algorithm_t g_algorithm = TPRT_ALGORITHM_AUTO;
 
 static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which) {
   int64_t dims[2] = {c->t, c->h}, gd[1] = {c->h}, n = c->t * c->h;
@@ -326,10 +334,14 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
     tprt_tensor_t dpt = tprt_tensor_make(dp, c->dp, 2, dims), drt = tprt_tensor_make(dr, c->dr, 2, dims),
                   dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
                   dot = tprt_tensor_make(dout, c->dr, 2, dims);
-    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, &done);
+    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, g_algorithm, &done);
   }
-  if (!s && !done) s = tprt_make_status(TPRT_STATUS_INTERNAL, "the fused_norm hook declined the call");
-  for (int k = 0; k < 2 && !s; ++k) {
+  bool composition = g_algorithm == TPRT_ALGORITHM_COMPOSITION;
+  if (!s && composition && done)
+    s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case %d: the fused_norm hook took a call whose algorithm is "
+                         "composition", which);
+  if (!s && !composition && !done) s = tprt_make_status(TPRT_STATUS_INTERNAL, "the fused_norm hook declined the call");
+  for (int k = 0; k < 2 && !s && !composition; ++k) {
     s = b->to_host(got, k ? dout : dy, rb);
     if (!s && memcmp(got, k ? want_o : want_y, rb) != 0)
       s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case %d: %s differs from the CPU composition's", which,
@@ -360,11 +372,14 @@ static tprt_status_t fused_rank(tprt_rank_t* rank, void* user) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
-  bool fused = !strcmp(mode, "fused") || !strcmp(mode, "fused-fault");
+  bool one_shot = !strcmp(mode, "fused-one-shot"), composition = !strcmp(mode, "fused-composition");
+  bool fused = !strcmp(mode, "fused") || !strcmp(mode, "fused-fault") || one_shot || composition;
   g_absent = !strcmp(mode, "fused-fault");
+  g_algorithm = one_shot ? TPRT_ALGORITHM_ONE_SHOT : composition ? TPRT_ALGORITHM_COMPOSITION : TPRT_ALGORITHM_AUTO;
   g_async_only = !strcmp(mode, "ce");
   if (!refuse && !fault && !room && !fused && !g_async_only && strcmp(mode, "share") != 0) {
-    fprintf(stderr, "usage: tprt-cuda-local-check share|ce|fused|fused-fault|refuse|fault|room\n");
+    fprintf(stderr, "usage: tprt-cuda-local-check "
+                    "share|ce|fused|fused-fault|fused-one-shot|fused-composition|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;
@@ -391,10 +406,16 @@ int main(int argc, char** argv) {
   } else if (s) {
     printf("%s: FAIL on %d GPU(s): %s\n", mode, devices, tprt_status_message(s));
     rc = 1;
+  } else if (composition) {
+    // Every call declined: the ABI would run the composition; no fused kernel ran.
+    printf("%s: %d runs of %d calls on 8 ranks on %d GPU(s): the hook declined every one, %d fused kernel "
+           "launches\n",
+           mode, runs, NUM_FUSED, devices, emu__fused_launches());
+    rc = emu__fused_launches() == 0 ? 0 : 1;
   } else if (fused) {
-    printf("fused: %d runs of %d fused all-reduce + add + rmsnorm calls on 8 ranks on %d GPU(s): the CPU "
-           "composition's bits\n",
-           runs, NUM_FUSED, devices);
+    printf("%s: %d runs of %d fused all-reduce + add + rmsnorm calls on 8 ranks on %d GPU(s): the CPU "
+           "composition's bits, %d fused kernel launches\n",
+           mode, runs, NUM_FUSED, devices, emu__fused_launches());
   } else if (g_async_only) {
     int n = 0;
     for (int k = 0; k < NUM_CASES; ++k) n += kCases[k].async;

@@ -43,11 +43,12 @@ typedef struct {
   bool sequence_parallel;  // --sequence-parallel
   int64_t gtp_prefetch;    // --gtp-prefetch (-1: not given)
   bool gtp_keep;           // --gtp-keep
+  int fused_norm_algorithm;  // --fused-norm-algorithm: a tpc_algorithm_t value (0: auto)
 } tpc_compile_options_t;
 
 enum {
   OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH,
-  OPT_GTP_KEEP, OPT_EMIT, OPT_CPU
+  OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM, OPT_EMIT, OPT_CPU
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -61,6 +62,10 @@ static const tpc_cli_option_t kOptions[] = {
     {"gtp-prefetch", 0, "N", "Set tp.gtp_prefetch: start GTP weight all-gathers N contractions before use",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
+    {"fused-norm-algorithm", 0, "A",
+     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot or composition\n"
+     "(tp-lower-runtime's option; one-shot leaves the reduce-scatter form at auto)",
+     OPT_FUSED_NORM_ALGORITHM},
     {"emit", 0, "KIND", "so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)", OPT_EMIT},
     {"cpu", 0, "NAME", "Target CPU (default: x86-64, portable to any x86-64 host)", OPT_CPU},
     {NULL, 0, NULL, NULL, 0}};
@@ -112,6 +117,12 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         }
         break;
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_FUSED_NORM_ALGORITHM:
+        if ((o->fused_norm_algorithm = tpc_fused_norm_algorithm_option_parse(v, error, sizeof error)) < 0) {
+          tpc_cli_error(&kCli, "%s", error);
+          return -1;
+        }
+        break;
       case OPT_EMIT: o->emit = v; break;
       case OPT_CPU: o->cpu = v; break;
       default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
@@ -290,6 +301,7 @@ int main(int argc, char** argv) {
   tpc_module_set_numerics(op, opts.numerics, opts.strategy);
   if (opts.sequence_parallel) tpc_module_set_sequence_parallel(op);
   tpc_module_set_gtp(op, opts.gtp_prefetch, opts.gtp_keep);
+  tpc_module_set_fused_norm_algorithm(op, opts.fused_norm_algorithm);
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   char error[512];

@@ -14,7 +14,7 @@ enum {
   OPT_OUTPUT, OPT_SPLIT_INPUT, OPT_TP_PIPELINE, OPT_PASS_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY,
   OPT_SEQUENCE_PARALLEL, OPT_VERIFY_EACH, OPT_NO_VERIFY_EACH, OPT_VERIFY_DIAGNOSTICS, OPT_PRINT_DEBUGINFO,
   OPT_PRINT_GENERIC, OPT_PRINT_BEFORE_ALL, OPT_PRINT_AFTER_ALL, OPT_PRINT_AFTER_CHANGE, OPT_PRINT_AFTER_FAILURE,
-  OPT_PRINT_MODULE_SCOPE, OPT_TIMING, OPT_GTP_PREFETCH, OPT_GTP_KEEP,
+  OPT_PRINT_MODULE_SCOPE, OPT_TIMING, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -24,8 +24,8 @@ static const tpc_cli_option_t kOptions[] = {
     {"pass-pipeline", 0, "PIPELINE",
      "Run a textual pipeline, as mlir-opt: 'builtin.module(tp-shard{mesh=tp=2},canonicalize)'.\n"
      "tp passes take module settings as options: tp-shard{mesh=tp=4,dp=2 sequence-parallel=true},\n"
-     "tp-invariant{numerics=invariant strategy=canonical}, tp-gtp{prefetch=2 keep=true};\n"
-     "they apply before the pipeline runs",
+     "tp-invariant{numerics=invariant strategy=canonical}, tp-gtp{prefetch=2 keep=true},\n"
+     "tp-lower-runtime{fused-norm-algorithm=one-shot}; they apply before the pipeline runs",
      OPT_PASS_PIPELINE},
     {"mesh", 0, "tp=4[,dp=2]", "Declare the device mesh as tp.mesh @world (replacing one of that name)", OPT_MESH},
     {"numerics", 0, "MODE", "Set tp.numerics: fast, invariant or exact (default: the module's)", OPT_NUMERICS},
@@ -37,6 +37,10 @@ static const tpc_cli_option_t kOptions[] = {
      "(default: chosen by tp-gtp's cost model; 0: just before the use)",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
+    {"fused-norm-algorithm", 0, "A",
+     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot or composition\n"
+     "(one-shot leaves the reduce-scatter form at auto)",
+     OPT_FUSED_NORM_ALGORITHM},
     {"verify-each", 0, NULL, "Run tp-verify after every pass (default in Debug builds)", OPT_VERIFY_EACH},
     {"no-verify-each", 0, NULL, "Do not run tp-verify between passes", OPT_NO_VERIFY_EACH},
     {"verify-diagnostics", 0, NULL,
@@ -136,6 +140,17 @@ static bool tpc__set_gtp_prefetch(tpc_opt_options_t* o, const char* value) {
   return true;
 }
 
+static bool tpc__set_fused_norm_algorithm(tpc_opt_options_t* o, const char* value) {
+  char error[256];
+  int algorithm = tpc_fused_norm_algorithm_option_parse(value, error, sizeof error);
+  if (algorithm < 0) {
+    tpc_cli_error(&kCli, "%s", error);
+    return false;
+  }
+  o->fused_norm_algorithm = algorithm;
+  return true;
+}
+
 // Applies the options of a tp pass in a textual pipeline: |opts| is the text between the braces,
 // space-separated key=value pairs.
 static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts) {
@@ -144,6 +159,7 @@ static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts
     const char* value = eq ? eq + 1 : "true";
     if (eq) *eq = '\0';
     bool shard = !strcmp(pass, "tp-shard"), invariant = !strcmp(pass, "tp-invariant"), gtp = !strcmp(pass, "tp-gtp");
+    bool lower = !strcmp(pass, "tp-lower-runtime") || !strcmp(pass, "tp-lower-runtime-poison");
     bool ok;
     if (shard && !strcmp(kv, "mesh")) {
       ok = tpc__set_mesh(o, value);
@@ -165,11 +181,14 @@ static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts
       }
       o->gtp_keep = !strcmp(value, "true") || !strcmp(value, "1");
       ok = true;
+    } else if (lower && !strcmp(kv, "fused-norm-algorithm")) {
+      ok = tpc__set_fused_norm_algorithm(o, value);
     } else {
       tpc_cli_error(&kCli, "pass %s has no option '%s' (%s)", pass, kv,
                     shard       ? "it takes mesh and sequence-parallel"
                     : invariant ? "it takes numerics and strategy"
                     : gtp       ? "it takes prefetch and keep"
+                    : lower     ? "it takes fused-norm-algorithm"
                                 : "it takes none");
       return false;
     }
@@ -297,6 +316,7 @@ int tpc_opt_parse_args(int argc, char** argv, tpc_opt_options_t* o) {
       case OPT_TIMING: o->timing = true; break;
       case OPT_GTP_PREFETCH: ok = tpc__set_gtp_prefetch(o, v); break;
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_FUSED_NORM_ALGORITHM: ok = tpc__set_fused_norm_algorithm(o, v); break;
       default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
     }
     if (!ok) return -1;

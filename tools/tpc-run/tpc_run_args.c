@@ -7,7 +7,7 @@
 #include "tpc_cli.h"
 
 enum {
-  OPT_WORLD, OPT_MESH, OPT_PIPELINE, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_FUNCTION,
+  OPT_WORLD, OPT_MESH, OPT_PIPELINE, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM, OPT_FUNCTION,
   OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_INPUTS, OPT_SEED, OPT_OUTPUTS, OPT_DUMP_ARGS, OPT_MAX_FILE_SIZE,
   OPT_HASH, OPT_STATS, OPT_JSON, OPT_GRAPH, OPT_COUNT_ONLY, OPT_WARMUP, OPT_REPEAT, OPT_BACKEND, OPT_SHARE_GPUS,
 };
@@ -34,6 +34,10 @@ static const tpc_cli_option_t kOptions[] = {
      "(default: tp-gtp's cost model; 0: just before the use; docs/passes.md, \"tp-gtp\")",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Compile with GTP weights gathered once and kept for the backward", OPT_GTP_KEEP},
+    {"fused-norm-algorithm", 0, "A",
+     "Compile with algorithm = A on every fused norm left at auto: auto, one-shot\n"
+     "(the fused kernel wherever the backend can run it) or composition",
+     OPT_FUSED_NORM_ALGORITHM},
     {"function", 0, "F", "Function to run (default: the first)", OPT_FUNCTION},
     {"weights", 0, "FILE",
      "Checkpoint with arguments by name: a safetensors file, or a Hugging Face\n"
@@ -166,6 +170,7 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       case OPT_SEQUENCE_PARALLEL: o->sequence_parallel = true; break;
       case OPT_GTP_PREFETCH: o->gtp_prefetch = v; break;  // tpc-compile checks the value
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_FUSED_NORM_ALGORITHM: o->fused_norm_algorithm = v; break;  // tpc-compile checks the value
       case OPT_HASH: o->hash = true; break;
       case OPT_STATS: o->stats = true; break;
       case OPT_COUNT_ONLY: o->count_only = o->stats = true; break;
@@ -181,16 +186,17 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
   if (o->warmup < 0) o->warmup = o->repeat > 1 ? 1 : 0;
   size_t len = strlen(o->module_path);
   bool mlir = len > 5 && !strcmp(o->module_path + len - 5, ".mlir");
-  bool compile_flags =
+  bool partition =
       o->mesh || o->pipeline || o->numerics || o->strategy || o->sequence_parallel || o->gtp_prefetch || o->gtp_keep;
-  if (compile_flags && !mlir) {
+  if ((partition || o->fused_norm_algorithm) && !mlir) {
     tpc_cli_error(&kCli,
-                  "--mesh, --pipeline, --numerics, --strategy, --sequence-parallel and --gtp-* apply to a .mlir input; "
-                  "'%s' is already compiled",
+                  "--mesh, --pipeline, --numerics, --strategy, --sequence-parallel, --gtp-* and "
+                  "--fused-norm-algorithm apply to a .mlir input; '%s' is already compiled",
                   o->module_path);
     return -1;
   }
-  if (compile_flags && !o->pipeline) o->pipeline = "infer";
+  // --fused-norm-algorithm alone keeps the default lowering: a per-rank module stays as it is.
+  if (partition && !o->pipeline) o->pipeline = "infer";
   if (o->graph && (!o->backend || strcmp(o->backend, "cuda") != 0)) {
     tpc_cli_error(&kCli, "--graph captures CUDA graphs: it needs --backend cuda");
     return -1;
