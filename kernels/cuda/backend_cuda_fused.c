@@ -149,15 +149,9 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
               one_shot ? "algorithm = \"one_shot\"" : "TPRT_CUDA_FUSED_NORM=1");
     return NULL;
   }
-  // The kernel takes a contiguous [T,H] partial on a 4-byte boundary, rows of at most
-  // TPRT_CUDA_FUSED_MAX_HIDDEN and partials of at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes.
-  if (residual->rank != 2 || partial->rank != 2 || (uintptr_t)partial->data % 4 != 0 ||
-      residual->dims[1] > TPRT_CUDA_FUSED_MAX_HIDDEN)
-    return NULL;
+  if (tprt_cuda_fused_norm_unfit(partial, residual)) return NULL;  // a shape the kernel does not take
   int64_t bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
-  if (bytes > TPRT_CUDA_FUSED_MAX_CAPACITY ||
-      (!one_shot && bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask))))
-    return NULL;
+  if (!one_shot && bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask))) return NULL;
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];

@@ -474,14 +474,8 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "fused_allreduce_add_rmsnorm: a partial of %lld bytes exceeds the registered slots' %lld "
                             "(at most %lld)",
                             (long long)bytes, (long long)g->capacity, (long long)TPRT_CUDA_FUSED_MAX_CAPACITY);
-  if ((uintptr_t)partial->data % 4 != 0)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: the partial must start on a 4-byte boundary");
-  if (h > TPRT_CUDA_FUSED_MAX_HIDDEN)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: rows of %lld exceed the kernel's %d (a row lives in its "
-                            "cluster's shared memory)",
-                            (long long)h, TPRT_CUDA_FUSED_MAX_HIDDEN);
+  const char* unfit = tprt_cuda_fused_norm_unfit(partial, residual);
+  if (unfit) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "fused_allreduce_add_rmsnorm: %s", unfit);
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
   if (g->cluster != 0 && (g->cluster < 0 || g->cluster > TPRT_CUDA_FUSED_CLUSTER || (g->cluster & (g->cluster - 1)) ||
                           groups > (int64_t)TPRT__FN_BLOCK_GROUPS * g->cluster))

@@ -493,6 +493,23 @@ enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
 /// The blocks that share a row (a thread block cluster); max_blocks must hold at least one cluster.
 #define TPRT_CUDA_FUSED_CLUSTER 8
 
+/// The shapes the kernel takes: NULL, or the rule a call breaks (a phrase). Contiguous [T,H] partial
+/// and residual of one shape, the partial on a 4-byte boundary, rows of at most
+/// TPRT_CUDA_FUSED_MAX_HIDDEN, partials of at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes. The backend's
+/// hook declines such calls; the kernel's entry refuses them.
+static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partial, const tprt_tensor_t* residual) {
+  if (partial->rank != 2 || residual->rank != 2 || partial->dims[0] != residual->dims[0] ||
+      partial->dims[1] != residual->dims[1])
+    return "the partial and the residual must be [T,H] of one shape";
+  if ((uintptr_t)partial->data % 4 != 0) return "the partial must start on a 4-byte boundary";
+  if (residual->dims[1] > TPRT_CUDA_FUSED_MAX_HIDDEN)
+    return "rows may hold at most TPRT_CUDA_FUSED_MAX_HIDDEN (65536) elements (a block's share of a row lives in "
+           "its shared memory)";
+  if (tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]) > TPRT_CUDA_FUSED_MAX_CAPACITY)
+    return "a partial may hold at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes";
+  return NULL;
+}
+
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
 /// increasing member order), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
