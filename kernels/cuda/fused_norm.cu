@@ -492,9 +492,8 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t spare = sms < g->max_blocks ? sms : g->max_blocks;
-  int cs = TPRT_CUDA_FUSED_CLUSTER;
-  while (cs > 1 && m * cs > spare && groups <= (int64_t)TPRT__FN_BLOCK_GROUPS * (cs / 2)) cs /= 2;
-  if (g->cluster > 0) cs = g->cluster;  // the caller's (checked above)
+  int cs = g->cluster > 0 ? g->cluster : TPRT_CUDA_FUSED_CLUSTER;  // the caller's (checked above), or ours
+  while (g->cluster == 0 && cs > 1 && m * cs > spare && groups <= (int64_t)TPRT__FN_BLOCK_GROUPS * (cs / 2)) cs /= 2;
   const int64_t most = g->max_blocks / cs, fewest = (TPRT__FN_PUSH_BLOCKS + cs - 1) / cs;
   int64_t clusters = m > fewest ? m : fewest;
   if (clusters > most) clusters = most;
