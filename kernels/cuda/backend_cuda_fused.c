@@ -14,11 +14,13 @@
 //   - drains its stream and meets the others (no peer still reads the old region);
 //   - allocates a zeroed region with three buffers of a slot per member for partials of the call's
 //     bytes (tprt_cuda_fused_region_bytes), and zeroed counters;
-//   - exchanges its pointers and its block budget through the CPU world.
-// The group launches the smallest budget of its members, so every member runs the same grid. The
-// budget is the blocks that fit on the GPU at once, divided by the world's ranks on that GPU (a
-// block polls what its peers' blocks store: all must be resident). No registration happens during CUDA
-// graph capture: such a call declines, on every member alike.
+//   - exchanges its pointers, its block budgets and its GPU's SMs through the CPU world.
+// The group launches the smallest budgets of its members and shapes its launch for the fewest SMs,
+// so every member runs the same grid. A budget is the blocks of a launch shape that fit on the GPU
+// at once (tprt_cuda_fused_norm_budgets: divided by the world's ranks on that GPU, the smaller
+// shape's where they share it): a block polls what its peers' blocks store, so all must be
+// resident. No registration happens during CUDA graph capture: such a call declines, on every
+// member alike.
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,8 +30,8 @@
 #include "backend_cuda_impl.h"
 #include "tprt_params.h"
 
-// The words a member publishes: region, block budget.
-enum { TPRT__FUSED_WORDS = 2 };
+// The words a member publishes: region, block budgets (in clusters, a block per row), SMs.
+enum { TPRT__FUSED_WORDS = 4 };
 
 static void tprt__fused_release(tprt__cuda_fused_t* f) {
   int me = f->g.index;
@@ -70,12 +72,13 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   }
   unsigned* abort_device = NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer((void**)&abort_device, (void*)tprt__r.fused_abort, 0));
-  int resident = 0, devices = 0;
-  TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&resident));
+  int in_clusters = 0, in_rows = 0, devices = 0, sms = 0;
+  TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, tprt__r.device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&devices));
   int local = tprt_rank_local_size(rank), sharing = devices > 0 ? (local + devices - 1) / devices : 1;
-  int budget = resident / (tprt__r.shared ? sharing : 1);
-  if (budget < 1) budget = 1;
+  int budget = 0, row_budget = 0;
+  tprt_cuda_fused_norm_budgets(in_clusters, in_rows, tprt__r.shared ? sharing : 1, &budget, &row_budget);
   f->g.group = g;
   f->g.index = me;
   f->g.abort = abort_device;
@@ -86,15 +89,20 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.data[me], 0, region_bytes, tprt__r.stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.counters, 0, counter_bytes, tprt__r.stream));
   TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // zeroed before any peer writes a unit
-  int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], budget};
+  int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], budget, row_budget, sms};
   int64_t* all = malloc(sizeof(int64_t) * TPRT__FUSED_WORDS * (size_t)g);
   if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm registration)");
   tprt_status_t s = tprt__exchange_words(rank, f->mask, mine, TPRT__FUSED_WORDS, all);
   if (!s) {
     f->g.max_blocks = budget;
+    f->g.max_row_blocks = row_budget;
+    f->g.sms = sms;
     for (int p = 0; p < g; ++p) {
-      f->g.data[p] = (void*)(uintptr_t)all[p * TPRT__FUSED_WORDS];
-      if (all[p * TPRT__FUSED_WORDS + 1] < f->g.max_blocks) f->g.max_blocks = (int)all[p * TPRT__FUSED_WORDS + 1];
+      const int64_t* word = &all[p * TPRT__FUSED_WORDS];
+      f->g.data[p] = (void*)(uintptr_t)word[0];
+      if (word[1] < f->g.max_blocks) f->g.max_blocks = (int)word[1];
+      if (word[2] < f->g.max_row_blocks) f->g.max_row_blocks = (int)word[2];
+      if (word[3] < f->g.sms) f->g.sms = (int)word[3];
     }
     f->g.capacity = bytes;
   }
@@ -112,8 +120,9 @@ static const struct {
   int group;
   int64_t max_bytes;
 } kFusedOneShot[] = {
-    {2, 512 << 10},  // 32 tokens: 0.70x the composition (0.72x as a graph); 128 tokens: 1.19x
-    {4, 128 << 10},  // 8 tokens: 0.46x (0.45x as a graph); 32 tokens: 0.96x, but 1.03x as a graph
+    {2, 2 << 20},    // 128 tokens: 0.58x the composition (2xH200, eager and graph); 1024 tokens: 1.11x
+    {4, 128 << 10},  // 8 tokens: 0.46x (0.45x as a graph); 32 tokens: 0.96x, but 1.03x as a graph (4xH100,
+                     // before the block-per-row shape and the paired columns: not remeasured)
     {8, 32 << 10},   // not measured (no 8-GPU machine): 4 members' bound over 4
 };
 
@@ -150,6 +159,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
     return NULL;
   }
   if (tprt_cuda_fused_norm_unfit(partial, residual)) return NULL;  // a shape the kernel does not take
+  if (tprt_rank_group_size(rank, mask) > TPRT_CUDA_FUSED_MAX_GROUP) return NULL;  // nor a group
   int64_t bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
   if (!one_shot && bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask))) return NULL;
   tprt__cuda_fused_t* f = NULL;

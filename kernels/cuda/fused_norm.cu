@@ -39,29 +39,50 @@
 // queue the kernel behind work that never yields its SMs while its peers' blocks already poll (a persistent GEMM of a
 // rank sharing the GPU): shared-GPU worlds are for tests of this protocol.
 //
-// Launch geometry: 256-thread blocks in clusters of cs blocks (TPRT_CUDA_FUSED_CLUSTER = 8 where
-// the rows leave SMs to spare; fewer, down to 1, where 8 would crowd them): a decode row's work
-// spreads over 8 SMs (one SM would be bound by the latencies of 8192 columns). The whole grid
-// pushes (at least TPRT__FN_PUSH_BLOCKS blocks). Cluster q takes rows q, q + clusters, ...; block
-// c of a cluster owns the canonical lanes cW .. cW + W - 1 (W = 256 / cs) of every column group
-// of 256, thread t lane cW + t mod W of the groups t / W, t / W + cs, ..., a batch at a time (all
-// the batch's loads issued before the first use; a batch's units polled together), and keeps
-// their residual_out values in its shared memory. The sum of squares then follows
+// Launch geometry, two shapes of one kernel (tprt__fn_shape), chosen per call:
+//   - Below TPRT_CUDA_FUSED_ROWS_FROM rows (decode sizes): 256-thread blocks in clusters of cs
+//     (TPRT_CUDA_FUSED_CLUSTER = 8 where the rows leave SMs to spare; fewer, down to 1, where 8
+//     would crowd them): a decode row's work spreads over 8 SMs (one SM would be bound by the
+//     latencies of 8192 columns).
+//   - From TPRT_CUDA_FUSED_ROWS_FROM rows (rows of at most TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN): a
+//     block of 512 threads per row, launched without a cluster. The rows fill the SMs, and the
+//     wider block has twice the loads in flight of a 256-thread one.
+// The whole grid pushes. Cluster q takes rows q, q + clusters, ...; block c of a cluster owns the
+// canonical lanes cW .. cW + W - 1 (W = 256 / cs) of every column group of 256. Its threads take
+// V adjacent lanes each (V = 2 for 2-byte partials: the two elements of one unit, which is then
+// loaded once; 1 for f32), side by side over the groups, a batch at a time (all the batch's loads
+// issued before the first use; a batch's units polled together). A thread keeps its residual_out
+// values in the block's shared memory and normalizes them itself. The sum of squares then follows
 // tprt__cuda_row_tree exactly: lane l accumulates columns l, l + 256, ... in order (locally: the
 // block owns the lane), a warp's shuffles sum its 32 lanes, and each warp's sum goes by st.async
-// into every block of the cluster, counted by a transaction barrier (one per row parity); every
-// block sums the 8 warp sums in the shuffle tree's order. So the bits are those of the
-// composition, and no cluster-wide barrier waits on the pushes' remote stores (a release at
-// cluster scope is a MEMBAR.ALL.GPU). Groups of 2, 4 and 8 are compile-time sizes, so each thread
-// keeps its members' values in registers; other sizes take one column at a time.
+// into every block of the cluster, counted by a transaction barrier (one per row parity; a block
+// per row keeps them in its own shared memory); every block sums the 8 warp sums in the shuffle
+// tree's order. So the bits are those of the composition in either shape, and no cluster-wide
+// barrier waits on the pushes' remote stores (a release at cluster scope is a MEMBAR.ALL.GPU).
+// Groups of 2, 4 and 8 are compile-time sizes, so each thread keeps its members' values in
+// registers; other sizes (up to TPRT_CUDA_FUSED_MAX_GROUP) take one column at a time.
 #include "tprt_cuda_internal.cuh"
-#include "tprt_world.h"  // TPRT_MAX_WORLD_SIZE
 
-#define TPRT__FN_THREADS TPRT_ROW_LANES
 static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
-#define TPRT__FN_BATCH 4       // a row of 8192 in one batch: 32 column groups over the cluster's 8 blocks
-#define TPRT__FN_NORM_BATCH 4  // the norm's loads in flight
 #define TPRT__FN_PUSH_BLOCKS 16
+#define TPRT__FN_ROW_THREADS 512  // a block per row: twice the canonical lanes, the row's work spreads wider
+#ifndef TPRT__FN_ROW_UNITS
+#define TPRT__FN_ROW_UNITS 8  // a block per row: the units a thread has in flight
+#endif
+
+// The two launch shapes, by threads per block T: clusters of TPRT_ROW_LANES-thread blocks, or a block of
+// TPRT__FN_ROW_THREADS per row. V: the adjacent columns a thread reduces together, those of one unit (2 for
+// 2-byte partials, whose units hold two elements: each unit is loaded once). B: the units of each peer a
+// thread has in flight (its members' values in registers, the most that spill nothing under each shape's
+// register bound; one for groups of run-time size); PUSH: the push's words in flight; NORM: the norm's loads.
+template <int T, int G, int DP>
+struct tprt__fn_shape {
+  static constexpr bool kCluster = T == TPRT_ROW_LANES;
+  static constexpr int V = DP == TPRT_DTYPE_F32 ? 1 : 2;
+  static constexpr int B = G == 0 ? 1 : kCluster ? 4 / V : (TPRT__FN_ROW_UNITS / G > 0 ? TPRT__FN_ROW_UNITS / G : 1);
+  static constexpr int PUSH = kCluster ? 4 : 8;
+  static constexpr int NORM = kCluster ? 4 : 16;
+};
 
 // The flag after |e|: never zero (a zeroed unit is never current).
 static __device__ __forceinline__ unsigned tprt__fn_next(unsigned e) { return e == 0xFFFFFFFFu ? 1u : e + 1u; }
@@ -94,7 +115,7 @@ static __device__ __forceinline__ float tprt__round_to(float v) {
 // the group size (registers); G = 0: |n| members at run time.
 template <int G>
 static __device__ __forceinline__ float tprt__members_sum(float* v, int n, int canonical) {
-  constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
+  constexpr int GM = G > 0 ? G : TPRT_CUDA_FUSED_MAX_GROUP;
   tprt__cuda_members_order<GM>(G > 0 ? G : n, canonical, [&](int a, int b) { v[a] = __fadd_rn(v[a], v[b]); });
   return v[0];
 }
@@ -106,26 +127,27 @@ static __device__ __forceinline__ unsigned long long* tprt__fn_slot(void* region
 }
 
 // The 4-byte words of the partial (|bytes|, a last half word padded with zeros), each with flag
-// |e|, into slot |me| of buffer |buf| on every peer; the whole grid shares the words.
+// |e|, into slot |me| of buffer |buf| on every peer; the whole grid (blocks of T threads) shares
+// the words, BATCH a thread at a time.
+template <int T, int BATCH>
 static __device__ __forceinline__ void tprt__fn_push(const tprt_cuda_peer_group_t& g, const void* partial,
                                                      int64_t bytes, int64_t slot_units, int buf, unsigned e) {
   const int me = g.index, n = g.group;
   const int64_t words = (bytes + 3) / 4, flag = (int64_t)e << 32;
   const uint32_t* src = (const uint32_t*)partial;
-  for (int64_t w0 = (int64_t)blockIdx.x * TPRT__FN_THREADS + threadIdx.x; w0 < words;
-       w0 += (int64_t)gridDim.x * TPRT__FN_THREADS * TPRT__FN_BATCH) {
-    uint32_t x[TPRT__FN_BATCH];
+  for (int64_t w0 = (int64_t)blockIdx.x * T + threadIdx.x; w0 < words; w0 += (int64_t)gridDim.x * T * BATCH) {
+    uint32_t x[BATCH];
 #pragma unroll
-    for (int k = 0; k < TPRT__FN_BATCH; ++k) {
-      const int64_t w = w0 + (int64_t)k * gridDim.x * TPRT__FN_THREADS;
+    for (int k = 0; k < BATCH; ++k) {
+      const int64_t w = w0 + (int64_t)k * gridDim.x * T;
       if (w < words) x[k] = w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w);
     }
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
       unsigned long long* dst = tprt__fn_slot(g.data[p], slot_units, buf, n, me);
 #pragma unroll
-      for (int k = 0; k < TPRT__FN_BATCH; ++k) {
-        const int64_t w = w0 + (int64_t)k * gridDim.x * TPRT__FN_THREADS;
+      for (int k = 0; k < BATCH; ++k) {
+        const int64_t w = w0 + (int64_t)k * gridDim.x * T;
         if (w < words) tprt__st_volatile_u64(dst + w, (unsigned long long)flag | x[k]);
       }
     }
@@ -189,14 +211,15 @@ static __device__ __forceinline__ void tprt__fn_cluster_wait(void) {
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
-template <int DP, int DR, int G>
-static __global__ void __launch_bounds__(TPRT__FN_THREADS)
+template <int DP, int DR, int G, int T>
+static __global__ void __launch_bounds__(T)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical) {
-  constexpr int GM = G > 0 ? G : TPRT_MAX_WORLD_SIZE;
-  constexpr int B = G > 0 ? TPRT__FN_BATCH : 1;  // column groups in flight per thread (one: run-time groups)
+  constexpr int GM = G > 0 ? G : TPRT_CUDA_FUSED_MAX_GROUP;
+  using Shape = tprt__fn_shape<T, G, DP>;
+  constexpr int B = Shape::B, V = Shape::V;
   constexpr int WARPS = TPRT_ROW_LANES / 32;     // the canonical tree's warps
   extern __shared__ float part_sm[];             // this block's residual_out values: [group k][lane - first lane]
   __shared__ float warp_sum[2][WARPS];           // the row's warp sums (rows alternate between the two)
@@ -204,34 +227,38 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
   __shared__ unsigned epoch, last_units, last_buf;
   const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
-  unsigned cs, c;  // the cluster's blocks, this block's rank in it
-  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(cs));
-  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
+  unsigned cs = 1, c = 0;  // the cluster's blocks, this block's rank in it (a block per row: a cluster of one)
+  if (Shape::kCluster) {
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(cs));
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
+  }
   const int W = TPRT_ROW_LANES / (int)cs;  // this block's lanes: c W .. c W + W - 1 of every group
   if (t == 0) {
     epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
     last_units = *(volatile unsigned*)&g.counters[2];
     last_buf = *(volatile unsigned*)&g.counters[3];
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if (Shape::kCluster) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
   }
   __syncthreads();
-  tprt__fn_cluster_arrive();  // the barriers are initialized; waited for before the first exchange
+  if (Shape::kCluster) tprt__fn_cluster_arrive();  // the barriers are initialized; waited for before the first exchange
   const bool traced = g.trace && blockIdx.x == 0 && t == 0;
   unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
   const int buf = (int)((last_buf + 1) % 3);
   const int64_t slot_units = tprt_cuda_fused_slot_bytes(g.capacity) / 4, esz = DP == TPRT_DTYPE_F32 ? 4 : 2;
   const int64_t bytes = m * h * esz;
-  tprt__fn_push(g, partial, bytes, slot_units, buf, e);
+  tprt__fn_push<T, Shape::PUSH>(g, partial, bytes, slot_units, buf, e);
   if (traced) clock[1] = tprt__fn_clock();
   // Zero the last call's units (read then by this member).
   const int64_t stale = last_units;
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     unsigned long long* old = tprt__fn_slot(g.data[me], slot_units, (int)last_buf, n, p);
-    for (int64_t w = (int64_t)blockIdx.x * TPRT__FN_THREADS + t; w < stale; w += (int64_t)gridDim.x * TPRT__FN_THREADS)
+    for (int64_t w = (int64_t)blockIdx.x * T + t; w < stale; w += (int64_t)gridDim.x * T)
       old[w] = 0ull;
   }
   // Member p's units: p's slot of this call's buffer in this member's region (the own partial is
@@ -239,33 +266,38 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
   const unsigned long long* slot[GM];
 #pragma unroll
   for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
-  tprt__fn_cluster_wait();
+  if (Shape::kCluster) tprt__fn_cluster_wait();
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
   const int64_t clusters = gridDim.x / cs;
-  // Thread t's columns: lane c W + t mod W of the groups k = t / W, t / W + cs, ...
-  const int64_t lane = (int64_t)c * W + t % W, k_first = t / W;
+  // Thread t's columns, V at a time: lanes c W + V q .. + V - 1 (q = t mod (W / V)) of the groups
+  // k = t / (W / V), ... SL apart (a lane's units are whole: 2-byte rows are even). It reduces them,
+  // stores them to part_sm and normalizes them; the sum of squares reads part_sm by lane.
+  const int PL = W / V, SL = T / PL;
+  const int64_t lane_v = (int64_t)c * W + V * (t % PL), kv_first = t / PL;
   bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
   unsigned iter = 0;
   for (int64_t row = blockIdx.x / cs; row < m; row += clusters, ++iter) {
     const int64_t base = row * h;
     const int par = (int)(iter & 1);
-    if (t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
-    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * B) {
-      float v[B][GM], res[B];
+    if (Shape::kCluster && t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
+    for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * B) {
+      float v[B][V][GM], res[B][V];
       unsigned long long u[B][GM];
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
+        const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
         if (j >= h) continue;
-        res[b] = tprt__cuda_ld(residual, DR, base + j);
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          if (j + i < h) {
+            res[b][i] = tprt__cuda_ld(residual, DR, base + j + i);
+#pragma unroll
+            for (int p = 0; p < GM; ++p)
+              if (p == me) v[b][i][p] = tprt__cuda_ld(partial, DP, base + j + i);
+          }
 #pragma unroll
         for (int p = 0; p < GM; ++p)
-          if (p < members) {
-            if (p == me)
-              v[b][p] = tprt__cuda_ld(partial, DP, base + j);
-            else
-              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
-          }
+          if (p < members && p != me) u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
       }
       // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
       // (one round trip per poll, not one per unit), until they do or the abort word is set.
@@ -273,7 +305,7 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
         bool ready = true;
 #pragma unroll
         for (int b = 0; b < B; ++b) {
-          const int64_t j = lane + TPRT_ROW_LANES * (k0 + (int64_t)cs * b);
+          const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
 #pragma unroll
           for (int p = 0; p < GM; ++p)
             if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e) {
@@ -287,21 +319,26 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
       if (traced && !clock[2]) clock[2] = tprt__fn_clock();
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
-        if (j >= h) continue;
+        const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
 #pragma unroll
-        for (int p = 0; p < GM; ++p)
-          if (p < members && p != me) v[b][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j);
-        const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b], n, canonical), res[b]));
-        tprt__cuda_st(residual_out, DR, base + j, out);
-        part_sm[k * W + t % W] = out;
+        for (int i = 0; i < V; ++i) {
+          if (j + i >= h) continue;
+#pragma unroll
+          for (int p = 0; p < GM; ++p)
+            if (p < members && p != me) v[b][i][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j + i);
+          const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b][i], n, canonical), res[b][i]));
+          tprt__cuda_st(residual_out, DR, base + j + i, out);
+          part_sm[k * W + V * (t % PL) + i] = out;
+        }
       }
     }
     __syncthreads();  // the block's values are in part_sm
     // The canonical row tree (tprt__cuda_row_tree): lane l accumulates columns l, l + 256, ... in
     // order; a warp's shuffles sum its 32 lanes; every block of the cluster receives the 8 warp sums
-    // (st.async into its warp_sum, counted by its barrier) and sums them in the tree's order.
+    // (st.async into its warp_sum, counted by its barrier; a block per row: its own stores) and
+    // sums them in the tree's order.
     if (t < W) {
+      const int64_t lane = (int64_t)c * W + t;
       float acc = 0.0f;
       for (int64_t k = 0; k < groups && lane + TPRT_ROW_LANES * k < h; ++k) {
         const float x = part_sm[k * W + t];
@@ -311,37 +348,52 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
       for (int s = 32 / 2; s >= 1; s /= 2) acc = __fadd_rn(acc, __shfl_down_sync(0xFFFFFFFFu, acc, s));
       if (t % 32 == 0) {
         const int w = (int)(c * (W / 32) + t / 32);
-        for (unsigned r = 0; r < cs; ++r)
-          tprt__fn_send(tprt__fn_smem(&warp_sum[par][w]), tprt__fn_smem(&bar[par]), r, acc);
+        if (Shape::kCluster)
+          for (unsigned r = 0; r < cs; ++r)
+            tprt__fn_send(tprt__fn_smem(&warp_sum[par][w]), tprt__fn_smem(&bar[par]), r, acc);
+        else
+          warp_sum[par][w] = acc;
       }
     }
-    tprt__fn_wait(tprt__fn_smem(&bar[par]), (iter >> 1) & 1);
+    if (Shape::kCluster)
+      tprt__fn_wait(tprt__fn_smem(&bar[par]), (iter >> 1) & 1);
+    else
+      __syncthreads();
     const float* ws = warp_sum[par];
     const float total = __fadd_rn(__fadd_rn(__fadd_rn(ws[0], ws[4]), __fadd_rn(ws[2], ws[6])),
                                   __fadd_rn(__fadd_rn(ws[1], ws[5]), __fadd_rn(ws[3], ws[7])));
     static_assert(WARPS == 8, "the tree of the warp sums above is the shuffle tree of 8");
     const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(total, hf), eps));
     if (traced && !clock[3]) clock[3] = tprt__fn_clock();
-    // The norm of this thread's own columns (their values are its own stores to part_sm).
-    for (int64_t k0 = k_first; k0 < groups; k0 += (int64_t)cs * TPRT__FN_NORM_BATCH) {
-      float x[TPRT__FN_NORM_BATCH], w[TPRT__FN_NORM_BATCH];
+    // The norm of this thread's own columns (their values are its own stores to part_sm, so the
+    // next row's stores cannot overtake another thread's reads).
+    constexpr int NB = Shape::NORM / V;
+    for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * NB) {
+      float x[NB][V], w[NB][V];
 #pragma unroll
-      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
-        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
-        if (k >= groups || j >= h) continue;
-        x[b] = part_sm[k * W + t % W];
-        w[b] = tprt__cuda_ld(gamma, g_dtype, j);
+      for (int b = 0; b < NB; ++b) {
+        const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          if (j + i < h) {
+            x[b][i] = part_sm[k * W + V * (t % PL) + i];
+            w[b][i] = tprt__cuda_ld(gamma, g_dtype, j + i);
+          }
       }
 #pragma unroll
-      for (int b = 0; b < TPRT__FN_NORM_BATCH; ++b) {
-        const int64_t k = k0 + (int64_t)cs * b, j = lane + TPRT_ROW_LANES * k;
-        if (k < groups && j < h) tprt__cuda_st(normed, DR, base + j, __fmul_rn(__fmul_rn(x[b], r), w[b]));
+      for (int b = 0; b < NB; ++b) {
+        const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          if (j + i < h) tprt__cuda_st(normed, DR, base + j + i, __fmul_rn(__fmul_rn(x[b][i], r), w[b][i]));
       }
     }
   }
   // No block leaves while a block of its cluster may still store into its shared memory.
-  tprt__fn_cluster_arrive();
-  tprt__fn_cluster_wait();
+  if (Shape::kCluster) {
+    tprt__fn_cluster_arrive();
+    tprt__fn_cluster_wait();
+  }
   if (traced) {
     const unsigned long long end = tprt__fn_clock();
     g.trace[0] += clock[1] - clock[0];
@@ -365,17 +417,17 @@ static __global__ void __launch_bounds__(TPRT__FN_THREADS)
   }
 }
 
-// The largest column groups (of 256) a block keeps in shared memory (32 KiB).
+// The largest column groups (of 256) a cluster's block keeps in shared memory (32 KiB).
 #define TPRT__FN_BLOCK_GROUPS (TPRT_CUDA_FUSED_MAX_HIDDEN / TPRT_ROW_LANES / TPRT_CUDA_FUSED_CLUSTER)
 
-// The launch of |grid| blocks in clusters of |cs|, with shared memory for one block's share of a
-// row (its lanes of every column group).
-static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int cs, int64_t h, cudaStream_t stream,
+// The launch of |grid| blocks of |threads| in clusters of |cs|, with shared memory for one block's
+// share of a row (its lanes of every column group).
+static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int threads, int cs, int64_t h, cudaStream_t stream,
                                           cudaLaunchAttribute* attr) {
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)grid);
-  cfg.blockDim = dim3(TPRT__FN_THREADS);
+  cfg.blockDim = dim3((unsigned)threads);
   cfg.dynamicSmemBytes = sizeof(float) * (size_t)groups * (TPRT_ROW_LANES / cs);
   cfg.stream = stream;
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -387,62 +439,85 @@ static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int cs, int64_t h, cudaS
   return cfg;
 }
 
-template <int DP, int DR, int G>
+template <int DP, int DR, int G, int T>
 static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
-                                           const tprt_tensor_t* partial,
-                                           const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
-                                           tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
-                                           float eps, int canonical, cudaStream_t stream) {
+                                           const tprt_tensor_t* partial, const tprt_tensor_t* residual,
+                                           const tprt_tensor_t* gamma, tprt_tensor_t* normed,
+                                           tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
+                                           cudaStream_t stream) {
   cudaLaunchAttribute attr;
-  cudaLaunchConfig_t cfg = tprt__fn_config(grid, cs, h, stream, &attr);
-  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G>, *g, (const void*)partial->data,
+  cudaLaunchConfig_t cfg = tprt__fn_config(grid, T, cs, h, stream, &attr);
+  if (!tprt__fn_shape<T, G, DP>::kCluster) cfg.numAttrs = 0;  // a plain launch: no cluster instruction runs
+  // Near the default limit (48 KiB with the static shared memory: a block per row, rows wider than
+  // 8192), raise it; not a stream op.
+  if (cfg.dynamicSmemBytes > 32 * 1024) {
+    cudaError_t set = cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G, T>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes);
+    if (set != cudaSuccess) return set;
+  }
+  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G, T>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
                             residual_out->data, m, h, (float)h, eps, canonical);
 }
 
-template <int DP, int DR>
+template <int DP, int DR, int T>
 static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
-                                         const tprt_tensor_t* partial,
-                                         const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
-                                         tprt_tensor_t* normed, tprt_tensor_t* residual_out, int64_t m, int64_t h,
-                                         float eps, int canonical, cudaStream_t stream) {
+                                         const tprt_tensor_t* partial, const tprt_tensor_t* residual,
+                                         const tprt_tensor_t* gamma, tprt_tensor_t* normed,
+                                         tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
+                                         cudaStream_t stream) {
 #define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
   switch (g->group) {
     case 2:
-      return tprt__fused_norm_launch<DP, DR, 2>(TPRT__FN_ARGS);
+      return tprt__fused_norm_launch<DP, DR, 2, T>(TPRT__FN_ARGS);
     case 4:
-      return tprt__fused_norm_launch<DP, DR, 4>(TPRT__FN_ARGS);
+      return tprt__fused_norm_launch<DP, DR, 4, T>(TPRT__FN_ARGS);
     case 8:
-      return tprt__fused_norm_launch<DP, DR, 8>(TPRT__FN_ARGS);
+      return tprt__fused_norm_launch<DP, DR, 8, T>(TPRT__FN_ARGS);
     default:
-      return tprt__fused_norm_launch<DP, DR, 0>(TPRT__FN_ARGS);
+      return tprt__fused_norm_launch<DP, DR, 0, T>(TPRT__FN_ARGS);
   }
 #undef TPRT__FN_ARGS
 }
 
-extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
-  *out = 0;
-  int device = 0, sms = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // The fewest clusters of the instantiations a call may pick (their registers differ with the
-  // group), with the widest row's shared memory.
-  const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8>};
-  int fewest = 1 << 30;
+// The fewest resident blocks of the instantiations of shape T a call may pick (their registers
+// differ with the group and dtypes), in clusters of |cs|, with the widest row's shared memory.
+template <int T>
+static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewest) {
+  const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, T>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8, T>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, T>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8, T>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8, T>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8, T>};
   for (const void* k : kernels) {
     cudaLaunchAttribute attr;
-    const int64_t grid = (sms + TPRT_CUDA_FUSED_CLUSTER - 1) / TPRT_CUDA_FUSED_CLUSTER * TPRT_CUDA_FUSED_CLUSTER;
-    cudaLaunchConfig_t cfg = tprt__fn_config(grid, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, 0, &attr);
-    int clusters = 0;
-    TPRT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
-    if (clusters < fewest) fewest = clusters;
+    cudaLaunchConfig_t cfg = tprt__fn_config((sms + cs - 1) / cs * cs, T, cs, widest, 0, &attr);
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes);
+    int clusters = 0, per_sm = 0;
+    if (e == cudaSuccess && tprt__fn_shape<T, 8, TPRT_DTYPE_F32>::kCluster)
+      e = cudaOccupancyMaxActiveClusters(&clusters, k, &cfg);
+    else if (e == cudaSuccess) {  // launched without a cluster
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, T, cfg.dynamicSmemBytes);
+      clusters = per_sm * sms;
+    }
+    if (e != cudaSuccess) return e;
+    if (clusters * cs < *fewest) *fewest = clusters * cs;
   }
-  *out = fewest * TPRT_CUDA_FUSED_CLUSTER;
+  return cudaSuccess;
+}
+
+extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) {
+  *clusters = *rows = 0;
+  int device = 0, sms = 0, in_clusters = 1 << 30, in_rows = 1 << 30;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TPRT_CUDA_RETURN_IF_ERROR(
+      tprt__fn_resident<TPRT_ROW_LANES>(sms, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, &in_clusters));
+  TPRT_CUDA_RETURN_IF_ERROR(
+      tprt__fn_resident<TPRT__FN_ROW_THREADS>(sms, 1, TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN, &in_rows));
+  *clusters = in_clusters;
+  *rows = in_rows;
   return NULL;
 }
 
@@ -453,14 +528,15 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                tprt_tensor_t* residual_out, float eps, int canonical,
                                                                cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
-  bool ok = g && g->group >= 1 && g->group <= TPRT_MAX_WORLD_SIZE && g->index >= 0 && g->index < g->group &&
-            g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->counters;
+  bool ok = g && g->group >= 1 && g->group <= TPRT_CUDA_FUSED_MAX_GROUP && g->index >= 0 && g->index < g->group &&
+            g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->max_row_blocks >= 1 && g->sms >= 1 && g->counters &&
+            g->rows_from >= 0;
   for (int p = 0; ok && p < g->group; ++p) ok = g->data[p] != NULL;
   if (!ok)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: a registered group (1..%d members, every region, "
-                            "counters, max_blocks >= %d) expected",
-                            TPRT_MAX_WORLD_SIZE, TPRT_CUDA_FUSED_CLUSTER);
+                            "counters, max_blocks >= %d, max_row_blocks >= 1, sms >= 1, rows_from >= 0) expected",
+                            TPRT_CUDA_FUSED_MAX_GROUP, TPRT_CUDA_FUSED_CLUSTER);
   if (partial->rank != 2 || residual->rank != 2 || gamma->rank != 1 || !((floats >> partial->dtype) & 1) ||
       !((floats >> residual->dtype) & 1) || !((floats >> gamma->dtype) & 1) || partial->dims[0] != residual->dims[0] ||
       partial->dims[1] != residual->dims[1] || gamma->dims[0] != residual->dims[1] ||
@@ -484,25 +560,32 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "blocks, each with at most %d columns of a row)",
                             g->cluster, (long long)h, TPRT_CUDA_FUSED_CLUSTER, TPRT__FN_BLOCK_GROUPS * TPRT_ROW_LANES);
   if (m == 0 || h == 0) return NULL;
-  // A cluster per row: of 8 blocks where the rows leave SMs to spare (decode sizes, where one SM
+  // From rows_from rows, a block of TPRT__FN_ROW_THREADS per row (the rows fill the SMs). Below, a
+  // cluster per row: of 8 blocks where the rows leave SMs to spare (decode sizes, where one SM
   // alone is bound by a row's instructions), fewer down to one where 8 would crowd them, never so
-  // few that a block's share of the row outgrows its shared memory. At least TPRT__FN_PUSH_BLOCKS
-  // blocks (they all push), at most the resident ones.
-  int device = 0, sms = 0;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t spare = sms < g->max_blocks ? sms : g->max_blocks;
-  int cs = g->cluster > 0 ? g->cluster : TPRT_CUDA_FUSED_CLUSTER;  // the caller's (checked above), or ours
+  // few that a block's share of the row outgrows its shared memory. At most the resident blocks.
+  const int64_t rows_from = g->rows_from > 0 ? g->rows_from : TPRT_CUDA_FUSED_ROWS_FROM;
+  const bool rows = g->cluster == 0 && m >= rows_from && h <= TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN;
+  const int64_t budget = rows ? g->max_row_blocks : g->max_blocks, spare = g->sms < budget ? g->sms : budget;
+  int cs = g->cluster > 0 ? g->cluster : rows ? 1 : TPRT_CUDA_FUSED_CLUSTER;  // the caller's (checked above), or ours
   while (g->cluster == 0 && cs > 1 && m * cs > spare && groups <= (int64_t)TPRT__FN_BLOCK_GROUPS * (cs / 2)) cs /= 2;
-  const int64_t most = g->max_blocks / cs, fewest = (TPRT__FN_PUSH_BLOCKS + cs - 1) / cs;
+  // The push's blocks: TPRT__FN_PUSH_BLOCKS at decode sizes (their partials are small); a block per
+  // row falls short of the SMs below the largest sizes, so every SM pushes (blocks past the rows
+  // only push).
+  const int64_t push_blocks = rows ? spare : TPRT__FN_PUSH_BLOCKS;
+  const int64_t most = budget / cs, fewest = (push_blocks + cs - 1) / cs;
   int64_t clusters = m > fewest ? m : fewest;
   if (clusters > most) clusters = most;
   cudaError_t launched = cudaSuccess;
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
-      launched = tprt__fused_norm_pick<decltype(dp)::value, decltype(dr)::value>(
-          g, clusters * cs, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical,
-          stream);
+      constexpr int DP = decltype(dp)::value, DR = decltype(dr)::value;
+      launched = rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>(g, clusters, 1, partial, residual, gamma,
+                                                                             normed, residual_out, m, h, eps,
+                                                                             canonical, stream)
+                      : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>(g, clusters * cs, cs, partial, residual, gamma,
+                                                                      normed, residual_out, m, h, eps, canonical,
+                                                                      stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(launched);

@@ -454,16 +454,23 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
 /// as pointers the caller's device can address (one GPU, or peers with access), made once per
 /// group; regions and counters start at zero. Sizes: tprt_cuda_fused_region_bytes.
 /// kernels/cuda/fused_norm.cu.
+/// The most members a group may have (each thread keeps a value per member in registers).
+#define TPRT_CUDA_FUSED_MAX_GROUP 8
 typedef struct {
-  int group, index;                 // members, and the caller's index among them
-  void* data[TPRT_MAX_WORLD_SIZE];  // each member's region: [3 buffers][group][slot]
-  unsigned* counters;               // the caller's, TPRT_CUDA_FUSED_COUNTERS words
-  int64_t capacity;                 // bytes of the largest partial a call may push
-  int max_blocks;                   // the most blocks a call launches (all resident at once)
-  const volatile unsigned* abort;   // host-mapped; non-zero: stop waiting for peers (may be NULL)
-  unsigned long long* trace;        // NULL, or TPRT_CUDA_FUSED_TRACE sums of block 0's phases (ns)
-  int cluster;                      // blocks per row (1, 2, 4 or 8, a row of at most 8192 per block);
-                                    // 0: the kernel's choice. Every member the same
+  int group, index;                       // members (1..TPRT_CUDA_FUSED_MAX_GROUP), the caller's index
+  void* data[TPRT_CUDA_FUSED_MAX_GROUP];  // each member's region: [3 buffers][group][slot]
+  unsigned* counters;                     // the caller's, TPRT_CUDA_FUSED_COUNTERS words
+  int64_t capacity;                       // bytes of the largest partial a call may push
+  int max_blocks;                         // the most blocks a call in clusters launches (all resident at once)
+  int max_row_blocks;                     // the most blocks a call of a block per row launches (the same)
+  int sms;                                // the members' fewest SMs (the launch geometry's room)
+  const volatile unsigned* abort;         // host-mapped; non-zero: stop waiting for peers (may be NULL)
+  unsigned long long* trace;              // NULL, or TPRT_CUDA_FUSED_TRACE sums of block 0's phases (ns)
+  int cluster;    // blocks per row (1, 2, 4 or 8, a row of at most 8192 per block); 0: the kernel's
+                  // choice. Every member the same
+  int rows_from;  // the fewest rows that take a block of 512 threads per row, without a cluster
+                  // (rows of at most TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN); 0: TPRT_CUDA_FUSED_ROWS_FROM.
+                  // Every member the same
 } tprt_cuda_peer_group_t;
 
 /// The trace's words, summed over calls by block 0's first thread (the benchmark's breakdown):
@@ -492,9 +499,14 @@ enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
 #define TPRT_CUDA_FUSED_MAX_HIDDEN 65536
 /// The blocks that share a row (a thread block cluster); max_blocks must hold at least one cluster.
 #define TPRT_CUDA_FUSED_CLUSTER 8
+/// From this many rows, a row takes one block of 512 threads (its row in shared memory, up to
+/// TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN elements) instead of a cluster: the rows then fill the SMs and a
+/// cluster's exchange is pure cost.
+#define TPRT_CUDA_FUSED_ROWS_FROM 64
+#define TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN 49152
 
 /// The shapes the kernel takes: NULL, or the rule a call breaks (a phrase). Contiguous [T,H] partial
-/// and residual of one shape, the partial on a 4-byte boundary, rows of at most
+/// and residual of one shape, the partial on a 4-byte boundary, rows of even length for 2-byte partials, rows of at most
 /// TPRT_CUDA_FUSED_MAX_HIDDEN, partials of at most TPRT_CUDA_FUSED_MAX_CAPACITY bytes. The backend's
 /// hook declines such calls; the kernel's entry refuses them.
 static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partial, const tprt_tensor_t* residual) {
@@ -502,6 +514,8 @@ static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partia
       partial->dims[1] != residual->dims[1])
     return "the partial and the residual must be [T,H] of one shape";
   if ((uintptr_t)partial->data % 4 != 0) return "the partial must start on a 4-byte boundary";
+  if (tprt_dtype_bytes(partial->dtype, 1) == 2 && partial->dims[1] % 2 != 0)
+    return "rows of a 2-byte partial must have an even length (a thread reduces the two elements of a 4-byte word)";
   if (residual->dims[1] > TPRT_CUDA_FUSED_MAX_HIDDEN)
     return "rows may hold at most TPRT_CUDA_FUSED_MAX_HIDDEN (65536) elements (a block's share of a row lives in "
            "its shared memory)";
@@ -523,9 +537,21 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
                                                     int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// The fused norm kernel's blocks that fit on the current device at once (divide by the members
-/// that share it for max_blocks).
-tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) TPRT_MUST_USE_RESULT;
+/// The fused norm kernel's blocks that fit on the current device at once, in each launch shape:
+/// |clusters| in clusters of TPRT_CUDA_FUSED_CLUSTER, |rows| a block per row
+/// (tprt_cuda_fused_norm_budgets makes max_blocks and max_row_blocks of them).
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) TPRT_MUST_USE_RESULT;
+
+/// A member's block budgets from the resident blocks of each shape and the |sharing| members on its
+/// GPU. With a GPU each, a call's grid must fit by itself (the stream runs one call at a time).
+/// Members sharing a GPU may run different calls at once, in either shape: each gets its share of
+/// the smaller count, in both shapes.
+static inline void tprt_cuda_fused_norm_budgets(int clusters, int rows, int sharing, int* max_blocks,
+                                                int* max_row_blocks) {
+  if (sharing > 1) clusters = rows = (clusters < rows ? clusters : rows) / sharing;
+  *max_blocks = clusters > 1 ? clusters : 1;
+  *max_row_blocks = rows > 1 ? rows : 1;
+}
 
 /// The maximum half of a max all-reduce: out[i] = the maximum of staged[g·n + i] over the |group|
 /// members as the CPU collectives keep it (tprt_max_keep: NaN skipped, +0 above -0), in |dtype|

@@ -11,7 +11,9 @@
 //   - partial bf16 or f32, residual bf16 or f32;
 //   - canonical or increasing-rank order.
 // Each rank's outputs must equal the composition's, computed on rank 0's GPU from copies of every
-// partial. Then every rank captures one call as a CUDA graph, and three replays with new partials
+// partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
+// rows, a block per row from there); odd rounds force the other shape on every case, so both
+// shapes see every case, and consecutive calls switch shapes. Then every rank captures one call as a CUDA graph, and three replays with new partials
 // must each equal the composition again: the counters advance on the device.
 //
 // A hang (a protocol bug) is reported after 20 s instead of blocking.
@@ -24,6 +26,7 @@
 // Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)]
 //        tprt-fused-norm-check bench [hidden (default 8192)]
 // Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU (bench: fewer than 2).
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -133,13 +136,14 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
     if (d != device && cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
   cudaStream_t st;
   FN_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  int resident = 0;
-  fn_status(tprt_cuda_fused_norm_resident_blocks(&resident), "resident blocks");
+  int in_clusters = 0, in_rows = 0;
+  fn_status(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows), "resident blocks");
   memset(g, 0, sizeof *g);
   g->group = g_ranks;
   g->index = me;
   g->capacity = capacity;
-  g->max_blocks = resident / sharing;
+  tprt_cuda_fused_norm_budgets(in_clusters, in_rows, sharing, &g->max_blocks, &g->max_row_blocks);
+  FN_CHECK(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device));
   size_t region_bytes = tprt_cuda_fused_region_bytes(g_ranks, capacity);
   FN_CHECK(cudaMalloc(&g_data[me], region_bytes));
   FN_CHECK(cudaMemset(g_data[me], 0, region_bytes));
@@ -192,6 +196,7 @@ static void* rank_main(void* arg) {
       tprt_tensor_t p = tprt_tensor_make(partial, c->dp, 2, dims), res = tprt_tensor_make(residual, c->dr, 2, dims),
                     gm = tprt_tensor_make(gamma, TPRT_DTYPE_BF16, 1, gd), y = tprt_tensor_make(normed, c->dr, 2, dims),
                     o = tprt_tensor_make(out, c->dr, 2, dims);
+      g.rows_from = round % 2 == 0 ? 0 : c->t >= TPRT_CUDA_FUSED_ROWS_FROM ? INT_MAX : 1;
       cudaGraphExec_t exec = NULL;
       for (int pass = 0; pass <= REPLAYS; ++pass) {  // pass 0 eager, then graph replays
         fill(host, c->dp, n, 1000u * (unsigned)me + 31u * (unsigned)k + 97u * (unsigned)pass + (unsigned)round);
@@ -296,8 +301,10 @@ static void* bench_rank(void* arg) {
   FN_CHECK(cudaMemset(residual, 0, n_max * 2));
   FN_CHECK(cudaMemset(gamma, 0, BENCH_H * 2));
   // Tuning knobs of this benchmark: FN_CLUSTER, the blocks per row (0: the kernel's choice);
-  // FN_MAX_T, the sizes up to that many tokens.
+  // FN_ROWS_FROM, the fewest rows that take a block per row (0: the kernel's choice; more than
+  // the largest size: clusters only); FN_MAX_T, the sizes up to that many tokens.
   if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
+  if (getenv("FN_ROWS_FROM")) g.rows_from = atoi(getenv("FN_ROWS_FROM"));
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
   for (int k = 0; k < g_bench_sizes; ++k) {
@@ -423,8 +430,8 @@ int main(int argc, char** argv) {
   }
   g_ranks = argc > 1 ? atoi(argv[1]) : 4;
   g_rounds = argc > 2 ? atoi(argv[2]) : 2;
-  if (g_ranks < 1 || g_ranks > TPRT_MAX_WORLD_SIZE) {
-    fprintf(stderr, "usage: tprt-fused-norm-check [ranks 1..%d] [rounds]\n", TPRT_MAX_WORLD_SIZE);
+  if (g_ranks < 1 || g_ranks > TPRT_CUDA_FUSED_MAX_GROUP) {
+    fprintf(stderr, "usage: tprt-fused-norm-check [ranks 1..%d] [rounds]\n", TPRT_CUDA_FUSED_MAX_GROUP);
     return 2;
   }
   if (g_gpus > g_ranks) g_gpus = g_ranks;

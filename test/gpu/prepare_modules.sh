@@ -59,6 +59,8 @@ CONFIGS=(
   # and 2, async starts overlapping compute with reduce-scatter along dim 1, all_gather_start.
   "fused-norm-tp4|test/e2e/Inputs/fused_norm.mlir|--pipeline=lower-cpu"
   "fused-norm-tp2|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu"
+  # The fused op's algorithm attribute set to one_shot: the kernel without TPRT_CUDA_FUSED_NORM.
+  "fused-norm-tp2-one-shot|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu --fused-norm-algorithm=one-shot"
   "async-rs-dim1-tp4|test/e2e/Inputs/async_collectives.mlir|--pipeline=lower-cpu"
   "collectives-tp4|test/e2e/Inputs/collectives.mlir|--pipeline=lower-cpu"
   # World size 8 (issue #7; skipped on machines with fewer GPUs).

@@ -180,8 +180,8 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
 
 // Enough for a cluster per rank where up to 8 ranks share an emulated GPU (the emulation runs
 // the whole grid at once, so the count shapes no row's placement).
-tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* out) {
-  *out = 8 * TPRT_CUDA_FUSED_CLUSTER;
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) {
+  *clusters = *rows = 8 * TPRT_CUDA_FUSED_CLUSTER;
   return NULL;
 }
 
