@@ -207,9 +207,12 @@ static MlirLogicalResult tpc__analyze(tpc__lowering_t* L, MlirBlock body, MlirOp
     tpc__extend_start_inputs(L, L->values[v].value, index);
   }
   // A returned value that is produced by an op (and returned once) is written straight into the
-  // caller's result buffer; arguments, aliases and repeats are copied at the end.
+  // caller's result buffer: a tp.wait's result too, whose async collective then writes its output
+  // there (a weight gradient's reduce-scatter, a data-parallel all-reduce). Arguments and repeats
+  // (a value, or two waits of one future, returned twice) are copied at the end.
   for (intptr_t j = 0; j < mlirOperationGetNumOperands(*out_return); ++j) {
     int v = tpc__find_value(L, mlirOperationGetOperand(*out_return, j));
+    if (v >= 0) v = tpc__storage_of(L, v);
     if (v >= 0 && L->values[v].store == TPC_STORE_ARENA) {
       L->values[v].store = TPC_STORE_RESULT;
       L->values[v].index = (int)j;
@@ -496,10 +499,10 @@ static MlirLogicalResult tpc__lower_func(tpc__lowering_t* L, tpc_text_t* globals
       tpc__emit_call(&b, &block, "tprt_abi_poison", slots, 1, gname);
     }
   }
-  // Results that are arguments, future aliases or returned twice are copied into place.
+  // Results that are arguments or returned twice are copied into place.
   for (int j = 0; ok && j < nres; ++j) {
-    int v = tpc__find_value(L, mlirOperationGetOperand(ret, j));
-    if (L->values[v].store == TPC_STORE_RESULT && L->values[v].index == j) continue;
+    int v = tpc__find_value(L, mlirOperationGetOperand(ret, j)), s = tpc__storage_of(L, v);
+    if (L->values[s].store == TPC_STORE_RESULT && L->values[s].index == j) continue;
     tpc__desc_t d = {{0}, 0, false};
     tpc__desc_push(&d, TPRT_ABI_DESC_MAGIC);
     tpc__desc_push(&d, 2);

@@ -56,17 +56,19 @@ func.func @returns(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, te
 /// tp.wait's result shares the storage the future names; the collective's mesh and axes become
 /// the descriptor entries: slots [f32 4x8] [f32 16x8], then 5 attributes: mesh [rank 2: 2, 4],
 /// axes as a bitmask (tp is axis 1 -> 2), dim 0, the default blocks 1 and the default order "any"
-/// (0).
-// CHECK-LABEL: module attributes {tp.arena_bytes = 512 : i64
+/// (0). The waited value is returned, so the collective writes the caller's result buffer: no
+/// arena, no copy.
+// CHECK-LABEL: module attributes {tp.arena_bytes = 0 : i64
 // CHECK:       llvm.mlir.global internal constant @__tpc_desc_gather_0(dense<[{{[0-9]+}}, 2, 2, 2, 4, 8, 2, 2, 16, 8, 5, 3, 2, 2, 4, 1, 2, 1, 0, 1, 1, 1, 0]>
 // CHECK-LABEL: func.func @tpc_entry_gather(
-// CHECK:         llvm.mlir.constant(0 : i64) : i64
-// CHECK-NEXT:    %[[BUF:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         %[[RES:.*]] = llvm.getelementptr %arg2[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[BUF:.*]] = llvm.load %[[RES]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         call @tprt_abi_all_gather_start(
 // CHECK:         llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.store %[[BUF]], %{{.*}} : !llvm.ptr, !llvm.ptr
 // CHECK:         call @tprt_abi_wait(
-// CHECK:         call @tprt_abi_copy(
+// CHECK-NOT:     call @tprt_abi_copy(
+// CHECK:         return
 "tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 4>} : () -> ()
 func.func @gather(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
   %f = "tp.all_gather_start"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<4x8xf32>) -> !tp.future<tensor<16x8xf32>>
@@ -80,7 +82,8 @@ func.func @gather(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
 /// An async collective's input stays live until its tp.wait (a device reads it on the comm
 /// stream meanwhile): %b, defined between the start and the wait, must not take %a's bytes. The
 /// arena holds %a [0, 256), the future [256, 512) and %b [512, 768); if %a died at the start,
-/// %b would reuse offset 0 and the arena would be 512 bytes.
+/// %b would reuse offset 0 and the arena would be 512 bytes. (%s is not returned itself, which
+/// would put the future in the caller's result buffer.)
 // CHECK-LABEL: module attributes {tp.arena_bytes = 768 : i64
 // CHECK-LABEL: func.func @tpc_entry_overlap(
 // CHECK:         llvm.mlir.constant(0 : i64) : i64
@@ -103,7 +106,8 @@ func.func @overlap(%x: tensor<4x16xf32>) -> (tensor<4x4xf32>, tensor<4x16xf32>) 
   %b = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   %c = "tp.add"(%b, %b) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   %s = "tp.wait"(%f) : (!tp.future<tensor<4x4xf32>>) -> tensor<4x4xf32>
-  return %s, %c : tensor<4x4xf32>, tensor<4x16xf32>
+  %t = "tp.add"(%s, %s) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %t, %c : tensor<4x4xf32>, tensor<4x16xf32>
 }
 
 // -----
@@ -131,20 +135,16 @@ func.func @unwaited(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 
 // -----
 
-/// A returned tp.wait result is copied out of the future's arena buffer after the last op: that
-/// buffer stays live to the end, so %b (defined after the wait) gets bytes of its own: the
-/// future [0, 1024), %b [1024, 1280).
-// CHECK-LABEL: module attributes {tp.arena_bytes = 1280 : i64
+/// A returned tp.wait result is written in place: the collective's output is the caller's result
+/// buffer, so the arena holds only %b [0, 256), and nothing is copied at the end.
+// CHECK-LABEL: module attributes {tp.arena_bytes = 256 : i64
 // CHECK-LABEL: func.func @tpc_entry_returned_wait(
-// CHECK:         llvm.mlir.constant(0 : i64) : i64
-// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK-NEXT:    llvm.mlir.constant(1024 : i64) : i64
-// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_all_gather_start(
 // CHECK:         call @tprt_abi_wait(
 // CHECK:         call @tprt_abi_add(
 // CHECK:         call @tprt_abi_add(
-// CHECK:         call @tprt_abi_copy(
+// CHECK-NOT:     call @tprt_abi_copy(
+// CHECK:         return
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @returned_wait(%x: tensor<4x16xf32>) -> (tensor<16x16xf32>, tensor<4x16xf32>) {
   %f = "tp.all_gather_start"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64}
@@ -153,4 +153,24 @@ func.func @returned_wait(%x: tensor<4x16xf32>) -> (tensor<16x16xf32>, tensor<4x1
   %b = "tp.add"(%x, %x) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   %c = "tp.add"(%b, %b) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   return %g, %c : tensor<16x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+/// Two waits of one future, both returned: the collective writes the first result buffer, and the
+/// second is copied from it.
+// CHECK-LABEL: module attributes {tp.arena_bytes = 0 : i64
+// CHECK-LABEL: func.func @tpc_entry_twice(
+// CHECK:         call @tprt_abi_all_gather_start(
+// CHECK:         call @tprt_abi_wait(
+// CHECK:         call @tprt_abi_wait(
+// CHECK:         call @tprt_abi_copy(
+// CHECK-NOT:     call @tprt_abi_copy(
+// CHECK:         return
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 4>} : () -> ()
+func.func @twice(%x: tensor<4x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %f = "tp.all_gather_start"(%x) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<4x8xf32>) -> !tp.future<tensor<16x8xf32>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<16x8xf32>>) -> tensor<16x8xf32>
+  %z = "tp.wait"(%f) : (!tp.future<tensor<16x8xf32>>) -> tensor<16x8xf32>
+  return %y, %z : tensor<16x8xf32>, tensor<16x8xf32>
 }
