@@ -26,6 +26,10 @@ MlirPass tpc_create_gtp_pass(void);
 /// subtrees on partial contractions, tree-ordered collectives, or tp.strategy = "gather").
 MlirPass tpc_create_invariant_pass(void);
 
+/// tp-fuse: in fast numerics, rewrites all_reduce (or reduce_scatter along the tokens) -> residual
+/// add -> rmsnorm into tp.fused_allreduce_add_rmsnorm (tp.fused_reduce_scatter_add_rmsnorm).
+MlirPass tpc_create_fuse_pass(void);
+
 /// tp-lower-runtime: plans intermediate tensors into one arena and lowers every tp op to a call
 /// of the runtime ABI (runtime/tprt_abi.h); run upstream convert-to-llvm after it.
 MlirPass tpc_create_lower_runtime_pass(void);

@@ -1,0 +1,172 @@
+// tp-fuse: in fast numerics, rewrites the end of a tensor-parallel block into one fused op:
+//
+//   %s = tp.all_reduce(%partial)           %normed, %y = tp.fused_allreduce_add_rmsnorm(
+//   %y = tp.add(%residual, %s)       ==>         %partial, %residual, %gamma)
+//   %n = tp.rmsnorm(%y, %gamma)
+//
+// and the sequence-parallel form, a reduce-scatter along the tokens (dim 0, one block) into
+// tp.fused_reduce_scatter_add_rmsnorm. The fused op sums the partials in f32 and rounds once, after
+// the residual add; the chain rounds the sum to its result type first. So the rewrite changes the
+// bits, and runs only where the module's numerics make no bitwise promise (tp.numerics "fast" or
+// absent); invariant and exact modules keep the chain, which computes what TP = 1 computes.
+//
+// Where it applies (every other chain is left as it is):
+//   - a sum over ranks (not a max), whose result has one use: the add;
+//   - the add's other operand, the residual, of the sum's type and shape (2-D), which the add keeps;
+//   - the partial in f32 or in the residual's type (the fused op's rule);
+//   - a tp.rmsnorm of the add's result, whose gamma is defined before the add (the fused op takes
+//     the add's place); the first such norm in the block when there are several.
+// The add's result keeps its other uses (the next block's residual): they take the fused op's
+// residual_out. The collective's mesh, axes and order and the norm's eps carry over; the
+// algorithm is left to tp-lower-runtime's option (default "auto").
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "pass_util.h"
+#include "passes.h"
+#include "tpc_dialect.h"
+#include "tpc_verify.h"
+
+static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
+
+// The op that uses |v| once, or a null op when |v| has no use or several.
+static MlirOperation tpc__only_user(MlirValue v) {
+  MlirOpOperand use = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)))
+    return (MlirOperation){NULL};
+  return mlirOpOperandGetOwner(use);
+}
+
+// The first tp.rmsnorm (in block order) whose x is |y|, or a null op.
+static MlirOperation tpc__norm_of(MlirValue y) {
+  MlirOperation first = {NULL};
+  for (MlirOpOperand use = mlirValueGetFirstUse(y); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation user = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(user) != TPC_OP_RMSNORM || mlirOpOperandGetOperandNumber(use) != TPC_RMSNORM_SLOT_X) continue;
+    if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(user, first)) first = user;
+  }
+  return first;
+}
+
+// |v| is defined before |op| in |op|'s block (or is an argument of its block).
+static bool tpc__defined_before(MlirValue v, MlirOperation op) {
+  if (mlirValueIsABlockArgument(v))
+    return mlirBlockEqual(mlirBlockArgumentGetOwner(v), mlirOperationGetBlock(op));
+  MlirOperation def = mlirOpResultGetOwner(v);
+  return mlirBlockEqual(mlirOperationGetBlock(def), mlirOperationGetBlock(op)) && mlirOperationIsBeforeInBlock(def, op);
+}
+
+static bool tpc__is_2d(MlirType t) { return mlirTypeIsARankedTensor(t) && mlirShapedTypeGetRank(t) == 2; }
+
+static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
+}
+
+// Rewrites the chain that starts at collective |coll| (an all-reduce, or a reduce-scatter when
+// |scatter|) when it qualifies; returns whether it did.
+static bool tpc__fuse(MlirOperation coll, bool scatter) {
+  const int kind = scatter ? TPC_OP_REDUCE_SCATTER : TPC_OP_ALL_REDUCE;
+  if (!scatter && tpc_all_reduce_get_reduce(coll) != TPC_REDUCE_SUM) return false;
+  if (scatter && (tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_ATTR_DIM) != 0 ||
+                  tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_ATTR_BLOCKS) != 1))
+    return false;
+  MlirValue partial = mlirOperationGetOperand(coll, 0), sum = mlirOperationGetResult(coll, 0);
+  MlirOperation add = tpc__only_user(sum);
+  if (mlirOperationIsNull(add) || tpc_op_get_kind(add) != TPC_OP_ADD) return false;
+  MlirValue lhs = tpc_op_get_operand(add, TPC_OP_ADD, TPC_ADD_SLOT_LHS);
+  MlirValue residual = mlirValueEqual(lhs, sum) ? tpc_op_get_operand(add, TPC_OP_ADD, TPC_ADD_SLOT_RHS) : lhs;
+  MlirValue y = mlirOperationGetResult(add, 0);
+  MlirType rt = mlirValueGetType(residual), pt = mlirValueGetType(partial);
+  if (!tpc__is_2d(rt) || !mlirTypeEqual(rt, mlirValueGetType(sum)) || !mlirTypeEqual(rt, mlirValueGetType(y)) ||
+      !tpc__is_2d(pt))
+    return false;
+  MlirType pe = mlirShapedTypeGetElementType(pt);
+  if (!mlirTypeIsAF32(pe) && !mlirTypeEqual(pe, mlirShapedTypeGetElementType(rt))) return false;
+  MlirOperation norm = tpc__norm_of(y);
+  if (mlirOperationIsNull(norm)) return false;
+  MlirValue gamma = tpc_op_get_operand(norm, TPC_OP_RMSNORM, TPC_RMSNORM_SLOT_GAMMA);
+  if (!tpc__defined_before(gamma, add)) return false;
+  MlirValue normed_old = mlirOperationGetResult(norm, 0);
+  if (!mlirTypeEqual(mlirValueGetType(normed_old), rt)) return false;
+
+  MlirContext ctx = mlirOperationGetContext(coll);
+  MlirOperationState st = mlirOperationStateGet(
+      tpc__ref(scatter ? TPC_OP_NAME_FUSED_REDUCE_SCATTER_ADD_RMSNORM : TPC_OP_NAME_FUSED_ALLREDUCE_ADD_RMSNORM),
+      mlirOperationGetLocation(add));
+  MlirValue operands[3] = {partial, residual, gamma};
+  MlirType results[2] = {rt, rt};
+  MlirNamedAttribute attrs[4];
+  intptr_t n = 0;
+  const char* carried[] = {"mesh", "axes", "order"};
+  for (int i = 0; i < 3; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(coll, tpc__ref(carried[i]));
+    if (!mlirAttributeIsNull(a)) attrs[n++] = tpc__named(ctx, carried[i], a);
+  }
+  MlirAttribute eps = mlirOperationGetAttributeByName(norm, tpc__ref("eps"));
+  if (!mlirAttributeIsNull(eps)) attrs[n++] = tpc__named(ctx, "eps", eps);
+  mlirOperationStateAddOperands(&st, 3, operands);
+  mlirOperationStateAddResults(&st, 2, results);
+  mlirOperationStateAddAttributes(&st, n, attrs);
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(add), add, fused);
+  mlirValueReplaceAllUsesOfWith(normed_old, mlirOperationGetResult(fused, 0));
+  mlirOperationDestroy(norm);
+  mlirValueReplaceAllUsesOfWith(y, mlirOperationGetResult(fused, 1));
+  mlirOperationDestroy(add);
+  mlirOperationDestroy(coll);
+  return true;
+}
+
+typedef struct {
+  MlirOperation* ops;
+  size_t count, cap;
+  bool failed;
+} tpc__fuse_list_t;
+
+static MlirWalkResult tpc__collect(MlirOperation op, void* user) {
+  tpc__fuse_list_t* l = user;
+  int kind = tpc_op_get_kind(op);
+  if (kind != TPC_OP_ALL_REDUCE && kind != TPC_OP_REDUCE_SCATTER) return MlirWalkResultAdvance;
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 32;
+    MlirOperation* grown = realloc(l->ops, cap * sizeof *grown);
+    if (!grown) {
+      l->failed = true;
+      return MlirWalkResultInterrupt;
+    }
+    l->ops = grown;
+    l->cap = cap;
+  }
+  l->ops[l->count++] = op;
+  return MlirWalkResultAdvance;
+}
+
+static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
+  (void)options;
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_NUMERICS));
+  if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics) &&
+      tpc_numerics_parse(mlirStringAttrGetValue(numerics)) != TPC_NUMERICS_FAST)
+    return mlirLogicalResultSuccess();
+  tpc__fuse_list_t list = {0};
+  mlirOperationWalk(module, tpc__collect, &list, MlirWalkPreOrder);
+  if (list.failed) {
+    free(list.ops);
+    mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
+    return mlirLogicalResultFailure();
+  }
+  // Each rewrite erases only its own collective, add and norm: the other listed collectives stay.
+  for (size_t i = 0; i < list.count; ++i) tpc__fuse(list.ops[i], tpc_op_get_kind(list.ops[i]) == TPC_OP_REDUCE_SCATTER);
+  free(list.ops);
+  return mlirLogicalResultSuccess();
+}
+
+static tpc_pass_info_t tpc__fuse_info = {
+    .argument = "tp-fuse",
+    .description = "In fast numerics, fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op",
+    .run = tpc__fuse_run,
+};
+
+MlirPass tpc_create_fuse_pass(void) { return tpc_pass_create(&tpc__fuse_info, NULL); }

@@ -1,0 +1,92 @@
+// RUN: tpc-opt %s --split-input-file --pass-pipeline='builtin.module(tp-fuse)' | FileCheck %s
+
+// tp-fuse rewrites all_reduce -> residual add -> rmsnorm (and the sequence-parallel
+// reduce_scatter along the tokens) into the fused op, in fast numerics only, where every
+// condition of lowering/fuse.c holds; anything else is left as it is.
+
+/// The end of a block and the next block's norm: one fused op; the add's result keeps its other
+/// use (the next residual) through residual_out; the collective's order and the norm's eps carry
+/// over.
+// CHECK-LABEL: func.func @block_end(
+// CHECK:         %[[F:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = 1.000000e-01 : f32, mesh = @world, order = "any"}
+// CHECK-SAME:      (tensor<8x64xf32>, tensor<8x64xbf16>, tensor<64xbf16>) -> (tensor<8x64xbf16>, tensor<8x64xbf16>)
+// CHECK-NOT:     "tp.all_reduce"
+// CHECK-NOT:     "tp.rmsnorm"
+// CHECK:         %[[Z:.*]] = "tp.add"(%[[F]]#1, %[[F]]#0)
+// CHECK:         return %[[Z]], %[[F]]#1
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @block_end(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>)
+    -> (tensor<8x64xbf16>, tensor<8x64xbf16>) {
+  %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"], order = "any"} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 0.1 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %z = "tp.add"(%y, %n) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  return %z, %y : tensor<8x64xbf16>, tensor<8x64xbf16>
+}
+
+// -----
+
+/// Sequence parallelism: a reduce-scatter along the tokens (dim 0) becomes the fused
+/// reduce-scatter form; one along dim 1 does not.
+// CHECK-LABEL: func.func @tokens(
+// CHECK:         "tp.fused_reduce_scatter_add_rmsnorm"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = {{.*}}, mesh = @world}
+// CHECK-SAME:      (tensor<8x64xf32>, tensor<4x64xbf16>, tensor<64xbf16>) -> (tensor<4x64xbf16>, tensor<4x64xbf16>)
+// CHECK-LABEL: func.func @columns(
+// CHECK:         "tp.reduce_scatter"
+// CHECK:         "tp.rmsnorm"
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @tokens(%p: tensor<8x64xf32>, %r: tensor<4x64xbf16>, %g: tensor<64xbf16>) -> tensor<4x64xbf16> {
+  %s = "tp.reduce_scatter"(%p) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<4x64xbf16>
+  %y = "tp.add"(%s, %r) : (tensor<4x64xbf16>, tensor<4x64xbf16>) -> tensor<4x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<4x64xbf16>, tensor<64xbf16>) -> tensor<4x64xbf16>
+  return %n : tensor<4x64xbf16>
+}
+func.func @columns(%p: tensor<8x64xf32>, %r: tensor<8x32xbf16>, %g: tensor<32xbf16>) -> tensor<8x32xbf16> {
+  %s = "tp.reduce_scatter"(%p) {mesh = @world, axes = ["tp"], dim = 1 : i64} : (tensor<8x64xf32>) -> tensor<8x32xbf16>
+  %y = "tp.add"(%s, %r) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x32xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  return %n : tensor<8x32xbf16>
+}
+
+// -----
+
+/// Chains left unfused: the sum used twice, a max all-reduce, no norm of the sum, a gamma
+/// computed after the add.
+// CHECK-LABEL: func.func @left(
+// CHECK-NOT:     "tp.fused_
+// CHECK:         return
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @left(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>)
+    -> (tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>) {
+  %s1 = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y1 = "tp.add"(%r, %s1) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n1 = "tp.rmsnorm"(%y1, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %w1 = "tp.add"(%s1, %n1) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %s2 = "tp.all_reduce"(%r) {mesh = @world, axes = ["tp"], reduce = "max"} : (tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %y2 = "tp.add"(%r, %s2) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n2 = "tp.rmsnorm"(%y2, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %s3 = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y3 = "tp.add"(%r, %s3) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %s4 = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y4 = "tp.add"(%r, %s4) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %g4 = "tp.add"(%g, %g) : (tensor<64xbf16>, tensor<64xbf16>) -> tensor<64xbf16>
+  %n4 = "tp.rmsnorm"(%y4, %g4) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  return %w1, %n2, %y3, %n4, %y2 : tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>
+}
+
+// -----
+
+/// Invariant (and exact) numerics keep the chain: it rounds the sum before the add, as TP = 1's
+/// linear rounds its output, and the fused op rounds once.
+// CHECK-LABEL: module attributes {tp.numerics = "invariant"}
+// CHECK-NOT:     "tp.fused_
+// CHECK:         "tp.all_reduce"
+module attributes {tp.numerics = "invariant"} {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @kept(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>) -> tensor<8x64xbf16> {
+    %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"], order = "canonical"} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+    %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+    %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+    return %n : tensor<8x64xbf16>
+  }
+}
