@@ -40,12 +40,14 @@ static MlirOperation tpc__only_user(MlirValue v) {
   return mlirOpOperandGetOwner(use);
 }
 
-// The first tp.rmsnorm (in block order) whose x is |y|, or a null op.
-static MlirOperation tpc__norm_of(MlirValue y) {
+// The first tp.rmsnorm (in block order) of |add|'s block whose x is |y|, or a null op.
+static MlirOperation tpc__norm_of(MlirValue y, MlirOperation add) {
   MlirOperation first = {NULL};
   for (MlirOpOperand use = mlirValueGetFirstUse(y); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
     MlirOperation user = mlirOpOperandGetOwner(use);
-    if (tpc_op_get_kind(user) != TPC_OP_RMSNORM || mlirOpOperandGetOperandNumber(use) != TPC_RMSNORM_SLOT_X) continue;
+    if (tpc_op_get_kind(user) != TPC_OP_RMSNORM || mlirOpOperandGetOperandNumber(use) != TPC_RMSNORM_SLOT_X ||
+        !mlirBlockEqual(mlirOperationGetBlock(user), mlirOperationGetBlock(add)))
+      continue;
     if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(user, first)) first = user;
   }
   return first;
@@ -85,7 +87,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
     return false;
   MlirType pe = mlirShapedTypeGetElementType(pt);
   if (!mlirTypeIsAF32(pe) && !mlirTypeEqual(pe, mlirShapedTypeGetElementType(rt))) return false;
-  MlirOperation norm = tpc__norm_of(y);
+  MlirOperation norm = tpc__norm_of(y, add);
   if (mlirOperationIsNull(norm)) return false;
   MlirValue gamma = tpc_op_get_operand(norm, TPC_OP_RMSNORM, TPC_RMSNORM_SLOT_GAMMA);
   if (!tpc__defined_before(gamma, add)) return false;
