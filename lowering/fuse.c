@@ -127,29 +127,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
   return true;
 }
 
-typedef struct {
-  MlirOperation* ops;
-  size_t count, cap;
-  bool failed;
-} tpc__fuse_list_t;
-
-static MlirWalkResult tpc__collect(MlirOperation op, void* user) {
-  tpc__fuse_list_t* l = user;
-  int kind = tpc_op_get_kind(op);
-  if (kind != TPC_OP_ALL_REDUCE && kind != TPC_OP_REDUCE_SCATTER) return MlirWalkResultAdvance;
-  if (l->count == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 32;
-    MlirOperation* grown = realloc(l->ops, cap * sizeof *grown);
-    if (!grown) {
-      l->failed = true;
-      return MlirWalkResultInterrupt;
-    }
-    l->ops = grown;
-    l->cap = cap;
-  }
-  l->ops[l->count++] = op;
-  return MlirWalkResultAdvance;
-}
+static bool tpc__is_sum_collective(int kind) { return kind == TPC_OP_ALL_REDUCE || kind == TPC_OP_REDUCE_SCATTER; }
 
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
@@ -157,16 +135,15 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics) &&
       tpc_numerics_parse(mlirStringAttrGetValue(numerics)) != TPC_NUMERICS_FAST)
     return mlirLogicalResultSuccess();
-  tpc__fuse_list_t list = {0};
-  mlirOperationWalk(module, tpc__collect, &list, MlirWalkPreOrder);
-  if (list.failed) {
-    free(list.ops);
+  intptr_t count = 0;
+  MlirOperation* colls = tpc_collect_ops(module, tpc__is_sum_collective, &count);
+  if (count < 0) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
     return mlirLogicalResultFailure();
   }
   // Each rewrite erases only its own collective, add and norm: the other listed collectives stay.
-  for (size_t i = 0; i < list.count; ++i) tpc__fuse(list.ops[i], tpc_op_get_kind(list.ops[i]) == TPC_OP_REDUCE_SCATTER);
-  free(list.ops);
+  for (intptr_t i = 0; i < count; ++i) tpc__fuse(colls[i], tpc_op_get_kind(colls[i]) == TPC_OP_REDUCE_SCATTER);
+  free(colls);
   return mlirLogicalResultSuccess();
 }
 

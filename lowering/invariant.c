@@ -614,25 +614,6 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
 // The pass
 //===----------------------------------------------------------------------===//
 
-typedef struct {
-  MlirOperation* ops;
-  size_t count, cap;
-} tpc__oplist_t;
-
-static MlirWalkResult tpc__collect(MlirOperation op, void* user) {
-  tpc__oplist_t* l = user;
-  if (tpc_op_get_kind(op) == TPC_OP_UNKNOWN) return MlirWalkResultAdvance;
-  if (l->count == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 64;
-    MlirOperation* grown = realloc(l->ops, cap * sizeof *grown);
-    if (!grown) return MlirWalkResultInterrupt;
-    l->ops = grown;
-    l->cap = cap;
-  }
-  l->ops[l->count++] = op;
-  return MlirWalkResultAdvance;
-}
-
 static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options) {
   (void)options;
   MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_NUMERICS));
@@ -645,27 +626,31 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
   MlirAttribute strategy = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_STRATEGY));
   I.gather = !mlirAttributeIsNull(strategy) && mlirAttributeIsAString(strategy) &&
              mlirStringRefEqual(mlirStringAttrGetValue(strategy), tpc__ref("gather"));
-  tpc__oplist_t ops = {0};
-  mlirOperationWalk(module, tpc__collect, &ops, MlirWalkPreOrder);
+  intptr_t count = 0;
+  MlirOperation* ops = tpc_collect_ops(module, NULL, &count);
   // Reductions over ranks first (they fix their producers' chunks, or are replaced by gathers:
   // each collective is visited once, and only it and its producer can be erased), then every
   // remaining dgrad of a GLU gets the segmented order of the whole tree.
-  for (size_t i = 0; i < ops.count; ++i) {
-    if (tpc__is_dead(&I, ops.ops[i])) continue;
-    int kind = tpc_op_get_kind(ops.ops[i]);
+  for (intptr_t i = 0; i < count; ++i) {
+    if (tpc__is_dead(&I, ops[i])) continue;
+    int kind = tpc_op_get_kind(ops[i]);
     // A max all-reduce (an amax over shards) is exact in any order: nothing to make canonical.
-    if (kind == TPC_OP_ALL_REDUCE && tpc_all_reduce_get_reduce(ops.ops[i]) == TPC_REDUCE_MAX) continue;
-    if (tpc__reduced_slot(kind) >= 0) tpc__canonical_collective(&I, ops.ops[i], kind);
+    if (kind == TPC_OP_ALL_REDUCE && tpc_all_reduce_get_reduce(ops[i]) == TPC_REDUCE_MAX) continue;
+    if (tpc__reduced_slot(kind) >= 0) tpc__canonical_collective(&I, ops[i], kind);
   }
-  ops.count = 0;
-  mlirOperationWalk(module, tpc__collect, &ops, MlirWalkPreOrder);
-  for (size_t i = 0; I.ok && i < ops.count; ++i) {
-    int kind = tpc_op_get_kind(ops.ops[i]);
+  free(ops);
+  if (count >= 0) ops = tpc_collect_ops(module, NULL, &count);
+  if (count < 0) {
+    mlirEmitError(mlirOperationGetLocation(module), "tp-invariant: out of host memory");
+    I.ok = false;
+  }
+  for (intptr_t i = 0; I.ok && i < count; ++i) {
+    int kind = tpc_op_get_kind(ops[i]);
     if ((kind == TPC_OP_LINEAR_DGRAD || kind == TPC_OP_GROUPED_LINEAR_DGRAD) &&
-        tpc__get_i64(ops.ops[i], kind, "chunks", 0) == 0 && !tpc__get_bool(ops.ops[i], kind, "partial"))
-      tpc__canonical_producer(&I, ops.ops[i], ops.ops[i], 1);
+        tpc__get_i64(ops[i], kind, "chunks", 0) == 0 && !tpc__get_bool(ops[i], kind, "partial"))
+      tpc__canonical_producer(&I, ops[i], ops[i], 1);
   }
-  free(ops.ops);
+  free(ops);
   free(I.dead);
   return I.ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

@@ -166,3 +166,40 @@ MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i) {
   MlirAttribute n = tpc_slot_attr(func, result, i, TPC_ARG_ATTR_NAME);
   return !mlirAttributeIsNull(n) && mlirAttributeIsAString(n) ? mlirStringAttrGetValue(n) : (MlirStringRef){NULL, 0};
 }
+
+typedef struct {
+  bool (*keep)(int kind);
+  MlirOperation* ops;
+  intptr_t count, cap;
+  bool oom;
+} tpc__collected_t;
+
+static MlirWalkResult tpc__collect_op(MlirOperation op, void* user) {
+  tpc__collected_t* c = user;
+  int kind = tpc_op_get_kind(op);
+  if (kind == TPC_OP_UNKNOWN || (c->keep && !c->keep(kind))) return MlirWalkResultAdvance;
+  if (c->count == c->cap) {
+    intptr_t cap = c->cap ? 2 * c->cap : 64;
+    MlirOperation* grown = realloc(c->ops, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      c->oom = true;
+      return MlirWalkResultInterrupt;
+    }
+    c->ops = grown;
+    c->cap = cap;
+  }
+  c->ops[c->count++] = op;
+  return MlirWalkResultAdvance;
+}
+
+MlirOperation* tpc_collect_ops(MlirOperation root, bool (*keep)(int kind), intptr_t* count) {
+  tpc__collected_t c = {.keep = keep};
+  mlirOperationWalk(root, tpc__collect_op, &c, MlirWalkPreOrder);
+  if (c.oom) {
+    free(c.ops);
+    *count = -1;
+    return NULL;
+  }
+  *count = c.count;
+  return c.ops;
+}

@@ -52,6 +52,11 @@ MlirAttribute tpc_slot_attr(MlirOperation func, bool result, intptr_t i, const c
 /// Its tp.name (the user's and the checkpoint's name of the tensor), or a null string ref.
 MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i);
 
+/// The tp ops under |root| in pre-order, those whose kind |keep| accepts (|keep| NULL: every tp
+/// op), as an array the caller frees, with their number in *|count|. NULL when there is none, or
+/// when out of host memory (then *|count| is -1).
+MlirOperation* tpc_collect_ops(MlirOperation root, bool (*keep)(int kind), intptr_t* count);
+
 #ifdef __cplusplus
 }
 #endif
