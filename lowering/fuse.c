@@ -30,8 +30,6 @@
 #include "tpc_dialect.h"
 #include "tpc_verify.h"
 
-static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
-
 // The op that uses |v| once, or a null op when |v| has no use or several.
 static MlirOperation tpc__only_user(MlirValue v) {
   MlirOpOperand use = mlirValueGetFirstUse(v);
@@ -62,10 +60,6 @@ static bool tpc__defined_before(MlirValue v, MlirOperation op) {
 }
 
 static bool tpc__is_2d(MlirType t) { return mlirTypeIsARankedTensor(t) && mlirShapedTypeGetRank(t) == 2; }
-
-static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
-  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
-}
 
 // Rewrites the chain that starts at collective |coll| (an all-reduce, or a reduce-scatter when
 // |scatter|) when it qualifies; returns whether it did.
@@ -101,7 +95,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
 
   MlirContext ctx = mlirOperationGetContext(coll);
   MlirOperationState st = mlirOperationStateGet(
-      tpc__ref(scatter ? TPC_OP_NAME_FUSED_REDUCE_SCATTER_ADD_RMSNORM : TPC_OP_NAME_FUSED_ALLREDUCE_ADD_RMSNORM),
+      tpc_ref(scatter ? TPC_OP_NAME_FUSED_REDUCE_SCATTER_ADD_RMSNORM : TPC_OP_NAME_FUSED_ALLREDUCE_ADD_RMSNORM),
       mlirOperationGetLocation(add));
   MlirValue operands[3] = {partial, residual, gamma};
   MlirType results[2] = {rt, rt};
@@ -109,11 +103,11 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
   intptr_t n = 0;
   const char* carried[] = {"mesh", "axes", "order"};
   for (int i = 0; i < 3; ++i) {
-    MlirAttribute a = mlirOperationGetAttributeByName(coll, tpc__ref(carried[i]));
-    if (!mlirAttributeIsNull(a)) attrs[n++] = tpc__named(ctx, carried[i], a);
+    MlirAttribute a = mlirOperationGetAttributeByName(coll, tpc_ref(carried[i]));
+    if (!mlirAttributeIsNull(a)) attrs[n++] = tpc_named_attr(ctx, carried[i], a);
   }
-  MlirAttribute eps = mlirOperationGetAttributeByName(norm, tpc__ref("eps"));
-  if (!mlirAttributeIsNull(eps)) attrs[n++] = tpc__named(ctx, "eps", eps);
+  MlirAttribute eps = mlirOperationGetAttributeByName(norm, tpc_ref("eps"));
+  if (!mlirAttributeIsNull(eps)) attrs[n++] = tpc_named_attr(ctx, "eps", eps);
   mlirOperationStateAddOperands(&st, 3, operands);
   mlirOperationStateAddResults(&st, 2, results);
   mlirOperationStateAddAttributes(&st, n, attrs);
@@ -131,7 +125,7 @@ static bool tpc__is_sum_collective(int kind) { return kind == TPC_OP_ALL_REDUCE 
 
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
-  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_NUMERICS));
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_NUMERICS));
   if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics) &&
       tpc_numerics_parse(mlirStringAttrGetValue(numerics)) != TPC_NUMERICS_FAST)
     return mlirLogicalResultSuccess();

@@ -73,10 +73,8 @@ static bool tpc__is_dead(const tpc__inv_t* I, MlirOperation op) {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
-
 static int tpc__attr_index(int kind, const char* name) {
-  return tpc_op_spec_find_attr(tpc_op_get_spec(kind), tpc__ref(name));
+  return tpc_op_spec_find_attr(tpc_op_get_spec(kind), tpc_ref(name));
 }
 
 static int64_t tpc__get_i64(MlirOperation op, int kind, const char* name, int64_t fallback) {
@@ -90,11 +88,11 @@ static bool tpc__get_bool(MlirOperation op, int kind, const char* name) {
 }
 
 static void tpc__set_i64(tpc__inv_t* I, MlirOperation op, const char* name, int64_t v) {
-  mlirOperationSetAttributeByName(op, tpc__ref(name), mlirIntegerAttrGet(mlirIntegerTypeGet(I->ctx, 64), v));
+  mlirOperationSetAttributeByName(op, tpc_ref(name), mlirIntegerAttrGet(mlirIntegerTypeGet(I->ctx, 64), v));
 }
 
 static void tpc__set_str(tpc__inv_t* I, MlirOperation op, const char* name, const char* v) {
-  mlirOperationSetAttributeByName(op, tpc__ref(name), mlirStringAttrGet(I->ctx, tpc__ref(v)));
+  mlirOperationSetAttributeByName(op, tpc_ref(name), mlirStringAttrGet(I->ctx, tpc_ref(v)));
 }
 
 static const char* tpc__op_name(MlirOperation op, char* buf, size_t size) {
@@ -149,8 +147,8 @@ static MlirOperation tpc__bias_add(MlirValue v) {
 
 // The number of ranks a collective's `axes` span on its mesh, or -1 (with a diagnostic).
 static int64_t tpc__group_size(tpc__inv_t* I, MlirOperation op) {
-  MlirAttribute mesh_ref = mlirOperationGetAttributeByName(op, tpc__ref("mesh"));
-  MlirAttribute axes = mlirOperationGetAttributeByName(op, tpc__ref("axes"));
+  MlirAttribute mesh_ref = mlirOperationGetAttributeByName(op, tpc_ref("mesh"));
+  MlirAttribute axes = mlirOperationGetAttributeByName(op, tpc_ref("axes"));
   MlirOperation mesh = {NULL};
   if (!mlirAttributeIsNull(mesh_ref) && mlirAttributeIsAFlatSymbolRef(mesh_ref))
     mesh = tpc_mesh_lookup(op, mlirFlatSymbolRefAttrGetValue(mesh_ref));
@@ -274,10 +272,6 @@ static MlirType tpc__shaped_like(MlirValue v, int64_t grow, int64_t ranks, int64
   return mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t), mlirAttributeGetNull());
 }
 
-static MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, MlirAttribute a) {
-  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc__ref(name)), a);
-}
-
 // The attributes of |op| but `partial` and `chunks`, into |attrs| (at most |cap|): the whole
 // contraction that replaces a partial one. Returns how many.
 static intptr_t tpc__whole_attrs(MlirOperation op, MlirNamedAttribute* attrs, intptr_t cap) {
@@ -285,7 +279,7 @@ static intptr_t tpc__whole_attrs(MlirOperation op, MlirNamedAttribute* attrs, in
   for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op) && n < cap; ++i) {
     MlirNamedAttribute at = mlirOperationGetAttribute(op, i);
     MlirStringRef name = mlirIdentifierStr(at.name);
-    if (mlirStringRefEqual(name, tpc__ref("partial")) || mlirStringRefEqual(name, tpc__ref("chunks"))) continue;
+    if (mlirStringRefEqual(name, tpc_ref("partial")) || mlirStringRefEqual(name, tpc_ref("chunks"))) continue;
     attrs[n++] = at;
   }
   return n;
@@ -297,16 +291,16 @@ static intptr_t tpc__whole_attrs(MlirOperation op, MlirNamedAttribute* attrs, in
 static MlirValue tpc__data_move(tpc__inv_t* I, MlirOperation before, MlirValue v, MlirAttribute mesh, MlirAttribute axes,
                                 int64_t ranks, int64_t dim, int64_t split, int64_t blocks) {
   MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
-  MlirOperationState st = mlirOperationStateGet(tpc__ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL),
+  MlirOperationState st = mlirOperationStateGet(tpc_ref(split < 0 ? TPC_OP_NAME_ALL_GATHER : TPC_OP_NAME_ALL_TO_ALL),
                                                 mlirOperationGetLocation(before));
   MlirType out = tpc__shaped_like(v, dim, ranks, split);
   MlirNamedAttribute attrs[5];
   intptr_t n = 0;
-  attrs[n++] = tpc__named(I->ctx, "mesh", mesh);
-  attrs[n++] = tpc__named(I->ctx, "axes", axes);
-  attrs[n++] = tpc__named(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, dim));
-  if (split >= 0) attrs[n++] = tpc__named(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split));
-  if (blocks > 0) attrs[n++] = tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, blocks));
+  attrs[n++] = tpc_named_attr(I->ctx, "mesh", mesh);
+  attrs[n++] = tpc_named_attr(I->ctx, "axes", axes);
+  attrs[n++] = tpc_named_attr(I->ctx, split < 0 ? "dim" : "concat_dim", mlirIntegerAttrGet(i64, dim));
+  if (split >= 0) attrs[n++] = tpc_named_attr(I->ctx, "split_dim", mlirIntegerAttrGet(i64, split));
+  if (blocks > 0) attrs[n++] = tpc_named_attr(I->ctx, "blocks", mlirIntegerAttrGet(i64, blocks));
   mlirOperationStateAddOperands(&st, 1, &v);
   mlirOperationStateAddResults(&st, 1, &out);
   mlirOperationStateAddAttributes(&st, n, attrs);
@@ -317,8 +311,8 @@ static MlirValue tpc__data_move(tpc__inv_t* I, MlirOperation before, MlirValue v
 
 // The same over |coll|'s mesh and axes, before |coll| (the gather strategy's operand moves).
 static MlirValue tpc__move(tpc__inv_t* I, MlirOperation coll, MlirValue v, int64_t dim, int64_t split, int64_t ranks) {
-  return tpc__data_move(I, coll, v, mlirOperationGetAttributeByName(coll, tpc__ref("mesh")),
-                        mlirOperationGetAttributeByName(coll, tpc__ref("axes")), ranks, dim, split, -1);
+  return tpc__data_move(I, coll, v, mlirOperationGetAttributeByName(coll, tpc_ref("mesh")),
+                        mlirOperationGetAttributeByName(coll, tpc_ref("axes")), ranks, dim, split, -1);
 }
 
 // Replaces |producer| + |coll| (an all_reduce, or a reduce_scatter along the tokens) by gathers of
@@ -375,8 +369,8 @@ static bool tpc__gather(tpc__inv_t* I, MlirOperation coll, int ckind, MlirOperat
   intptr_t na = tpc__whole_attrs(producer, attrs, 14);
   MlirType i64 = mlirIntegerTypeGet(I->ctx, 64);
   if (segmented) {
-    attrs[na++] = tpc__named(I->ctx, "segments", mlirIntegerAttrGet(i64, 2));
-    attrs[na++] = tpc__named(I->ctx, "blocks", mlirIntegerAttrGet(i64, ranks));
+    attrs[na++] = tpc_named_attr(I->ctx, "segments", mlirIntegerAttrGet(i64, 2));
+    attrs[na++] = tpc_named_attr(I->ctx, "blocks", mlirIntegerAttrGet(i64, ranks));
   }
   mlirOperationStateAddAttributes(&st, na, attrs);
   MlirOperation full = mlirOperationCreate(&st);
@@ -476,8 +470,8 @@ static MlirOperation tpc__only_reader(MlirValue v) {
 // Returns false, changing nothing, where the chain has another shape.
 static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind, MlirOperation p) {
   MlirValue sizes = tpc_grouped_linear_wgrad_get_group_sizes(p), dw = tpc_grouped_linear_wgrad_get_dw(p);
-  MlirAttribute mesh = mlirOperationGetAttributeByName(coll, tpc__ref("mesh"));
-  MlirAttribute axes = mlirOperationGetAttributeByName(coll, tpc__ref("axes"));
+  MlirAttribute mesh = mlirOperationGetAttributeByName(coll, tpc_ref("mesh"));
+  MlirAttribute axes = mlirOperationGetAttributeByName(coll, tpc_ref("axes"));
   // Rows in segments already (S x E counts): the tp ranks' rows under sequence parallelism (an
   // all-gather over tp, the innermost token axis: gathered further they stay in token order), or
   // the rows dispatched from the ep peers (an all-to-all over ep: in token order only while the
@@ -488,7 +482,7 @@ static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind
     bool gtp = false;
     for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes); ++i) {
       MlirAttribute a = mlirArrayAttrGetElement(axes, i);
-      gtp |= mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc__ref("gtp"));
+      gtp |= mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc_ref("gtp"));
     }
     if (fk != TPC_OP_ALL_GATHER && !(fk == TPC_OP_ALL_TO_ALL && !gtp && kind == TPC_OP_ALL_REDUCE)) return false;
   }
@@ -506,7 +500,7 @@ static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind
     MlirOperation ar = tpc__only_reader(mlirOperationGetResult(wait, 0));
     if (!mlirOperationIsNull(ar) && tpc_op_get_kind(ar) == TPC_OP_ALL_REDUCE) {
       chain[n++] = last = ar;
-      rest = mlirOperationGetAttributeByName(ar, tpc__ref("axes"));
+      rest = mlirOperationGetAttributeByName(ar, tpc_ref("axes"));
     }
     scatter_ranks = tpc__group_size(I, coll);
   } else if (kind != TPC_OP_ALL_REDUCE) {
@@ -616,16 +610,16 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
 
 static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options) {
   (void)options;
-  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_NUMERICS));
+  MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_NUMERICS));
   if (mlirAttributeIsNull(numerics) || !mlirAttributeIsAString(numerics) ||
       tpc_numerics_parse(mlirStringAttrGetValue(numerics)) == TPC_NUMERICS_FAST)
     return mlirLogicalResultSuccess();
   tpc__inv_t I = {.ctx = mlirOperationGetContext(module), .chunks = 8, .ok = true};
-  MlirAttribute chunks = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_CHUNKS));
+  MlirAttribute chunks = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_CHUNKS));
   if (!mlirAttributeIsNull(chunks) && mlirAttributeIsAInteger(chunks)) I.chunks = mlirIntegerAttrGetValueInt(chunks);
-  MlirAttribute strategy = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_STRATEGY));
+  MlirAttribute strategy = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_STRATEGY));
   I.gather = !mlirAttributeIsNull(strategy) && mlirAttributeIsAString(strategy) &&
-             mlirStringRefEqual(mlirStringAttrGetValue(strategy), tpc__ref("gather"));
+             mlirStringRefEqual(mlirStringAttrGetValue(strategy), tpc_ref("gather"));
   intptr_t count = 0;
   MlirOperation* ops = tpc_collect_ops(module, NULL, &count);
   // Reductions over ranks first (they fix their producers' chunks, or are replaced by gathers:

@@ -52,6 +52,13 @@ MlirAttribute tpc_slot_attr(MlirOperation func, bool result, intptr_t i, const c
 /// Its tp.name (the user's and the checkpoint's name of the tensor), or a null string ref.
 MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i);
 
+/// |s| as a string ref, and a named attribute |name| = |a|: the building blocks of the ops a pass
+/// creates.
+static inline MlirStringRef tpc_ref(const char* s) { return mlirStringRefCreateFromCString(s); }
+static inline MlirNamedAttribute tpc_named_attr(MlirContext ctx, const char* name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc_ref(name)), a);
+}
+
 /// The tp ops under |root| in pre-order, those whose kind |keep| accepts (|keep| NULL: every tp
 /// op), as an array the caller frees, with their number in *|count|. NULL when there is none, or
 /// when out of host memory (then *|count| is -1).

@@ -73,8 +73,7 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   unsigned* abort_device = NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer((void**)&abort_device, (void*)tprt__r.fused_abort, 0));
   int in_clusters = 0, in_rows = 0, devices = 0, sms = 0;
-  TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, tprt__r.device));
+  TPRT__TRY(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows, &sms));
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&devices));
   int local = tprt_rank_local_size(rank), sharing = devices > 0 ? (local + devices - 1) / devices : 1;
   int budget = 0, row_budget = 0;

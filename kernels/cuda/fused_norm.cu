@@ -66,18 +66,18 @@
 static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
 #define TPRT__FN_PUSH_BLOCKS 16
 #define TPRT__FN_ROW_THREADS 512  // a block per row: twice the canonical lanes, the row's work spreads wider
-#ifndef TPRT__FN_ROW_UNITS
-#define TPRT__FN_ROW_UNITS 8  // a block per row: the units a thread has in flight
-#endif
+#define TPRT__FN_ROW_UNITS 8  // a block per row: the units a thread has in flight (16 spill more registers)
 
 // The two launch shapes, by threads per block T: clusters of TPRT_ROW_LANES-thread blocks, or a block of
 // TPRT__FN_ROW_THREADS per row. V: the adjacent columns a thread reduces together, those of one unit (2 for
 // 2-byte partials, whose units hold two elements: each unit is loaded once). B: the units of each peer a
-// thread has in flight (its members' values in registers, the most that spill nothing under each shape's
-// register bound; one for groups of run-time size); PUSH: the push's words in flight; NORM: the norm's loads.
+// thread has in flight (its members' values in registers; one for groups of run-time size); PUSH: the push's
+// words in flight; NORM: the norm's loads.
+static constexpr bool tprt__fn_clustered(int threads) { return threads == TPRT_ROW_LANES; }
+
 template <int T, int G, int DP>
 struct tprt__fn_shape {
-  static constexpr bool kCluster = T == TPRT_ROW_LANES;
+  static constexpr bool kCluster = tprt__fn_clustered(T);
   static constexpr int V = DP == TPRT_DTYPE_F32 ? 1 : 2;
   static constexpr int B = G == 0 ? 1 : kCluster ? 4 / V : (TPRT__FN_ROW_UNITS / G > 0 ? TPRT__FN_ROW_UNITS / G : 1);
   static constexpr int PUSH = kCluster ? 4 : 8;
@@ -420,8 +420,9 @@ static __global__ void __launch_bounds__(T)
 // The largest column groups (of 256) a cluster's block keeps in shared memory (32 KiB).
 #define TPRT__FN_BLOCK_GROUPS (TPRT_CUDA_FUSED_MAX_HIDDEN / TPRT_ROW_LANES / TPRT_CUDA_FUSED_CLUSTER)
 
-// The launch of |grid| blocks of |threads| in clusters of |cs|, with shared memory for one block's
-// share of a row (its lanes of every column group).
+// The launch of |grid| blocks of |threads| in clusters of |cs| (a block per row: a plain launch, no
+// cluster instruction runs), with shared memory for one block's share of a row (its lanes of every
+// column group).
 static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int threads, int cs, int64_t h, cudaStream_t stream,
                                           cudaLaunchAttribute* attr) {
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;
@@ -435,7 +436,7 @@ static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int threads, int cs, int
   attr->val.clusterDim.y = 1;
   attr->val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = tprt__fn_clustered(threads) ? 1 : 0;
   return cfg;
 }
 
@@ -447,7 +448,6 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
                                            cudaStream_t stream) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = tprt__fn_config(grid, T, cs, h, stream, &attr);
-  if (!tprt__fn_shape<T, G, DP>::kCluster) cfg.numAttrs = 0;  // a plain launch: no cluster instruction runs
   // Near the default limit (48 KiB with the static shared memory: a block per row, rows wider than
   // 8192), raise it; not a stream op.
   if (cfg.dynamicSmemBytes > 32 * 1024) {
@@ -495,7 +495,7 @@ static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewes
     cudaLaunchConfig_t cfg = tprt__fn_config((sms + cs - 1) / cs * cs, T, cs, widest, 0, &attr);
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes);
     int clusters = 0, per_sm = 0;
-    if (e == cudaSuccess && tprt__fn_shape<T, 8, TPRT_DTYPE_F32>::kCluster)
+    if (e == cudaSuccess && tprt__fn_clustered(T))
       e = cudaOccupancyMaxActiveClusters(&clusters, k, &cfg);
     else if (e == cudaSuccess) {  // launched without a cluster
       e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, T, cfg.dynamicSmemBytes);
@@ -507,17 +507,18 @@ static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewes
   return cudaSuccess;
 }
 
-extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) {
-  *clusters = *rows = 0;
-  int device = 0, sms = 0, in_clusters = 1 << 30, in_rows = 1 << 30;
+extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows, int* sms) {
+  *clusters = *rows = *sms = 0;
+  int device = 0, count = 0, in_clusters = 1 << 30, in_rows = 1 << 30;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
   TPRT_CUDA_RETURN_IF_ERROR(
-      tprt__fn_resident<TPRT_ROW_LANES>(sms, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, &in_clusters));
+      tprt__fn_resident<TPRT_ROW_LANES>(count, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, &in_clusters));
   TPRT_CUDA_RETURN_IF_ERROR(
-      tprt__fn_resident<TPRT__FN_ROW_THREADS>(sms, 1, TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN, &in_rows));
+      tprt__fn_resident<TPRT__FN_ROW_THREADS>(count, 1, TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN, &in_rows));
   *clusters = in_clusters;
   *rows = in_rows;
+  *sms = count;
   return NULL;
 }
 
@@ -580,12 +581,10 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
   tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
     tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
       constexpr int DP = decltype(dp)::value, DR = decltype(dr)::value;
-      launched = rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>(g, clusters, 1, partial, residual, gamma,
-                                                                             normed, residual_out, m, h, eps,
-                                                                             canonical, stream)
-                      : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>(g, clusters * cs, cs, partial, residual, gamma,
-                                                                      normed, residual_out, m, h, eps, canonical,
-                                                                      stream);
+      launched = (rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>
+                       : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>)(g, clusters * cs, cs, partial, residual, gamma,
+                                                                       normed, residual_out, m, h, eps, canonical,
+                                                                       stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(launched);

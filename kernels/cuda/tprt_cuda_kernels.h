@@ -450,12 +450,13 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
                                           int out_dtype, int canonical, tprt_cuda_staged_own_t own,
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The most members a group may have (each thread keeps a value per member in registers).
+#define TPRT_CUDA_FUSED_MAX_GROUP 8
+
 /// A group's registered memory for tprt_cuda_fused_allreduce_add_rmsnorm: every member's region
 /// as pointers the caller's device can address (one GPU, or peers with access), made once per
 /// group; regions and counters start at zero. Sizes: tprt_cuda_fused_region_bytes.
 /// kernels/cuda/fused_norm.cu.
-/// The most members a group may have (each thread keeps a value per member in registers).
-#define TPRT_CUDA_FUSED_MAX_GROUP 8
 typedef struct {
   int group, index;                       // members (1..TPRT_CUDA_FUSED_MAX_GROUP), the caller's index
   void* data[TPRT_CUDA_FUSED_MAX_GROUP];  // each member's region: [3 buffers][group][slot]
@@ -539,8 +540,8 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
 
 /// The fused norm kernel's blocks that fit on the current device at once, in each launch shape:
 /// |clusters| in clusters of TPRT_CUDA_FUSED_CLUSTER, |rows| a block per row
-/// (tprt_cuda_fused_norm_budgets makes max_blocks and max_row_blocks of them).
-tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) TPRT_MUST_USE_RESULT;
+/// (tprt_cuda_fused_norm_budgets makes max_blocks and max_row_blocks of them); and its |sms|.
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows, int* sms) TPRT_MUST_USE_RESULT;
 
 /// A member's block budgets from the resident blocks of each shape and the |sharing| members on its
 /// GPU. With a GPU each, a call's grid must fit by itself (the stream runs one call at a time).

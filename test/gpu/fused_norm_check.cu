@@ -136,14 +136,14 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
     if (d != device && cudaDeviceEnablePeerAccess(d, 0) != cudaSuccess) (void)cudaGetLastError();
   cudaStream_t st;
   FN_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  int in_clusters = 0, in_rows = 0;
-  fn_status(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows), "resident blocks");
+  int in_clusters = 0, in_rows = 0, sms = 0;
+  fn_status(tprt_cuda_fused_norm_resident_blocks(&in_clusters, &in_rows, &sms), "resident blocks");
   memset(g, 0, sizeof *g);
+  g->sms = sms;
   g->group = g_ranks;
   g->index = me;
   g->capacity = capacity;
   tprt_cuda_fused_norm_budgets(in_clusters, in_rows, sharing, &g->max_blocks, &g->max_row_blocks);
-  FN_CHECK(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device));
   size_t region_bytes = tprt_cuda_fused_region_bytes(g_ranks, capacity);
   FN_CHECK(cudaMalloc(&g_data[me], region_bytes));
   FN_CHECK(cudaMemset(g_data[me], 0, region_bytes));

@@ -180,8 +180,9 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
 
 // Enough for a cluster per rank where up to 8 ranks share an emulated GPU (the emulation runs
 // the whole grid at once, so the count shapes no row's placement).
-tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows) {
+tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows, int* sms) {
   *clusters = *rows = 8 * TPRT_CUDA_FUSED_CLUSTER;
+  *sms = 8 * TPRT_CUDA_FUSED_CLUSTER;
   return NULL;
 }
 

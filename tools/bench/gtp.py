@@ -35,8 +35,8 @@ Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtp
                                   [--svg out.svg]
        python3 tools/bench/gtp.py --plot run.json out.svg  (out-timeline.svg: the --timeline=2 lanes)
        python3 tools/bench/gtp.py --report run.json  (per run and rank of a --timeline=2 JSON: the
-         collectives' own rows and sums on the compute stream, and the time before its first and
-         after its last model op)
+         collectives' own rows and sums on the compute stream, the time before its first and
+         after its last model op, and the copies of results into place)
 (DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
 stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
@@ -127,14 +127,16 @@ def exposed(intervals):
     """From one rank's --timeline=2 intervals of a step, in ms: the collectives' own work on the
     compute stream (a gather's own rows, a reduce-scatter's sum), the time before the model's first
     op on the compute stream (the first gather, which nothing precedes) and after its last one (the
-    last reduce-scatter and its sum)."""
+    last reduce-scatter and its sum); and the copies of results into place at the step's end (op
+    "copy": a result that tp-lower-runtime could not write in place)."""
     model = [i for i in intervals if i["stream"] == "compute" and i["op"] not in COLLECTIVE_WORK]
     work = {op: sum(i["end"] - i["begin"] for i in intervals if i["op"] == op) for op in COLLECTIVE_WORK}
     start, end = min(i["begin"] for i in intervals), max(i["end"] for i in intervals)
     head = min(i["begin"] for i in model) - start if model else 0.0
     tail = end - max(i["end"] for i in model) if model else 0.0
+    copies = sum(i["end"] - i["begin"] for i in intervals if i["stream"] == "compute" and i["op"] == "copy")
     return {"own rows": work["all_gather_own"], "sums": work["reduce_scatter_sum"], "before compute": head,
-            "after compute": tail}
+            "after compute": tail, "copies": copies}
 
 
 def report(path):
@@ -142,14 +144,14 @@ def report(path):
     with open(path) as f:
         data = json.load(f)
     print(f"{data.get('stack', '')}; {data.get('device', '')}: ms per step on the compute stream's timeline")
-    print(f"{'run':<22} {'rank':>4} {'own rows':>9} {'sums':>7} {'before':>7} {'after':>7}")
+    print(f"{'run':<22} {'rank':>4} {'own rows':>9} {'sums':>7} {'before':>7} {'after':>7} {'copies':>7}")
     for key, ranks in sorted(data.get("intervals", {}).items()):
         for r, ivs in sorted(ranks.items(), key=lambda kv: int(kv[0])):
             if not ivs:
                 continue
             x = exposed(ivs)
             print(f"{key:<22} {r:>4} {x['own rows']:9.3f} {x['sums']:7.3f} {x['before compute']:7.3f} "
-                  f"{x['after compute']:7.3f}")
+                  f"{x['after compute']:7.3f} {x['copies']:7.3f}")
     return 0
 
 
