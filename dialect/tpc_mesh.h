@@ -13,12 +13,14 @@ extern "C" {
 #endif
 
 #define TPC_MESH_MAX_AXES 4
+/// Bytes of an axis name with its NUL: the verifier (rule mesh.axes) allows 15 characters.
+#define TPC_MESH_AXIS_NAME_SIZE 16
 /// The name of the mesh that --mesh declares.
 #define TPC_MESH_DEFAULT_NAME "world"
 
 typedef struct tpc_mesh_spec_t {
   int num_axes;
-  char axes[TPC_MESH_MAX_AXES][16];
+  char axes[TPC_MESH_MAX_AXES][TPC_MESH_AXIS_NAME_SIZE];
   int64_t shape[TPC_MESH_MAX_AXES];
 } tpc_mesh_spec_t;
 

@@ -3,12 +3,14 @@
 // attributes; the op families are in tpc_verify_{compute,quant,collective,grad,attention}.c.
 #include "tpc_verify.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "tpc_dialect.h"
+#include "tpc_mesh.h"
 #include "tpc_verify_util.h"
 
 //===----------------------------------------------------------------------===//
@@ -191,6 +193,17 @@ static MlirLogicalResult tpc__verify_mesh(MlirOperation op) {
     MlirAttribute a = mlirArrayAttrGetElement(axes, i);
     if (!mlirAttributeIsAString(a) || mlirStringAttrGetValue(a).length == 0)
       return tpc__rule_error(op, "mesh.axes", "axis %lld must be a non-empty string", (long long)i);
+    // Axis names reach the passes, the manifest and the CLI's --mesh as C strings: an identifier
+    // (no NUL, space or quote that would cut or split it), short enough for their 16-byte fields.
+    MlirStringRef name = mlirStringAttrGetValue(a);
+    bool ident = name.length < TPC_MESH_AXIS_NAME_SIZE && (isalpha((unsigned char)name.data[0]) || name.data[0] == '_');
+    for (size_t k = 1; ident && k < name.length; ++k)
+      ident = isalnum((unsigned char)name.data[k]) || name.data[k] == '_';
+    if (!ident)
+      return tpc__rule_error(op, "mesh.axes",
+                             "axis %lld must be an identifier of at most %d letters, digits and '_' (not starting "
+                             "with a digit)",
+                             (long long)i, TPC_MESH_AXIS_NAME_SIZE - 1);
     for (intptr_t j = 0; j < i; ++j)
       if (mlirAttributeEqual(a, mlirArrayAttrGetElement(axes, j))) {
         MlirStringRef s = mlirStringAttrGetValue(a);

@@ -610,7 +610,13 @@ static MlirLogicalResult tpc__read_mesh(MlirOperation module, tpc_mesh_t* mesh, 
     MlirStringRef name = mlirStringAttrGetValue(tpc_mesh_get_sym_name_attr(o));
     mesh->name = name;
     mesh->num_axes = (int)mlirArrayAttrGetNumElements(axes);
-    if (mesh->num_axes > TPC_LAYOUT_MAX_AXES) break;
+    if (mesh->num_axes > TPC_LAYOUT_MAX_AXES) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "tp-shard: mesh '%.*s' has %d axes; tp-shard partitions over at most %d (tp, dp, ep, gtp)",
+               (int)name.length, name.data, mesh->num_axes, TPC_LAYOUT_MAX_AXES);
+      mlirEmitError(mlirOperationGetLocation(o), msg);
+      return mlirLogicalResultFailure();
+    }
     for (int i = 0; i < mesh->num_axes; ++i) {
       MlirStringRef a = mlirStringAttrGetValue(mlirArrayAttrGetElement(axes, i));
       snprintf(mesh->axes[i], sizeof mesh->axes[i], "%.*s", (int)a.length, a.data);

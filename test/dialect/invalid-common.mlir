@@ -98,6 +98,25 @@ func.func @mesh_empty_axis_name() {
 
 // -----
 
+/// mesh.axes: axis names reach the passes and the manifest as C strings; a NUL would cut "tp\00x"
+/// to "tp", an axis the mesh does not have.
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: axis 1 must be an identifier of at most 15 letters, digits and '_' (not starting with a digit)}}
+"tp.mesh"() {sym_name = "mesh", axes = ["dp", "tp\00x"], shape = array<i64: 2, 2>} : () -> ()
+func.func @mesh_axis_nul() {
+  return
+}
+
+// -----
+
+/// mesh.axes: a name longer than 15 characters would be cut in the lowering's fields.
+// expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: axis 0 must be an identifier of at most 15 letters}}
+"tp.mesh"() {sym_name = "mesh", axes = ["a_very_long_axis_name"], shape = array<i64: 2>} : () -> ()
+func.func @mesh_axis_long() {
+  return
+}
+
+// -----
+
 /// mesh.axes: axis names must be unique, or a collective's axes would be ambiguous.
 // expected-error@+1 {{'tp.mesh' op violates rule mesh.axes: axis "tp" appears twice}}
 "tp.mesh"() {sym_name = "mesh", axes = ["tp", "tp"], shape = array<i64: 2, 4>} : () -> ()

@@ -38,6 +38,15 @@ func.func @unknown_axis(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
 
 // -----
 
+/// More axes than the four roles, even of size 1: the plan's layouts name at most four.
+// expected-error@+1 {{tp-shard: mesh 'world' has 5 axes; tp-shard partitions over at most 4 (tp, dp, ep, gtp)}}
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp", "a", "b", "c"], shape = array<i64: 1, 2, 1, 1, 1>} : () -> ()
+func.func @five_axes(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
+  return %x : tensor<16x128xbf16>
+}
+
+// -----
+
 /// Sequence-parallel activations reaching a linear that is not sequence parallel.
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @sequence_parallel_mismatch(%x: tensor<16x128xbf16>, %w1: tensor<256x128xbf16>, %w3: tensor<256x128xbf16>) -> tensor<16x256xbf16> {
