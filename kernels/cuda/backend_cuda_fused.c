@@ -120,9 +120,8 @@ static const struct {
   int64_t max_bytes;
 } kFusedOneShot[] = {
     {2, 2 << 20},    // 128 tokens: 0.58x the composition (2xH200, eager and graph); 1024 tokens: 1.11x
-    {4, 128 << 10},  // 8 tokens: 0.46x (0.45x as a graph); 32 tokens: 0.96x, but 1.03x as a graph (4xH100,
-                     // before the block-per-row shape and the paired columns: not remeasured)
-    {8, 32 << 10},   // not measured (no 8-GPU machine): 4 members' bound over 4
+    {4, 512 << 10},  // 32 tokens: 0.90x (0.93x as a graph); 128 tokens: 1.29x (4xH200)
+    {8, 128 << 10},  // not measured (no 8-GPU machine): 4 members' bound over 4
 };
 
 static int64_t tprt__fused_max_bytes(int group) {
