@@ -112,6 +112,36 @@ bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, t
   }
 }
 
+// The layout of an argument whose first use is a backward op's weight or group sizes (a module
+// of gradients alone): the forward op's for the same parallel attribute, never the activations'.
+// Only for arguments: a value that reaches these ops from the forward keeps its own layout, which
+// the op's rule checks (shard_grad.c).
+static bool tpc__grad_arg_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l) {
+  uint32_t tp = tpc__bit(S->tp);
+  switch (kind) {
+    case TPC_OP_LINEAR_DGRAD: {
+      if (slot != TPC_LINEAR_DGRAD_SLOT_W) return false;
+      int par = tpc_linear_dgrad_get_parallel(op);
+      if (par == TPC_PARALLEL_COLUMN) l->mask[0] = tp;
+      if (par == TPC_PARALLEL_ROW) l->mask[1] = tp;
+      return true;
+    }
+    case TPC_OP_GROUPED_LINEAR_DGRAD: {
+      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_DY) return false;
+      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES) return true;
+      int par = tpc_grouped_linear_dgrad_get_parallel(op);
+      l->mask[0] = tpc__bit(S->ep);
+      if (par == TPC_PARALLEL_COLUMN) l->mask[1] = tp;
+      if (par == TPC_PARALLEL_ROW) l->mask[2] = tp;
+      return true;
+    }
+    case TPC_OP_GROUPED_LINEAR_WGRAD:
+      return slot == TPC_GROUPED_LINEAR_WGRAD_SLOT_GROUP_SIZES;
+    default:
+      return false;
+  }
+}
+
 // Gives every block argument the layout of its first use in program order (any number of
 // arguments: the per-argument state is allocated).
 static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
@@ -143,7 +173,7 @@ static MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
       if (i >= nargs || decided[i] || kind == TPC_OP_AMAX) continue;
       decided[i] = true;
       tpc_layout_t* l = &layouts[i];
-      if (!tpc__weight_layout(S, op, kind, (int)k, l) && l->rank >= 1)
+      if (!tpc__weight_layout(S, op, kind, (int)k, l) && !tpc__grad_arg_layout(S, op, kind, (int)k, l) && l->rank >= 1)
         // Activations: tokens over dp (and gtp, ep), and over tp too when the residual stream is
         // sequence parallel.
         l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);

@@ -203,3 +203,40 @@ func.func @amax_row_nvfp4(%x: tensor<8x128xbf16>, %w1: tensor<256x128xbf16>, %w2
   %ay = "tp.amax"(%y) : (tensor<8x128xbf16>) -> tensor<1xf32>
   return %y, %ay : tensor<8x128xbf16>, tensor<1xf32>
 }
+
+// -----
+
+///---------------------------------------------------------------------------
+/// [Rules: a module of gradients alone, tp=2 x dp=2]
+/// OUT: a weight or group sizes that an argument gives a backward op first take the forward op's
+///      layout (replicated here: no parallel attribute), never the activations' (tokens over dp);
+///      the grouped weight gradient sums the dp replicas' tokens.
+///---------------------------------------------------------------------------
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+// CHECK-LABEL: func.func @grouped_grads(
+// CHECK-SAME:      %{{[^:]*}}: tensor<16x16xbf16> {tp.shard = {axes = {{\[\["dp"\], \[\]\]}}
+// CHECK-SAME:      %{{[^:]*}}: tensor<4x16x64xbf16> {tp.shard = {axes = {{\[\[\], \[\], \[\]\]}}
+// CHECK-SAME:      %{{[^:]*}}: tensor<16x64xbf16> {tp.shard = {axes = {{\[\["dp"\], \[\]\]}}
+// CHECK-SAME:      %{{[^:]*}}: tensor<4xi64> {tp.shard = {axes = {{\[\[\]\]}}
+// CHECK:         "tp.grouped_linear_dgrad"({{.*}}) : (tensor<16x16xbf16>, tensor<4x16x64xbf16>, tensor<4xi64>) -> tensor<16x64xbf16>
+// CHECK-NEXT:    %[[P:.*]] = "tp.grouped_linear_wgrad"({{.*}}) {partial = true} : (tensor<16x16xbf16>, tensor<16x64xbf16>, tensor<4xi64>) -> tensor<4x16x64xf32>
+// CHECK-NEXT:    "tp.all_reduce"(%[[P]]) {axes = ["dp"], mesh = @world}
+func.func @grouped_grads(%dy: tensor<32x16xbf16>, %w: tensor<4x16x64xbf16>, %x: tensor<32x64xbf16>, %g: tensor<4xi64>)
+    -> (tensor<32x64xbf16>, tensor<4x16x64xf32>) {
+  %dx = "tp.grouped_linear_dgrad"(%dy, %w, %g) : (tensor<32x16xbf16>, tensor<4x16x64xbf16>, tensor<4xi64>) -> tensor<32x64xbf16>
+  %dw = "tp.grouped_linear_wgrad"(%dy, %x, %g) : (tensor<32x16xbf16>, tensor<32x64xbf16>, tensor<4xi64>) -> tensor<4x16x64xf32>
+  return %dx, %dw : tensor<32x64xbf16>, tensor<4x16x64xf32>
+}
+
+// -----
+
+/// A row-parallel linear_dgrad whose weight is an argument: sharded along K over tp, like the
+/// forward weight, and dx with it.
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+// CHECK-LABEL: func.func @row_dgrad(
+// CHECK-SAME:      %{{[^:]*}}: tensor<128x64xbf16> {tp.shard = {axes = {{\[\[\], \["tp"\]\]}}
+// CHECK:         "tp.linear_dgrad"({{.*}}) {parallel = "row"} : (tensor<8x128xbf16>, tensor<128x64xbf16>) -> tensor<8x64xbf16>
+func.func @row_dgrad(%dy: tensor<16x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<16x128xbf16> {
+  %dx = "tp.linear_dgrad"(%dy, %w) {parallel = "row"} : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xbf16>
+  return %dx : tensor<16x128xbf16>
+}
