@@ -1,4 +1,4 @@
-// Liveness-based first-fit arena planning (see memory_plan.h).
+// Liveness-based arena planning, two strategies (see memory_plan.h).
 #include "memory_plan.h"
 
 #include <stdlib.h>
@@ -17,8 +17,8 @@ static int64_t tpc__extent(const tpc_plan_buffer_t* b, int64_t alignment) {
   return tpc__align(b->bytes > 0 ? b->bytes : 1, alignment);
 }
 
-int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
-  if (count < 0 || alignment < 1) return -1;
+// Strategy 1, first fit in definition order: the placed buffers still live, sorted by offset.
+static int64_t tpc__plan_by_def(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
   if (count == 0) return 0;
   tpc_plan_buffer_t** order = malloc(sizeof *order * (size_t)count);
   // The placed buffers still live, sorted by offset: they never overlap one another (each pair
@@ -71,6 +71,73 @@ int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment
   free(order);
   free(live);
   return arena;
+}
+
+// Strategy 2, greedy by size (TFLite's "greedy by size"): the largest buffers first, each at the
+// lowest offset clear of the placed buffers whose live ranges overlap its own. Placed buffers are
+// kept sorted by offset, so the scan for a gap is one pass over them.
+static int tpc__by_size(const void* a, const void* b) {
+  const tpc_plan_buffer_t *x = *(tpc_plan_buffer_t* const*)a, *y = *(tpc_plan_buffer_t* const*)b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  if (x->def != y->def) return x->def < y->def ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
+static int64_t tpc__plan_by_size(tpc_plan_buffer_t* buffers, int count, int64_t alignment, int64_t* offsets) {
+  tpc_plan_buffer_t** order = malloc(sizeof *order * (size_t)count);
+  tpc_plan_buffer_t** placed = malloc(sizeof *placed * (size_t)count);  // sorted by offset
+  if (!order || !placed) {
+    free(order);
+    free(placed);
+    return -1;
+  }
+  for (int i = 0; i < count; ++i) order[i] = &buffers[i];
+  qsort(order, (size_t)count, sizeof *order, tpc__by_size);
+  int64_t arena = 0;
+  int nplaced = 0;
+  for (int i = 0; i < count; ++i) {
+    tpc_plan_buffer_t* b = order[i];
+    int64_t size = tpc__extent(b, alignment), off = 0;
+    for (int k = 0; k < nplaced; ++k) {
+      const tpc_plan_buffer_t* p = placed[k];
+      if (p->last_use < b->def || b->last_use < p->def) continue;  // never live together
+      int64_t p_off = offsets[p - buffers];
+      if (p_off >= off + size) break;  // the gap below |p| fits
+      int64_t end = p_off + tpc__extent(p, alignment);
+      if (end > off) off = end;
+    }
+    offsets[b - buffers] = off;
+    if (off + size > arena) arena = off + size;
+    int at = nplaced;
+    while (at > 0 && offsets[placed[at - 1] - buffers] > off) {
+      placed[at] = placed[at - 1];
+      --at;
+    }
+    placed[at] = b;
+    ++nplaced;
+  }
+  free(order);
+  free(placed);
+  return arena;
+}
+
+int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
+  if (count < 0 || alignment < 1) return -1;
+  if (count == 0) return 0;
+  for (int i = 0; i < count; ++i)
+    if (buffers[i].bytes < 0) return -1;
+  int64_t first = tpc__plan_by_def(buffers, count, alignment);
+  if (first < 0) return -1;
+  // The second strategy writes its offsets aside and is kept only when its arena is smaller.
+  int64_t* offsets = malloc(sizeof *offsets * (size_t)count);
+  if (!offsets) return first;
+  int64_t second = tpc__plan_by_size(buffers, count, alignment, offsets);
+  if (second >= 0 && second < first) {
+    for (int i = 0; i < count; ++i) buffers[i].offset = offsets[i];
+    first = second;
+  }
+  free(offsets);
+  return first;
 }
 
 typedef struct {

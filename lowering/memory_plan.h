@@ -1,6 +1,8 @@
 // Static memory planning for tp-lower-runtime: every intermediate tensor of a function gets an
 // offset in one per-rank arena, reusing the space of tensors that are dead (liveness-based,
-// first fit, offsets aligned to 256 bytes).
+// offsets aligned to 256 bytes). Two strategies run and the smaller arena is kept: first fit in
+// definition order, and the largest buffers first, each at the lowest offset clear of the
+// buffers live with it.
 #ifndef TPC_MEMORY_PLAN_H_
 #define TPC_MEMORY_PLAN_H_
 

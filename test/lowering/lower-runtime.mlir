@@ -4,18 +4,22 @@
 /// IN:  "tp.rmsnorm", "tp.linear", "tp.glu", "tp.linear", "tp.add"
 /// OUT: func.call @tprt_abi_<op>(%exec, %slots, @__tpc_desc_*) in program order, each checked.
 
-/// The arena holds the four intermediates; FC2's output reuses the rmsnorm output's bytes
-/// (dead once FC1 has read it), so the arena is 4096 + 16384 + 8192 bytes, not 4 buffers' worth.
-// CHECK-LABEL: module attributes {tp.arena_bytes = 28672 : i64
+/// The arena holds the four intermediates in FC1's and the GLU's bytes, 16384 + 8192, the live peak
+/// at the GLU: the largest first, FC1 at 0 and the GLU at 16384; the rmsnorm output, dead before
+/// the GLU is written, shares the GLU's bytes, and FC2's output, written after FC1's last reader,
+/// shares FC1's. (First fit in program order needs 4096 bytes more.)
+// CHECK-LABEL: module attributes {tp.arena_bytes = 24576 : i64
 // CHECK-DAG:   func.func private @tprt_abi_rmsnorm(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-DAG:   func.func private @tprt_abi_linear(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-LABEL: func.func @tpc_entry_mlp(
-// CHECK:     llvm.mlir.constant(0 : i64) : i64
+// CHECK:     llvm.mlir.constant(16384 : i64) : i64
 // CHECK-NEXT: %[[NORM:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK:     llvm.mlir.constant(4096 : i64) : i64
+// CHECK-NEXT: llvm.mlir.constant(0 : i64) : i64
 // CHECK-NEXT: %[[FC1:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK:     llvm.mlir.constant(20480 : i64) : i64
+// CHECK-NEXT: llvm.mlir.constant(16384 : i64) : i64
 // CHECK-NEXT: %[[ACT:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT: llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT: %[[FC2:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         call @tprt_abi_rmsnorm(
 // CHECK:         call @tprt_abi_linear(
 // CHECK:         call @tprt_abi_glu(

@@ -1,7 +1,8 @@
 // tpc_memory_plan (lowering/memory_plan.c): every placement valid (aligned, inside the arena, no
-// two buffers live at once sharing bytes, zero-byte buffers included), a known first-fit plan,
-// independent of the input order, and a 20000-buffer training-like program planned at once (the
-// planner keeps only the live buffers, sorted by offset; it was cubic in the buffers).
+// two buffers live at once sharing bytes, zero-byte buffers included), a known first-fit plan, a
+// known plan where the largest-first strategy wins, independent of the input order, and a
+// 20000-buffer training-like program planned at once (the first-fit strategy keeps only the live
+// buffers, sorted by offset; it was cubic in the buffers).
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,22 @@ TPRT_TEST(known_plan) {
   TPRT_EXPECT_EQ_I64(tpc_memory_plan(a, -1, 256), -1);
   tpc_plan_buffer_t neg = {-5, 0, 0, 0};
   TPRT_EXPECT_EQ_I64(tpc_memory_plan(&neg, 1, 256), -1);
+}
+
+TPRT_TEST(largest_first_beats_first_fit) {
+  // a [0,1] and b [0,3], 256 B each, then c [2,3] 512 B. First fit in definition order puts a at
+  // 0 and b at 256; a's space is too small for c, which goes to 512: 1024 bytes. Largest first
+  // puts c at 0, a at 0 (never live with c), b at 512: 768 bytes, b and c's live peak.
+  tpc_plan_buffer_t a[3] = {{256, 0, 1, -1}, {256, 0, 3, -1}, {512, 2, 3, -1}};
+  int64_t arena = tpc_memory_plan(a, 3, 256);
+  TPRT_EXPECT_EQ_I64(arena, 768);
+  TPRT_EXPECT_EQ_I64(tpc_memory_plan_peak(a, 3, 256), 768);
+  TPRT_EXPECT_EQ_I64(a[2].offset, 0);
+  TPRT_EXPECT_EQ_I64(a[0].offset, 0);
+  TPRT_EXPECT_EQ_I64(a[1].offset, 512);
+  TPRT_EXPECT(!mp__invalid(a, 3, 256, arena));
+  // Strategy 1 alone gives the 1024 bytes above.
+  TPRT_EXPECT_EQ_I64(tpc__plan_by_def(a, 3, 256), 1024);
 }
 
 TPRT_TEST(random_plans_valid_and_order_independent) {
