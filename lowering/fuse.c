@@ -1,14 +1,15 @@
-// tp-fuse: in fast numerics, rewrites the end of a tensor-parallel block into one fused op:
+// tp-fuse: rewrites the end of a tensor-parallel block into one fused op:
 //
 //   %s = tp.all_reduce(%partial)           %normed, %y = tp.fused_allreduce_add_rmsnorm(
 //   %y = tp.add(%residual, %s)       ==>         %partial, %residual, %gamma)
 //   %n = tp.rmsnorm(%y, %gamma)
 //
 // and the sequence-parallel form, a reduce-scatter along the tokens (dim 0, one block) into
-// tp.fused_reduce_scatter_add_rmsnorm. The fused op sums the partials in f32 and rounds once, after
-// the residual add; the chain rounds the sum to its result type first. So the rewrite changes the
-// bits, and runs only where the module's numerics make no bitwise promise (tp.numerics "fast" or
-// absent); invariant and exact modules keep the chain, which computes what TP = 1 computes.
+// tp.fused_reduce_scatter_add_rmsnorm. The chain rounds the sum to its result type before the
+// add. In fast numerics (tp.numerics "fast" or absent) the fused op keeps the sum in f32 and
+// rounds once, after the add (sum_type "f32", the default: other bits, and the one-shot kernel's
+// form). In invariant and exact numerics it takes sum_type = "residual", which rounds the sum
+// first as the chain does: the same bits, so the promise (TP = 1's bits, CPU ≡ GPU) still holds.
 //
 // Where it applies (every other chain is left as it is):
 //   - a sum over ranks (not a max), whose result has one use: the add;
@@ -63,7 +64,7 @@ static bool tpc__is_2d(MlirType t) { return mlirTypeIsARankedTensor(t) && mlirSh
 
 // Rewrites the chain that starts at collective |coll| (an all-reduce, or a reduce-scatter when
 // |scatter|) when it qualifies; returns whether it did.
-static bool tpc__fuse(MlirOperation coll, bool scatter) {
+static bool tpc__fuse(MlirOperation coll, bool scatter, bool round_sum) {
   const int kind = scatter ? TPC_OP_REDUCE_SCATTER : TPC_OP_ALL_REDUCE;
   if (!scatter && tpc_all_reduce_get_reduce(coll) != TPC_REDUCE_SUM) return false;
   if (scatter && (tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_ATTR_DIM) != 0 ||
@@ -99,7 +100,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
       mlirOperationGetLocation(add));
   MlirValue operands[3] = {partial, residual, gamma};
   MlirType results[2] = {rt, rt};
-  MlirNamedAttribute attrs[4];
+  MlirNamedAttribute attrs[5];
   intptr_t n = 0;
   const char* carried[] = {"mesh", "axes", "order"};
   for (int i = 0; i < 3; ++i) {
@@ -108,6 +109,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter) {
   }
   MlirAttribute eps = mlirOperationGetAttributeByName(norm, tpc_ref("eps"));
   if (!mlirAttributeIsNull(eps)) attrs[n++] = tpc_named_attr(ctx, "eps", eps);
+  if (round_sum) attrs[n++] = tpc_named_attr(ctx, "sum_type", mlirStringAttrGet(ctx, tpc_ref("residual")));
   mlirOperationStateAddOperands(&st, 3, operands);
   mlirOperationStateAddResults(&st, 2, results);
   mlirOperationStateAddAttributes(&st, n, attrs);
@@ -126,9 +128,8 @@ static bool tpc__is_sum_collective(int kind) { return kind == TPC_OP_ALL_REDUCE 
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
   MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_NUMERICS));
-  if (!mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics) &&
-      tpc_numerics_parse(mlirStringAttrGetValue(numerics)) != TPC_NUMERICS_FAST)
-    return mlirLogicalResultSuccess();
+  bool round_sum = !mlirAttributeIsNull(numerics) && mlirAttributeIsAString(numerics) &&
+                   tpc_numerics_parse(mlirStringAttrGetValue(numerics)) != TPC_NUMERICS_FAST;
   intptr_t count = 0;
   MlirOperation* colls = tpc_collect_ops(module, tpc__is_sum_collective, &count);
   if (count < 0) {
@@ -136,14 +137,14 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
     return mlirLogicalResultFailure();
   }
   // Each rewrite erases only its own collective, add and norm: the other listed collectives stay.
-  for (intptr_t i = 0; i < count; ++i) tpc__fuse(colls[i], tpc_op_get_kind(colls[i]) == TPC_OP_REDUCE_SCATTER);
+  for (intptr_t i = 0; i < count; ++i) tpc__fuse(colls[i], tpc_op_get_kind(colls[i]) == TPC_OP_REDUCE_SCATTER, round_sum);
   free(colls);
   return mlirLogicalResultSuccess();
 }
 
 static tpc_pass_info_t tpc__fuse_info = {
     .argument = "tp-fuse",
-    .description = "In fast numerics, fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op",
+    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics)",
     .run = tpc__fuse_run,
 };
 

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// Bumped whenever a signature or the descriptor layout changes.
-#define TPRT_ABI_VERSION 4
+#define TPRT_ABI_VERSION 5
 /// desc[0] of every op descriptor: "tpc" and the ABI version.
 #define TPRT_ABI_DESC_MAGIC (0x7470630000000000LL | TPRT_ABI_VERSION)
 /// Alignment of every arena offset the compiler plans.

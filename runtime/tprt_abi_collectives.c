@@ -182,14 +182,18 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
 // f32 temporary (the backend's workspace, else the rank's allocator), its add (an f32 a plus a b
 // in storage precision, rounded once to b's dtype; IEEE addition commutes, so this is
 // round(residual + sum)), then its rmsnorm. The op's |algorithm| goes to the hook, which declines
-// "composition" (the verifier refuses "one_shot" on the reduce-scatter form).
+// "composition" (the verifier refuses "one_shot" on the reduce-scatter form). With |sum_type|
+// "residual" the temporary has the residual's dtype: the all-reduce rounds the sum into it, as
+// tp.all_reduce then tp.add do, so the op has the chain's bits; the hooks compute the f32 form
+// only, so they are not asked unless the residual is f32 (where the two forms are one).
 static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order,
-                                      int algorithm, bool scatter, int slot_partial, int slot_residual, int slot_gamma, int slot_normed,
-                                      int slot_residual_out, float eps) {
+                                      int algorithm, int sum_type, bool scatter, int slot_partial, int slot_residual,
+                                      int slot_gamma, int slot_normed, int slot_residual_out, float eps) {
   tprt_rank_t* rank = tprt_exec_rank(exec);
   const tprt_tensor_t* residual = &c->slot[slot_residual];
   tprt_tensor_t* out = &c->slot[slot_residual_out];
-  tprt_tensor_t sum = tprt_tensor_make(NULL, TPRT_DTYPE_F32, residual->rank, residual->dims);
+  tprt_dtype_t sum_dtype = sum_type == TPRT_SUM_TYPE_RESIDUAL ? residual->dtype : TPRT_DTYPE_F32;
+  tprt_tensor_t sum = tprt_tensor_make(NULL, sum_dtype, residual->rank, residual->dims);
   if (tprt_exec_count_only(exec)) {
     tprt__count_comm(exec, scatter ? TPRT_COMM_REDUCE_SCATTER : TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     return NULL;
@@ -197,7 +201,7 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
   const tprt_backend_t* b = tprt_exec_backend(exec);
   if (!(scatter ? b->reduce_scatter != NULL : b->all_reduce != NULL) || !b->add || !b->rmsnorm)
     return tprt__no_kernel(b, scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
-  if (!scatter && b->fused_norm) {
+  if (!scatter && b->fused_norm && sum_dtype == TPRT_DTYPE_F32) {
     bool done = false;
     tprt_status_t s = b->fused_norm(rank, mask, &c->slot[slot_partial], residual, &c->slot[slot_gamma],
                                     &c->slot[slot_normed], out, eps, (tprt_order_t)order,
@@ -228,7 +232,8 @@ int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buf
   TPRT__COLLECTIVE_PROLOGUE(FUSED_ALLREDUCE_ADD_RMSNORM);
   if (!s)
     s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER),
-                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM), false,
+                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM),
+                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_SUM_TYPE), false,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_GAMMA, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_NORMED,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
@@ -240,7 +245,8 @@ int32_t tprt_abi_fused_reduce_scatter_add_rmsnorm(tprt_exec_t* exec, void* const
   TPRT__COLLECTIVE_PROLOGUE(FUSED_REDUCE_SCATTER_ADD_RMSNORM);
   if (!s)
     s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER),
-                         (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM), true,
+                         (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM),
+                         (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_SUM_TYPE), true,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_PARTIAL,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_GAMMA,

@@ -196,6 +196,17 @@ func.func @fused_reduce_scatter_one_shot(%p: tensor<64x128xf32>, %r: tensor<16x1
 
 // -----
 
+/// attr.enum: sum_type names the sum's type before the add, "f32" or the residual's; a dtype is
+/// not one of them.
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_sum_type(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
+  // expected-error@+1 {{'tp.fused_allreduce_add_rmsnorm' op violates rule attr.enum: attribute 'sum_type' is "bf16"; allowed values are "f32", "residual"}}
+  %n, %o = "tp.fused_allreduce_add_rmsnorm"(%p, %r, %gamma) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, sum_type = "bf16"} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  return %n, %o : tensor<16x128xbf16>, tensor<16x128xbf16>
+}
+
+// -----
+
 /// A collective over a malformed mesh reports only the mesh's error: a size-0 axis must not make
 /// the group size 0 (the divisibility check used to divide by it and crash).
 // expected-error@+1 {{'tp.mesh' op violates rule mesh.shape: axis "tp" has size 0; sizes must be >= 1}}

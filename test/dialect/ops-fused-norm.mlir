@@ -2,7 +2,7 @@
 // RUN: tpc-opt %s --split-input-file | tpc-opt --split-input-file | FileCheck %s
 // RUN: %mlir_opt --irdl-file=%tp_irdl %s --split-input-file | FileCheck %s
 
-// Round trip of the fused norms' `algorithm` attribute; the other fused-op cases are in ops.mlir.
+// Round trip of the fused norms' `algorithm` and `sum_type` attributes; the other fused-op cases are in ops.mlir.
 
 /// `algorithm` on the fused norms: "one_shot" on the all-reduce form, "composition" on both.
 // CHECK:       "tp.mesh"() {axes = ["tp"], shape = array<i64: 4>, sym_name = "world"} : () -> ()
@@ -22,4 +22,21 @@ func.func @fused_norm_algorithm(%partial: tensor<16x128xf32>, %residual: tensor<
   %n3, %o3 = "tp.fused_reduce_scatter_add_rmsnorm"(%tokens, %o2, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "composition"}
       : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
   return %n3, %o3 : tensor<16x128xbf16>, tensor<16x128xbf16>
+}
+
+// -----
+
+/// `sum_type` on both fused norms: "residual" rounds the sum to the residual's type before the add
+/// (what tp-fuse writes outside fast numerics); "f32", the default, is printed when written.
+// CHECK-LABEL: func.func @fused_norm_sum_type(
+// CHECK:         "tp.fused_allreduce_add_rmsnorm"({{.*}}) {axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world, order = "canonical", sum_type = "residual"}
+// CHECK:         "tp.fused_reduce_scatter_add_rmsnorm"({{.*}}) {axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world, sum_type = "f32"}
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_sum_type(%partial: tensor<16x128xf32>, %residual: tensor<16x128xbf16>, %gamma: tensor<128xbf16>,
+                               %tokens: tensor<64x128xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
+  %n1, %o1 = "tp.fused_allreduce_add_rmsnorm"(%partial, %residual, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, order = "canonical", sum_type = "residual"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  %n2, %o2 = "tp.fused_reduce_scatter_add_rmsnorm"(%tokens, %o1, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, sum_type = "f32"}
+      : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  return %n2, %o2 : tensor<16x128xbf16>, tensor<16x128xbf16>
 }

@@ -1,8 +1,9 @@
 // RUN: tpc-opt %s --split-input-file --pass-pipeline='builtin.module(tp-fuse)' | FileCheck %s
 
 // tp-fuse rewrites all_reduce -> residual add -> rmsnorm (and the sequence-parallel
-// reduce_scatter along the tokens) into the fused op, in fast numerics only, where every
-// condition of lowering/fuse.c holds; anything else is left as it is.
+// reduce_scatter along the tokens) into the fused op where every condition of lowering/fuse.c
+// holds; anything else is left as it is. Outside fast numerics the fused op rounds the sum first
+// (sum_type = "residual"), as the chain does.
 
 /// The end of a block and the next block's norm: one fused op; the add's result keeps its other
 /// use (the next residual) through residual_out; the collective's order and the norm's eps carry
@@ -76,11 +77,12 @@ func.func @left(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>
 
 // -----
 
-/// Invariant (and exact) numerics keep the chain: it rounds the sum before the add, as TP = 1's
-/// linear rounds its output, and the fused op rounds once.
+/// Invariant and exact numerics fuse with sum_type = "residual": the sum is rounded to the
+/// residual's type before the add, as the chain's all-reduce does, so the bits stay the chain's
+/// (TP = 1's). Fast numerics leaves sum_type out (f32, rounded once after the add).
 // CHECK-LABEL: module attributes {tp.numerics = "invariant"}
-// CHECK-NOT:     "tp.fused_
-// CHECK:         "tp.all_reduce"
+// CHECK:         "tp.fused_allreduce_add_rmsnorm"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = {{.*}}, mesh = @world, order = "canonical", sum_type = "residual"}
+// CHECK-NOT:     "tp.all_reduce"
 module attributes {tp.numerics = "invariant"} {
   "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
   func.func @kept(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>) -> tensor<8x64xbf16> {
@@ -88,5 +90,20 @@ module attributes {tp.numerics = "invariant"} {
     %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
     %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
     return %n : tensor<8x64xbf16>
+  }
+}
+
+// -----
+
+/// Exact numerics, the sequence-parallel form: the same attribute.
+// CHECK-LABEL: module attributes {tp.numerics = "exact"}
+// CHECK:         "tp.fused_reduce_scatter_add_rmsnorm"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = {{.*}}, mesh = @world, sum_type = "residual"}
+module attributes {tp.numerics = "exact"} {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @exact_tokens(%p: tensor<8x64xf32>, %r: tensor<4x64xf32>, %g: tensor<64xf32>) -> tensor<4x64xf32> {
+    %s = "tp.reduce_scatter"(%p) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<4x64xf32>
+    %y = "tp.add"(%s, %r) : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+    %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<4x64xf32>, tensor<64xf32>) -> tensor<4x64xf32>
+    return %n : tensor<4x64xf32>
   }
 }

@@ -13,10 +13,11 @@
 // BADNAME: tpc-opt: error: pass tp-lower-runtime has no option 'algorithm' (it takes fused-norm-algorithm)
 
 /// The option sets the attribute on a fused all-reduce norm that has none, and the descriptor
-/// carries it: after eps's bits come algorithm (composition: 2) and order (any: 0).
+/// carries it: after eps's bits come algorithm (composition: 2), order (any: 0) and sum_type
+/// (f32: 0).
 // ONESHOT-LABEL: func.func @fused_allreduce_without_algorithm(
 // ONESHOT:         "tp.fused_allreduce_add_rmsnorm"({{.*}}) {algorithm = "one_shot", axes = ["tp"], eps = {{[^,]*}}, mesh = @world}
-// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_without_algorithm_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0]>
+// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_without_algorithm_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0, 1, 0]>
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @fused_allreduce_without_algorithm(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %g: tensor<128xbf16>)
     -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
@@ -30,7 +31,7 @@ func.func @fused_allreduce_without_algorithm(%p: tensor<16x128xf32>, %r: tensor<
 /// An explicit "auto" is the default: the option replaces it.
 // ONESHOT-LABEL: func.func @fused_allreduce_explicit_auto(
 // ONESHOT:         "tp.fused_allreduce_add_rmsnorm"({{.*}}) {algorithm = "one_shot", axes = ["tp"], eps = {{[^,]*}}, mesh = @world, order = "canonical"}
-// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_auto_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 1]>
+// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_auto_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 1, 1, 0]>
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @fused_allreduce_explicit_auto(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %g: tensor<128xbf16>)
     -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
@@ -45,8 +46,8 @@ func.func @fused_allreduce_explicit_auto(%p: tensor<16x128xf32>, %r: tensor<16x1
 // ONESHOT-LABEL: func.func @fused_allreduce_explicit_algorithm_wins(
 // ONESHOT:         "tp.fused_allreduce_add_rmsnorm"({{.*}}) {algorithm = "composition", axes = ["tp"]
 // ONESHOT:         "tp.fused_allreduce_add_rmsnorm"({{.*}}) {algorithm = "one_shot", axes = ["tp"]
-// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_algorithm_wins_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0]>
-// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_algorithm_wins_1(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 1, 1, 0]>
+// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_algorithm_wins_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0, 1, 0]>
+// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_allreduce_explicit_algorithm_wins_1(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 1, 1, 0, 1, 0]>
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @fused_allreduce_explicit_algorithm_wins(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %g: tensor<128xbf16>)
     -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
@@ -64,7 +65,7 @@ func.func @fused_allreduce_explicit_algorithm_wins(%p: tensor<16x128xf32>, %r: t
 // ONESHOT-LABEL: func.func @fused_reduce_scatter_stays_auto(
 // ONESHOT-NOT:     algorithm
 // ONESHOT:         "tp.fused_reduce_scatter_add_rmsnorm"({{.*}}) {axes = ["tp"], eps = {{[^,]*}}, mesh = @world}
-// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_reduce_scatter_stays_auto_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0]>
+// LOWERED:       llvm.mlir.global internal constant @__tpc_desc_fused_reduce_scatter_stays_auto_0(dense<[{{.*}}, 1, 1, 1, 925353388, 1, 2, 1, 0, 1, 0]>
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @fused_reduce_scatter_stays_auto(%p: tensor<64x128xf32>, %r: tensor<16x128xbf16>, %g: tensor<128xbf16>)
     -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
