@@ -184,8 +184,7 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
 // round(residual + sum)), then its rmsnorm. The op's |algorithm| goes to the hook, which declines
 // "composition" (the verifier refuses "one_shot" on the reduce-scatter form). With |sum_type|
 // "residual" the temporary has the residual's dtype: the all-reduce rounds the sum into it, as
-// tp.all_reduce then tp.add do, so the op has the chain's bits; the hooks compute the f32 form
-// only, so they are not asked unless the residual is f32 (where the two forms are one).
+// tp.all_reduce then tp.add do, so the op has the chain's bits; the hook is asked to round alike.
 static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order,
                                       int algorithm, int sum_type, bool scatter, int slot_partial, int slot_residual,
                                       int slot_gamma, int slot_normed, int slot_residual_out, float eps) {
@@ -201,11 +200,11 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
   const tprt_backend_t* b = tprt_exec_backend(exec);
   if (!(scatter ? b->reduce_scatter != NULL : b->all_reduce != NULL) || !b->add || !b->rmsnorm)
     return tprt__no_kernel(b, scatter ? "fused_reduce_scatter_add_rmsnorm" : "fused_allreduce_add_rmsnorm");
-  if (!scatter && b->fused_norm && sum_dtype == TPRT_DTYPE_F32) {
+  if (!scatter && b->fused_norm) {
     bool done = false;
     tprt_status_t s = b->fused_norm(rank, mask, &c->slot[slot_partial], residual, &c->slot[slot_gamma],
                                     &c->slot[slot_normed], out, eps, (tprt_order_t)order,
-                                    (tprt_fused_algorithm_t)algorithm, &done);
+                                    (tprt_fused_algorithm_t)algorithm, sum_type == TPRT_SUM_TYPE_RESIDUAL, &done);
     if (!s && done) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
     if (s || done) return s;
   }

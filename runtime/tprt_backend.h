@@ -140,12 +140,14 @@ typedef struct tprt_backend_t {
   /// once to the residual's dtype, the rmsnorm); leaves it false when the call or the world does
   /// not suit it, and the caller runs the composition. |algorithm| is the op's: COMPOSITION
   /// declines, ONE_SHOT runs the fused kernel wherever the world and shapes allow it, AUTO leaves
-  /// the choice to the backend. Every member decides alike (the module, and so the attribute, is
-  /// the same on every rank). May be NULL.
+  /// the choice to the backend. |round_sum| (the op's sum_type = "residual"): the f32 sum is
+  /// rounded to the residual's dtype before the add, as the composition's all-reduce into that
+  /// dtype does. Every member decides alike (the module, and so the attributes, are the same on
+  /// every rank). May be NULL.
   tprt_status_t (*fused_norm)(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* partial,
                               const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                               tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                              tprt_fused_algorithm_t algorithm, bool* done);
+                              tprt_fused_algorithm_t algorithm, bool round_sum, bool* done);
   /// Writes a one-line description of the calling rank's device to |buf| (tpc-run's reports:
   /// "GPU 0: sm_90, 132 SMs, 79 GiB"), on the rank's thread after rank_begin. NULL: the host CPU.
   tprt_status_t (*describe)(char* buf, size_t size);

@@ -136,7 +136,7 @@ static int64_t tprt__fused_max_bytes(int group) {
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                                    tprt_fused_algorithm_t algorithm, bool* done) {
+                                    tprt_fused_algorithm_t algorithm, bool round_sum, bool* done) {
   *done = false;
   // The op's algorithm comes first: "composition" declines; "one_shot" takes the kernel wherever
   // the world and the shape allow it, whatever TPRT_CUDA_FUSED_NORM and the crossover say (the
@@ -180,7 +180,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   // Every decline is above: the composition counts its own collective.
   TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
-                                                  order == TPRT_ORDER_CANONICAL, tprt__r.stream));
+                                                  order == TPRT_ORDER_CANONICAL, round_sum, tprt__r.stream));
   *done = true;
   return NULL;
 }

@@ -215,7 +215,7 @@ tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                                    tprt_fused_algorithm_t algorithm, bool* done);
+                                    tprt_fused_algorithm_t algorithm, bool round_sum, bool* done);
 /// Frees the fused norm's registrations, unless the world |failed| (a peer may still read them).
 void tprt__cuda_fused_end(bool failed);
 

@@ -3,6 +3,8 @@
 // (docs/cuda-backend.md, "Fused collective + add + RMSNorm"):
 //   - the f32 sum of the members' partials, in the canonical tree order or in increasing member
 //     order (tprt_cuda_reduce_staged);
+//   - with round_sum (the op's sum_type = "residual"), that sum rounded to the residual's dtype,
+//     as tprt_cuda_reduce_staged does when it writes the residual's dtype;
 //   - plus the residual, rounded once to the residual's dtype: residual_out (tprt_cuda_add);
 //   - the exact RMSNorm of each row of residual_out: normed (tprt_cuda_rmsnorm, the same 256-lane
 //     canonical row reduction).
@@ -216,7 +218,7 @@ static __global__ void __launch_bounds__(T)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
-                            float eps, int canonical) {
+                            float eps, int canonical, int round_sum) {
   constexpr int GM = G > 0 ? G : TPRT_CUDA_FUSED_MAX_GROUP;
   using Shape = tprt__fn_shape<T, G, DP>;
   constexpr int B = Shape::B, V = Shape::V;
@@ -326,7 +328,9 @@ static __global__ void __launch_bounds__(T)
 #pragma unroll
           for (int p = 0; p < GM; ++p)
             if (p < members && p != me) v[b][i][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j + i);
-          const float out = tprt__round_to<DR>(__fadd_rn(tprt__members_sum<G>(v[b][i], n, canonical), res[b][i]));
+          float sum = tprt__members_sum<G>(v[b][i], n, canonical);
+          if (round_sum) sum = tprt__round_to<DR>(sum);  // sum_type = "residual": the chain's rounding
+          const float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][i]));
           tprt__cuda_st(residual_out, DR, base + j + i, out);
           part_sm[k * W + V * (t % PL) + i] = out;
         }
@@ -445,7 +449,7 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
                                            const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                            const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                            tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                           cudaStream_t stream) {
+                                           int round_sum, cudaStream_t stream) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = tprt__fn_config(grid, T, cs, h, stream, &attr);
   // Near the default limit (48 KiB with the static shared memory: a block per row, rows wider than
@@ -457,7 +461,7 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
   }
   return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G, T>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
-                            residual_out->data, m, h, (float)h, eps, canonical);
+                            residual_out->data, m, h, (float)h, eps, canonical, round_sum);
 }
 
 template <int DP, int DR, int T>
@@ -465,8 +469,8 @@ static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_
                                          const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                          const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                          tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                         cudaStream_t stream) {
-#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, stream
+                                         int round_sum, cudaStream_t stream) {
+#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, stream
   switch (g->group) {
     case 2:
       return tprt__fused_norm_launch<DP, DR, 2, T>(TPRT__FN_ARGS);
@@ -527,7 +531,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                const tprt_tensor_t* residual,
                                                                const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                                                tprt_tensor_t* residual_out, float eps, int canonical,
-                                                               cudaStream_t stream) {
+                                                               int round_sum, cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_CUDA_FUSED_MAX_GROUP && g->index >= 0 && g->index < g->group &&
             g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->max_row_blocks >= 1 && g->sms >= 1 && g->counters &&
@@ -584,7 +588,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
       launched = (rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>
                        : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>)(g, clusters * cs, cs, partial, residual, gamma,
                                                                        normed, residual_out, m, h, eps, canonical,
-                                                                       stream);
+                                                                       round_sum, stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(launched);

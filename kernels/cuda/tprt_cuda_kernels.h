@@ -527,7 +527,8 @@ static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partia
 
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
-/// increasing member order), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
+/// increasing member order; with |round_sum| that sum is first rounded to the residual's dtype,
+/// as the op's sum_type = "residual" asks), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
 /// with the same shapes; partial and residual [T,H], gamma [H], float dtypes; normed and
 /// residual_out as the residual; the partial's bytes at most |g|->capacity. A peer that never
 /// arrives leaves the call waiting until *|g|->abort turns non-zero (the world's abort); the
@@ -536,7 +537,8 @@ static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partia
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
-                                                    int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                                    int canonical, int round_sum,
+                                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The fused norm kernel's blocks that fit on the current device at once, in each launch shape:
 /// |clusters| in clusters of TPRT_CUDA_FUSED_CLUSTER, |rows| a block per row

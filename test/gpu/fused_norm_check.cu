@@ -9,7 +9,9 @@
 //   - T tokens x H hidden over 1-8192 tokens (one block's rows, several rows per block, a grid
 //     capped by residency) and H 256-8192, plus a ragged 1000;
 //   - partial bf16 or f32, residual bf16 or f32;
-//   - canonical or increasing-rank order.
+//   - canonical or increasing-rank order;
+//   - the sum kept in f32, or rounded to the residual's dtype before the add (round_sum, the op's
+//     sum_type = "residual"; the composition's all-reduce then writes that dtype).
 // Each rank's outputs must equal the composition's, computed on rank 0's GPU from copies of every
 // partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
 // rows, a block per row from there); odd rounds force the other shape on every case, so both
@@ -46,15 +48,16 @@
 enum { MAX_T = 8192 };
 
 typedef struct {
-  int t, h, dp, dr, canonical;
+  int t, h, dp, dr, canonical, round_sum;
 } case_t;
 
 static const case_t kCases[] = {
-    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1},
-    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0},
-    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0},
-    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1},
-    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0},
+    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0},
+    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, 0},
+    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 0},
+    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0},
+    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0, 0}, {8, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
+    {3, 1000, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 1},   {128, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 
@@ -111,8 +114,9 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
   FN_CHECK(cudaMalloc(&normed, rb));
   for (int r = 0; r < g_ranks; ++r)
     FN_CHECK(cudaMemcpyPeerAsync(staged + (size_t)r * pb, 0, g_partial[r], r % g_gpus, pb, st));
-  fn_status(tprt_cuda_reduce_staged(staged, g_ranks, c->dp, n, sum, TPRT_DTYPE_F32, c->canonical, st), "reduce");
-  tprt_tensor_t s = tprt_tensor_make(sum, TPRT_DTYPE_F32, 2, dims),
+  const int sum_dtype = c->round_sum ? c->dr : TPRT_DTYPE_F32;  // round_sum: the residual's dtype
+  fn_status(tprt_cuda_reduce_staged(staged, g_ranks, c->dp, n, sum, sum_dtype, c->canonical, st), "reduce");
+  tprt_tensor_t s = tprt_tensor_make(sum, sum_dtype, 2, dims),
                 res = tprt_tensor_make((void*)residual, c->dr, 2, dims), o = tprt_tensor_make(out, c->dr, 2, dims),
                 y = tprt_tensor_make(normed, c->dr, 2, dims),
                 gm = tprt_tensor_make((void*)gamma, TPRT_DTYPE_BF16, 1, gd);
@@ -206,12 +210,15 @@ static void* rank_main(void* arg) {
         FN_CHECK(cudaDeviceSynchronize());
         pthread_barrier_wait(&g_barrier);
         if (pass == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, st), "fused");
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, c->round_sum,
+                                                          st),
+                    "fused");
         } else {
           if (!exec) {
             cudaGraph_t graph;
             FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-            fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, st),
+            fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical,
+                                                            c->round_sum, st),
                       "fused (capture)");
             FN_CHECK(cudaStreamEndCapture(st, &graph));
             FN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -320,7 +327,7 @@ static void* bench_rank(void* arg) {
     auto issue = [&](int way) {
       for (int c = 0; c < BENCH_CALLS; ++c) {
         if (way == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, st), "fused");
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, st), "fused");
         } else {
           ncclResult_t nr = ncclAllReduce(sum, sum, (size_t)n, ncclFloat32, ncclSum, g_comms[me], st);
           if (nr != ncclSuccess) {

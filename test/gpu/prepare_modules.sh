@@ -22,6 +22,9 @@ cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$BUILD/bin/tprt-cud
   "$BUILD/bin/tprt-bench-attention" "$BUILD/bin/tprt-fused-norm-check" "$OUT/bin/"
 cp "$BUILD/lib/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
 cp "$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')" "$OUT/lib/"
+# A 2-block Llama-style stack: tp-fuse makes its first block's end a fused norm, in exact numerics
+# with sum_type = "residual" (run.sh runs it with the fused kernel too).
+python3 tools/gen_stack.py --layers 2 --block llama --hidden 256 --ffn 512 --tokens 16 > "$OUT/modules/llama2.mlir"
 
 # name | module | compile flags (after the pipeline's)
 CONFIGS=(
@@ -61,6 +64,9 @@ CONFIGS=(
   "fused-norm-tp2|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu"
   # The fused op's algorithm attribute set to one_shot: the kernel without TPRT_CUDA_FUSED_NORM.
   "fused-norm-tp2-one-shot|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu --fused-norm-algorithm=one-shot"
+  # tp-fuse's fused norms with sum_type = "residual" (exact numerics), forward and training step.
+  "fuse-llama-tp2|$OUT/modules/llama2.mlir|--pipeline=infer --mesh=tp=2"
+  "fuse-llama-train-tp4|$OUT/modules/llama2.mlir|--pipeline=train --mesh=tp=4"
   "async-rs-dim1-tp4|test/e2e/Inputs/async_collectives.mlir|--pipeline=lower-cpu"
   "collectives-tp4|test/e2e/Inputs/collectives.mlir|--pipeline=lower-cpu"
   # World size 8 (issue #7; skipped on machines with fewer GPUs).

@@ -64,13 +64,14 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
 // tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu): the kernel's protocol on the host, the
 // whole grid at once: the counters, the push of the partial's 4-byte words as units with the
 // call's flag into every peer's slot of the call's buffer, the zeroing of the last call's units,
-// the canonical or ordered sum of the own partial and the polled units, the add rounded once, the
-// CPU's rmsnorm of each row, and the counters advanced.
+// the canonical or ordered sum of the own partial and the polled units (rounded to the residual's
+// dtype with round_sum), the add rounded once, the CPU's rmsnorm of each row, and the counters
+// advanced.
 typedef struct {
   tprt_cuda_peer_group_t g;
   const void *partial, *residual, *gamma;
   void *normed, *out;
-  int dp, dr, gd, canonical;
+  int dp, dr, gd, canonical, round_sum;
   int64_t m, h;
   float eps;
 } emu__fused_t;
@@ -131,6 +132,11 @@ static void emu__fused(void* arg) {
       } else {
         for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
       }
+      if (a->round_sum) {  // through the residual's dtype, as the composition's all-reduce writes it
+        uint32_t word = 0;
+        tprt_store_elem(&word, a->dr, 0, v[0]);
+        v[0] = tprt_load_elem(&word, a->dr, 0);
+      }
       tprt_store_elem(a->out, a->dr, row * h + j, v[0] + tprt_load_elem(a->residual, a->dr, row * h + j));
     }
     int64_t dims[2] = {1, h}, gd[1] = {h};
@@ -154,7 +160,7 @@ int emu__fused_launches(void) { return atomic_load(&emu__fused_count); }
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
-                                                    int canonical, cudaStream_t stream) {
+                                                    int canonical, int round_sum, cudaStream_t stream) {
   atomic_fetch_add(&emu__fused_count, 1);
   int64_t m = residual->dims[0], h = residual->dims[1];
   if ((int64_t)tprt_dtype_bytes(partial->dtype, m * h) > g->capacity)
@@ -171,6 +177,7 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                       .dr = residual->dtype,
                       .gd = gamma->dtype,
                       .canonical = canonical,
+                      .round_sum = round_sum,
                       .m = m,
                       .h = h,
                       .eps = eps};

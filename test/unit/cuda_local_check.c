@@ -273,18 +273,20 @@ static tprt_status_t room_rank(tprt_rank_t* rank, void* user) {
 // The fused mode (TPRT_CUDA_FUSED_NORM=1): tp.fused_allreduce_add_rmsnorm through the backend's
 // fused_norm hook, over the tp groups (4 ranks) and the whole world (8), T x H shapes that grow (so
 // that the groups register again) and rows that wrap around the grid, bf16 and f32 partials and
-// residuals, canonical and increasing order: every output the CPU composition's bits (its
-// all-reduce into f32, the add rounded once, the rmsnorm).
+// residuals, canonical and increasing order, the sum kept in f32 or rounded to the residual's
+// dtype (round_sum, sum_type = "residual"): every output the CPU composition's bits (its
+// all-reduce into f32, or into the residual's dtype, the add rounded once, the rmsnorm).
 typedef struct {
   uint32_t mask;
   int64_t t, h;
   int dp, dr;
   tprt_order_t order;
+  bool round_sum;
 } fused_case_t;
 
 static const fused_case_t kFused[] = {
-    {2, 1, 24, BF16, BF16, CANON}, {3, 5, 24, F32, BF16, CANON}, {2, 7, 300, BF16, F32, ANY},
-    {3, 16, 40, F32, F32, ANY},    {2, 3, 24, BF16, BF16, CANON},
+    {2, 1, 24, BF16, BF16, CANON, false}, {3, 5, 24, F32, BF16, CANON, true}, {2, 7, 300, BF16, F32, ANY, false},
+    {3, 16, 40, F32, F32, ANY, false},    {2, 9, 300, F32, BF16, ANY, true},  {2, 3, 24, BF16, BF16, CANON, false},
 };
 enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 
@@ -312,6 +314,9 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
     fill(&p, tprt_rank_index(rank), 40 + which);
     fill(&r, tprt_rank_index(rank) / 4, 60 + which);  // differs between the dp halves
     fill(&gm, 0, 80 + which);
+    // round_sum: the all-reduce writes the residual's dtype (sum's first bytes), as the op's
+    // composition does.
+    if (c->round_sum) sm = tprt_tensor_make(sum, c->dr, 2, dims);
     s = tprt_all_reduce(rank, c->mask, &p, &sm, c->order);
   }
   if (!s) s = tprt_cpu_add(&sm, &r, &o);
@@ -325,7 +330,7 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
   if (!s) s = b->to_device(dr, hr, rb);
   if (!s) s = b->to_device(dg, hg, gb);
   bool done = false;
-  if (!s && g_absent && which == 4 && tprt_rank_index(rank) == 1) {  // the fused-fault mode
+  if (!s && g_absent && which == NUM_FUSED - 1 && tprt_rank_index(rank) == 1) {  // the fused-fault mode
     struct timespec d = {0, 200000000};
     nanosleep(&d, NULL);
     s = tprt_make_status(TPRT_STATUS_INTERNAL, "rank 1 stayed away from fused call %d", which);
@@ -334,7 +339,8 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
     tprt_tensor_t dpt = tprt_tensor_make(dp, c->dp, 2, dims), drt = tprt_tensor_make(dr, c->dr, 2, dims),
                   dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
                   dot = tprt_tensor_make(dout, c->dr, 2, dims);
-    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, g_algorithm, &done);
+    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, g_algorithm, c->round_sum,
+                      &done);
   }
   bool composition = g_algorithm == TPRT_ALGORITHM_COMPOSITION;
   if (!s && composition && done)
