@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L  // strtok_r
 #include "tpc_mesh.h"
 
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,14 @@ int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, siz
       return 0;
     }
     *eq = '\0';
+    // The verifier's rule mesh.axes: an identifier (letters, digits, '_'; not a digit first).
+    bool ident = isalpha((unsigned char)item[0]) || item[0] == '_';
+    for (const char* ch = item + 1; ident && *ch; ++ch) ident = isalnum((unsigned char)*ch) || *ch == '_';
+    if (!ident) {
+      snprintf(error, error_size, "--mesh axis '%s' is not a name: letters, digits and '_', not starting with a digit",
+               item);
+      return 0;
+    }
     for (int i = 0; i < out->num_axes; ++i)
       if (strcmp(out->axes[i], item) == 0) {
         snprintf(error, error_size, "--mesh names axis '%s' twice", item);

@@ -80,6 +80,7 @@ static int tpc__by_size(const void* a, const void* b) {
   const tpc_plan_buffer_t *x = *(tpc_plan_buffer_t* const*)a, *y = *(tpc_plan_buffer_t* const*)b;
   if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
   if (x->def != y->def) return x->def < y->def ? -1 : 1;
+  if (x->last_use != y->last_use) return x->last_use < y->last_use ? -1 : 1;
   return x < y ? -1 : x > y;
 }
 

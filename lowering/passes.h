@@ -26,8 +26,9 @@ MlirPass tpc_create_gtp_pass(void);
 /// subtrees on partial contractions, tree-ordered collectives, or tp.strategy = "gather").
 MlirPass tpc_create_invariant_pass(void);
 
-/// tp-fuse: in fast numerics, rewrites all_reduce (or reduce_scatter along the tokens) -> residual
-/// add -> rmsnorm into tp.fused_allreduce_add_rmsnorm (tp.fused_reduce_scatter_add_rmsnorm).
+/// tp-fuse: rewrites all_reduce (or reduce_scatter along the tokens) -> residual add -> rmsnorm
+/// into tp.fused_allreduce_add_rmsnorm (tp.fused_reduce_scatter_add_rmsnorm); outside fast
+/// numerics with sum_type = "residual", which keeps the chain's bits.
 MlirPass tpc_create_fuse_pass(void);
 
 /// tp-lower-runtime: plans intermediate tensors into one arena and lowers every tp op to a call

@@ -21,7 +21,7 @@ const tpc_pass_entry_t tpc_pass_registry[] = {
      tpc_create_gtp_pass},
     {"tp-invariant", "Apply tp.numerics invariant/exact: canonical chunk subtrees and tree-ordered collectives",
      tpc_create_invariant_pass},
-    {"tp-fuse", "In fast numerics, fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op",
+    {"tp-fuse", "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics)",
      tpc_create_fuse_pass},
     {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
      tpc_create_lower_runtime_pass},

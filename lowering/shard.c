@@ -120,16 +120,27 @@ static bool tpc__grad_arg_layout(tpc__shard_t* S, MlirOperation op, int kind, in
   uint32_t tp = tpc__bit(S->tp);
   switch (kind) {
     case TPC_OP_LINEAR_DGRAD: {
-      if (slot != TPC_LINEAR_DGRAD_SLOT_W) return false;
       int par = tpc_linear_dgrad_get_parallel(op);
+      if (slot == TPC_LINEAR_DGRAD_SLOT_DY) {
+        // A column-parallel dy is the forward output's layout: its N sharded over tp, like w's.
+        if (par != TPC_PARALLEL_COLUMN) return false;
+        l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep);
+        l->mask[1] = tp;
+        return true;
+      }
       if (par == TPC_PARALLEL_COLUMN) l->mask[0] = tp;
       if (par == TPC_PARALLEL_ROW) l->mask[1] = tp;
       return true;
     }
     case TPC_OP_GROUPED_LINEAR_DGRAD: {
-      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_DY) return false;
-      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES) return true;
       int par = tpc_grouped_linear_dgrad_get_parallel(op);
+      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_DY) {
+        if (par != TPC_PARALLEL_COLUMN) return false;
+        l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep);
+        l->mask[1] = tp;
+        return true;
+      }
+      if (slot == TPC_GROUPED_LINEAR_DGRAD_SLOT_GROUP_SIZES) return true;
       l->mask[0] = tpc__bit(S->ep);
       if (par == TPC_PARALLEL_COLUMN) l->mask[1] = tp;
       if (par == TPC_PARALLEL_ROW) l->mask[2] = tp;

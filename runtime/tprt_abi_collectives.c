@@ -176,11 +176,12 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
   return tprt_exec_record(exec, s, TPRT_WAIT_NAME);
 }
 
-// residual_out = round(Σ partial + residual), the sum in f32; normed = rmsnorm(residual_out). A
-// backend's fused_norm hook when it takes the call (the all-reduce form), else one mechanism for
-// every backend: its all-reduce (reduce-scatter along tokens when |scatter|) into an
-// f32 temporary (the backend's workspace, else the rank's allocator), its add (an f32 a plus a b
-// in storage precision, rounded once to b's dtype; IEEE addition commutes, so this is
+// residual_out = round(Σ partial + residual), the sum in f32 (sum_type "f32"); normed =
+// rmsnorm(residual_out). A backend's fused_norm hook when it takes the call (the all-reduce form),
+// else one mechanism for every backend: its all-reduce (reduce-scatter along tokens when
+// |scatter|) into a temporary (the backend's workspace, else the rank's allocator), its add (the
+// sum plus the residual, each widened to f32, rounded once to the residual's dtype; IEEE addition
+// commutes, so this is
 // round(residual + sum)), then its rmsnorm. The op's |algorithm| goes to the hook, which declines
 // "composition" (the verifier refuses "one_shot" on the reduce-scatter form). With |sum_type|
 // "residual" the temporary has the residual's dtype: the all-reduce rounds the sum into it, as

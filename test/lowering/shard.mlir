@@ -240,3 +240,26 @@ func.func @row_dgrad(%dy: tensor<16x128xbf16>, %w: tensor<128x128xbf16>) -> tens
   %dx = "tp.linear_dgrad"(%dy, %w) {parallel = "row"} : (tensor<16x128xbf16>, tensor<128x128xbf16>) -> tensor<16x128xbf16>
   return %dx : tensor<16x128xbf16>
 }
+
+// -----
+
+/// Column-parallel dgrads whose dy and w are both arguments: dy takes the forward output's layout
+/// (N over tp, like w), so dx is an f32 partial completed over tp.
+"tp.mesh"() {sym_name = "world", axes = ["dp", "tp"], shape = array<i64: 2, 2>} : () -> ()
+// CHECK-LABEL: func.func @column_dgrad(
+// CHECK-SAME:      %{{[^:]*}}: tensor<8x128xbf16> {tp.shard = {axes = {{\[\["dp"\], \["tp"\]\]}}
+// CHECK-SAME:      %{{[^:]*}}: tensor<128x128xbf16> {tp.shard = {axes = {{\[\["tp"\], \[\]\]}}
+// CHECK:         %[[P:.*]] = "tp.linear_dgrad"({{.*}}) {parallel = "column", partial = true} : (tensor<8x128xbf16>, tensor<128x128xbf16>) -> tensor<8x128xf32>
+// CHECK-NEXT:    "tp.all_reduce"(%[[P]]) {axes = ["tp"], mesh = @world}
+// CHECK-LABEL: func.func @grouped_column_dgrad(
+// CHECK-SAME:      %{{[^:]*}}: tensor<16x8xbf16> {tp.shard = {axes = {{\[\["dp"\], \["tp"\]\]}}
+// CHECK-SAME:      %{{[^:]*}}: tensor<4x8x64xbf16> {tp.shard = {axes = {{\[\[\], \["tp"\], \[\]\]}}
+// CHECK:         "tp.grouped_linear_dgrad"({{.*}}) {parallel = "column", partial = true}
+func.func @column_dgrad(%dy: tensor<16x256xbf16>, %w: tensor<256x128xbf16>) -> tensor<16x128xbf16> {
+  %dx = "tp.linear_dgrad"(%dy, %w) {parallel = "column"} : (tensor<16x256xbf16>, tensor<256x128xbf16>) -> tensor<16x128xbf16>
+  return %dx : tensor<16x128xbf16>
+}
+func.func @grouped_column_dgrad(%dy: tensor<32x16xbf16>, %w: tensor<4x16x64xbf16>, %g: tensor<4xi64>) -> tensor<32x64xbf16> {
+  %dx = "tp.grouped_linear_dgrad"(%dy, %w, %g) {parallel = "column"} : (tensor<32x16xbf16>, tensor<4x16x64xbf16>, tensor<4xi64>) -> tensor<32x64xbf16>
+  return %dx : tensor<32x64xbf16>
+}

@@ -285,8 +285,9 @@ typedef struct {
 } fused_case_t;
 
 static const fused_case_t kFused[] = {
-    {2, 1, 24, BF16, BF16, CANON, false}, {3, 5, 24, F32, BF16, CANON, true}, {2, 7, 300, BF16, F32, ANY, false},
-    {3, 16, 40, F32, F32, ANY, false},    {2, 9, 300, F32, BF16, ANY, true},  {2, 3, 24, BF16, BF16, CANON, false},
+    {2, 1, 24, BF16, BF16, CANON, false}, {3, 5, 24, F32, BF16, CANON, true},   {2, 7, 300, BF16, F32, ANY, false},
+    {3, 16, 40, F32, F32, ANY, false},    {2, 9, 300, F32, BF16, ANY, true},    {3, 16, 64, BF16, BF16, CANON, true},
+    {2, 3, 24, BF16, BF16, CANON, false},
 };
 enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 
