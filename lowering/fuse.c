@@ -31,14 +31,6 @@
 #include "tpc_dialect.h"
 #include "tpc_verify.h"
 
-// The op that uses |v| once, or a null op when |v| has no use or several.
-static MlirOperation tpc__only_user(MlirValue v) {
-  MlirOpOperand use = mlirValueGetFirstUse(v);
-  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)))
-    return (MlirOperation){NULL};
-  return mlirOpOperandGetOwner(use);
-}
-
 // The first tp.rmsnorm (in block order) of |add|'s block whose x is |y|, or a null op.
 static MlirOperation tpc__norm_of(MlirValue y, MlirOperation add) {
   MlirOperation first = {NULL};
@@ -73,7 +65,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter, bool round_sum) {
   // Shapes of ops the verifier would refuse (a pipeline may run unverified) are left alone.
   if (mlirOperationGetNumOperands(coll) != 1 || mlirOperationGetNumResults(coll) != 1) return false;
   MlirValue partial = mlirOperationGetOperand(coll, 0), sum = mlirOperationGetResult(coll, 0);
-  MlirOperation add = tpc__only_user(sum);
+  MlirOperation add = tpc_only_user(sum);
   if (mlirOperationIsNull(add) || tpc_op_get_kind(add) != TPC_OP_ADD || mlirOperationGetNumOperands(add) != 2 ||
       mlirOperationGetNumResults(add) != 1)
     return false;

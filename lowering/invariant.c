@@ -452,13 +452,6 @@ static int64_t tpc__chain_ranks(tpc__inv_t* I, MlirOperation coll, int kind) {
   return ranks;
 }
 
-// The single reader of |v|, or a null op.
-static MlirOperation tpc__only_reader(MlirValue v) {
-  MlirOpOperand u = mlirValueGetFirstUse(v);
-  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return (MlirOperation){NULL};
-  return mlirOpOperandGetOwner(u);
-}
-
 // An expert weight gradient summed over the token ranks of dp or gtp has no canonical split: each
 // expert's rows are one sequence, and where the ranks' shares cut it depends on the routing. So
 // every rank gathers the rows instead, as sequence parallelism does: the expert counts and x over
@@ -494,10 +487,10 @@ static bool tpc__gather_expert_wgrad(tpc__inv_t* I, MlirOperation coll, int kind
     split = tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_START_ATTR_DIM);
     blocks = tpc_op_get_i64(coll, kind, TPC_REDUCE_SCATTER_START_ATTR_BLOCKS);
     if (split != 1) return false;
-    MlirOperation wait = tpc__only_reader(mlirOperationGetResult(coll, 0));
+    MlirOperation wait = tpc_only_user(mlirOperationGetResult(coll, 0));
     if (mlirOperationIsNull(wait) || tpc_op_get_kind(wait) != TPC_OP_WAIT) return false;
     chain[n++] = last = wait;
-    MlirOperation ar = tpc__only_reader(mlirOperationGetResult(wait, 0));
+    MlirOperation ar = tpc_only_user(mlirOperationGetResult(wait, 0));
     if (!mlirOperationIsNull(ar) && tpc_op_get_kind(ar) == TPC_OP_ALL_REDUCE) {
       chain[n++] = last = ar;
       rest = mlirOperationGetAttributeByName(ar, tpc_ref("axes"));

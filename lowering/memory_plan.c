@@ -17,60 +17,61 @@ static int64_t tpc__extent(const tpc_plan_buffer_t* b, int64_t alignment) {
   return tpc__align(b->bytes > 0 ? b->bytes : 1, alignment);
 }
 
-// Strategy 1, first fit in definition order: the placed buffers still live, sorted by offset.
-static int64_t tpc__plan_by_def(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
-  if (count == 0) return 0;
+// One placement: the buffers in the order |cmp| gives, each at the offset |place| picks among the
+// buffers of |list| (sorted by offset; |place| may drop the ones it no longer needs), then
+// inserted into |list| by offset. Writes every buffer's offset; returns the arena, or -1 out of
+// host memory.
+typedef int64_t (*tpc__place_fn)(tpc_plan_buffer_t** list, int* n, const tpc_plan_buffer_t* b, int64_t alignment);
+
+static int64_t tpc__plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment,
+                         int (*cmp)(const void*, const void*), tpc__place_fn place) {
   tpc_plan_buffer_t** order = malloc(sizeof *order * (size_t)count);
-  // The placed buffers still live, sorted by offset: they never overlap one another (each pair
-  // is live at the later one's definition), so their extents are disjoint and sorted too.
-  tpc_plan_buffer_t** live = malloc(sizeof *live * (size_t)count);
-  if (!order || !live) {
+  tpc_plan_buffer_t** list = malloc(sizeof *list * (size_t)count);
+  if (!order || !list) {
     free(order);
-    free(live);
+    free(list);
     return -1;
   }
-  for (int i = 0; i < count; ++i) {
-    if (buffers[i].bytes < 0) {
-      free(order);
-      free(live);
-      return -1;
-    }
-    order[i] = &buffers[i];
-  }
-  qsort(order, (size_t)count, sizeof *order, tpc__by_def);
+  for (int i = 0; i < count; ++i) order[i] = &buffers[i];
+  qsort(order, (size_t)count, sizeof *order, cmp);
   int64_t arena = 0;
-  int nlive = 0;
+  int n = 0;
   for (int i = 0; i < count; ++i) {
     tpc_plan_buffer_t* b = order[i];
-    int64_t size = tpc__extent(b, alignment);
-    int n = 0;  // drop the buffers dead before |b| is written
-    for (int k = 0; k < nlive; ++k)
-      if (live[k]->last_use >= b->def) live[n++] = live[k];
-    nlive = n;
-    // Candidate offsets are 0 and the (aligned) ends of the live buffers, in increasing order;
-    // take the first whose range overlaps no live buffer. |j|: the first live buffer whose extent
-    // ends after the candidate (the ones before it cannot overlap it).
-    int64_t best = -1;
-    int j = 0;
-    for (int c = -1; c < nlive && best < 0; ++c) {
-      int64_t off = c < 0 ? 0 : live[c]->offset + tpc__extent(live[c], alignment);
-      while (j < nlive && live[j]->offset + tpc__extent(live[j], alignment) <= off) ++j;
-      if (j == nlive || live[j]->offset >= off + size) best = off;
-    }
-    b->offset = best;
-    if (best + size > arena) arena = best + size;
-    // Insert |b| into the live list by offset.
-    int at = nlive;
-    while (at > 0 && live[at - 1]->offset > best) {
-      live[at] = live[at - 1];
+    b->offset = place(list, &n, b, alignment);
+    if (b->offset + tpc__extent(b, alignment) > arena) arena = b->offset + tpc__extent(b, alignment);
+    int at = n++;  // insert |b| by offset
+    while (at > 0 && list[at - 1]->offset > b->offset) {
+      list[at] = list[at - 1];
       --at;
     }
-    live[at] = b;
-    ++nlive;
+    list[at] = b;
   }
   free(order);
-  free(live);
+  free(list);
   return arena;
+}
+
+// Strategy 1, first fit in definition order. |live|: the placed buffers still live, sorted by
+// offset; they never overlap one another (each pair is live at the later one's definition), so
+// their extents are disjoint and sorted too.
+static int64_t tpc__place_first_fit(tpc_plan_buffer_t** live, int* nlive, const tpc_plan_buffer_t* b,
+                                    int64_t alignment) {
+  int n = 0;  // drop the buffers dead before |b| is written
+  for (int k = 0; k < *nlive; ++k)
+    if (live[k]->last_use >= b->def) live[n++] = live[k];
+  *nlive = n;
+  // Candidate offsets are 0 and the (aligned) ends of the live buffers, in increasing order;
+  // take the first whose range overlaps no live buffer. |j|: the first live buffer whose extent
+  // ends after the candidate (the ones before it cannot overlap it).
+  const int64_t size = tpc__extent(b, alignment);
+  int j = 0;
+  for (int c = -1; c < n; ++c) {
+    int64_t off = c < 0 ? 0 : live[c]->offset + tpc__extent(live[c], alignment);
+    while (j < n && live[j]->offset + tpc__extent(live[j], alignment) <= off) ++j;
+    if (j == n || live[j]->offset >= off + size) return off;
+  }
+  return -1;  // not reached: the end of the last live buffer is always free
 }
 
 // Strategy 2, greedy by size (TFLite's "greedy by size"): the largest buffers first, each at the
@@ -84,42 +85,26 @@ static int tpc__by_size(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-static int64_t tpc__plan_by_size(tpc_plan_buffer_t* buffers, int count, int64_t alignment, int64_t* offsets) {
-  tpc_plan_buffer_t** order = malloc(sizeof *order * (size_t)count);
-  tpc_plan_buffer_t** placed = malloc(sizeof *placed * (size_t)count);  // sorted by offset
-  if (!order || !placed) {
-    free(order);
-    free(placed);
-    return -1;
+static int64_t tpc__place_largest_first(tpc_plan_buffer_t** placed, int* nplaced, const tpc_plan_buffer_t* b,
+                                        int64_t alignment) {
+  const int64_t size = tpc__extent(b, alignment);
+  int64_t off = 0;
+  for (int k = 0; k < *nplaced; ++k) {
+    const tpc_plan_buffer_t* p = placed[k];
+    if (p->last_use < b->def || b->last_use < p->def) continue;  // never live together
+    if (p->offset >= off + size) break;                          // the gap below |p| fits
+    int64_t end = p->offset + tpc__extent(p, alignment);
+    if (end > off) off = end;
   }
-  for (int i = 0; i < count; ++i) order[i] = &buffers[i];
-  qsort(order, (size_t)count, sizeof *order, tpc__by_size);
-  int64_t arena = 0;
-  int nplaced = 0;
-  for (int i = 0; i < count; ++i) {
-    tpc_plan_buffer_t* b = order[i];
-    int64_t size = tpc__extent(b, alignment), off = 0;
-    for (int k = 0; k < nplaced; ++k) {
-      const tpc_plan_buffer_t* p = placed[k];
-      if (p->last_use < b->def || b->last_use < p->def) continue;  // never live together
-      int64_t p_off = offsets[p - buffers];
-      if (p_off >= off + size) break;  // the gap below |p| fits
-      int64_t end = p_off + tpc__extent(p, alignment);
-      if (end > off) off = end;
-    }
-    offsets[b - buffers] = off;
-    if (off + size > arena) arena = off + size;
-    int at = nplaced;
-    while (at > 0 && offsets[placed[at - 1] - buffers] > off) {
-      placed[at] = placed[at - 1];
-      --at;
-    }
-    placed[at] = b;
-    ++nplaced;
-  }
-  free(order);
-  free(placed);
-  return arena;
+  return off;
+}
+
+static int64_t tpc__plan_by_def(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
+  return tpc__plan(buffers, count, alignment, tpc__by_def, tpc__place_first_fit);
+}
+
+static int64_t tpc__plan_by_size(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
+  return tpc__plan(buffers, count, alignment, tpc__by_size, tpc__place_largest_first);
 }
 
 int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment) {
@@ -129,16 +114,17 @@ int64_t tpc_memory_plan(tpc_plan_buffer_t* buffers, int count, int64_t alignment
     if (buffers[i].bytes < 0) return -1;
   int64_t first = tpc__plan_by_def(buffers, count, alignment);
   if (first < 0) return -1;
-  // The second strategy writes its offsets aside and is kept only when its arena is smaller.
-  int64_t* offsets = malloc(sizeof *offsets * (size_t)count);
-  if (!offsets) return first;
-  int64_t second = tpc__plan_by_size(buffers, count, alignment, offsets);
-  if (second >= 0 && second < first) {
-    for (int i = 0; i < count; ++i) buffers[i].offset = offsets[i];
-    first = second;
+  // The first plan's offsets are kept aside; the second replaces them only with a smaller arena.
+  int64_t* kept = malloc(sizeof *kept * (size_t)count);
+  if (!kept) return first;
+  for (int i = 0; i < count; ++i) kept[i] = buffers[i].offset;
+  int64_t second = tpc__plan_by_size(buffers, count, alignment);
+  if (second < 0 || second >= first) {
+    for (int i = 0; i < count; ++i) buffers[i].offset = kept[i];
+    second = first;
   }
-  free(offsets);
-  return first;
+  free(kept);
+  return second;
 }
 
 typedef struct {

@@ -59,6 +59,13 @@ static inline MlirNamedAttribute tpc_named_attr(MlirContext ctx, const char* nam
   return mlirNamedAttributeGet(mlirIdentifierGet(ctx, tpc_ref(name)), a);
 }
 
+/// The op that uses |v| once, or a null op when |v| has no use or several.
+static inline MlirOperation tpc_only_user(MlirValue v) {
+  MlirOpOperand use = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return (MlirOperation){NULL};
+  return mlirOpOperandGetOwner(use);
+}
+
 /// The tp ops under |root| in pre-order, those whose kind |keep| accepts (|keep| NULL: every tp
 /// op), as an array the caller frees, with their number in *|count|. NULL when there is none, or
 /// when out of host memory (then *|count| is -1).

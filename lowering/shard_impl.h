@@ -1,4 +1,4 @@
-// Internal to tp-shard (shard.c, shard_grad.c, shard_attention.c): the per-function state and the emission helpers
+// Internal to tp-shard (shard.c, shard_args.c, shard_grad.c, shard_attention.c): the per-function state and the emission helpers
 // shared by the forward and backward sharding rules.
 #ifndef TPC_SHARD_IMPL_H_
 #define TPC_SHARD_IMPL_H_
@@ -80,7 +80,9 @@ tpc__sval_t* tpc__gather_counts(tpc__shard_t* S, tpc__sval_t* sizes);
 tpc__sval_t* tpc__dispatch(tpc__shard_t* S, tpc__sval_t* x, tpc__sval_t* sizes);
 /// The inverse: brings dispatched rows back to the ranks owning the tokens, in expert order.
 tpc__sval_t* tpc__combine(tpc__shard_t* S, tpc__sval_t* x);
-/// The layout a weight-like operand of |op| must have, or false for activation operands (shard.c).
+/// Gives every argument of the function's |body| the layout of its first use (shard_args.c).
+MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body);
+/// The layout a weight-like operand of |op| must have, or false for activation operands (shard_args.c).
 bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l);
 /// Quantized weights (shard_quant.c): the layout of |v| (a weight's data, or its dequantized form)
 /// that its first weight reader's plan gives it; false when no weight reader follows.
