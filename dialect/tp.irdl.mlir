@@ -515,13 +515,16 @@ irdl.dialect @tp {
   //===--------------------------------------------------------------------===//
 
   // residual_out = all_reduce(partial) + residual; normed = rmsnorm(residual_out, gamma).
-  // `algorithm` picks how it runs: "auto" lets the backend choose, "one_shot" takes the fused
-  // kernel wherever the backend can run it, "composition" runs the all-reduce, add and rmsnorm.
+  // `algorithm` picks how it runs: "auto" lets the backend choose, "one_shot" takes the one-shot
+  // fused kernel wherever the backend can run it, "two_shot" the two-shot one (a reduce-scatter of
+  // the partial to row owners, which add and normalize, then an all-gather of the owners' rows),
+  // "composition" runs the all-reduce, add and rmsnorm. Values are appended last: the runtime
+  // numbers them as listed (TPRT_ALGORITHM_*).
   // `sum_type` is the sum's type before the add: "f32" (the add rounds once), or "residual" (the
   // sum is rounded to the residual's element type first, as tp.all_reduce then tp.add does: the
   // chain's bits, which tp-fuse writes in invariant and exact numerics).
   irdl.operation @fused_allreduce_add_rmsnorm attributes {tp.optional_attributes = {
-      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition"],
+      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition", "two_shot"],
       sum_type = ["f32", "residual"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"
@@ -535,10 +538,10 @@ irdl.dialect @tp {
   }
 
   // The sequence-parallel form: reduce_scatter(partial) along dim 0, then add and RMSNorm on this
-  // rank's token shard. `algorithm` and `sum_type` as above; "one_shot" is refused (rule
-  // fused_norm.algorithm): there is no fused kernel of this form.
+  // rank's token shard. `algorithm` and `sum_type` as above (one list, so one enum); "one_shot"
+  // and "two_shot" are refused (rule fused_norm.algorithm): there is no fused kernel of this form.
   irdl.operation @fused_reduce_scatter_add_rmsnorm attributes {tp.optional_attributes = {
-      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition"],
+      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition", "two_shot"],
       sum_type = ["f32", "residual"]}} {
     %mesh = irdl.base "#builtin.symbol_ref"
     %axes = irdl.base "#builtin.array"

@@ -171,10 +171,11 @@ int tpc_fused_norm_algorithm_option_parse(const char* value, char* error, size_t
     int algorithm;
   } kValues[] = {{"auto", TPC_ALGORITHM_AUTO},
                  {"one-shot", TPC_ALGORITHM_ONE_SHOT},
+                 {"two-shot", TPC_ALGORITHM_TWO_SHOT},
                  {"composition", TPC_ALGORITHM_COMPOSITION}};
   for (size_t i = 0; value && i < sizeof kValues / sizeof kValues[0]; ++i)
     if (strcmp(value, kValues[i].option) == 0) return kValues[i].algorithm;
-  snprintf(error, error_size, "--fused-norm-algorithm must be auto, one-shot or composition; got '%s'",
+  snprintf(error, error_size, "--fused-norm-algorithm must be auto, one-shot, two-shot or composition; got '%s'",
            value ? value : "");
   return -1;
 }
@@ -191,7 +192,9 @@ static MlirWalkResult tpc__set_fused_norm_algorithm(MlirOperation op, void* user
               : kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM ? TPC_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM
                                                                 : -1;
   if (index < 0 || tpc_op_get_enum(op, kind, index) != TPC_ALGORITHM_AUTO) return MlirWalkResultAdvance;
-  if (kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM && s->algorithm == TPC_ALGORITHM_ONE_SHOT)
+  // The reduce-scatter form has neither fused kernel (rule fused_norm.algorithm): it stays "auto".
+  if (kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM &&
+      (s->algorithm == TPC_ALGORITHM_ONE_SHOT || s->algorithm == TPC_ALGORITHM_TWO_SHOT))
     return MlirWalkResultAdvance;
   mlirOperationSetAttributeByName(
       op, mlirStringRefCreateFromCString(tpc_op_get_spec(kind)->attrs[index].name),

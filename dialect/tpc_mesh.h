@@ -56,13 +56,14 @@ void tpc_module_set_gtp(MlirOperation module, int64_t prefetch, bool keep);
 int tpc_module_set_sequence_parallel(MlirOperation module);
 
 /// Parses the value of --fused-norm-algorithm (or tp-lower-runtime{fused-norm-algorithm=...}):
-/// "auto", "one-shot" or "composition". Returns the tpc_algorithm_t value (TPC_ALGORITHM_*), or -1
-/// after writing a message to |error|.
+/// "auto", "one-shot", "two-shot" or "composition". Returns the tpc_algorithm_t value
+/// (TPC_ALGORITHM_*), or -1 after writing a message to |error|.
 int tpc_fused_norm_algorithm_option_parse(const char* value, char* error, size_t error_size);
 
 /// Sets `algorithm` to |algorithm| (a tpc_algorithm_t value) on every fused norm op of |module|
 /// whose algorithm is "auto" (written or not): an explicit other value wins. TPC_ALGORITHM_ONE_SHOT
-/// leaves tp.fused_reduce_scatter_add_rmsnorm at "auto", since that form has no one-shot kernel.
+/// and TPC_ALGORITHM_TWO_SHOT leave tp.fused_reduce_scatter_add_rmsnorm at "auto", since that form
+/// has no fused kernel.
 /// Returns how many ops it changed.
 int tpc_module_set_fused_norm_algorithm(MlirOperation module, int algorithm);
 

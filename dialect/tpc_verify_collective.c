@@ -198,19 +198,23 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
                                     tpc_fused_allreduce_add_rmsnorm_get_residual(op),
                                     tpc_fused_allreduce_add_rmsnorm_get_gamma(op),
                                     tpc_fused_allreduce_add_rmsnorm_get_eps(op), false, g);
-    case TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM:
+    case TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM: {
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_reduce_scatter_add_rmsnorm_get_mesh_attr(op),
                                                        tpc_fused_reduce_scatter_add_rmsnorm_get_axes_attr(op), &g)))
         return FAIL;
-      // The one-shot kernel is an all-reduce; the reduce-scatter form has no fused kernel to force.
-      if (tpc_fused_reduce_scatter_add_rmsnorm_get_algorithm(op) == TPC_ALGORITHM_ONE_SHOT)
+      // The one-shot and two-shot kernels are all-reduces; the reduce-scatter form has no fused
+      // kernel to force.
+      tpc_algorithm_t algorithm = tpc_fused_reduce_scatter_add_rmsnorm_get_algorithm(op);
+      if (algorithm == TPC_ALGORITHM_ONE_SHOT || algorithm == TPC_ALGORITHM_TWO_SHOT)
         return tpc__rule_error(op, "fused_norm.algorithm",
-                               "algorithm = \"one_shot\" is for tp.fused_allreduce_add_rmsnorm only; use \"auto\" "
-                               "or \"composition\"");
+                               "algorithm = \"%s\" is for tp.fused_allreduce_add_rmsnorm only; use \"auto\" "
+                               "or \"composition\"",
+                               tpc_algorithm_names[algorithm]);
       return tpc__verify_fused_norm(op, tpc_fused_reduce_scatter_add_rmsnorm_get_partial(op),
                                     tpc_fused_reduce_scatter_add_rmsnorm_get_residual(op),
                                     tpc_fused_reduce_scatter_add_rmsnorm_get_gamma(op),
                                     tpc_fused_reduce_scatter_add_rmsnorm_get_eps(op), true, g);
+    }
     default:
       return OK;
   }

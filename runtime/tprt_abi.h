@@ -31,8 +31,9 @@
 extern "C" {
 #endif
 
-/// Bumped whenever a signature or the descriptor layout changes.
-#define TPRT_ABI_VERSION 5
+/// Bumped whenever a signature, the descriptor layout or an enum attribute's values change (an
+/// older runtime refuses a module that may carry a value it does not know).
+#define TPRT_ABI_VERSION 6
 /// desc[0] of every op descriptor: "tpc" and the ABI version.
 #define TPRT_ABI_DESC_MAGIC (0x7470630000000000LL | TPRT_ABI_VERSION)
 /// Alignment of every arena offset the compiler plans.

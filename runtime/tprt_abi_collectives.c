@@ -183,9 +183,10 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
 // sum plus the residual, each widened to f32, rounded once to the residual's dtype; IEEE addition
 // commutes, so this is
 // round(residual + sum)), then its rmsnorm. The op's |algorithm| goes to the hook, which declines
-// "composition" (the verifier refuses "one_shot" on the reduce-scatter form). With |sum_type|
-// "residual" the temporary has the residual's dtype: the all-reduce rounds the sum into it, as
-// tp.all_reduce then tp.add do, so the op has the chain's bits; the hook is asked to round alike.
+// "composition" (the verifier refuses "one_shot" and "two_shot" on the reduce-scatter form). With
+// |sum_type| "residual" the temporary has the residual's dtype: the all-reduce rounds the sum into
+// it, as tp.all_reduce then tp.add do, so the op has the chain's bits; the hook is asked to round
+// alike.
 static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order,
                                       int algorithm, int sum_type, bool scatter, int slot_partial, int slot_residual,
                                       int slot_gamma, int slot_normed, int slot_residual_out, float eps) {

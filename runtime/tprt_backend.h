@@ -104,8 +104,11 @@ extern "C" {
   X(wait, (tprt_rank_t* rank, tprt_future_t* future), (rank, future))
 
 /// How a fused norm runs (the op's `algorithm`): TPRT_ALGORITHM_AUTO (the backend chooses),
-/// TPRT_ALGORITHM_ONE_SHOT (the fused kernel wherever the backend can run it) or
-/// TPRT_ALGORITHM_COMPOSITION (the all-reduce, add and rmsnorm), numbered as in tprt_ops_abi.h.
+/// TPRT_ALGORITHM_ONE_SHOT (the one-shot fused kernel wherever the backend can run it),
+/// TPRT_ALGORITHM_TWO_SHOT (the two-shot fused kernel, a reduce-scatter of the partial to row
+/// owners, which add and normalize, then an all-gather of their rows, wherever the backend can run
+/// it) or TPRT_ALGORITHM_COMPOSITION (the all-reduce, add and rmsnorm), numbered as in
+/// tprt_ops_abi.h.
 typedef int tprt_fused_algorithm_t;
 
 typedef struct tprt_backend_t {
@@ -139,11 +142,11 @@ typedef struct tprt_backend_t {
   /// |*done| when it ran the op, bitwise the composition (the all-reduce into f32, the add rounded
   /// once to the residual's dtype, the rmsnorm); leaves it false when the call or the world does
   /// not suit it, and the caller runs the composition. |algorithm| is the op's: COMPOSITION
-  /// declines, ONE_SHOT runs the fused kernel wherever the world and shapes allow it, AUTO leaves
-  /// the choice to the backend. |round_sum| (the op's sum_type = "residual"): the f32 sum is
-  /// rounded to the residual's dtype before the add, as the composition's all-reduce into that
-  /// dtype does. Every member decides alike (the module, and so the attributes, are the same on
-  /// every rank). May be NULL.
+  /// declines, ONE_SHOT runs the one-shot kernel and TWO_SHOT the two-shot one wherever the world
+  /// and shapes allow it, AUTO leaves the choice to the backend. |round_sum| (the op's sum_type =
+  /// "residual"): the f32 sum is rounded to the residual's dtype before the add, as the
+  /// composition's all-reduce into that dtype does. Every member decides alike (the module, and so
+  /// the attributes, are the same on every rank). May be NULL.
   tprt_status_t (*fused_norm)(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* partial,
                               const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                               tprt_tensor_t* residual_out, float eps, tprt_order_t order,

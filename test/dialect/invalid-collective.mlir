@@ -186,11 +186,21 @@ func.func @fused_reduce_scatter_unscattered_partial(%p: tensor<16x128xf32>, %r: 
 
 // -----
 
-/// fused_norm.algorithm: the one-shot kernel is an all-reduce; the reduce-scatter form has none.
+/// fused_norm.algorithm: the one-shot and two-shot kernels are all-reduces; the reduce-scatter
+/// form has neither.
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
 func.func @fused_reduce_scatter_one_shot(%p: tensor<64x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
   // expected-error@+1 {{'tp.fused_reduce_scatter_add_rmsnorm' op violates rule fused_norm.algorithm: algorithm = "one_shot" is for tp.fused_allreduce_add_rmsnorm only; use "auto" or "composition"}}
   %n, %o = "tp.fused_reduce_scatter_add_rmsnorm"(%p, %r, %gamma) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "one_shot"} : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  return %n, %o : tensor<16x128xbf16>, tensor<16x128xbf16>
+}
+
+// -----
+
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_reduce_scatter_two_shot(%p: tensor<64x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
+  // expected-error@+1 {{'tp.fused_reduce_scatter_add_rmsnorm' op violates rule fused_norm.algorithm: algorithm = "two_shot" is for tp.fused_allreduce_add_rmsnorm only; use "auto" or "composition"}}
+  %n, %o = "tp.fused_reduce_scatter_add_rmsnorm"(%p, %r, %gamma) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "two_shot"} : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
   return %n, %o : tensor<16x128xbf16>, tensor<16x128xbf16>
 }
 

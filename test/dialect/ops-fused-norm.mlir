@@ -4,12 +4,14 @@
 
 // Round trip of the fused norms' `algorithm` and `sum_type` attributes; the other fused-op cases are in ops.mlir.
 
-/// `algorithm` on the fused norms: "one_shot" on the all-reduce form, "composition" on both.
+/// `algorithm` on the fused norms: "one_shot" and "two_shot" on the all-reduce form, "composition"
+/// on both.
 // CHECK:       "tp.mesh"() {axes = ["tp"], shape = array<i64: 4>, sym_name = "world"} : () -> ()
 // CHECK-LABEL: func.func @fused_norm_algorithm(
 // CHECK-SAME:    %[[PARTIAL:.*]]: tensor<16x128xf32>, %[[RESIDUAL:.*]]: tensor<16x128xbf16>, %[[GAMMA:.*]]: tensor<128xbf16>, %[[TOKENS:.*]]: tensor<64x128xf32>)
 // CHECK-NEXT:    %[[ONE:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(%[[PARTIAL]], %[[RESIDUAL]], %[[GAMMA]]) {algorithm = "one_shot", axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
-// CHECK-NEXT:    %[[COMP:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(%[[PARTIAL]], %[[ONE]]#1, %[[GAMMA]]) {algorithm = "composition", axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world, order = "canonical"} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+// CHECK-NEXT:    %[[TWO:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(%[[PARTIAL]], %[[ONE]]#1, %[[GAMMA]]) {algorithm = "two_shot", axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+// CHECK-NEXT:    %[[COMP:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(%[[PARTIAL]], %[[TWO]]#1, %[[GAMMA]]) {algorithm = "composition", axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world, order = "canonical"} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
 // CHECK-NEXT:    %[[SCAT:.*]]:2 = "tp.fused_reduce_scatter_add_rmsnorm"(%[[TOKENS]], %[[COMP]]#1, %[[GAMMA]]) {algorithm = "composition", axes = ["tp"], eps = 9.99999974E-6 : f32, mesh = @world} : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
 // CHECK-NEXT:    return %[[SCAT]]#0, %[[SCAT]]#1
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
@@ -17,7 +19,9 @@ func.func @fused_norm_algorithm(%partial: tensor<16x128xf32>, %residual: tensor<
                                 %tokens: tensor<64x128xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
   %n1, %o1 = "tp.fused_allreduce_add_rmsnorm"(%partial, %residual, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "one_shot"}
       : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
-  %n2, %o2 = "tp.fused_allreduce_add_rmsnorm"(%partial, %o1, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, order = "canonical", algorithm = "composition"}
+  %n4, %o4 = "tp.fused_allreduce_add_rmsnorm"(%partial, %o1, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "two_shot"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  %n2, %o2 = "tp.fused_allreduce_add_rmsnorm"(%partial, %o4, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, order = "canonical", algorithm = "composition"}
       : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
   %n3, %o3 = "tp.fused_reduce_scatter_add_rmsnorm"(%tokens, %o2, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, algorithm = "composition"}
       : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)

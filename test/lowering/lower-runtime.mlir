@@ -26,7 +26,7 @@
 // CHECK:         call @tprt_abi_linear(
 // CHECK:         call @tprt_abi_add(
 // CHECK:         return
-// CHECK:       llvm.mlir.global external constant @tpc_module_info("{\22abi\22:5,
+// CHECK:       llvm.mlir.global external constant @tpc_module_info("{\22abi\22:6,
 module {
   func.func @mlp(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>,
                  %w1: tensor<512x128xbf16>, %w2: tensor<128x256xbf16>) -> tensor<16x128xbf16> {

@@ -63,8 +63,9 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
     {"fused-norm-algorithm", 0, "A",
-     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot or composition\n"
-     "(tp-lower-runtime's option; one-shot leaves the reduce-scatter form at auto)",
+     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot, two-shot or\n"
+     "composition (tp-lower-runtime's option; one-shot and two-shot leave the reduce-scatter\n"
+     "form at auto)",
      OPT_FUSED_NORM_ALGORITHM},
     {"emit", 0, "KIND", "so (default), obj, llvm (LLVM IR text), mlir (lowered MLIR)", OPT_EMIT},
     {"cpu", 0, "NAME", "Target CPU (default: x86-64, portable to any x86-64 host)", OPT_CPU},

@@ -38,8 +38,8 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
     {"fused-norm-algorithm", 0, "A",
-     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot or composition\n"
-     "(one-shot leaves the reduce-scatter form at auto)",
+     "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot, two-shot or\n"
+     "composition (one-shot and two-shot leave the reduce-scatter form at auto)",
      OPT_FUSED_NORM_ALGORITHM},
     {"verify-each", 0, NULL, "Run tp-verify after every pass (default in Debug builds)", OPT_VERIFY_EACH},
     {"no-verify-each", 0, NULL, "Do not run tp-verify between passes", OPT_NO_VERIFY_EACH},

@@ -35,8 +35,8 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Compile with GTP weights gathered once and kept for the backward", OPT_GTP_KEEP},
     {"fused-norm-algorithm", 0, "A",
-     "Compile with algorithm = A on every fused norm left at auto: auto, one-shot\n"
-     "(the fused kernel wherever the backend can run it) or composition",
+     "Compile with algorithm = A on every fused norm left at auto: auto, one-shot or two-shot\n"
+     "(that fused kernel wherever the backend can run it) or composition",
      OPT_FUSED_NORM_ALGORITHM},
     {"function", 0, "F", "Function to run (default: the first)", OPT_FUNCTION},
     {"weights", 0, "FILE",
