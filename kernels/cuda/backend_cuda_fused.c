@@ -1,8 +1,9 @@
 // The CUDA backend's fused_norm hook (backend_cuda_impl.h): tp.fused_allreduce_add_rmsnorm as one
 // kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/fused_norm.cu), over memory each
 // collective group registers once. The hook is used:
-//   - where the op's algorithm is "one_shot", or "auto" and TPRT_CUDA_FUSED_NORM asks for it (off
-//     until the crossover against NCCL is measured) below the crossover; never for "composition";
+//   - where the op's algorithm is "one_shot" or "two_shot" (that form of the kernel), or "auto" and
+//     TPRT_CUDA_FUSED_NORM asks for it, below the crossover (one-shot, then two-shot, by the table
+//     below); never for "composition";
 //   - in a world of threads whose ranks address each other's device memory: one GPU per rank
 //     with peer access between all of them (the copy-engine worlds), or ranks sharing GPUs.
 // Otherwise it declines and the ABI runs the composition, with the same bits. A peer that never
@@ -12,8 +13,10 @@
 // Registration: on a group's first call, and again when a call needs more room than the regions
 // hold. Every member reaches the same call with the same shapes, so all decide alike. Each member:
 //   - drains its stream and meets the others (no peer still reads the old region);
-//   - allocates a zeroed region with three buffers of a slot per member for partials of the call's
-//     bytes (tprt_cuda_fused_region_bytes), and zeroed counters;
+//   - allocates a region of empty words (all ones) with three buffers of two areas of a slot per
+//     member, a slot holding what the call's form needs (tprt_cuda_fused_call_bytes: the partial
+//     for one-shot, a member's share of the rows for two-shot; tprt_cuda_fused_region_bytes), and
+//     zeroed counters;
 //   - exchanges its pointers, its block budgets and its GPU's SMs through the CPU world.
 // The group launches the smallest budgets of its members and shapes its launch for the fewest SMs,
 // so every member runs the same grid. A budget is the blocks of a launch shape that fit on the GPU
@@ -85,9 +88,9 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   size_t counter_bytes = sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&f->g.data[me], region_bytes));
   TPRT_CUDA_RETURN_IF_ERROR(cudaMalloc((void**)&f->g.counters, counter_bytes));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.data[me], 0, region_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.data[me], 0xFF, region_bytes, tprt__r.stream));  // all empty
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(f->g.counters, 0, counter_bytes, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // zeroed before any peer writes a unit
+  TPRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(tprt__r.stream));  // emptied before any peer writes a word
   int64_t mine[TPRT__FUSED_WORDS] = {(int64_t)(uintptr_t)f->g.data[me], budget, row_budget, sms};
   int64_t* all = malloc(sizeof(int64_t) * TPRT__FUSED_WORDS * (size_t)g);
   if (!all) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory (fused norm registration)");
@@ -109,28 +112,31 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
   return s;
 }
 
-// The crossover: the largest partial, in bytes per rank, for which the one-shot kernel beats the
-// composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Measured with
-// `tprt-fused-norm-check bench` at hidden 8192, bf16 partials (docs/performance.md, "Fused
-// all-reduce + add + RMSNorm against the composition"); one-shot pushes every partial to every member, so its bound
-// shrinks as the group grows. `tools/bench/fused_norm.py` prints the rows (the largest measured
-// partial faster eager and as a graph). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides it.
+// The crossovers: the largest partial, in bytes per rank, for which each form of the kernel beats
+// the composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Up to
+// |one_shot| the one-shot kernel runs, from there to |two_shot| the two-shot kernel (half
+// one-shot's bytes at 4 members, a quarter at 8, for a second crossing), above it the composition.
+// Measured with `tools/bench/fused_norm.py` (both forms and the composition in one run) at hidden
+// 8192, bf16 partials (docs/performance.md, "Fused all-reduce + add + RMSNorm, one-shot and
+// two-shot"): the largest measured partial faster eager and as a graph. Two-shot still wins at 8192
+// tokens (0.69x at TP 4, 0.92x at TP 2), but its region (6 slots per member of a member's share of
+// the rows) would be 768 MiB per rank there: the bound stops at 1024 tokens (16 MiB partials, 96 MiB
+// regions). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
 static const struct {
   int group;
-  int64_t max_bytes;
-} kFusedOneShot[] = {
-    {2, 2 << 20},    // 128 tokens: 0.58x the composition (2xH200, eager and graph); 1024 tokens: 1.11x
-    {4, 512 << 10},  // 32 tokens: 0.90x (0.93x as a graph); 128 tokens: 1.29x (4xH200)
-    {8, 128 << 10},  // not measured (no 8-GPU machine): 4 members' bound over 4
+  int64_t one_shot, two_shot;
+} kFusedCrossover[] = {
+    {2, 2 << 20, 16 << 20},    // 4xH100: one-shot 0.47x at 128 tokens; 1024 tokens: two-shot 0.79x
+    {4, 512 << 10, 16 << 20},  // 4xH100: one-shot 0.70x at 32 tokens; two-shot 0.49x at 128, 0.63x at 1024
+    {8, 128 << 10, 16 << 20},  // not measured (no 8-GPU machine): one-shot TP 4's bound over 4, two-shot TP 4's
 };
 
-static int64_t tprt__fused_max_bytes(int group) {
-  int64_t forced = tprt_param_cuda_fused_norm_max_bytes();
-  if (forced >= 0) return forced;
-  int64_t bound = kFusedOneShot[0].max_bytes;  // the smallest group's, for a group of 1
-  for (size_t i = 0; i < sizeof kFusedOneShot / sizeof kFusedOneShot[0]; ++i)
-    if (kFusedOneShot[i].group <= group) bound = kFusedOneShot[i].max_bytes;  // the largest row not above it
-  return bound;
+// The row of the largest group in the table not above |group| (the smallest group's, for 1).
+static int tprt__fused_row(int group) {
+  int row = 0;
+  for (size_t i = 0; i < sizeof kFusedCrossover / sizeof kFusedCrossover[0]; ++i)
+    if (kFusedCrossover[i].group <= group) row = (int)i;
+  return row;
 }
 
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
@@ -138,13 +144,13 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order,
                                     tprt_fused_algorithm_t algorithm, bool round_sum, bool* done) {
   *done = false;
-  // The op's algorithm comes first: "composition" declines; "one_shot" takes the kernel wherever
-  // the world and the shape allow it, whatever TPRT_CUDA_FUSED_NORM and the crossover say (the
-  // table and TPRT_CUDA_FUSED_NORM_MAX_BYTES); "auto" asks both. Every member reads the same
-  // attribute from the same module, so all decide alike.
+  // The op's algorithm comes first: "composition" declines; "one_shot" and "two_shot" take that form
+  // of the kernel wherever the world and the shape allow it, whatever TPRT_CUDA_FUSED_NORM and the
+  // crossovers say (the table and TPRT_CUDA_FUSED_NORM_MAX_BYTES); "auto" asks both. Every member
+  // reads the same attribute from the same module, so all decide alike.
   if (algorithm == TPRT_ALGORITHM_COMPOSITION) return NULL;
-  bool one_shot = algorithm == TPRT_ALGORITHM_ONE_SHOT;
-  if (!one_shot && !tprt_param_cuda_fused_norm()) return NULL;
+  bool forced = algorithm == TPRT_ALGORITHM_ONE_SHOT || algorithm == TPRT_ALGORITHM_TWO_SHOT;
+  if (!forced && !tprt_param_cuda_fused_norm()) return NULL;
   if (!(tprt__r.shared || tprt__r.ce)) {
     // Asked for, but the ranks cannot address each other's memory: one line, once per process.
     static atomic_flag told = ATOMIC_FLAG_INIT;
@@ -153,13 +159,25 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
               "tprt: notice: %s, but the ranks cannot address each other's GPU memory (ranks "
               "in separate processes, no peer access between some pair of GPUs, or TPRT_CUDA_COPY_ENGINE=0): "
               "tp.fused_allreduce_add_rmsnorm runs as the all-reduce, add and rmsnorm\n",
-              one_shot ? "algorithm = \"one_shot\"" : "TPRT_CUDA_FUSED_NORM=1");
+              algorithm == TPRT_ALGORITHM_ONE_SHOT   ? "algorithm = \"one_shot\""
+              : algorithm == TPRT_ALGORITHM_TWO_SHOT ? "algorithm = \"two_shot\""
+                                                     : "TPRT_CUDA_FUSED_NORM=1");
     return NULL;
   }
   if (tprt_cuda_fused_norm_unfit(partial, residual)) return NULL;  // a shape the kernel does not take
-  if (tprt_rank_group_size(rank, mask) > TPRT_CUDA_FUSED_MAX_GROUP) return NULL;  // nor a group
-  int64_t bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
-  if (!one_shot && bytes > tprt__fused_max_bytes(tprt_rank_group_size(rank, mask))) return NULL;
+  int members = tprt_rank_group_size(rank, mask);
+  if (members > TPRT_CUDA_FUSED_MAX_GROUP) return NULL;  // nor a group
+  int64_t partial_bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
+  bool two_shot = algorithm == TPRT_ALGORITHM_TWO_SHOT;
+  if (!forced) {
+    int row = tprt__fused_row(members);
+    int64_t bound = tprt_param_cuda_fused_norm_max_bytes();
+    if (bound < 0) bound = kFusedCrossover[row].two_shot > kFusedCrossover[row].one_shot ? kFusedCrossover[row].two_shot
+                                                                                          : kFusedCrossover[row].one_shot;
+    if (partial_bytes > bound) return NULL;
+    two_shot = partial_bytes > kFusedCrossover[row].one_shot;
+  }
+  int64_t bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, members);
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];
@@ -180,7 +198,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   // Every decline is above: the composition counts its own collective.
   TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
   TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
-                                                  order == TPRT_ORDER_CANONICAL, round_sum, tprt__r.stream));
+                                                  order == TPRT_ORDER_CANONICAL, round_sum, two_shot, tprt__r.stream));
   *done = true;
   return NULL;
 }

@@ -9,33 +9,39 @@
 //   - the exact RMSNorm of each row of residual_out: normed (tprt_cuda_rmsnorm, the same 256-lane
 //     canonical row reduction).
 //
-// Algorithm: one-shot push with flags in the data (NCCL's LL protocol). Every member writes its
-// partial, in its own dtype, into a slot of every peer's region, as 8-byte units: 4 bytes of the
-// partial and 4 bytes of the call's flag, stored at once (an aligned 8-byte store is single-copy
-// atomic, over the link too). A reader polls each unit until its flag is the call's: no fence, no
-// separate flag and no read of peer memory, so the exchange costs one crossing of the link. Every
-// member then reduces each of its rows itself from its own partial and the units in its own
-// memory: N times the traffic of the data (twice that, for the flags) and no second exchange, the
-// path for decode sizes.
+// Algorithms, both pushes with the data as its own flag (Lamport's: every word of a member's region
+// is empty, all ones, until its writer stores it; the sender swaps the one value with those bits
+// for another NaN, TPRT__FN_EMPTY). A reader polls its own memory until the words it needs are not
+// empty: no flag, no fence and no read of peer memory, so the exchange costs one crossing of the link.
+//   - One-shot: every member writes its partial, in its own dtype, into a slot of every peer's region;
+//     every member then reduces each row itself from its own partial and those words: N - 1 times
+//     the partial's bytes out of each member, one exchange (decode sizes).
+//   - Two-shot: row r belongs to member r mod N. Every member writes each row to its owner only; the
+//     owner reduces it, adds, and writes residual_out's row (in the residual's dtype) into a second
+//     area of every peer's region; every member normalizes every row from residual_out (the norm
+//     needs nothing else, so the owners send no normed rows). (N - 1)/N of the partial's bytes out
+//     of each member, plus its rows to every peer: half of one-shot's bytes at 4 members, a quarter
+//     at 8, for two crossings.
 //
 // Synchronization lives in device memory, so a CUDA graph replays it:
-//   - Counters (the caller's device, TPRT_CUDA_FUSED_COUNTERS): the flag of the last call, the
-//     blocks done in the current call, the units the last call used and its buffer. Every block
-//     reads them at its start; the last block to finish advances them. Every member runs the same
-//     calls, so they are the same on every member. The flag cycles through the non-zero 32-bit
-//     values.
-//   - Each region has three buffers, a slot per member in each, used in turn by the calls. A
-//     member zeroes, in its own region, the units the last call used (it has read them), so every
-//     unit a call polls is zero until its writer stores it: never an older call's unit.
-//   - In call e, member i writes buffer e mod 3 of peer p, which p zeroed in call e - 2 and read in
-//     call e - 3. i has consumed p's units of call e - 1, stored during p's call e - 1, which
-//     started after p's call e - 2 ended (one stream): no unit of call e is zeroed or read late.
+//   - Counters (the caller's device, TPRT_CUDA_FUSED_COUNTERS): the calls made, the blocks done in
+//     the current call, the words the last call filled (in area 0 of each peer's slot; its rows and
+//     their words in area 1, two-shot) and its buffer. Every block reads them at its start; the last
+//     block to finish advances them. Every member runs the same calls, so the buffer is the same on
+//     every member.
+//   - Each region has three buffers, each of two areas of a slot per member, used in turn by the
+//     calls. A member empties, in its own region, the words the last call filled (it has read them),
+//     so every word a call polls is empty until its writer stores it: never an older call's word.
+//   - In call e, member i writes buffer e mod 3 of peer p, which p emptied in call e - 2 and read in
+//     call e - 3. Every row i outputs in call e - 1 needed a word p stored in its call e - 1 (to i,
+//     or to the row's owner), which started after p's call e - 2 ended (one stream): no word of
+//     call e is emptied or read late.
 //
 // A peer that never arrives (a failed rank) leaves the readers polling until the host sets the
 // group's abort word (host-mapped memory, the world's abort); they then stop polling and finish
 // the call with undefined outputs.
 //
-// Every block of every member must be resident at once: a block polls units that a peer's blocks
+// Every block of every member must be resident at once: a block polls words that a peer's blocks
 // push, and those may wait for a slot on an SM that a polling block holds. The caller caps the grid
 // with max_blocks (tprt_cuda_fused_norm_resident_blocks divided by the members on the GPU). A member must also not
 // queue the kernel behind work that never yields its SMs while its peers' blocks already poll (a persistent GEMM of a
@@ -49,11 +55,13 @@
 //   - From TPRT_CUDA_FUSED_ROWS_FROM rows (rows of at most TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN): a
 //     block of 512 threads per row, launched without a cluster. The rows fill the SMs, and the
 //     wider block has twice the loads in flight of a 256-thread one.
-// The whole grid pushes. Cluster q takes rows q, q + clusters, ...; block c of a cluster owns the
+// The whole grid pushes. Cluster q takes rows q, q + clusters, ... of the member's order (two-shot:
+// the rows it owns first, so no block waits for another member's rows before its own are sent);
+// block c of a cluster owns the
 // canonical lanes cW .. cW + W - 1 (W = 256 / cs) of every column group of 256. Its threads take
-// V adjacent lanes each (V = 2 for 2-byte partials: the two elements of one unit, which is then
+// V adjacent lanes each (V = 2 for 2-byte partials: the two elements of one word, which is then
 // loaded once; 1 for f32), side by side over the groups, a batch at a time (all the batch's loads
-// issued before the first use; a batch's units polled together). A thread keeps its residual_out
+// issued before the first use; a batch's words polled together). A thread keeps its residual_out
 // values in the block's shared memory and normalizes them itself. The sum of squares then follows
 // tprt__cuda_row_tree exactly: lane l accumulates columns l, l + 256, ... in order (locally: the
 // block owns the lane), a warp's shuffles sum its 32 lanes, and each warp's sum goes by st.async
@@ -68,11 +76,11 @@
 static_assert(TPRT_CUDA_FUSED_CLUSTER * 32 == TPRT_ROW_LANES, "a cluster's first warps are the canonical lanes");
 #define TPRT__FN_PUSH_BLOCKS 16
 #define TPRT__FN_ROW_THREADS 512  // a block per row: twice the canonical lanes, the row's work spreads wider
-#define TPRT__FN_ROW_UNITS 8  // a block per row: the units a thread has in flight (16 spill more registers)
+#define TPRT__FN_ROW_UNITS 8  // a block per row: the words a thread has in flight (16 spill more registers)
 
 // The two launch shapes, by threads per block T: clusters of TPRT_ROW_LANES-thread blocks, or a block of
-// TPRT__FN_ROW_THREADS per row. V: the adjacent columns a thread reduces together, those of one unit (2 for
-// 2-byte partials, whose units hold two elements: each unit is loaded once). B: the units of each peer a
+// TPRT__FN_ROW_THREADS per row. V: the adjacent columns a thread reduces together, those of one word (2 for
+// 2-byte partials, whose words hold two elements: each word is loaded once). B: the words of each peer a
 // thread has in flight (its members' values in registers; one for groups of run-time size); PUSH: the push's
 // words in flight; NORM: the norm's loads.
 static constexpr bool tprt__fn_clustered(int threads) { return threads == TPRT_ROW_LANES; }
@@ -86,7 +94,7 @@ struct tprt__fn_shape {
   static constexpr int NORM = kCluster ? 4 : 16;
 };
 
-// The flag after |e|: never zero (a zeroed unit is never current).
+// The call count after |e| (counters[0]; never zero).
 static __device__ __forceinline__ unsigned tprt__fn_next(unsigned e) { return e == 0xFFFFFFFFu ? 1u : e + 1u; }
 
 static __device__ __forceinline__ unsigned long long tprt__fn_clock(void) {
@@ -95,17 +103,48 @@ static __device__ __forceinline__ unsigned long long tprt__fn_clock(void) {
   return ns;
 }
 
-static __device__ __forceinline__ void tprt__st_volatile_u64(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+// The empty word: every slot word is all ones until its writer stores it (a 2-byte element 0xFFFF,
+// an f32 0xFFFFFFFF: NaNs a GPU's arithmetic never produces, its NaN being 0x7FFFFFFF). A value
+// with those bits is sent as the quiet NaN 0x7FFF / 0x7FFFFFFF instead: a partial's NaN sums to the
+// GPU's NaN either way, so the bits of the outputs are the same.
+#define TPRT__FN_EMPTY 0xFFFFFFFFu
+
+// Element bits of dtype size ESZ with the empty pattern replaced (see TPRT__FN_EMPTY).
+template <int ESZ>
+static __device__ __forceinline__ uint32_t tprt__fn_clean(uint32_t x) {
+  if (ESZ == 4) return x == TPRT__FN_EMPTY ? 0x7FFFFFFFu : x;
+  if ((x & 0xFFFFu) == 0xFFFFu) x = (x & 0xFFFF0000u) | 0x7FFFu;
+  if ((x >> 16) == 0xFFFFu) x = (x & 0xFFFFu) | 0x7FFF0000u;
+  return x;
 }
 
-static __device__ __forceinline__ unsigned long long tprt__ld_volatile_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+// Whether word |x| of elements of size ESZ has every element stored (none empty).
+template <int ESZ>
+static __device__ __forceinline__ bool tprt__fn_full(uint32_t x) {
+  return ESZ == 4 ? x != TPRT__FN_EMPTY : ((x & 0xFFFFu) != 0xFFFFu && (x >> 16) != 0xFFFFu);
+}
+
+static __device__ __forceinline__ void tprt__st_volatile_u32(uint32_t* p, uint32_t v) {
+  asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+static __device__ __forceinline__ void tprt__st_volatile_u16(unsigned short* p, unsigned short v) {
+  asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
+}
+
+static __device__ __forceinline__ uint32_t tprt__ld_volatile_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 
-// |v| rounded to dtype D and back (what a store of D then a load gives).
+static __device__ __forceinline__ unsigned short tprt__ld_volatile_u16(const unsigned short* p) {
+  unsigned short v;
+  asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// |x| rounded to dtype D and back (what a store of D then a load gives).
 template <int D>
 static __device__ __forceinline__ float tprt__round_to(float v) {
   uint32_t bits = 0;
@@ -122,52 +161,89 @@ static __device__ __forceinline__ float tprt__members_sum(float* v, int n, int c
   return v[0];
 }
 
-// The units of one member's slot in buffer |buf| of |region|.
-static __device__ __forceinline__ unsigned long long* tprt__fn_slot(void* region, int64_t slot_units, int buf, int n,
-                                                                    int member) {
-  return (unsigned long long*)region + ((int64_t)buf * n + member) * slot_units;
+// The words of one member's slot in area |area| (0: partials, 1: two-shot's rows) of buffer |buf|
+// of |region|.
+static __device__ __forceinline__ uint32_t* tprt__fn_slot(void* region, int64_t slot_words, int buf, int area, int n,
+                                                          int member) {
+  return (uint32_t*)region + (((int64_t)buf * 2 + area) * n + member) * slot_words;
 }
 
-// The 4-byte words of the partial (|bytes|, a last half word padded with zeros), each with flag
-// |e|, into slot |me| of buffer |buf| on every peer; the whole grid (blocks of T threads) shares
-// the words, BATCH a thread at a time.
-template <int T, int BATCH>
+// The rows of |m| that member |o| of |n| owns under two-shot (rows o, o + n, ...).
+static __device__ __forceinline__ int64_t tprt__fn_owned(int o, int64_t m, int n) {
+  return m > o ? (m - 1 - o) / n + 1 : 0;
+}
+
+// The partial's |words| 4-byte words (rows of |wpr| words; a last half word padded with zeros), cleaned,
+// into this member's slot of area 0 of buffer |buf| on its peers: one-shot, every word to every peer;
+// two-shot, row r's words to its owner r mod n only, as the owner's (r / n)-th row. The whole grid
+// (blocks of T threads) shares the words, BATCH a thread at a time.
+template <int T, int BATCH, int ESZ, bool TWO>
 static __device__ __forceinline__ void tprt__fn_push(const tprt_cuda_peer_group_t& g, const void* partial,
-                                                     int64_t bytes, int64_t slot_units, int buf, unsigned e) {
+                                                     int64_t bytes, int64_t wpr, int64_t slot_words, int buf) {
   const int me = g.index, n = g.group;
-  const int64_t words = (bytes + 3) / 4, flag = (int64_t)e << 32;
+  const int64_t words = (bytes + 3) / 4;
   const uint32_t* src = (const uint32_t*)partial;
   for (int64_t w0 = (int64_t)blockIdx.x * T + threadIdx.x; w0 < words; w0 += (int64_t)gridDim.x * T * BATCH) {
     uint32_t x[BATCH];
 #pragma unroll
     for (int k = 0; k < BATCH; ++k) {
       const int64_t w = w0 + (int64_t)k * gridDim.x * T;
-      if (w < words) x[k] = w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w);
+      if (w < words)
+        x[k] = tprt__fn_clean<ESZ>(w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w));
     }
-    for (int p = 0; p < n; ++p) {
-      if (p == me) continue;
-      unsigned long long* dst = tprt__fn_slot(g.data[p], slot_units, buf, n, me);
+    if (TWO) {
 #pragma unroll
       for (int k = 0; k < BATCH; ++k) {
         const int64_t w = w0 + (int64_t)k * gridDim.x * T;
-        if (w < words) tprt__st_volatile_u64(dst + w, (unsigned long long)flag | x[k]);
+        if (w >= words) continue;
+        const int64_t row = w / wpr;
+        const int o = (int)(row % n);
+        if (o != me)
+          tprt__st_volatile_u32(tprt__fn_slot(g.data[o], slot_words, buf, 0, n, me) + (row / n) * wpr + (w - row * wpr),
+                                x[k]);
+      }
+    } else {
+      for (int p = 0; p < n; ++p) {
+        if (p == me) continue;
+        uint32_t* dst = tprt__fn_slot(g.data[p], slot_words, buf, 0, n, me);
+#pragma unroll
+        for (int k = 0; k < BATCH; ++k) {
+          const int64_t w = w0 + (int64_t)k * gridDim.x * T;
+          if (w < words) tprt__st_volatile_u32(dst + w, x[k]);
+        }
       }
     }
   }
 }
 
-// The value of element |i| (dtype D) in unit |u|.
+// The bits of |v| stored as dtype D (a 2-byte dtype's in the low half).
 template <int D>
-static __device__ __forceinline__ float tprt__fn_value(unsigned long long u, int64_t i) {
-  const uint32_t word = (uint32_t)u;
-  if (D == TPRT_DTYPE_F32) return __uint_as_float(word);
-  unsigned short half = (unsigned short)(i % 2 ? word >> 16 : word & 0xFFFFu);
+static __device__ __forceinline__ uint32_t tprt__fn_bits(float v) {
+  if (D == TPRT_DTYPE_F32) return __float_as_uint(v);
+  unsigned short half = 0;
+  tprt__cuda_st(&half, D, 0, v);
+  return half;
+}
+
+// The value of |bits| of dtype D (a 2-byte dtype's in the low half).
+template <int D>
+static __device__ __forceinline__ float tprt__fn_float(uint32_t bits) {
+  if (D == TPRT_DTYPE_F32) return __uint_as_float(bits);
+  const unsigned short half = (unsigned short)bits;
   return tprt__cuda_ld(&half, D, 0);
 }
 
-// The unit holding element |i| (dtype D) of a slot.
+// The value of element |i| (dtype D) of word |x| (a 2-byte element: the half its index picks).
 template <int D>
-static __device__ __forceinline__ const unsigned long long* tprt__fn_unit(const unsigned long long* slot, int64_t i) {
+static __device__ __forceinline__ float tprt__fn_value(uint32_t x, int64_t i) {
+  if (D == TPRT_DTYPE_F32) return __uint_as_float(x);
+  unsigned short half = (unsigned short)(i % 2 ? x >> 16 : x & 0xFFFFu);
+  return tprt__cuda_ld(&half, D, 0);
+}
+
+// The word holding element |i| (dtype D) of a slot.
+template <int D>
+static __device__ __forceinline__ const uint32_t* tprt__fn_word(const uint32_t* slot, int64_t i) {
   return slot + (D == TPRT_DTYPE_F32 ? i : i / 2);
 }
 
@@ -213,20 +289,23 @@ static __device__ __forceinline__ void tprt__fn_cluster_wait(void) {
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
-template <int DP, int DR, int G, int T>
+// TWO: two-shot (a compile-time choice: one-shot's instantiations carry none of its code).
+template <int DP, int DR, int G, int T, bool TWO>
 static __global__ void __launch_bounds__(T)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
                             float eps, int canonical, int round_sum) {
+  constexpr bool two_shot = TWO;
   constexpr int GM = G > 0 ? G : TPRT_CUDA_FUSED_MAX_GROUP;
   using Shape = tprt__fn_shape<T, G, DP>;
   constexpr int B = Shape::B, V = Shape::V;
+  constexpr int ESZ = DP == TPRT_DTYPE_F32 ? 4 : 2, RSZ = DR == TPRT_DTYPE_F32 ? 4 : 2;
   constexpr int WARPS = TPRT_ROW_LANES / 32;     // the canonical tree's warps
   extern __shared__ float part_sm[];             // this block's residual_out values: [group k][lane - first lane]
   __shared__ float warp_sum[2][WARPS];           // the row's warp sums (rows alternate between the two)
   __shared__ __align__(8) unsigned long long bar[2];
-  __shared__ unsigned epoch, last_units, last_buf;
+  __shared__ unsigned epoch, last[TPRT_CUDA_FUSED_COUNTERS];
   const int me = g.index, n = g.group, t = threadIdx.x;
   const int members = G > 0 ? G : n;
   unsigned cs = 1, c = 0;  // the cluster's blocks, this block's rank in it (a block per row: a cluster of one)
@@ -236,9 +315,8 @@ static __global__ void __launch_bounds__(T)
   }
   const int W = TPRT_ROW_LANES / (int)cs;  // this block's lanes: c W .. c W + W - 1 of every group
   if (t == 0) {
-    epoch = tprt__fn_next(*(volatile unsigned*)&g.counters[0]);
-    last_units = *(volatile unsigned*)&g.counters[2];
-    last_buf = *(volatile unsigned*)&g.counters[3];
+    for (int k = 0; k < TPRT_CUDA_FUSED_COUNTERS; ++k) last[k] = *(volatile unsigned*)&g.counters[k];
+    epoch = tprt__fn_next(last[0]);
     if (Shape::kCluster) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[0])));
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tprt__fn_smem(&bar[1])));
@@ -250,89 +328,180 @@ static __global__ void __launch_bounds__(T)
   const bool traced = g.trace && blockIdx.x == 0 && t == 0;
   unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
-  const int buf = (int)((last_buf + 1) % 3);
-  const int64_t slot_units = tprt_cuda_fused_slot_bytes(g.capacity) / 4, esz = DP == TPRT_DTYPE_F32 ? 4 : 2;
-  const int64_t bytes = m * h * esz;
-  tprt__fn_push<T, Shape::PUSH>(g, partial, bytes, slot_units, buf, e);
+  const int last_buf = (int)last[3], buf = (last_buf + 1) % 3;
+  const int64_t slot_words = tprt_cuda_fused_slot_bytes(g.capacity) / 4;
+  const int64_t bytes = m * h * ESZ, wpr = h * ESZ / 4;  // words of a row (2-byte rows are even)
+  const int64_t rpw = (h * RSZ + 3) / 4, rpe = rpw * 4 / RSZ;  // two-shot's residual_out rows: words, elements
+  tprt__fn_push<T, Shape::PUSH, ESZ, TWO>(g, partial, bytes, wpr, slot_words, buf);
   if (traced) clock[1] = tprt__fn_clock();
-  // Zero the last call's units (read then by this member).
-  const int64_t stale = last_units;
+  // Empty, in this member's region, what the last call filled (it has read them): area 0's first
+  // last[2] words of each peer's slot; after a two-shot call of last[4] rows, area 1's rows of each
+  // peer that owned some (last[5] words each).
+  const int64_t stride = (int64_t)gridDim.x * T, first = (int64_t)blockIdx.x * T + t;
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
-    unsigned long long* old = tprt__fn_slot(g.data[me], slot_units, (int)last_buf, n, p);
-    for (int64_t w = (int64_t)blockIdx.x * T + t; w < stale; w += (int64_t)gridDim.x * T)
-      old[w] = 0ull;
+    uint32_t* old = tprt__fn_slot(g.data[me], slot_words, last_buf, 0, n, p);
+    for (int64_t w = first; w < (int64_t)last[2]; w += stride) old[w] = TPRT__FN_EMPTY;
+    if (last[4] == 0) continue;
+    old = tprt__fn_slot(g.data[me], slot_words, last_buf, 1, n, p);
+    const int64_t used = tprt__fn_owned(p, last[4], n) * last[5];
+    for (int64_t w = first; w < used; w += stride) old[w] = TPRT__FN_EMPTY;
   }
-  // Member p's units: p's slot of this call's buffer in this member's region (the own partial is
-  // read from |partial|).
-  const unsigned long long* slot[GM];
+  // Member p's words: p's slot of this call's buffer in this member's region (the own partial is
+  // read from |partial|); two-shot's rows of their owners in area 1.
+  const uint32_t* slot[GM];
 #pragma unroll
-  for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_units, buf, n, p < n ? p : 0);
+  for (int p = 0; p < GM; ++p) slot[p] = tprt__fn_slot(g.data[me], slot_words, buf, 0, n, p < n ? p : 0);
   if (Shape::kCluster) tprt__fn_cluster_wait();
   const int64_t groups = (h + TPRT_ROW_LANES - 1) / TPRT_ROW_LANES;  // columns j = lane + 256 k, k < groups
   const int64_t clusters = gridDim.x / cs;
   // Thread t's columns, V at a time: lanes c W + V q .. + V - 1 (q = t mod (W / V)) of the groups
-  // k = t / (W / V), ... SL apart (a lane's units are whole: 2-byte rows are even). It reduces them,
+  // k = t / (W / V), ... SL apart (a lane's words are whole: 2-byte rows are even). It reduces them,
   // stores them to part_sm and normalizes them; the sum of squares reads part_sm by lane.
   const int PL = W / V, SL = T / PL;
   const int64_t lane_v = (int64_t)c * W + V * (t % PL), kv_first = t / PL;
-  bool dead = false;  // the abort word was set: no unit is polled again, the outputs are undefined
+  // The rows in this member's order: one-shot, 0 .. m - 1, each reduced here. Two-shot: first the
+  // rows it owns (me, me + n, ...: reduced here, their residual_out pushed to every peer), then the
+  // others, taken from their owners' pushes.
+  const int64_t owned = two_shot ? tprt__fn_owned(me, m, n) : m;
+  bool dead = false;  // the abort word was set: no word is polled again, the outputs are undefined
   unsigned iter = 0;
-  for (int64_t row = blockIdx.x / cs; row < m; row += clusters, ++iter) {
-    const int64_t base = row * h;
+  for (int64_t i = blockIdx.x / cs; i < m; i += clusters, ++iter) {
+    int64_t row = i, q = i;  // q: the row's place in its owner's slots (two-shot)
+    int owner = me;
+    if (two_shot && i < owned) {
+      row = me + i * n;
+    } else if (two_shot) {  // the (i - owned)-th row another member owns (n > 1 here)
+      const int64_t j = i - owned, k = j % (n - 1);
+      q = j / (n - 1);
+      owner = (int)(k < me ? k : k + 1);
+      row = q * n + owner;
+    }
+    const int64_t base = row * h, in_base = two_shot ? q * h : base;  // elements of the row: outputs, slots
     const int par = (int)(iter & 1);
     if (Shape::kCluster && t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
-    for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * B) {
-      float v[B][V][GM], res[B][V];
-      unsigned long long u[B][GM];
+    if (owner != me) {
+      // A row reduced by its owner: poll its residual_out values in area 1 of this member's region.
+      const uint32_t* from = tprt__fn_slot(g.data[me], slot_words, buf, 1, n, owner);
+      const int64_t at = q * rpe;
+      for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * B) {
+        uint32_t x[B][V];
+        for (unsigned polls = 1;; ++polls) {
+          bool ready = true;
 #pragma unroll
-      for (int b = 0; b < B; ++b) {
-        const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
-        if (j >= h) continue;
+          for (int b = 0; b < B; ++b) {
+            const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
+            if (j >= h) continue;
+            if (RSZ == 2 && V == 2) {  // the two elements of one word
+              const uint32_t w = tprt__ld_volatile_u32(from + (at + j) / 2);
+              x[b][0] = w & 0xFFFFu;
+              x[b][1] = w >> 16;
+              ready = ready && tprt__fn_full<2>(w);
+            } else {
 #pragma unroll
-        for (int i = 0; i < V; ++i)
-          if (j + i < h) {
-            res[b][i] = tprt__cuda_ld(residual, DR, base + j + i);
-#pragma unroll
-            for (int p = 0; p < GM; ++p)
-              if (p == me) v[b][i][p] = tprt__cuda_ld(partial, DP, base + j + i);
+              for (int v = 0; v < V; ++v) {
+                x[b][v] = RSZ == 2 ? tprt__ld_volatile_u16((const unsigned short*)from + at + j + v)
+                                   : tprt__ld_volatile_u32(from + at + j + v);
+                ready = ready && x[b][v] != (RSZ == 2 ? 0xFFFFu : TPRT__FN_EMPTY);
+              }
+            }
           }
+          if (ready || dead) break;
+          if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
+        }
+        if (traced && !clock[2]) clock[2] = tprt__fn_clock();
 #pragma unroll
-        for (int p = 0; p < GM; ++p)
-          if (p < members && p != me) u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+        for (int b = 0; b < B; ++b) {
+          const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
+          if (j >= h) continue;
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            if (RSZ == 2)
+              ((unsigned short*)residual_out)[base + j + v] = (unsigned short)x[b][v];
+            else
+              ((uint32_t*)residual_out)[base + j + v] = x[b][v];
+            part_sm[k * W + V * (t % PL) + v] = tprt__fn_float<DR>(x[b][v]);
+          }
+        }
       }
-      // Every unit of the batch carries this call's flag: reload the ones that do not, all at once
-      // (one round trip per poll, not one per unit), until they do or the abort word is set.
-      for (unsigned polls = 1; !dead; ++polls) {
-        bool ready = true;
+    } else {
+      for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * B) {
+        float v[B][V][GM], res[B][V];
+        uint32_t u[B][GM];
 #pragma unroll
         for (int b = 0; b < B; ++b) {
           const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
+          if (j >= h) continue;
 #pragma unroll
-          for (int p = 0; p < GM; ++p)
-            if (j < h && p < members && p != me && (unsigned)(u[b][p] >> 32) != e) {
-              ready = false;
-              u[b][p] = tprt__ld_volatile_u64(tprt__fn_unit<DP>(slot[p], base + j));
+          for (int i2 = 0; i2 < V; ++i2)
+            if (j + i2 < h) {
+              res[b][i2] = tprt__cuda_ld(residual, DR, base + j + i2);
+#pragma unroll
+              for (int p = 0; p < GM; ++p)
+                if (p == me) v[b][i2][p] = tprt__cuda_ld(partial, DP, base + j + i2);
             }
-        }
-        if (ready) break;
-        if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
-      }
-      if (traced && !clock[2]) clock[2] = tprt__fn_clock();
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
-#pragma unroll
-        for (int i = 0; i < V; ++i) {
-          if (j + i >= h) continue;
 #pragma unroll
           for (int p = 0; p < GM; ++p)
-            if (p < members && p != me) v[b][i][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], base + j + i);
-          float sum = tprt__members_sum<G>(v[b][i], n, canonical);
-          if (round_sum) sum = tprt__round_to<DR>(sum);  // sum_type = "residual": the chain's rounding
-          const float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][i]));
-          tprt__cuda_st(residual_out, DR, base + j + i, out);
-          part_sm[k * W + V * (t % PL) + i] = out;
+            if (p < members && p != me) u[b][p] = tprt__ld_volatile_u32(tprt__fn_word<DP>(slot[p], in_base + j));
+        }
+        // Every word of the batch is stored: reload the ones still empty, all at once (one round trip
+        // per poll, not one per word), until they are or the abort word is set.
+        for (unsigned polls = 1; !dead; ++polls) {
+          bool ready = true;
+#pragma unroll
+          for (int b = 0; b < B; ++b) {
+            const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
+#pragma unroll
+            for (int p = 0; p < GM; ++p)
+              if (j < h && p < members && p != me && !tprt__fn_full<ESZ>(u[b][p])) {
+                ready = false;
+                u[b][p] = tprt__ld_volatile_u32(tprt__fn_word<DP>(slot[p], in_base + j));
+              }
+          }
+          if (ready) break;
+          if (g.abort && polls % 1024 == 0 && *g.abort) dead = true;
+        }
+        if (traced && !clock[2]) clock[2] = tprt__fn_clock();
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
+          if (j >= h) continue;
+          uint32_t ob[V];  // residual_out's bits, cleaned for the peers
+#pragma unroll
+          for (int i2 = 0; i2 < V; ++i2) {
+            if (j + i2 >= h) continue;
+#pragma unroll
+            for (int p = 0; p < GM; ++p)
+              if (p < members && p != me) v[b][i2][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], in_base + j + i2);
+            float sum = tprt__members_sum<G>(v[b][i2], n, canonical);
+            if (round_sum) sum = tprt__round_to<DR>(sum);  // sum_type = "residual": the chain's rounding
+            float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][i2]));
+            uint32_t bits = tprt__fn_bits<DR>(out);
+            if (two_shot && bits == (RSZ == 2 ? 0xFFFFu : TPRT__FN_EMPTY)) {  // never (a GPU's NaN is positive);
+              bits = RSZ == 2 ? 0x7FFFu : 0x7FFFFFFFu;  // were it, every member would store the same NaN
+              out = tprt__fn_float<DR>(bits);
+            }
+            ob[i2] = bits;
+            tprt__cuda_st(residual_out, DR, base + j + i2, out);
+            part_sm[k * W + V * (t % PL) + i2] = out;
+          }
+          if (two_shot) {  // this row's residual_out values into every peer's area 1, as row q of this member's
+            for (int p = 0; p < n; ++p) {
+              if (p == me) continue;
+              uint32_t* to = tprt__fn_slot(g.data[p], slot_words, buf, 1, n, me);
+              const int64_t at = q * rpe + j;
+              if (RSZ == 2 && V == 2)
+                tprt__st_volatile_u32(to + at / 2, ob[0] | ob[1] << 16);
+              else
+#pragma unroll
+                for (int i2 = 0; i2 < V; ++i2) {
+                  if (RSZ == 2)
+                    tprt__st_volatile_u16((unsigned short*)to + at + i2, (unsigned short)ob[i2]);
+                  else
+                    tprt__st_volatile_u32(to + at + i2, ob[i2]);
+                }
+            }
+          }
         }
       }
     }
@@ -414,8 +583,10 @@ static __global__ void __launch_bounds__(T)
     __threadfence();
     if (atomicAdd(&g.counters[1], 1u) == gridDim.x - 1) {
       g.counters[1] = 0;
-      *(volatile unsigned*)&g.counters[2] = (unsigned)((bytes + 3) / 4);
+      *(volatile unsigned*)&g.counters[2] = (unsigned)(two_shot ? owned * wpr : (bytes + 3) / 4);
       *(volatile unsigned*)&g.counters[3] = (unsigned)buf;
+      *(volatile unsigned*)&g.counters[4] = (unsigned)(two_shot ? m : 0);
+      *(volatile unsigned*)&g.counters[5] = (unsigned)rpw;
       *(volatile unsigned*)&g.counters[0] = e;
     }
   }
@@ -444,7 +615,7 @@ static cudaLaunchConfig_t tprt__fn_config(int64_t grid, int threads, int cs, int
   return cfg;
 }
 
-template <int DP, int DR, int G, int T>
+template <int DP, int DR, int G, int T, bool TWO>
 static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
                                            const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                            const tprt_tensor_t* gamma, tprt_tensor_t* normed,
@@ -455,11 +626,11 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
   // Near the default limit (48 KiB with the static shared memory: a block per row, rows wider than
   // 8192), raise it; not a stream op.
   if (cfg.dynamicSmemBytes > 32 * 1024) {
-    cudaError_t set = cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G, T>,
+    cudaError_t set = cudaFuncSetAttribute(tprt__fused_norm_kernel<DP, DR, G, T, TWO>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes);
     if (set != cudaSuccess) return set;
   }
-  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G, T>, *g, (const void*)partial->data,
+  return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G, T, TWO>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
                             residual_out->data, m, h, (float)h, eps, canonical, round_sum);
 }
@@ -469,18 +640,23 @@ static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_
                                          const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                          const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                          tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                         int round_sum, cudaStream_t stream) {
-#define TPRT__FN_ARGS g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, stream
-  switch (g->group) {
-    case 2:
-      return tprt__fused_norm_launch<DP, DR, 2, T>(TPRT__FN_ARGS);
-    case 4:
-      return tprt__fused_norm_launch<DP, DR, 4, T>(TPRT__FN_ARGS);
-    case 8:
-      return tprt__fused_norm_launch<DP, DR, 8, T>(TPRT__FN_ARGS);
-    default:
-      return tprt__fused_norm_launch<DP, DR, 0, T>(TPRT__FN_ARGS);
+                                         int round_sum, int two_shot, cudaStream_t stream) {
+#define TPRT__FN_ARGS \
+  g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, stream
+#define TPRT__FN_GROUPS(TWO)                                          \
+  switch (g->group) {                                                 \
+    case 2:                                                           \
+      return tprt__fused_norm_launch<DP, DR, 2, T, TWO>(TPRT__FN_ARGS); \
+    case 4:                                                           \
+      return tprt__fused_norm_launch<DP, DR, 4, T, TWO>(TPRT__FN_ARGS); \
+    case 8:                                                           \
+      return tprt__fused_norm_launch<DP, DR, 8, T, TWO>(TPRT__FN_ARGS); \
+    default:                                                          \
+      return tprt__fused_norm_launch<DP, DR, 0, T, TWO>(TPRT__FN_ARGS); \
   }
+  if (two_shot) TPRT__FN_GROUPS(true)
+  TPRT__FN_GROUPS(false)
+#undef TPRT__FN_GROUPS
 #undef TPRT__FN_ARGS
 }
 
@@ -488,12 +664,17 @@ static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_
 // differ with the group and dtypes), in clusters of |cs|, with the widest row's shared memory.
 template <int T>
 static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewest) {
-  const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, T>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8, T>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, T>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8, T>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8, T>,
-                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8, T>};
+  const void* kernels[] = {
+#define TPRT__FN_RESIDENT(TWO)                                                        \
+  (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, T, TWO>,   \
+      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8, T, TWO>,   \
+      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, T, TWO>, \
+      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8, T, TWO>, \
+      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8, T, TWO>,  \
+      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8, T, TWO>
+      TPRT__FN_RESIDENT(false), TPRT__FN_RESIDENT(true)
+#undef TPRT__FN_RESIDENT
+  };
   for (const void* k : kernels) {
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = tprt__fn_config((sms + cs - 1) / cs * cs, T, cs, widest, 0, &attr);
@@ -531,7 +712,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                                                                const tprt_tensor_t* residual,
                                                                const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                                                tprt_tensor_t* residual_out, float eps, int canonical,
-                                                               int round_sum, cudaStream_t stream) {
+                                                               int round_sum, int two_shot, cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_CUDA_FUSED_MAX_GROUP && g->index >= 0 && g->index < g->group &&
             g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->max_row_blocks >= 1 && g->sms >= 1 && g->counters &&
@@ -549,10 +730,10 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: float partial and residual [T,H], gamma [H], normed and "
                             "residual_out of the residual's shape and dtype expected");
-  const int64_t m = residual->dims[0], h = residual->dims[1], bytes = tprt_dtype_bytes(partial->dtype, m * h);
+  const int64_t m = residual->dims[0], h = residual->dims[1], bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group);
   if (bytes > g->capacity || g->capacity > TPRT_CUDA_FUSED_MAX_CAPACITY)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "fused_allreduce_add_rmsnorm: a partial of %lld bytes exceeds the registered slots' %lld "
+                            "fused_allreduce_add_rmsnorm: a call of %lld bytes a slot exceeds the registered slots' %lld "
                             "(at most %lld)",
                             (long long)bytes, (long long)g->capacity, (long long)TPRT_CUDA_FUSED_MAX_CAPACITY);
   const char* unfit = tprt_cuda_fused_norm_unfit(partial, residual);
@@ -588,7 +769,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
       launched = (rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>
                        : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>)(g, clusters * cs, cs, partial, residual, gamma,
                                                                        normed, residual_out, m, h, eps, canonical,
-                                                                       round_sum, stream);
+                                                                       round_sum, two_shot, stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(launched);

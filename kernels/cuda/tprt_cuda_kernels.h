@@ -455,13 +455,14 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
 
 /// A group's registered memory for tprt_cuda_fused_allreduce_add_rmsnorm: every member's region
 /// as pointers the caller's device can address (one GPU, or peers with access), made once per
-/// group; regions and counters start at zero. Sizes: tprt_cuda_fused_region_bytes.
+/// group; regions start with every byte 0xFF (every word empty), counters at zero. Sizes:
+/// tprt_cuda_fused_region_bytes.
 /// kernels/cuda/fused_norm.cu.
 typedef struct {
   int group, index;                       // members (1..TPRT_CUDA_FUSED_MAX_GROUP), the caller's index
-  void* data[TPRT_CUDA_FUSED_MAX_GROUP];  // each member's region: [3 buffers][group][slot]
+  void* data[TPRT_CUDA_FUSED_MAX_GROUP];  // each member's region: [3 buffers][2 areas][group][slot]
   unsigned* counters;                     // the caller's, TPRT_CUDA_FUSED_COUNTERS words
-  int64_t capacity;                       // bytes of the largest partial a call may push
+  int64_t capacity;                       // bytes a slot holds (tprt_cuda_fused_call_bytes of the largest call)
   int max_blocks;                         // the most blocks a call in clusters launches (all resident at once)
   int max_row_blocks;                     // the most blocks a call of a block per row launches (the same)
   int sms;                                // the members' fewest SMs (the launch geometry's room)
@@ -480,20 +481,20 @@ typedef struct {
 /// the previous call's end to this one's start), and the last call's end (globaltimer ns).
 enum { TPRT_CUDA_FUSED_TRACE = 7 };
 
-/// Bytes of payload in one member's slot: |capacity| rounded up to 16. A slot holds them as 8-byte
-/// units of 4 payload bytes and a flag, so it takes twice as many bytes.
+/// Bytes of one member's slot: |capacity| rounded up to 16.
 #ifdef __CUDACC__
 __host__ __device__
 #endif
 static inline int64_t tprt_cuda_fused_slot_bytes(int64_t capacity) { return (capacity + 15) / 16 * 16; }
 
-/// Bytes of each member's region: three buffers of a slot per member.
+/// Bytes of each member's region: three buffers of two areas (the partials; two-shot's rows) of a slot
+/// per member.
 static inline size_t tprt_cuda_fused_region_bytes(int group, int64_t capacity) {
   return (size_t)3 * (size_t)group * 2 * (size_t)tprt_cuda_fused_slot_bytes(capacity);
 }
 
 /// Words of the caller's counters; the largest capacity (4-byte words counted in 32 bits).
-enum { TPRT_CUDA_FUSED_COUNTERS = 4 };
+enum { TPRT_CUDA_FUSED_COUNTERS = 6 };
 #define TPRT_CUDA_FUSED_MAX_CAPACITY ((int64_t)4 * 0x7FFFFFFF)
 /// The widest row the kernel takes (a row's f32 values live in its cluster's shared memory: 32 KiB
 /// a block at most).
@@ -525,19 +526,35 @@ static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partia
   return NULL;
 }
 
+/// The bytes a call needs of each slot among |group| members: one-shot, the partial's; two-shot, a
+/// member's share of the rows (ceil(T / group)), of the partial or of the residual, whichever is
+/// longer (an owner's reduced rows go to its peers in the residual's dtype, each padded to whole
+/// 4-byte words).
+static inline int64_t tprt_cuda_fused_call_bytes(const tprt_tensor_t* partial, const tprt_tensor_t* residual,
+                                                 int two_shot, int group) {
+  int64_t m = residual->dims[0], h = residual->dims[1];
+  if (!two_shot || group < 1) return tprt_dtype_bytes(partial->dtype, m * h);
+  int64_t rows = (m + group - 1) / group, in = tprt_dtype_bytes(partial->dtype, h),
+          out = (tprt_dtype_bytes(residual->dtype, h) + 3) / 4 * 4;
+  return rows * (in > out ? in : out);
+}
+
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
 /// increasing member order; with |round_sum| that sum is first rounded to the residual's dtype,
 /// as the op's sum_type = "residual" asks), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
 /// with the same shapes; partial and residual [T,H], gamma [H], float dtypes; normed and
-/// residual_out as the residual; the partial's bytes at most |g|->capacity. A peer that never
-/// arrives leaves the call waiting until *|g|->abort turns non-zero (the world's abort); the
-/// outputs are then undefined.
+/// residual_out as the residual; tprt_cuda_fused_call_bytes of the call at most |g|->capacity.
+/// |two_shot|: member o reduces only the rows r with r mod group = o and sends them to the others
+/// (half one-shot's bytes at 4 members, a quarter at 8; the same bits); 0: every member reduces
+/// every row (one-shot). Consecutive calls may take either form. A peer that never arrives leaves
+/// the call waiting until *|g|->abort turns non-zero (the world's abort); the outputs are then
+/// undefined.
 /// kernels/cuda/fused_norm.cu.
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
-                                                    int canonical, int round_sum,
+                                                    int canonical, int round_sum, int two_shot,
                                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The fused norm kernel's blocks that fit on the current device at once, in each launch shape:

@@ -11,7 +11,9 @@
 //   - partial bf16 or f32, residual bf16 or f32;
 //   - canonical or increasing-rank order;
 //   - the sum kept in f32, or rounded to the residual's dtype before the add (round_sum, the op's
-//     sum_type = "residual"; the composition's all-reduce then writes that dtype).
+//     sum_type = "residual"; the composition's all-reduce then writes that dtype);
+//   - one-shot and two-shot, one after the other (a call of each follows a call of the other, so
+//     each empties what the other filled).
 // Each rank's outputs must equal the composition's, computed on rank 0's GPU from copies of every
 // partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
 // rows, a block per row from there); odd rounds force the other shape on every case, so both
@@ -20,7 +22,7 @@
 //
 // A hang (a protocol bug) is reported after 20 s instead of blocking.
 //
-// `bench` mode times the kernel against the unfused path on one rank per GPU: NCCL's all-reduce
+// `bench` mode times the kernel (one-shot; two-shot with FN_TWO_SHOT=1) against the unfused path on one rank per GPU: NCCL's all-reduce
 // of the f32 partial, then tprt_cuda_add and tprt_cuda_rmsnorm. Both run at hidden 8192, bf16
 // residual, T in {1, 8, 32, 128, 1024, 8192}, in rounds of 50 calls: eager (launched one by one)
 // and as a CUDA graph, 20 rounds each. It prints microseconds per call: the slowest rank's median
@@ -132,7 +134,7 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
 }
 
 // Rank |me| on |device|: peer access to the other GPUs, a stream, and its registration in |g|
-// (a zeroed region for partials of |capacity| bytes and zeroed counters, for the blocks that fit at once on the
+// (a region of empty words for calls of |capacity| bytes a slot and zeroed counters, for the blocks that fit at once on the
 // GPU divided by the |sharing| ranks on it), published to and completed from the other ranks.
 static cudaStream_t register_rank(int me, int device, int64_t capacity, int sharing, tprt_cuda_peer_group_t* g) {
   FN_CHECK(cudaSetDevice(device));
@@ -150,7 +152,7 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
   tprt_cuda_fused_norm_budgets(in_clusters, in_rows, sharing, &g->max_blocks, &g->max_row_blocks);
   size_t region_bytes = tprt_cuda_fused_region_bytes(g_ranks, capacity);
   FN_CHECK(cudaMalloc(&g_data[me], region_bytes));
-  FN_CHECK(cudaMemset(g_data[me], 0, region_bytes));
+  FN_CHECK(cudaMemset(g_data[me], 0xFF, region_bytes));  // every word empty
   FN_CHECK(cudaMalloc(&g->counters, sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS));
   FN_CHECK(cudaMemset(g->counters, 0, sizeof(unsigned) * TPRT_CUDA_FUSED_COUNTERS));
   FN_CHECK(cudaDeviceSynchronize());
@@ -164,9 +166,12 @@ static cudaStream_t register_rank(int me, int device, int64_t capacity, int shar
 static void* rank_main(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  int64_t capacity = 0, elems = 0, widest = 0;  // the largest case's partial, elements and rows
+  int64_t capacity = 0, elems = 0, widest = 0;  // the largest case's slot bytes, elements and rows
   for (int k = 0; k < NUM_CASES; ++k) {
-    int64_t bytes = tprt_dtype_bytes(kCases[k].dp, (int64_t)kCases[k].t * kCases[k].h);
+    int64_t dims[2] = {kCases[k].t, kCases[k].h};
+    tprt_tensor_t p = tprt_tensor_make(NULL, kCases[k].dp, 2, dims), r = tprt_tensor_make(NULL, kCases[k].dr, 2, dims);
+    int64_t one = tprt_cuda_fused_call_bytes(&p, &r, 0, g_ranks), two = tprt_cuda_fused_call_bytes(&p, &r, 1, g_ranks);
+    int64_t bytes = one > two ? one : two;
     if (bytes > capacity) capacity = bytes;
     if ((int64_t)kCases[k].t * kCases[k].h > elems) elems = (int64_t)kCases[k].t * kCases[k].h;
     if (kCases[k].h > widest) widest = kCases[k].h;
@@ -188,7 +193,8 @@ static void* rank_main(void* arg) {
   g_out[me][0] = normed;
   g_out[me][1] = out;
   for (int round = 0; round < g_rounds; ++round)
-    for (int k = 0; k < NUM_CASES; ++k) {
+    for (int kk = 0; kk < 2 * NUM_CASES; ++kk) {
+      const int k = kk / 2, two_shot = kk % 2;  // each case one-shot, then two-shot
       const case_t* c = &kCases[k];
       int64_t n = (int64_t)c->t * c->h, dims[2] = {c->t, c->h}, gd[1] = {c->h};
       size_t rb = (size_t)tprt_dtype_bytes(c->dr, n);
@@ -211,14 +217,14 @@ static void* rank_main(void* arg) {
         pthread_barrier_wait(&g_barrier);
         if (pass == 0) {
           fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, c->round_sum,
-                                                          st),
+                                                          two_shot, st),
                     "fused");
         } else {
           if (!exec) {
             cudaGraph_t graph;
             FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
             fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical,
-                                                            c->round_sum, st),
+                                                            c->round_sum, two_shot, st),
                       "fused (capture)");
             FN_CHECK(cudaStreamEndCapture(st, &graph));
             FN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -227,7 +233,7 @@ static void* rank_main(void* arg) {
           FN_CHECK(cudaGraphLaunch(exec, st));
         }
         if (!drain(st)) {
-          fn_fail("case %d pass %d: the fused kernel did not finish in 20 s (a hang)", k, pass);
+          fn_fail("case %d pass %d: the fused kernel did not finish in 20 s (a hang)", k + 1000 * two_shot, pass);
           exit(1);
         }
         pthread_barrier_wait(&g_barrier);
@@ -239,7 +245,7 @@ static void* rank_main(void* arg) {
               if (memcmp(got, which ? want_o : want_y, rb) != 0)
                 fn_fail(which ? "case %d: rank %d: residual_out differs from the composition"
                               : "case %d: rank %d: normed differs from the composition",
-                        k + 100 * pass, r);
+                        k + 100 * pass + 1000 * two_shot, r);
             }
         }
         pthread_barrier_wait(&g_barrier);
@@ -312,6 +318,7 @@ static void* bench_rank(void* arg) {
   // the largest size: clusters only); FN_MAX_T, the sizes up to that many tokens.
   if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (getenv("FN_ROWS_FROM")) g.rows_from = atoi(getenv("FN_ROWS_FROM"));
+  const int two_shot = getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) != 0;
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
   for (int k = 0; k < g_bench_sizes; ++k) {
@@ -327,7 +334,7 @@ static void* bench_rank(void* arg) {
     auto issue = [&](int way) {
       for (int c = 0; c < BENCH_CALLS; ++c) {
         if (way == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, st), "fused");
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, two_shot, st), "fused");
         } else {
           ncclResult_t nr = ncclAllReduce(sum, sum, (size_t)n, ncclFloat32, ncclSum, g_comms[me], st);
           if (nr != ncclSuccess) {
@@ -393,8 +400,8 @@ static int bench_main(void) {
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
   printf(
       "fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, %d calls per round; us per call, "
-      "the slowest rank's median round\n",
-      g_ranks, BENCH_H, BENCH_CALLS);
+      "the slowest rank's median round%s\n",
+      g_ranks, BENCH_H, BENCH_CALLS, getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) ? "; two-shot" : "");
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
   for (int k = 0; k < g_bench_sizes; ++k) {
@@ -446,9 +453,10 @@ int main(int argc, char** argv) {
   pthread_t threads[TPRT_MAX_WORLD_SIZE];
   for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, rank_main, (void*)(intptr_t)r);
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
-  int checks = g_rounds * NUM_CASES * (REPLAYS + 1) * g_ranks * 2;
+  int checks = g_rounds * 2 * NUM_CASES * (REPLAYS + 1) * g_ranks * 2;
   printf(
-      "fused_norm: %d ranks on %d GPU(s), %d cases x %d rounds, eager and %d graph replays: %d outputs checked, "
+      "fused_norm: %d ranks on %d GPU(s), %d cases x 2 algorithms x %d rounds, eager and %d graph replays: %d outputs "
+      "checked, "
       "%d differ from the composition\n",
       g_ranks, g_gpus, NUM_CASES, g_rounds, REPLAYS, checks, g_failures);
   return g_failures ? 1 : 0;

@@ -64,9 +64,12 @@ CONFIGS=(
   "fused-norm-tp2|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu"
   # The fused op's algorithm attribute set to one_shot: the kernel without TPRT_CUDA_FUSED_NORM.
   "fused-norm-tp2-one-shot|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu --fused-norm-algorithm=one-shot"
+  # ... and two_shot: rows reduced by their owners, then sent to every member.
+  "fused-norm-tp4-two-shot|test/e2e/Inputs/fused_norm.mlir|--pipeline=lower-cpu --fused-norm-algorithm=two-shot"
   # tp-fuse's fused norms with sum_type = "residual" (exact numerics), forward and training step.
   "fuse-llama-tp2|$OUT/modules/llama2.mlir|--pipeline=infer --mesh=tp=2"
   "fuse-llama-train-tp4|$OUT/modules/llama2.mlir|--pipeline=train --mesh=tp=4"
+  "fuse-llama-train-tp4-two-shot|$OUT/modules/llama2.mlir|--pipeline=train --mesh=tp=4 --fused-norm-algorithm=two-shot"
   "async-rs-dim1-tp4|test/e2e/Inputs/async_collectives.mlir|--pipeline=lower-cpu"
   "collectives-tp4|test/e2e/Inputs/collectives.mlir|--pipeline=lower-cpu"
   # World size 8 (issue #7; skipped on machines with fewer GPUs).

@@ -2,6 +2,7 @@
 // functions on the emulated stream in the arithmetic of their CUDA kernels.
 #define _POSIX_C_SOURCE 200809L  // nanosleep
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,70 +63,137 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
 }
 
 // tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu): the kernel's protocol on the host, the
-// whole grid at once: the counters, the push of the partial's 4-byte words as units with the
-// call's flag into every peer's slot of the call's buffer, the zeroing of the last call's units,
-// the canonical or ordered sum of the own partial and the polled units (rounded to the residual's
-// dtype with round_sum), the add rounded once, the CPU's rmsnorm of each row, and the counters
-// advanced.
+// whole grid at once: the counters; the push of the partial's 4-byte words, cleaned of the empty
+// pattern, into this member's slot of area 0 of the call's buffer (one-shot: on every peer;
+// two-shot: row r to member r mod n only, as its (r / n)-th row); the emptying of what the last call
+// filled; then, row by row in the member's order (two-shot: its own rows first), the canonical or
+// ordered sum of the own partial and the polled words (rounded to the residual's dtype with
+// round_sum), the add rounded once (two-shot: that row's residual_out sent to every peer's area 1),
+// or, for another owner's row, its residual_out polled from area 1; the CPU's rmsnorm of each row;
+// and the counters advanced.
 typedef struct {
   tprt_cuda_peer_group_t g;
   const void *partial, *residual, *gamma;
   void *normed, *out;
-  int dp, dr, gd, canonical, round_sum;
+  int dp, dr, gd, canonical, round_sum, two_shot;
   int64_t m, h;
   float eps;
 } emu__fused_t;
 
-// Element |i| (dtype |dt|) of a slot once its unit carries flag |e|; false when the abort word
-// turned non-zero first.
-static bool emu__take(const uint64_t* slot, int dt, int64_t i, unsigned e, const volatile unsigned* abort, float* out) {
-  const int64_t w = dt == TPRT_DTYPE_F32 ? i : i / 2;
-  uint64_t u = 0;
-  while ((unsigned)((u = __atomic_load_n(slot + w, __ATOMIC_ACQUIRE)) >> 32) != e) {
+enum { EMU__ELEM_EMPTY16 = 0xFFFF };
+#define EMU__EMPTY 0xFFFFFFFFu
+
+// Waits until the |size|-byte element at |p| is not empty; false when the abort word turned
+// non-zero first. Returns its bits in |*bits|.
+static bool emu__take(const void* p, int size, const volatile unsigned* abort, uint32_t* bits) {
+  for (;;) {
+    uint32_t v = size == 2 ? __atomic_load_n((const uint16_t*)p, __ATOMIC_ACQUIRE)
+                           : __atomic_load_n((const uint32_t*)p, __ATOMIC_ACQUIRE);
+    if (v != (size == 2 ? (uint32_t)EMU__ELEM_EMPTY16 : EMU__EMPTY)) {
+      *bits = v;
+      return true;
+    }
     if (abort && __atomic_load_n(abort, __ATOMIC_ACQUIRE)) return false;
     struct timespec d = {0, 2000};
     nanosleep(&d, NULL);
   }
-  uint32_t word = (uint32_t)u;
-  if (dt == TPRT_DTYPE_F32) {
-    memcpy(out, &word, sizeof word);
+}
+
+// The words of |member|'s slot in |area| of buffer |buf| of |region|.
+static uint32_t* emu__slot(void* region, int64_t slot_words, int buf, int area, int n, int member) {
+  return (uint32_t*)region + (((int64_t)buf * 2 + area) * n + member) * slot_words;
+}
+
+static int64_t emu__owned(int o, int64_t m, int n) { return m > o ? (m - 1 - o) / n + 1 : 0; }
+
+// The bits of |v| stored as |dtype| (a 2-byte dtype's in the low half), and back: through byte
+// buffers, never a uint32_t read as 2-byte elements.
+static uint32_t emu__bits(float v, int dtype) {
+  unsigned char b[4] = {0};
+  tprt_store_elem(b, dtype, 0, v);
+  if (tprt_dtype_bytes(dtype, 1) == 2) return (uint32_t)b[0] | (uint32_t)b[1] << 8;
+  uint32_t bits;
+  memcpy(&bits, b, 4);
+  return bits;
+}
+
+static float emu__float(uint32_t bits, int dtype) {
+  unsigned char b[4];
+  if (tprt_dtype_bytes(dtype, 1) == 2) {
+    b[0] = (unsigned char)bits, b[1] = (unsigned char)(bits >> 8);
   } else {
-    uint16_t half[2] = {(uint16_t)(i % 2 ? word >> 16 : word & 0xFFFFu), 0};
-    *out = tprt_load_elem(half, dt, 0);
+    memcpy(b, &bits, 4);
   }
-  return true;
+  return tprt_load_elem(b, dtype, 0);
+}
+
+// |bits| of an element of |size| bytes with the empty pattern replaced by a NaN.
+static uint32_t emu__clean(uint32_t bits, int size) {
+  if (size == 4) return bits == EMU__EMPTY ? 0x7FFFFFFFu : bits;
+  return bits == EMU__ELEM_EMPTY16 ? 0x7FFFu : bits;
 }
 
 static void emu__fused(void* arg) {
   const emu__fused_t* a = arg;
   const tprt_cuda_peer_group_t* g = &a->g;
   const int me = g->index, n = g->group;
-  const int64_t h = a->h, slot = tprt_cuda_fused_slot_bytes(g->capacity) / 4;  // units
-  const unsigned e = g->counters[0] == 0xFFFFFFFFu ? 1u : g->counters[0] + 1u;
-  const int buf = (int)((g->counters[3] + 1) % 3);
-  const size_t bytes = (size_t)tprt_dtype_bytes(a->dp, a->m * h);
+  const int64_t h = a->h, m = a->m, slot = tprt_cuda_fused_slot_bytes(g->capacity) / 4;  // words
+  const int last_buf = (int)g->counters[3], buf = (last_buf + 1) % 3;
+  const int esz = (int)tprt_dtype_bytes(a->dp, 1), rsz = (int)tprt_dtype_bytes(a->dr, 1);
+  const int64_t wpr = h * esz / 4, rpw = (h * rsz + 3) / 4, rpe = rpw * 4 / rsz;
+  const size_t bytes = (size_t)tprt_dtype_bytes(a->dp, m * h);
   const int64_t words = (int64_t)(bytes + 3) / 4;
+  for (int64_t w = 0; w < words; ++w) {
+    uint32_t word = 0;
+    memcpy(&word, (const char*)a->partial + w * 4, (size_t)w * 4 + 4 <= bytes ? 4 : 2);
+    word = esz == 4 ? emu__clean(word, 4) : emu__clean(word & 0xFFFFu, 2) | emu__clean(word >> 16, 2) << 16;
+    if (a->two_shot) {
+      const int64_t row = w / wpr;
+      const int o = (int)(row % n);
+      if (o != me)
+        __atomic_store_n(emu__slot(g->data[o], slot, buf, 0, n, me) + (row / n) * wpr + w % wpr, word, __ATOMIC_RELEASE);
+      continue;
+    }
+    for (int p = 0; p < n; ++p)
+      if (p != me) __atomic_store_n(emu__slot(g->data[p], slot, buf, 0, n, me) + w, word, __ATOMIC_RELEASE);
+  }
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
-    uint64_t* dst = (uint64_t*)g->data[p] + ((int64_t)buf * n + me) * slot;
-    for (int64_t w = 0; w < words; ++w) {
-      uint32_t word = 0;
-      memcpy(&word, (const char*)a->partial + w * 4, (size_t)w * 4 + 4 <= bytes ? 4 : 2);
-      __atomic_store_n(dst + w, (uint64_t)e << 32 | word, __ATOMIC_RELEASE);
-    }
+    memset(emu__slot(g->data[me], slot, last_buf, 0, n, p), 0xFF, 4 * (size_t)g->counters[2]);
+    if (g->counters[4])
+      memset(emu__slot(g->data[me], slot, last_buf, 1, n, p), 0xFF,
+             4 * (size_t)(emu__owned(p, g->counters[4], n) * g->counters[5]));
   }
-  for (int p = 0; p < n; ++p)
-    if (p != me)
-      memset((uint64_t*)g->data[me] + ((int64_t)g->counters[3] * n + p) * slot, 0, 8 * (size_t)g->counters[2]);
-  for (int64_t row = 0; row < a->m; ++row) {
+  const int64_t owned = a->two_shot ? emu__owned(me, m, n) : m;
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t row = i, q = i;
+    int owner = me;
+    if (a->two_shot && i < owned) {
+      row = me + i * n;
+    } else if (a->two_shot) {
+      const int64_t j = i - owned, k = j % (n - 1);
+      q = j / (n - 1);
+      owner = (int)(k < me ? k : k + 1);
+      row = q * n + owner;
+    }
+    const int64_t in_base = a->two_shot ? q * h : row * h;
     for (int64_t j = 0; j < h; ++j) {
+      uint32_t bits = 0;
+      if (owner != me) {  // another owner's row: its residual_out, from area 1
+        const char* from = (const char*)emu__slot(g->data[me], slot, buf, 1, n, owner);
+        if (!emu__take(from + (q * rpe + j) * rsz, rsz, g->abort, &bits)) return;
+        memcpy((char*)a->out + (row * h + j) * rsz, &bits, (size_t)rsz);  // little-endian: the low bytes
+        continue;
+      }
       float v[TPRT_MAX_WORLD_SIZE];
       for (int p = 0; p < n; ++p) {
-        const uint64_t* src = (const uint64_t*)g->data[me] + ((int64_t)buf * n + p) * slot;
-        if (p == me)
+        if (p == me) {
           v[p] = tprt_load_elem(a->partial, a->dp, row * h + j);
-        else if (!emu__take(src, a->dp, row * h + j, e, g->abort, &v[p]))
-          return;
+          continue;
+        }
+        const char* src = (const char*)emu__slot(g->data[me], slot, buf, 0, n, p);
+        if (!emu__take(src + (in_base + j) * esz, esz, g->abort, &bits)) return;
+        v[p] = emu__float(bits, a->dp);
       }
       if (a->canonical) {
         tprt_kacc_tree(v, n);  // n: 2, 4 or 8 here
@@ -137,7 +205,19 @@ static void emu__fused(void* arg) {
         tprt_store_elem(&word, a->dr, 0, v[0]);
         v[0] = tprt_load_elem(&word, a->dr, 0);
       }
-      tprt_store_elem(a->out, a->dr, row * h + j, v[0] + tprt_load_elem(a->residual, a->dr, row * h + j));
+      bits = emu__bits(v[0] + tprt_load_elem(a->residual, a->dr, row * h + j), a->dr);
+      if (a->two_shot) {
+        bits = emu__clean(bits, rsz);  // (a host's NaN may be negative; a GPU's never is)
+        for (int p = 0; p < n; ++p) {
+          if (p == me) continue;
+          char* to = (char*)emu__slot(g->data[p], slot, buf, 1, n, me) + (q * rpe + j) * rsz;
+            if (rsz == 2)
+            __atomic_store_n((uint16_t*)to, (uint16_t)bits, __ATOMIC_RELEASE);
+          else
+            __atomic_store_n((uint32_t*)to, bits, __ATOMIC_RELEASE);
+        }
+      }
+      memcpy((char*)a->out + (row * h + j) * rsz, &bits, (size_t)rsz);
     }
     int64_t dims[2] = {1, h}, gd[1] = {h};
     size_t off = (size_t)tprt_dtype_bytes(a->dr, row * h);
@@ -147,9 +227,11 @@ static void emu__fused(void* arg) {
     tprt_status_t s = tprt_cpu_rmsnorm(&x, &gm, &y, a->eps);
     if (s) emu__fail("fused_norm: the CPU rmsnorm failed", a->out);
   }
-  g->counters[2] = (unsigned)words;
+  g->counters[2] = (unsigned)(a->two_shot ? owned * wpr : words);
   g->counters[3] = (unsigned)buf;
-  g->counters[0] = e;
+  g->counters[4] = (unsigned)(a->two_shot ? m : 0);
+  g->counters[5] = (unsigned)rpw;
+  g->counters[0] = g->counters[0] == 0xFFFFFFFFu ? 1u : g->counters[0] + 1u;
 }
 
 // Counted so that a check can tell the fused kernel from the composition, which has the same bits.
@@ -160,10 +242,10 @@ int emu__fused_launches(void) { return atomic_load(&emu__fused_count); }
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
-                                                    int canonical, int round_sum, cudaStream_t stream) {
+                                                    int canonical, int round_sum, int two_shot, cudaStream_t stream) {
   atomic_fetch_add(&emu__fused_count, 1);
   int64_t m = residual->dims[0], h = residual->dims[1];
-  if ((int64_t)tprt_dtype_bytes(partial->dtype, m * h) > g->capacity)
+  if (tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group) > g->capacity)
     emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);
   if (m == 0 || h == 0) return NULL;
   emu__fused_t* a = malloc(sizeof *a);
@@ -178,6 +260,7 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                       .gd = gamma->dtype,
                       .canonical = canonical,
                       .round_sum = round_sum,
+                      .two_shot = two_shot,
                       .m = m,
                       .h = h,
                       .eps = eps};

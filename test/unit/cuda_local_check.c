@@ -18,6 +18,8 @@
 //        tprt-cuda-local-check fused|fused-fault [R]: the fused norm hook (below)
 //        tprt-cuda-local-check fused-one-shot [R]: the same calls with algorithm = "one_shot", which
 //          must take the fused kernel whatever TPRT_CUDA_FUSED_NORM and the crossover say
+//        tprt-cuda-local-check fused-two-shot [R]: the same calls with algorithm = "two_shot" and
+//          "one_shot" in turn, each form emptying what the other filled
 //        tprt-cuda-local-check fused-composition [R]: algorithm = "composition", which the hook
 //          must decline, with no fused kernel launched
 // Prints one line per check; exit status 0 when every check passed.
@@ -296,8 +298,10 @@ enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 // fails 0.2 s later, once its peers' kernels wait for it. Their waits must end with the world's
 // abort (the abort word the kernel polls), not hang.
 static bool g_absent;
-// The fused norm's algorithm in every call (fused-one-shot, fused-composition; else auto).
+// The fused norm's algorithm in every call (fused-one-shot, fused-composition; else auto); fused-two-shot
+// alternates two-shot (even calls) and one-shot (odd), so each form follows the other.
 static tprt_fused_algorithm_t g_algorithm = TPRT_ALGORITHM_AUTO;
+static bool g_alternate;
 
 static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which) {
   int64_t dims[2] = {c->t, c->h}, gd[1] = {c->h}, n = c->t * c->h;
@@ -340,15 +344,16 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
     tprt_tensor_t dpt = tprt_tensor_make(dp, c->dp, 2, dims), drt = tprt_tensor_make(dr, c->dr, 2, dims),
                   dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
                   dot = tprt_tensor_make(dout, c->dr, 2, dims);
-    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, g_algorithm, c->round_sum,
-                      &done);
+    tprt_fused_algorithm_t algorithm =
+        g_alternate ? (which % 2 ? TPRT_ALGORITHM_ONE_SHOT : TPRT_ALGORITHM_TWO_SHOT) : g_algorithm;
+    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, algorithm, c->round_sum, &done);
   }
   bool composition = g_algorithm == TPRT_ALGORITHM_COMPOSITION;
   if (!s && composition && done)
     s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case %d: the fused_norm hook took a call whose algorithm is "
                          "composition", which);
   if (!s && !composition && !done) s = tprt_make_status(TPRT_STATUS_INTERNAL, "the fused_norm hook declined the call");
-  for (int k = 0; k < 2 && !s && !composition; ++k) {
+  for (int k = 1; k >= 0 && !s && !composition; --k) {
     s = b->to_host(got, k ? dout : dy, rb);
     if (!s && memcmp(got, k ? want_o : want_y, rb) != 0)
       s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case %d: %s differs from the CPU composition's", which,
@@ -380,13 +385,14 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   bool refuse = !strcmp(mode, "refuse"), fault = !strcmp(mode, "fault"), room = !strcmp(mode, "room");
   bool one_shot = !strcmp(mode, "fused-one-shot"), composition = !strcmp(mode, "fused-composition");
-  bool fused = !strcmp(mode, "fused") || !strcmp(mode, "fused-fault") || one_shot || composition;
+  g_alternate = !strcmp(mode, "fused-two-shot");
+  bool fused = !strcmp(mode, "fused") || !strcmp(mode, "fused-fault") || one_shot || composition || g_alternate;
   g_absent = !strcmp(mode, "fused-fault");
   g_algorithm = one_shot ? TPRT_ALGORITHM_ONE_SHOT : composition ? TPRT_ALGORITHM_COMPOSITION : TPRT_ALGORITHM_AUTO;
   g_async_only = !strcmp(mode, "ce");
   if (!refuse && !fault && !room && !fused && !g_async_only && strcmp(mode, "share") != 0) {
     fprintf(stderr, "usage: tprt-cuda-local-check "
-                    "share|ce|fused|fused-fault|fused-one-shot|fused-composition|refuse|fault|room\n");
+                    "share|ce|fused|fused-fault|fused-one-shot|fused-two-shot|fused-composition|refuse|fault|room\n");
     return 2;
   }
   tprt_world_options_t o;

@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
 """Fused all-reduce + residual add + RMSNorm benchmark: tp.fused_allreduce_add_rmsnorm at hidden
 8192, bf16 residual, tokens in {1, 8, 32, 128, 1024, 8192}, TP = every visible GPU (one each).
-Three columns, all measured in the same run, eager and as CUDA graphs:
+Four columns, all measured in the same run, eager and as CUDA graphs:
 
-  fused    tpc's kernel (kernels/cuda/fused_norm.cu), from `tprt-fused-norm-check bench`
+  fused    tpc's kernel (kernels/cuda/fused_norm.cu), one-shot, from `tprt-fused-norm-check bench`
+  two-shot the same kernel's two-shot form (FN_TWO_SHOT=1)
   unfused  tpc's unfused path: NCCL's all-reduce of the f32 partial, then tpc's add and rmsnorm
            kernels (the same program)
   torch    PyTorch: torch.distributed.all_reduce (NCCL, bf16) of the partial, the residual add
            and torch.nn.functional.rms_norm, one process per GPU
 
 Each is the slowest rank's median over 20 rounds of 50 calls, in microseconds per call. Prints
-the table with the ratios fused/unfused and fused/torch; --json and --svg keep them.
+the table with the ratios of the faster form to unfused and to torch, and the crossover row of
+kernels/cuda/backend_cuda_fused.c (the largest sizes for one-shot, then two-shot); --json and --svg
+keep them.
 NCCL_NVLS_ENABLE=0 is set for every run (no NVLink multicast).
 
 Usage: python3 tools/bench/fused_norm.py --bin build-gpu-carry/bin/tprt-fused-norm-check [--no-torch]
                                          [--json out.json] [--svg out.svg]
        python3 tools/bench/fused_norm.py --table tp2.txt tp4.txt --device NAME [--json] [--svg]
-         (saved outputs of `tprt-fused-norm-check bench`: the table without running anything)
+         (saved outputs of `tprt-fused-norm-check bench`, either form: the table without running anything)
 """
 import argparse
 import json
@@ -30,28 +33,44 @@ CALLS, ROUNDS = 50, 20
 
 
 def parse_table(text):
-    """(tp, {tokens: {fused, unfused, fused-graph, unfused-graph}}) from the program's output."""
-    tp, rows = 0, {}
+    """(tp, {tokens: {fused, unfused, fused-graph, unfused-graph}}) from the program's output; a
+    two-shot run's kernel columns are "two" and "two-graph"."""
+    tp, rows, kernel = 0, {}, "fused"
     for line in text.splitlines():
         if line.startswith("fused_norm bench: TP "):
             tp = int(line.split()[3])
+            kernel = "two" if line.rstrip().endswith("two-shot") else "fused"
         f = line.split()
         if len(f) == 7 and f[0].isdigit():
-            rows[int(f[0])] = {"fused": float(f[1]), "unfused": float(f[2]), "fused-graph": float(f[4]),
+            rows[int(f[0])] = {kernel: float(f[1]), "unfused": float(f[2]), kernel + "-graph": float(f[4]),
                                "unfused-graph": float(f[5])}
         if line.startswith("rank 0's eager fused calls"):
             break  # the breakdown follows: rows of another shape
     return tp, rows
 
 
+def merge(runs):
+    """One (tp, rows) per TP from runs of either form (a form's unfused columns are kept from the
+    one-shot run)."""
+    by_tp = {}
+    for tp, rows in runs:
+        into = by_tp.setdefault(tp, {})
+        for t, cols in rows.items():
+            into.setdefault(t, {}).update({k: v for k, v in cols.items() if k not in into.get(t, {})})
+    return sorted(by_tp.items())
+
+
 def tpc_rows(binary):
-    """The program's table, run on every visible GPU."""
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
-    out = subprocess.run([binary, "bench"], capture_output=True, text=True, timeout=600, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"{binary} bench: exit {out.returncode}: {out.stderr.strip()[-400:]}")
-    print(out.stdout, end="")
-    return parse_table(out.stdout)
+    """The program's tables, one-shot then two-shot, run on every visible GPU."""
+    runs = []
+    for two in ("0", "1"):
+        env = dict(os.environ, NCCL_NVLS_ENABLE="0", FN_TWO_SHOT=two)
+        out = subprocess.run([binary, "bench"], capture_output=True, text=True, timeout=600, env=env)
+        if out.returncode != 0:
+            raise RuntimeError(f"{binary} bench: exit {out.returncode}: {out.stderr.strip()[-400:]}")
+        print(out.stdout, end="")
+        runs.append(parse_table(out.stdout))
+    return merge(runs)[0]
 
 
 def torch_rank(rank, world, port, queue):
@@ -160,32 +179,48 @@ def main():
                 runs[-1][1][t].update(peer[t])
     if not runs:
         ap.error("give --bin or --table")
+    runs = merge(runs)
     print(f"Fused all-reduce + add + RMSNorm, {device}, hidden {HIDDEN}, bf16; us per call "
           f"(the slowest rank's median of {ROUNDS} rounds of {CALLS} calls)")
-    print(f"{'tp':>3} {'tokens':>7} {'mode':>6} {'fused':>8} {'unfused':>8} {'torch':>8} {'vs unfused':>11} "
-          f"{'vs torch':>9}")
+    print(f"{'tp':>3} {'tokens':>7} {'mode':>6} {'one-shot':>9} {'two-shot':>9} {'unfused':>8} {'torch':>8} "
+          f"{'vs unfused':>11} {'vs torch':>9}")
+    nan = float("nan")
     table = []
     for tp, rows in runs:
         for t in TOKENS:
+            if t not in rows:
+                continue
             for mode, suffix in (("eager", ""), ("graph", "-graph")):
-                f, u = rows[t]["fused" + suffix], rows[t]["unfused" + suffix]
+                f, f2, u = rows[t].get("fused" + suffix), rows[t].get("two" + suffix), rows[t]["unfused" + suffix]
+                best = min(x for x in (f, f2) if x is not None)
                 p = rows[t].get("torch" + suffix)
-                table.append({"tp": tp, "tokens": t, "mode": mode, "fused_us": f, "unfused_us": u, "torch_us": p})
-                print(f"{tp:>3} {t:>7} {mode:>6} {f:8.2f} {u:8.2f} {p if p else float('nan'):8.2f} {f / u:11.3f} "
-                      f"{f / p if p else float('nan'):9.3f}")
-    # The crossover for kernels/cuda/backend_cuda_fused.c's table: per TP, the largest measured
-    # partial (bf16, bytes per rank) up to which the kernel beats the composition eager and as a graph.
+                table.append({"tp": tp, "tokens": t, "mode": mode, "fused_us": f, "two_shot_us": f2, "unfused_us": u,
+                              "torch_us": p, "best_us": best})
+                print(f"{tp:>3} {t:>7} {mode:>6} {f if f else nan:9.2f} {f2 if f2 else nan:9.2f} {u:8.2f} "
+                      f"{p if p else nan:8.2f} {best / u:11.3f} {best / p if p else nan:9.3f}")
+    # The crossover row of kernels/cuda/backend_cuda_fused.c's table, per TP: one-shot up to the
+    # largest measured partial (bf16, bytes per rank) where it is the faster form and beats the
+    # composition, eager and as a graph; two-shot from there up to the largest where the faster form
+    # still beats the composition in both.
     crossover = {}
     for tp, rows in runs:
-        best = 0
+        one = two = 0
         for t in TOKENS:
-            if all(rows[t]["fused" + x] < rows[t]["unfused" + x] for x in ("", "-graph")):
-                best = t
+            if t not in rows:
+                break
+            r = rows[t]
+            beats = {k: all(k + x in r and r[k + x] < r["unfused" + x] for x in ("", "-graph")) for k in ("fused", "two")}
+            one_first = not beats["two"] or r["fused"] + r["fused-graph"] <= r["two"] + r["two-graph"]
+            if beats["fused"] and one_first and one == two:
+                one = two = t
+            elif beats["fused"] or beats["two"]:
+                two = t
             else:
                 break
-        crossover[tp] = best * HIDDEN * 2
-        print(f"crossover TP {tp}: the kernel up to {best} tokens: {{{tp}, {best * HIDDEN * 2}}} "
-              f"({best * HIDDEN * 2 / 2**10:.0f} KiB per rank)")
+        crossover[tp] = {"one_shot": one * HIDDEN * 2, "two_shot": two * HIDDEN * 2}
+        print(f"crossover TP {tp}: one-shot up to {one} tokens, two-shot up to {two}: "
+              f"{{{tp}, {one * HIDDEN * 2}, {two * HIDDEN * 2}}} ({one * HIDDEN * 2 / 2**10:.0f} KiB, "
+              f"{two * HIDDEN * 2 / 2**10:.0f} KiB per rank)")
     if a.json:
         with open(a.json, "w") as out:
             json.dump({"device": device, "hidden": HIDDEN, "rows": table, "crossover_bytes": crossover}, out,
@@ -196,14 +231,14 @@ def main():
         groups = {}  # (tp, tokens) -> bars: the eager and graph ratios to the unfused path (and to torch)
         for r in table:
             bars = groups.setdefault((r["tp"], r["tokens"]), [])
-            bars.append((f"{r['mode']} /unfused", r["fused_us"] / r["unfused_us"],
+            bars.append((f"{r['mode']} /unfused", r["best_us"] / r["unfused_us"],
                          "#1f77b4" if r["mode"] == "eager" else "#aec7e8"))
             if r["torch_us"]:
-                bars.append((f"{r['mode']} /torch", r["fused_us"] / r["torch_us"],
+                bars.append((f"{r['mode']} /torch", r["best_us"] / r["torch_us"],
                              "#ff7f0e" if r["mode"] == "eager" else "#ffbb78"))
         groups = [(f"TP{tp} T={t}", bars) for (tp, t), bars in groups.items()]
         grouped_bars(a.svg, f"Fused all-reduce + add + RMSNorm, {device}, hidden {HIDDEN}: time ratio "
-                     "(below 1: the fused kernel is faster)", groups, bar=18, gap=36, min_width=900)
+                     "(the faster form; below 1: the fused kernel is faster)", groups, bar=18, gap=36, min_width=900)
     return 0
 
 
