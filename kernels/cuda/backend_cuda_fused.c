@@ -116,9 +116,9 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
 // the composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Up to
 // |one_shot| the one-shot kernel runs, from there to |two_shot| the two-shot kernel (half
 // one-shot's bytes at 4 members, a quarter at 8, for a second crossing), above it the composition.
-// Measured with `tools/bench/fused_norm.py` (both forms and the composition in one run) at hidden
-// 8192, bf16 partials (docs/performance.md, "Fused all-reduce + add + RMSNorm, one-shot and
-// two-shot"): the largest measured partial faster eager and as a graph. Two-shot still wins at 8192
+// Measured with `tprt-fused-norm-check bench` in both forms (`tools/bench/fused_norm.py` runs both
+// and the composition and prints the rows) at hidden 8192, bf16 partials (docs/performance.md, "Fused all-reduce + add + RMSNorm with 16-byte pushes"):
+// the largest measured partial faster eager and as a graph. Two-shot still wins at 8192
 // tokens (0.69x at TP 4, 0.92x at TP 2), but its region (6 slots per member of a member's share of
 // the rows) would be 768 MiB per rank there: the bound stops at 1024 tokens (16 MiB partials, 96 MiB
 // regions). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
@@ -126,8 +126,8 @@ static const struct {
   int group;
   int64_t one_shot, two_shot;
 } kFusedCrossover[] = {
-    {2, 2 << 20, 16 << 20},    // 4xH100: one-shot 0.47x at 128 tokens; 1024 tokens: two-shot 0.79x
-    {4, 512 << 10, 16 << 20},  // 4xH100: one-shot 0.70x at 32 tokens; two-shot 0.49x at 128, 0.63x at 1024
+    {2, 2 << 20, 16 << 20},    // one-shot 0.45x at 128 tokens; two-shot 0.66-0.67x at 1024 (4xH100, 4xH200)
+    {4, 512 << 10, 16 << 20},  // one-shot 0.69-0.70x at 32 tokens; two-shot 0.47-0.48x at 128, 0.57-0.58x at 1024
     {8, 128 << 10, 16 << 20},  // not measured (no 8-GPU machine): one-shot TP 4's bound over 4, two-shot TP 4's
 };
 

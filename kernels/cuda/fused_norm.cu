@@ -173,46 +173,66 @@ static __device__ __forceinline__ int64_t tprt__fn_owned(int o, int64_t m, int n
   return m > o ? (m - 1 - o) / n + 1 : 0;
 }
 
+// A 16-byte store of four words to a peer. (A plain store measured no faster: 4xH100, docs/performance.md.)
+static __device__ __forceinline__ void tprt__st_quad(uint32_t* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// The slot word that word |w| of the partial goes to: one-shot, w; two-shot, w's row r as the
+// owner's (r / n)-th row. |o|: the owner (two-shot).
+template <bool TWO>
+static __device__ __forceinline__ int64_t tprt__fn_dest(int64_t w, int64_t wpr, int n, int* o) {
+  if (!TWO) return w;
+  const int64_t row = w / wpr;
+  *o = (int)(row % n);
+  return (row / n) * wpr + (w - row * wpr);
+}
+
 // The partial's |words| 4-byte words (rows of |wpr| words; a last half word padded with zeros), cleaned,
 // into this member's slot of area 0 of buffer |buf| on its peers: one-shot, every word to every peer;
 // two-shot, row r's words to its owner r mod n only, as the owner's (r / n)-th row. The whole grid
-// (blocks of T threads) shares the words, BATCH a thread at a time.
+// (blocks of T threads) shares the words: four at a time in 16-byte stores where the partial and the
+// rows allow (BATCH / 2 stores a thread in flight), one at a time for the rest.
 template <int T, int BATCH, int ESZ, bool TWO>
 static __device__ __forceinline__ void tprt__fn_push(const tprt_cuda_peer_group_t& g, const void* partial,
                                                      int64_t bytes, int64_t wpr, int64_t slot_words, int buf) {
   const int me = g.index, n = g.group;
-  const int64_t words = (bytes + 3) / 4;
+  const int64_t words = (bytes + 3) / 4, tid = (int64_t)blockIdx.x * T + threadIdx.x, threads = (int64_t)gridDim.x * T;
   const uint32_t* src = (const uint32_t*)partial;
-  for (int64_t w0 = (int64_t)blockIdx.x * T + threadIdx.x; w0 < words; w0 += (int64_t)gridDim.x * T * BATCH) {
-    uint32_t x[BATCH];
+  // Quads: whole 16-byte groups of an aligned partial, none across a row (two-shot).
+  const int64_t quads = (uintptr_t)partial % 16 == 0 && (!TWO || wpr % 4 == 0) ? words / 4 : 0;
+  constexpr int QB = BATCH / 2 > 0 ? BATCH / 2 : 1;
+  for (int64_t q0 = tid; q0 < quads; q0 += threads * QB) {
+    uint4 x[QB];
 #pragma unroll
-    for (int k = 0; k < BATCH; ++k) {
-      const int64_t w = w0 + (int64_t)k * gridDim.x * T;
-      if (w < words)
-        x[k] = tprt__fn_clean<ESZ>(w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w));
+    for (int k = 0; k < QB; ++k) {
+      const int64_t q = q0 + k * threads;
+      if (q >= quads) continue;
+      x[k] = __ldg((const uint4*)src + q);
+      x[k] = make_uint4(tprt__fn_clean<ESZ>(x[k].x), tprt__fn_clean<ESZ>(x[k].y), tprt__fn_clean<ESZ>(x[k].z),
+                        tprt__fn_clean<ESZ>(x[k].w));
     }
-    if (TWO) {
 #pragma unroll
-      for (int k = 0; k < BATCH; ++k) {
-        const int64_t w = w0 + (int64_t)k * gridDim.x * T;
-        if (w >= words) continue;
-        const int64_t row = w / wpr;
-        const int o = (int)(row % n);
-        if (o != me)
-          tprt__st_volatile_u32(tprt__fn_slot(g.data[o], slot_words, buf, 0, n, me) + (row / n) * wpr + (w - row * wpr),
-                                x[k]);
-      }
-    } else {
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        uint32_t* dst = tprt__fn_slot(g.data[p], slot_words, buf, 0, n, me);
-#pragma unroll
-        for (int k = 0; k < BATCH; ++k) {
-          const int64_t w = w0 + (int64_t)k * gridDim.x * T;
-          if (w < words) tprt__st_volatile_u32(dst + w, x[k]);
-        }
+    for (int k = 0; k < QB; ++k) {
+      const int64_t q = q0 + k * threads;
+      if (q >= quads) continue;
+      int o = 0;
+      const int64_t d = tprt__fn_dest<TWO>(4 * q, wpr, n, &o);
+      if (TWO) {
+        if (o != me) tprt__st_quad(tprt__fn_slot(g.data[o], slot_words, buf, 0, n, me) + d, x[k]);
+      } else {
+        for (int p = 0; p < n; ++p)
+          if (p != me) tprt__st_quad(tprt__fn_slot(g.data[p], slot_words, buf, 0, n, me) + d, x[k]);
       }
     }
+  }
+  for (int64_t w = 4 * quads + tid; w < words; w += threads) {
+    const uint32_t x = tprt__fn_clean<ESZ>(w * 4 + 4 <= bytes ? __ldg(src + w) : __ldg((const unsigned short*)src + 2 * w));
+    int o = 0;
+    const int64_t d = tprt__fn_dest<TWO>(w, wpr, n, &o);
+    for (int p = 0; p < n; ++p)
+      if (p != me && (!TWO || p == o)) tprt__st_volatile_u32(tprt__fn_slot(g.data[p], slot_words, buf, 0, n, me) + d, x);
   }
 }
 
