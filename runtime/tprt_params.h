@@ -60,10 +60,11 @@ TPRT_PARAM_DECLARE(cuda_copy_engine);
 /// (an SM copy) (TPRT_CUDA_CE_OWN_FROM_PEER, default 0).
 TPRT_PARAM_DECLARE(cuda_ce_own_from_peer);
 
-/// Non-zero: in a world of threads whose ranks address each other's device memory (one GPU per
+/// Positive: in a world of threads whose ranks address each other's device memory (one GPU per
 /// rank with peer access, or ranks sharing GPUs), tp.fused_allreduce_add_rmsnorm runs as one kernel
 /// over memory each group registers once (kernels/cuda/fused_norm.cu) instead of the all-reduce,
-/// add and rmsnorm; the same bits (TPRT_CUDA_FUSED_NORM, default 0 until it is measured).
+/// add and rmsnorm, below the measured crossover; the same bits. -1 (the default): so where every
+/// rank has a GPU of its own, not where ranks share one. 0: never (TPRT_CUDA_FUSED_NORM).
 TPRT_PARAM_DECLARE(cuda_fused_norm);
 
 /// The largest partial, in bytes per rank, that the fused norm kernel takes; larger calls run the

@@ -2,8 +2,9 @@
 // kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/fused_norm.cu), over memory each
 // collective group registers once. The hook is used:
 //   - where the op's algorithm is "one_shot" or "two_shot" (that form of the kernel), or "auto" and
-//     TPRT_CUDA_FUSED_NORM asks for it, below the crossover (one-shot, then two-shot, by the table
-//     below); never for "composition";
+//     TPRT_CUDA_FUSED_NORM asks for it (by default, where every rank has a GPU of its own), in
+//     groups of 2 or more, below the crossover (one-shot, then two-shot, by the table below); never
+//     for "composition";
 //   - in a world of threads whose ranks address each other's device memory: one GPU per rank
 //     with peer access between all of them (the copy-engine worlds), or ranks sharing GPUs.
 // Otherwise it declines and the ABI runs the composition, with the same bits. A peer that never
@@ -149,8 +150,11 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   // crossovers say (the table and TPRT_CUDA_FUSED_NORM_MAX_BYTES); "auto" asks both. Every member
   // reads the same attribute from the same module, so all decide alike.
   if (algorithm == TPRT_ALGORITHM_COMPOSITION) return NULL;
+  // TPRT_CUDA_FUSED_NORM: positive asks for the kernel, 0 declines, -1 (the default) asks where
+  // every rank has a GPU of its own (ranks sharing a GPU are for tests of the protocol).
   bool forced = algorithm == TPRT_ALGORITHM_ONE_SHOT || algorithm == TPRT_ALGORITHM_TWO_SHOT;
-  if (!forced && !tprt_param_cuda_fused_norm()) return NULL;
+  int64_t knob = tprt_param_cuda_fused_norm();
+  if (!forced && !(knob > 0 || (knob < 0 && tprt__r.ce && !tprt__r.shared))) return NULL;
   if (!(tprt__r.shared || tprt__r.ce)) {
     // Asked for, but the ranks cannot address each other's memory: one line, once per process.
     static atomic_flag told = ATOMIC_FLAG_INIT;
@@ -167,6 +171,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   if (tprt_cuda_fused_norm_unfit(partial, residual)) return NULL;  // a shape the kernel does not take
   int members = tprt_rank_group_size(rank, mask);
   if (members > TPRT_CUDA_FUSED_MAX_GROUP) return NULL;  // nor a group
+  if (members < 2 && !forced) return NULL;                // nothing to exchange: the composition's all-reduce is a copy
   int64_t partial_bytes = tprt_dtype_bytes(partial->dtype, partial->dims[0] * partial->dims[1]);
   bool two_shot = algorithm == TPRT_ALGORITHM_TWO_SHOT;
   if (!forced) {
