@@ -115,21 +115,22 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
 
 // The crossovers: the largest partial, in bytes per rank, for which each form of the kernel beats
 // the composition (NCCL's all-reduce of the f32 partial, add, rmsnorm), by group size. Up to
-// |one_shot| the one-shot kernel runs, from there to |two_shot| the two-shot kernel (half
-// one-shot's bytes at 4 members, a quarter at 8, for a second crossing), above it the composition.
-// Measured with `tprt-fused-norm-check bench` in both forms (`tools/bench/fused_norm.py` runs both
-// and the composition and prints the rows) at hidden 8192, bf16 partials (docs/performance.md, "Fused all-reduce + add + RMSNorm with 16-byte pushes"):
-// the largest measured partial faster eager and as a graph. Two-shot still wins at 8192
-// tokens (0.69x at TP 4, 0.92x at TP 2), but its region (6 slots per member of a member's share of
-// the rows) would be 768 MiB per rank there: the bound stops at 1024 tokens (16 MiB partials, 96 MiB
-// regions). TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
+// |one_shot| the one-shot kernel runs, from there to |two_shot| the two-shot kernel (3/4 of
+// one-shot's bytes at 4 members with f32 sums, 3/8 at 8, for a second crossing), above it the
+// composition.
+// Measured with `tools/bench/fused_norm.py` (both forms and the composition in one run) at hidden
+// 8192, bf16 partials, on 4xH200 (docs/performance.md, "Fused all-reduce + add + RMSNorm, two-shot
+// sending sums"): the largest measured partial faster eager and as a graph, at most 2 MiB per rank.
+// Beyond that the kernel's region (6 slots per member) would pass 100 MiB a rank: at TP 2 one-shot
+// still wins at 1024 tokens (0.82x) and 8192 (0.97x), but with a 192 MiB and a 1.5 GiB region; at
+// TP 4 two-shot is 1.01x at 1024. TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
 static const struct {
   int group;
   int64_t one_shot, two_shot;
 } kFusedCrossover[] = {
-    {2, 2 << 20, 16 << 20},    // one-shot 0.45x at 128 tokens; two-shot 0.66-0.67x at 1024 (4xH100, 4xH200)
-    {4, 512 << 10, 16 << 20},  // one-shot 0.69-0.70x at 32 tokens; two-shot 0.47-0.48x at 128, 0.57-0.58x at 1024
-    {8, 128 << 10, 16 << 20},  // not measured (no 8-GPU machine): one-shot TP 4's bound over 4, two-shot TP 4's
+    {2, 2 << 20, 2 << 20},    // one-shot 0.45x the composition at 128 tokens (two-shot 0.60x)
+    {4, 512 << 10, 2 << 20},  // one-shot 0.70x at 32 tokens; two-shot 0.61x at 128 (one-shot 0.70x)
+    {8, 128 << 10, 2 << 20},  // not measured (no 8-GPU machine): one-shot TP 4's bound over 4, two-shot TP 4's
 };
 
 // The row of the largest group in the table not above |group| (the smallest group's, for 1).
@@ -182,7 +183,7 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
     if (partial_bytes > bound) return NULL;
     two_shot = partial_bytes > kFusedCrossover[row].one_shot;
   }
-  int64_t bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, members);
+  int64_t bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, members, round_sum);
   tprt__cuda_fused_t* f = NULL;
   for (int i = 0; i < tprt__r.num_fused && !f; ++i)
     if (tprt__r.fused[i].mask == mask) f = &tprt__r.fused[i];

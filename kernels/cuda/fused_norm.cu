@@ -17,11 +17,11 @@
 //     every member then reduces each row itself from its own partial and those words: N - 1 times
 //     the partial's bytes out of each member, one exchange (decode sizes).
 //   - Two-shot: row r belongs to member r mod N. Every member writes each row to its owner only; the
-//     owner reduces it, adds, and writes residual_out's row (in the residual's dtype) into a second
-//     area of every peer's region; every member normalizes every row from residual_out (the norm
-//     needs nothing else, so the owners send no normed rows). (N - 1)/N of the partial's bytes out
-//     of each member, plus its rows to every peer: half of one-shot's bytes at 4 members, a quarter
-//     at 8, for two crossings.
+//     owner reduces it and writes the row's sum (f32, or with round_sum rounded to a 2-byte
+//     residual's dtype) into a second area of every peer's region; every member adds its own
+//     residual (the members' residuals may differ) and normalizes every row. (N - 1)/N of the
+//     partial's bytes out of each member, plus its rows' sums to every peer, for two crossings:
+//     with bf16 partials and f32 sums 3/4 of one-shot's bytes at 4 members, 3/8 at 8.
 //
 // Synchronization lives in device memory, so a CUDA graph replays it:
 //   - Counters (the caller's device, TPRT_CUDA_FUSED_COUNTERS): the calls made, the blocks done in
@@ -351,7 +351,11 @@ static __global__ void __launch_bounds__(T)
   const int last_buf = (int)last[3], buf = (last_buf + 1) % 3;
   const int64_t slot_words = tprt_cuda_fused_slot_bytes(g.capacity) / 4;
   const int64_t bytes = m * h * ESZ, wpr = h * ESZ / 4;  // words of a row (2-byte rows are even)
-  const int64_t rpw = (h * RSZ + 3) / 4, rpe = rpw * 4 / RSZ;  // two-shot's residual_out rows: words, elements
+  // Two-shot's owners send each reduced row's sum, the value every member adds its own residual to
+  // (the residuals may differ between members): rounded to a 2-byte residual's dtype (round_sum), or
+  // as f32. Its rows in area 1: words, elements.
+  const bool s16 = RSZ == 2 && round_sum;
+  const int64_t rpw = (h * (s16 ? 2 : 4) + 3) / 4, rpe = s16 ? rpw * 2 : rpw;
   tprt__fn_push<T, Shape::PUSH, ESZ, TWO>(g, partial, bytes, wpr, slot_words, buf);
   if (traced) clock[1] = tprt__fn_clock();
   // Empty, in this member's region, what the last call filled (it has read them): area 0's first
@@ -401,18 +405,27 @@ static __global__ void __launch_bounds__(T)
     const int par = (int)(iter & 1);
     if (Shape::kCluster && t == 0) tprt__fn_expect(tprt__fn_smem(&bar[par]), WARPS * sizeof(float));
     if (owner != me) {
-      // A row reduced by its owner: poll its residual_out values in area 1 of this member's region.
+      // A row reduced by its owner: poll its sums in area 1 of this member's region, add the residual.
       const uint32_t* from = tprt__fn_slot(g.data[me], slot_words, buf, 1, n, owner);
       const int64_t at = q * rpe;
+      const uint32_t empty = s16 ? 0xFFFFu : TPRT__FN_EMPTY;
       for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * B) {
         uint32_t x[B][V];
+        float res[B][V];
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
+#pragma unroll
+          for (int v = 0; v < V; ++v)
+            if (j + v < h) res[b][v] = tprt__cuda_ld(residual, DR, base + j + v);
+        }
         for (unsigned polls = 1;; ++polls) {
           bool ready = true;
 #pragma unroll
           for (int b = 0; b < B; ++b) {
             const int64_t j = lane_v + TPRT_ROW_LANES * (k0 + (int64_t)SL * b);
             if (j >= h) continue;
-            if (RSZ == 2 && V == 2) {  // the two elements of one word
+            if (s16 && V == 2) {  // the two elements of one word
               const uint32_t w = tprt__ld_volatile_u32(from + (at + j) / 2);
               x[b][0] = w & 0xFFFFu;
               x[b][1] = w >> 16;
@@ -420,9 +433,10 @@ static __global__ void __launch_bounds__(T)
             } else {
 #pragma unroll
               for (int v = 0; v < V; ++v) {
-                x[b][v] = RSZ == 2 ? tprt__ld_volatile_u16((const unsigned short*)from + at + j + v)
-                                   : tprt__ld_volatile_u32(from + at + j + v);
-                ready = ready && x[b][v] != (RSZ == 2 ? 0xFFFFu : TPRT__FN_EMPTY);
+                if (j + v >= h) continue;
+                x[b][v] = s16 ? tprt__ld_volatile_u16((const unsigned short*)from + at + j + v)
+                              : tprt__ld_volatile_u32(from + at + j + v);
+                ready = ready && x[b][v] != empty;
               }
             }
           }
@@ -436,11 +450,11 @@ static __global__ void __launch_bounds__(T)
           if (j >= h) continue;
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            if (RSZ == 2)
-              ((unsigned short*)residual_out)[base + j + v] = (unsigned short)x[b][v];
-            else
-              ((uint32_t*)residual_out)[base + j + v] = x[b][v];
-            part_sm[k * W + V * (t % PL) + v] = tprt__fn_float<DR>(x[b][v]);
+            if (j + v >= h) continue;
+            const float sum = s16 ? tprt__fn_float<DR>(x[b][v]) : __uint_as_float(x[b][v]);
+            const float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][v]));
+            tprt__cuda_st(residual_out, DR, base + j + v, out);
+            part_sm[k * W + V * (t % PL) + v] = out;
           }
         }
       }
@@ -486,7 +500,7 @@ static __global__ void __launch_bounds__(T)
         for (int b = 0; b < B; ++b) {
           const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
           if (j >= h) continue;
-          uint32_t ob[V];  // residual_out's bits, cleaned for the peers
+          uint32_t ob[V];  // the sums' bits for the peers (two-shot)
 #pragma unroll
           for (int i2 = 0; i2 < V; ++i2) {
             if (j + i2 >= h) continue;
@@ -495,27 +509,30 @@ static __global__ void __launch_bounds__(T)
               if (p < members && p != me) v[b][i2][p] = dead ? 0.0f : tprt__fn_value<DP>(u[b][p], in_base + j + i2);
             float sum = tprt__members_sum<G>(v[b][i2], n, canonical);
             if (round_sum) sum = tprt__round_to<DR>(sum);  // sum_type = "residual": the chain's rounding
-            float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][i2]));
-            uint32_t bits = tprt__fn_bits<DR>(out);
-            if (two_shot && bits == (RSZ == 2 ? 0xFFFFu : TPRT__FN_EMPTY)) {  // never (a GPU's NaN is positive);
-              bits = RSZ == 2 ? 0x7FFFu : 0x7FFFFFFFu;  // were it, every member would store the same NaN
-              out = tprt__fn_float<DR>(bits);
+            if (two_shot) {
+              uint32_t bits = s16 ? tprt__fn_bits<DR>(sum) : __float_as_uint(sum);
+              if (bits == (s16 ? 0xFFFFu : TPRT__FN_EMPTY)) {  // never (a GPU's NaN is positive); were it,
+                bits = s16 ? 0x7FFFu : 0x7FFFFFFFu;           // every member would add the same NaN
+                sum = s16 ? tprt__fn_float<DR>(bits) : __uint_as_float(bits);
+              }
+              ob[i2] = bits;
             }
-            ob[i2] = bits;
+            const float out = tprt__round_to<DR>(__fadd_rn(sum, res[b][i2]));
             tprt__cuda_st(residual_out, DR, base + j + i2, out);
             part_sm[k * W + V * (t % PL) + i2] = out;
           }
-          if (two_shot) {  // this row's residual_out values into every peer's area 1, as row q of this member's
+          if (two_shot) {  // this row's sums into every peer's area 1, as row q of this member's
             for (int p = 0; p < n; ++p) {
               if (p == me) continue;
               uint32_t* to = tprt__fn_slot(g.data[p], slot_words, buf, 1, n, me);
               const int64_t at = q * rpe + j;
-              if (RSZ == 2 && V == 2)
+              if (s16 && V == 2)
                 tprt__st_volatile_u32(to + at / 2, ob[0] | ob[1] << 16);
               else
 #pragma unroll
                 for (int i2 = 0; i2 < V; ++i2) {
-                  if (RSZ == 2)
+                  if (j + i2 >= h) continue;
+                  if (s16)
                     tprt__st_volatile_u16((unsigned short*)to + at + i2, (unsigned short)ob[i2]);
                   else
                     tprt__st_volatile_u32(to + at + i2, ob[i2]);
@@ -750,7 +767,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: float partial and residual [T,H], gamma [H], normed and "
                             "residual_out of the residual's shape and dtype expected");
-  const int64_t m = residual->dims[0], h = residual->dims[1], bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group);
+  const int64_t m = residual->dims[0], h = residual->dims[1], bytes = tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group, round_sum);
   if (bytes > g->capacity || g->capacity > TPRT_CUDA_FUSED_MAX_CAPACITY)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "fused_allreduce_add_rmsnorm: a call of %lld bytes a slot exceeds the registered slots' %lld "

@@ -527,15 +527,15 @@ static inline const char* tprt_cuda_fused_norm_unfit(const tprt_tensor_t* partia
 }
 
 /// The bytes a call needs of each slot among |group| members: one-shot, the partial's; two-shot, a
-/// member's share of the rows (ceil(T / group)), of the partial or of the residual, whichever is
-/// longer (an owner's reduced rows go to its peers in the residual's dtype, each padded to whole
-/// 4-byte words).
+/// member's share of the rows (ceil(T / group)), of the partial or of the sums, whichever is longer
+/// (an owner sends its rows' sums: f32, or with |round_sum| rounded to a 2-byte residual's dtype,
+/// each row padded to whole 4-byte words).
 static inline int64_t tprt_cuda_fused_call_bytes(const tprt_tensor_t* partial, const tprt_tensor_t* residual,
-                                                 int two_shot, int group) {
+                                                 int two_shot, int group, int round_sum) {
   int64_t m = residual->dims[0], h = residual->dims[1];
   if (!two_shot || group < 1) return tprt_dtype_bytes(partial->dtype, m * h);
   int64_t rows = (m + group - 1) / group, in = tprt_dtype_bytes(partial->dtype, h),
-          out = (tprt_dtype_bytes(residual->dtype, h) + 3) / 4 * 4;
+          out = round_sum && tprt_dtype_bytes(residual->dtype, 1) == 2 ? (2 * h + 3) / 4 * 4 : 4 * h;
   return rows * (in > out ? in : out);
 }
 
@@ -545,9 +545,9 @@ static inline int64_t tprt_cuda_fused_call_bytes(const tprt_tensor_t* partial, c
 /// as the op's sum_type = "residual" asks), normed = rmsnorm(residual_out, gamma, eps). Every member calls it
 /// with the same shapes; partial and residual [T,H], gamma [H], float dtypes; normed and
 /// residual_out as the residual; tprt_cuda_fused_call_bytes of the call at most |g|->capacity.
-/// |two_shot|: member o reduces only the rows r with r mod group = o and sends them to the others
-/// (half one-shot's bytes at 4 members, a quarter at 8; the same bits); 0: every member reduces
-/// every row (one-shot). Consecutive calls may take either form. A peer that never arrives leaves
+/// |two_shot|: member o reduces only the rows r with r mod group = o and sends their sums to the
+/// others, which add their own residuals (fewer bytes than one-shot's from 4 members; the same
+/// bits); 0: every member reduces every row (one-shot). Consecutive calls may take either form. A peer that never arrives leaves
 /// the call waiting until *|g|->abort turns non-zero (the world's abort); the outputs are then
 /// undefined.
 /// kernels/cuda/fused_norm.cu.

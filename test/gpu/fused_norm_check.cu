@@ -13,9 +13,10 @@
 //   - the sum kept in f32, or rounded to the residual's dtype before the add (round_sum, the op's
 //     sum_type = "residual"; the composition's all-reduce then writes that dtype);
 //   - one-shot and two-shot, one after the other (a call of each follows a call of the other, so
-//     each empties what the other filled).
-// Each rank's outputs must equal the composition's, computed on rank 0's GPU from copies of every
-// partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
+//     each empties what the other filled);
+//   - the residual the same on every rank (even cases) or each rank's own (odd cases).
+// Each rank's outputs must equal the composition's with its residual, computed on rank 0's GPU from
+// copies of every partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
 // rows, a block per row from there); odd rounds force the other shape on every case, so both
 // shapes see every case, and consecutive calls switch shapes. Then every rank captures one call as a CUDA graph, and three replays with new partials
 // must each equal the composition again: the counters advance on the device.
@@ -60,6 +61,7 @@ static const case_t kCases[] = {
     {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0},
     {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0, 0}, {8, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
     {3, 1000, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 1},   {128, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
+    {9, 999, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0},  // odd rows: two-shot's bf16 rows padded to words
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 
@@ -68,6 +70,7 @@ static int g_ranks, g_gpus, g_rounds;
 static pthread_barrier_t g_barrier;
 static void* g_data[TPRT_MAX_WORLD_SIZE];
 static void* g_partial[TPRT_MAX_WORLD_SIZE];  // each rank's partial of the current case
+static void* g_residual[TPRT_MAX_WORLD_SIZE];  // and its residual (odd cases: each rank's own)
 static void* g_out[TPRT_MAX_WORLD_SIZE][2];   // each rank's normed and residual_out
 static int g_failures;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -103,13 +106,15 @@ static bool drain(cudaStream_t s) {
   }
 }
 
-// The composition on rank 0's device from every rank's partial: normed and residual_out (host).
-static void reference(const case_t* c, const void* residual, const void* gamma, void* normed_h, void* out_h,
-                      cudaStream_t st) {
+// The composition on rank 0's device from every rank's partial, with rank |rank|'s residual (copied
+// from its device): its normed and residual_out (host).
+static void reference(const case_t* c, int rank, const void* gamma, void* normed_h, void* out_h, cudaStream_t st) {
   int64_t n = (int64_t)c->t * c->h, dims[2] = {c->t, c->h}, gd[1] = {c->h};
   size_t pb = (size_t)tprt_dtype_bytes(c->dp, n), rb = (size_t)tprt_dtype_bytes(c->dr, n);
   char* staged;
-  void *sum, *out, *normed;
+  void *sum, *out, *normed, *residual;
+  FN_CHECK(cudaMalloc(&residual, rb));
+  FN_CHECK(cudaMemcpyPeerAsync(residual, 0, g_residual[rank], rank % g_gpus, rb, st));
   FN_CHECK(cudaMalloc(&staged, pb * (size_t)g_ranks));
   FN_CHECK(cudaMalloc(&sum, (size_t)n * 4));
   FN_CHECK(cudaMalloc(&out, rb));
@@ -131,6 +136,7 @@ static void reference(const case_t* c, const void* residual, const void* gamma, 
   cudaFree(sum);
   cudaFree(out);
   cudaFree(normed);
+  cudaFree(residual);
 }
 
 // Rank |me| on |device|: peer access to the other GPUs, a stream, and its registration in |g|
@@ -170,7 +176,8 @@ static void* rank_main(void* arg) {
   for (int k = 0; k < NUM_CASES; ++k) {
     int64_t dims[2] = {kCases[k].t, kCases[k].h};
     tprt_tensor_t p = tprt_tensor_make(NULL, kCases[k].dp, 2, dims), r = tprt_tensor_make(NULL, kCases[k].dr, 2, dims);
-    int64_t one = tprt_cuda_fused_call_bytes(&p, &r, 0, g_ranks), two = tprt_cuda_fused_call_bytes(&p, &r, 1, g_ranks);
+    int64_t one = tprt_cuda_fused_call_bytes(&p, &r, 0, g_ranks, kCases[k].round_sum),
+            two = tprt_cuda_fused_call_bytes(&p, &r, 1, g_ranks, kCases[k].round_sum);
     int64_t bytes = one > two ? one : two;
     if (bytes > capacity) capacity = bytes;
     if ((int64_t)kCases[k].t * kCases[k].h > elems) elems = (int64_t)kCases[k].t * kCases[k].h;
@@ -190,6 +197,7 @@ static void* rank_main(void* arg) {
   void* want_o = malloc(max_bytes);
   void* got = malloc(max_bytes);
   g_partial[me] = partial;
+  g_residual[me] = residual;
   g_out[me][0] = normed;
   g_out[me][1] = out;
   for (int round = 0; round < g_rounds; ++round)
@@ -198,8 +206,9 @@ static void* rank_main(void* arg) {
       const case_t* c = &kCases[k];
       int64_t n = (int64_t)c->t * c->h, dims[2] = {c->t, c->h}, gd[1] = {c->h};
       size_t rb = (size_t)tprt_dtype_bytes(c->dr, n);
-      // The residual and gamma are replicated (the same on every rank); the partials differ.
-      fill(host, c->dr, n, 7u + (unsigned)k);
+      // The partials differ between ranks; gamma is replicated; the residual too in even cases, each
+      // rank's own in odd ones (two-shot's owners then send sums, not their residual_out).
+      fill(host, c->dr, n, 7u + (unsigned)k + (k % 2 ? 1000u * (unsigned)me : 0u));
       FN_CHECK(cudaMemcpy(residual, host, rb, cudaMemcpyHostToDevice));
       fill(host, TPRT_DTYPE_BF16, c->h, 11u + (unsigned)k);
       FN_CHECK(cudaMemcpy(gamma, host, (size_t)c->h * 2, cudaMemcpyHostToDevice));
@@ -238,8 +247,8 @@ static void* rank_main(void* arg) {
         }
         pthread_barrier_wait(&g_barrier);
         if (me == 0) {
-          reference(c, residual, gamma, want_y, want_o, st);
-          for (int r = 0; r < g_ranks; ++r)
+          for (int r = 0; r < g_ranks; ++r) {
+            if (r == 0 || k % 2) reference(c, r, gamma, want_y, want_o, st);
             for (int which = 0; which < 2; ++which) {
               FN_CHECK(cudaMemcpy(got, g_out[r][which], rb, cudaMemcpyDefault));
               if (memcmp(got, which ? want_o : want_y, rb) != 0)
@@ -247,6 +256,7 @@ static void* rank_main(void* arg) {
                               : "case %d: rank %d: normed differs from the composition",
                         k + 100 * pass + 1000 * two_shot, r);
             }
+          }
         }
         pthread_barrier_wait(&g_barrier);
       }

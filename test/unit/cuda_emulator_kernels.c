@@ -68,9 +68,9 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
 // two-shot: row r to member r mod n only, as its (r / n)-th row); the emptying of what the last call
 // filled; then, row by row in the member's order (two-shot: its own rows first), the canonical or
 // ordered sum of the own partial and the polled words (rounded to the residual's dtype with
-// round_sum), the add rounded once (two-shot: that row's residual_out sent to every peer's area 1),
-// or, for another owner's row, its residual_out polled from area 1; the CPU's rmsnorm of each row;
-// and the counters advanced.
+// round_sum; two-shot: sent to every peer's area 1), or, for another owner's row, its sum polled
+// from area 1; the add of the own residual rounded once; the CPU's rmsnorm of each row; and the
+// counters advanced.
 typedef struct {
   tprt_cuda_peer_group_t g;
   const void *partial, *residual, *gamma;
@@ -140,7 +140,9 @@ static void emu__fused(void* arg) {
   const int64_t h = a->h, m = a->m, slot = tprt_cuda_fused_slot_bytes(g->capacity) / 4;  // words
   const int last_buf = (int)g->counters[3], buf = (last_buf + 1) % 3;
   const int esz = (int)tprt_dtype_bytes(a->dp, 1), rsz = (int)tprt_dtype_bytes(a->dr, 1);
-  const int64_t wpr = h * esz / 4, rpw = (h * rsz + 3) / 4, rpe = rpw * 4 / rsz;
+  // Two-shot's sums: rounded to a 2-byte residual's dtype (round_sum), else f32.
+  const int ssz = rsz == 2 && a->round_sum ? 2 : 4;
+  const int64_t wpr = h * esz / 4, rpw = (h * ssz + 3) / 4, rpe = rpw * 4 / ssz;
   const size_t bytes = (size_t)tprt_dtype_bytes(a->dp, m * h);
   const int64_t words = (int64_t)(bytes + 3) / 4;
   for (int64_t w = 0; w < words; ++w) {
@@ -179,9 +181,11 @@ static void emu__fused(void* arg) {
     const int64_t in_base = a->two_shot ? q * h : row * h;
     for (int64_t j = 0; j < h; ++j) {
       uint32_t bits = 0;
-      if (owner != me) {  // another owner's row: its residual_out, from area 1
+      const float res = tprt_load_elem(a->residual, a->dr, row * h + j);
+      if (owner != me) {  // another owner's row: its sum, from area 1, plus this member's residual
         const char* from = (const char*)emu__slot(g->data[me], slot, buf, 1, n, owner);
-        if (!emu__take(from + (q * rpe + j) * rsz, rsz, g->abort, &bits)) return;
+        if (!emu__take(from + (q * rpe + j) * ssz, ssz, g->abort, &bits)) return;
+        bits = emu__bits(emu__float(bits, ssz == 2 ? a->dr : TPRT_DTYPE_F32) + res, a->dr);
         memcpy((char*)a->out + (row * h + j) * rsz, &bits, (size_t)rsz);  // little-endian: the low bytes
         continue;
       }
@@ -205,18 +209,20 @@ static void emu__fused(void* arg) {
         tprt_store_elem(&word, a->dr, 0, v[0]);
         v[0] = tprt_load_elem(&word, a->dr, 0);
       }
-      bits = emu__bits(v[0] + tprt_load_elem(a->residual, a->dr, row * h + j), a->dr);
-      if (a->two_shot) {
-        bits = emu__clean(bits, rsz);  // (a host's NaN may be negative; a GPU's never is)
+      if (a->two_shot) {  // the sum to every peer (a host's NaN may be negative, a GPU's never is)
+        const int sd = ssz == 2 ? a->dr : TPRT_DTYPE_F32;
+        uint32_t sum = emu__clean(emu__bits(v[0], sd), ssz);
+        v[0] = emu__float(sum, sd);
         for (int p = 0; p < n; ++p) {
           if (p == me) continue;
-          char* to = (char*)emu__slot(g->data[p], slot, buf, 1, n, me) + (q * rpe + j) * rsz;
-            if (rsz == 2)
-            __atomic_store_n((uint16_t*)to, (uint16_t)bits, __ATOMIC_RELEASE);
+          char* to = (char*)emu__slot(g->data[p], slot, buf, 1, n, me) + (q * rpe + j) * ssz;
+          if (ssz == 2)
+            __atomic_store_n((uint16_t*)to, (uint16_t)sum, __ATOMIC_RELEASE);
           else
-            __atomic_store_n((uint32_t*)to, bits, __ATOMIC_RELEASE);
+            __atomic_store_n((uint32_t*)to, sum, __ATOMIC_RELEASE);
         }
       }
+      bits = emu__bits(v[0] + res, a->dr);
       memcpy((char*)a->out + (row * h + j) * rsz, &bits, (size_t)rsz);
     }
     int64_t dims[2] = {1, h}, gd[1] = {h};
@@ -245,7 +251,7 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                                                     int canonical, int round_sum, int two_shot, cudaStream_t stream) {
   atomic_fetch_add(&emu__fused_count, 1);
   int64_t m = residual->dims[0], h = residual->dims[1];
-  if (tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group) > g->capacity)
+  if (tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group, round_sum) > g->capacity)
     emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);
   if (m == 0 || h == 0) return NULL;
   emu__fused_t* a = malloc(sizeof *a);

@@ -289,7 +289,7 @@ typedef struct {
 static const fused_case_t kFused[] = {
     {2, 1, 24, BF16, BF16, CANON, false}, {3, 5, 24, F32, BF16, CANON, true},   {2, 7, 300, BF16, F32, ANY, false},
     {3, 16, 40, F32, F32, ANY, false},    {2, 9, 300, F32, BF16, ANY, true},    {3, 16, 64, BF16, BF16, CANON, true},
-    {2, 3, 24, BF16, BF16, CANON, false},
+    {2, 3, 24, BF16, BF16, CANON, false}, {3, 6, 25, F32, BF16, CANON, false},  // odd rows: half-word padding
 };
 enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 
@@ -299,11 +299,13 @@ enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 // abort (the abort word the kernel polls), not hang.
 static bool g_absent;
 // The fused norm's algorithm in every call (fused-one-shot, fused-composition; else auto); fused-two-shot
-// alternates two-shot (even calls) and one-shot (odd), so each form follows the other.
+// alternates two-shot and one-shot (two-shot on even calls in even runs, odd calls in odd runs), so
+// each form follows the other and every case runs in both.
 static tprt_fused_algorithm_t g_algorithm = TPRT_ALGORITHM_AUTO;
 static bool g_alternate;
 
-static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which) {
+static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which,
+                                int run) {
   int64_t dims[2] = {c->t, c->h}, gd[1] = {c->h}, n = c->t * c->h;
   size_t pb = (size_t)tprt_dtype_bytes(c->dp, n), rb = (size_t)tprt_dtype_bytes(c->dr, n), gb = (size_t)c->h * 2;
   void *hp = malloc(pb), *hr = malloc(rb), *hg = malloc(gb), *sum = malloc((size_t)n * 4), *want_o = malloc(rb),
@@ -345,7 +347,7 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
                   dgt = tprt_tensor_make(dg, BF16, 1, gd), dyt = tprt_tensor_make(dy, c->dr, 2, dims),
                   dot = tprt_tensor_make(dout, c->dr, 2, dims);
     tprt_fused_algorithm_t algorithm =
-        g_alternate ? (which % 2 ? TPRT_ALGORITHM_ONE_SHOT : TPRT_ALGORITHM_TWO_SHOT) : g_algorithm;
+        g_alternate ? ((which + run) % 2 ? TPRT_ALGORITHM_ONE_SHOT : TPRT_ALGORITHM_TWO_SHOT) : g_algorithm;
     s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, algorithm, c->round_sum, &done);
   }
   bool composition = g_algorithm == TPRT_ALGORITHM_COMPOSITION;
@@ -368,11 +370,11 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
 }
 
 static tprt_status_t fused_rank(tprt_rank_t* rank, void* user) {
-  (void)user;
+  const int run = user ? *(const int*)user : 0;
   const tprt_backend_t* b = tprt_backend_cuda();
   TPRT__TRY(b->rank_begin(rank));
   tprt_status_t s = NULL;
-  for (int k = 0; k < NUM_FUSED && !s; ++k) s = fused_case(b, rank, &kFused[k], k);
+  for (int k = 0; k < NUM_FUSED && !s; ++k) s = fused_case(b, rank, &kFused[k], k, run);
   if (s) {
     tprt_rank_fail(rank, s);
     s = NULL;
