@@ -121,15 +121,15 @@ static tprt_status_t tprt__fused_register(tprt_rank_t* rank, tprt__cuda_fused_t*
 // Measured with `tools/bench/fused_norm.py` (both forms and the composition in one run) at hidden
 // 8192, bf16 partials, on 4xH200 (docs/performance.md, "Fused all-reduce + add + RMSNorm, two-shot
 // sending sums"): the largest measured partial faster eager and as a graph, at most 2 MiB per rank.
-// Beyond that the kernel's region (6 slots per member) would pass 100 MiB a rank: at TP 2 one-shot
-// still wins at 1024 tokens (0.82x) and 8192 (0.97x), but with a 192 MiB and a 1.5 GiB region; at
-// TP 4 two-shot is 1.01x at 1024. TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
+// Beyond that the kernel's region (6 slots per member) would pass 100 MiB a rank, though the
+// kernel still wins: at 1024 tokens two-shot is 0.80x at TP 2 and 0.83x at TP 4 (192 MiB regions),
+// at 8192 0.96x at TP 4. TPRT_CUDA_FUSED_NORM_MAX_BYTES overrides the upper bound.
 static const struct {
   int group;
   int64_t one_shot, two_shot;
 } kFusedCrossover[] = {
-    {2, 2 << 20, 2 << 20},    // one-shot 0.45x the composition at 128 tokens (two-shot 0.60x)
-    {4, 512 << 10, 2 << 20},  // one-shot 0.70x at 32 tokens; two-shot 0.61x at 128 (one-shot 0.70x)
+    {2, 2 << 20, 2 << 20},    // one-shot 0.45x the composition at 128 tokens (two-shot 0.51x)
+    {4, 512 << 10, 2 << 20},  // one-shot 0.69x at 32 tokens; two-shot 0.52x at 128 (one-shot 0.69x)
     {8, 128 << 10, 2 << 20},  // not measured (no 8-GPU machine): one-shot TP 4's bound over 4, two-shot TP 4's
 };
 

@@ -132,6 +132,16 @@ static __device__ __forceinline__ void tprt__st_volatile_u16(unsigned short* p, 
   asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
 }
 
+static __device__ __forceinline__ void tprt__st_volatile_v2(uint32_t* p, uint32_t a, uint32_t b) {
+  asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(a), "r"(b) : "memory");
+}
+
+static __device__ __forceinline__ uint2 tprt__ld_volatile_v2(const uint32_t* p) {
+  uint2 v;
+  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
+
 static __device__ __forceinline__ uint32_t tprt__ld_volatile_u32(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -430,6 +440,11 @@ static __global__ void __launch_bounds__(T)
               x[b][0] = w & 0xFFFFu;
               x[b][1] = w >> 16;
               ready = ready && tprt__fn_full<2>(w);
+            } else if (V == 2) {  // two f32 sums, one 8-byte load (j and the row pitch are even)
+              const uint2 w = tprt__ld_volatile_v2(from + at + j);
+              x[b][0] = w.x;
+              x[b][1] = w.y;
+              ready = ready && w.x != empty && w.y != empty;
             } else {
 #pragma unroll
               for (int v = 0; v < V; ++v) {
@@ -528,6 +543,8 @@ static __global__ void __launch_bounds__(T)
               const int64_t at = q * rpe + j;
               if (s16 && V == 2)
                 tprt__st_volatile_u32(to + at / 2, ob[0] | ob[1] << 16);
+              else if (V == 2)  // two f32 sums, one 8-byte store
+                tprt__st_volatile_v2(to + at, ob[0], ob[1]);
               else
 #pragma unroll
                 for (int i2 = 0; i2 < V; ++i2) {
