@@ -517,7 +517,8 @@ irdl.dialect @tp {
   // residual_out = all_reduce(partial) + residual; normed = rmsnorm(residual_out, gamma).
   // `algorithm` picks how it runs: "auto" lets the backend choose, "one_shot" takes the one-shot
   // fused kernel wherever the backend can run it, "two_shot" the two-shot one (a reduce-scatter of
-  // the partial to row owners, which add and normalize, then an all-gather of the owners' rows),
+  // the partial to row owners, then an all-gather of the rows' sums, each member adding its own
+  // residual),
   // "composition" runs the all-reduce, add and rmsnorm. Values are appended last: the runtime
   // numbers them as listed (TPRT_ALGORITHM_*).
   // `sum_type` is the sum's type before the add: "f32" (the add rounds once), or "residual" (the
