@@ -204,11 +204,8 @@ static void emu__fused(void* arg) {
       } else {
         for (int p = 1; p < n; ++p) v[0] = v[0] + v[p];
       }
-      if (a->round_sum) {  // through the residual's dtype, as the composition's all-reduce writes it
-        uint32_t word = 0;
-        tprt_store_elem(&word, a->dr, 0, v[0]);
-        v[0] = tprt_load_elem(&word, a->dr, 0);
-      }
+      if (a->round_sum)  // through the residual's dtype, as the composition's all-reduce writes it
+        v[0] = emu__float(emu__bits(v[0], a->dr), a->dr);
       if (a->two_shot) {  // the sum to every peer (a host's NaN may be negative, a GPU's never is)
         const int sd = ssz == 2 ? a->dr : TPRT_DTYPE_F32;
         uint32_t sum = emu__clean(emu__bits(v[0], sd), ssz);
