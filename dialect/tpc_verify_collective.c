@@ -181,7 +181,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
           mlirLogicalResultIsFailure(tpc__check_divisible(op, "split", split, &in, g)))
         return FAIL;
       char a[96];
-      if (b < 1 || (b > 1 && (split == concat || in.rank >= 8 || in.dims[split] % (b * g) != 0)))
+      if (b < 1 || (b > 1 && (split == concat || in.rank >= 8 || !tpc__splits(in.dims[split], b, g))))
         return tpc__rule_error(op, "collective.blocks",
                                "blocks = %lld must be >= 1; with more than one block, split_dim (%lld, size %lld) "
                                "must differ from concat_dim, each block must split over the %lld ranks, and the "
@@ -230,7 +230,7 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
                            "blocks = %lld must be >= 1 and divide input dimension %lld (size %lld; input %s)",
                            (long long)blocks, (long long)dim, (long long)in.dims[dim], tpc__dims_str(&in, a, sizeof a));
   if (!gather && mlirLogicalResultIsFailure(tpc__check_divisible(op, "scattered", dim, &in, g))) return FAIL;
-  if (!gather && blocks > 1 && in.dims[dim] % (g * blocks) != 0)
+  if (!gather && blocks > 1 && !tpc__splits(in.dims[dim], g, blocks))
     return tpc__rule_error(op, "collective.blocks",
                            "each of the %lld blocks of input dimension %lld (size %lld) must divide by the %lld ranks "
                            "of the group (input %s)",

@@ -91,8 +91,11 @@ static MlirLogicalResult tpc__verify_grouped_linear(MlirOperation op) {
                            DIMS(x, s.a), (long long)x.dims[1], DIMS(w, s.b), (long long)w.dims[2]);
   tpc_shape_t g = tpc__shape_of(tpc_grouped_linear_get_group_sizes(op));
   if (!g.valid) return FAIL;
-  if (g.rank != 1 || !tpc__is_i64(g.element) || g.dims[0] < 1 || g.dims[0] % w.dims[0] != 0 ||
-      x.dims[0] % (g.dims[0] / w.dims[0]) != 0)
+  if (w.dims[0] < 1)
+    return tpc__rule_error(op, "grouped_linear.groups", "w[E,N,K] must hold at least one expert; got w %s",
+                           DIMS(w, s.a));
+  if (g.rank != 1 || !tpc__is_i64(g.element) || !tpc__splits(g.dims[0], w.dims[0], 1) ||
+      !tpc__splits(x.dims[0], g.dims[0] / w.dims[0], 1))
     return tpc__rule_error(op, "grouped_linear.groups",
                            "group_sizes must be tensor<Gxi64> with G a multiple of the %lld experts of w and the %lld "
                            "rows of x divisible into G/%lld segments; got %s",

@@ -27,7 +27,7 @@ static bool tpc__grad_type_ok(MlirType result, MlirType storage, bool partial) {
 // `segments` and `blocks` of a dgrad (docs/numerics.md, "Segmented contractions"): both >= 1,
 // and with segments > 1 the contracted N must split into blocks x segments equal parts.
 static MlirLogicalResult tpc__verify_segments(MlirOperation op, int64_t segments, int64_t blocks, int64_t n) {
-  if (segments < 1 || blocks < 1 || (segments > 1 && n % (segments * blocks) != 0))
+  if (segments < 1 || blocks < 1 || (segments > 1 && !tpc__splits(n, segments, blocks)))
     return tpc__rule_error(op, "dgrad.segments",
                            "segments (%lld) and blocks (%lld) must be >= 1, and with segments > 1 the contracted N "
                            "(%lld) must be divisible by segments x blocks",

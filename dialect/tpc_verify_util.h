@@ -50,6 +50,14 @@ static inline int64_t tpc__round_up(int64_t x, int64_t m) { return (x + m - 1) /
 /// Divides rounding up (m > 0).
 static inline int64_t tpc__ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
+/// True when |n| splits into |a| x |b| equal parts: a, b >= 1, a * b does not overflow and
+/// divides n. Attributes and zero-sized dimensions reach the rules unchecked, so every rule that
+/// divides by a product goes through here (a zero divisor or an overflowing product is UB).
+static inline bool tpc__splits(int64_t n, int64_t a, int64_t b) {
+  int64_t ab;
+  return a >= 1 && b >= 1 && !__builtin_mul_overflow(a, b, &ab) && n % ab == 0;
+}
+
 /// Per-op verifiers, one family per file. Each returns failure after emitting its diagnostics.
 MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind);
 MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind);

@@ -105,6 +105,16 @@ func.func @all_to_all_blocks_indivisible(%x: tensor<8x12xbf16>) -> tensor<32x3xb
 
 // -----
 
+/// collective.blocks: a block count whose product with the 4 ranks overflows int64 is refused (not divided by).
+"tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 4>} : () -> ()
+func.func @all_to_all_blocks_overflow(%x: tensor<8x12xbf16>) -> tensor<32x3xbf16> {
+  // expected-error@+1 {{'tp.all_to_all' op violates rule collective.blocks: blocks = 4611686018427387904 must be >= 1; with more than one block, split_dim (1, size 12) must differ from concat_dim, each block must split over the 4 ranks, and the input's rank be below 8 (input [8,12])}}
+  %y = "tp.all_to_all"(%x) {mesh = @mesh, axes = ["gtp"], split_dim = 1 : i64, concat_dim = 0 : i64, blocks = 4611686018427387904 : i64} : (tensor<8x12xbf16>) -> tensor<32x3xbf16>
+  return %y : tensor<32x3xbf16>
+}
+
+// -----
+
 /// collective.blocks: blocks must be at least 1.
 "tp.mesh"() {sym_name = "mesh", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
 func.func @all_gather_blocks_zero(%w: tensor<8x64xbf16>) -> tensor<16x64xbf16> {

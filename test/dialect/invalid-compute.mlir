@@ -147,6 +147,15 @@ func.func @grouped_linear_group_sizes_i32(%x: tensor<16x64xbf16>, %w: tensor<4x3
 
 // -----
 
+/// grouped_linear.groups: w must hold at least one expert (the group count divides by E).
+func.func @grouped_linear_no_experts(%x: tensor<16x64xbf16>, %w: tensor<0x32x64xbf16>, %g: tensor<4xi64>) -> tensor<16x32xbf16> {
+  // expected-error@+1 {{'tp.grouped_linear' op violates rule grouped_linear.groups: w[E,N,K] must hold at least one expert; got w [0,32,64]}}
+  %y = "tp.grouped_linear"(%x, %w, %g) : (tensor<16x64xbf16>, tensor<0x32x64xbf16>, tensor<4xi64>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+// -----
+
 /// grouped_linear.partial: a partial sum is reduced across ranks in f32.
 func.func @grouped_linear_partial_bf16_result(%x: tensor<16x64xbf16>, %w: tensor<4x32x64xbf16>, %g: tensor<4xi64>) -> tensor<16x32xbf16> {
   // expected-error@+1 {{'tp.grouped_linear' op violates rule grouped_linear.partial: a partial grouped linear returns an unreduced f32 sum; y is tensor<16x32xbf16>}}
