@@ -555,6 +555,36 @@ irdl.dialect @tp {
     irdl.attributes {"mesh" = %mesh, "axes" = %axes, "eps" = %eps}
   }
 
+  // tp.fused_allreduce_add_rmsnorm, then tp.quantize of normed (rowwise) in `format`: data, scale
+  // and for nvfp4 global_scale are tp.quantize(normed, amax)'s bit for bit. The quantization must
+  // be local to a row so that a fused kernel can do it where it normalizes: mxfp8 (a scale per 32
+  // columns), or fp8_e4m3 / fp8_e5m2 / nvfp4 with the per-tensor `amax` given (from a tp.amax, a
+  // calibration, or a previous step: static or delayed scaling). `order`, `algorithm` and
+  // `sum_type` as above. Produced by tp-fuse from a fused norm whose normed feeds a tp.quantize.
+  irdl.operation @fused_allreduce_add_rmsnorm_quantize attributes {tp.optional_attributes = {
+      order = ["any", "canonical"], algorithm = ["auto", "one_shot", "composition", "two_shot"],
+      sum_type = ["f32", "residual"]}} {
+    %fp8_e4m3 = irdl.is "fp8_e4m3"
+    %fp8_e5m2 = irdl.is "fp8_e5m2"
+    %mxfp8 = irdl.is "mxfp8"
+    %nvfp4 = irdl.is "nvfp4"
+    %format = irdl.any_of(%fp8_e4m3, %fp8_e5m2, %mxfp8, %nvfp4)
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %eps = irdl.base "#builtin.float"
+    %partial = irdl.base "!builtin.tensor"
+    %residual = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    %amax = irdl.base "!builtin.tensor"
+    %data = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %global_scale = irdl.base "!builtin.tensor"
+    irdl.operands(partial: %partial, residual: %residual, gamma: %gamma, amax: optional %amax)
+    irdl.results(normed: %residual, residual_out: %residual, data: %data, scale: %scale,
+                 global_scale: optional %global_scale)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "eps" = %eps, "format" = %format}
+  }
+
   // y = grouped_linear(glu(grouped_linear(x, w1)), w2) with FC1 rows laid out for the GLU.
   irdl.operation @fused_grouped_mlp attributes {tp.optional_attributes = {
       interleave = 0 : i64, alpha = 1.702 : f32, limit = 7.0 : f32}} {

@@ -190,7 +190,9 @@ static MlirWalkResult tpc__set_fused_norm_algorithm(MlirOperation op, void* user
   int kind = tpc_op_get_kind(op);
   int index = kind == TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM        ? TPC_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM
               : kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM ? TPC_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM
-                                                                : -1;
+              : kind == TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE
+                  ? TPC_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_ALGORITHM
+                  : -1;
   if (index < 0 || tpc_op_get_enum(op, kind, index) != TPC_ALGORITHM_AUTO) return MlirWalkResultAdvance;
   // The reduce-scatter form has neither fused kernel (rule fused_norm.algorithm): it stays "auto".
   if (kind == TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM &&

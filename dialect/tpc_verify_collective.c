@@ -198,6 +198,31 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
                                     tpc_fused_allreduce_add_rmsnorm_get_residual(op),
                                     tpc_fused_allreduce_add_rmsnorm_get_gamma(op),
                                     tpc_fused_allreduce_add_rmsnorm_get_eps(op), false, g);
+    case TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE: {
+      if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_allreduce_add_rmsnorm_quantize_get_mesh_attr(op),
+                                                       tpc_fused_allreduce_add_rmsnorm_quantize_get_axes_attr(op), &g)) ||
+          mlirLogicalResultIsFailure(tpc__verify_fused_norm(op, tpc_fused_allreduce_add_rmsnorm_quantize_get_partial(op),
+                                                            tpc_fused_allreduce_add_rmsnorm_quantize_get_residual(op),
+                                                            tpc_fused_allreduce_add_rmsnorm_quantize_get_gamma(op),
+                                                            tpc_fused_allreduce_add_rmsnorm_quantize_get_eps(op), false, g)))
+        return FAIL;
+      tpc_format_t format = tpc_fused_allreduce_add_rmsnorm_quantize_get_format(op);
+      MlirValue amax = tpc_fused_allreduce_add_rmsnorm_quantize_get_amax(op);
+      if (mlirLogicalResultIsFailure(tpc__verify_quant_layout(
+              op, format, TPC_AXIS_ROWWISE, tpc_fused_allreduce_add_rmsnorm_quantize_get_normed(op),
+              tpc_fused_allreduce_add_rmsnorm_quantize_get_data(op), tpc_fused_allreduce_add_rmsnorm_quantize_get_scale(op),
+              tpc_fused_allreduce_add_rmsnorm_quantize_get_global_scale(op))) ||
+          mlirLogicalResultIsFailure(tpc__verify_quant_amax(op, format, amax)))
+        return FAIL;
+      // A row's quantization must not depend on other rows: the per-tensor formats take the amax.
+      if (format != TPC_FORMAT_MXFP8 && mlirValueIsNull(amax))
+        return tpc__rule_error(op, "fused_norm.quantize",
+                               "%s scales by the whole tensor's amax, which no row knows before every row is "
+                               "normalized: give the amax operand (a tp.amax, or a calibrated or previous "
+                               "step's), or use mxfp8",
+                               tpc_format_names[format]);
+      return OK;
+    }
     case TPC_OP_FUSED_REDUCE_SCATTER_ADD_RMSNORM: {
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_reduce_scatter_add_rmsnorm_get_mesh_attr(op),
                                                        tpc_fused_reduce_scatter_add_rmsnorm_get_axes_attr(op), &g)))

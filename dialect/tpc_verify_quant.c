@@ -39,7 +39,7 @@ static const tpc__format_info_t tpc__formats[] = {
     [TPC_FORMAT_NVFP4] = {"f4E2M1FN", tpc__is_e2m1, tpc__is_e4m3, "f8E4M3FN", 16, true},
 };
 
-static MlirLogicalResult tpc__verify_quant_layout(MlirOperation op, tpc_format_t format, tpc_axis_t axis,
+MlirLogicalResult tpc__verify_quant_layout(MlirOperation op, tpc_format_t format, tpc_axis_t axis,
                                                   MlirValue hp_v, MlirValue data_v, MlirValue scale_v,
                                                   MlirValue global_v) {
   char a[96], b[96];
@@ -113,11 +113,9 @@ static MlirLogicalResult tpc__verify_amax(MlirOperation op) {
 
 // tp.quantize's optional amax: a per-tensor amax (tensor<1xf32>) replaces x's own in the scale of
 // the per-tensor formats; MXFP8 scales each block by the block's amax and has none.
-static MlirLogicalResult tpc__verify_quant_amax(MlirOperation op) {
+MlirLogicalResult tpc__verify_quant_amax(MlirOperation op, tpc_format_t format, MlirValue v) {
   char a[96];
-  MlirValue v = tpc_quantize_get_amax(op);
   if (mlirValueIsNull(v)) return OK;
-  tpc_format_t format = tpc_quantize_get_format(op);
   if (format == TPC_FORMAT_MXFP8)
     return tpc__rule_error(op, "quant.amax-format",
                            "mxfp8 scales every block by its own amax and takes no amax operand; only fp8_e4m3, "
@@ -136,7 +134,7 @@ MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind) {
             op, tpc_quantize_get_format(op), tpc_quantize_get_axis(op), tpc_quantize_get_x(op),
             tpc_quantize_get_data(op), tpc_quantize_get_scale(op), tpc_quantize_get_global_scale(op))))
       return FAIL;
-    return tpc__verify_quant_amax(op);
+    return tpc__verify_quant_amax(op, tpc_quantize_get_format(op), tpc_quantize_get_amax(op));
   }
   if (kind == TPC_OP_DEQUANTIZE)
     return tpc__verify_quant_layout(op, tpc_dequantize_get_format(op), tpc_dequantize_get_axis(op),

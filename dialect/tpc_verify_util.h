@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mlir-c/IR.h"
+#include "tp_ops.h"
 
 /// Largest tensor rank the dialect accepts.
 #define TPC_MAX_RANK 8
@@ -62,6 +63,14 @@ static inline bool tpc__splits(int64_t n, int64_t a, int64_t b) {
 MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind);
 MlirLogicalResult tpc__verify_quant(MlirOperation op, int kind);
 MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind);
+
+/// The quantized layout rules (quant.input, quant.data, quant.block, quant.scale,
+/// quant.global-scale) of |hp| quantized in |format| along |axis| to data, scale and global_scale
+/// (null unless nvfp4), and the optional per-tensor amax operand |amax| (quant.amax-format,
+/// quant.amax): tp.quantize's, and the fused norm's quantized outputs (tpc_verify_quant.c).
+MlirLogicalResult tpc__verify_quant_layout(MlirOperation op, tpc_format_t format, tpc_axis_t axis, MlirValue hp,
+                                           MlirValue data, MlirValue scale, MlirValue global_scale);
+MlirLogicalResult tpc__verify_quant_amax(MlirOperation op, tpc_format_t format, MlirValue amax);
 
 /// Per-op verifier of the backward ops (tpc_verify_grad.c).
 MlirLogicalResult tpc__verify_grad(MlirOperation op, int kind);

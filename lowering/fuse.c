@@ -20,6 +20,12 @@
 // The add's result keeps its other uses (the next block's residual): they take the fused op's
 // residual_out. The collective's mesh, axes and order and the norm's eps carry over; the
 // algorithm is left to tp-lower-runtime's option (default "auto").
+//
+// A rowwise tp.quantize of the all-reduce form's normed then joins it, as
+// tp.fused_allreduce_add_rmsnorm_quantize (the fused kernel quantizes where it normalizes), when
+// its quantization is local to a row: mxfp8, or a per-tensor format with an amax operand defined
+// before the fused op (delayed or static scaling; an amax of normed itself needs every row first).
+// The first such quantize in the block; normed keeps its other uses. The bits are the quantize's.
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -53,6 +59,56 @@ static bool tpc__defined_before(MlirValue v, MlirOperation op) {
 }
 
 static bool tpc__is_2d(MlirType t) { return mlirTypeIsARankedTensor(t) && mlirShapedTypeGetRank(t) == 2; }
+
+// The first tp.quantize (in block order) of |normed| in |fused|'s block that can join the fused op:
+// rowwise, and local to a row (mxfp8, or a per-tensor format whose amax operand is defined before
+// |fused|, so the fused op can take it); else a null op.
+static MlirOperation tpc__quantize_of(MlirValue normed, MlirOperation fused) {
+  MlirOperation first = {NULL};
+  for (MlirOpOperand use = mlirValueGetFirstUse(normed); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation q = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(q) != TPC_OP_QUANTIZE || mlirOpOperandGetOperandNumber(use) != TPC_QUANTIZE_SLOT_X ||
+        !mlirBlockEqual(mlirOperationGetBlock(q), mlirOperationGetBlock(fused)) ||
+        tpc_quantize_get_axis(q) != TPC_AXIS_ROWWISE || (int)tpc_quantize_get_format(q) < 0)
+      continue;
+    MlirValue amax = tpc_quantize_get_amax(q);
+    bool local = mlirValueIsNull(amax) ? tpc_quantize_get_format(q) == TPC_FORMAT_MXFP8 : tpc__defined_before(amax, fused);
+    if (local && (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(q, first))) first = q;
+  }
+  return first;
+}
+
+// Folds the first tp.quantize of |fused|'s normed that qualifies (tpc__quantize_of) into
+// tp.fused_allreduce_add_rmsnorm_quantize at |fused|'s place: its attributes, plus the format.
+static void tpc__fuse_quantize(MlirOperation fused) {
+  MlirValue normed = mlirOperationGetResult(fused, 0);
+  MlirOperation q = tpc__quantize_of(normed, fused);
+  if (mlirOperationIsNull(q)) return;
+  MlirContext ctx = mlirOperationGetContext(fused);
+  MlirOperationState st =
+      mlirOperationStateGet(tpc_ref(TPC_OP_NAME_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE), mlirOperationGetLocation(q));
+  MlirValue operands[4] = {mlirOperationGetOperand(fused, 0), mlirOperationGetOperand(fused, 1),
+                           mlirOperationGetOperand(fused, 2), tpc_quantize_get_amax(q)};
+  intptr_t nq = mlirOperationGetNumResults(q);
+  MlirType results[5] = {mlirValueGetType(normed), mlirValueGetType(mlirOperationGetResult(fused, 1))};
+  for (intptr_t i = 0; i < nq && i < 3; ++i) results[2 + i] = mlirValueGetType(mlirOperationGetResult(q, i));
+  MlirNamedAttribute attrs[8];
+  intptr_t n = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(fused) && n < 7; ++i)
+    attrs[n++] = mlirOperationGetAttribute(fused, i);
+  attrs[n++] = tpc_named_attr(ctx, "format", mlirOperationGetAttributeByName(q, tpc_ref("format")));
+  mlirOperationStateAddOperands(&st, mlirValueIsNull(operands[3]) ? 3 : 4, operands);
+  mlirOperationStateAddResults(&st, 2 + (nq < 3 ? nq : 3), results);
+  mlirOperationStateAddAttributes(&st, n, attrs);
+  MlirOperation fq = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(fused), fused, fq);
+  for (intptr_t i = 0; i < nq && i < 3; ++i)
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(q, i), mlirOperationGetResult(fq, 2 + i));
+  mlirOperationDestroy(q);
+  mlirValueReplaceAllUsesOfWith(normed, mlirOperationGetResult(fq, 0));
+  mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(fused, 1), mlirOperationGetResult(fq, 1));
+  mlirOperationDestroy(fused);
+}
 
 // Rewrites the chain that starts at collective |coll| (an all-reduce, or a reduce-scatter when
 // |scatter|) when it qualifies; returns whether it did.
@@ -112,6 +168,7 @@ static bool tpc__fuse(MlirOperation coll, bool scatter, bool round_sum) {
   mlirValueReplaceAllUsesOfWith(y, mlirOperationGetResult(fused, 1));
   mlirOperationDestroy(add);
   mlirOperationDestroy(coll);
+  if (!scatter) tpc__fuse_quantize(fused);
   return true;
 }
 

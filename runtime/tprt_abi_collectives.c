@@ -189,7 +189,9 @@ int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* de
 // alike.
 static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_t mask, int order,
                                       int algorithm, int sum_type, bool scatter, int slot_partial, int slot_residual,
-                                      int slot_gamma, int slot_normed, int slot_residual_out, float eps) {
+                                      int slot_gamma, int slot_normed, int slot_residual_out, float eps,
+                                      const tprt_fused_quant_t* quant, bool* quantized) {
+  *quantized = false;
   tprt_rank_t* rank = tprt_exec_rank(exec);
   const tprt_tensor_t* residual = &c->slot[slot_residual];
   tprt_tensor_t* out = &c->slot[slot_residual_out];
@@ -206,8 +208,10 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
     bool done = false;
     tprt_status_t s = b->fused_norm(rank, mask, &c->slot[slot_partial], residual, &c->slot[slot_gamma],
                                     &c->slot[slot_normed], out, eps, (tprt_order_t)order,
-                                    (tprt_fused_algorithm_t)algorithm, sum_type == TPRT_SUM_TYPE_RESIDUAL, &done);
+                                    (tprt_fused_algorithm_t)algorithm, sum_type == TPRT_SUM_TYPE_RESIDUAL, quant,
+                                    &done);
     if (!s && done) tprt__count_comm(exec, TPRT_COMM_ALL_REDUCE, &c->slot[slot_partial], &sum, mask);
+    *quantized = done && quant;
     if (s || done) return s;
   }
   tprt_allocator_t a = tprt_rank_allocator(rank);
@@ -231,6 +235,7 @@ static tprt_status_t tprt__fused_norm(tprt_exec_t* exec, tprt_call_t* c, uint32_
 
 int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(FUSED_ALLREDUCE_ADD_RMSNORM);
+  bool quantized;
   if (!s)
     s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ORDER),
                          (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_ALGORITHM),
@@ -238,12 +243,47 @@ int32_t tprt_abi_fused_allreduce_add_rmsnorm(tprt_exec_t* exec, void* const* buf
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_PARTIAL, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_GAMMA, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_NORMED,
                          TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
-                         tprt__attr_f32(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_EPS));
+                         tprt__attr_f32(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_ATTR_EPS), NULL, &quantized);
   return tprt_exec_record(exec, s, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NAME);
+}
+
+// tp.fused_allreduce_add_rmsnorm_quantize: the fused norm above with the quantization of normed
+// (rowwise, with the amax operand when given), which the backend's fused step does where it takes
+// the call; else tp.quantize's kernel after the composition. Either way the quantize's bits.
+int32_t tprt_abi_fused_allreduce_add_rmsnorm_quantize(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE);
+  tprt_fused_quant_t q = {0};
+  bool quantized = false;
+  if (!s) {
+    q.format = (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_FORMAT);
+    q.amax = tprt__opt(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_AMAX);
+    q.data = &c.slot[TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_DATA];
+    q.scale = &c.slot[TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_SCALE];
+    q.global_scale = c.present[TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_GLOBAL_SCALE]
+                         ? &c.slot[TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_GLOBAL_SCALE]
+                         : NULL;
+    s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_ORDER),
+                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_ALGORITHM),
+                         (int)tprt__attr(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_SUM_TYPE), false,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_PARTIAL,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_RESIDUAL,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_GAMMA,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_NORMED,
+                         TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_RESIDUAL_OUT,
+                         tprt__attr_f32(&c, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_ATTR_EPS), &q, &quantized);
+  }
+  if (!s && !quantized) {
+    const tprt_tensor_t* normed = &c.slot[TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_SLOT_NORMED];
+    s = q.amax ? TPRT__KERNEL(exec, quantize_with_amax,
+                              (normed, q.amax, q.data, q.scale, q.global_scale, q.format, TPRT_AXIS_ROWWISE))
+               : TPRT__KERNEL(exec, quantize, (normed, q.data, q.scale, q.global_scale, q.format, TPRT_AXIS_ROWWISE));
+  }
+  return tprt_exec_record(exec, s, TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_QUANTIZE_NAME);
 }
 
 int32_t tprt_abi_fused_reduce_scatter_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__COLLECTIVE_PROLOGUE(FUSED_REDUCE_SCATTER_ADD_RMSNORM);
+  bool quantized;
   if (!s)
     s = tprt__fused_norm(exec, &c, mask, (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ORDER),
                          (int)tprt__attr(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_ALGORITHM),
@@ -253,6 +293,6 @@ int32_t tprt_abi_fused_reduce_scatter_add_rmsnorm(tprt_exec_t* exec, void* const
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_GAMMA,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_NORMED,
                          TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_SLOT_RESIDUAL_OUT,
-                         tprt__attr_f32(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_EPS));
+                         tprt__attr_f32(&c, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_ATTR_EPS), NULL, &quantized);
   return tprt_exec_record(exec, s, TPRT_FUSED_REDUCE_SCATTER_ADD_RMSNORM_NAME);
 }

@@ -111,6 +111,17 @@ extern "C" {
 /// tprt_ops_abi.h.
 typedef int tprt_fused_algorithm_t;
 
+/// The quantization tp.fused_allreduce_add_rmsnorm_quantize adds to a fused norm: normed quantized
+/// rowwise in |format| (TPRT_FORMAT_*) into |data|, |scale| and (nvfp4) |global_scale|, with the
+/// per-tensor formats' |amax| operand (NULL for mxfp8); bitwise the backend's quantize of normed.
+typedef struct {
+  int format;
+  const tprt_tensor_t* amax;
+  tprt_tensor_t* data;
+  tprt_tensor_t* scale;
+  tprt_tensor_t* global_scale;
+} tprt_fused_quant_t;
+
 typedef struct tprt_backend_t {
   const char* name;  // "cpu", "cuda"
   /// Called on each rank's thread before its first step (binds the device, creates streams and
@@ -146,11 +157,14 @@ typedef struct tprt_backend_t {
   /// and shapes allow it, AUTO leaves the choice to the backend. |round_sum| (the op's sum_type =
   /// "residual"): the f32 sum is rounded to the residual's dtype before the add, as the
   /// composition's all-reduce into that dtype does. Every member decides alike (the module, and so
-  /// the attributes, are the same on every rank). May be NULL.
+  /// the attributes, are the same on every rank). With |quant| (else NULL) the step also
+  /// quantizes normed as |quant| says (tp.fused_allreduce_add_rmsnorm_quantize); a hook that
+  /// cannot declines, and the caller quantizes after the composition. May be NULL.
   tprt_status_t (*fused_norm)(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* partial,
                               const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                               tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                              tprt_fused_algorithm_t algorithm, bool round_sum, bool* done);
+                              tprt_fused_algorithm_t algorithm, bool round_sum, const tprt_fused_quant_t* quant,
+                              bool* done);
   /// Writes a one-line description of the calling rank's device to |buf| (tpc-run's reports:
   /// "GPU 0: sm_90, 132 SMs, 79 GiB"), on the rank's thread after rank_begin. NULL: the host CPU.
   tprt_status_t (*describe)(char* buf, size_t size);

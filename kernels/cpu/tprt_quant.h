@@ -48,26 +48,51 @@ TPRT_HD void tprt_quant_nvfp4_global(float gamax, float* out_s_dec, float* out_s
   *out_sdec_mul = s_enc * TPRT_DIVF(1.0f, 6.0f);
 }
 
-/// One block of |bs| values |v| (mxfp8: 32, E8M0 scale; nvfp4: 16, E4M3 scale under the global
-/// scale): returns the scale byte and writes each value's code (an E4M3 byte, or an E2M1 nibble).
-TPRT_HD uint8_t tprt_quant_block(int format, const float* v, int bs, float s_dec, float sdec_mul, uint8_t* codes) {
-  float bamax = 0.0f;
-  for (int e = 0; e < bs; ++e) {
-    float a = tprt_quant_fabs(v[e]);
-    if (a > bamax) bamax = a;
-  }
+/// The running block amax: |m| and |v|'s magnitude, the larger (a NaN never counts; a maximum is
+/// order-free, so a block's lanes may combine in any order).
+TPRT_HD float tprt_quant_amax_step(float m, float v) {
+  float a = tprt_quant_fabs(v);
+  return a > m ? a : m;
+}
+
+/// A block's scale byte from its amax |bamax| (mxfp8: E8M0; nvfp4: E4M3 under the global scale,
+/// |s_dec| and |sdec_mul| of tprt_quant_nvfp4_global), and the multiplier its values take before
+/// their codes (*out_mul).
+TPRT_HD uint8_t tprt_quant_block_scale(int format, float bamax, float s_dec, float sdec_mul, float* out_mul) {
   if (format == TPRT_QF_MXFP8) {
     uint8_t se = tprt_e8m0_rceil(bamax * (float)(1.0 / 448.0));
-    float mul = tprt_e8m0_rcp(se);
-    for (int e = 0; e < bs; ++e) codes[e] = tprt_f32_to_e4m3(v[e] * mul);
+    *out_mul = tprt_e8m0_rcp(se);
     return se;
   }
   float sdec = bamax * sdec_mul;
   uint8_t sf = tprt_f32_to_e4m3(fminf(sdec, FLT_MAX));
   float sfd = tprt_e4m3_to_f32(sf);
-  float senc = sfd == 0.0f ? 0.0f : fminf(TPRT_DIVF(1.0f, sfd * s_dec), FLT_MAX);
-  for (int e = 0; e < bs; ++e) codes[e] = tprt_f32_to_e2m1(v[e] * senc);
+  *out_mul = sfd == 0.0f ? 0.0f : fminf(TPRT_DIVF(1.0f, sfd * s_dec), FLT_MAX);
   return sf;
+}
+
+/// A value's code under the multiplier |mul| (the block's, or per-tensor fp8's sc): an E4M3 byte
+/// (fp8_e4m3, mxfp8), an E5M2 byte (fp8_e5m2) or an E2M1 nibble (nvfp4).
+TPRT_HD uint8_t tprt_quant_code(int format, float v, float mul) {
+  switch (format) {
+    case TPRT_QF_FP8_E5M2:
+      return tprt_f32_to_e5m2(v * mul);
+    case TPRT_QF_NVFP4:
+      return tprt_f32_to_e2m1(v * mul);
+    default:
+      return tprt_f32_to_e4m3(v * mul);
+  }
+}
+
+/// One block of |bs| values |v| (mxfp8: 32, E8M0 scale; nvfp4: 16, E4M3 scale under the global
+/// scale): returns the scale byte and writes each value's code (an E4M3 byte, or an E2M1 nibble).
+TPRT_HD uint8_t tprt_quant_block(int format, const float* v, int bs, float s_dec, float sdec_mul, uint8_t* codes) {
+  float bamax = 0.0f;
+  for (int e = 0; e < bs; ++e) bamax = tprt_quant_amax_step(bamax, v[e]);
+  float mul;
+  uint8_t sb = tprt_quant_block_scale(format, bamax, s_dec, sdec_mul, &mul);
+  for (int e = 0; e < bs; ++e) codes[e] = tprt_quant_code(format, v[e], mul);
+  return sb;
 }
 
 /// One element back to f32: its code, its block's scale byte (block formats), the tensor's

@@ -213,12 +213,21 @@ tprt_status_t tprt__not_capturing(const char* what) {
                           what);
 }
 
+// The wait of a host copy. When it fails (a peer's failure, the timeout) the copy may still be
+// queued behind work the failure is ending; it must not touch |dst| or |src| after the caller has
+// the error and frees them (found by the emulator's check of an absent rank under ASan).
+static tprt_status_t tprt__copy_wait(void) {
+  tprt_status_t s = tprt__wait_stream();
+  if (s) tprt__drain_after_failure(10.0);
+  return s;
+}
+
 static tprt_status_t tprt__cuda_to_device(void* dst, const void* src, size_t bytes) {
   TPRT__TRY(tprt__need_rank());
   TPRT__TRY(tprt__not_capturing("a host-to-device copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, tprt__r.stream));
-  return tprt__wait_stream();
+  return tprt__copy_wait();
 }
 
 static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes) {
@@ -226,7 +235,7 @@ static tprt_status_t tprt__cuda_to_host(void* dst, const void* src, size_t bytes
   TPRT__TRY(tprt__not_capturing("a device-to-host copy"));
   if (!bytes) return NULL;
   TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, tprt__r.stream));
-  return tprt__wait_stream();
+  return tprt__copy_wait();
 }
 
 //===----------------------------------------------------------------------===//

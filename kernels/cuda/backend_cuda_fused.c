@@ -144,7 +144,8 @@ static int tprt__fused_row(int group) {
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                                    tprt_fused_algorithm_t algorithm, bool round_sum, bool* done) {
+                                    tprt_fused_algorithm_t algorithm, bool round_sum, const tprt_fused_quant_t* quant,
+                                    bool* done) {
   *done = false;
   // The op's algorithm comes first: "composition" declines; "one_shot" and "two_shot" take that form
   // of the kernel wherever the world and the shape allow it, whatever TPRT_CUDA_FUSED_NORM and the
@@ -203,8 +204,13 @@ tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt
   if (f->g.max_blocks < TPRT_CUDA_FUSED_CLUSTER) return NULL;
   // Every decline is above: the composition counts its own collective.
   TPRT__TRY(tprt__fault());  // a collective call, for TPRT_CUDA_FAULT's count
+  // The quantization (tp.fused_allreduce_add_rmsnorm_quantize) rides along: the kernel quantizes each
+  // row where it normalizes it (TPRT_FORMAT_* and TPRT_QUANT_* number the formats alike).
+  tprt_cuda_fused_quant_t q = {0};
+  if (quant) q = (tprt_cuda_fused_quant_t){quant->format, quant->amax, quant->data, quant->scale, quant->global_scale};
   TPRT__TRY(tprt_cuda_fused_allreduce_add_rmsnorm(&f->g, partial, residual, gamma, normed, residual_out, eps,
-                                                  order == TPRT_ORDER_CANONICAL, round_sum, two_shot, tprt__r.stream));
+                                                  order == TPRT_ORDER_CANONICAL, round_sum, two_shot,
+                                                  quant ? &q : NULL, tprt__r.stream));
   *done = true;
   return NULL;
 }

@@ -170,6 +170,10 @@ tprt_status_t tprt__buffer_reserve(tprt__cuda_buffer_t* b, size_t bytes, const c
 /// abort the rank's communicators and return a status (backend_cuda_nccl.c).
 tprt_status_t tprt__wait_stream(void);
 
+/// After tprt__wait_stream failed: waits up to |seconds| for the streams to drain (the failure
+/// ended the collectives), so that no queued copy touches host memory its caller then frees.
+void tprt__drain_after_failure(double seconds);
+
 /// Elements before |dim| (the outer count) and bytes from |dim| on (one outer row), of |t|.
 void tprt__split_at(const tprt_tensor_t* t, int dim, int64_t* outer, size_t* row_bytes);
 
@@ -215,7 +219,8 @@ tprt_status_t tprt__exchange_words(tprt_rank_t* rank, uint32_t mask, const int64
 tprt_status_t tprt__cuda_fused_norm(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* partial,
                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                     tprt_tensor_t* residual_out, float eps, tprt_order_t order,
-                                    tprt_fused_algorithm_t algorithm, bool round_sum, bool* done);
+                                    tprt_fused_algorithm_t algorithm, bool round_sum, const tprt_fused_quant_t* quant,
+                                    bool* done);
 /// Frees the fused norm's registrations, unless the world |failed| (a peer may still read them).
 void tprt__cuda_fused_end(bool failed);
 

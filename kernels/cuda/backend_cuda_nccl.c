@@ -86,6 +86,22 @@ tprt_status_t tprt__wait_stream(void) {
   }
 }
 
+// After a failed wait (an abort, the timeout): waits up to |seconds| more for the streams to drain,
+// without asking why. The failure aborted the communicators, and the fused norm kernels poll the
+// abort word, so queued work ends; until it has, a queued copy may still read or write the
+// caller's host memory, which the caller frees once the error returns.
+void tprt__drain_after_failure(double seconds) {
+  const double start = tprt__now();
+  for (;;) {
+    bool compute = false, comm = true;
+    if (tprt__stream_done(tprt__r.stream, &compute)) return;  // a sticky error: nothing runs any more
+    if (tprt__r.comm_stream && tprt__stream_done(tprt__r.comm_stream, &comm)) return;
+    if ((compute && comm) || tprt__now() - start > seconds) return;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Communicators
 //===----------------------------------------------------------------------===//

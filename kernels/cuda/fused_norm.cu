@@ -73,13 +73,75 @@
 // registers; other sizes (up to TPRT_CUDA_FUSED_MAX_GROUP) take one column at a time.
 #include "fused_norm.cuh"
 
+#include "tprt_quant.h"
+
+// The quantization of normed (tprt_cuda_fused_quant_t) as the kernel takes it. format < 0: none.
+// Block formats (mxfp8: 32 columns, nvfp4: 16) write a scale byte per block, the scale tensor
+// [srows, s1] (its padding zero); the per-tensor formats' multiplier and nvfp4's global factors
+// come from *amax; tensor_scale (fp8's scale_inv, nvfp4's global decode scale) is one f32.
+struct tprt__fn_quant_t {
+  int format, bs;
+  uint8_t* data;
+  uint8_t* scale;
+  float* tensor_scale;
+  const float* amax;
+  int64_t s1, srows;
+  float max_finite;
+};
+
+// A value as normed holds it (rounded to the residual's dtype DR), which tp.quantize reads.
+template <int DR>
+static __device__ __forceinline__ float tprt__fn_as_stored(float v) {
+  if (DR == TPRT_DTYPE_BF16) return tprt_bf16_to_f32(tprt_f32_to_bf16(v));
+  if (DR == TPRT_DTYPE_F16) return tprt_f16_to_f32(tprt_f32_to_f16(v));
+  return v;
+}
+
+// Quantizes this thread's V adjacent values |y| of row |row| at column |j| (all inside the row: a
+// block's columns are whole, H being a multiple of its size). A block's bs columns are bs / V
+// adjacent threads of one warp (their lanes are consecutive from a multiple of bs / V, and they share
+// their groups, hence their loop trips), which combine their amax by shuffles: a maximum, so any
+// order gives tprt_quant_block's. |mul| is the per-tensor formats' multiplier, |s_dec| and
+// |sdec_mul| nvfp4's global factors.
+template <int V>
+static __device__ __forceinline__ void tprt__fn_quantize(const tprt__fn_quant_t& q, int64_t row, int64_t h, int64_t j,
+                                                         const float (&y)[V], float mul, float s_dec, float sdec_mul) {
+  uint8_t code[V];
+  const unsigned lane = threadIdx.x & 31u;
+  const int gt = q.bs / V;  // threads of a block (0: per tensor)
+  const unsigned mask = gt >= 32 ? 0xFFFFFFFFu : gt > 0 ? ((1u << gt) - 1u) << (lane & ~(unsigned)(gt - 1)) : 0u;
+  if (gt > 0) {
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) m = tprt_quant_amax_step(m, y[i]);
+    for (int o = gt / 2; o >= 1; o /= 2) {
+      const float other = __shfl_xor_sync(mask, m, o);
+      m = other > m ? other : m;
+    }
+    const uint8_t sb = tprt_quant_block_scale(q.format, m, s_dec, sdec_mul, &mul);
+    if ((lane & (unsigned)(gt - 1)) == 0) q.scale[row * q.s1 + j / q.bs] = sb;
+  }
+#pragma unroll
+  for (int i = 0; i < V; ++i) code[i] = tprt_quant_code(q.format, y[i], mul);
+  const int64_t at = row * h + j;
+  if (q.format != TPRT_QF_NVFP4) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) q.data[at + i] = code[i];
+  } else if (V == 2) {  // two nibbles a byte, element 2j in the low one (j is even)
+    q.data[at / 2] = (uint8_t)((code[0] & 0xFu) | (uint8_t)(code[V - 1] << 4));
+  } else {  // one element a thread: the even one takes its neighbour's nibble
+    const unsigned odd = __shfl_down_sync(mask, (unsigned)code[0], 1);
+    if ((j & 1) == 0) q.data[at / 2] = (uint8_t)((code[0] & 0xFu) | (uint8_t)(odd << 4));
+  }
+}
+
 // TWO: two-shot (a compile-time choice: one-shot's instantiations carry none of its code).
 template <int DP, int DR, int G, int T, bool TWO>
 static __global__ void __launch_bounds__(T)
     tprt__fused_norm_kernel(tprt_cuda_peer_group_t g, const void* __restrict__ partial,
                             const void* __restrict__ residual, const void* __restrict__ gamma, int g_dtype,
                             void* __restrict__ normed, void* __restrict__ residual_out, int64_t m, int64_t h, float hf,
-                            float eps, int canonical, int round_sum) {
+                            float eps, int canonical, int round_sum, const tprt__fn_quant_t qa) {
   constexpr bool two_shot = TWO;
   constexpr int GM = G > 0 ? G : TPRT_CUDA_FUSED_MAX_GROUP;
   using Shape = tprt__fn_shape<T, G, DP>;
@@ -112,6 +174,17 @@ static __global__ void __launch_bounds__(T)
   const bool traced = g.trace && blockIdx.x == 0 && t == 0;
   unsigned long long clock[4] = {traced ? tprt__fn_clock() : 0ull, 0ull, 0ull, 0ull};
   const unsigned e = epoch;
+  // The quantization's per-tensor factors (from the amax operand, as tprt_cuda_quantize_with_amax's).
+  float q_mul = 1.0f, q_sdec = 1.0f, q_sdec_mul = 0.0f;
+  if (qa.format >= 0 && qa.amax) {
+    const float amax = tprt_quant_amax_operand(*qa.amax);
+    float inv = 1.0f;
+    if (qa.format == TPRT_QF_NVFP4)
+      tprt_quant_nvfp4_global(amax, &q_sdec, &q_sdec_mul);
+    else
+      tprt_quant_fp8_scale(amax, qa.format == TPRT_QF_FP8_E4M3, qa.max_finite, &q_mul, &inv);
+    if (qa.tensor_scale && blockIdx.x == 0 && t == 0) *qa.tensor_scale = qa.format == TPRT_QF_NVFP4 ? q_sdec : inv;
+  }
   const int last_buf = (int)last[3], buf = (last_buf + 1) % 3;
   const int64_t slot_words = tprt_cuda_fused_slot_bytes(g.capacity) / 4;
   const int64_t bytes = m * h * ESZ, wpr = h * ESZ / 4;  // words of a row (2-byte rows are even)
@@ -349,6 +422,9 @@ static __global__ void __launch_bounds__(T)
     // The norm of this thread's own columns (their values are its own stores to part_sm, so the
     // next row's stores cannot overtake another thread's reads).
     constexpr int NB = Shape::NORM / V;
+    // The row's scale columns past its blocks are padding, zero as tp.quantize leaves them.
+    if (qa.scale && c == 0 && t == 0)
+      for (int64_t col = h / qa.bs; col < qa.s1; ++col) qa.scale[row * qa.s1 + col] = 0;
     for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * NB) {
       float x[NB][V], w[NB][V];
 #pragma unroll
@@ -364,9 +440,15 @@ static __global__ void __launch_bounds__(T)
 #pragma unroll
       for (int b = 0; b < NB; ++b) {
         const int64_t k = k0 + (int64_t)SL * b, j = lane_v + TPRT_ROW_LANES * k;
+        float y[V];
 #pragma unroll
         for (int i = 0; i < V; ++i)
-          if (j + i < h) tprt__cuda_st(normed, DR, base + j + i, __fmul_rn(__fmul_rn(x[b][i], r), w[b][i]));
+          if (j + i < h) {
+            y[i] = __fmul_rn(__fmul_rn(x[b][i], r), w[b][i]);
+            tprt__cuda_st(normed, DR, base + j + i, y[i]);
+            y[i] = tprt__fn_as_stored<DR>(y[i]);
+          }
+        if (qa.format >= 0 && j < h) tprt__fn_quantize<V>(qa, row, h, j, y, q_mul, q_sdec, q_sdec_mul);
       }
     }
   }
@@ -385,6 +467,10 @@ static __global__ void __launch_bounds__(T)
     if (g.trace[6]) g.trace[5] += clock[0] - g.trace[6];
     g.trace[6] = end;
   }
+  // The scale tensor's padding rows (past the m rows), zero as tp.quantize leaves them.
+  if (qa.scale)
+    for (int64_t w = (int64_t)blockIdx.x * T + t; w < (qa.srows - m) * qa.s1; w += (int64_t)gridDim.x * T)
+      qa.scale[m * qa.s1 + w] = 0;
   // The last block of the call advances the counters; every block read them before adding itself.
   __syncthreads();
   if (t == 0) {
@@ -428,7 +514,7 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
                                            const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                            const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                            tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                           int round_sum, cudaStream_t stream) {
+                                           int round_sum, const tprt__fn_quant_t& q, cudaStream_t stream) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = tprt__fn_config(grid, T, cs, h, stream, &attr);
   // Near the default limit (48 KiB with the static shared memory: a block per row, rows wider than
@@ -440,7 +526,7 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
   }
   return cudaLaunchKernelEx(&cfg, tprt__fused_norm_kernel<DP, DR, G, T, TWO>, *g, (const void*)partial->data,
                             (const void*)residual->data, (const void*)gamma->data, (int)gamma->dtype, normed->data,
-                            residual_out->data, m, h, (float)h, eps, canonical, round_sum);
+                            residual_out->data, m, h, (float)h, eps, canonical, round_sum, q);
 }
 
 template <int DP, int DR, int T>
@@ -448,9 +534,9 @@ static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_
                                          const tprt_tensor_t* partial, const tprt_tensor_t* residual,
                                          const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                          tprt_tensor_t* residual_out, int64_t m, int64_t h, float eps, int canonical,
-                                         int round_sum, int two_shot, cudaStream_t stream) {
+                                         int round_sum, int two_shot, const tprt__fn_quant_t& q, cudaStream_t stream) {
 #define TPRT__FN_ARGS \
-  g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, stream
+  g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, q, stream
 #define TPRT__FN_GROUPS(TWO)                                          \
   switch (g->group) {                                                 \
     case 2:                                                           \
@@ -515,12 +601,46 @@ extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int
   return NULL;
 }
 
+// The kernel's form of |quant| for normed [T,H]: tp.quantize's checks (rowwise), the amax operand
+// of the per-tensor formats (mxfp8 takes none), and the block size.
+static tprt_status_t tprt__fn_quant_args(const tprt_cuda_fused_quant_t* quant, const tprt_tensor_t* normed,
+                                         tprt__fn_quant_t* q) {
+  tprt__quant_layout_t l;
+  tprt_status_t s = tprt__check_quant("quantize", normed, quant->data, quant->scale, quant->global_scale, quant->format,
+                                      TPRT_QUANT_ROWWISE, &l);
+  if (s) return s;
+  const bool per_tensor = quant->format != TPRT_QUANT_MXFP8;
+  if (per_tensor != (quant->amax != NULL))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            per_tensor ? "the fused kernel quantizes fp8 and nvfp4 with an amax operand only"
+                                       : "mxfp8 takes no amax operand");
+  if (quant->amax) TPRT_RETURN_IF_ERROR(tprt__check_amax("quantize", NULL, quant->amax, quant->format), "amax");
+  q->format = quant->format;
+  q->bs = l.block;
+  q->data = (uint8_t*)quant->data->data;
+  q->amax = quant->amax ? (const float*)quant->amax->data : NULL;
+  q->max_finite = normed->dtype == TPRT_DTYPE_BF16 ? tprt_bf16_to_f32(0x7F7Fu)
+                  : normed->dtype == TPRT_DTYPE_F16 ? 65504.0f
+                                                    : FLT_MAX;
+  if (l.block > 0) {
+    q->scale = (uint8_t*)quant->scale->data;
+    q->srows = l.scale_dims[0];
+    q->s1 = l.scale_dims[1];
+  }
+  q->tensor_scale = quant->format == TPRT_QUANT_NVFP4 ? (float*)quant->global_scale->data
+                    : l.block == 0                   ? (float*)quant->scale->data
+                                                     : NULL;
+  return NULL;
+}
+
 extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g,
                                                                const tprt_tensor_t* partial,
                                                                const tprt_tensor_t* residual,
                                                                const tprt_tensor_t* gamma, tprt_tensor_t* normed,
                                                                tprt_tensor_t* residual_out, float eps, int canonical,
-                                                               int round_sum, int two_shot, cudaStream_t stream) {
+                                                               int round_sum, int two_shot,
+                                                               const tprt_cuda_fused_quant_t* quant,
+                                                               cudaStream_t stream) {
   const unsigned floats = TPRT__M(TPRT_DTYPE_BF16) | TPRT__M(TPRT_DTYPE_F16) | TPRT__M(TPRT_DTYPE_F32);
   bool ok = g && g->group >= 1 && g->group <= TPRT_CUDA_FUSED_MAX_GROUP && g->index >= 0 && g->index < g->group &&
             g->max_blocks >= TPRT_CUDA_FUSED_CLUSTER && g->max_row_blocks >= 1 && g->sms >= 1 && g->counters &&
@@ -553,7 +673,14 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "fused_allreduce_add_rmsnorm: a cluster of %d blocks for rows of %lld (1, 2, 4 or %d "
                             "blocks, each with at most %d columns of a row)",
                             g->cluster, (long long)h, TPRT_CUDA_FUSED_CLUSTER, TPRT__FN_BLOCK_GROUPS * TPRT_ROW_LANES);
-  if (m == 0 || h == 0) return NULL;
+  tprt__fn_quant_t q = {-1, 0, NULL, NULL, NULL, NULL, 0, 0, 0.0f};
+  if (quant) TPRT_RETURN_IF_ERROR(tprt__fn_quant_args(quant, normed, &q), "fused_allreduce_add_rmsnorm_quantize");
+  if (m == 0 || h == 0) {
+    // No row to quantize: the scales tp.quantize writes all the same (zero padding, the per-tensor one).
+    if (quant) return tprt_cuda_quantize_with_amax(normed, quant->amax, quant->data, quant->scale, quant->global_scale,
+                                                   quant->format, TPRT_QUANT_ROWWISE, stream);
+    return NULL;
+  }
   // From rows_from rows, a block of TPRT__FN_ROW_THREADS per row (the rows fill the SMs). Below, a
   // cluster per row: of 8 blocks where the rows leave SMs to spare (decode sizes, where one SM
   // alone is bound by a row's instructions), fewer down to one where 8 would crowd them, never so
@@ -577,7 +704,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
       launched = (rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS>
                        : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES>)(g, clusters * cs, cs, partial, residual, gamma,
                                                                        normed, residual_out, m, h, eps, canonical,
-                                                                       round_sum, two_shot, stream);
+                                                                       round_sum, two_shot, q, stream);
     });
   });
   TPRT_CUDA_RETURN_IF_ERROR(launched);

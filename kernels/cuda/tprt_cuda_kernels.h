@@ -539,6 +539,18 @@ static inline int64_t tprt_cuda_fused_call_bytes(const tprt_tensor_t* partial, c
   return rows * (in > out ? in : out);
 }
 
+/// The quantization of normed that tp.fused_allreduce_add_rmsnorm_quantize asks of the fused
+/// kernel: every row quantized rowwise in |format| (TPRT_QUANT_*) into tp.quantize's layouts,
+/// bitwise tprt_cuda_quantize(_with_amax) of normed. The per-tensor formats take |amax| (f32 [1]:
+/// fp8's scale, nvfp4's global scale); mxfp8 none.
+typedef struct {
+  int format;
+  const tprt_tensor_t* amax;
+  tprt_tensor_t* data;          // [T,H] codes: bytes, or two nibbles a byte (nvfp4)
+  tprt_tensor_t* scale;         // mxfp8 / nvfp4: [rup(T,128), rup(H/bs,4)], padding zero; fp8: f32 [1]
+  tprt_tensor_t* global_scale;  // nvfp4: f32 [1]; else NULL
+} tprt_cuda_fused_quant_t;
+
 /// tp.fused_allreduce_add_rmsnorm in one kernel over |g|'s memory, bitwise the composition:
 /// residual_out = round(Σ partial + residual) (the f32 sum in the canonical tree order, or in
 /// increasing member order; with |round_sum| that sum is first rounded to the residual's dtype,
@@ -549,12 +561,13 @@ static inline int64_t tprt_cuda_fused_call_bytes(const tprt_tensor_t* partial, c
 /// others, which add their own residuals (fewer bytes than one-shot's from 4 members; the same
 /// bits); 0: every member reduces every row (one-shot). Consecutive calls may take either form. A peer that never arrives leaves
 /// the call waiting until *|g|->abort turns non-zero (the world's abort); the outputs are then
-/// undefined.
+/// undefined. With |quant| (else NULL) the kernel also quantizes normed where it normalizes it.
 /// kernels/cuda/fused_norm.cu.
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
                                                     int canonical, int round_sum, int two_shot,
+                                                    const tprt_cuda_fused_quant_t* quant,
                                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The fused norm kernel's blocks that fit on the current device at once, in each launch shape:

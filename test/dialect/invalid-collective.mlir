@@ -196,6 +196,40 @@ func.func @fused_reduce_scatter_unscattered_partial(%p: tensor<16x128xf32>, %r: 
 
 // -----
 
+/// fused_norm.quantize: a per-tensor format scales by the whole tensor's amax, which a fused kernel
+/// cannot know while it normalizes a row; the op takes it as an operand.
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_quantize_fp8_without_amax(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> tensor<16x128xf8E4M3FN> {
+  // expected-error@+1 {{'tp.fused_allreduce_add_rmsnorm_quantize' op violates rule fused_norm.quantize: fp8_e4m3 scales by the whole tensor's amax, which no row knows before every row is normalized: give the amax operand (a tp.amax, or a calibrated or previous step's), or use mxfp8}}
+  %n, %o, %d, %s = "tp.fused_allreduce_add_rmsnorm_quantize"(%p, %r, %gamma) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, format = "fp8_e4m3"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<1xf32>)
+  return %d : tensor<16x128xf8E4M3FN>
+}
+
+// -----
+
+/// quant.scale on the fused norm's quantized outputs: mxfp8 rowwise scales of [16,128] are [128,4].
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_quantize_mxfp8_scale_shape(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> tensor<16x4xf8E8M0FNU> {
+  // expected-error@+1 {{'tp.fused_allreduce_add_rmsnorm_quantize' op violates rule quant.scale: mxfp8 rowwise scales for [M,K]=[16,128] must be tensor<128x4xf8E8M0FNU>; got tensor<16x4xf8E8M0FNU>}}
+  %n, %o, %d, %s = "tp.fused_allreduce_add_rmsnorm_quantize"(%p, %r, %gamma) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, format = "mxfp8"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<16x4xf8E8M0FNU>)
+  return %s : tensor<16x4xf8E8M0FNU>
+}
+
+// -----
+
+/// quant.amax-format on the fused norm: mxfp8 takes no amax operand.
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_quantize_mxfp8_with_amax(%p: tensor<16x128xf32>, %r: tensor<16x128xbf16>, %gamma: tensor<128xbf16>, %a: tensor<1xf32>) -> tensor<16x128xf8E4M3FN> {
+  // expected-error@+1 {{'tp.fused_allreduce_add_rmsnorm_quantize' op violates rule quant.amax-format: mxfp8 scales every block by its own amax and takes no amax operand; only fp8_e4m3, fp8_e5m2 and nvfp4 do}}
+  %n, %o, %d, %s = "tp.fused_allreduce_add_rmsnorm_quantize"(%p, %r, %gamma, %a) {mesh = @mesh, axes = ["tp"], eps = 1.0e-05 : f32, format = "mxfp8"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>, tensor<1xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+  return %d : tensor<16x128xf8E4M3FN>
+}
+
+// -----
+
 /// fused_norm.algorithm: the one-shot and two-shot kernels are all-reduces; the reduce-scatter
 /// form has neither.
 "tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()

@@ -44,3 +44,23 @@ func.func @fused_norm_sum_type(%partial: tensor<16x128xf32>, %residual: tensor<1
       : (tensor<64x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
   return %n2, %o2 : tensor<16x128xbf16>, tensor<16x128xbf16>
 }
+
+// -----
+
+/// tp.fused_allreduce_add_rmsnorm_quantize: mxfp8 (no amax), fp8_e4m3 and nvfp4 with the amax operand
+/// (nvfp4 also returns its global scale).
+// CHECK-LABEL: func.func @fused_norm_quantize(
+// CHECK:         "tp.fused_allreduce_add_rmsnorm_quantize"(%{{.*}}, %{{.*}}, %{{.*}}) {axes = ["tp"], eps = 9.99999974E-6 : f32, format = "mxfp8", mesh = @world} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+// CHECK:         "tp.fused_allreduce_add_rmsnorm_quantize"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {axes = ["tp"], eps = 9.99999974E-6 : f32, format = "fp8_e4m3", mesh = @world, sum_type = "residual"} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>, tensor<1xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<1xf32>)
+// CHECK:         "tp.fused_allreduce_add_rmsnorm_quantize"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {algorithm = "one_shot", axes = ["tp"], eps = 9.99999974E-6 : f32, format = "nvfp4", mesh = @world} : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>, tensor<1xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf4E2M1FN>, tensor<128x8xf8E4M3FN>, tensor<1xf32>)
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @fused_norm_quantize(%partial: tensor<16x128xf32>, %residual: tensor<16x128xbf16>, %gamma: tensor<128xbf16>,
+                               %amax: tensor<1xf32>) -> (tensor<16x128xf8E4M3FN>, tensor<128x4xf8E8M0FNU>, tensor<16x128xf8E4M3FN>, tensor<16x128xf4E2M1FN>) {
+  %n1, %o1, %d1, %s1 = "tp.fused_allreduce_add_rmsnorm_quantize"(%partial, %residual, %gamma) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, format = "mxfp8"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+  %n2, %o2, %d2, %s2 = "tp.fused_allreduce_add_rmsnorm_quantize"(%partial, %o1, %gamma, %amax) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, format = "fp8_e4m3", sum_type = "residual"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>, tensor<1xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf8E4M3FN>, tensor<1xf32>)
+  %n3, %o3, %d3, %s3, %g3 = "tp.fused_allreduce_add_rmsnorm_quantize"(%partial, %o2, %gamma, %amax) {mesh = @world, axes = ["tp"], eps = 1.0e-05 : f32, format = "nvfp4", algorithm = "one_shot"}
+      : (tensor<16x128xf32>, tensor<16x128xbf16>, tensor<128xbf16>, tensor<1xf32>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<16x128xf4E2M1FN>, tensor<128x8xf8E4M3FN>, tensor<1xf32>)
+  return %d1, %s1, %d2, %d3 : tensor<16x128xf8E4M3FN>, tensor<128x4xf8E8M0FNU>, tensor<16x128xf8E4M3FN>, tensor<16x128xf4E2M1FN>
+}

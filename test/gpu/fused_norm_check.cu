@@ -14,7 +14,10 @@
 //     sum_type = "residual"; the composition's all-reduce then writes that dtype);
 //   - one-shot and two-shot, one after the other (a call of each follows a call of the other, so
 //     each empties what the other filled);
-//   - the residual the same on every rank (even cases) or each rank's own (odd cases).
+//   - the residual the same on every rank (even cases) or each rank's own (odd cases);
+//   - the quantizing form (tp.fused_allreduce_add_rmsnorm_quantize): normed also quantized in mxfp8,
+//     nvfp4 or per-tensor fp8 (the amax operand the residual's), each rank's data and scales equal to
+//     tprt_cuda_quantize's of its own normed, every padding byte written.
 // Each rank's outputs must equal the composition's with its residual, computed on rank 0's GPU from
 // copies of every partial. Even rounds take the kernel's shape per call (clusters below TPRT_CUDA_FUSED_ROWS_FROM
 // rows, a block per row from there); odd rounds force the other shape on every case, so both
@@ -52,16 +55,26 @@ enum { MAX_T = 8192 };
 
 typedef struct {
   int t, h, dp, dr, canonical, round_sum;
+  int quant;  // 0: none; 1 + TPRT_QUANT_*: normed quantized too, checked against tprt_cuda_quantize of normed
 } case_t;
 
 static const case_t kCases[] = {
-    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0},
-    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, 0},
-    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 0},
-    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0},
-    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0, 0}, {8, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
-    {3, 1000, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 1},   {128, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1},
-    {9, 999, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0},  // odd rows: two-shot's bf16 rows padded to words
+    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0, 0},   {8, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0, 0},
+    {3, 1000, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0, 0},    {32, 4096, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, 0, 0},
+    {128, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0, 0},  {1000, 256, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 0, 0},
+    {8192, 1024, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0, 0}, {48, 12288, TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 1, 0, 0},
+    {200, 16384, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 0, 0, 0}, {8, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1, 0},
+    {3, 1000, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, 1, 0},   {128, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1, 0},
+    {9, 999, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0, 0},  // odd rows: two-shot's bf16 rows padded to words
+    // The quantizing form: mxfp8 and nvfp4 blocks over 2 (bf16 partial) and 1 (f32) columns a thread, in
+    // clusters and a block per row; per-tensor fp8 with the amax operand.
+    {1, 8192, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0, 1 + TPRT_QUANT_MXFP8},
+    {8, 8192, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 1, 1 + TPRT_QUANT_NVFP4},
+    {128, 4096, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0, 1 + TPRT_QUANT_FP8_E4M3},
+    {1000, 256, TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, 0, 1 + TPRT_QUANT_MXFP8},
+    {33, 2048, TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 1, 0, 1 + TPRT_QUANT_NVFP4},
+    {200, 1024, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 1, 1 + TPRT_QUANT_FP8_E5M2},
+    {3, 4096, TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 1, 0, 1 + TPRT_QUANT_NVFP4},
 };
 enum { NUM_CASES = sizeof kCases / sizeof kCases[0], REPLAYS = 3 };
 
@@ -192,6 +205,18 @@ static void* rank_main(void* arg) {
   FN_CHECK(cudaMalloc(&gamma, (size_t)widest * 4));
   FN_CHECK(cudaMalloc(&normed, max_bytes));
   FN_CHECK(cudaMalloc(&out, max_bytes));
+  // The quantizing cases' outputs (codes of at most a byte an element; scales of at most
+  // rup(T,128) x rup(H/16,4) bytes) and tprt_cuda_quantize's of the kernel's normed, and the amax operand.
+  const size_t qbytes = (size_t)(elems + 128 * 4096) * 2 + 64;
+  uint8_t *qdata[2], *qscale[2];
+  float *qglobal[2], *amax;
+  for (int i = 0; i < 2; ++i) {
+    FN_CHECK(cudaMalloc(&qdata[i], qbytes));
+    FN_CHECK(cudaMalloc(&qscale[i], qbytes));
+    FN_CHECK(cudaMalloc(&qglobal[i], 4));
+  }
+  FN_CHECK(cudaMalloc(&amax, 4));
+  uint8_t* qhost[2] = {(uint8_t*)malloc(qbytes), (uint8_t*)malloc(qbytes)};
   void* host = malloc(max_bytes);
   void* want_y = malloc(max_bytes);
   void* want_o = malloc(max_bytes);
@@ -216,24 +241,53 @@ static void* rank_main(void* arg) {
                     gm = tprt_tensor_make(gamma, TPRT_DTYPE_BF16, 1, gd), y = tprt_tensor_make(normed, c->dr, 2, dims),
                     o = tprt_tensor_make(out, c->dr, 2, dims);
       g.rows_from = round % 2 == 0 ? 0 : c->t >= TPRT_CUDA_FUSED_ROWS_FROM ? INT_MAX : 1;
+      // The quantization: the layouts of tp.quantize (rowwise) for normed [T,H]; the amax operand is
+      // the residual's (a value of the same scale as normed's, as delayed scaling would give).
+      const int qf = c->quant - 1, bs = qf == TPRT_QUANT_MXFP8 ? 32 : qf == TPRT_QUANT_NVFP4 ? 16 : 0;
+      const int64_t qdims[2] = {c->t, c->h}, sdims[2] = {(c->t + 127) / 128 * 128, bs ? (c->h / bs + 3) / 4 * 4 : 1},
+                    one[1] = {1};
+      const int data_dtype = qf == TPRT_QUANT_NVFP4   ? TPRT_DTYPE_F4E2M1FN
+                             : qf == TPRT_QUANT_FP8_E5M2 ? TPRT_DTYPE_F8E5M2
+                                                         : TPRT_DTYPE_F8E4M3FN;
+      const int scale_dtype = qf == TPRT_QUANT_MXFP8 ? TPRT_DTYPE_F8E8M0FNU
+                              : qf == TPRT_QUANT_NVFP4 ? TPRT_DTYPE_F8E4M3FN
+                                                       : TPRT_DTYPE_F32;
+      tprt_tensor_t qd[2], qs[2], qg[2], am = tprt_tensor_make(amax, TPRT_DTYPE_F32, 1, one);
+      for (int i = 0; i < 2; ++i) {
+        qd[i] = tprt_tensor_make(qdata[i], data_dtype, 2, qdims);
+        qs[i] = bs ? tprt_tensor_make(qscale[i], scale_dtype, 2, sdims) : tprt_tensor_make(qscale[i], scale_dtype, 1, one);
+        qg[i] = tprt_tensor_make(qglobal[i], TPRT_DTYPE_F32, 1, one);
+      }
+      tprt_cuda_fused_quant_t quant = {qf, qf == TPRT_QUANT_MXFP8 ? NULL : &am, &qd[0], &qs[0],
+                                       qf == TPRT_QUANT_NVFP4 ? &qg[0] : NULL};
+      const tprt_cuda_fused_quant_t* qarg = c->quant ? &quant : NULL;
+      if (c->quant) {
+        fn_status(tprt_cuda_amax(&res, &am, st), "amax");
+        FN_CHECK(cudaStreamSynchronize(st));
+      }
       cudaGraphExec_t exec = NULL;
       for (int pass = 0; pass <= REPLAYS; ++pass) {  // pass 0 eager, then graph replays
         fill(host, c->dp, n, 1000u * (unsigned)me + 31u * (unsigned)k + 97u * (unsigned)pass + (unsigned)round);
         FN_CHECK(cudaMemcpy(partial, host, (size_t)tprt_dtype_bytes(c->dp, n), cudaMemcpyHostToDevice));
         FN_CHECK(cudaMemset(normed, 0xFF, rb));
         FN_CHECK(cudaMemset(out, 0xFF, rb));
+        if (c->quant) {  // every byte the kernel must write, padding included, starts wrong
+          FN_CHECK(cudaMemset(qdata[0], 0xFF, tprt_tensor_bytes(&qd[0])));
+          FN_CHECK(cudaMemset(qscale[0], 0xFF, tprt_tensor_bytes(&qs[0])));
+          FN_CHECK(cudaMemset(qglobal[0], 0xFF, 4));
+        }
         FN_CHECK(cudaDeviceSynchronize());
         pthread_barrier_wait(&g_barrier);
         if (pass == 0) {
           fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical, c->round_sum,
-                                                          two_shot, st),
+                                                          two_shot, qarg, st),
                     "fused");
         } else {
           if (!exec) {
             cudaGraph_t graph;
             FN_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
             fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &res, &gm, &y, &o, 1e-5f, c->canonical,
-                                                            c->round_sum, two_shot, st),
+                                                            c->round_sum, two_shot, qarg, st),
                       "fused (capture)");
             FN_CHECK(cudaStreamEndCapture(st, &graph));
             FN_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -244,6 +298,25 @@ static void* rank_main(void* arg) {
         if (!drain(st)) {
           fn_fail("case %d pass %d: the fused kernel did not finish in 20 s (a hang)", k + 1000 * two_shot, pass);
           exit(1);
+        }
+        // Each rank: the kernel's quantized outputs against tprt_cuda_quantize(_with_amax) of its own
+        // normed (itself checked against the composition below).
+        if (c->quant) {
+          fn_status(tprt_cuda_quantize_with_amax(&y, quant.amax, &qd[1], &qs[1], quant.global_scale ? &qg[1] : NULL,
+                                                 qf, TPRT_QUANT_ROWWISE, st),
+                    "quantize");
+          FN_CHECK(cudaStreamSynchronize(st));
+          const tprt_tensor_t* pairs[3][2] = {{&qd[0], &qd[1]}, {&qs[0], &qs[1]}, {&qg[0], &qg[1]}};
+          for (int w = 0; w < (qf == TPRT_QUANT_NVFP4 ? 3 : 2); ++w) {
+            const size_t bytes = tprt_tensor_bytes(pairs[w][0]);
+            FN_CHECK(cudaMemcpy(qhost[0], pairs[w][0]->data, bytes, cudaMemcpyDefault));
+            FN_CHECK(cudaMemcpy(qhost[1], pairs[w][1]->data, bytes, cudaMemcpyDefault));
+            if (memcmp(qhost[0], qhost[1], bytes) != 0)
+              fn_fail(w == 0   ? "case %d: rank %d: the quantized data differ from tprt_cuda_quantize's"
+                      : w == 1 ? "case %d: rank %d: the scales differ from tprt_cuda_quantize's"
+                               : "case %d: rank %d: the global scale differs from tprt_cuda_quantize's",
+                      k + 100 * pass + 1000 * two_shot, me);
+          }
         }
         pthread_barrier_wait(&g_barrier);
         if (me == 0) {
@@ -262,6 +335,13 @@ static void* rank_main(void* arg) {
       }
       if (exec) cudaGraphExecDestroy(exec);
     }
+  for (int i = 0; i < 2; ++i) {
+    cudaFree(qdata[i]);
+    cudaFree(qscale[i]);
+    cudaFree(qglobal[i]);
+    free(qhost[i]);
+  }
+  cudaFree(amax);
   free(host);
   free(want_y);
   free(want_o);
@@ -344,7 +424,8 @@ static void* bench_rank(void* arg) {
     auto issue = [&](int way) {
       for (int c = 0; c < BENCH_CALLS; ++c) {
         if (way == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, two_shot, st), "fused");
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, two_shot, NULL, st),
+                    "fused");
         } else {
           ncclResult_t nr = ncclAllReduce(sum, sum, (size_t)n, ncclFloat32, ncclSum, g_comms[me], st);
           if (nr != ncclSuccess) {

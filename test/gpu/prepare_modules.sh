@@ -66,6 +66,11 @@ CONFIGS=(
   "fused-norm-tp2-one-shot|test/e2e/Inputs/fused_norm_tp2.mlir|--pipeline=lower-cpu --fused-norm-algorithm=one-shot"
   # ... and two_shot: rows reduced by their owners, then sent to every member.
   "fused-norm-tp4-two-shot|test/e2e/Inputs/fused_norm.mlir|--pipeline=lower-cpu --fused-norm-algorithm=two-shot"
+  # The quantizing form (mxfp8, fp8 and nvfp4 with an amax, each beside its unfused chain), one-shot
+  # and two-shot, and tp-fuse folding a norm's mxfp8 quantize into it at TP 2.
+  "fused-norm-quant-tp2|test/e2e/Inputs/fused_norm_quant.mlir|--pipeline=lower-cpu"
+  "fused-norm-quant-tp2-two-shot|test/e2e/Inputs/fused_norm_quant.mlir|--pipeline=lower-cpu --fused-norm-algorithm=two-shot"
+  "fuse-mxfp8-tp2|test/e2e/Inputs/mlp_norm_mxfp8.mlir|--pipeline=infer --mesh=tp=2"
   # tp-fuse's fused norms with sum_type = "residual" (exact numerics), forward and training step.
   "fuse-llama-tp2|$OUT/modules/llama2.mlir|--pipeline=infer --mesh=tp=2"
   "fuse-llama-train-tp4|$OUT/modules/llama2.mlir|--pipeline=train --mesh=tp=4"

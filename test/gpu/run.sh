@@ -537,7 +537,7 @@ if [[ -x "$FUSED_CHECK" ]]; then
   # the CPU backend's hashes.
   carry="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}"
   for name in fused-norm-tp2 fused-norm-tp4 fuse-llama-tp2 fuse-llama-train-tp4 fused-norm-tp4-two-shot \
-    fuse-llama-train-tp4-two-shot; do
+    fuse-llama-train-tp4-two-shot fused-norm-quant-tp2 fused-norm-quant-tp2-two-shot fuse-mxfp8-tp2; do
     [[ -f "$carry/modules/$name.so" ]] || continue
     TPRT_CUDA_FUSED_NORM=1 LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}" timeout 120 "$carry/bin/tpc-run" \
       "$carry/modules/$name.so" --backend cuda --share-gpus --seed 7 --repeat 3 --hash 2> "$BUILD/$name.fused.err" |

@@ -107,3 +107,61 @@ module attributes {tp.numerics = "exact"} {
     return %n : tensor<4x64xf32>
   }
 }
+
+// -----
+
+/// A rowwise tp.quantize of the fused norm's normed joins it when the quantization is local to a
+/// row: mxfp8, or fp8 with an amax operand defined before the chain (delayed scaling: an
+/// argument). normed keeps its other use. A quantize whose amax is normed's own (tp.amax of
+/// normed, current scaling) needs every row first and stays apart, as does a columnwise one.
+// CHECK-LABEL: func.func @quantized(
+// CHECK:         %[[F:.*]]:4 = "tp.fused_allreduce_add_rmsnorm_quantize"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = {{.*}}, format = "mxfp8", mesh = @world}
+// CHECK-SAME:      -> (tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+// CHECK-NOT:     "tp.quantize"
+// CHECK:         %[[Z:.*]] = "tp.add"(%[[F]]#1, %[[F]]#0)
+// CHECK:         return %[[F]]#2, %[[F]]#3, %[[Z]]
+// CHECK-LABEL: func.func @delayed(
+// CHECK:         %[[F:.*]]:4 = "tp.fused_allreduce_add_rmsnorm_quantize"(%arg0, %arg1, %arg2, %arg3) {axes = ["tp"], eps = {{.*}}, format = "fp8_e4m3", mesh = @world}
+// CHECK:         return %[[F]]#2, %[[F]]#3
+// CHECK-LABEL: func.func @current(
+// CHECK:         %[[F:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(
+// CHECK:         "tp.amax"(%[[F]]#0)
+// CHECK:         "tp.quantize"(%[[F]]#0,
+// CHECK-LABEL: func.func @columnwise(
+// CHECK:         %[[F:.*]]:2 = "tp.fused_allreduce_add_rmsnorm"(
+// CHECK:         "tp.quantize"(%[[F]]#0) {axis = "columnwise", format = "mxfp8"}
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @quantized(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>)
+    -> (tensor<8x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>, tensor<8x64xbf16>) {
+  %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %q, %qs = "tp.quantize"(%n) {format = "mxfp8"} : (tensor<8x64xbf16>) -> (tensor<8x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>)
+  %z = "tp.add"(%y, %n) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  return %q, %qs, %z : tensor<8x64xf8E4M3FN>, tensor<128x4xf8E8M0FNU>, tensor<8x64xbf16>
+}
+func.func @delayed(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>, %a: tensor<1xf32>)
+    -> (tensor<8x64xf8E4M3FN>, tensor<1xf32>) {
+  %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %q, %qs = "tp.quantize"(%n, %a) {format = "fp8_e4m3"} : (tensor<8x64xbf16>, tensor<1xf32>) -> (tensor<8x64xf8E4M3FN>, tensor<1xf32>)
+  return %q, %qs : tensor<8x64xf8E4M3FN>, tensor<1xf32>
+}
+func.func @current(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>)
+    -> (tensor<8x64xf8E4M3FN>, tensor<1xf32>) {
+  %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<8x64xf32>) -> tensor<8x64xbf16>
+  %y = "tp.add"(%r, %s) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %a = "tp.amax"(%n) : (tensor<8x64xbf16>) -> tensor<1xf32>
+  %q, %qs = "tp.quantize"(%n, %a) {format = "fp8_e4m3"} : (tensor<8x64xbf16>, tensor<1xf32>) -> (tensor<8x64xf8E4M3FN>, tensor<1xf32>)
+  return %q, %qs : tensor<8x64xf8E4M3FN>, tensor<1xf32>
+}
+func.func @columnwise(%p: tensor<64x64xf32>, %r: tensor<64x64xbf16>, %g: tensor<64xbf16>)
+    -> (tensor<64x64xf8E4M3FN>, tensor<4x128xf8E8M0FNU>) {
+  %s = "tp.all_reduce"(%p) {mesh = @world, axes = ["tp"]} : (tensor<64x64xf32>) -> tensor<64x64xbf16>
+  %y = "tp.add"(%r, %s) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>
+  %n = "tp.rmsnorm"(%y, %g) {eps = 1.0e-05 : f32} : (tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<64x64xbf16>
+  %q, %qs = "tp.quantize"(%n) {format = "mxfp8", axis = "columnwise"} : (tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<4x128xf8E8M0FNU>)
+  return %q, %qs : tensor<64x64xf8E4M3FN>, tensor<4x128xf8E8M0FNU>
+}

@@ -70,7 +70,8 @@ tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtyp
 // ordered sum of the own partial and the polled words (rounded to the residual's dtype with
 // round_sum; two-shot: sent to every peer's area 1), or, for another owner's row, its sum polled
 // from area 1; the add of the own residual rounded once; the CPU's rmsnorm of each row; and the
-// counters advanced.
+// counters advanced. With a quantization, the CPU's quantize of normed last (the kernel quantizes
+// each row as it normalizes it; the bits are the quantize's either way).
 typedef struct {
   tprt_cuda_peer_group_t g;
   const void *partial, *residual, *gamma;
@@ -78,6 +79,9 @@ typedef struct {
   int dp, dr, gd, canonical, round_sum, two_shot;
   int64_t m, h;
   float eps;
+  bool quant, has_amax, has_global;
+  int format;
+  tprt_tensor_t amax, data, scale, global;
 } emu__fused_t;
 
 enum { EMU__ELEM_EMPTY16 = 0xFFFF };
@@ -230,6 +234,14 @@ static void emu__fused(void* arg) {
     tprt_status_t s = tprt_cpu_rmsnorm(&x, &gm, &y, a->eps);
     if (s) emu__fail("fused_norm: the CPU rmsnorm failed", a->out);
   }
+  if (a->quant) {
+    int64_t dims[2] = {m, h};
+    tprt_tensor_t y = tprt_tensor_make(a->normed, a->dr, 2, dims), data = a->data, scale = a->scale,
+                  global = a->global;
+    tprt_status_t s = tprt_cpu_quantize_with_amax(&y, a->has_amax ? &a->amax : NULL, &data, &scale,
+                                                  a->has_global ? &global : NULL, a->format, TPRT_QUANT_ROWWISE);
+    if (s) emu__fail("fused_norm: the CPU quantize failed", a->normed);
+  }
   g->counters[2] = (unsigned)(a->two_shot ? owned * wpr : words);
   g->counters[3] = (unsigned)buf;
   g->counters[4] = (unsigned)(a->two_shot ? m : 0);
@@ -245,12 +257,16 @@ int emu__fused_launches(void) { return atomic_load(&emu__fused_count); }
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
-                                                    int canonical, int round_sum, int two_shot, cudaStream_t stream) {
+                                                    int canonical, int round_sum, int two_shot,
+                                                    const tprt_cuda_fused_quant_t* quant, cudaStream_t stream) {
   atomic_fetch_add(&emu__fused_count, 1);
   int64_t m = residual->dims[0], h = residual->dims[1];
   if (tprt_cuda_fused_call_bytes(partial, residual, two_shot, g->group, round_sum) > g->capacity)
     emu__fail("fused_norm: the call exceeds the registered slots", g->data[g->index]);
-  if (m == 0 || h == 0) return NULL;
+  if (m == 0 || h == 0)  // no launch; the kernel's entry quantizes the empty normed on its own
+    return quant ? tprt_cpu_quantize_with_amax(normed, quant->amax, quant->data, quant->scale, quant->global_scale,
+                                               quant->format, TPRT_QUANT_ROWWISE)
+                 : NULL;
   emu__fused_t* a = malloc(sizeof *a);
   *a = (emu__fused_t){.g = *g,
                       .partial = partial->data,
@@ -267,6 +283,14 @@ tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t
                       .m = m,
                       .h = h,
                       .eps = eps};
+  if (quant) {
+    a->quant = true;
+    a->format = quant->format;
+    a->data = *quant->data;
+    a->scale = *quant->scale;
+    if ((a->has_amax = quant->amax != NULL)) a->amax = *quant->amax;
+    if ((a->has_global = quant->global_scale != NULL)) a->global = *quant->global_scale;
+  }
   emu__call(stream, emu__fused, a);
   return NULL;
 }

@@ -284,12 +284,17 @@ typedef struct {
   int dp, dr;
   tprt_order_t order;
   bool round_sum;
+  int quant;  // 0: none; 1 + TPRT_FORMAT_*: the quantizing form, normed rowwise (fp8 and nvfp4 with an amax)
 } fused_case_t;
 
 static const fused_case_t kFused[] = {
-    {2, 1, 24, BF16, BF16, CANON, false}, {3, 5, 24, F32, BF16, CANON, true},   {2, 7, 300, BF16, F32, ANY, false},
-    {3, 16, 40, F32, F32, ANY, false},    {2, 9, 300, F32, BF16, ANY, true},    {3, 16, 64, BF16, BF16, CANON, true},
-    {2, 3, 24, BF16, BF16, CANON, false}, {3, 6, 25, F32, BF16, CANON, false},  // odd rows: half-word padding
+    {2, 1, 24, BF16, BF16, CANON, false, 0}, {3, 5, 24, F32, BF16, CANON, true, 0},   {2, 7, 300, BF16, F32, ANY, false, 0},
+    {3, 16, 40, F32, F32, ANY, false, 0},    {2, 9, 300, F32, BF16, ANY, true, 0},    {3, 16, 64, BF16, BF16, CANON, true, 1 + TPRT_FORMAT_MXFP8},
+    {2, 3, 24, BF16, BF16, CANON, false, 0}, {2, 4, 32, F32, BF16, CANON, false, 1 + TPRT_FORMAT_NVFP4},
+    {3, 6, 25, F32, BF16, CANON, false, 0},  // odd rows: half-word padding
+    // The fused-fault mode's call: its copies to the host, queued behind the kernel that waits for the
+    // absent rank, must have run before the error returns (their buffers are freed then).
+    {3, 2, 64, BF16, F32, ANY, false, 1 + TPRT_FORMAT_FP8_E4M3},
 };
 enum { NUM_FUSED = sizeof kFused / sizeof kFused[0] };
 
@@ -303,6 +308,60 @@ static bool g_absent;
 // each form follows the other and every case runs in both.
 static tprt_fused_algorithm_t g_algorithm = TPRT_ALGORITHM_AUTO;
 static bool g_alternate;
+
+// The hook's call for case |c| (device operands given), with its quantization where the case has
+// one: the hook's data, scales and global scale must then equal the CPU's quantize of |want_y|, the
+// composition's normed (the amax operand 2.5).
+static tprt_status_t fused_quant_call(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c,
+                                      const tprt_tensor_t* want_y, const tprt_tensor_t* dpt, const tprt_tensor_t* drt,
+                                      const tprt_tensor_t* dgt, tprt_tensor_t* dyt, tprt_tensor_t* dot,
+                                      tprt_fused_algorithm_t algorithm, bool* done) {
+  if (!c->quant)
+    return b->fused_norm(rank, c->mask, dpt, drt, dgt, dyt, dot, 1e-5f, c->order, algorithm, c->round_sum, NULL, done);
+  const int f = c->quant - 1, bs = f == TPRT_FORMAT_MXFP8 ? 32 : f == TPRT_FORMAT_NVFP4 ? 16 : 0;
+  const int64_t dims[2] = {c->t, c->h}, sdims[2] = {(c->t + 127) / 128 * 128, bs ? (c->h / bs + 3) / 4 * 4 : 1},
+                one[1] = {1};
+  const int data_dtype = f == TPRT_FORMAT_NVFP4 ? TPRT_DTYPE_F4E2M1FN : TPRT_DTYPE_F8E4M3FN;
+  const int scale_dtype = f == TPRT_FORMAT_MXFP8 ? TPRT_DTYPE_F8E8M0FNU : f == TPRT_FORMAT_NVFP4 ? TPRT_DTYPE_F8E4M3FN : F32;
+  tprt_tensor_t t[2][3];  // [want, device][data, scale, global]
+  float amax_value = 2.5f;
+  void* dev_amax = NULL;
+  tprt_status_t s = b->alloc(4, &dev_amax);
+  if (!s) s = b->to_device(dev_amax, &amax_value, 4);
+  for (int d = 0; d < 2; ++d) {
+    t[d][0] = tprt_tensor_make(NULL, data_dtype, 2, dims);
+    t[d][1] = bs ? tprt_tensor_make(NULL, scale_dtype, 2, sdims) : tprt_tensor_make(NULL, F32, 1, one);
+    t[d][2] = tprt_tensor_make(NULL, F32, 1, one);
+    for (int k = 0; k < 3; ++k) {
+      size_t bytes = tprt_tensor_bytes(&t[d][k]);
+      if (s) break;
+      if (d == 0 && !(t[d][k].data = calloc(1, bytes))) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+      if (d == 1) s = b->alloc(bytes, &t[d][k].data);
+    }
+  }
+  tprt_tensor_t host_amax = tprt_tensor_make(&amax_value, F32, 1, one), dev_amax_t = tprt_tensor_make(dev_amax, F32, 1, one);
+  bool global = f == TPRT_FORMAT_NVFP4, with_amax = f != TPRT_FORMAT_MXFP8;
+  if (!s)
+    s = tprt_cpu_quantize_with_amax(want_y, with_amax ? &host_amax : NULL, &t[0][0], &t[0][1], global ? &t[0][2] : NULL,
+                                    f, TPRT_QUANT_ROWWISE);
+  tprt_fused_quant_t q = {f, with_amax ? &dev_amax_t : NULL, &t[1][0], &t[1][1], global ? &t[1][2] : NULL};
+  if (!s) s = b->fused_norm(rank, c->mask, dpt, drt, dgt, dyt, dot, 1e-5f, c->order, algorithm, c->round_sum, &q, done);
+  for (int k = 0; k < (global ? 3 : 2) && !s && *done; ++k) {
+    size_t bytes = tprt_tensor_bytes(&t[0][k]);
+    void* got = malloc(bytes);
+    s = got ? b->to_host(got, t[1][k].data, bytes) : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    if (!s && memcmp(got, t[0][k].data, bytes) != 0)
+      s = tprt_make_status(TPRT_STATUS_INTERNAL, "fused case with %s: the %s differ from the CPU quantize's",
+                           tprt_dtype_name(data_dtype), k == 0 ? "data" : k == 1 ? "scales" : "global scales");
+    free(got);
+  }
+  for (int k = 0; k < 3; ++k) {
+    free(t[0][k].data);
+    if (t[1][k].data) b->free(t[1][k].data);
+  }
+  if (dev_amax) b->free(dev_amax);
+  return s;
+}
 
 static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, const fused_case_t* c, int which,
                                 int run) {
@@ -348,7 +407,7 @@ static tprt_status_t fused_case(const tprt_backend_t* b, tprt_rank_t* rank, cons
                   dot = tprt_tensor_make(dout, c->dr, 2, dims);
     tprt_fused_algorithm_t algorithm =
         g_alternate ? ((which + run) % 2 ? TPRT_ALGORITHM_ONE_SHOT : TPRT_ALGORITHM_TWO_SHOT) : g_algorithm;
-    s = b->fused_norm(rank, c->mask, &dpt, &drt, &dgt, &dyt, &dot, 1e-5f, c->order, algorithm, c->round_sum, &done);
+    s = fused_quant_call(b, rank, c, &y, &dpt, &drt, &dgt, &dyt, &dot, algorithm, &done);
   }
   bool composition = g_algorithm == TPRT_ALGORITHM_COMPOSITION;
   if (!s && composition && done)
