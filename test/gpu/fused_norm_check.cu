@@ -26,7 +26,8 @@
 //
 // A hang (a protocol bug) is reported after 20 s instead of blocking.
 //
-// `bench` mode times the kernel (one-shot; two-shot with FN_TWO_SHOT=1) against the unfused path on one rank per GPU: NCCL's all-reduce
+// `bench` mode times the kernel (one-shot; two-shot with FN_TWO_SHOT=1; with FN_QUANT=mxfp8 the quantizing form, against
+// the unfused path followed by tprt_cuda_quantize) against the unfused path on one rank per GPU: NCCL's all-reduce
 // of the f32 partial, then tprt_cuda_add and tprt_cuda_rmsnorm. Both run at hidden 8192, bf16
 // residual, T in {1, 8, 32, 128, 1024, 8192}, in rounds of 50 calls: eager (launched one by one)
 // and as a CUDA graph, 20 rounds each. It prints microseconds per call: the slowest rank's median
@@ -409,6 +410,14 @@ static void* bench_rank(void* arg) {
   if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (getenv("FN_ROWS_FROM")) g.rows_from = atoi(getenv("FN_ROWS_FROM"));
   const int two_shot = getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) != 0;
+  // FN_QUANT=mxfp8: the quantizing form (tp.fused_allreduce_add_rmsnorm_quantize) against NCCL +
+  // add + norm + tprt_cuda_quantize, normed in MXFP8 (codes [T,H], E8M0 scales padded).
+  const bool quant = getenv("FN_QUANT") && strcmp(getenv("FN_QUANT"), "mxfp8") == 0;
+  uint8_t *qdata = NULL, *qscale = NULL;
+  if (quant) {
+    FN_CHECK(cudaMalloc(&qdata, n_max));
+    FN_CHECK(cudaMalloc(&qscale, (size_t)(MAX_T + 127) / 128 * 128 * (BENCH_H / 32 + 3) / 4 * 4));
+  }
   if (me == 0) FN_CHECK(cudaMalloc((void**)&g.trace, sizeof(unsigned long long) * TPRT_CUDA_FUSED_TRACE));
   FN_CHECK(cudaDeviceSynchronize());
   for (int k = 0; k < g_bench_sizes; ++k) {
@@ -420,11 +429,16 @@ static void* bench_rank(void* arg) {
                   gm = tprt_tensor_make(gamma, TPRT_DTYPE_BF16, 1, gd),
                   y = tprt_tensor_make(normed, TPRT_DTYPE_BF16, 2, dims),
                   o = tprt_tensor_make(out, TPRT_DTYPE_BF16, 2, dims);
-    // BENCH_CALLS calls of |way| (0 fused, 1 NCCL + add + norm) queued on the stream.
+    const int64_t sdims[2] = {(kBenchT[k] + 127) / 128 * 128, (BENCH_H / 32 + 3) / 4 * 4};
+    tprt_tensor_t qd = tprt_tensor_make(qdata, TPRT_DTYPE_F8E4M3FN, 2, dims),
+                  qs = tprt_tensor_make(qscale, TPRT_DTYPE_F8E8M0FNU, 2, sdims);
+    tprt_cuda_fused_quant_t qarg = {TPRT_QUANT_MXFP8, NULL, &qd, &qs, NULL};
+    // BENCH_CALLS calls of |way| (0 fused, 1 NCCL + add + norm (+ quantize)) queued on the stream.
     auto issue = [&](int way) {
       for (int c = 0; c < BENCH_CALLS; ++c) {
         if (way == 0) {
-          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, two_shot, NULL, st),
+          fn_status(tprt_cuda_fused_allreduce_add_rmsnorm(&g, &p, &r, &gm, &y, &o, 1e-5f, 1, 0, two_shot,
+                                                          quant ? &qarg : NULL, st),
                     "fused");
         } else {
           ncclResult_t nr = ncclAllReduce(sum, sum, (size_t)n, ncclFloat32, ncclSum, g_comms[me], st);
@@ -434,6 +448,8 @@ static void* bench_rank(void* arg) {
           }
           fn_status(tprt_cuda_add(&s32, &r, &o, st), "add");
           fn_status(tprt_cuda_rmsnorm(&o, &gm, &y, 1e-5f, st), "rmsnorm");
+          if (quant)
+            fn_status(tprt_cuda_quantize(&y, &qd, &qs, NULL, TPRT_QUANT_MXFP8, TPRT_QUANT_ROWWISE, st), "quantize");
         }
       }
     };
