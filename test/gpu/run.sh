@@ -523,6 +523,10 @@ if [[ -x "$FUSED_CHECK" ]]; then
   if [[ -n "${TPC_GPU_BENCH:-}" ]] && (( ngpu > 1 )); then
     for tp in $(printf '%s\n' 2 "$ngpu" | sort -un); do
       CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((tp - 1))) timeout 300 "$FUSED_CHECK" bench > "$BUILD/bench_fused_norm_tp$tp.txt"
+      # The quantizing form (MXFP8 normed) against the unfused path with its quantize kernel.
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((tp - 1))) FN_QUANT=mxfp8 timeout 300 "$FUSED_CHECK" bench \
+        > "$BUILD/bench_fused_norm_quant_tp$tp.txt"
+      tail -n 8 "$BUILD/bench_fused_norm_quant_tp$tp.txt"
     done
     python3 tools/bench/fused_norm.py --table "$BUILD"/bench_fused_norm_tp*.txt \
       --device "${ngpu}x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" \
