@@ -90,15 +90,25 @@ def _skeleton(auto, config, kwargs):
     """The model with uninitialised parameters: built on the meta device (no Hugging Face weight
     initialisation, which takes most of a minute for a 1B-parameter model), then given CPU
     storage. Only the decoder layers are exported and init_random fills them; the buffers that
-    construction computes (the rotary frequencies) are rebuilt on the CPU."""
+    construction computes (the rotary frequencies) are rebuilt on the CPU. Every float buffer is
+    NaN until rebuilt (to_empty leaves memory uninitialised, whose bits a check could not trust),
+    so one the export needs and nothing rebuilt is refused, every run alike; the embedding and LM
+    head's (Gemma's embed_scale) are not exported and not checked."""
     with torch.device("meta"):
         model = auto.from_config(config, **kwargs)
     model = model.to_empty(device="cpu")
+    with torch.no_grad():
+        for buf in model.buffers():
+            if buf.is_floating_point():
+                buf.fill_(float("nan"))
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if name == "rotary_emb":
                 setattr(parent, name, type(child)(config=child.config if hasattr(child, "config") else config))
+    unexported = ("embed_tokens", "lm_head")
     for name, buf in model.named_buffers():
+        if any(part in unexported for part in name.split(".")):
+            continue
         if buf.is_floating_point() and not torch.isfinite(buf).all():
             raise ExportError(f"{type(model).__name__}: buffer {name} is not rebuilt after meta construction")
     return model
