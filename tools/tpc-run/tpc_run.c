@@ -53,6 +53,12 @@ int main(int argc, char** argv) {
   tpc_signals_install();
   // The CUDA backend reads the knob when its first rank begins (tprt_params.h), after this.
   if (opts.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1);
+  // Ranks sharing a GPU share its context. A fused norm kernel of one rank spins until a peer's
+  // kernel runs, and a kernel launched meanwhile for the first time is loaded then (CUDA's lazy
+  // loading), which may synchronize the context and so wait for the spinning kernel: a deadlock
+  // (the CUDA programming guide's "Lazy Loading" hazards). Every kernel is loaded up front
+  // instead, unless the caller chose a mode.
+  if (opts.share_gpus) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   // CUDA graphs capture NCCL collectives, not copy-engine ones (their ranks order their streams
   // through each other's events).
   if (opts.graph) setenv("TPRT_CUDA_COPY_ENGINE", "0", 1);
