@@ -69,8 +69,9 @@ static MlirOperation tpc__quantize_of(MlirValue normed, MlirOperation fused) {
     MlirOperation q = mlirOpOperandGetOwner(use);
     if (tpc_op_get_kind(q) != TPC_OP_QUANTIZE || mlirOpOperandGetOperandNumber(use) != TPC_QUANTIZE_SLOT_X ||
         !mlirBlockEqual(mlirOperationGetBlock(q), mlirOperationGetBlock(fused)) ||
-        tpc_quantize_get_axis(q) != TPC_AXIS_ROWWISE || (int)tpc_quantize_get_format(q) < 0)
-      continue;
+        tpc_quantize_get_axis(q) != TPC_AXIS_ROWWISE || (int)tpc_quantize_get_format(q) < 0 ||
+        mlirOperationGetNumResults(q) < 2 || mlirOperationGetNumResults(q) > 3 || mlirOperationGetNumOperands(q) > 2)
+      continue;  // (a quantize of unexpected arity, which a pipeline on unverified IR may meet, is left alone)
     MlirValue amax = tpc_quantize_get_amax(q);
     bool local = mlirValueIsNull(amax) ? tpc_quantize_get_format(q) == TPC_FORMAT_MXFP8 : tpc__defined_before(amax, fused);
     if (local && (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(q, first))) first = q;
