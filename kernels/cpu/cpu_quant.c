@@ -130,17 +130,6 @@ static uint8_t tprt__get_nibble(const uint8_t* p, int64_t e) {
 }
 
 // The largest finite value of the input dtype (TE's value_for_inf).
-static float tprt__max_finite(int dtype) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      return tprt_bf16_to_f32(0x7F7Fu);
-    case TPRT_DTYPE_F16:
-      return 65504.0f;
-    default:
-      return FLT_MAX;
-  }
-}
-
 tprt_status_t tprt__check_amax(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* amax, int format) {
   char a[96];
   tprt_status_t s = x ? tprt__check(op, "x", x, -1, TPRT__FLOATS) : NULL;
@@ -193,7 +182,7 @@ tprt_status_t tprt_cpu_quantize_with_amax(const tprt_tensor_t* x, const tprt_ten
     bool e4m3 = format == TPRT_QUANT_FP8_E4M3;
     float amax = amax_in ? tprt_quant_amax_operand(((const float*)amax_in->data)[0]) : tprt__amax_of(x);
     float sc, scale_inv;
-    tprt_quant_fp8_scale(amax, e4m3, tprt__max_finite(x->dtype), &sc, &scale_inv);
+    tprt_quant_fp8_scale(amax, e4m3, tprt_quant_max_finite(x->dtype), &sc, &scale_inv);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < k; ++j) {
         float v = tprt__ld(x->data, x->dtype, i * k + j) * sc;

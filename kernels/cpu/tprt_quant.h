@@ -36,6 +36,11 @@ TPRT_HD void tprt_quant_fp8_scale(float amax, bool e4m3, float max_finite, float
   *out_scale_inv = TPRT_DIVF(1.0f, sc);
 }
 
+/// The largest finite value of a float storage dtype (TE's value_for_inf of the fp8 scale):
+/// bf16's, f16's, else f32's.
+TPRT_HD float tprt_quant_max_finite(int dtype) {
+  return dtype == TPRT_DTYPE_BF16 ? tprt_bf16_to_f32(0x7F7Fu) : dtype == TPRT_DTYPE_F16 ? 65504.0f : FLT_MAX;
+}
 /// NVFP4's global scale from the tensor's amax: the decode factor s_dec (stored) and the factor
 /// that turns a block amax into its E4M3 scale (s_enc / 6).
 TPRT_HD void tprt_quant_nvfp4_global(float gamax, float* out_s_dec, float* out_sdec_mul) {

@@ -98,10 +98,6 @@ static __global__ void tprt__quant_block_kernel(const void* __restrict__ x, int 
   }
 }
 
-static float tprt__max_finite_of(int dtype) {
-  return dtype == TPRT_DTYPE_BF16 ? tprt_bf16_to_f32(0x7F7Fu) : dtype == TPRT_DTYPE_F16 ? 65504.0f : FLT_MAX;
-}
-
 extern "C" tprt_status_t tprt_cuda_amax(const tprt_tensor_t* x, tprt_tensor_t* amax, cudaStream_t stream) {
   tprt_status_t s = tprt__check_amax("amax", x, amax, 0);
   if (s) return s;
@@ -142,7 +138,7 @@ extern "C" tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, co
   if (err == cudaSuccess && (per_tensor || format == TPRT_QUANT_NVFP4)) {
     if (n > 0 && !amax_in)
       tprt__amax_kernel<<<tprt__cuda_ew_blocks(n, threads), threads, 0, stream>>>(x->data, x->dtype, n, scalars);
-    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, per_tensor ? tprt__max_finite_of(x->dtype) : 0.0f,
+    tprt__scales_kernel<<<1, 1, 0, stream>>>(scalars, amax_in, format, per_tensor ? tprt_quant_max_finite(x->dtype) : 0.0f,
                                              per_tensor ? (float*)scale->data : NULL,
                                              per_tensor ? NULL : (float*)global_scale->data);
   }
