@@ -75,6 +75,14 @@
 
 #include "fused_norm_quant.cuh"
 
+// TPRT_FN_PLAIN_ONLY, a measurement build only (never the library's): the kernels without their
+// quantizing code, to time what its run-time branch costs the plain norm (docs/cuda-backend.md).
+#ifdef TPRT_FN_PLAIN_ONLY
+#define TPRT__FN_Q(x) false
+#else
+#define TPRT__FN_Q(x) (x)
+#endif
+
 // TWO: two-shot (a compile-time choice: one-shot's instantiations carry none of its code).
 template <int DP, int DR, int G, int T, bool TWO>
 static __global__ void __launch_bounds__(T)
@@ -116,7 +124,7 @@ static __global__ void __launch_bounds__(T)
   const unsigned e = epoch;
   // The quantization's per-tensor factors (from the amax operand, as tprt_cuda_quantize_with_amax's).
   float q_mul = 1.0f, q_sdec = 1.0f, q_sdec_mul = 0.0f;
-  if (qa.format >= 0 && qa.amax) {
+  if (TPRT__FN_Q(qa.format >= 0) && qa.amax) {
     const float amax = tprt_quant_amax_operand(*qa.amax);
     float inv = 1.0f;
     if (qa.format == TPRT_QF_NVFP4)
@@ -363,7 +371,7 @@ static __global__ void __launch_bounds__(T)
     // next row's stores cannot overtake another thread's reads).
     constexpr int NB = Shape::NORM / V;
     // The row's scale columns past its blocks are padding, zero as tp.quantize leaves them.
-    if (qa.scale && c == 0 && t == 0)
+    if (TPRT__FN_Q(qa.scale != NULL) && c == 0 && t == 0)
       for (int64_t col = h / qa.bs; col < qa.s1; ++col) qa.scale[row * qa.s1 + col] = 0;
     for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * NB) {
       float x[NB][V], w[NB][V];
@@ -388,7 +396,7 @@ static __global__ void __launch_bounds__(T)
             tprt__cuda_st(normed, DR, base + j + i, y[i]);
             y[i] = tprt__fn_as_stored<DR>(y[i]);
           }
-        if (qa.format >= 0 && j < h) tprt__fn_quantize<V>(qa, row, h, j, y, q_mul, q_sdec, q_sdec_mul);
+        if (TPRT__FN_Q(qa.format >= 0) && j < h) tprt__fn_quantize<V>(qa, row, h, j, y, q_mul, q_sdec, q_sdec_mul);
       }
     }
   }
@@ -408,7 +416,7 @@ static __global__ void __launch_bounds__(T)
     g.trace[6] = end;
   }
   // The scale tensor's padding rows (past the m rows), zero as tp.quantize leaves them.
-  if (qa.scale)
+  if (TPRT__FN_Q(qa.scale != NULL))
     for (int64_t w = (int64_t)blockIdx.x * T + t; w < (qa.srows - m) * qa.s1; w += (int64_t)gridDim.x * T)
       qa.scale[m * qa.s1 + w] = 0;
   // The last block of the call advances the counters; every block read them before adding itself.
@@ -612,6 +620,10 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_p
                             "blocks, each with at most %d columns of a row)",
                             g->cluster, (long long)h, TPRT_CUDA_FUSED_CLUSTER, TPRT__FN_BLOCK_GROUPS * TPRT_ROW_LANES);
   tprt__fn_quant_t q = {-1, 0, NULL, NULL, NULL, NULL, 0, 0, 0.0f};
+#ifdef TPRT_FN_PLAIN_ONLY
+  if (quant)
+    return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "fused_allreduce_add_rmsnorm_quantize: a TPRT_FN_PLAIN_ONLY build");
+#endif
   if (quant) TPRT_RETURN_IF_ERROR(tprt__fn_quant_args(quant, normed, &q), "fused_allreduce_add_rmsnorm_quantize");
   if (m == 0 || h == 0) {
     // No row to quantize: the scales tp.quantize writes all the same (zero padding, the per-tensor one).

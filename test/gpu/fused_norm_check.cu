@@ -31,7 +31,8 @@
 // of the f32 partial, then tprt_cuda_add and tprt_cuda_rmsnorm. Both run at hidden 8192, bf16
 // residual, T in {1, 8, 32, 128, 1024, 8192}, in rounds of 50 calls: eager (launched one by one)
 // and as a CUDA graph, 20 rounds each. It prints microseconds per call: the slowest rank's median
-// round over 50 (tools/bench/fused_norm.py adds PyTorch's numbers).
+// round over 50 (tools/bench/fused_norm.py adds PyTorch's numbers). FN_SHARE=R runs R ranks sharing the
+// GPUs with the fused kernel alone (the unfused columns read 0): a proxy for the kernel's own cost on one GPU.
 // Usage: tprt-fused-norm-check [ranks (default 4)] [rounds (default 2)]
 //        tprt-fused-norm-check bench [hidden (default 8192)]
 // Exit status: 0 every case bitwise, 1 a mismatch or failure, 77 no GPU (bench: fewer than 2).
@@ -391,7 +392,8 @@ static float bench_graph(cudaGraphExec_t exec, cudaStream_t st) {
 static void* bench_rank(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  cudaStream_t st = register_rank(me, me, (int64_t)MAX_T * BENCH_H * 2, 1, &g);  // bf16 partials
+  const int sharing = (g_ranks + g_gpus - 1) / g_gpus;
+  cudaStream_t st = register_rank(me, me % g_gpus, (int64_t)MAX_T * BENCH_H * 2, sharing, &g);  // bf16 partials
   size_t n_max = (size_t)MAX_T * BENCH_H;
   void *partial, *sum, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, n_max * 2));
@@ -453,7 +455,8 @@ static void* bench_rank(void* arg) {
         }
       }
     };
-    for (int way = 0; way < 2; ++way) {
+    // Ranks sharing a GPU (FN_SHARE) have no NCCL world: the fused kernel alone.
+    for (int way = 0; way < (g_comms[me] ? 2 : 1); ++way) {
       // Eager: the median over BENCH_REPLAYS rounds of BENCH_CALLS launches (after one round).
       cudaEvent_t a, b;
       FN_CHECK(cudaEventCreate(&a));
@@ -489,26 +492,45 @@ static void* bench_rank(void* arg) {
 }
 
 static int bench_main(void) {
-  if (g_gpus < 2) {
-    printf("fused_norm bench: needs 2 GPUs, found %d\n", g_gpus);
+  // FN_SHARE=R: R ranks sharing the GPUs (rank i on GPU i mod G), the fused kernel alone (NCCL
+  // takes one rank per GPU). A proxy for the kernel's own cost on one GPU, not the link's: the
+  // ranks' blocks split one GPU's SMs and their pushes stay in its memory.
+  const int share = getenv("FN_SHARE") ? atoi(getenv("FN_SHARE")) : 0;
+  if (share != 0 && (share < 2 || share > TPRT_CUDA_FUSED_MAX_GROUP)) {
+    fprintf(stderr, "fused_norm bench: FN_SHARE must be 2..%d ranks\n", TPRT_CUDA_FUSED_MAX_GROUP);
+    return 1;
+  }
+  if (share == 0 && g_gpus < 2) {
+    printf("fused_norm bench: needs 2 GPUs, found %d (FN_SHARE=2 runs 2 ranks on one)\n", g_gpus);
     return 77;
   }
-  g_ranks = g_gpus;
-  int devs[TPRT_MAX_WORLD_SIZE];
-  for (int d = 0; d < g_ranks; ++d) devs[d] = d;
-  ncclResult_t nr = ncclCommInitAll(g_comms, g_ranks, devs);
-  if (nr != ncclSuccess) {
-    fprintf(stderr, "ncclCommInitAll: %s\n", ncclGetErrorString(nr));
-    return 1;
+  g_ranks = share ? share : g_gpus;
+  if (share) {
+    if (g_gpus > share) g_gpus = share;
+  } else {
+    int devs[TPRT_MAX_WORLD_SIZE];
+    for (int d = 0; d < g_ranks; ++d) devs[d] = d;
+    ncclResult_t nr = ncclCommInitAll(g_comms, g_ranks, devs);
+    if (nr != ncclSuccess) {
+      fprintf(stderr, "ncclCommInitAll: %s\n", ncclGetErrorString(nr));
+      return 1;
+    }
   }
   pthread_barrier_init(&g_barrier, NULL, (unsigned)g_ranks);
   pthread_t threads[TPRT_MAX_WORLD_SIZE];
   for (int r = 0; r < g_ranks; ++r) pthread_create(&threads[r], NULL, bench_rank, (void*)(intptr_t)r);
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
+  char where[64];
+  if (share)
+    snprintf(where, sizeof where, "%d rank(s) sharing each of %d GPU(s); no unfused path", (g_ranks + g_gpus - 1) / g_gpus,
+             g_gpus);
+  else
+    snprintf(where, sizeof where, "one GPU each");
   printf(
-      "fused_norm bench: TP %d (one GPU each), hidden %d, bf16 residual, %d calls per round; us per call, "
+      "fused_norm bench: TP %d (%s), hidden %d, bf16 residual%s, %d calls per round; us per call, "
       "the slowest rank's median round%s\n",
-      g_ranks, BENCH_H, BENCH_CALLS, getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) ? "; two-shot" : "");
+      g_ranks, where, BENCH_H, getenv("FN_QUANT") && !strcmp(getenv("FN_QUANT"), "mxfp8") ? ", mxfp8 output" : "", BENCH_CALLS,
+      getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) ? "; two-shot" : "");
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
   for (int k = 0; k < g_bench_sizes; ++k) {
@@ -517,8 +539,8 @@ static int bench_main(void) {
       for (int mode = 0; mode < 2; ++mode)
         for (int r = 0; r < g_ranks; ++r)
           if (g_bench_us[way][mode][k][r] > us[way][mode]) us[way][mode] = g_bench_us[way][mode][k][r];
-    printf("%8d %12.2f %12.2f %8.3f %12.2f %12.2f %8.3f\n", kBenchT[k], us[0][0], us[1][0], us[0][0] / us[1][0],
-           us[0][1], us[1][1], us[0][1] / us[1][1]);
+    printf("%8d %12.2f %12.2f %8.3f %12.2f %12.2f %8.3f\n", kBenchT[k], us[0][0], us[1][0],
+           us[1][0] > 0 ? us[0][0] / us[1][0] : 0.0f, us[0][1], us[1][1], us[1][1] > 0 ? us[0][1] / us[1][1] : 0.0f);
   }
   printf(
       "rank 0's eager fused calls, block 0's first thread, us per call: push, wait for the first peer value, "
@@ -529,11 +551,16 @@ static int bench_main(void) {
     printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f\n", kBenchT[k], tr[0] / calls / 1e3, tr[1] / calls / 1e3,
            tr[2] / calls / 1e3, tr[3] / calls / 1e3, tr[5] / calls / 1e3);
   }
-  for (int r = 0; r < g_ranks; ++r) ncclCommDestroy(g_comms[r]);
+  for (int r = 0; r < g_ranks; ++r)
+    if (g_comms[r]) ncclCommDestroy(g_comms[r]);
   return 0;
 }
 
 int main(int argc, char** argv) {
+  // Ranks sharing a GPU share its context: a kernel loaded lazily while a peer's fused kernel
+  // waits for this rank may synchronize the context behind it (CUDA's lazy-loading hazard), so
+  // every kernel loads at the first CUDA call, as under tpc-run --share-gpus.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   if (cudaGetDeviceCount(&g_gpus) != cudaSuccess || g_gpus < 1) {
     printf("fused_norm: no GPU\n");
     return 77;

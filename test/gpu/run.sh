@@ -534,6 +534,18 @@ if [[ -x "$FUSED_CHECK" ]]; then
     timeout 500 python3 tools/bench/fused_norm.py --bin "$FUSED_CHECK" --json "$BUILD/bench_fused_norm.json" \
       --svg "$BUILD/bench_fused_norm.svg" | tee "$BUILD/bench_fused_norm.txt"
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm* "$OUT/"; fi
+  elif [[ -n "${TPC_GPU_BENCH:-}" ]]; then
+    # One GPU: the kernel alone with 2 ranks sharing it, plain, quantizing, and plain on kernels
+    # built without the quantizing code (tprt-fused-norm-check-plain, where staged): a proxy for
+    # the kernel's own cost (no link, no NCCL peer).
+    for q in "" mxfp8 plain; do
+      bin="$FUSED_CHECK"
+      [[ $q == plain ]] && { bin="$FUSED_CHECK-plain"; [[ -x "$bin" ]] || continue; }
+      CUDA_VISIBLE_DEVICES=0 FN_SHARE=2 FN_QUANT=${q/plain/} timeout 300 "$bin" bench \
+        > "$BUILD/bench_fused_norm_share2${q:+_$q}.txt"
+      head -n 8 "$BUILD/bench_fused_norm_share2${q:+_$q}.txt"
+    done
+    if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm_share2* "$OUT/"; fi
   fi
   # The staged fused-norm modules (collectives, adds and norms only; and tp-fuse's fused norms of a
   # Llama-style stack, which round the sum first) with the kernel in the backend
