@@ -1,6 +1,6 @@
-// Device helpers of the fused all-reduce + add + RMSNorm kernel (fused_norm.cu, whose header describes
-// the protocol): launch shapes, the empty-word pattern, volatile peer stores and polls, the slot layout
-// of a member's region, the push of the partial, and the cluster's shared-memory exchange.
+// Device helpers of the fused all-reduce + add + RMSNorm kernel (fused_norm_kernel.cuh, whose header
+// describes the protocol): launch shapes, the empty-word pattern, volatile peer stores and polls, the
+// slot layout of a member's region, the push of the partial, and the cluster's shared-memory exchange.
 #pragma once
 
 #include "tprt_cuda_internal.cuh"

@@ -13,13 +13,13 @@ BUILD="${1:-$ROOT/build}"
 OUT="$ROOT/build-gpu-carry"
 cd "$ROOT"
 ninja -C "$BUILD" tpc-run tpc-compile tprt_backend_cuda tprt-bench-collectives tprt-cuda-check tprt-cuda-check-fast \
-  tprt-bench-gemm tprt-bench-linear tprt-bench-attention tprt-fused-norm-check tprt-fused-norm-check-plain > /dev/null
+  tprt-bench-gemm tprt-bench-linear tprt-bench-attention tprt-fused-norm-check > /dev/null
 rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/modules"
 # The kernel checkers and benchmarks are built here for sm_90a (CUTLASS's templates compile in
 # minutes; the GPU machine then spends its time running, not compiling).
 cp "$BUILD/bin/tpc-run" "$BUILD/bin/tprt-bench-collectives" "$BUILD/bin/tprt-cuda-check" \
   "$BUILD/bin/tprt-cuda-check-fast" "$BUILD/bin/tprt-bench-gemm" "$BUILD/bin/tprt-bench-linear" \
-  "$BUILD/bin/tprt-bench-attention" "$BUILD/bin/tprt-fused-norm-check" "$BUILD/bin/tprt-fused-norm-check-plain" "$OUT/bin/"
+  "$BUILD/bin/tprt-bench-attention" "$BUILD/bin/tprt-fused-norm-check" "$OUT/bin/"
 cp "$BUILD/lib/libtprt.so" "$BUILD/lib/libtprt_backend_cuda.so" "$OUT/lib/"
 cp "$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')" "$OUT/lib/"
 # A 2-block Llama-style stack: tp-fuse makes its first block's end a fused norm, in exact numerics

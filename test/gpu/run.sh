@@ -535,13 +535,10 @@ if [[ -x "$FUSED_CHECK" ]]; then
       --svg "$BUILD/bench_fused_norm.svg" | tee "$BUILD/bench_fused_norm.txt"
     if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then cp "$BUILD"/bench_fused_norm* "$OUT/"; fi
   elif [[ -n "${TPC_GPU_BENCH:-}" ]]; then
-    # One GPU: the kernel alone with 2 ranks sharing it, plain, quantizing, and plain on kernels
-    # built without the quantizing code (tprt-fused-norm-check-plain, where staged): a proxy for
-    # the kernel's own cost (no link, no NCCL peer).
-    for q in "" mxfp8 plain; do
-      bin="$FUSED_CHECK"
-      [[ $q == plain ]] && { bin="$FUSED_CHECK-plain"; [[ -x "$bin" ]] || continue; }
-      CUDA_VISIBLE_DEVICES=0 FN_SHARE=2 FN_QUANT=${q/plain/} timeout 300 "$bin" bench \
+    # One GPU: the kernel alone with 2 ranks sharing it, plain and quantizing: a proxy for the
+    # kernel's own cost (no link, no NCCL peer).
+    for q in "" mxfp8; do
+      CUDA_VISIBLE_DEVICES=0 FN_SHARE=2 FN_QUANT=$q timeout 300 "$FUSED_CHECK" bench \
         > "$BUILD/bench_fused_norm_share2${q:+_$q}.txt"
       head -n 8 "$BUILD/bench_fused_norm_share2${q:+_$q}.txt"
     done
