@@ -108,6 +108,13 @@ static void fill(void* host, int dtype, int64_t n, unsigned seed) {
   }
 }
 
+// The ranks on each GPU (rank i on GPU i mod g_gpus).
+static int ranks_per_gpu(void) { return (g_ranks + g_gpus - 1) / g_gpus; }
+
+// The bench's form knobs: FN_TWO_SHOT=1, two-shot; FN_QUANT=mxfp8, the quantizing form.
+static bool bench_two_shot(void) { return getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) != 0; }
+static bool bench_quant(void) { return getenv("FN_QUANT") && strcmp(getenv("FN_QUANT"), "mxfp8") == 0; }
+
 // Waits for |s| up to 20 s; a hang is a failure of the protocol.
 static bool drain(cudaStream_t s) {
   time_t start = time(NULL);
@@ -198,7 +205,7 @@ static void* rank_main(void* arg) {
     if ((int64_t)kCases[k].t * kCases[k].h > elems) elems = (int64_t)kCases[k].t * kCases[k].h;
     if (kCases[k].h > widest) widest = kCases[k].h;
   }
-  cudaStream_t st = register_rank(me, me % g_gpus, capacity, (g_ranks + g_gpus - 1) / g_gpus, &g);
+  cudaStream_t st = register_rank(me, me % g_gpus, capacity, ranks_per_gpu(), &g);
   // Every rank's max_blocks must agree (the same grid everywhere): ranks on GPUs of one kind do.
   size_t max_bytes = (size_t)elems * 4;
   void *partial, *residual, *gamma, *normed, *out;
@@ -392,8 +399,7 @@ static float bench_graph(cudaGraphExec_t exec, cudaStream_t st) {
 static void* bench_rank(void* arg) {
   const int me = (int)(intptr_t)arg;
   tprt_cuda_peer_group_t g;
-  const int sharing = (g_ranks + g_gpus - 1) / g_gpus;
-  cudaStream_t st = register_rank(me, me % g_gpus, (int64_t)MAX_T * BENCH_H * 2, sharing, &g);  // bf16 partials
+  cudaStream_t st = register_rank(me, me % g_gpus, (int64_t)MAX_T * BENCH_H * 2, ranks_per_gpu(), &g);  // bf16 partials
   size_t n_max = (size_t)MAX_T * BENCH_H;
   void *partial, *sum, *residual, *gamma, *normed, *out;
   FN_CHECK(cudaMalloc(&partial, n_max * 2));
@@ -411,10 +417,10 @@ static void* bench_rank(void* arg) {
   // the largest size: clusters only); FN_MAX_T, the sizes up to that many tokens.
   if (getenv("FN_CLUSTER")) g.cluster = atoi(getenv("FN_CLUSTER"));
   if (getenv("FN_ROWS_FROM")) g.rows_from = atoi(getenv("FN_ROWS_FROM"));
-  const int two_shot = getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) != 0;
+  const int two_shot = bench_two_shot();
   // FN_QUANT=mxfp8: the quantizing form (tp.fused_allreduce_add_rmsnorm_quantize) against NCCL +
   // add + norm + tprt_cuda_quantize, normed in MXFP8 (codes [T,H], E8M0 scales padded).
-  const bool quant = getenv("FN_QUANT") && strcmp(getenv("FN_QUANT"), "mxfp8") == 0;
+  const bool quant = bench_quant();
   uint8_t *qdata = NULL, *qscale = NULL;
   if (quant) {
     FN_CHECK(cudaMalloc(&qdata, n_max));
@@ -522,15 +528,13 @@ static int bench_main(void) {
   for (int r = 0; r < g_ranks; ++r) pthread_join(threads[r], NULL);
   char where[64];
   if (share)
-    snprintf(where, sizeof where, "%d rank(s) sharing each of %d GPU(s); no unfused path", (g_ranks + g_gpus - 1) / g_gpus,
-             g_gpus);
+    snprintf(where, sizeof where, "%d rank(s) sharing each of %d GPU(s); no unfused path", ranks_per_gpu(), g_gpus);
   else
     snprintf(where, sizeof where, "one GPU each");
   printf(
       "fused_norm bench: TP %d (%s), hidden %d, bf16 residual%s, %d calls per round; us per call, "
       "the slowest rank's median round%s\n",
-      g_ranks, where, BENCH_H, getenv("FN_QUANT") && !strcmp(getenv("FN_QUANT"), "mxfp8") ? ", mxfp8 output" : "", BENCH_CALLS,
-      getenv("FN_TWO_SHOT") && atoi(getenv("FN_TWO_SHOT")) ? "; two-shot" : "");
+      g_ranks, where, BENCH_H, bench_quant() ? ", mxfp8 output" : "", BENCH_CALLS, bench_two_shot() ? "; two-shot" : "");
   printf("%8s %12s %12s %8s %12s %12s %8s\n", "tokens", "fused", "unfused", "ratio", "fused-graph", "unfused-graph",
          "ratio");
   for (int k = 0; k < g_bench_sizes; ++k) {
