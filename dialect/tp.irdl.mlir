@@ -502,6 +502,23 @@ irdl.dialect @tp {
     irdl.attributes {"mesh" = %mesh, "axes" = %axes, "dim" = %dim}
   }
 
+  // Starts tp.all_to_all asynchronously; tp.wait yields its result (tp-gtp's weight gradients
+  // from every rank's tokens: this rank's columns of each rank's output gradient).
+  irdl.operation @all_to_all_start attributes {tp.optional_attributes = {
+      order = ["any", "canonical"], blocks = 1 : i64}} {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %split_dim = irdl.base "#builtin.integer"
+    %concat_dim = irdl.base "#builtin.integer"
+    %input = irdl.base "!builtin.tensor"
+    %value = irdl.base "!builtin.tensor"
+    %future = irdl.parametric @tp::@future<%value>
+    irdl.operands(input: %input)
+    irdl.results(future: %future)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes, "split_dim" = %split_dim,
+                     "concat_dim" = %concat_dim}
+  }
+
   // Blocks until an asynchronous collective completes; the result is the future's tensor.
   irdl.operation @wait {
     %value = irdl.base "!builtin.tensor"

@@ -30,6 +30,10 @@ extern "C" {
 /// Module attribute: `tp.gtp_keep = true` keeps a GTP weight gathered from its first use to its
 /// last (one all-gather per weight) instead of gathering it again for every use.
 #define TPC_MODULE_ATTR_GTP_KEEP "tp.gtp_keep"
+/// Module attribute: how tp-gtp makes a linear's weight gradient a gtp shard: "scatter" (each
+/// rank's partial over its own tokens, reduce-scattered), "gather" (each rank's rows over every gtp
+/// rank's tokens: x all-gathered, dy all-to-all) or "auto" (absent: the cheaper by a cost model).
+#define TPC_MODULE_ATTR_GTP_WGRAD "tp.gtp_wgrad"
 /// Module attribute set by tp-lower-runtime: the arena bytes one rank needs.
 #define TPC_MODULE_ATTR_ARENA_BYTES "tp.arena_bytes"
 /// Argument / result attribute naming a function's tensors (safetensors keys, output names).

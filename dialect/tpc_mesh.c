@@ -145,6 +145,22 @@ void tpc_module_set_gtp(MlirOperation module, int64_t prefetch, bool keep) {
                                     mlirBoolAttrGet(ctx, 1));
 }
 
+int tpc_gtp_wgrad_option_check(const char* value, char* error, size_t error_size) {
+  if (value && (!strcmp(value, "scatter") || !strcmp(value, "gather") || !strcmp(value, "auto"))) return 1;
+  snprintf(error, error_size,
+           "--gtp-wgrad must be scatter (reduce-scatter each rank's partial), gather (contract every gtp rank's "
+           "tokens for this rank's rows) or auto; got '%s'",
+           value ? value : "");
+  return 0;
+}
+
+void tpc_module_set_gtp_wgrad(MlirOperation module, const char* mode) {
+  if (!mode) return;
+  MlirContext ctx = mlirOperationGetContext(module);
+  mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_WGRAD),
+                                  mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(mode)));
+}
+
 static MlirWalkResult tpc__set_sp(MlirOperation op, void* user) {
   int kind = tpc_op_get_kind(op);
   int parallel = -1;

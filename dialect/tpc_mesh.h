@@ -50,6 +50,13 @@ int tpc_gtp_prefetch_option_check(const char* value, int64_t* out, char* error, 
 /// and tp.gtp_keep (when |keep|).
 void tpc_module_set_gtp(MlirOperation module, int64_t prefetch, bool keep);
 
+/// Checks the value of --gtp-wgrad ("scatter", "gather" or "auto"). Returns 0 and writes a message
+/// to |error| if bad.
+int tpc_gtp_wgrad_option_check(const char* value, char* error, size_t error_size);
+
+/// Sets the module attribute tp.gtp_wgrad to |mode| (a NULL |mode| keeps what the module says).
+void tpc_module_set_gtp_wgrad(MlirOperation module, const char* mode);
+
 /// Sets sequence_parallel = true on every column- or row-parallel tp.linear and
 /// tp.grouped_linear of |module| (Megatron's --sequence-parallel for the whole model); returns how
 /// many ops it changed.

@@ -336,6 +336,20 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
     tpc__rule_error(module, "module.recompute", TPC_MODULE_ATTR_RECOMPUTE " must be true or false; got %s",
                     tpc__attr_text(recompute, &text));
   }
+  MlirAttribute wgrad = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_WGRAD));
+  if (!mlirAttributeIsNull(wgrad)) {
+    MlirStringRef v = mlirAttributeIsAString(wgrad) ? mlirStringAttrGetValue(wgrad) : (MlirStringRef){NULL, 0};
+    bool known = v.data && (mlirStringRefEqual(v, mlirStringRefCreateFromCString("scatter")) ||
+                            mlirStringRefEqual(v, mlirStringRefCreateFromCString("gather")) ||
+                            mlirStringRefEqual(v, mlirStringRefCreateFromCString("auto")));
+    if (!known) {
+      tpc__text_t text = {{0}, 0, false};
+      ok = false;
+      tpc__rule_error(module, "module.gtp_wgrad",
+                      TPC_MODULE_ATTR_GTP_WGRAD " must be \"scatter\", \"gather\" or \"auto\"; got %s",
+                      tpc__attr_text(wgrad, &text));
+    }
+  }
   MlirAttribute keep = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_KEEP));
   if (!mlirAttributeIsNull(keep) && !mlirAttributeIsABool(keep)) {
     tpc__text_t text = {{0}, 0, false};

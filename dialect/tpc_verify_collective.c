@@ -170,12 +170,17 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
       input = tpc_reduce_scatter_start_get_input(op);
       output = tpc_reduce_scatter_start_get_future(op);
       break;
-    case TPC_OP_ALL_TO_ALL: {
-      if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_all_to_all_get_mesh_attr(op), tpc_all_to_all_get_axes_attr(op), &g)))
+    case TPC_OP_ALL_TO_ALL:
+    case TPC_OP_ALL_TO_ALL_START: {
+      bool start = kind == TPC_OP_ALL_TO_ALL_START;
+      if (mlirLogicalResultIsFailure(tpc__verify_group(
+              op, start ? tpc_all_to_all_start_get_mesh_attr(op) : tpc_all_to_all_get_mesh_attr(op),
+              start ? tpc_all_to_all_start_get_axes_attr(op) : tpc_all_to_all_get_axes_attr(op), &g)))
         return FAIL;
-      tpc_shape_t in = tpc__shape_of(tpc_all_to_all_get_input(op));
-      int64_t split = tpc_all_to_all_get_split_dim(op), concat = tpc_all_to_all_get_concat_dim(op);
-      int64_t b = tpc_all_to_all_get_blocks(op);
+      tpc_shape_t in = tpc__shape_of(start ? tpc_all_to_all_start_get_input(op) : tpc_all_to_all_get_input(op));
+      int64_t split = start ? tpc_all_to_all_start_get_split_dim(op) : tpc_all_to_all_get_split_dim(op);
+      int64_t concat = start ? tpc_all_to_all_start_get_concat_dim(op) : tpc_all_to_all_get_concat_dim(op);
+      int64_t b = start ? tpc_all_to_all_start_get_blocks(op) : tpc_all_to_all_get_blocks(op);
       if (!in.valid || mlirLogicalResultIsFailure(tpc__check_dim(op, "split_dim", split, &in)) ||
           mlirLogicalResultIsFailure(tpc__check_dim(op, "concat_dim", concat, &in)) ||
           mlirLogicalResultIsFailure(tpc__check_divisible(op, "split", split, &in, g)))
@@ -188,7 +193,9 @@ MlirLogicalResult tpc__verify_collective(MlirOperation op, int kind) {
                                "input's rank be below 8 (input %s)",
                                (long long)b, (long long)split, (long long)in.dims[split], (long long)g,
                                tpc__dims_str(&in, a, sizeof a));
-      return tpc__check_result(op, &in, mlirValueGetType(tpc_all_to_all_get_output(op)), concat, split, g, false);
+      MlirType out = mlirValueGetType(start ? tpc_all_to_all_start_get_future(op) : tpc_all_to_all_get_output(op));
+      MlirType carried = tpc_future_get_value_type(out);
+      return tpc__check_result(op, &in, mlirTypeIsNull(carried) ? out : carried, concat, split, g, false);
     }
     case TPC_OP_FUSED_ALLREDUCE_ADD_RMSNORM:
       if (mlirLogicalResultIsFailure(tpc__verify_group(op, tpc_fused_allreduce_add_rmsnorm_get_mesh_attr(op),

@@ -501,6 +501,12 @@ static MlirLogicalResult tpc__gtp_run(MlirOperation module, void* options) {
   if (!mlirAttributeIsNull(depth) && mlirAttributeIsAInteger(depth)) P.depth = mlirIntegerAttrGetValueInt(depth);
   MlirAttribute keep = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_GTP_KEEP));
   P.keep = !mlirAttributeIsNull(keep) && mlirAttributeIsABool(keep) && mlirBoolAttrGetValue(keep);
+  MlirAttribute wgrad = mlirOperationGetAttributeByName(module, tpc__ref(TPC_MODULE_ATTR_GTP_WGRAD));
+  if (!mlirAttributeIsNull(wgrad) && mlirAttributeIsAString(wgrad)) {
+    MlirStringRef v = mlirStringAttrGetValue(wgrad);
+    if (mlirStringRefEqual(v, tpc__ref("scatter"))) P.wgrad = TPC_GTP_WGRAD_SCATTER;
+    if (mlirStringRefEqual(v, tpc__ref("gather"))) P.wgrad = TPC_GTP_WGRAD_GATHER;
+  }
   // The module's first mesh (tp-shard's), and its gtp axis.
   MlirBlock top = mlirModuleGetBody(mlirModuleFromOperation(module));
   MlirOperation mesh = {NULL};

@@ -8,7 +8,9 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "gtp_impl.h"
+#include "lower_runtime_impl.h"
 #include "tpc_dialect.h"
+#include "tprt_dtype.h"
 
 // The tensor type |t| with dimension |dim| divided by |by| and element type |element| (or t's).
 MlirType tpc__gtp_divided(MlirType t, int dim, int64_t by, MlirType element) {
@@ -34,25 +36,16 @@ static MlirType tpc__future_of(MlirContext ctx, MlirType t) {
 // Emission
 //===----------------------------------------------------------------------===//
 
-// Creates "tp.<start>"(in) {mesh, axes = [<axes>], dim, blocks (, order)} -> future<out> before
-// |before| and "tp.wait" before |wait_before|; returns the wait's result.
-MlirValue tpc__gtp_emit_async(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out, int dim,
-                                 int64_t blocks, MlirAttribute order, MlirOperation before, MlirOperation wait_before,
-                                 MlirLocation loc) {
-  MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
-  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
-  MlirNamedAttribute attrs[5] = {
-      tpc__named(P->ctx, "mesh", P->mesh_ref),
-      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
-      tpc__named(P->ctx, "dim", mlirIntegerAttrGet(i64, dim)),
-      tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
-      tpc__named(P->ctx, "order", order),
-  };
+// Creates "<start_name>"(in) {attrs} -> future<out> before |before| and "tp.wait" before
+// |wait_before|; returns the wait's result.
+static MlirValue tpc__gtp_emit_start(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out,
+                                     const MlirNamedAttribute* attrs, intptr_t num_attrs, MlirOperation before,
+                                     MlirOperation wait_before, MlirLocation loc) {
   MlirType future = tpc__future_of(P->ctx, out);
   MlirOperationState st = mlirOperationStateGet(tpc__ref(start_name), loc);
   mlirOperationStateAddOperands(&st, 1, &in);
   mlirOperationStateAddResults(&st, 1, &future);
-  mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 4 : 5, attrs);
+  mlirOperationStateAddAttributes(&st, num_attrs, attrs);
   MlirOperation start = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, start);
   MlirValue f = mlirOperationGetResult(start, 0);
@@ -62,6 +55,24 @@ MlirValue tpc__gtp_emit_async(tpc__gtp_t* P, const char* start_name, MlirValue i
   MlirOperation wait = mlirOperationCreate(&ws);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(wait_before), wait_before, wait);
   return mlirOperationGetResult(wait, 0);
+}
+
+// Creates "tp.<start>"(in) {mesh, axes = [<axes>], dim, blocks (, order)} -> future<out> before
+// |before| and "tp.wait" before |wait_before|; returns the wait's result.
+MlirValue tpc__gtp_emit_async(tpc__gtp_t* P, const char* start_name, MlirValue in, MlirType out, int dim,
+                              int64_t blocks, MlirAttribute order, MlirOperation before, MlirOperation wait_before,
+                              MlirLocation loc) {
+  MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
+  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
+  MlirNamedAttribute attrs[5] = {
+      tpc__named(P->ctx, "mesh", P->mesh_ref),
+      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
+      tpc__named(P->ctx, "dim", mlirIntegerAttrGet(i64, dim)),
+      tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
+      tpc__named(P->ctx, "order", order),
+  };
+  return tpc__gtp_emit_start(P, start_name, in, out, attrs, mlirAttributeIsNull(order) ? 4 : 5, before, wait_before,
+                             loc);
 }
 
 int tpc__gtp_index_of(const tpc__gtp_t* P, MlirOperation op) {
@@ -230,6 +241,130 @@ bool tpc__gtp_single_use(MlirValue v) {
   return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
 }
 
+// Creates "tp.all_reduce"(in) -> |final| over |axes| but the one at |at| (the gtp axis), on |ar|'s
+// mesh and with its order, before |before|: the sum over the other token axes of a gtp shard.
+static MlirValue tpc__gtp_rest_all_reduce(tpc__gtp_t* P, MlirOperation ar, MlirAttribute axes, intptr_t at,
+                                          MlirValue in, MlirType final, MlirOperation before) {
+  MlirAttribute rest[8];
+  intptr_t r = 0;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes) && r < 8; ++i)
+    if (i != at) rest[r++] = mlirArrayAttrGetElement(axes, i);
+  MlirAttribute order = mlirOperationGetAttributeByName(ar, tpc__ref("order"));
+  MlirNamedAttribute attrs[3] = {
+      tpc__named(P->ctx, "mesh", tpc_all_reduce_get_mesh_attr(ar)),
+      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, r, rest)),
+      tpc__named(P->ctx, "order", order),
+  };
+  MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_ALL_REDUCE), mlirOperationGetLocation(ar));
+  mlirOperationStateAddOperands(&st, 1, &in);
+  mlirOperationStateAddResults(&st, 1, &final);
+  mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 2 : 3, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, op);
+  return mlirOperationGetResult(op, 0);
+}
+
+// Queues |op| for erasure once the function is done (P->ops still names it); false when out of memory.
+static bool tpc__gtp_mark_dead(tpc__gtp_t* P, MlirOperation op) {
+  if (P->num_dead == P->cap_dead) {
+    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
+    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      mlirEmitError(mlirOperationGetLocation(op), "tp-gtp: out of memory");
+      P->ok = false;
+      return false;
+    }
+    P->dead = grown;
+    P->cap_dead = cap;
+  }
+  P->dead[P->num_dead++] = op;
+  return true;
+}
+
+static double tpc__bytes_of(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  double n = (double)tprt_dtype_bits(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t))) / 8.0;
+  for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= (double)mlirShapedTypeGetDimSize(t, d);
+  return n;
+}
+
+bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* scatter_s, double* gather_s) {
+  double G = (double)P->G;
+  double partial = tpc__bytes_of(tpc_linear_wgrad_get_dw(wgrad));
+  double x = tpc__bytes_of(tpc_linear_wgrad_get_x(wgrad)), dy = tpc__bytes_of(tpc_linear_wgrad_get_dy(wgrad));
+  // The reduce-scatter moves (G-1)/G of the f32 partial and its sum reads G slices of the shard and
+  // writes one, on the compute stream; the gathers move G-1 copies of x and (G-1)/G of dy.
+  double s = partial * (G - 1) / G / TPC_GTP_BANDWIDTH + partial * (G + 1) / G / TPC_GTP_HBM_BANDWIDTH;
+  double g = (x * (G - 1) + dy * (G - 1) / G) / TPC_GTP_BANDWIDTH;
+  if (scatter_s) *scatter_s = s;
+  if (gather_s) *gather_s = g;
+  if (P->wgrad == TPC_GTP_WGRAD_GATHER) return true;
+  if (P->wgrad == TPC_GTP_WGRAD_SCATTER) return false;
+  return g <= s;
+}
+
+// The gather form of the gradient |ar| (an all-reduce over |axes|, gtp at |at|) of the partial
+// tp.linear_wgrad |wg| of a weight sharded along its output features in |blocks| blocks: every
+// rank contracts the tokens of every gtp rank for its shard's rows,
+//   x_all = all_gather(x) over gtp along the tokens (started |depth| contractions ahead),
+//   dy_own = all_to_all(dy) over gtp, split along N (block by block), concatenated along the tokens
+//            (started where the partial was computed),
+//   dw = tp.linear_wgrad(dy_own, x_all)             (before |first|, with the waits),
+// then an all-reduce over the other axes, if any. Returns the shard (the chain's final value).
+static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOperation wg, MlirAttribute axes,
+                                       intptr_t at, int64_t blocks, MlirOperation first) {
+  MlirLocation loc = mlirOperationGetLocation(wg);
+  MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
+  MlirValue x = tpc_linear_wgrad_get_x(wg), dy = tpc_linear_wgrad_get_dy(wg);
+  MlirType xt = mlirValueGetType(x), dyt = mlirValueGetType(dy);
+  int64_t xs[2] = {mlirShapedTypeGetDimSize(xt, 0) * P->G, mlirShapedTypeGetDimSize(xt, 1)};
+  int64_t ds[2] = {mlirShapedTypeGetDimSize(dyt, 0) * P->G, mlirShapedTypeGetDimSize(dyt, 1) / P->G};
+  MlirType x_all = mlirRankedTensorTypeGet(2, xs, mlirShapedTypeGetElementType(xt), mlirAttributeGetNull());
+  MlirType dy_own = mlirRankedTensorTypeGet(2, ds, mlirShapedTypeGetElementType(dyt), mlirAttributeGetNull());
+  // x is the forward's: its gather starts |depth| contractions ahead of the partial, but after x.
+  int index = tpc__gtp_index_of(P, wg);
+  MlirOperation x_at = tpc__gtp_start_anchor(P, index, P->cur_depth);
+  if (mlirValueIsAOpResult(x)) {
+    MlirOperation def = mlirOpResultGetOwner(x);
+    if (!mlirOperationIsBeforeInBlock(def, x_at)) x_at = mlirOperationGetNextInBlock(def);
+  }
+  MlirValue xg = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, x, x_all, 0, 1, (MlirAttribute){NULL}, x_at,
+                                     first, loc);
+  MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
+  MlirNamedAttribute a2a[5] = {
+      tpc__named(P->ctx, "mesh", P->mesh_ref),
+      tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, 1, &gtp)),
+      tpc__named(P->ctx, "split_dim", mlirIntegerAttrGet(i64, 1)),
+      tpc__named(P->ctx, "concat_dim", mlirIntegerAttrGet(i64, 0)),
+      tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
+  };
+  MlirValue dg = tpc__gtp_emit_start(P, TPC_OP_NAME_ALL_TO_ALL_START, dy, dy_own, a2a, 5, wg, first, loc);
+  // The contraction over every gtp rank's tokens: the partial's attributes (partial only when
+  // other axes still sum it), the shard's type.
+  intptr_t n = mlirArrayAttrGetNumElements(axes);
+  MlirType final = tpc__gtp_divided(mlirValueGetType(mlirOperationGetResult(ar, 0)), 0, P->G, (MlirType){NULL});
+  MlirType out = n > 1 ? tpc__gtp_divided(mlirValueGetType(tpc_linear_wgrad_get_dw(wg)), 0, P->G, (MlirType){NULL})
+                       : final;
+  MlirNamedAttribute attrs[16];
+  intptr_t na = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(wg) && na < 15; ++i) {
+    MlirNamedAttribute e = mlirOperationGetAttribute(wg, i);
+    MlirStringRef name = mlirIdentifierStr(e.name);
+    if (mlirStringRefEqual(name, tpc__ref("partial")) || mlirStringRefEqual(name, tpc__ref("chunks"))) continue;
+    attrs[na++] = e;
+  }
+  if (n > 1) attrs[na++] = tpc__named(P->ctx, "partial", mlirBoolAttrGet(P->ctx, 1));
+  MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(wg)), loc);
+  MlirValue operands[2] = {dg, xg};
+  mlirOperationStateAddOperands(&st, 2, operands);
+  mlirOperationStateAddResults(&st, 1, &out);
+  mlirOperationStateAddAttributes(&st, na, attrs);
+  MlirOperation whole = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, whole);
+  MlirValue shard = mlirOperationGetResult(whole, 0);
+  return n > 1 ? tpc__gtp_rest_all_reduce(P, ar, axes, at, shard, final, first) : shard;
+}
+
 // Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard: the
 // all-reduce over the token axes that completes each contribution becomes a reduce-scatter over
 // gtp (then an all-reduce over the other axes); tp.add of contributions adds shards. Returns
@@ -277,38 +412,16 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   MlirAttribute order = mlirOperationGetAttributeByName(op, tpc__ref("order"));
   MlirType final = tpc__gtp_divided(t, dim, P->G, (MlirType){NULL});
   MlirType scattered = n > 1 ? tpc__gtp_divided(t, dim, P->G, mlirShapedTypeGetElementType(mlirValueGetType(partial))) : final;
-  MlirValue shard = tpc__gtp_emit_async(P, TPC_OP_NAME_REDUCE_SCATTER_START, partial, scattered, dim, blocks, order, op,
-                                    first, loc);
-  if (n > 1) {
-    MlirAttribute rest[8];
-    intptr_t r = 0;
-    for (intptr_t i = 0; i < n && r < 8; ++i)
-      if (i != at) rest[r++] = mlirArrayAttrGetElement(axes, i);
-    MlirNamedAttribute attrs[3] = {
-        tpc__named(P->ctx, "mesh", tpc_all_reduce_get_mesh_attr(op)),
-        tpc__named(P->ctx, "axes", mlirArrayAttrGet(P->ctx, r, rest)),
-        tpc__named(P->ctx, "order", order),
-    };
-    MlirOperationState st = mlirOperationStateGet(tpc__ref(TPC_OP_NAME_ALL_REDUCE), loc);
-    mlirOperationStateAddOperands(&st, 1, &shard);
-    mlirOperationStateAddResults(&st, 1, &final);
-    mlirOperationStateAddAttributes(&st, mlirAttributeIsNull(order) ? 2 : 3, attrs);
-    MlirOperation ar = mlirOperationCreate(&st);
-    mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, ar);
-    shard = mlirOperationGetResult(ar, 0);
+  // A linear's weight gradient may instead contract every gtp rank's tokens for this rank's rows.
+  MlirOperation wg = mlirValueIsAOpResult(partial) ? mlirOpResultGetOwner(partial) : (MlirOperation){NULL};
+  if (dim == 0 && !mlirOperationIsNull(wg) && tpc_op_get_kind(wg) == TPC_OP_LINEAR_WGRAD &&
+      tpc__gtp_single_use(partial) && tpc__gtp_index_of(P, wg) >= 0 && tpc__gtp_wgrad_gathers(P, wg, NULL, NULL)) {
+    mlirValueReplaceAllUsesOfWith(v, tpc__gtp_gather_wgrad(P, op, wg, axes, at, blocks, first));
+    return tpc__gtp_mark_dead(P, op) && tpc__gtp_mark_dead(P, wg);  // the reduction first: it reads wg
   }
+  MlirValue shard = tpc__gtp_emit_async(P, TPC_OP_NAME_REDUCE_SCATTER_START, partial, scattered, dim, blocks, order,
+                                        op, first, loc);
+  if (n > 1) shard = tpc__gtp_rest_all_reduce(P, op, axes, at, shard, final, first);
   mlirValueReplaceAllUsesOfWith(v, shard);
-  if (P->num_dead == P->cap_dead) {
-    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
-    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
-    if (!grown) {
-      mlirEmitError(loc, "tp-gtp: out of memory");
-      P->ok = false;
-      return false;
-    }
-    P->dead = grown;
-    P->cap_dead = cap;
-  }
-  P->dead[P->num_dead++] = op;
-  return true;
+  return tpc__gtp_mark_dead(P, op);
 }

@@ -15,6 +15,16 @@
 #define TPC_GTP_PEAK_FLOPS 600e12
 #define TPC_GTP_BANDWIDTH 200e9
 #define TPC_GTP_MAX_AUTO_DEPTH 4
+// A weight gradient's reduce-scatter sums its slices on the compute stream at this rate (an
+// H100's HBM, as measured).
+#define TPC_GTP_HBM_BANDWIDTH 3e12
+
+// How a linear's weight gradient becomes a gtp shard (module attribute tp.gtp_wgrad).
+typedef enum {
+  TPC_GTP_WGRAD_AUTO,     // the cheaper of the two by the cost model (tpc__gtp_wgrad_gathers)
+  TPC_GTP_WGRAD_SCATTER,  // each rank's partial over its tokens, reduce-scattered over gtp
+  TPC_GTP_WGRAD_GATHER,   // each rank's rows over every gtp rank's tokens (x gathered, dy all-to-all)
+} tpc_gtp_wgrad_t;
 
 typedef struct {
   MlirContext ctx;
@@ -23,6 +33,7 @@ typedef struct {
   int64_t G;               // gtp size
   int64_t depth;           // < 0: choose by the cost model
   bool keep;
+  tpc_gtp_wgrad_t wgrad;
   bool ok;
   int64_t cur_depth;  // the prefetch depth of the weight being sharded
   MlirOperation* ops;  // the body's ops before the pass changed it, in order
@@ -67,6 +78,10 @@ void tpc__gtp_complete_amax(tpc__gtp_t* P, MlirOperation amax);
 bool tpc__gtp_axes_have(MlirAttribute axes, const char* name, intptr_t* at);
 /// Whether |v| has exactly one use.
 bool tpc__gtp_single_use(MlirValue v);
+/// Whether the gradient of the partial tp.linear_wgrad |wgrad| of a GTP weight takes the gather
+/// form (P->wgrad; auto: the cost model), with the model's seconds for each form in |*scatter_s|
+/// and |*gather_s| (either may be NULL).
+bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* scatter_s, double* gather_s);
 /// Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard; false after
 /// a diagnostic.
 bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, const char* what);

@@ -163,6 +163,21 @@ int32_t tprt_abi_reduce_scatter_start(tprt_exec_t* exec, void* const* buffers, c
   return tprt_exec_record(exec, s, TPRT_REDUCE_SCATTER_START_NAME);
 }
 
+int32_t tprt_abi_all_to_all_start(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  TPRT__COLLECTIVE_PROLOGUE(ALL_TO_ALL_START);
+  if (!s) {
+    tprt_tensor_t *in = &c.slot[TPRT_ALL_TO_ALL_START_SLOT_INPUT], *out = &c.slot[TPRT_ALL_TO_ALL_START_SLOT_FUTURE];
+    int split = (int)tprt__attr(&c, TPRT_ALL_TO_ALL_START_ATTR_SPLIT_DIM);
+    int concat = (int)tprt__attr(&c, TPRT_ALL_TO_ALL_START_ATTR_CONCAT_DIM);
+    tprt_future_t* f = NULL;
+    s = tprt__blocked_split_views(in, out, &split, &concat, tprt__attr(&c, TPRT_ALL_TO_ALL_START_ATTR_BLOCKS));
+    if (!s) s = TPRT__KERNEL(exec, all_to_all_start, (rank, mask, in, out, split, concat, &f));
+    if (!s) s = TPRT__COMPUTE(exec, tprt_exec_push_future(exec, out->data, f));
+    if (!s) tprt__count_comm(exec, TPRT_COMM_ALL_TO_ALL, in, out, mask);
+  }
+  return tprt_exec_record(exec, s, TPRT_ALL_TO_ALL_START_NAME);
+}
+
 int32_t tprt_abi_wait(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_WAIT_NUM_SLOTS, &c);

@@ -101,6 +101,8 @@ extern "C" {
     (rank, axes_mask, in, out, dim, out_future)) \
   X(reduce_scatter_start, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int dim, tprt_order_t order, tprt_future_t** out_future), \
     (rank, axes_mask, in, out, dim, order, out_future)) \
+  X(all_to_all_start, (tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out, int split_dim, int concat_dim, tprt_future_t** out_future), \
+    (rank, axes_mask, in, out, split_dim, concat_dim, out_future)) \
   X(wait, (tprt_rank_t* rank, tprt_future_t* future), (rank, future))
 
 /// How a fused norm runs (the op's `algorithm`): TPRT_ALGORITHM_AUTO (the backend chooses),

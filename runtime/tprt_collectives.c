@@ -318,6 +318,13 @@ tprt_status_t tprt_reduce_scatter_start(tprt_rank_t* rank, uint32_t axes_mask, c
   return tprt__collective_start_async(rank, &call, in, out, out_future);
 }
 
+tprt_status_t tprt_all_to_all_start(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out,
+                                    int split_dim, int concat_dim, tprt_future_t** out_future) {
+  tprt__call_t call = {
+      .kind = TPRT__ALL_TO_ALL, .name = "all_to_all", .mask = axes_mask, .dim = split_dim, .concat_dim = concat_dim};
+  return tprt__collective_start_async(rank, &call, in, out, out_future);
+}
+
 tprt_status_t tprt_wait(tprt_rank_t* rank, tprt_future_t* future) {
   if (!future) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "wait: future is NULL");
   if (!rank || future->rank != rank)

@@ -106,6 +106,10 @@ tprt_status_t tprt_reduce_scatter_start(tprt_rank_t* rank, uint32_t axes_mask, c
                                         tprt_tensor_t* out, int dim, tprt_order_t order,
                                         tprt_future_t** out_future) TPRT_MUST_USE_RESULT;
 
+/// Starts tprt_all_to_all; see tprt_all_gather_start.
+tprt_status_t tprt_all_to_all_start(tprt_rank_t* rank, uint32_t axes_mask, const tprt_tensor_t* in, tprt_tensor_t* out,
+                                    int split_dim, int concat_dim, tprt_future_t** out_future) TPRT_MUST_USE_RESULT;
+
 /// Completes |future| (consumed, even on failure): waits for the group and fills the started
 /// collective's |out|. Returns the collective's status. A future started by another rank is
 /// refused with INVALID_ARGUMENT and left alone.

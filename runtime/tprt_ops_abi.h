@@ -449,6 +449,19 @@
 #define TPRT_REDUCE_SCATTER_START_ATTR_BLOCKS 3
 #define TPRT_REDUCE_SCATTER_START_ATTR_ORDER 4
 
+// tp.all_to_all_start
+#define TPRT_ALL_TO_ALL_START_NAME "tp.all_to_all_start"
+#define TPRT_ALL_TO_ALL_START_NUM_SLOTS 2
+#define TPRT_ALL_TO_ALL_START_SLOT_INPUT 0
+#define TPRT_ALL_TO_ALL_START_SLOT_FUTURE 1
+#define TPRT_ALL_TO_ALL_START_NUM_ATTRS 6
+#define TPRT_ALL_TO_ALL_START_ATTR_MESH 0
+#define TPRT_ALL_TO_ALL_START_ATTR_AXES 1
+#define TPRT_ALL_TO_ALL_START_ATTR_SPLIT_DIM 2
+#define TPRT_ALL_TO_ALL_START_ATTR_CONCAT_DIM 3
+#define TPRT_ALL_TO_ALL_START_ATTR_BLOCKS 4
+#define TPRT_ALL_TO_ALL_START_ATTR_ORDER 5
+
 // tp.wait
 #define TPRT_WAIT_NAME "tp.wait"
 #define TPRT_WAIT_NUM_SLOTS 2
@@ -560,6 +573,7 @@
   X(all_to_all) \
   X(all_gather_start) \
   X(reduce_scatter_start) \
+  X(all_to_all_start) \
   X(wait) \
   X(fused_allreduce_add_rmsnorm) \
   X(fused_reduce_scatter_add_rmsnorm) \

@@ -511,6 +511,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .all_to_all = tprt__cuda_all_to_all,
     .all_gather_start = tprt__cuda_all_gather_start,
     .reduce_scatter_start = tprt__cuda_reduce_scatter_start,
+    .all_to_all_start = tprt__cuda_all_to_all_start,
     .wait = tprt__cuda_wait,
 };
 

@@ -48,6 +48,7 @@ typedef struct {
     char* dst;
     size_t bytes, src_row, dst_row;
     int64_t outer;
+    const char* what;  // the timeline's name for the copy
   } own;
   struct {
     bool pending;  // then the wait queues tprt_cuda_reduce_staged_own(staged, ..., own_view)
@@ -208,6 +209,11 @@ tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c
 /// collective's deferred work, an all-gather's own rows or a reduce-scatter's sum; nothing for
 /// other futures. backend_cuda_local.c.
 tprt_status_t tprt__local_at_wait(tprt__cuda_future_t* f);
+/// An all-to-all of ranks sharing one process whose concat dim is outermost (every dim before it
+/// of size 1) and comes before |split_dim|: member p's piece of the caller's slice is one pitched
+/// copy from p's input into block p of |out|.
+tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int split_dim);
 
 /// Every member of |mask|'s group gets every member's |words| words: all[p·words + i] is member
 /// p's mine[i] (through the CPU world; backend_cuda_local.c).

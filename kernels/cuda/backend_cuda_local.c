@@ -341,6 +341,7 @@ tprt_status_t tprt__local_all_gather(tprt_rank_t* rank, const tprt__cuda_comm_t*
       return tprt__local_gather_rows(rank, c, in->data, &l, out->data, TPRT__OWN_FROM_PEER);
     if (f && row && outer) {
       f->own.pending = true;
+      f->own.what = "all_gather_own";
       f->own.src = in->data;
       f->own.dst = (char*)out->data + (size_t)c->index * row;
       f->own.bytes = f->own.src_row = row;
@@ -366,11 +367,55 @@ tprt_status_t tprt__local_exchange(tprt_rank_t* rank, const tprt__cuda_comm_t* c
   return tprt__local_gather(rank, c, send, (size_t)c->index * slice, slice, recv);
 }
 
+tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t* c, const tprt_tensor_t* in,
+                                     tprt_tensor_t* out, int split_dim) {
+  // in = [outer, S, inner] around split_dim: the caller's slice of member p's input is |outer|
+  // rows of (S/g)·inner elements at column index·(S/g)·inner, pitch S·inner; it lands as block p
+  // of |out| (the concat dim is outermost), rows of its width back to back.
+  int g = c->size;
+  int64_t outer;
+  size_t row;
+  tprt__split_at(in, split_dim, &outer, &row);
+  size_t width = row / (size_t)g, block = width * (size_t)outer;
+  const char *o = out->data, *i = in->data;
+  if (!(o + (size_t)g * block <= i || i + tprt_tensor_bytes(in) <= o))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_to_all: the output overlaps the input");
+  if (!block) return NULL;
+  // Copy-engine worlds leave the caller's own piece to the wait (an SM copy, on the compute stream).
+  tprt__cuda_future_t* f = tprt__r.ce ? tprt__r.starting : NULL;
+  if (f) {
+    f->own.pending = true;
+    f->own.what = "all_to_all_own";
+    f->own.src = i + (size_t)c->index * width;
+    f->own.dst = (char*)out->data + (size_t)c->index * block;
+    f->own.bytes = f->own.dst_row = width;
+    f->own.src_row = row;
+    f->own.outer = outer;
+  }
+  TPRT__TRY(tprt__local_ready(c));
+  tprt__local_peers_t peers;
+  TPRT__TRY(tprt__local_publish(rank, c, in->data, out->data, &peers));
+  cudaError_t e = cudaSuccess;
+  for (int q = f ? 0 : -1; q < g - 1 && e == cudaSuccess; ++q) {
+    int p = (peers.index + 1 + q) % g;  // q = -1: the caller itself, first
+    struct cudaMemcpy3DPeerParms m;
+    memset(&m, 0, sizeof m);
+    m.srcPtr = make_cudaPitchedPtr((void*)(peers.src[p] + (size_t)c->index * width), row, width, (size_t)outer);
+    m.srcDevice = peers.device[p];
+    m.dstPtr = make_cudaPitchedPtr((char*)out->data + (size_t)p * block, width, width, (size_t)outer);
+    m.dstDevice = tprt__r.device;
+    m.extent = make_cudaExtent(width, (size_t)outer, 1);
+    e = cudaMemcpy3DPeerAsync(&m, tprt__r.issue);
+  }
+  TPRT_CUDA_RETURN_IF_ERROR(e);
+  return tprt__local_finish(rank, c, &peers);
+}
+
 tprt_status_t tprt__local_at_wait(tprt__cuda_future_t* f) {
   if (!f->own.pending && !f->sum.pending) return NULL;
   // A copy-engine collective's own rows and sum (backend_cuda_impl.h). The next start that takes
   // this future forks the comm stream after them, so its staging is not overwritten before it is read.
-  const char* what = f->sum.pending ? "reduce_scatter_sum" : "all_gather_own";
+  const char* what = f->sum.pending ? "reduce_scatter_sum" : f->own.what;
   int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_COLLECTIVE, what,
                                f->sum.pending ? f->sum.n : (int64_t)(f->own.bytes * (size_t)f->own.outer));
   cudaError_t e = cudaSuccess;

@@ -395,8 +395,22 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "all_to_all: split dim %d must divide over %d ranks",
                             split_dim, g);
   size_t bytes = tprt_tensor_bytes(in), slice = bytes / (size_t)g;
+  // Ranks of one process concatenating along an outermost dim read their pieces from each peer's
+  // input straight into |out| (tprt__local_all_to_all).
+  int64_t before_concat = 1;
+  for (int d = 0; d < concat_dim; ++d) before_concat *= in->dims[d];
+  if (c->local && before_concat == 1 && split_dim > concat_dim)
+    return tprt__local_all_to_all(rank, c, in, out, split_dim);
+  // Packed and received in a buffer of the call's own: an async start's future keeps its buffer
+  // until its wait (the shared scratch may be taken by the compute stream's next op meanwhile).
   char* buf = NULL;
-  TPRT__TRY(tprt__scratch(2 * bytes, &buf));
+  tprt__cuda_future_t* f = tprt__r.starting;
+  if (f) {
+    TPRT__TRY(tprt__buffer_reserve(&f->staging, 2 * bytes, "growing an async all-to-all's staging buffer"));
+    buf = f->staging.ptr;
+  } else {
+    TPRT__TRY(tprt__scratch(2 * bytes, &buf));
+  }
   char *send = buf, *recv = buf + bytes;
   // Pack: block p = slice p along split_dim.
   int64_t outer;
@@ -519,6 +533,18 @@ tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, 
   TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
   int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "reduce_scatter", (int64_t)tprt_tensor_bytes(in));
   tprt_status_t s = tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
+  tprt__timeline_end(tprt__r.comm_stream, t);
+  return tprt__start_end(f, s, out_future);
+}
+
+tprt_status_t tprt__cuda_all_to_all_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
+                                          tprt_tensor_t* out, int split_dim, int concat_dim,
+                                          tprt_future_t** out_future) {
+  *out_future = NULL;
+  tprt__cuda_future_t* f = NULL;
+  TPRT__TRY(tprt__start_begin("all_to_all_start", &f));
+  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "all_to_all", (int64_t)tprt_tensor_bytes(in));
+  tprt_status_t s = tprt__cuda_all_to_all(rank, mask, in, out, split_dim, concat_dim);
   tprt__timeline_end(tprt__r.comm_stream, t);
   return tprt__start_end(f, s, out_future);
 }

@@ -166,6 +166,28 @@ func.func @reduce_scatter_start_wrong_future(%x: tensor<32x64xf32>) -> tensor<32
 
 // -----
 
+/// collective.result: the future of all_to_all_start carries the exchanged tensor, [8,64] split along 1 over 4 ranks = [32,16].
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @all_to_all_start_wrong_future(%x: tensor<8x64xbf16>) -> tensor<8x64xbf16> {
+  // expected-error@+1 {{'tp.all_to_all_start' op violates rule collective.result}}
+  %f = "tp.all_to_all_start"(%x) {mesh = @mesh, axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : (tensor<8x64xbf16>) -> !tp.future<tensor<8x64xbf16>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<8x64xbf16>>) -> tensor<8x64xbf16>
+  return %y : tensor<8x64xbf16>
+}
+
+// -----
+
+/// collective.divisible: all_to_all_start splits split_dim over the group, 6 rows over 4 ranks.
+"tp.mesh"() {sym_name = "mesh", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @all_to_all_start_indivisible(%x: tensor<8x6xbf16>) -> tensor<32x1xbf16> {
+  // expected-error@+1 {{'tp.all_to_all_start' op violates rule collective.divisible}}
+  %f = "tp.all_to_all_start"(%x) {mesh = @mesh, axes = ["tp"], split_dim = 1 : i64, concat_dim = 0 : i64} : (tensor<8x6xbf16>) -> !tp.future<tensor<32x1xbf16>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<32x1xbf16>>) -> tensor<32x1xbf16>
+  return %y : tensor<32x1xbf16>
+}
+
+// -----
+
 /// collective.result: all_to_all over 8 ranks divides split_dim and multiplies concat_dim, [16,64] -> [128,8].
 "tp.mesh"() {sym_name = "mesh", axes = ["dp", "tp"], shape = array<i64: 2, 4>} : () -> ()
 func.func @all_to_all_dims_swapped(%x: tensor<16x64xbf16>) -> tensor<2x512xbf16> {

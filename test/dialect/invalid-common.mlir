@@ -244,6 +244,16 @@ module attributes {tp.gtp_keep = 1 : i64} {
 
 // -----
 
+/// module.gtp_wgrad: one of the weight-gradient forms.
+// expected-error@+1 {{'builtin.module' op violates rule module.gtp_wgrad: tp.gtp_wgrad must be "scatter", "gather" or "auto"; got "sum"}}
+module attributes {tp.gtp_wgrad = "sum"} {
+  func.func @gtp_wgrad_unknown() {
+    return
+  }
+}
+
+// -----
+
 /// arg.gtp: the mark is a boolean.
 // expected-error@+1 {{'func.func' op violates rule arg.gtp: argument 1 ('w'): tp.gtp must be true or false; got "yes"}}
 func.func @gtp_mark_string(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16> {tp.name = "w", tp.gtp = "yes"}) -> tensor<8x16xbf16> {

@@ -722,6 +722,22 @@ func.func @reduce_scatter_start_wait(%x: tensor<64x64xf32>) -> tensor<16x64xf32>
 
 // -----
 
+/// tp.all_to_all_start (2 blocks: each rank's piece of each block) returns a future; tp.wait yields what arrived.
+// CHECK-LABEL: func.func @all_to_all_start_wait(
+// CHECK-SAME:    %[[X:.*]]: tensor<8x256xbf16>)
+// CHECK-NEXT:    %[[F:.*]] = "tp.all_to_all_start"(%[[X]]) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x256xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// CHECK-NEXT:    %[[Y:.*]] = "tp.wait"(%[[F]]) : (!tp.future<tensor<16x128xbf16>>) -> tensor<16x128xbf16>
+// CHECK-NEXT:    return %[[Y]]
+"tp.mesh"() {sym_name = "world", axes = ["gtp"], shape = array<i64: 2>} : () -> ()
+func.func @all_to_all_start_wait(%x: tensor<8x256xbf16>) -> tensor<16x128xbf16> {
+  %f = "tp.all_to_all_start"(%x) {mesh = @world, axes = ["gtp"], split_dim = 1 : i64, concat_dim = 0 : i64, blocks = 2 : i64}
+      : (tensor<8x256xbf16>) -> !tp.future<tensor<16x128xbf16>>
+  %y = "tp.wait"(%f) : (!tp.future<tensor<16x128xbf16>>) -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}
+
+// -----
+
 /// !tp.future as a function argument: tp.wait needs no collective in sight.
 // CHECK-LABEL: func.func @wait_future_argument(
 // CHECK-SAME:    %[[F:.*]]: !tp.future<tensor<16x64xbf16>>)

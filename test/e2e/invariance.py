@@ -10,8 +10,8 @@ Runs one training step of a logical module on many meshes with `tpc-run --pipeli
 
 With --gtp it runs the GTP matrix instead (weights sharded over a gtp axis, tp-gtp):
   gtp in {2, 4} x tp in {1, 2} x sequence parallel off/on x strategy canonical/gather, dp=2 x gtp=2
-  x tp=2, and the schedule options --gtp-prefetch 0 / 2 and --gtp-keep, which must not change a
-  bit. With --pipeline infer only the outputs are compared (a forward).
+  x tp=2, and the schedule options --gtp-prefetch 0 / 2, --gtp-keep and --gtp-wgrad scatter /
+  gather, which must not change a bit. With --pipeline infer only the outputs are compared (a forward).
 
 With --numerics fast it checks the opposite: that some configuration differs from TP = 1, so the
 matrix is known to be able to fail. Prints one line per configuration and a summary last.
@@ -34,6 +34,13 @@ def gtp_configs():
         out.append(("dp=2,gtp=2,tp=2", False, strategy, []))
     for extra in (["--gtp-prefetch", "0"], ["--gtp-prefetch", "2"], ["--gtp-keep"]):
         out.append(("gtp=2,tp=2", False, "canonical", extra))
+    # Both forms of a linear's weight gradient (tp-gtp's cost model picks one per weight): each
+    # rank's partial reduce-scattered, or every gtp rank's tokens contracted for the rank's rows.
+    for mesh, sp, strategy, form in (("gtp=2,tp=2", False, "canonical", "scatter"),
+                                     ("gtp=4,tp=2", True, "canonical", "scatter"),
+                                     ("dp=2,gtp=2,tp=2", False, "gather", "scatter"),
+                                     ("dp=2,gtp=2,tp=2", True, "canonical", "gather")):
+        out.append((mesh, sp, strategy, ["--gtp-wgrad", form]))
     return out
 
 

@@ -156,9 +156,12 @@ dims = lambda g: "tensor<" + "x".join(str(sizes.get(int(d), int(d))) if d.isdigi
                                       for d in g.group(1).split("x")) + ">"
 print(re.sub(r"tensor<([0-9a-z]+(?:x[0-9a-z]+)*)>", dims, text), end="")
 PYVARIANT
-  for mesh in gtp=2 gtp=2,tp=2 gtp=4 dp=2,gtp=2 gtp=2,tp=4 gtp=2,tp=2+sp; do
-    name="$model-m64-${mesh//[=,+]/-}" flags=(--pipeline=train --mesh="${mesh%+sp}" --numerics=invariant)
+  # (At 64 tokens tp-gtp's cost model gives every weight gradient the gather form; +scatter
+  # compiles the reduce-scatter form.)
+  for mesh in gtp=2 gtp=2,tp=2 gtp=4 dp=2,gtp=2 gtp=2,tp=4 gtp=2,tp=2+sp gtp=2,tp=2+scatter dp=2,gtp=2+scatter; do
+    name="$model-m64-${mesh//[=,+]/-}" flags=(--pipeline=train --mesh="${mesh%+*}" --numerics=invariant)
     if [[ $mesh == *+sp ]]; then flags+=(--sequence-parallel); fi
+    if [[ $mesh == *+scatter ]]; then flags+=(--gtp-wgrad=scatter); fi
     "$BUILD/bin/tpc-compile" "$VARIANTS/$model-m64.mlir" -o "$SHARED/$name.so" "${flags[@]}"
     echo "$model 64 $mesh $name.so" >> "$SHARED/gtp_list.txt"
   done
@@ -211,8 +214,9 @@ for mode in fast invariant exact; do
 done
 cp test/gpu/bench_moe_peer.py "$OUT/bench/"
 # GTP overlap (tools/bench/gtp.py, 2 or 4 GPUs), 4096 tokens per rank: one rank alone (ref), dp = 2,
-# and gtp = 2 and 4 with each gather just before its use (naive), with tp-gtp's prefetch, and kept
-# for the backward, in fast and invariant numerics. gtp_stack NAME DESCRIPTION GEN_STACK_ARGS...
+# and gtp = 2 and 4 with each gather just before its use (naive), with tp-gtp's prefetch, with it
+# and every weight gradient reduce-scattered (scatter), and kept for the backward, in fast and
+# invariant numerics. gtp_stack NAME DESCRIPTION GEN_STACK_ARGS...
 gtp_stack() {
   local name="$1" what="$2" c="$BUILD/bin/tpc-compile" g
   shift 2
@@ -227,6 +231,8 @@ gtp_stack() {
         --numerics=$mode --gtp-prefetch=0
       "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-$mode.so" --pipeline=train --mesh=gtp=$g \
         --numerics=$mode
+      "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-scatter-$mode.so" --pipeline=train --mesh=gtp=$g \
+        --numerics=$mode --gtp-wgrad=scatter
       "$c" "$OUT/bench/$name-$g.mlir" -o "$OUT/bench/$name-gtp$g-keep-$mode.so" --pipeline=train --mesh=gtp=$g \
         --numerics=$mode --gtp-keep
     done

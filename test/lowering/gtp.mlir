@@ -1,6 +1,9 @@
-// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp | FileCheck %s
-// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp --tp-invariant --numerics invariant | FileCheck %s --check-prefix=INV
-// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp | FileCheck %s --check-prefix=COUNT
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --gtp-wgrad scatter --tp-autodiff --tp-shard --tp-gtp | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --gtp-wgrad scatter --tp-autodiff --tp-shard --tp-gtp --tp-invariant --numerics invariant | FileCheck %s --check-prefix=INV
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --gtp-wgrad scatter --tp-autodiff --tp-shard --tp-gtp | FileCheck %s --check-prefix=COUNT
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --gtp-wgrad gather --tp-autodiff --tp-shard --tp-gtp | FileCheck %s --check-prefix=GATHER
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --tp-autodiff --tp-shard --tp-gtp | FileCheck %s --check-prefix=GATHER
+// RUN: tpc-opt %s --split-input-file --gtp-prefetch 1 --gtp-wgrad gather --tp-autodiff --tp-shard --tp-gtp --tp-invariant --numerics invariant | FileCheck %s --check-prefix=GINV
 
 ///---------------------------------------------------------------------------
 /// [tp-gtp: a training step over gtp = 2 x tp = 2]
@@ -48,6 +51,36 @@
 // INV-LABEL: func.func @mlp(
 // INV:         "tp.linear_wgrad"({{.*}}) {chunks = 4 : i64, parallel = "row", partial = true}
 // INV-NEXT:    "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world, order = "canonical"}
+/// The gather form (--gtp-wgrad gather, and the cost model's pick at these sizes): each rank
+/// computes its shard's rows of a weight gradient over both gtp ranks' tokens. x is gathered over
+/// gtp along the tokens, one contraction ahead of where the partial was; dy goes through an
+/// all-to-all that sends each rank its columns (w1's by block: its gate and up rows), started
+/// there; the wgrad of the two moves to where the reduce-scatter's wait was, so the next
+/// contraction overlaps both. No reduce-scatter, no f32 partial of the whole weight.
+// GATHER-LABEL: func.func @mlp(
+// GATHER:         %[[X2:.*]] = "tp.all_gather_start"(%[[A:.*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// GATHER-NEXT:    "tp.linear"(%[[A]], %{{.*}}) {parallel = "row", partial = true}
+// GATHER:         %[[D2:.*]] = "tp.all_to_all_start"(%[[DY:[^)]*]]) {axes = ["gtp"], blocks = 1 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x64xbf16>>
+// GATHER-NEXT:    %[[X1:.*]] = "tp.all_gather_start"(%[[H:.*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// GATHER:         "tp.linear_dgrad"(%[[DY]], %{{.*}}) {parallel = "row"}
+// GATHER-NEXT:    %[[DU:.*]] = "tp.glu_grad"
+// GATHER-NEXT:    "tp.all_gather_start"
+// GATHER-NEXT:    %[[D1:.*]] = "tp.all_to_all_start"(%[[DU]]) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x256xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// GATHER-NEXT:    %[[X2W:.*]] = "tp.wait"(%[[X2]])
+// GATHER-NEXT:    %[[D2W:.*]] = "tp.wait"(%[[D2]])
+// GATHER-NEXT:    %[[G2:.*]] = "tp.linear_wgrad"(%[[D2W]], %[[X2W]]) {parallel = "row"} : (tensor<16x64xbf16>, tensor<16x128xbf16>) -> tensor<64x128xf32>
+// GATHER-NEXT:    "tp.wait"
+// GATHER-NEXT:    "tp.linear_dgrad"(%[[DU]], %{{.*}}) {parallel = "column", partial = true}
+// GATHER:         %[[X1W:.*]] = "tp.wait"(%[[X1]])
+// GATHER-NEXT:    %[[D1W:.*]] = "tp.wait"(%[[D1]])
+// GATHER-NEXT:    %[[G1:.*]] = "tp.linear_wgrad"(%[[D1W]], %[[X1W]]) {parallel = "column"} : (tensor<16x128xbf16>, tensor<16x128xbf16>) -> tensor<128x128xf32>
+// GATHER-NEXT:    return {{.*}}, %[[G1]], %[[G2]] :
+// GATHER-NOT:     "tp.reduce_scatter_start"
+/// Invariant numerics: the wgrads contract the gtp ranks' tokens in rank order, TP = 1's rows: the
+/// whole tree (no chunks attribute), nothing left to reduce.
+// GINV-LABEL: func.func @mlp(
+// GINV:         "tp.linear_wgrad"({{.*}}) {parallel = "row"} : (tensor<16x64xbf16>, tensor<16x128xbf16>) -> tensor<64x128xf32>
+// GINV:         "tp.linear_wgrad"({{.*}}) {parallel = "column"} : (tensor<16x128xbf16>, tensor<16x128xbf16>) -> tensor<128x128xf32>
 module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
   "tp.mesh"() {sym_name = "world", axes = ["gtp", "tp"], shape = array<i64: 2, 2>} : () -> ()
   func.func @mlp(%x: tensor<16x128xbf16> {tp.name = "x"}, %gamma: tensor<128xbf16> {tp.name = "gamma"},
@@ -98,6 +131,19 @@ module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
 // INV:         "tp.linear_wgrad"({{.*}}) {chunks = 2 : i64, parallel = "column", partial = true}
 // INV-NEXT:    "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world, order = "canonical"}
 // INV:         "tp.all_reduce"({{.*}}) {axes = ["dp"], mesh = @world, order = "canonical"} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+/// The gather form beside dp and a tied weight: each of w's two contributions is its shard's rows
+/// over the gtp ranks' tokens, still a partial over dp (all-reduced over dp alone), and the add
+/// adds shards. Invariant numerics: the gathered rows are the dp group's tokens in order, the
+/// subtree of C / dp = 4 chunks that the dp all-reduce completes.
+// GATHER-LABEL: func.func @tied(
+// GATHER:         %[[T1:.*]] = "tp.linear_wgrad"({{.*}}) {parallel = "column", partial = true} : (tensor<8x16xbf16>, tensor<8x64xbf16>) -> tensor<16x64xf32>
+// GATHER-NEXT:    %[[S1:.*]] = "tp.all_reduce"(%[[T1]]) {axes = ["dp"], mesh = @world} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+// GATHER:         %[[T2:.*]] = "tp.linear_wgrad"({{.*}}) {parallel = "column", partial = true} : (tensor<8x16xbf16>, tensor<8x64xbf16>) -> tensor<16x64xf32>
+// GATHER-NEXT:    %[[S2:.*]] = "tp.all_reduce"(%[[T2]]) {axes = ["dp"], mesh = @world} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+// GATHER-NEXT:    "tp.add"(%[[S1]], %[[S2]]) : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+// GINV-LABEL: func.func @tied(
+// GINV:         "tp.linear_wgrad"({{.*}}) {chunks = 4 : i64, parallel = "column", partial = true} : (tensor<8x16xbf16>, tensor<8x64xbf16>) -> tensor<16x64xf32>
+// GINV-NEXT:    "tp.all_reduce"({{.*}}) {axes = ["dp"], mesh = @world, order = "canonical"} : (tensor<16x64xf32>) -> tensor<16x64xf32>
 module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
   "tp.mesh"() {sym_name = "world", axes = ["dp", "gtp", "tp"], shape = array<i64: 2, 2, 2>} : () -> ()
   func.func @tied(%x: tensor<16x64xbf16> {tp.name = "x"}, %g: tensor<64xbf16> {tp.name = "gamma"},

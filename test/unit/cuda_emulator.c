@@ -173,8 +173,8 @@ static void emu__run(struct CUstream_st* s, emu__op_t* op) {
       break;
     case EMU__COPY_2D:
       for (size_t r = 0; r < op->height; ++r) {
-        emu__check(op->dst + r * op->dpitch, op->width, s->device, "a 2D copy writes memory that is not allocated");
-        emu__check(op->src + r * op->spitch, op->width, s->device, "a 2D copy reads memory that is not allocated");
+        emu__check(op->dst + r * op->dpitch, op->width, op->dst_device, "a 2D copy writes memory that is not allocated");
+        emu__check(op->src + r * op->spitch, op->width, op->src_device, "a 2D copy reads memory that is not allocated");
         if (op->width) memmove(op->dst + r * op->dpitch, op->src + r * op->spitch, op->width);
       }
       break;
@@ -412,7 +412,29 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
                                      .dpitch = dpitch,
                                      .spitch = spitch,
                                      .width = width,
-                                     .height = height});
+                                     .height = height,
+                                     .dst_device = s->device,
+                                     .src_device = s->device});
+}
+
+// A pitched copy between devices (or within one): one layer, linear memory only, into the
+// stream's device.
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t s) {
+  if (p->srcArray || p->dstArray || p->extent.depth != 1 || p->srcPos.x || p->srcPos.y || p->srcPos.z ||
+      p->dstPos.x || p->dstPos.y || p->dstPos.z)
+    emu__fail("a 3D peer copy that is not one layer of linear memory", p->dstPtr.ptr);
+  if (p->dstDevice != s->device) emu__fail("a peer copy into another device than its stream's", p->dstPtr.ptr);
+  if (p->extent.width > p->srcPtr.pitch || p->extent.width > p->dstPtr.pitch)
+    emu__fail("a 3D peer copy wider than its pitch", p->dstPtr.ptr);
+  return emu__enqueue(s, (emu__op_t){.kind = EMU__COPY_2D,
+                                     .dst = p->dstPtr.ptr,
+                                     .src = p->srcPtr.ptr,
+                                     .dpitch = p->dstPtr.pitch,
+                                     .spitch = p->srcPtr.pitch,
+                                     .width = p->extent.width,
+                                     .height = p->extent.height,
+                                     .dst_device = p->dstDevice,
+                                     .src_device = p->srcDevice});
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {

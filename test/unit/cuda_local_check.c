@@ -47,7 +47,7 @@ typedef struct {
   int in_dtype, out_dtype;
   int dim, concat_dim;
   tprt_order_t order;
-  bool async;    // all_gather_start / reduce_scatter_start, waited at the end of the batch
+  bool async;    // all_gather_start / reduce_scatter_start / all_to_all_start, waited at the end of the batch
   bool inplace;  // all-reduce into its input
 } case_t;
 
@@ -71,6 +71,8 @@ static const case_t kCases[] = {
     {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, false, false},
     {ALL_TO_ALL, 2, BF16, BF16, 1, 0, 0, false, false},
     {ALL_TO_ALL, 3, F32, F32, 0, 1, 0, false, false},
+    {ALL_TO_ALL, 2, BF16, BF16, 1, 0, 0, true, false},  // async, pitched copies straight into the output
+    {ALL_TO_ALL, 1, F32, F32, 0, 1, 0, true, false},    // async, packed in the future's own buffer
     {REDUCE_SCATTER, 3, F32, F32, 1, 0, CANON, true, false},
     {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, true, false},
     {ALL_REDUCE, 2, F32, BF16, 0, 0, CANON, false, false},
@@ -144,6 +146,8 @@ static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const cas
   din.data = s->dev_in;
   dout.data = s->dev_out;
   if (c->async && c->kind == ALL_GATHER) return b->all_gather_start(rank, c->mask, &din, &dout, c->dim, &s->future);
+  if (c->async && c->kind == ALL_TO_ALL)
+    return b->all_to_all_start(rank, c->mask, &din, &dout, c->dim, c->concat_dim, &s->future);
   if (c->async) return b->reduce_scatter_start(rank, c->mask, &din, &dout, c->dim, c->order, &s->future);
   switch (c->kind) {
     case ALL_REDUCE:

@@ -7,7 +7,9 @@ every rank, compiled by test/gpu/prepare_modules.sh and run by tpc-run on the CU
   dp2        two ranks, whole weights on each, gradients all-reduced (data parallelism)
   gtpG-naive G ranks (2 or 4), weights sharded over gtp = G, each all-gather started just before its
              use (--gtp-prefetch 0: nothing to overlap with)
-  gtpG       the same, gathers prefetched by tp-gtp's schedule (its cost model's depth)
+  gtpG       the same, gathers prefetched by tp-gtp's schedule (its cost model's depth), each
+             weight gradient in the form its cost model picks (--gtp-wgrad auto)
+  gtpG-scatter  the same with every weight gradient reduce-scattered (--gtp-wgrad scatter)
   gtpG-keep  gathered once, kept for the backward (--gtp-keep)
 
 in fast and invariant numerics (gtp2 also as a CUDA graph, --graph). The gtp4 configurations need
@@ -37,7 +39,7 @@ Usage: python3 tools/bench/gtp.py --tpc-run BIN --modules DIR [--stack gtp8b|gtp
        python3 tools/bench/gtp.py --report run.json  (per run and rank of a --timeline=2 JSON: the
          collectives' own rows and sums on the compute stream, the time before its first and
          after its last model op, and the copies of results into place)
-(DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
+(DIR holds <stack>-{ref,dp2,gtpG-naive,gtpG,gtpG-scatter,gtpG-keep}-{fast,invariant}.so and <stack>.txt, the
 stack's description; test/gpu/prepare_modules.sh stages both stacks.)
 """
 import argparse
@@ -49,7 +51,7 @@ import sys
 
 from barchart import grouped_bars
 
-CONFIGS = ["ref", "dp2"] + [f"gtp{g}{s}" for g in (2, 4) for s in ("-naive", "", "-keep")]
+CONFIGS = ["ref", "dp2"] + [f"gtp{g}{s}" for g in (2, 4) for s in ("-naive", "", "-scatter", "-keep")]
 EXTRA_ENV = {}
 
 
@@ -85,8 +87,8 @@ def run(tpc_run, module, graph=False, timeline=0, extra=None):
 
 
 # The ops the collectives run on the compute stream (TPRT_CUDA_TIMELINE=2 names them): a copy-engine
-# reduce-scatter's sum at its wait, and an all-gather's own rows.
-COLLECTIVE_WORK = ("reduce_scatter_sum", "all_gather_own")
+# reduce-scatter's sum at its wait, an all-gather's own rows and an all-to-all's own piece.
+COLLECTIVE_WORK = ("reduce_scatter_sum", "all_gather_own", "all_to_all_own")
 
 
 def union(spans):
@@ -113,10 +115,11 @@ def overlap(a, b):
 
 
 def gathers_under_compute(intervals):
-    """From one rank's --timeline=2 intervals: the all-gathers' busy time in ms and the share of it
+    """From one rank's --timeline=2 intervals: the all-gathers' (and the weight gradients'
+    all-to-alls') busy time in ms and the share of it
     under the model's compute (its ops on the compute stream; the collectives' own work there, a
     reduce-scatter's sum or a gather's own rows, does not count)."""
-    gathers = union((i["begin"], i["end"]) for i in intervals if i["op"] == "all_gather")
+    gathers = union((i["begin"], i["end"]) for i in intervals if i["op"] in ("all_gather", "all_to_all"))
     model = union((i["begin"], i["end"]) for i in intervals
                   if i["stream"] == "compute" and i["op"] not in COLLECTIVE_WORK)
     busy = sum(e - b for b, e in gathers)
@@ -135,7 +138,7 @@ def exposed(intervals):
     head = min(i["begin"] for i in model) - start if model else 0.0
     tail = end - max(i["end"] for i in model) if model else 0.0
     copies = sum(i["end"] - i["begin"] for i in intervals if i["stream"] == "compute" and i["op"] == "copy")
-    return {"own rows": work["all_gather_own"], "sums": work["reduce_scatter_sum"], "before compute": head,
+    return {"own rows": work["all_gather_own"] + work["all_to_all_own"], "sums": work["reduce_scatter_sum"], "before compute": head,
             "after compute": tail, "copies": copies}
 
 

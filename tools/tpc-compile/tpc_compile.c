@@ -43,12 +43,13 @@ typedef struct {
   bool sequence_parallel;  // --sequence-parallel
   int64_t gtp_prefetch;    // --gtp-prefetch (-1: not given)
   bool gtp_keep;           // --gtp-keep
+  const char* gtp_wgrad;   // --gtp-wgrad (NULL: not given)
   int fused_norm_algorithm;  // --fused-norm-algorithm: a tpc_algorithm_t value (0: auto)
 } tpc_compile_options_t;
 
 enum {
   OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH,
-  OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM, OPT_EMIT, OPT_CPU
+  OPT_GTP_KEEP, OPT_GTP_WGRAD, OPT_FUSED_NORM_ALGORITHM, OPT_EMIT, OPT_CPU
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -62,6 +63,10 @@ static const tpc_cli_option_t kOptions[] = {
     {"gtp-prefetch", 0, "N", "Set tp.gtp_prefetch: start GTP weight all-gathers N contractions before use",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
+    {"gtp-wgrad", 0, "MODE",
+     "Set tp.gtp_wgrad: how a GTP linear's weight gradient reaches its shard: scatter, gather or\n"
+     "auto (default: tp-gtp's cost model)",
+     OPT_GTP_WGRAD},
     {"fused-norm-algorithm", 0, "A",
      "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot, two-shot or\n"
      "composition (tp-lower-runtime's option; one-shot and two-shot leave the reduce-scatter\n"
@@ -118,6 +123,13 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         }
         break;
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_GTP_WGRAD:
+        if (!tpc_gtp_wgrad_option_check(v, error, sizeof error)) {
+          tpc_cli_error(&kCli, "%s", error);
+          return -1;
+        }
+        o->gtp_wgrad = v;
+        break;
       case OPT_FUSED_NORM_ALGORITHM:
         if ((o->fused_norm_algorithm = tpc_fused_norm_algorithm_option_parse(v, error, sizeof error)) < 0) {
           tpc_cli_error(&kCli, "%s", error);
@@ -302,6 +314,7 @@ int main(int argc, char** argv) {
   tpc_module_set_numerics(op, opts.numerics, opts.strategy);
   if (opts.sequence_parallel) tpc_module_set_sequence_parallel(op);
   tpc_module_set_gtp(op, opts.gtp_prefetch, opts.gtp_keep);
+  tpc_module_set_gtp_wgrad(op, opts.gtp_wgrad);
   tpc_module_set_fused_norm_algorithm(op, opts.fused_norm_algorithm);
   if (mlirLogicalResultIsFailure(tpc_verify(op))) goto done;
   MlirPassManager pm = mlirPassManagerCreate(ctx);

@@ -112,6 +112,7 @@ static bool tpc__process_chunk(MlirContext ctx, const tpc_opt_options_t* o, cons
   tpc_module_set_numerics(root, o->numerics, o->strategy);
   if (o->sequence_parallel) tpc_module_set_sequence_parallel(root);
   tpc_module_set_gtp(root, o->has_gtp_prefetch ? o->gtp_prefetch : -1, o->gtp_keep);
+  tpc_module_set_gtp_wgrad(root, o->gtp_wgrad);
   tpc_module_set_fused_norm_algorithm(root, o->fused_norm_algorithm);
   ok = ok && mlirLogicalResultIsSuccess(tpc_verify(root));
   if (ok && o->num_elements > 0) {

@@ -14,7 +14,7 @@ enum {
   OPT_OUTPUT, OPT_SPLIT_INPUT, OPT_TP_PIPELINE, OPT_PASS_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY,
   OPT_SEQUENCE_PARALLEL, OPT_VERIFY_EACH, OPT_NO_VERIFY_EACH, OPT_VERIFY_DIAGNOSTICS, OPT_PRINT_DEBUGINFO,
   OPT_PRINT_GENERIC, OPT_PRINT_BEFORE_ALL, OPT_PRINT_AFTER_ALL, OPT_PRINT_AFTER_CHANGE, OPT_PRINT_AFTER_FAILURE,
-  OPT_PRINT_MODULE_SCOPE, OPT_TIMING, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM,
+  OPT_PRINT_MODULE_SCOPE, OPT_TIMING, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_GTP_WGRAD, OPT_FUSED_NORM_ALGORITHM,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -37,6 +37,10 @@ static const tpc_cli_option_t kOptions[] = {
      "(default: chosen by tp-gtp's cost model; 0: just before the use)",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
+    {"gtp-wgrad", 0, "MODE",
+     "Set tp.gtp_wgrad: how a GTP linear's weight gradient reaches its shard: scatter, gather or\n"
+     "auto (default: tp-gtp's cost model)",
+     OPT_GTP_WGRAD},
     {"fused-norm-algorithm", 0, "A",
      "Set algorithm on every fused norm left at \"auto\": auto (default), one-shot, two-shot or\n"
      "composition (one-shot and two-shot leave the reduce-scatter form at auto)",
@@ -140,6 +144,16 @@ static bool tpc__set_gtp_prefetch(tpc_opt_options_t* o, const char* value) {
   return true;
 }
 
+static bool tpc__set_gtp_wgrad(tpc_opt_options_t* o, const char* value) {
+  char error[256];
+  if (!tpc_gtp_wgrad_option_check(value, error, sizeof error)) {
+    tpc_cli_error(&kCli, "%s", error);
+    return false;
+  }
+  o->gtp_wgrad = value;
+  return true;
+}
+
 static bool tpc__set_fused_norm_algorithm(tpc_opt_options_t* o, const char* value) {
   char error[256];
   int algorithm = tpc_fused_norm_algorithm_option_parse(value, error, sizeof error);
@@ -181,13 +195,15 @@ static bool tpc__pass_options(tpc_opt_options_t* o, const char* pass, char* opts
       }
       o->gtp_keep = !strcmp(value, "true") || !strcmp(value, "1");
       ok = true;
+    } else if (gtp && !strcmp(kv, "wgrad")) {
+      ok = tpc__set_gtp_wgrad(o, value);
     } else if (lower && !strcmp(kv, "fused-norm-algorithm")) {
       ok = tpc__set_fused_norm_algorithm(o, value);
     } else {
       tpc_cli_error(&kCli, "pass %s has no option '%s' (%s)", pass, kv,
                     shard       ? "it takes mesh and sequence-parallel"
                     : invariant ? "it takes numerics and strategy"
-                    : gtp       ? "it takes prefetch and keep"
+                    : gtp       ? "it takes prefetch, keep and wgrad"
                     : lower     ? "it takes fused-norm-algorithm"
                                 : "it takes none");
       return false;
@@ -316,6 +332,7 @@ int tpc_opt_parse_args(int argc, char** argv, tpc_opt_options_t* o) {
       case OPT_TIMING: o->timing = true; break;
       case OPT_GTP_PREFETCH: ok = tpc__set_gtp_prefetch(o, v); break;
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_GTP_WGRAD: ok = tpc__set_gtp_wgrad(o, v); break;
       case OPT_FUSED_NORM_ALGORITHM: ok = tpc__set_fused_norm_algorithm(o, v); break;
       default: tpc_cli_error(&kCli, "internal error: option %d has no handler", id); return -1;
     }

@@ -28,6 +28,7 @@ typedef struct tpc_opt_options_t {
   bool has_gtp_prefetch;   // --gtp-prefetch or tp-gtp{prefetch=N} given
   int64_t gtp_prefetch;
   bool gtp_keep;           // --gtp-keep or tp-gtp{keep=true}
+  const char* gtp_wgrad;   // --gtp-wgrad or tp-gtp{wgrad=...} (NULL: not given)
   int fused_norm_algorithm;  // --fused-norm-algorithm or tp-lower-runtime{fused-norm-algorithm=...}: a
                              // tpc_algorithm_t value (0, "auto", leaves the fused norms as they are)
   /// The pipeline in order: tpc pass arguments ("tp-shard") and upstream elements ("mlir:cse").

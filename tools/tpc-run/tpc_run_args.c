@@ -7,7 +7,7 @@
 #include "tpc_cli.h"
 
 enum {
-  OPT_WORLD, OPT_MESH, OPT_PIPELINE, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_FUSED_NORM_ALGORITHM, OPT_FUNCTION,
+  OPT_WORLD, OPT_MESH, OPT_PIPELINE, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH, OPT_GTP_KEEP, OPT_GTP_WGRAD, OPT_FUSED_NORM_ALGORITHM, OPT_FUNCTION,
   OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_INPUTS, OPT_SEED, OPT_OUTPUTS, OPT_DUMP_ARGS, OPT_MAX_FILE_SIZE,
   OPT_HASH, OPT_STATS, OPT_JSON, OPT_GRAPH, OPT_COUNT_ONLY, OPT_WARMUP, OPT_REPEAT, OPT_BACKEND, OPT_SHARE_GPUS,
 };
@@ -34,6 +34,10 @@ static const tpc_cli_option_t kOptions[] = {
      "(default: tp-gtp's cost model; 0: just before the use; docs/passes.md, \"tp-gtp\")",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Compile with GTP weights gathered once and kept for the backward", OPT_GTP_KEEP},
+    {"gtp-wgrad", 0, "MODE",
+     "Compile with GTP linears' weight gradients reduce-scattered (scatter), contracted over\n"
+     "every gtp rank's tokens (gather), or either by tp-gtp's cost model (auto, the default)",
+     OPT_GTP_WGRAD},
     {"fused-norm-algorithm", 0, "A",
      "Compile with algorithm = A on every fused norm left at auto: auto, one-shot or two-shot\n"
      "(that fused kernel wherever the backend can run it) or composition",
@@ -172,6 +176,7 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
       case OPT_SEQUENCE_PARALLEL: o->sequence_parallel = true; break;
       case OPT_GTP_PREFETCH: o->gtp_prefetch = v; break;  // tpc-compile checks the value
       case OPT_GTP_KEEP: o->gtp_keep = true; break;
+      case OPT_GTP_WGRAD: o->gtp_wgrad = v; break;  // tpc-compile checks the value
       case OPT_FUSED_NORM_ALGORITHM: o->fused_norm_algorithm = v; break;  // tpc-compile checks the value
       case OPT_HASH: o->hash = true; break;
       case OPT_STATS: o->stats = true; break;
@@ -189,7 +194,8 @@ int tpc_run_parse_args(int argc, char** argv, tpc_run_options_t* o) {
   size_t len = strlen(o->module_path);
   bool mlir = len > 5 && !strcmp(o->module_path + len - 5, ".mlir");
   bool partition =
-      o->mesh || o->pipeline || o->numerics || o->strategy || o->sequence_parallel || o->gtp_prefetch || o->gtp_keep;
+      o->mesh || o->pipeline || o->numerics || o->strategy || o->sequence_parallel || o->gtp_prefetch || o->gtp_keep ||
+      o->gtp_wgrad;
   if ((partition || o->fused_norm_algorithm) && !mlir) {
     tpc_cli_error(&kCli,
                   "--mesh, --pipeline, --numerics, --strategy, --sequence-parallel, --gtp-* and "

@@ -23,7 +23,8 @@ typedef struct {
   const char* strategy;  // --strategy, passed to tpc-compile
   bool sequence_parallel;  // --sequence-parallel, passed to tpc-compile
   const char* gtp_prefetch;  // --gtp-prefetch, passed to tpc-compile
-  bool gtp_keep;             // --gtp-keep, passed to tpc-compile
+  bool gtp_keep;
+  const char* gtp_wgrad;     // --gtp-wgrad, passed to tpc-compile             // --gtp-keep, passed to tpc-compile
   const char* fused_norm_algorithm;  // --fused-norm-algorithm, passed to tpc-compile
   uint64_t seed;
   bool seed_given;

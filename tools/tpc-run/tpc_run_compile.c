@@ -30,9 +30,9 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
   snprintf(out_so, size, "%s/module.so", tmpdir);
   pid_t pid = fork();
   if (pid == 0) {
-    char pipeline[128], mesh[128], numerics[64], strategy[64], prefetch[64], algorithm[64];
+    char pipeline[128], mesh[128], numerics[64], strategy[64], prefetch[64], wgrad[64], algorithm[64];
     // The five fixed arguments, one per optional flag below, and the terminating NULL.
-    char* argv[13] = {compiler, (char*)mlir, "-o", out_so, pipeline};
+    char* argv[14] = {compiler, (char*)mlir, "-o", out_so, pipeline};
     int argc = 5;
     snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
     snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
@@ -45,6 +45,8 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
     snprintf(prefetch, sizeof prefetch, "--gtp-prefetch=%s", o->gtp_prefetch ? o->gtp_prefetch : "");
     if (o->gtp_prefetch) argv[argc++] = prefetch;
     if (o->gtp_keep) argv[argc++] = "--gtp-keep";
+    snprintf(wgrad, sizeof wgrad, "--gtp-wgrad=%s", o->gtp_wgrad ? o->gtp_wgrad : "");
+    if (o->gtp_wgrad) argv[argc++] = wgrad;
     snprintf(algorithm, sizeof algorithm, "--fused-norm-algorithm=%s",
              o->fused_norm_algorithm ? o->fused_norm_algorithm : "");
     if (o->fused_norm_algorithm) argv[argc++] = algorithm;
