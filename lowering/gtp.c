@@ -169,7 +169,7 @@ static double tpc__numel(MlirType t) {
 // Seconds the cost model gives |op|: 2 · (result elements) · (contracted size), the contracted
 // size being operand 0's last dimension (K of a linear and of attention's head dim), or the
 // tokens of a weight gradient. An estimate: it orders prefetch distances, nothing else.
-static double tpc__op_seconds(MlirOperation op) {
+double tpc__gtp_op_seconds(MlirOperation op) {
   int kind = tpc_op_get_kind(op);
   if (!tpc__gtp_is_contraction(kind) || mlirOperationGetNumOperands(op) == 0 || mlirOperationGetNumResults(op) == 0)
     return 0;
@@ -250,7 +250,7 @@ static int64_t tpc__depth_needed(const tpc__gtp_t* P, int use, double bytes) {
   double need = bytes * (double)(P->G - 1) / (double)P->G / TPC_GTP_BANDWIDTH, have = 0;
   int64_t k = 0;
   for (int i = use - 1; i >= 0 && have < need; --i) {
-    double t = tpc__op_seconds(P->ops[i]);
+    double t = tpc__gtp_op_seconds(P->ops[i]);
     if (t > 0) {
       have += t;
       ++k;

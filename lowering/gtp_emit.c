@@ -306,9 +306,9 @@ bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* sc
 // The gather form of the gradient |ar| (an all-reduce over |axes|, gtp at |at|) of the partial
 // tp.linear_wgrad |wg| of a weight sharded along its output features in |blocks| blocks: every
 // rank contracts the tokens of every gtp rank for its shard's rows,
-//   x_all = all_gather(x) over gtp along the tokens (started |depth| contractions ahead),
+//   x_all = all_gather(x) over gtp along the tokens,
 //   dy_own = all_to_all(dy) over gtp, split along N (block by block), concatenated along the tokens
-//            (started where the partial was computed),
+//            (both started where the partial was computed),
 //   dw = tp.linear_wgrad(dy_own, x_all)             (before |first|, with the waits),
 // then an all-reduce over the other axes, if any. Returns the shard (the chain's final value).
 static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOperation wg, MlirAttribute axes,
@@ -321,14 +321,12 @@ static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOper
   int64_t ds[2] = {mlirShapedTypeGetDimSize(dyt, 0) * P->G, mlirShapedTypeGetDimSize(dyt, 1) / P->G};
   MlirType x_all = mlirRankedTensorTypeGet(2, xs, mlirShapedTypeGetElementType(xt), mlirAttributeGetNull());
   MlirType dy_own = mlirRankedTensorTypeGet(2, ds, mlirShapedTypeGetElementType(dyt), mlirAttributeGetNull());
-  // x is the forward's: its gather starts |depth| contractions ahead of the partial, but after x.
-  int index = tpc__gtp_index_of(P, wg);
-  MlirOperation x_at = tpc__gtp_start_anchor(P, index, P->cur_depth);
-  if (mlirValueIsAOpResult(x)) {
-    MlirOperation def = mlirOpResultGetOwner(x);
-    if (!mlirOperationIsBeforeInBlock(def, x_at)) x_at = mlirOperationGetNextInBlock(def);
-  }
-  MlirValue xg = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, x, x_all, 0, 1, (MlirAttribute){NULL}, x_at,
+  // Both transfers start where the partial was computed and have until |first| (the contractions
+  // the reduce-scatter would have overlapped); starting x's earlier would only keep the gathered
+  // copy, g times x, live longer.
+  // (Before the reduction, after the partial: an earlier gradient's wgrad that waits at the
+  // partial comes first, and frees its gathered operands before these are allocated.)
+  MlirValue xg = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, x, x_all, 0, 1, (MlirAttribute){NULL}, ar,
                                      first, loc);
   MlirAttribute gtp = mlirStringAttrGet(P->ctx, tpc__ref("gtp"));
   MlirNamedAttribute a2a[5] = {
@@ -338,7 +336,7 @@ static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOper
       tpc__named(P->ctx, "concat_dim", mlirIntegerAttrGet(i64, 0)),
       tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
   };
-  MlirValue dg = tpc__gtp_emit_start(P, TPC_OP_NAME_ALL_TO_ALL_START, dy, dy_own, a2a, 5, wg, first, loc);
+  MlirValue dg = tpc__gtp_emit_start(P, TPC_OP_NAME_ALL_TO_ALL_START, dy, dy_own, a2a, 5, ar, first, loc);
   // The contraction over every gtp rank's tokens: the partial's attributes (partial only when
   // other axes still sum it), the shard's type.
   intptr_t n = mlirArrayAttrGetNumElements(axes);
@@ -393,9 +391,30 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   }
   MlirValue partial = tpc_all_reduce_get_input(op);
   MlirLocation loc = mlirOperationGetLocation(op);
-  // The wait: before the first reader of the sum, or earlier, before the (depth + 1)-th
-  // contraction after the reduction, so that only a few full-size f32 partials are live at once
-  // (the backward's next contractions overlap the reduce-scatter).
+  // A linear's weight gradient may instead contract every gtp rank's tokens for this rank's rows.
+  MlirOperation wg = mlirValueIsAOpResult(partial) ? mlirOpResultGetOwner(partial) : (MlirOperation){NULL};
+  double gather_s = 0;
+  bool gather = dim == 0 && !mlirOperationIsNull(wg) && tpc_op_get_kind(wg) == TPC_OP_LINEAR_WGRAD &&
+                tpc__gtp_single_use(partial) && tpc__gtp_index_of(P, wg) >= 0 &&
+                tpc__gtp_wgrad_gathers(P, wg, NULL, &gather_s);
+  // The wait: before the first reader of the sum, or earlier, before the (k + 1)-th contraction
+  // after the reduction, so that the k contractions in between overlap the transfers: k is the
+  // depth, so that only a few full-size f32 partials are live at once; for the gather form, whose
+  // inputs (x and dy) stay live until the wait, the fewest contractions (at least one) that the
+  // cost model says outlast its transfers, at most the depth.
+  int64_t k = P->cur_depth;
+  if (gather && k > 1) {
+    double have = 0;
+    int64_t need = 0;
+    for (int i = tpc__gtp_index_of(P, op) + 1; i > 0 && i < P->num_ops && (need == 0 || have < gather_s); ++i) {
+      double sec = tpc__gtp_op_seconds(P->ops[i]);
+      if (sec > 0) {
+        have += sec;
+        ++need;
+      }
+    }
+    if (need >= 1 && need < k) k = need;
+  }
   MlirOperation first = {NULL};
   for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
     MlirOperation user = mlirOpOperandGetOwner(u);
@@ -404,7 +423,7 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   // (Depth 0, the unoverlapped schedule: before the op that follows the reduction.)
   int64_t seen = 0;
   for (int i = tpc__gtp_index_of(P, op) + 1; i > 0 && i < P->num_ops; ++i) {
-    if (P->cur_depth > 0 && (!tpc__gtp_is_contraction(tpc_op_get_kind(P->ops[i])) || ++seen <= P->cur_depth)) continue;
+    if (k > 0 && (!tpc__gtp_is_contraction(tpc_op_get_kind(P->ops[i])) || ++seen <= k)) continue;
     if (mlirOperationIsBeforeInBlock(P->ops[i], first)) first = P->ops[i];
     break;
   }
@@ -412,10 +431,7 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   MlirAttribute order = mlirOperationGetAttributeByName(op, tpc__ref("order"));
   MlirType final = tpc__gtp_divided(t, dim, P->G, (MlirType){NULL});
   MlirType scattered = n > 1 ? tpc__gtp_divided(t, dim, P->G, mlirShapedTypeGetElementType(mlirValueGetType(partial))) : final;
-  // A linear's weight gradient may instead contract every gtp rank's tokens for this rank's rows.
-  MlirOperation wg = mlirValueIsAOpResult(partial) ? mlirOpResultGetOwner(partial) : (MlirOperation){NULL};
-  if (dim == 0 && !mlirOperationIsNull(wg) && tpc_op_get_kind(wg) == TPC_OP_LINEAR_WGRAD &&
-      tpc__gtp_single_use(partial) && tpc__gtp_index_of(P, wg) >= 0 && tpc__gtp_wgrad_gathers(P, wg, NULL, NULL)) {
+  if (gather) {
     mlirValueReplaceAllUsesOfWith(v, tpc__gtp_gather_wgrad(P, op, wg, axes, at, blocks, first));
     return tpc__gtp_mark_dead(P, op) && tpc__gtp_mark_dead(P, wg);  // the reduction first: it reads wg
   }

@@ -53,6 +53,8 @@ static inline MlirNamedAttribute tpc__named(MlirContext ctx, const char* name, M
 void tpc__gtp_fail(tpc__gtp_t* P, MlirLocation loc, tpc_text_t* msg);
 /// The ops the schedule counts: contractions (linears, their gradients, attention, the fused MLP).
 bool tpc__gtp_is_contraction(int kind);
+/// Seconds the cost model gives |op| (0 for anything but a contraction).
+double tpc__gtp_op_seconds(MlirOperation op);
 
 // gtp_emit.c
 /// The tensor type |t| with dimension |dim| divided by |by| and element type |element| (or t's).

@@ -52,23 +52,23 @@
 // INV:         "tp.linear_wgrad"({{.*}}) {chunks = 4 : i64, parallel = "row", partial = true}
 // INV-NEXT:    "tp.reduce_scatter_start"({{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world, order = "canonical"}
 /// The gather form (--gtp-wgrad gather, and the cost model's pick at these sizes): each rank
-/// computes its shard's rows of a weight gradient over both gtp ranks' tokens. x is gathered over
-/// gtp along the tokens, one contraction ahead of where the partial was; dy goes through an
-/// all-to-all that sends each rank its columns (w1's by block: its gate and up rows), started
-/// there; the wgrad of the two moves to where the reduce-scatter's wait was, so the next
-/// contraction overlaps both. No reduce-scatter, no f32 partial of the whole weight.
+/// computes its shard's rows of a weight gradient over both gtp ranks' tokens. Where the partial
+/// was, x is gathered over gtp along the tokens and dy goes through an all-to-all that sends each
+/// rank its columns (w1's by block: its gate and up rows); the wgrad of the two moves past the
+/// next contraction, which overlaps both transfers, and before the next gradient's transfers
+/// start. No reduce-scatter, no f32 partial of the whole weight.
 // GATHER-LABEL: func.func @mlp(
-// GATHER:         %[[X2:.*]] = "tp.all_gather_start"(%[[A:.*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
-// GATHER-NEXT:    "tp.linear"(%[[A]], %{{.*}}) {parallel = "row", partial = true}
-// GATHER:         %[[D2:.*]] = "tp.all_to_all_start"(%[[DY:[^)]*]]) {axes = ["gtp"], blocks = 1 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x64xbf16>>
-// GATHER-NEXT:    %[[X1:.*]] = "tp.all_gather_start"(%[[H:.*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
-// GATHER:         "tp.linear_dgrad"(%[[DY]], %{{.*}}) {parallel = "row"}
+// GATHER:         %[[X2:.*]] = "tp.all_gather_start"(%[[A:[^)]*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// GATHER-NEXT:    %[[D2:.*]] = "tp.all_to_all_start"(%[[DY:[^)]*]]) {axes = ["gtp"], blocks = 1 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x64xbf16>>
+// GATHER-NEXT:    "tp.wait"
+// GATHER-NEXT:    "tp.linear_dgrad"(%[[DY]], %{{.*}}) {parallel = "row"}
 // GATHER-NEXT:    %[[DU:.*]] = "tp.glu_grad"
 // GATHER-NEXT:    "tp.all_gather_start"
-// GATHER-NEXT:    %[[D1:.*]] = "tp.all_to_all_start"(%[[DU]]) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x256xbf16>) -> !tp.future<tensor<16x128xbf16>>
 // GATHER-NEXT:    %[[X2W:.*]] = "tp.wait"(%[[X2]])
 // GATHER-NEXT:    %[[D2W:.*]] = "tp.wait"(%[[D2]])
 // GATHER-NEXT:    %[[G2:.*]] = "tp.linear_wgrad"(%[[D2W]], %[[X2W]]) {parallel = "row"} : (tensor<16x64xbf16>, tensor<16x128xbf16>) -> tensor<64x128xf32>
+// GATHER-NEXT:    %[[X1:.*]] = "tp.all_gather_start"(%[[H:[^)]*]]) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8x128xbf16>) -> !tp.future<tensor<16x128xbf16>>
+// GATHER-NEXT:    %[[D1:.*]] = "tp.all_to_all_start"(%[[DU]]) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<8x256xbf16>) -> !tp.future<tensor<16x128xbf16>>
 // GATHER-NEXT:    "tp.wait"
 // GATHER-NEXT:    "tp.linear_dgrad"(%[[DU]], %{{.*}}) {parallel = "column", partial = true}
 // GATHER:         %[[X1W:.*]] = "tp.wait"(%[[X1]])
