@@ -193,7 +193,7 @@ if (( ${#DETAILS[@]} )); then say "${DETAILS[@]}"; fi
 #===------------------------------------------------------------------------===#
 
 if [[ -f "$CARRY/shared/gtp_list.txt" ]]; then
-  say "" "== GTP (weights sharded over gtp, gathered before use, gradients reduce-scattered) vs the tp1 ref above"
+  say "" "== GTP (weights sharded over gtp, gathered before use; gradients in either form, +scatter: reduce-scattered) vs the tp1 ref above"
   while read -r model m mesh file; do
     [[ "$model" =~ $MODELS ]] || continue
     ref="$WORK/$model-m$m-tp1-off.out" tag="gtp-$model-m$m-${mesh//[=,+]/-}"
@@ -202,10 +202,10 @@ if [[ -f "$CARRY/shared/gtp_list.txt" ]]; then
     run_module "$tag" "$CARRY/shared/$file" "$ranks"
     if (( RC == 0 )) && [[ -s "$WORK/$tag.out" && -f "$ref" ]] && cmp -s "$WORK/$tag.out" "$ref"; then
       PASS=$((PASS + 1))
-      say "$(printf '%-9s %4s  %-14s %2s ranks %-6s =' "$model" "$m" "$mesh" "$ranks" "$MODE")"
+      say "$(printf '%-9s %4s  %-18s %2s ranks %-6s =' "$model" "$m" "$mesh" "$ranks" "$MODE")"
     else
       FAIL=$((FAIL + 1))
-      say "$(printf '%-9s %4s  %-14s %2s ranks %-6s FAIL (exit %s)' "$model" "$m" "$mesh" "$ranks" "$MODE" "$RC")" \
+      say "$(printf '%-9s %4s  %-18s %2s ranks %-6s FAIL (exit %s)' "$model" "$m" "$mesh" "$ranks" "$MODE" "$RC")" \
         "$(tail -n 3 "$WORK/$tag.err")"
       [[ -f "$ref" ]] && say "$(diff "$ref" "$WORK/$tag.out" | head -n 6)"
     fi
