@@ -290,8 +290,9 @@ static double tpc__bytes_of(MlirValue v) {
 
 bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* scatter_s, double* gather_s) {
   double G = (double)P->G;
-  double partial = tpc__bytes_of(tpc_linear_wgrad_get_dw(wgrad));
-  double x = tpc__bytes_of(tpc_linear_wgrad_get_x(wgrad)), dy = tpc__bytes_of(tpc_linear_wgrad_get_dy(wgrad));
+  // (tp.linear_wgrad and tp.grouped_linear_wgrad: operands dy, x (then the group sizes), result dw.)
+  double partial = tpc__bytes_of(mlirOperationGetResult(wgrad, 0));
+  double x = tpc__bytes_of(mlirOperationGetOperand(wgrad, 1)), dy = tpc__bytes_of(mlirOperationGetOperand(wgrad, 0));
   // The reduce-scatter moves (G-1)/G of the f32 partial and its sum reads G slices of the shard and
   // writes one, on the compute stream; the gathers move G-1 copies of x and (G-1)/G of dy.
   double s = partial * (G - 1) / G / TPC_GTP_BANDWIDTH + partial * (G + 1) / G / TPC_GTP_HBM_BANDWIDTH;
@@ -304,8 +305,8 @@ bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* sc
 }
 
 // The gather form of the gradient |ar| (an all-reduce over |axes|, gtp at |at|) of the partial
-// tp.linear_wgrad |wg| of a weight sharded along its output features in |blocks| blocks: every
-// rank contracts the tokens of every gtp rank for its shard's rows,
+// tp.linear_wgrad (or tp.grouped_linear_wgrad) |wg| of a weight sharded along its output features
+// in |blocks| blocks: every rank contracts the tokens of every gtp rank for its shard's rows,
 //   x_all = all_gather(x) over gtp along the tokens,
 //   dy_own = all_to_all(dy) over gtp, split along N (block by block), concatenated along the tokens
 //            (both started where the partial was computed),
@@ -315,7 +316,8 @@ static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOper
                                        intptr_t at, int64_t blocks, MlirOperation first) {
   MlirLocation loc = mlirOperationGetLocation(wg);
   MlirType i64 = mlirIntegerTypeGet(P->ctx, 64);
-  MlirValue x = tpc_linear_wgrad_get_x(wg), dy = tpc_linear_wgrad_get_dy(wg);
+  bool grouped = tpc_op_get_kind(wg) == TPC_OP_GROUPED_LINEAR_WGRAD;
+  MlirValue dy = mlirOperationGetOperand(wg, 0), x = mlirOperationGetOperand(wg, 1);
   MlirType xt = mlirValueGetType(x), dyt = mlirValueGetType(dy);
   int64_t xs[2] = {mlirShapedTypeGetDimSize(xt, 0) * P->G, mlirShapedTypeGetDimSize(xt, 1)};
   int64_t ds[2] = {mlirShapedTypeGetDimSize(dyt, 0) * P->G, mlirShapedTypeGetDimSize(dyt, 1) / P->G};
@@ -337,11 +339,23 @@ static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOper
       tpc__named(P->ctx, "blocks", mlirIntegerAttrGet(i64, blocks)),
   };
   MlirValue dg = tpc__gtp_emit_start(P, TPC_OP_NAME_ALL_TO_ALL_START, dy, dy_own, a2a, 5, ar, first, loc);
+  // A grouped wgrad's rows arrive as one segment per gtp rank (in rank order, which is token
+  // order): its [E] counts gathered into [G·E], segment by segment.
+  MlirValue counts = {NULL};
+  if (grouped) {
+    MlirValue sizes = tpc_grouped_linear_wgrad_get_group_sizes(wg);
+    MlirType st = mlirValueGetType(sizes);
+    int64_t cs[1] = {mlirShapedTypeGetDimSize(st, 0) * P->G};
+    counts = tpc__gtp_emit_async(P, TPC_OP_NAME_ALL_GATHER_START, sizes,
+                                 mlirRankedTensorTypeGet(1, cs, mlirShapedTypeGetElementType(st), mlirAttributeGetNull()),
+                                 0, 1, (MlirAttribute){NULL}, ar, first, loc);
+  }
   // The contraction over every gtp rank's tokens: the partial's attributes (partial only when
   // other axes still sum it), the shard's type.
   intptr_t n = mlirArrayAttrGetNumElements(axes);
-  MlirType final = tpc__gtp_divided(mlirValueGetType(mlirOperationGetResult(ar, 0)), 0, P->G, (MlirType){NULL});
-  MlirType out = n > 1 ? tpc__gtp_divided(mlirValueGetType(tpc_linear_wgrad_get_dw(wg)), 0, P->G, (MlirType){NULL})
+  int wdim = grouped ? 1 : 0;  // the weight's output features
+  MlirType final = tpc__gtp_divided(mlirValueGetType(mlirOperationGetResult(ar, 0)), wdim, P->G, (MlirType){NULL});
+  MlirType out = n > 1 ? tpc__gtp_divided(mlirValueGetType(mlirOperationGetResult(wg, 0)), wdim, P->G, (MlirType){NULL})
                        : final;
   MlirNamedAttribute attrs[16];
   intptr_t na = 0;
@@ -353,14 +367,29 @@ static MlirValue tpc__gtp_gather_wgrad(tpc__gtp_t* P, MlirOperation ar, MlirOper
   }
   if (n > 1) attrs[na++] = tpc__named(P->ctx, "partial", mlirBoolAttrGet(P->ctx, 1));
   MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(wg)), loc);
-  MlirValue operands[2] = {dg, xg};
-  mlirOperationStateAddOperands(&st, 2, operands);
+  MlirValue operands[3] = {dg, xg, counts};
+  mlirOperationStateAddOperands(&st, grouped ? 3 : 2, operands);
   mlirOperationStateAddResults(&st, 1, &out);
   mlirOperationStateAddAttributes(&st, na, attrs);
   MlirOperation whole = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, whole);
   MlirValue shard = mlirOperationGetResult(whole, 0);
   return n > 1 ? tpc__gtp_rest_all_reduce(P, ar, axes, at, shard, final, first) : shard;
+}
+
+// Whether the partial |wg| of a weight sharded along |dim|, summed over |axes|, has a gather form:
+// a linear's weight gradient; a grouped linear's over gtp alone, whose rows are its own tokens'
+// (counts [E], not segments already), so that the gtp ranks' rows are one segment each. (Over dp
+// too, an expert's rows would have to come from every rank of the reduction: tp-invariant's
+// gather of them, docs/numerics.md.)
+static bool tpc__gtp_has_gather_form(const tpc__gtp_t* P, MlirOperation wg, int dim, MlirAttribute axes) {
+  (void)P;
+  int kind = tpc_op_get_kind(wg);
+  if (kind == TPC_OP_LINEAR_WGRAD) return dim == 0;
+  if (kind != TPC_OP_GROUPED_LINEAR_WGRAD || dim != 1 || mlirArrayAttrGetNumElements(axes) != 1) return false;
+  MlirType sizes = mlirValueGetType(tpc_grouped_linear_wgrad_get_group_sizes(wg));
+  MlirType dw = mlirValueGetType(tpc_grouped_linear_wgrad_get_dw(wg));
+  return mlirShapedTypeGetRank(sizes) == 1 && mlirShapedTypeGetDimSize(sizes, 0) == mlirShapedTypeGetDimSize(dw, 0);
 }
 
 // Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard: the
@@ -394,7 +423,7 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   // A linear's weight gradient may instead contract every gtp rank's tokens for this rank's rows.
   MlirOperation wg = mlirValueIsAOpResult(partial) ? mlirOpResultGetOwner(partial) : (MlirOperation){NULL};
   double gather_s = 0;
-  bool gather = dim == 0 && !mlirOperationIsNull(wg) && tpc_op_get_kind(wg) == TPC_OP_LINEAR_WGRAD &&
+  bool gather = !mlirOperationIsNull(wg) && tpc__gtp_has_gather_form(P, wg, dim, axes) &&
                 tpc__gtp_single_use(partial) && tpc__gtp_index_of(P, wg) >= 0 &&
                 tpc__gtp_wgrad_gathers(P, wg, NULL, &gather_s);
   // The wait: before the first reader of the sum, or earlier, before the (k + 1)-th contraction

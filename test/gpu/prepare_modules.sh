@@ -166,6 +166,17 @@ PYVARIANT
     echo "$model 64 $mesh $name.so" >> "$SHARED/gtp_list.txt"
   done
 done
+# The MoE blocks (the variants of the matrix above): the grouped expert weights' gradients in the
+# gather form over gtp (each gtp rank's rows one segment), reduce-scattered with +scatter, and
+# beside dp (tp-invariant gathers every rank's rows).
+for model in moe moe-wide; do
+  for mesh in gtp=2 gtp=2,tp=2 gtp=4 gtp=2,tp=2+scatter dp=2,gtp=2; do
+    name="$model-m64-${mesh//[=,+]/-}" flags=(--pipeline=train --mesh="${mesh%+*}" --numerics=invariant)
+    if [[ $mesh == *+scatter ]]; then flags+=(--gtp-wgrad=scatter); fi
+    "$BUILD/bin/tpc-compile" "$VARIANTS/$model-m64.mlir" -o "$SHARED/$name.so" "${flags[@]}"
+    echo "$model 64 $mesh $name.so" >> "$SHARED/gtp_list.txt"
+  done
+done
 # The attention block at the tensor-core attention's sizes (2 sequences of 200 tokens, head_dim 64):
 # TP 1/2/4 with and without sequence parallelism; tp-shard refuses TP 8 (4 key/value heads).
 "$BUILD/bin/tpc-compile" test/gpu/attention_block_wide.mlir -o "$SHARED/ref.so" --pipeline=train --mesh=tp=1 \

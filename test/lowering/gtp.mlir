@@ -185,6 +185,24 @@ module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
 // INV:         "tp.all_to_all"(%{{.*}}) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<16x64xbf16>) -> tensor<32x32xbf16>
 // INV-NEXT:    "tp.grouped_linear_wgrad"({{.*}}) {parallel = "column"} : (tensor<32x32xbf16>, tensor<32x128xbf16>, tensor<16xi64>) -> tensor<8x32x128xf32>
 // INV-NOT:     "tp.reduce_scatter_start"
+/// The gather form of the expert weights' gradients (over gtp alone): tp-gtp itself gathers the
+/// rows asynchronously, x and the [E] counts over gtp (one segment per gtp rank) and this rank's
+/// columns of dy by an all-to-all, and the grouped wgrad contracts them whole into the shard; in
+/// any numerics, so tp-invariant has nothing left to reduce.
+// GATHER-LABEL: func.func @moe(
+// GATHER:         %[[X2:.*]] = "tp.all_gather_start"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<16x32xbf16>) -> !tp.future<tensor<32x32xbf16>>
+// GATHER-NEXT:    %[[D2:.*]] = "tp.all_to_all_start"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<16x128xbf16>) -> !tp.future<tensor<32x64xbf16>>
+// GATHER-NEXT:    %[[C2:.*]] = "tp.all_gather_start"(%{{.*}}) {axes = ["gtp"], blocks = 1 : i64, dim = 0 : i64, mesh = @world} : (tensor<8xi64>) -> !tp.future<tensor<16xi64>>
+// GATHER:         %[[X2W:.*]] = "tp.wait"(%[[X2]])
+// GATHER-NEXT:    %[[D2W:.*]] = "tp.wait"(%[[D2]])
+// GATHER-NEXT:    %[[C2W:.*]] = "tp.wait"(%[[C2]])
+// GATHER-NEXT:    "tp.grouped_linear_wgrad"(%[[D2W]], %[[X2W]], %[[C2W]]) {parallel = "row"} : (tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<16xi64>) -> tensor<8x64x32xf32>
+// GATHER:         "tp.all_to_all_start"(%{{.*}}) {axes = ["gtp"], blocks = 2 : i64, concat_dim = 0 : i64, mesh = @world, split_dim = 1 : i64} : (tensor<16x64xbf16>) -> !tp.future<tensor<32x32xbf16>>
+// GATHER:         "tp.grouped_linear_wgrad"({{.*}}) {parallel = "column"} : (tensor<32x32xbf16>, tensor<32x128xbf16>, tensor<16xi64>) -> tensor<8x32x128xf32>
+// GINV-LABEL: func.func @moe(
+// GINV-NOT:     "tp.all_to_all"(
+// GINV:         "tp.grouped_linear_wgrad"({{.*}}) {parallel = "row"} : (tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<16xi64>) -> tensor<8x64x32xf32>
+// GINV-NOT:     "tp.reduce_scatter_start"
 module attributes {tp.numerics = "fast", tp.chunks = 8 : i64} {
   "tp.mesh"() {sym_name = "world", axes = ["gtp", "tp"], shape = array<i64: 2, 2>} : () -> ()
   func.func @moe(%x: tensor<16x128xbf16> {tp.name = "x"}, %router: tensor<8x128xbf16> {tp.name = "router"},

@@ -5,9 +5,11 @@ gtp 2 and 4 with tp-gtp's default schedule and --gtp-wgrad scatter, gather and a
 `tpc-run --count-only --stats` (nothing runs; the figures are the compiled module's): the bytes each
 rank sends per step under the runtime's ring/direct model (docs/runtime.md), by collective, and the
 arena (the memory plan's activations and temporaries per rank). Prints a table; --svg writes both
-as bar charts.
+as bar charts. --stack gtpmoe: 2 Mixtral-8x7B-width MoE blocks (8 experts of F 14336, top 2) instead,
+whose grouped expert weights' gradients take the same two forms.
 
-Usage: python3 tools/bench/gtp_plan.py --tpc-run build/bin/tpc-run [--layers 4] [--svg out.svg]
+Usage: python3 tools/bench/gtp_plan.py --tpc-run build/bin/tpc-run [--stack gtp8b|gtpmoe] [--layers N]
+                                       [--svg out.svg]
 """
 import argparse
 import os
@@ -39,20 +41,26 @@ def plan(tpc_run, module, g, form):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tpc-run", default=os.path.join(ROOT, "build", "bin", "tpc-run"))
-    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--stack", choices=("gtp8b", "gtpmoe"), default="gtp8b")
+    ap.add_argument("--layers", type=int, help="default: 4 (gtp8b), 2 (gtpmoe)")
     ap.add_argument("--svg")
     a = ap.parse_args()
+    moe = a.stack == "gtpmoe"
+    layers = a.layers or (2 if moe else 4)
+    what = (f"{layers} Mixtral-8x7B-width MoE blocks (8 experts, top 2)" if moe
+            else f"{layers} Llama-3-8B-width MLP blocks")
+    kind = ["--kind", "moe", "--experts", "8", "--top-k", "2"] if moe else []
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for g in (2, 4):
             module = os.path.join(tmp, f"stack-{g}.mlir")
             with open(module, "w") as f:
-                subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_stack.py"), "--layers", str(a.layers),
-                                "--block", "llama", "--hidden", "4096", "--ffn", "14336", "--tokens", str(4096 * g)],
-                               stdout=f, check=True)
+                subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_stack.py"), "--layers", str(layers),
+                                *kind, "--block", "llama", "--hidden", "4096", "--ffn", "14336", "--tokens",
+                                str(4096 * g)], stdout=f, check=True)
             for form in FORMS:
                 rows[(g, form)] = plan(a.tpc_run, module, g, form)
-    print(f"{a.layers} Llama-3-8B-width MLP blocks, 4096 tokens per rank, one training step, per rank:")
+    print(f"{what}, 4096 tokens per rank, one training step, per rank:")
     print(f"{'mesh':6} {'form':8} {'all_gather GB':>14} {'reduce_scatter GB':>18} {'all_to_all GB':>14} "
           f"{'sent GB':>8} {'arena GB':>9}")
     for (g, form), (sent, arena) in rows.items():
@@ -68,7 +76,7 @@ def main():
                     sent, arena = rows[(g, form)]
                     bars.append((form, (sum(sent.values()) if what == "sent" else arena) / 1e9, COLOURS[form]))
                 groups.append((f"gtp {g}: {'bytes sent' if what == 'sent' else 'arena'}", bars))
-        grouped_bars(a.svg, f"GTP weight-gradient forms: per rank and step, GB ({a.layers} Llama-8B-width layers)",
+        grouped_bars(a.svg, f"GTP weight-gradient forms: per rank and step, GB ({what})",
                      groups, subtitle="tpc-run --count-only --stats: the compiled plan (ring/direct byte model), "
                                       "tp-gtp's default prefetch")
 
