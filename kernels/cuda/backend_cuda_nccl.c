@@ -401,16 +401,10 @@ tprt_status_t tprt__cuda_all_to_all(tprt_rank_t* rank, uint32_t mask, const tprt
   for (int d = 0; d < concat_dim; ++d) before_concat *= in->dims[d];
   if (c->local && before_concat == 1 && split_dim > concat_dim)
     return tprt__local_all_to_all(rank, c, in, out, split_dim);
-  // Packed and received in a buffer of the call's own: an async start's future keeps its buffer
-  // until its wait (the shared scratch may be taken by the compute stream's next op meanwhile).
+  // (Packed, exchanged and unpacked on the issuing stream: an async start's scratch is the comm
+  // stream's own, which the compute stream never touches.)
   char* buf = NULL;
-  tprt__cuda_future_t* f = tprt__r.starting;
-  if (f) {
-    TPRT__TRY(tprt__buffer_reserve(&f->staging, 2 * bytes, "growing an async all-to-all's staging buffer"));
-    buf = f->staging.ptr;
-  } else {
-    TPRT__TRY(tprt__scratch(2 * bytes, &buf));
-  }
+  TPRT__TRY(tprt__scratch(2 * bytes, &buf));
   char *send = buf, *recv = buf + bytes;
   // Pack: block p = slice p along split_dim.
   int64_t outer;

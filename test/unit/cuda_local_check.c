@@ -72,7 +72,7 @@ static const case_t kCases[] = {
     {ALL_TO_ALL, 2, BF16, BF16, 1, 0, 0, false, false},
     {ALL_TO_ALL, 3, F32, F32, 0, 1, 0, false, false},
     {ALL_TO_ALL, 2, BF16, BF16, 1, 0, 0, true, false},  // async, pitched copies straight into the output
-    {ALL_TO_ALL, 1, F32, F32, 0, 1, 0, true, false},    // async, packed in the future's own buffer
+    {ALL_TO_ALL, 1, F32, F32, 0, 1, 0, true, false},    // async, packed on the comm stream
     {REDUCE_SCATTER, 3, F32, F32, 1, 0, CANON, true, false},
     {ALL_GATHER, 3, BF16, BF16, 1, 0, 0, true, false},
     {ALL_REDUCE, 2, F32, BF16, 0, 0, CANON, false, false},
