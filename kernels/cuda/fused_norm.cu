@@ -38,9 +38,15 @@ static tprt_status_t tprt__fn_quant_args(const tprt_cuda_fused_quant_t* quant, c
   q->amax = quant->amax ? (const float*)quant->amax->data : NULL;
   q->max_finite = tprt_quant_max_finite(normed->dtype);
   if (l.block > 0) {
+    if ((uintptr_t)quant->scale->data % 4 != 0)
+      return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                              "the fused kernel writes the scale tensor's padding in 4-byte words: its data must be "
+                              "4-byte aligned (arena buffers are)");
     q->scale = (uint8_t*)quant->scale->data;
     q->srows = l.scale_dims[0];
     q->s1 = l.scale_dims[1];
+    while ((1 << q->bs_shift) < l.block) ++q->bs_shift;  // 16 or 32
+    q->row_blocks = normed->dims[1] / l.block;
   }
   q->tensor_scale = quant->format == TPRT_QUANT_NVFP4 ? (float*)quant->global_scale->data
                     : l.block == 0                    ? (float*)quant->scale->data
@@ -86,7 +92,7 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(
                             "fused_allreduce_add_rmsnorm: a cluster of %d blocks for rows of %lld (1, 2, 4 or %d "
                             "blocks, each with at most %d columns of a row)",
                             g->cluster, (long long)h, TPRT_CUDA_FUSED_CLUSTER, TPRT__FN_BLOCK_GROUPS * TPRT_ROW_LANES);
-  tprt__fn_quant_t q = {-1, 0, NULL, NULL, NULL, NULL, 0, 0, 0.0f};
+  tprt__fn_quant_t q = {-1, 0, NULL, NULL, NULL, NULL, 0, 0, 0.0f, 0, 0};
   if (quant) TPRT_RETURN_IF_ERROR(tprt__fn_quant_args(quant, normed, &q), "fused_allreduce_add_rmsnorm_quantize");
   if (m == 0 || h == 0) {
     // No row to quantize: the scales tp.quantize writes all the same (zero padding, the per-tensor one).

@@ -367,7 +367,7 @@ static __global__ void __launch_bounds__(T)
     constexpr int NB = Shape::NORM / V;
     // The row's scale columns past its blocks are padding, zero as tp.quantize leaves them.
     if (Q && qa.scale && c == 0 && t == 0)
-      for (int64_t col = h / qa.bs; col < qa.s1; ++col) qa.scale[row * qa.s1 + col] = 0;
+      for (int64_t col = qa.row_blocks; col < qa.s1; ++col) qa.scale[row * qa.s1 + col] = 0;
     for (int64_t k0 = kv_first; k0 < groups; k0 += (int64_t)SL * NB) {
       float x[NB][V], w[NB][V];
 #pragma unroll
@@ -410,10 +410,12 @@ static __global__ void __launch_bounds__(T)
     if (g.trace[6]) g.trace[5] += clock[0] - g.trace[6];
     g.trace[6] = end;
   }
-  // The scale tensor's padding rows (past the m rows), zero as tp.quantize leaves them.
+  // The scale tensor's padding rows (past the m rows), zero as tp.quantize leaves them: whole
+  // 4-byte words (s1 is a multiple of 4 columns, the tensor 4-byte aligned), every thread of the grid.
   if (Q && qa.scale)
-    for (int64_t w = (int64_t)blockIdx.x * T + t; w < (qa.srows - m) * qa.s1; w += (int64_t)gridDim.x * T)
-      qa.scale[m * qa.s1 + w] = 0;
+    for (int64_t w = (int64_t)blockIdx.x * T + t, words = (qa.srows - m) * qa.s1 / 4; w < words;
+         w += (int64_t)gridDim.x * T)
+      reinterpret_cast<uint32_t*>(qa.scale + m * qa.s1)[w] = 0u;
   // The last block of the call advances the counters; every block read them before adding itself.
   __syncthreads();
   if (t == 0) {

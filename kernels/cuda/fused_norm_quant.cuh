@@ -10,6 +10,7 @@
 // Block formats (mxfp8: 32 columns, nvfp4: 16) write a scale byte per block, the scale tensor
 // [srows, s1] (its padding zero); the per-tensor formats' multiplier and nvfp4's global factors
 // come from *amax; tensor_scale (fp8's scale_inv, nvfp4's global decode scale) is one f32.
+// bs_shift is log2(bs) and row_blocks H / bs (no division in the kernel).
 struct tprt__fn_quant_t {
   int format, bs;
   uint8_t* data;
@@ -18,6 +19,8 @@ struct tprt__fn_quant_t {
   const float* amax;
   int64_t s1, srows;
   float max_finite;
+  int bs_shift;
+  int64_t row_blocks;
 };
 
 // A value as normed holds it (rounded to the residual's dtype DR), which tp.quantize reads.
@@ -50,7 +53,7 @@ static __device__ __forceinline__ void tprt__fn_quantize(const tprt__fn_quant_t&
       m = other > m ? other : m;
     }
     const uint8_t sb = tprt_quant_block_scale(q.format, m, s_dec, sdec_mul, &mul);
-    if ((lane & (unsigned)(gt - 1)) == 0) q.scale[row * q.s1 + j / q.bs] = sb;
+    if ((lane & (unsigned)(gt - 1)) == 0) q.scale[row * q.s1 + (j >> q.bs_shift)] = sb;
   }
 #pragma unroll
   for (int i = 0; i < V; ++i) code[i] = tprt_quant_code(q.format, y[i], mul);
