@@ -166,6 +166,11 @@ static double tpc__numel(MlirType t) {
   return n;
 }
 
+double tpc__gtp_bytes(MlirType t) {
+  if (!mlirTypeIsARankedTensor(t)) return 0;
+  return tpc__numel(t) * (double)tprt_dtype_bits(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t))) / 8.0;
+}
+
 // Seconds the cost model gives |op|: 2 · (result elements) · (contracted size), the contracted
 // size being operand 0's last dimension (K of a linear and of attention's head dim), or the
 // tokens of a weight gradient. An estimate: it orders prefetch distances, nothing else.
@@ -376,7 +381,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
   }
   qsort(uses, (size_t)num_uses, sizeof *uses, tpc__use_cmp);
   MlirType gathered = t;
-  double bytes = tpc__numel(t) * (double)tprt_dtype_bits(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t))) / 8.0;
+  double bytes = tpc__gtp_bytes(t);
   int64_t depth = P->depth;
   if (depth < 0) {
     depth = 1;
@@ -467,10 +472,9 @@ static bool tpc__gtp_func(tpc__gtp_t* P) {
     P->ops[P->num_ops++] = o;
   int64_t depth_used = 0;
   for (intptr_t i = 0; P->ok && i < mlirBlockGetNumArguments(body); ++i) tpc__shard_arg(P, body, i, &depth_used);
-  for (int i = 0; i < P->num_dead; ++i) mlirOperationDestroy(P->dead[i]);
-  free(P->dead);
-  P->dead = NULL;
-  P->num_dead = P->cap_dead = 0;
+  for (intptr_t i = 0; i < P->dead.count; ++i) mlirOperationDestroy(P->dead.ops[i]);
+  free(P->dead.ops);
+  P->dead = (tpc_op_list_t){0};
   free(P->ops);
   P->ops = NULL;
   if (!P->ok) return false;

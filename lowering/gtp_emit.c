@@ -266,38 +266,22 @@ static MlirValue tpc__gtp_rest_all_reduce(tpc__gtp_t* P, MlirOperation ar, MlirA
 
 // Queues |op| for erasure once the function is done (P->ops still names it); false when out of memory.
 static bool tpc__gtp_mark_dead(tpc__gtp_t* P, MlirOperation op) {
-  if (P->num_dead == P->cap_dead) {
-    int cap = P->cap_dead ? 2 * P->cap_dead : 16;
-    MlirOperation* grown = realloc(P->dead, (size_t)cap * sizeof *grown);
-    if (!grown) {
-      mlirEmitError(mlirOperationGetLocation(op), "tp-gtp: out of memory");
-      P->ok = false;
-      return false;
-    }
-    P->dead = grown;
-    P->cap_dead = cap;
-  }
-  P->dead[P->num_dead++] = op;
-  return true;
+  if (tpc_op_list_push(&P->dead, op)) return true;
+  mlirEmitError(mlirOperationGetLocation(op), "tp-gtp: out of memory");
+  P->ok = false;
+  return false;
 }
 
-static double tpc__bytes_of(MlirValue v) {
-  MlirType t = mlirValueGetType(v);
-  double n = (double)tprt_dtype_bits(tpc_lower_dtype_of(mlirShapedTypeGetElementType(t))) / 8.0;
-  for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= (double)mlirShapedTypeGetDimSize(t, d);
-  return n;
-}
-
-bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* scatter_s, double* gather_s) {
+bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* gather_s) {
   double G = (double)P->G;
   // (tp.linear_wgrad and tp.grouped_linear_wgrad: operands dy, x (then the group sizes), result dw.)
-  double partial = tpc__bytes_of(mlirOperationGetResult(wgrad, 0));
-  double x = tpc__bytes_of(mlirOperationGetOperand(wgrad, 1)), dy = tpc__bytes_of(mlirOperationGetOperand(wgrad, 0));
+  double partial = tpc__gtp_bytes(mlirValueGetType(mlirOperationGetResult(wgrad, 0)));
+  double x = tpc__gtp_bytes(mlirValueGetType(mlirOperationGetOperand(wgrad, 1)));
+  double dy = tpc__gtp_bytes(mlirValueGetType(mlirOperationGetOperand(wgrad, 0)));
   // The reduce-scatter moves (G-1)/G of the f32 partial and its sum reads G slices of the shard and
   // writes one, on the compute stream; the gathers move G-1 copies of x and (G-1)/G of dy.
   double s = partial * (G - 1) / G / TPC_GTP_BANDWIDTH + partial * (G + 1) / G / TPC_GTP_HBM_BANDWIDTH;
   double g = (x * (G - 1) + dy * (G - 1) / G) / TPC_GTP_BANDWIDTH;
-  if (scatter_s) *scatter_s = s;
   if (gather_s) *gather_s = g;
   if (P->wgrad == TPC_GTP_WGRAD_GATHER) return true;
   if (P->wgrad == TPC_GTP_WGRAD_SCATTER) return false;
@@ -425,7 +409,7 @@ bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, 
   double gather_s = 0;
   bool gather = !mlirOperationIsNull(wg) && tpc__gtp_has_gather_form(P, wg, dim, axes) &&
                 tpc__gtp_single_use(partial) && tpc__gtp_index_of(P, wg) >= 0 &&
-                tpc__gtp_wgrad_gathers(P, wg, NULL, &gather_s);
+                tpc__gtp_wgrad_gathers(P, wg, &gather_s);
   // The wait: before the first reader of the sum, or earlier, before the (k + 1)-th contraction
   // after the reduction, so that the k contractions in between overlap the transfers: k is the
   // depth, so that only a few full-size f32 partials are live at once; for the gather form, whose

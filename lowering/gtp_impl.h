@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mlir-c/IR.h"
+#include "pass_util.h"
 #include "text_buffer.h"
 
 // The cost model of the default prefetch depth: one contraction takes 2·M·N·K / PEAK seconds and
@@ -39,8 +40,7 @@ typedef struct {
   MlirOperation* ops;  // the body's ops before the pass changed it, in order
   int num_ops;
   // Replaced reductions, erased once the function is done (P->ops still names them).
-  MlirOperation* dead;
-  int num_dead, cap_dead;
+  tpc_op_list_t dead;
 } tpc__gtp_t;
 
 static inline MlirStringRef tpc__ref(const char* s) { return mlirStringRefCreateFromCString(s); }
@@ -81,9 +81,11 @@ bool tpc__gtp_axes_have(MlirAttribute axes, const char* name, intptr_t* at);
 /// Whether |v| has exactly one use.
 bool tpc__gtp_single_use(MlirValue v);
 /// Whether the gradient of the partial tp.linear_wgrad |wgrad| of a GTP weight takes the gather
-/// form (P->wgrad; auto: the cost model), with the model's seconds for each form in |*scatter_s|
-/// and |*gather_s| (either may be NULL).
-bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* scatter_s, double* gather_s);
+/// form (P->wgrad; auto: the cost model), with the model's seconds for its transfers in
+/// |*gather_s| (may be NULL).
+bool tpc__gtp_wgrad_gathers(const tpc__gtp_t* P, MlirOperation wgrad, double* gather_s);
+/// The bytes of a ranked tensor type (0 for any other type).
+double tpc__gtp_bytes(MlirType t);
 /// Makes the gradient |v| of a weight sharded along |dim| (blocks |blocks|) a gtp shard; false after
 /// a diagnostic.
 bool tpc__gtp_scatter_grad(tpc__gtp_t* P, MlirValue v, int dim, int64_t blocks, const char* what);

@@ -43,30 +43,16 @@ typedef struct {
   bool gather;
   bool ok;
   // Ops erased ahead of the walk (a chain of collectives rewritten from its first one).
-  MlirOperation* dead;
-  size_t num_dead, cap_dead;
+  tpc_op_list_t dead;
 } tpc__inv_t;
 
 // Erases |op| and remembers it, so that the walk over the ops listed before skips it.
 static void tpc__erase(tpc__inv_t* I, MlirOperation op) {
-  if (I->num_dead == I->cap_dead) {
-    size_t cap = I->cap_dead ? 2 * I->cap_dead : 16;
-    MlirOperation* grown = realloc(I->dead, cap * sizeof *grown);
-    if (!grown) {
-      I->ok = false;
-      return;
-    }
-    I->dead = grown;
-    I->cap_dead = cap;
+  if (!tpc_op_list_push(&I->dead, op)) {
+    I->ok = false;
+    return;
   }
-  I->dead[I->num_dead++] = op;
   mlirOperationDestroy(op);
-}
-
-static bool tpc__is_dead(const tpc__inv_t* I, MlirOperation op) {
-  for (size_t i = 0; i < I->num_dead; ++i)
-    if (I->dead[i].ptr == op.ptr) return true;
-  return false;
 }
 
 //===----------------------------------------------------------------------===//
@@ -621,7 +607,7 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
   // each collective is visited once, and only it and its producer can be erased), then every
   // remaining dgrad of a GLU gets the segmented order of the whole tree.
   for (intptr_t i = 0; i < count; ++i) {
-    if (tpc__is_dead(&I, ops[i])) continue;
+    if (tpc_op_list_has(&I.dead, ops[i])) continue;
     int kind = tpc_op_get_kind(ops[i]);
     // A max all-reduce (an amax over shards) is exact in any order: nothing to make canonical.
     if (kind == TPC_OP_ALL_REDUCE && tpc_all_reduce_get_reduce(ops[i]) == TPC_REDUCE_MAX) continue;
@@ -640,7 +626,7 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
       tpc__canonical_producer(&I, ops[i], ops[i], 1);
   }
   free(ops);
-  free(I.dead);
+  free(I.dead.ops);
   return I.ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 

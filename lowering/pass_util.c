@@ -167,10 +167,27 @@ MlirStringRef tpc_slot_tp_name(MlirOperation func, bool result, intptr_t i) {
   return !mlirAttributeIsNull(n) && mlirAttributeIsAString(n) ? mlirStringAttrGetValue(n) : (MlirStringRef){NULL, 0};
 }
 
+bool tpc_op_list_push(tpc_op_list_t* list, MlirOperation op) {
+  if (list->count == list->cap) {
+    intptr_t cap = list->cap ? 2 * list->cap : 64;
+    MlirOperation* grown = realloc(list->ops, (size_t)cap * sizeof *grown);
+    if (!grown) return false;
+    list->ops = grown;
+    list->cap = cap;
+  }
+  list->ops[list->count++] = op;
+  return true;
+}
+
+bool tpc_op_list_has(const tpc_op_list_t* list, MlirOperation op) {
+  for (intptr_t i = 0; i < list->count; ++i)
+    if (list->ops[i].ptr == op.ptr) return true;
+  return false;
+}
+
 typedef struct {
   bool (*keep)(int kind);
-  MlirOperation* ops;
-  intptr_t count, cap;
+  tpc_op_list_t list;
   bool oom;
 } tpc__collected_t;
 
@@ -178,17 +195,10 @@ static MlirWalkResult tpc__collect_op(MlirOperation op, void* user) {
   tpc__collected_t* c = user;
   int kind = tpc_op_get_kind(op);
   if (kind == TPC_OP_UNKNOWN || (c->keep && !c->keep(kind))) return MlirWalkResultAdvance;
-  if (c->count == c->cap) {
-    intptr_t cap = c->cap ? 2 * c->cap : 64;
-    MlirOperation* grown = realloc(c->ops, (size_t)cap * sizeof *grown);
-    if (!grown) {
-      c->oom = true;
-      return MlirWalkResultInterrupt;
-    }
-    c->ops = grown;
-    c->cap = cap;
+  if (!tpc_op_list_push(&c->list, op)) {
+    c->oom = true;
+    return MlirWalkResultInterrupt;
   }
-  c->ops[c->count++] = op;
   return MlirWalkResultAdvance;
 }
 
@@ -196,10 +206,10 @@ MlirOperation* tpc_collect_ops(MlirOperation root, bool (*keep)(int kind), intpt
   tpc__collected_t c = {.keep = keep};
   mlirOperationWalk(root, tpc__collect_op, &c, MlirWalkPreOrder);
   if (c.oom) {
-    free(c.ops);
+    free(c.list.ops);
     *count = -1;
     return NULL;
   }
-  *count = c.count;
-  return c.ops;
+  *count = c.list.count;
+  return c.list.ops;
 }

@@ -66,6 +66,18 @@ static inline MlirOperation tpc_only_user(MlirValue v) {
   return mlirOpOperandGetOwner(use);
 }
 
+/// A growable list of ops: zero-initialize it, push with tpc_op_list_push, free |ops|.
+typedef struct {
+  MlirOperation* ops;
+  intptr_t count, cap;
+} tpc_op_list_t;
+
+/// Appends |op| to |list|; false when out of host memory (the list is unchanged).
+bool tpc_op_list_push(tpc_op_list_t* list, MlirOperation op);
+
+/// Whether |list| holds |op|.
+bool tpc_op_list_has(const tpc_op_list_t* list, MlirOperation op);
+
 /// The tp ops under |root| in pre-order, those whose kind |keep| accepts (|keep| NULL: every tp
 /// op), as an array the caller frees, with their number in *|count|. NULL when there is none, or
 /// when out of host memory (then *|count| is -1).

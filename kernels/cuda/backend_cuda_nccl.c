@@ -472,8 +472,10 @@ static void tprt__update_sm_reserve(void) {
 }
 
 // Forks the comm stream off the compute stream (it sees every op queued so far: the start's input
-// is ready) and makes it the stream the collectives issue on.
-static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out) {
+// is ready), makes it the stream the collectives issue on and opens the start's timeline interval
+// (|name|, |bytes|) in |*interval|.
+static tprt_status_t tprt__start_begin(const char* op, const char* name, int64_t bytes, tprt__cuda_future_t** out,
+                                       int* interval) {
   TPRT__TRY(tprt__need_rank());
   TPRT__TRY(tprt__future_take(op, out));
   cudaError_t e = cudaEventRecord(tprt__r.fork, tprt__r.stream);
@@ -486,13 +488,17 @@ static tprt_status_t tprt__start_begin(const char* op, tprt__cuda_future_t** out
   }
   tprt__r.issue = tprt__r.comm_stream;
   tprt__r.starting = *out;
+  *interval = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, name, bytes);
   return NULL;
 }
 
-// Ends a start whose collective returned |s|: collectives issue on the compute stream again, and
-// the future's event marks the end of the comm stream's work. A failed start still records it and
-// joins the compute stream to it (so a graph capture stays joined), then returns |s|.
-static tprt_status_t tprt__start_end(tprt__cuda_future_t* f, tprt_status_t s, tprt_future_t** out_future) {
+// Ends a start whose collective returned |s|: its timeline interval closes, collectives issue on
+// the compute stream again, and the future's event marks the end of the comm stream's work. A
+// failed start still records it and joins the compute stream to it (so a graph capture stays
+// joined), then returns |s|.
+static tprt_status_t tprt__start_end(tprt__cuda_future_t* f, int interval, tprt_status_t s,
+                                     tprt_future_t** out_future) {
+  tprt__timeline_end(tprt__r.comm_stream, interval);
   tprt__r.issue = tprt__r.stream;
   tprt__r.starting = NULL;
   cudaError_t e = cudaEventRecord(f->done, tprt__r.comm_stream);
@@ -512,11 +518,9 @@ tprt_status_t tprt__cuda_all_gather_start(tprt_rank_t* rank, uint32_t mask, cons
                                                  tprt_tensor_t* out, int dim, tprt_future_t** out_future) {
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
-  TPRT__TRY(tprt__start_begin("all_gather_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "all_gather", (int64_t)tprt_tensor_bytes(out));
-  tprt_status_t s = tprt__cuda_all_gather(rank, mask, in, out, dim);
-  tprt__timeline_end(tprt__r.comm_stream, t);
-  return tprt__start_end(f, s, out_future);
+  int t = -1;
+  TPRT__TRY(tprt__start_begin("all_gather_start", "all_gather", (int64_t)tprt_tensor_bytes(out), &f, &t));
+  return tprt__start_end(f, t, tprt__cuda_all_gather(rank, mask, in, out, dim), out_future);
 }
 
 tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -524,11 +528,9 @@ tprt_status_t tprt__cuda_reduce_scatter_start(tprt_rank_t* rank, uint32_t mask, 
                                                      tprt_future_t** out_future) {
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
-  TPRT__TRY(tprt__start_begin("reduce_scatter_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "reduce_scatter", (int64_t)tprt_tensor_bytes(in));
-  tprt_status_t s = tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order);
-  tprt__timeline_end(tprt__r.comm_stream, t);
-  return tprt__start_end(f, s, out_future);
+  int t = -1;
+  TPRT__TRY(tprt__start_begin("reduce_scatter_start", "reduce_scatter", (int64_t)tprt_tensor_bytes(in), &f, &t));
+  return tprt__start_end(f, t, tprt__cuda_reduce_scatter(rank, mask, in, out, dim, order), out_future);
 }
 
 tprt_status_t tprt__cuda_all_to_all_start(tprt_rank_t* rank, uint32_t mask, const tprt_tensor_t* in,
@@ -536,11 +538,9 @@ tprt_status_t tprt__cuda_all_to_all_start(tprt_rank_t* rank, uint32_t mask, cons
                                           tprt_future_t** out_future) {
   *out_future = NULL;
   tprt__cuda_future_t* f = NULL;
-  TPRT__TRY(tprt__start_begin("all_to_all_start", &f));
-  int t = tprt__timeline_begin(tprt__r.comm_stream, TPRT__IV_COMM, "all_to_all", (int64_t)tprt_tensor_bytes(in));
-  tprt_status_t s = tprt__cuda_all_to_all(rank, mask, in, out, split_dim, concat_dim);
-  tprt__timeline_end(tprt__r.comm_stream, t);
-  return tprt__start_end(f, s, out_future);
+  int t = -1;
+  TPRT__TRY(tprt__start_begin("all_to_all_start", "all_to_all", (int64_t)tprt_tensor_bytes(in), &f, &t));
+  return tprt__start_end(f, t, tprt__cuda_all_to_all(rank, mask, in, out, split_dim, concat_dim), out_future);
 }
 
 // The compute stream waits for the collective (on the device; the host does not block), and the
