@@ -478,7 +478,7 @@ extern "C" tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_
     tprt__attention_launch<decltype(d)::value>(q, k, v, y, lse, sh, blocks, ws, smem, in_smem, stream);
   });
   cudaError_t e = cudaGetLastError();
-  cudaFreeAsync(ws, stream);
+  tprt__cuda_free_async(ws, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "attention kernel", __FILE__, __LINE__);
   return NULL;
 }
@@ -528,7 +528,7 @@ extern "C" tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const 
                                                     kws, row_smem, row_in_smem, key_smem, key_in_smem, stream);
   });
   cudaError_t e = cudaGetLastError();
-  cudaFreeAsync(stats, stream);
+  tprt__cuda_free_async(stats, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "attention_grad kernels", __FILE__, __LINE__);
   return NULL;
 }

@@ -517,7 +517,7 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
     e = q->dtype == TPRT_DTYPE_BF16
             ? tprt_attn::backward_dispatch<cutlass::bfloat16_t>(g, (int)head_dim, causal, stream)
             : tprt_attn::backward_dispatch<cutlass::half_t>(g, (int)head_dim, causal, stream);
-  cudaError_t fe = cudaFreeAsync(ws, stream);
+  cudaError_t fe = tprt__cuda_free_async(ws, stream);
   TPRT_CUDA_RETURN_IF_ERROR(e);
   TPRT_CUDA_RETURN_IF_ERROR(fe);
   return NULL;

@@ -413,7 +413,7 @@ tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t
   cudaError_t e = q->dtype == TPRT_DTYPE_BF16
                       ? tprt_attn::forward_cached<cutlass::bfloat16_t>(p, tails, v_tail, (int)head_dim, causal, stream)
                       : tprt_attn::forward_cached<cutlass::half_t>(p, tails, v_tail, (int)head_dim, causal, stream);
-  cudaError_t fe = cudaFreeAsync(tails, stream);
+  cudaError_t fe = tprt__cuda_free_async(tails, stream);
   TPRT_CUDA_RETURN_IF_ERROR(e);
   TPRT_CUDA_RETURN_IF_ERROR(fe);
   return NULL;

@@ -38,8 +38,9 @@
 // compute stream), the CPU backend's bits; order "any" sums in increasing group rank, the
 // CPU backend's "any" (there is no NCCL ring order to reproduce). Cost: three rendezvous of the
 // group's threads per collective and a staging copy of every member's block (an all-reduce reads g
-// times its input); no CUDA graphs (backend_cuda.c refuses the capture: a rank's stream waits on
-// events of its peers' streams, which per-rank stream capture cannot express).
+// times its input). CUDA graphs: a rank's stream waits on events of its peers' streams, which
+// per-rank captures cannot express, so the world captures one graph (backend_cuda.c, "CUDA
+// graphs"); under capture the copies avoid what a graph cannot hold (a copy batch, a 3D peer copy).
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,16 +152,18 @@ static tprt__local_rows_t tprt__local_blocks(size_t offset, size_t bytes) {
 // next member's destination. Members are read in turn starting after the caller, so that at any
 // moment each member's source has one reader, not every member at once. Copy-engine worlds issue
 // the peer copies as one batch with the hint to overlap compute (cudaMemcpyBatchAsync,
-// cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them without an SM.
+// cudaMemcpyFlagPreferOverlapWithCompute): the copy engines run them without an SM. A CUDA graph
+// has no node for a batch: under capture they are peer copies one by one (the copy engines too).
 static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const tprt__local_rows_t* l, bool skip_own,
                                          bool from_peer, char* dst) {
   if (!l->bytes || !l->outer) return NULL;
   int g = peers->size;
   size_t n = (size_t)g * (size_t)l->outer;
-  void** to = tprt__r.ce ? malloc(n * sizeof *to) : NULL;
-  const void** from = tprt__r.ce ? malloc(n * sizeof *from) : NULL;
-  size_t* sizes = tprt__r.ce ? malloc(n * sizeof *sizes) : NULL;
-  if (tprt__r.ce && (!to || !from || !sizes)) {
+  const bool batch = tprt__r.ce && !tprt__r.capturing;
+  void** to = batch ? malloc(n * sizeof *to) : NULL;
+  const void** from = batch ? malloc(n * sizeof *from) : NULL;
+  size_t* sizes = batch ? malloc(n * sizeof *sizes) : NULL;
+  if (batch && (!to || !from || !sizes)) {
     free(to);
     free(from);
     free(sizes);
@@ -174,7 +177,7 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const
       size_t at = (size_t)(from_peer ? peers->index : p) * l->dst_member + (size_t)o * l->dst_row;
       const char* src = from_peer ? peers->dst[p] + at : peers->src[p] + l->offset + (size_t)o * l->src_row;
       char* d = dst + at;
-      if (tprt__r.ce) {
+      if (batch) {
         to[k] = d;
         from[k] = src;
         sizes[k++] = l->bytes;
@@ -185,7 +188,7 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const
       }
     }
   }
-  if (tprt__r.ce && e == cudaSuccess && k) {
+  if (batch && e == cudaSuccess && k) {
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof attr);
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -196,7 +199,9 @@ static tprt_status_t tprt__local_collect(const tprt__local_peers_t* peers, const
   free(to);
   free(from);
   free(sizes);
-  TPRT_CUDA_RETURN_IF_ERROR(e);
+  if (e != cudaSuccess)
+    return tprt__cuda_make_status(e, batch ? "a collective's peer copies (cudaMemcpyBatchAsync)" : "a collective's peer copies",
+                                  __FILE__, __LINE__);
   return NULL;
 }
 
@@ -405,9 +410,14 @@ tprt_status_t tprt__local_all_to_all(tprt_rank_t* rank, const tprt__cuda_comm_t*
     m.dstPtr = make_cudaPitchedPtr((char*)out->data + (size_t)p * block, width, width, (size_t)outer);
     m.dstDevice = tprt__r.device;
     m.extent = make_cudaExtent(width, (size_t)outer, 1);
-    e = cudaMemcpy3DPeerAsync(&m, tprt__r.issue);
+    // A CUDA graph takes no 3D peer copy: under capture the same rows as a 2D copy (unified
+    // addressing finds both devices).
+    e = tprt__r.capturing ? cudaMemcpy2DAsync(m.dstPtr.ptr, width, m.srcPtr.ptr, row, width, (size_t)outer,
+                                              cudaMemcpyDefault, tprt__r.issue)
+                          : cudaMemcpy3DPeerAsync(&m, tprt__r.issue);
   }
-  TPRT_CUDA_RETURN_IF_ERROR(e);
+  if (e != cudaSuccess)
+    return tprt__cuda_make_status(e, "an all-to-all's pitched peer copies", __FILE__, __LINE__);
   return tprt__local_finish(rank, c, &peers);
 }
 

@@ -21,7 +21,7 @@ tprt_status_t tprt__cutlass_launch(const typename Gemm::Arguments& args, const c
   if (bytes) TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&workspace, bytes, stream));
   st = gemm.initialize(args, workspace, stream);
   if (st == cutlass::Status::kSuccess) st = gemm.run(stream);
-  if (workspace) cudaFreeAsync(workspace, stream);
+  if (workspace) tprt__cuda_free_async(workspace, stream);
   if (st != cutlass::Status::kSuccess)
     return tprt_make_status(TPRT_STATUS_INTERNAL, "%s: CUTLASS launch failed (%s): %s", what,
                             cutlassGetStatusString(st), cudaGetErrorString(cudaGetLastError()));

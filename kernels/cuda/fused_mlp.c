@@ -55,7 +55,7 @@ static tprt_status_t tprt__fused_grouped_mlp(const tprt__mlp_gl_t* gl, const tpr
     s = tprt__mlp_grouped_linear(gl, &gated, w2, group_sizes, y, stream);
     if (s) s = tprt_status_annotate(s, "%s fc2", op);
   }
-  cudaFreeAsync(mem, stream);
+  tprt__cuda_free_async(mem, stream);
   return s;
 }
 

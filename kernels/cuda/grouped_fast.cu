@@ -188,7 +188,7 @@ tprt_status_t tprt__grouped_gemm(int layout, const tprt__grouped_plan_t& plan, c
       : layout == TPRT__GROUPED_FWD   ? tprt__grouped_inv_gemm_fwd(plan, tree, d_f32, sm, stream)
       : layout == TPRT__GROUPED_DGRAD ? tprt__grouped_inv_gemm_dgrad(plan, tree, d_f32, sm, stream)
                                       : tprt__grouped_inv_gemm_wgrad(plan, tree, d_f32, sm, stream);
-  if (tree.tree_ws) cudaFreeAsync(tree.tree_ws, stream);
+  if (tree.tree_ws) tprt__cuda_free_async(tree.tree_ws, stream);
   return s;
 }
 
@@ -252,7 +252,7 @@ static tprt_status_t tprt__grouped_rows(int layout, const tprt_tensor_t* a, cons
   tprt_status_t s = tprt__launched("grouped GEMM plan");
   bool f32 = out->dtype == TPRT_DTYPE_F32;
   if (!s) s = tprt__grouped_gemm(layout, plan, mode, f32, sm, stream, glu);
-  cudaFreeAsync(mem, stream);
+  tprt__cuda_free_async(mem, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 
@@ -305,8 +305,8 @@ static tprt_status_t tprt__grouped_wgrad(const tprt_tensor_t* dy, const tprt_ten
     s = tprt__launched("grouped GEMM plan");
   }
   if (!s) s = tprt__grouped_gemm(TPRT__GROUPED_WGRAD, plan, mode, dw->dtype == TPRT_DTYPE_F32, sm, stream);
-  if (mem) cudaFreeAsync(mem, stream);
-  if (compact) cudaFreeAsync(compact, stream);
+  if (mem) tprt__cuda_free_async(mem, stream);
+  if (compact) tprt__cuda_free_async(compact, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 
@@ -380,8 +380,8 @@ static tprt_status_t tprt__grouped_dgrad_invariant(const tprt_tensor_t* dy, cons
     tprt_tensor_t dyv = tprt_tensor_make(dyp, dy->dtype, 2, dy->dims), wv = tprt_tensor_make(wp, w->dtype, 3, w->dims);
     s = tprt__grouped_rows(TPRT__GROUPED_DGRAD, &dyv, &wv, group_sizes, dx, mode, stream, glu, prod);
   }
-  if (dyp) cudaFreeAsync(dyp, stream);
-  if (wp) cudaFreeAsync(wp, stream);
+  if (dyp) tprt__cuda_free_async(dyp, stream);
+  if (wp) tprt__cuda_free_async(wp, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 

@@ -141,7 +141,7 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
           : layout == TPRT__INV_DGRAD ? tprt__inv_gemm_dgrad(h, stream)
                                       : tprt__inv_gemm_wgrad(h, stream);
     }
-    if (h.tree_ws) cudaFreeAsync(h.tree_ws, stream);
+    if (h.tree_ws) tprt__cuda_free_async(h.tree_ws, stream);
     return s;
   };
   if (tprt__inv_unsplit(g)) return run(g);
@@ -176,7 +176,7 @@ tprt_status_t tprt__inv_launch(int layout, tprt__inv_gemm_t g, cudaStream_t stre
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) s = tprt__cuda_make_status(err, "tprt__inv_tree_top<<<>>>", __FILE__, __LINE__);
   }
-  cudaFreeAsync(part, stream);
+  tprt__cuda_free_async(part, stream);
   return s;
 }
 
@@ -249,8 +249,8 @@ extern "C" tprt_status_t tprt_cuda_linear_dgrad_invariant(const tprt_tensor_t* d
     }
   }
   if (!s) s = tprt__inv_launch(TPRT__INV_DGRAD, g, stream);
-  if (dyp) cudaFreeAsync(dyp, stream);
-  if (wp) cudaFreeAsync(wp, stream);
+  if (dyp) tprt__cuda_free_async(dyp, stream);
+  if (wp) tprt__cuda_free_async(wp, stream);
   return s ? tprt_status_annotate(s, "%s", op) : nullptr;
 }
 

@@ -13,7 +13,7 @@
 // not one contiguous range (several segments: its rows gathered, transposed).
 //
 // Unlike the single-kernel launchers these allocate their temporaries with the stream-ordered
-// allocator (tprt__cuda_malloc_async / cudaFreeAsync on |stream|), and the grouped wgrad reads the group
+// allocator (tprt__cuda_malloc_async / tprt__cuda_free_async on |stream|), and the grouped wgrad reads the group
 // sizes back to the host (one synchronization) to list each expert's rows.
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,7 @@ static tprt_status_t tprt__check_2d(const char* op, const char* name, const tprt
                                name, rank);
 }
 
-// A device copy of |n| host int64 values (freed by the caller with cudaFreeAsync).
+// A device copy of |n| host int64 values (freed by the caller with tprt__cuda_free_async).
 static tprt_status_t tprt__upload_index(const int64_t* host, int64_t n, int64_t** out, cudaStream_t stream) {
   *out = NULL;
   if (!host || n <= 0) return NULL;
@@ -109,8 +109,8 @@ tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tp
   tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, 1, n, k, chunks, segments, blocks, &dyp, &wt, stream);
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 2, wd);
   if (!s) s = tprt_cuda_linear(&xv, &wv, NULL, dx, chunks, stream);
-  if (wt) cudaFreeAsync(wt, stream);
-  if (dyp && dyp != dy->data) cudaFreeAsync(dyp, stream);
+  if (wt) tprt__cuda_free_async(wt, stream);
+  if (dyp && dyp != dy->data) tprt__cuda_free_async(dyp, stream);
   return s;
 }
 
@@ -140,8 +140,8 @@ tprt_status_t tprt_cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, 
   tprt_status_t s = tprt_cuda_dgrad_operands(op, dy, w, e, n, k, chunks, segments, blocks, &dyp, &wt, stream);
   tprt_tensor_t xv = tprt_tensor_make(dyp, dy->dtype, 2, xd), wv = tprt_tensor_make(wt, dy->dtype, 3, wd);
   if (!s) s = tprt_cuda_grouped_linear(&xv, &wv, group_sizes, dx, chunks, stream);
-  if (wt) cudaFreeAsync(wt, stream);
-  if (dyp && dyp != dy->data) cudaFreeAsync(dyp, stream);
+  if (wt) tprt__cuda_free_async(wt, stream);
+  if (dyp && dyp != dy->data) tprt__cuda_free_async(dyp, stream);
   return s;
 }
 
@@ -172,8 +172,8 @@ static tprt_status_t tprt__wgrad_rows(const tprt_tensor_t* dy, const tprt_tensor
   if (!s) s = tprt__transposed(x, d_index, len, &xt, stream);
   tprt_tensor_t av = tprt_tensor_make(dyt, dy->dtype, 2, ad), bv = tprt_tensor_make(xt, x->dtype, 2, bd);
   if (!s) s = tprt_cuda_linear(&av, &bv, NULL, dw, chunks, stream);
-  if (dyt) cudaFreeAsync(dyt, stream);
-  if (xt) cudaFreeAsync(xt, stream);
+  if (dyt) tprt__cuda_free_async(dyt, stream);
+  if (xt) tprt__cuda_free_async(xt, stream);
   return s;
 }
 
@@ -221,7 +221,7 @@ tprt_status_t tprt_cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, in
   if (!s)
     s = tprt_cuda_gemm_exact(dy->data, 1, ones, 1, dy->dtype, n, 1, m, NULL, db->data, db->dtype, chunks,
                              TPRT_CUDA_TILE_AUTO, stream);
-  if (ones) cudaFreeAsync(ones, stream);
+  if (ones) tprt__cuda_free_async(ones, stream);
   return s;
 }
 
@@ -284,7 +284,7 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
     int64_t* d_rows = NULL;
     s = tprt__upload_index(rows, count, &d_rows, stream);
     if (!s) s = tprt__wgrad_rows(dy, x, d_rows, count, &ov, chunks, stream);
-    if (d_rows) cudaFreeAsync(d_rows, stream);
+    if (d_rows) tprt__cuda_free_async(d_rows, stream);
   }
   free(sizes);
   free(rows);

@@ -74,7 +74,7 @@ extern "C" tprt_status_t tprt_cuda_moe_permute_grad(const tprt_tensor_t* dy, con
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) s = tprt__cuda_make_status(e, "moe_permute_grad kernel", __FILE__, __LINE__);
   }
-  if (inv) cudaFreeAsync(inv, stream);
+  if (inv) tprt__cuda_free_async(inv, stream);
   return s;
 }
 
@@ -135,7 +135,7 @@ extern "C" tprt_status_t tprt_cuda_moe_unpermute_grad(const tprt_tensor_t* dout,
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) s = tprt__cuda_make_status(e, "moe_unpermute_grad kernels", __FILE__, __LINE__);
   }
-  if (inv) cudaFreeAsync(inv, stream);
+  if (inv) tprt__cuda_free_async(inv, stream);
   return s;
 }
 
@@ -179,7 +179,7 @@ extern "C" tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, c
       break;
   }
   cudaError_t err = cudaGetLastError();
-  cudaFreeAsync(work, stream);
+  tprt__cuda_free_async(work, stream);
   if (err != cudaSuccess) return tprt__cuda_make_status(err, "moe_route_grad kernel", __FILE__, __LINE__);
   return NULL;
 }

@@ -47,7 +47,7 @@ extern "C" tprt_status_t tprt_cuda_moe_route(const tprt_tensor_t* logits, tprt_t
       break;
   }
   cudaError_t err = cudaGetLastError();
-  cudaFreeAsync(work, stream);
+  tprt__cuda_free_async(work, stream);
   if (err != cudaSuccess) return tprt__cuda_make_status(err, "moe_route kernel", __FILE__, __LINE__);
   return NULL;
 }

@@ -142,7 +142,7 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
     tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
   });
   cudaError_t e = cudaGetLastError();
-  cudaFreeAsync(xh, stream);
+  tprt__cuda_free_async(xh, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "norm_grad kernels", __FILE__, __LINE__);
   return NULL;
 }

@@ -155,7 +155,7 @@ extern "C" tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, co
     }
     err = cudaGetLastError();
   }
-  cudaFreeAsync(scalars, stream);
+  tprt__cuda_free_async(scalars, stream);
   if (err != cudaSuccess) return tprt__cuda_make_status(err, "quantize kernels", __FILE__, __LINE__);
   return NULL;
 }

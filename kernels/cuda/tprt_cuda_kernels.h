@@ -243,7 +243,7 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
 
 /// The operands of a dgrad in its segmented order (kernels/cuda/linear_grad.c): *dyp [T,N] (dy
 /// itself, or a stream-ordered permuted copy) and *wt [E][K][N] (w[e] transposed and permuted, a
-/// stream-ordered allocation); the caller frees both (cudaFreeAsync; *dyp only if not dy->data).
+/// stream-ordered allocation); the caller frees both (tprt__cuda_free_async; *dyp only if not dy->data).
 tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
                                        int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
                                        void** wt, cudaStream_t stream) TPRT_MUST_USE_RESULT;

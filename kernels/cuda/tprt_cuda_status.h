@@ -61,12 +61,25 @@ tprt_status_t tprt_cuda_gemm_sms(int* out) TPRT_MUST_USE_RESULT;
 
 /// Stream-ordered temporaries of the CUDA kernels (workspaces, reordered copies, plans): like
 /// cudaMallocAsync, from a memory pool of libtprt's own per device whose release threshold is
-/// unbounded, so that memory freed with cudaFreeAsync is reused by the next call instead of being
+/// unbounded, so that memory freed with tprt__cuda_free_async is reused by the next call instead of being
 /// returned to the driver at every synchronization (the default pool's behaviour: then each call
 /// after a synchronization maps fresh memory, tens of microseconds on the host before the kernel
 /// can start). The pool keeps at most the largest set of temporaries live at once; it is not
-/// shared with the application's allocations. Thread-safe. Free with cudaFreeAsync.
+/// shared with the application's allocations. Thread-safe. Free with tprt__cuda_free_async on
+/// the same stream.
 cudaError_t tprt__cuda_malloc_async(void** ptr, size_t bytes, cudaStream_t stream);
+/// Frees a temporary of tprt__cuda_malloc_async (other pointers: cudaFreeAsync).
+cudaError_t tprt__cuda_free_async(void* ptr, cudaStream_t stream);
+/// The calling thread's temporaries on |stream| as if placed in one buffer (a stack: a block is
+/// reused after its free on the stream): the size such a buffer needs for the steps so far.
+size_t tprt__cuda_temps_peak(cudaStream_t stream);
+/// From now on the calling thread's temporaries on |stream| are placed in [base, base + bytes)
+/// instead of the pool (NULL: the pool again); one that does not fit fails with
+/// cudaErrorMemoryAllocation and a line on stderr. A captured step then has no graph memory
+/// nodes: the CUDA backend's world graphs (backend_cuda.c, "CUDA graphs").
+void tprt__cuda_temps_serve(cudaStream_t stream, void* base, size_t bytes);
+/// Releases the calling thread's bookkeeping (at a rank's end).
+void tprt__cuda_temps_forget(void);
 
 #ifdef __cplusplus
 }

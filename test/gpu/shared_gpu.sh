@@ -15,9 +15,11 @@
 #
 # Then, where some world has more ranks than GPUs: the staged exact-numerics modules of
 # build-gpu-carry/modules that need more GPUs than there are run with --share-gpus and must give the
-# CPU backend's hashes (every collective kind, async starts, the fused norms); --graph with shared
-# GPUs must be refused with its message; a rank failing a collective (TPRT_CUDA_FAULT) must end
-# the shared world with its message, not hang.
+# CPU backend's hashes (every collective kind, async starts, the fused norms); each shared world that
+# passed (the GTP ones, the staged modules, mlp-m64-tp8) runs again with --graph (one CUDA graph of
+# the whole world, replayed) and must print the same hashes, a module whose step cannot be captured
+# (a host copy, named in its message) being counted as skipped; a rank failing a collective
+# (TPRT_CUDA_FAULT) must end the shared world with its message, not hang.
 #
 # Prints a compact table, one row per model and M: "ref" is the row's reference (TP 1 without
 # sequence parallelism, or the first configuration that ran if that one failed), "=" the same
@@ -93,6 +95,7 @@ fi
 
 PASS=0 FAIL=0
 RUN_ENV=()  # extra environment of the next run_module
+GRAPHS=()   # "tag module ranks" of the shared worlds that passed, run again with --graph at the end
 
 # Runs tpc-run on |module| (a world of |ranks|) with --seed 7 --hash and the extra arguments:
 # stdout without NCCL's lines in $WORK/<tag>.out, stderr in $WORK/<tag>.err; sets RC, and MODE
@@ -202,6 +205,7 @@ if [[ -f "$CARRY/shared/gtp_list.txt" ]]; then
     run_module "$tag" "$CARRY/shared/$file" "$ranks"
     if (( RC == 0 )) && [[ -s "$WORK/$tag.out" && -f "$ref" ]] && cmp -s "$WORK/$tag.out" "$ref"; then
       PASS=$((PASS + 1))
+      [[ "$MODE" == shared ]] && GRAPHS+=("$tag $CARRY/shared/$file $ranks")
       say "$(printf '%-9s %4s  %-18s %2s ranks %-6s =' "$model" "$m" "$mesh" "$ranks" "$MODE")"
     else
       FAIL=$((FAIL + 1))
@@ -213,7 +217,7 @@ if [[ -f "$CARRY/shared/gtp_list.txt" ]]; then
 fi
 
 #===------------------------------------------------------------------------===#
-# Shared worlds: every collective against the CPU's bits, --graph refused, failures end the world
+# Shared worlds: every collective against the CPU's bits, as CUDA graphs, failures end the world
 #===------------------------------------------------------------------------===#
 
 # The world size of a compiled module: the product of its first mesh's shape, from the module's
@@ -241,6 +245,7 @@ if [[ -f "$CARRY/modules/list.txt" ]] && { [[ "$BACKEND" == cpu ]] || (( NGPU < 
     run_module "mod-$name" "$CARRY/modules/$name.so" "$ranks"
     if (( RC == 0 )) && cmp -s "$WORK/mod-$name.out" "$CARRY/modules/$name.expected"; then
       PASS=$((PASS + 1))
+      [[ "$MODE" == shared ]] && GRAPHS+=("mod-$name $CARRY/modules/$name.so $ranks")
       say "$(printf '%-20s %2s ranks %-6s pass  %s' "$name" "$ranks" "$MODE" "$(head -n 1 "$WORK/mod-$name.out")")"
     else
       FAIL=$((FAIL + 1))
@@ -250,19 +255,37 @@ if [[ -f "$CARRY/modules/list.txt" ]] && { [[ "$BACKEND" == cpu ]] || (( NGPU < 
   done < "$CARRY/modules/list.txt"
 fi
 
-# --graph with ranks sharing a GPU is refused with its message; a rank failing its 3rd collective
-# ends the shared world with the injected fault's message (exit 1) instead of hanging (124).
+# Each shared world that passed, as one CUDA graph of the world (tpc-run --graph: a first step, one
+# captured, then replays): the same hashes. A step that cannot be captured (an op copying to the
+# host, such as the exact grouped wgrad's group sizes) fails with its message: skipped.
 SHARED_MODULE="$CARRY/shared/mlp-m64-tp8.so"
 if [[ "$BACKEND" == cuda && -f "$SHARED_MODULE" ]] && (( NGPU < 8 )); then
-  say "" "== shared worlds (mlp-m64-tp8, 8 ranks on $NGPU GPU(s)): --graph refused; a failing rank ends the world"
-  run_module graph "$SHARED_MODULE" 8 --graph --repeat 2
-  if (( RC != 0 && RC != 124 )) && grep -q -- "--graph: ranks that share a GPU" "$WORK/graph.err"; then
-    PASS=$((PASS + 1))
-    say "graph refused: pass (exit $RC: $(grep -o -- '--graph: ranks that share a GPU[^,;]*' "$WORK/graph.err" | head -n 1))"
-  else
-    FAIL=$((FAIL + 1))
-    say "graph refused: FAIL (exit $RC)" "$(tail -n 3 "$WORK/graph.err")"
-  fi
+  run_module mlp-m64-tp8 "$SHARED_MODULE" 8
+  (( RC == 0 )) && GRAPHS+=("mlp-m64-tp8 $SHARED_MODULE 8")
+fi
+if [[ "$BACKEND" == cuda ]] && (( ${#GRAPHS[@]} )); then
+  say "" "== shared worlds as one CUDA graph (--graph --repeat 3) vs their eager hashes above"
+  for entry in "${GRAPHS[@]}"; do
+    read -r tag module ranks <<< "$entry"
+    run_module "$tag-graph" "$module" "$ranks" --graph --repeat 3
+    if (( RC == 0 )) && [[ -s "$WORK/$tag-graph.out" ]] && cmp -s "$WORK/$tag-graph.out" "$WORK/$tag.out"; then
+      PASS=$((PASS + 1))
+      say "$(printf '%-34s %2s ranks graph =' "$tag" "$ranks")"
+    elif grep -q -- "--graph: .*\(during CUDA graph capture\|a CUDA graph cannot capture\)" "$WORK/$tag-graph.err"; then
+      say "$(printf '%-34s %2s ranks graph skip (%s)' "$tag" "$ranks" \
+        "$(grep -o -- '--graph: [^,;(]*' "$WORK/$tag-graph.err" | head -n 1)")"
+    else
+      FAIL=$((FAIL + 1))
+      say "$(printf '%-34s %2s ranks graph FAIL (exit %s)' "$tag" "$ranks" "$RC")" "$(tail -n 3 "$WORK/$tag-graph.err")" \
+        "$(diff "$WORK/$tag.out" "$WORK/$tag-graph.out" | head -n 6)"
+    fi
+  done
+fi
+
+# A rank failing its 3rd collective ends the shared world with the injected fault's message (exit 1)
+# instead of hanging (124).
+if [[ "$BACKEND" == cuda && -f "$SHARED_MODULE" ]] && (( NGPU < 8 )); then
+  say "" "== shared world (mlp-m64-tp8, 8 ranks on $NGPU GPU(s)): a failing rank ends the world"
   t0=$(date +%s)
   RUN_ENV=(TPRT_CUDA_FAULT=1:3 TPRT_COLLECTIVE_TIMEOUT_S=60)
   run_module fault "$SHARED_MODULE" 8 --repeat 3

@@ -116,6 +116,8 @@ cudaError_t cudaFree(void* p) {
 // One record of an event; never freed before the process ends (a wait may name an old one).
 typedef struct emu__token_t {
   bool done;
+  struct CUgraph_st* graph;  // the capture it was recorded in (it never completes), or NULL
+  bool ended;                // recorded in a capture that has ended: a wait on it fails
   struct emu__token_t* next;
 } emu__token_t;
 
@@ -136,6 +138,8 @@ typedef struct emu__op_t {
   emu__token_t* token;
   void (*fn)(void* arg);
   void* arg;
+  bool keep_arg;                // a graph's call: the graph frees |arg|
+  struct CUstream_st* stream;   // a captured op's stream
   struct emu__op_t* next;
 } emu__op_t;
 
@@ -148,6 +152,7 @@ struct CUstream_st {
   bool stop;
   int device;
   unsigned seed;
+  struct CUgraph_st* capture;  // the capture it is part of (it began it, or joined it), or NULL
 };
 
 // Event completion: one lock and condition for every event of the process.
@@ -195,7 +200,7 @@ static void emu__run(struct CUstream_st* s, emu__op_t* op) {
       break;
     case EMU__CALL:
       op->fn(op->arg);
-      free(op->arg);
+      if (!op->keep_arg) free(op->arg);
       break;
   }
 }
@@ -228,9 +233,20 @@ static void emu__jitter(void) {
   emu__delay(&seed);
 }
 
+static void emu__capture_op(struct CUgraph_st* g, const emu__op_t* op);
+static void emu__join(struct CUstream_st* s, struct CUgraph_st* g);
+
+// A graph launch queues its nodes in one host call (no pause between them).
+static _Thread_local bool emu__launching;
+
 static cudaError_t emu__enqueue(cudaStream_t s, emu__op_t op) {
   if (!s) emu__fail("work queued on the legacy default stream", NULL);
-  emu__jitter();
+  if (!emu__launching) emu__jitter();
+  if (s->capture) {  // captured: a node of the graph, not run now
+    op.stream = s;
+    emu__capture_op(s->capture, &op);
+    return cudaSuccess;
+  }
   emu__op_t* o = malloc(sizeof *o);
   *o = op;
   o->next = NULL;
@@ -272,6 +288,7 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (s->capture) emu__fail("cudaStreamSynchronize of a stream in a graph capture", s);
   pthread_mutex_lock(&s->mu);
   while (s->pending) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
@@ -335,6 +352,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   emu__jitter();
   emu__token_t* t = calloc(1, sizeof *t);
+  t->graph = s->capture;
   pthread_mutex_lock(&emu__event_mu);
   if (e->destroyed) emu__fail("cudaEventRecord of a destroyed event", e);
   if (e->device != s->device) emu__fail("cudaEventRecord of an event of another device than the stream's", e);
@@ -352,6 +370,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
   if (e->destroyed) emu__fail("cudaStreamWaitEvent on a destroyed event", e);
   emu__token_t* t = e->latest;
   pthread_mutex_unlock(&emu__event_mu);
+  // Stream capture: a wait on a captured record joins the waiting stream to that capture; a
+  // capturing stream may not wait on work outside its capture (CUDA: cudaErrorStreamCaptureIsolation).
+  // (A record made in a capture that has ended never completes outside its graph: an error, which a
+  // correct step never meets; a failed capture's clean-up may.)
+  if (t && t->ended && !s->capture) return cudaErrorInvalidResourceHandle;
+  if (t && t->graph && !s->capture) emu__join(s, t->graph);
+  if (s->capture && t && (t->graph != s->capture || t->ended)) return cudaErrorStreamCaptureIsolation;
   if (!t) return cudaSuccess;
   return emu__enqueue(s, (emu__op_t){.kind = EMU__WAIT, .token = t});
 }
@@ -389,6 +414,7 @@ cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, con
                                  cudaStream_t s) {
   if (num_attrs != 1 || attrs_idxs[0] != 0 || attrs[0].srcAccessOrder != cudaMemcpySrcAccessOrderStream)
     emu__fail("a copy batch without one stream-ordered attribute for all its copies", dsts);
+  if (s->capture) return cudaErrorStreamCaptureUnsupported;  // CUDA has no graph node for a copy batch
   for (size_t i = 0; i < count; ++i) {
     int src_device = emu__device_of(srcs[i], sizes[i]);
     if (sizes[i] && src_device < 0) emu__fail("a batched copy reads memory that is not allocated", srcs[i]);
@@ -405,7 +431,15 @@ cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, con
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s) {
-  if (kind != cudaMemcpyDeviceToDevice) emu__fail("a 2D copy that is not device to device", dst);
+  if (kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    emu__fail("a 2D copy that is neither device to device nor between devices by unified addressing", dst);
+  // cudaMemcpyDefault: each pointer's device is the one its allocation is on (checked as it runs).
+  int src_device = s->device, dst_device = s->device;
+  if (kind == cudaMemcpyDefault) {
+    src_device = height ? emu__device_of(src, (height - 1) * spitch + width) : s->device;
+    dst_device = height ? emu__device_of(dst, (height - 1) * dpitch + width) : s->device;
+    if (height && (src_device < 0 || dst_device < 0)) emu__fail("a 2D copy of memory that is not allocated", dst);
+  }
   return emu__enqueue(s, (emu__op_t){.kind = EMU__COPY_2D,
                                      .dst = dst,
                                      .src = src,
@@ -413,13 +447,14 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
                                      .spitch = spitch,
                                      .width = width,
                                      .height = height,
-                                     .dst_device = s->device,
-                                     .src_device = s->device});
+                                     .dst_device = dst_device,
+                                     .src_device = src_device});
 }
 
 // A pitched copy between devices (or within one): one layer, linear memory only, into the
 // stream's device.
 cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t s) {
+  if (s->capture) return cudaErrorStreamCaptureUnsupported;  // as on an H200 (CUDA 13.0)
   if (p->srcArray || p->dstArray || p->extent.depth != 1 || p->srcPos.x || p->srcPos.y || p->srcPos.z ||
       p->dstPos.x || p->dstPos.y || p->dstPos.z)
     emu__fail("a 3D peer copy that is not one layer of linear memory", p->dstPtr.ptr);
@@ -513,38 +548,212 @@ const char* cudaGetErrorName(cudaError_t e) { return e == cudaErrorNotSupported 
 
 const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
 
+//===----------------------------------------------------------------------===//
+// CUDA graphs
+//===----------------------------------------------------------------------===//
+// Stream capture: a capture begun on a stream records what is queued on it, and on every stream that
+// joins it by waiting on an event recorded in it, as a list of ops in the order they were queued
+// (the host order of the rank threads' calls). cudaStreamEndCapture requires every joined stream's
+// last op (past its waits) to be a record that a later op of the capture waits on (CUDA:
+// cudaErrorStreamCaptureUnjoined). A launch replays the ops on streams of the graph's own (one per
+// captured stream, on its device; a graph's nodes do not wait on the captured streams' later work),
+// each record a fresh one, after the launching stream's work so far; the launching stream then waits
+// for all of them.
+
+enum { EMU__GRAPH_STREAMS = 64 };
+
+struct CUgraph_st {
+  pthread_mutex_t mu;
+  emu__op_t *head, *tail;
+  struct CUstream_st* origin;
+  struct CUstream_st* streams[EMU__GRAPH_STREAMS];  // [0] the origin, then the joined ones
+  int num_streams;
+};
+
+struct CUgraphExec_st {
+  emu__op_t* ops;
+  struct CUstream_st* captured[EMU__GRAPH_STREAMS];
+  struct CUstream_st* own[EMU__GRAPH_STREAMS];
+  int num_streams;
+};
+
+static void emu__capture_op(struct CUgraph_st* g, const emu__op_t* op) {
+  emu__op_t* o = malloc(sizeof *o);
+  *o = *op;
+  o->keep_arg = true;
+  o->next = NULL;
+  pthread_mutex_lock(&g->mu);
+  if (g->tail)
+    g->tail->next = o;
+  else
+    g->head = o;
+  g->tail = o;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void emu__join(struct CUstream_st* s, struct CUgraph_st* g) {
+  pthread_mutex_lock(&g->mu);
+  if (g->num_streams == EMU__GRAPH_STREAMS) emu__fail("too many streams in one capture", s);
+  g->streams[g->num_streams++] = s;
+  s->capture = g;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void emu__free_ops(emu__op_t* o) {
+  while (o) {
+    emu__op_t* next = o->next;
+    if (o->kind == EMU__CALL) free(o->arg);
+    free(o);
+    o = next;
+  }
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
+  *status = __atomic_load_n(&s->capture, __ATOMIC_ACQUIRE) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
-  (void)s;
   (void)mode;
-  return cudaErrorNotSupported;
+  if (s->capture) return cudaErrorIllegalState;
+  struct CUgraph_st* g = calloc(1, sizeof *g);
+  pthread_mutex_init(&g->mu, NULL);
+  g->origin = s;
+  emu__join(s, g);
+  return cudaSuccess;
+}
+
+// Whether |s|'s captured work is joined back: its last op past its waits is a record that a later
+// op of the capture waits on (a stream with only waits added no work).
+static bool emu__joined(const struct CUgraph_st* g, const struct CUstream_st* s) {
+  const emu__op_t* last = NULL;
+  for (const emu__op_t* o = g->head; o; o = o->next)
+    if (o->stream == s && o->kind != EMU__WAIT) last = o;
+  if (!last) return true;
+  if (last->kind != EMU__RECORD) return false;
+  for (const emu__op_t* o = last->next; o; o = o->next)
+    if (o->kind == EMU__WAIT && o->token == last->token && o->stream != s) return true;
+  return false;
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* out) {
-  (void)s;
   *out = NULL;
-  return cudaErrorNotSupported;
+  struct CUgraph_st* g = s->capture;
+  if (!g || g->origin != s) return cudaErrorIllegalState;
+  bool joined = true;
+  pthread_mutex_lock(&g->mu);
+  for (int i = 1; i < g->num_streams; ++i) joined &= emu__joined(g, g->streams[i]);
+  for (int i = 0; i < g->num_streams; ++i) __atomic_store_n(&g->streams[i]->capture, NULL, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g->mu);
+  pthread_mutex_lock(&emu__event_mu);
+  for (emu__token_t* t = emu__tokens; t; t = t->next)
+    if (t->graph == g) {
+      t->graph = NULL;
+      t->ended = true;
+    }
+  pthread_mutex_unlock(&emu__event_mu);
+  if (!joined) {
+    emu__free_ops(g->head);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+    return cudaErrorStreamCaptureUnjoined;
+  }
+  *out = g;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
-  (void)graph;
   (void)flags;
-  *out = NULL;
+  struct CUgraphExec_st* x = calloc(1, sizeof *x);
+  pthread_mutex_lock(&graph->mu);
+  x->ops = graph->head;  // the graph gives its ops to its one instantiation
+  graph->head = graph->tail = NULL;
+  x->num_streams = graph->num_streams;
+  pthread_mutex_unlock(&graph->mu);
+  int device = emu__device;
+  for (int i = 0; i < x->num_streams; ++i) {
+    x->captured[i] = graph->streams[i];
+    emu__device = graph->streams[i]->device;
+    cudaStreamCreateWithFlags(&x->own[i], cudaStreamNonBlocking);
+  }
+  emu__device = device;
+  *out = x;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
+  (void)graph;
+  (void)path;
+  (void)flags;
   return cudaErrorNotSupported;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  (void)graph;
+  if (!graph) return cudaSuccess;
+  emu__free_ops(graph->head);
+  pthread_mutex_destroy(&graph->mu);
+  free(graph);
   return cudaSuccess;
 }
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
-  (void)graph;
-  (void)s;
-  return cudaErrorNotSupported;
+// A fresh record on |s|, outside any capture.
+static emu__token_t* emu__record(cudaStream_t s) {
+  emu__token_t* t = calloc(1, sizeof *t);
+  pthread_mutex_lock(&emu__event_mu);
+  t->next = emu__tokens;
+  emu__tokens = t;
+  pthread_mutex_unlock(&emu__event_mu);
+  emu__enqueue(s, (emu__op_t){.kind = EMU__RECORD, .token = t});
+  return t;
 }
 
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graph) {
-  (void)graph;
+cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s) {
+  if (s->capture) emu__fail("a graph launched into a capture", s);
+  emu__token_t* start = emu__record(s);
+  emu__launching = true;
+
+  for (int i = 0; i < x->num_streams; ++i) emu__enqueue(x->own[i], (emu__op_t){.kind = EMU__WAIT, .token = start});
+  // Each captured record is recorded afresh; a captured wait names the fresh record of its token.
+  int cap = 0, n = 0;
+  emu__token_t **from = NULL, **to = NULL;
+  for (const emu__op_t* o = x->ops; o; o = o->next) {
+    int k = 0;
+    while (k < x->num_streams && x->captured[k] != o->stream) ++k;
+    if (k == x->num_streams) emu__fail("a captured op of a stream outside the graph", o->stream);
+    if (o->kind == EMU__RECORD) {
+      if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        from = realloc(from, (size_t)cap * sizeof *from);
+        to = realloc(to, (size_t)cap * sizeof *to);
+      }
+      from[n] = o->token;
+      to[n++] = emu__record(x->own[k]);
+      continue;
+    }
+    emu__op_t op = *o;
+    op.next = NULL;
+    op.stream = NULL;
+    if (o->kind == EMU__WAIT) {
+      int r = n - 1;
+      while (r >= 0 && from[r] != o->token) --r;
+      if (r < 0) emu__fail("a captured wait on a record the graph does not hold", o->token);
+      op.token = to[r];
+    }
+    emu__enqueue(x->own[k], op);
+  }
+  free(from);
+  free(to);
+  for (int i = 0; i < x->num_streams; ++i)
+    emu__enqueue(s, (emu__op_t){.kind = EMU__WAIT, .token = emu__record(x->own[i])});
+  emu__launching = false;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
+  if (!x) return cudaSuccess;
+  for (int i = 0; i < x->num_streams; ++i) cudaStreamDestroy(x->own[i]);  // each drains first
+  emu__free_ops(x->ops);
+  free(x);
   return cudaSuccess;
 }
 
@@ -556,6 +765,42 @@ __attribute__((destructor)) static void emu__free_all(void) {
     emu__tokens = t->next;
     free(t);
   }
+}
+
+// Stream-ordered allocation (tprt__cuda_malloc_async's pool): cudaMalloc at once, cudaFree when
+// the stream reaches the free. In a capture CUDA would make graph memory nodes, which the emulator
+// does not model: refused, so a world graph's step must take its temporaries from the buffers the
+// backend serves them from (tprt__cuda_temps_serve).
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const struct cudaMemPoolProps* props) {
+  (void)props;
+  *pool = (cudaMemPool_t)calloc(1, 16);
+  return *pool ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+  (void)pool;
+  (void)attr;
+  (void)value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  free(pool);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool, cudaStream_t stream) {
+  (void)pool;
+  if (stream && stream->capture) return cudaErrorStreamCaptureUnsupported;  // a graph memory node
+  return cudaMalloc(ptr, bytes);
+}
+
+static void emu__free_call(void* p) { cudaFree(p); }
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (!ptr) return cudaSuccess;
+  if (stream->capture) return cudaErrorStreamCaptureUnsupported;  // a graph memory node
+  return emu__enqueue(stream, (emu__op_t){.kind = EMU__CALL, .fn = emu__free_call, .arg = ptr, .keep_arg = true});
 }
 
 void emu__call(cudaStream_t stream, void (*fn)(void*), void* arg) {

@@ -6,10 +6,10 @@
 //
 // Usage: tprt-cuda-local-check share [R] (TPRT_CUDA_SHARE_DEVICES=1; TPRT_EMU_DEVICES GPUs): every
 //          collective over each group of a dp=2 x tp=4 mesh, issued back to back, async starts
-//          overlapping synchronous collectives; then --graph must be refused. R runs (default 1),
-//          each with other random delays
+//          overlapping synchronous collectives; then the same step captured as one CUDA graph of
+//          the world and replayed 3 times. R runs (default 1), each with other random delays
 //        tprt-cuda-local-check ce [R] (TPRT_EMU_DEVICES=8, TPRT_CUDA_COPY_ENGINE=1): one rank per GPU,
-//          the async collectives only, as copy-engine local groups; then --graph must be refused
+//          the async collectives only, as copy-engine local groups; then as one CUDA graph
 //        tprt-cuda-local-check refuse  (TPRT_CUDA_SHARE_DEVICES unset): rank_begin's message
 //        tprt-cuda-local-check fault   (TPRT_CUDA_FAULT set): the world ends with the fault
 //        tprt-cuda-local-check room    (TPRT_CUDA_SHARE_DEVICES=1): an allocation larger than the
@@ -89,6 +89,8 @@ typedef struct {
   void* dev_in;
   void* dev_out;
   void* dev_result;  // an async case's output, copied at its wait
+  void* dev_src;     // the input on the device (the graph phase copies it into dev_stage before each replay)
+  void* dev_stage;   // what the captured step copies into dev_in
   void* got;  // the device output, downloaded
   tprt_future_t* future;
 } slot_t;
@@ -133,15 +135,10 @@ static tprt_status_t cpu_reference(tprt_rank_t* rank, const case_t* c, slot_t* s
   }
 }
 
-// Issues |c| on the device: the input is rewritten asynchronously just before (garbage, then the
-// values), so a peer that reads it early reads garbage.
-static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const case_t* c, slot_t* s) {
-  size_t in_bytes = tprt_tensor_bytes(&s->in), out_bytes = tprt_tensor_bytes(&s->out);
-  TPRT_RETURN_IF_ERROR(b->alloc(in_bytes, &s->dev_in), "alloc");
-  if (!c->inplace) TPRT_RETURN_IF_ERROR(b->alloc(out_bytes, &s->dev_out), "alloc");
-  if (c->inplace) s->dev_out = s->dev_in;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->dev_in, 0xEE, in_bytes, tprt__r.stream));
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->dev_in, s->in.data, in_bytes, cudaMemcpyHostToDevice, tprt__r.stream));
+// Issues the collective of |c| on s->dev_in and s->dev_out; after a synchronous one, the input is
+// clobbered (a peer reading it late reads garbage).
+static tprt_status_t issue_collective(const tprt_backend_t* b, tprt_rank_t* rank, const case_t* c, slot_t* s) {
+  size_t in_bytes = tprt_tensor_bytes(&s->in);
   tprt_tensor_t din = s->in, dout = s->out;
   din.data = s->dev_in;
   dout.data = s->dev_out;
@@ -166,9 +163,20 @@ static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const cas
       TPRT__TRY(b->all_to_all(rank, c->mask, &din, &dout, c->dim, c->concat_dim));
       break;
   }
-  // The input is dead after a synchronous collective: clobber it (a peer reading it late fails).
   if (!c->inplace) TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->dev_in, 0xEE, in_bytes, tprt__r.stream));
   return NULL;
+}
+
+// Issues |c| on the device: the input is rewritten asynchronously just before (garbage, then the
+// values), so a peer that reads it early reads garbage.
+static tprt_status_t issue(const tprt_backend_t* b, tprt_rank_t* rank, const case_t* c, slot_t* s) {
+  size_t in_bytes = tprt_tensor_bytes(&s->in), out_bytes = tprt_tensor_bytes(&s->out);
+  TPRT_RETURN_IF_ERROR(b->alloc(in_bytes, &s->dev_in), "alloc");
+  if (!c->inplace) TPRT_RETURN_IF_ERROR(b->alloc(out_bytes, &s->dev_out), "alloc");
+  if (c->inplace) s->dev_out = s->dev_in;
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->dev_in, 0xEE, in_bytes, tprt__r.stream));
+  TPRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->dev_in, s->in.data, in_bytes, cudaMemcpyHostToDevice, tprt__r.stream));
+  return issue_collective(b, rank, c, s);
 }
 
 // Every case, issued back to back; then the waits, the downloads and the comparisons.
@@ -218,6 +226,112 @@ static tprt_status_t run_cases(const tprt_backend_t* b, tprt_rank_t* rank, slot_
   return b->synchronize();
 }
 
+// An emulated kernel that runs 50 ms: queued before a replay's copies on every rank but the one that
+// launches the graph, so that a graph not ordered after their work reads them unfinished.
+static void slow_kernel(void* arg) {
+  (void)arg;
+  struct timespec delay = {0, 50 * 1000 * 1000};
+  nanosleep(&delay, NULL);
+}
+
+// The device buffer holding case |k|'s result after its step.
+static void* result_of(const slot_t* s) { return s->dev_result ? s->dev_result : s->dev_out; }
+
+// The cases of run_cases as one captured step (tpc-run --graph): these ranks' streams wait on each
+// other's events, so the world captures one graph (backend_cuda.c, "CUDA graphs"); replayed
+// |replays| times, each replay's results the CPU collectives' bits.
+static tprt_status_t run_graph(const tprt_backend_t* b, tprt_rank_t* rank, slot_t* slots, int replays) {
+  for (int k = 0; k < NUM_CASES; ++k) {
+    slot_t* s = &slots[k];
+    if (!s->got) continue;
+    size_t bytes = tprt_tensor_bytes(&s->in);
+    TPRT_RETURN_IF_ERROR(b->alloc(bytes, &s->dev_src), "alloc");
+    TPRT_RETURN_IF_ERROR(b->alloc(bytes, &s->dev_stage), "alloc");
+    TPRT_RETURN_IF_ERROR(b->to_device(s->dev_src, s->in.data, bytes), "case %d: upload", k);
+  }
+  // The step before the capture takes the temporaries the captured one takes (a kernel's, through
+  // tprt__cuda_malloc_async): they size the buffer the captured step's are placed in (the emulator
+  // refuses stream-ordered allocation in a capture, as the backend must not make graph memory nodes).
+  for (int k = 0; k < NUM_CASES; ++k) {
+    void* tmp = NULL;
+    if (!slots[k].got) continue;
+    if (tprt__cuda_malloc_async(&tmp, tprt_tensor_bytes(&slots[k].in), tprt__r.stream) != cudaSuccess ||
+        tprt__cuda_free_async(tmp, tprt__r.stream) != cudaSuccess)
+      return tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: a temporary before the capture failed", k);
+  }
+  TPRT_RETURN_IF_ERROR(b->graph_begin(), "graph_begin");
+  tprt_status_t s = NULL;
+  for (int k = 0; k < NUM_CASES && !s; ++k) {
+    slot_t* sl = &slots[k];
+    if (!sl->got) continue;
+    size_t bytes = tprt_tensor_bytes(&sl->in);
+    // The staged input reaches the collective's input through a temporary, as a kernel's would.
+    void* tmp = NULL;
+    cudaError_t e = tprt__cuda_malloc_async(&tmp, bytes, tprt__r.stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(sl->dev_in, 0xEE, bytes, tprt__r.stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(tmp, sl->dev_stage, bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(sl->dev_in, tmp, bytes, cudaMemcpyDeviceToDevice, tprt__r.stream);
+    if (e == cudaSuccess) e = tprt__cuda_free_async(tmp, tprt__r.stream);
+    s = e != cudaSuccess ? tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: a captured copy failed", k)
+                         : issue_collective(b, rank, &kCases[k], sl);
+  }
+  for (int k = NUM_CASES - 1; k >= 0 && !s; --k) {
+    slot_t* sl = &slots[k];
+    if (!sl->future) continue;
+    tprt_future_t* f = sl->future;
+    sl->future = NULL;
+    s = b->wait(rank, f);
+    size_t out_bytes = tprt_tensor_bytes(&sl->out);
+    if (!s && (cudaMemsetAsync(sl->dev_in, 0xEE, tprt_tensor_bytes(&sl->in), tprt__r.stream) != cudaSuccess ||
+               cudaMemcpyAsync(sl->dev_result, sl->dev_out, out_bytes, cudaMemcpyDeviceToDevice, tprt__r.stream) !=
+                   cudaSuccess ||
+               cudaMemsetAsync(sl->dev_out, 0xEE, out_bytes, tprt__r.stream) != cudaSuccess))
+      s = tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: a captured copy failed", k);
+  }
+  // A failed captured step ends the world before the capture ends, as tpc-run does, so that no
+  // peer waits in the capture's rendezvous for this rank.
+  if (s) tprt_rank_fail(rank, tprt_make_status(tprt_status_code(s), "%s", tprt_status_message(s)));
+  void* graph = NULL;
+  tprt_status_t end = b->graph_end(&graph);
+  if (!s) s = end;
+  else tprt_status_free(end);
+  // Between replays the staged inputs are garbage; before each replay, on the rank's stream, a slow
+  // kernel (but on rank 0, which launches), the results clobbered and the inputs staged: a graph that
+  // does not start after every rank's work reads garbage.
+  for (int k = 0; k < NUM_CASES && !s; ++k)
+    if (slots[k].got && cudaMemsetAsync(slots[k].dev_stage, 0xEE, tprt_tensor_bytes(&slots[k].in), tprt__r.stream))
+      s = tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: clobbering the staged input failed", k);
+  for (int r = 0; r < replays && !s; ++r) {
+    if (tprt_rank_index(rank) != 0) emu__call(tprt__r.stream, slow_kernel, malloc(1));  // rank 0 launches
+    for (int k = 0; k < NUM_CASES && !s; ++k) {
+      slot_t* sl = &slots[k];
+      size_t bytes = tprt_tensor_bytes(&sl->in);
+      if (sl->got && (cudaMemsetAsync(result_of(sl), 0xEE, tprt_tensor_bytes(&sl->out), tprt__r.stream) != cudaSuccess ||
+                      cudaMemcpyAsync(sl->dev_stage, sl->dev_src, bytes, cudaMemcpyDeviceToDevice, tprt__r.stream) !=
+                          cudaSuccess))
+        s = tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: the replay's copies failed", k);
+    }
+    if (!s) s = b->graph_launch(graph);
+    if (!s) s = b->synchronize();
+    for (int k = 0; k < NUM_CASES && !s; ++k) {
+      slot_t* sl = &slots[k];
+      if (!sl->got) continue;
+      size_t bytes = tprt_tensor_bytes(&sl->out);
+      s = b->to_host(sl->got, result_of(sl), bytes);
+      for (size_t i = 0; i < bytes && !s; ++i)
+        if (((const unsigned char*)sl->got)[i] != ((const unsigned char*)sl->out.data)[i])
+          s = tprt_make_status(TPRT_STATUS_INTERNAL,
+                               "replay %d of the graph: case %d: byte %zu of %zu differs from the CPU collective's", r,
+                               k, i, bytes);
+      if (!s && cudaMemsetAsync(sl->dev_stage, 0xEE, tprt_tensor_bytes(&sl->in), tprt__r.stream) != cudaSuccess)
+        s = tprt_make_status(TPRT_STATUS_INTERNAL, "case %d: clobbering the staged input failed", k);
+    }
+  }
+  if (s) tprt_rank_fail(rank, tprt_make_status(tprt_status_code(s), "%s", tprt_status_message(s)));  // before the destroy's rendezvous
+  if (graph) b->graph_destroy(graph);
+  return s;
+}
+
 // The rank function of the share and fault modes.
 static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
   int run = *(const int*)user;
@@ -227,10 +341,13 @@ static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
   memset(slots, 0, sizeof slots);
   tprt_status_t s = run_cases(b, rank, slots);
   if (!s) {
-    tprt_status_t graph = b->graph_begin();
-    if (!graph) s = tprt_make_status(TPRT_STATUS_INTERNAL, "graph_begin accepted local collectives");
-    if (graph && tprt_rank_index(rank) == 0 && run == 0) printf("graph: %s\n", tprt_status_message(graph));
-    tprt_status_free(graph);
+    enum { REPLAYS = 3 };
+    s = run_graph(b, rank, slots, REPLAYS);
+    int cases = 0;
+    for (int k = 0; k < NUM_CASES; ++k) cases += slots[k].got != NULL;
+    if (!s && tprt_rank_index(rank) == 0 && run == 0)
+      printf("graph: %d replays of one world graph of %d collectives on %d ranks: the CPU collectives' bits\n", REPLAYS,
+             cases, tprt_rank_world_size(rank));
   }
   if (s) {  // end the world now, as tpc-run does, so that no peer waits for this rank's cleanup
     tprt_rank_fail(rank, s);
@@ -241,6 +358,8 @@ static tprt_status_t check_rank(tprt_rank_t* rank, void* user) {
     if (slots[k].dev_result) b->free(slots[k].dev_result);
     if (slots[k].dev_out != slots[k].dev_in) b->free(slots[k].dev_out);
     b->free(slots[k].dev_in);
+    b->free(slots[k].dev_src);
+    b->free(slots[k].dev_stage);
     free(slots[k].in.data);
     free(slots[k].out.data);
     free(slots[k].got);

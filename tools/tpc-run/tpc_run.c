@@ -59,9 +59,10 @@ int main(int argc, char** argv) {
   // (the CUDA programming guide's "Lazy Loading" hazards). Every kernel is loaded up front
   // instead, unless the caller chose a mode.
   if (opts.share_gpus) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  // CUDA graphs capture NCCL collectives, not copy-engine ones (their ranks order their streams
-  // through each other's events).
-  if (opts.graph) setenv("TPRT_CUDA_COPY_ENGINE", "0", 1);
+  // CUDA graphs of a world on several GPUs capture each rank's NCCL collectives on its own, unless
+  // the caller asks for copy-engine collectives (TPRT_CUDA_COPY_ENGINE=1): then the world's ranks
+  // capture one graph together (docs/cuda-backend.md, "CUDA graphs"), as ranks sharing a GPU do.
+  if (opts.graph) setenv("TPRT_CUDA_COPY_ENGINE", "0", 0);
 
   tprt_allocator_t alloc = tprt_allocator_system();
   char tmpdir[] = "/tmp/tpc-run-XXXXXX";

@@ -97,8 +97,8 @@ static const tpc_cli_option_t kOptions[] = {
      "(--backend cuda) let a world have more ranks than GPUs: rank i on GPU\n"
      "i % GPUs, collectives as device copies plus the canonical sums instead of\n"
      "NCCL (the same bits); for tests such as TP invariance at TP 8 on one GPU.\n"
-     "Ranks as threads only, no --graph; a world with enough GPUs runs one GPU\n"
-     "per rank as without it. Sets TPRT_CUDA_SHARE_DEVICES=1 (and\n"
+     "Ranks as threads only (with --graph the world captures one CUDA graph); a\n"
+     "world with enough GPUs runs one GPU per rank as without it. Sets TPRT_CUDA_SHARE_DEVICES=1 (and\n"
      "CUDA_MODULE_LOADING=EAGER unless set: a kernel loaded lazily while a peer's\n"
      "fused norm kernel waits on the same GPU could deadlock)",
      OPT_SHARE_GPUS},

@@ -94,15 +94,27 @@ tprt_status_t tpc__rank_main(tprt_rank_t* rank, void* user) {
     if (!status) status = b->graph_begin();
     if (!status) {
       rc = run->fn->entry(exec, args, results, arena);
+      // A failed captured step ends the world before the capture ends: ranks that capture one
+      // graph together meet at its end, and a peer still inside the step would wait for this rank.
+      tprt_status_t failed = NULL;
+      if (rc) {
+        failed = tprt_exec_take_status(exec);
+        if (!failed) failed = tprt_make_status(TPRT_STATUS_INTERNAL, "step failed with code %d", rc);
+        tprt_rank_fail(rank, tprt_make_status(tprt_status_code(failed), "%s", tprt_status_message(failed)));
+      }
       tprt_status_t end = b->graph_end(&graph);
-      status = rc ? tprt_exec_take_status(exec) : end;
-      if (rc) tprt_status_free(end);
+      status = failed ? failed : end;
+      if (failed) tprt_status_free(end);
     }
     for (int i = 0; i < steps && !status; ++i) {
       double t0 = tpc_now();
       status = b->graph_launch(graph);
       if (!status) status = b->synchronize();
       if (i >= warmup) st->step_seconds[i - warmup] = tpc_now() - t0;
+    }
+    if (status) {  // before the graph's destruction, which meets the other ranks unless the world failed
+      tprt_rank_fail(rank, status);
+      status = NULL;
     }
     if (graph) b->graph_destroy(graph);
   }
