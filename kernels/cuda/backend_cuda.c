@@ -401,6 +401,7 @@ typedef struct {
   cudaEvent_t own[TPRT__GE_COUNT];  // this rank's events (fork and after: rank 0's only)
   cudaEvent_t* all;                 // [size][TPRT__GE_COUNT]: every rank's, as exchanged
   void* temps[2];                   // the step's temporaries on the compute and comm streams
+  int* arrived;                     // rank 0's count of the other ranks done with the captured step
 } tprt__cuda_graph_t;
 
 // The graph being captured on this rank's thread (between graph_begin and graph_end).
@@ -428,6 +429,8 @@ static void tprt__world_graph_temps_end(void) {
   tprt__cuda_temps_serve(tprt__r.stream, NULL, 0);
   if (tprt__r.comm_stream) tprt__cuda_temps_serve(tprt__r.comm_stream, NULL, 0);
 }
+
+static void tprt__world_graph_arrive(tprt__cuda_graph_t* g);
 
 static tprt_status_t tprt__world_graph_begin(tprt__cuda_graph_t* g) {
   tprt_rank_t* rank = tprt__r.rank;
@@ -460,19 +463,23 @@ static tprt_status_t tprt__world_graph_begin(tprt__cuda_graph_t* g) {
     began = e == cudaSuccess;
     if (began) e = cudaEventRecord(g->own[TPRT__GE_FORK], tprt__r.stream);
   }
-  // Every rank's events, with word 0 of a rank: whether it is ready (rank 0: the capture began).
-  int64_t mine[1 + TPRT__GE_COUNT] = {e == cudaSuccess};
+  // Every rank's events, with word 0 of a rank: whether it is ready (rank 0: the capture began),
+  // and last rank 0's arrival count (graph_end).
+  enum { W = 2 + TPRT__GE_COUNT };
+  if (g->index == 0) g->arrived = calloc(1, sizeof *g->arrived);
+  int64_t mine[W] = {e == cudaSuccess && (g->index != 0 || g->arrived)};
   for (int i = 0; i < TPRT__GE_COUNT; ++i) mine[1 + i] = (int64_t)(intptr_t)g->own[i];
+  mine[W - 1] = (int64_t)(intptr_t)g->arrived;
   int64_t* words = malloc((size_t)g->size * sizeof mine);
   g->all = malloc((size_t)g->size * TPRT__GE_COUNT * sizeof *g->all);
   s = words && g->all ? NULL : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "graph_begin: out of memory");
-  if (!s) s = tprt__exchange_words(rank, g->mask, mine, 1 + TPRT__GE_COUNT, words);
+  if (!s) s = tprt__exchange_words(rank, g->mask, mine, W, words);
   bool ready = true;
   for (int r = 0; !s && r < g->size; ++r) {
-    ready &= words[r * (1 + TPRT__GE_COUNT)] != 0;
-    for (int i = 0; i < TPRT__GE_COUNT; ++i)
-      g->all[r * TPRT__GE_COUNT + i] = (cudaEvent_t)(intptr_t)words[r * (1 + TPRT__GE_COUNT) + 1 + i];
+    ready &= words[r * W] != 0;
+    for (int i = 0; i < TPRT__GE_COUNT; ++i) g->all[r * TPRT__GE_COUNT + i] = (cudaEvent_t)(intptr_t)words[r * W + 1 + i];
   }
+  if (!s && g->index != 0) g->arrived = (int*)(intptr_t)words[W - 1];
   free(words);
   if (!s && e != cudaSuccess)
     s = tprt__cuda_make_status(e, "beginning the world's CUDA graph capture", __FILE__, __LINE__);
@@ -487,6 +494,8 @@ static tprt_status_t tprt__world_graph_begin(tprt__cuda_graph_t* g) {
     if (cudaStreamEndCapture(tprt__r.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
   }
+  // A rank that could not join adds nothing to the capture: counted in for rank 0's graph_end.
+  if (s && g->index != 0) tprt__world_graph_arrive(g);
   return s;
 }
 
@@ -544,9 +553,34 @@ static void tprt__await_capture_end(void) {
   }
 }
 
+// Rank 0 ends the capture only once every other rank has stopped adding work to it, in a failed
+// world too (whose rendezvous return at once): a stream that another thread is still capturing
+// into while the capture ends crashed or hung on an H200. Each other rank counts itself in after
+// its join; rank 0 waits for the count (up to 300 s, then ends the capture anyway).
+static void tprt__world_graph_arrive(tprt__cuda_graph_t* g) {
+  if (!g->arrived) return;
+  if (g->index != 0) {
+    __atomic_add_fetch(g->arrived, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  for (long i = 0; __atomic_load_n(g->arrived, __ATOMIC_ACQUIRE) < g->size - 1; ++i) {
+    if (i == 3000000) {
+      fprintf(stderr, "tprt cuda: --graph: after 300 s %d of %d ranks have ended their captured step; ending the "
+                      "capture without the others\n", __atomic_load_n(g->arrived, __ATOMIC_ACQUIRE) + 1, g->size);
+      g->arrived = NULL;  // a late rank may still count itself in: left to the process's end
+      return;
+    }
+    struct timespec pause = {0, 100 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  free(g->arrived);
+  g->arrived = NULL;
+}
+
 static tprt_status_t tprt__world_graph_end(tprt__cuda_graph_t* g) {
   cudaError_t e = cudaSuccess;
   if (g->index != 0) e = cudaEventRecord(g->own[TPRT__GE_JOIN], tprt__r.stream);
+  tprt__world_graph_arrive(g);
   int64_t mine = e == cudaSuccess, *ok = malloc((size_t)g->size * sizeof *ok);
   tprt_status_t s = ok ? NULL : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "graph_end: out of memory");
   // Every rank has queued its step and its join (or failed: then the world is aborted).

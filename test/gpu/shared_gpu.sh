@@ -19,7 +19,8 @@
 # passed (the GTP ones, the staged modules, mlp-m64-tp8) runs again with --graph (one CUDA graph of
 # the whole world, replayed) and must print the same hashes, a module whose step cannot be captured
 # (a host copy, named in its message) being counted as skipped; a rank failing a collective
-# (TPRT_CUDA_FAULT) must end the shared world with its message, not hang.
+# (TPRT_CUDA_FAULT), eagerly and in the captured step of a world graph, must end the shared world
+# with its message, not hang.
 #
 # Prints a compact table, one row per model and M: "ref" is the row's reference (TP 1 without
 # sequence parallelism, or the first configuration that ran if that one failed), "=" the same
@@ -283,7 +284,7 @@ if [[ "$BACKEND" == cuda ]] && (( ${#GRAPHS[@]} )); then
 fi
 
 # A rank failing its 3rd collective ends the shared world with the injected fault's message (exit 1)
-# instead of hanging (124).
+# instead of hanging (124); also as a CUDA graph of the world, failing in the captured step.
 if [[ "$BACKEND" == cuda && -f "$SHARED_MODULE" ]] && (( NGPU < 8 )); then
   say "" "== shared world (mlp-m64-tp8, 8 ranks on $NGPU GPU(s)): a failing rank ends the world"
   t0=$(date +%s)
@@ -296,6 +297,23 @@ if [[ "$BACKEND" == cuda && -f "$SHARED_MODULE" ]] && (( NGPU < 8 )); then
   else
     FAIL=$((FAIL + 1))
     say "failing rank: FAIL (exit $RC after $(( $(date +%s) - t0 )) s)" "$(tail -n 3 "$WORK/fault.err")"
+  fi
+  # The same in the captured step of the world graph (--graph): rank 1 fails the 2nd collective after
+  # the first step's (its calls per step from the CPU backend's --stats), and rank 0 must end the
+  # capture so that the world ends instead of waiting in it.
+  calls=$("$TPC_RUN" "$SHARED_MODULE" --seed 7 --stats 2> /dev/null |
+    awk '$1 == "stats:" && $2 == 1 && $4 ~ /^[0-9]+$/ { n += $4 } END { print n + 0 }')
+  t0=$(date +%s)
+  RUN_ENV=(TPRT_CUDA_FAULT=1:$((calls + 2)) TPRT_COLLECTIVE_TIMEOUT_S=60)
+  run_module fault-graph "$SHARED_MODULE" 8 --graph --repeat 3
+  RUN_ENV=()
+  if (( calls > 1 && RC == 1 )) && grep -q "injected fault" "$WORK/fault-graph.err"; then
+    PASS=$((PASS + 1))
+    say "failing rank in the captured step: pass (exit $RC after $(( $(date +%s) - t0 )) s: $(grep -o 'injected fault[^)]*)' "$WORK/fault-graph.err" | head -n 1))"
+  else
+    FAIL=$((FAIL + 1))
+    say "failing rank in the captured step: FAIL ($calls calls per step; exit $RC after $(( $(date +%s) - t0 )) s)" \
+      "$(tail -n 3 "$WORK/fault-graph.err")"
   fi
 fi
 

@@ -242,11 +242,16 @@ static _Thread_local bool emu__launching;
 static cudaError_t emu__enqueue(cudaStream_t s, emu__op_t op) {
   if (!s) emu__fail("work queued on the legacy default stream", NULL);
   if (!emu__launching) emu__jitter();
-  if (s->capture) {  // captured: a node of the graph, not run now
+  // Captured: a node of the graph, not run now. Under the event lock, which cudaStreamEndCapture
+  // holds while it ends a capture (another thread's: rank 0's, in a world graph).
+  pthread_mutex_lock(&emu__event_mu);
+  struct CUgraph_st* g = s->capture;
+  if (g) {
     op.stream = s;
-    emu__capture_op(s->capture, &op);
-    return cudaSuccess;
+    emu__capture_op(g, &op);
   }
+  pthread_mutex_unlock(&emu__event_mu);
+  if (g) return cudaSuccess;
   emu__op_t* o = malloc(sizeof *o);
   *o = op;
   o->next = NULL;
@@ -352,15 +357,17 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   emu__jitter();
   emu__token_t* t = calloc(1, sizeof *t);
-  t->graph = s->capture;
   pthread_mutex_lock(&emu__event_mu);
   if (e->destroyed) emu__fail("cudaEventRecord of a destroyed event", e);
   if (e->device != s->device) emu__fail("cudaEventRecord of an event of another device than the stream's", e);
+  t->graph = s->capture;  // read, and captured, under the lock cudaStreamEndCapture holds
   t->next = emu__tokens;
   emu__tokens = t;
   e->latest = t;
+  if (t->graph) emu__capture_op(t->graph, &(emu__op_t){.kind = EMU__RECORD, .token = t, .stream = s});
+  bool captured = t->graph != NULL;
   pthread_mutex_unlock(&emu__event_mu);
-  return emu__enqueue(s, (emu__op_t){.kind = EMU__RECORD, .token = t});
+  return captured ? cudaSuccess : emu__enqueue(s, (emu__op_t){.kind = EMU__RECORD, .token = t});
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
@@ -369,15 +376,24 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
   pthread_mutex_lock(&emu__event_mu);
   if (e->destroyed) emu__fail("cudaStreamWaitEvent on a destroyed event", e);
   emu__token_t* t = e->latest;
-  pthread_mutex_unlock(&emu__event_mu);
   // Stream capture: a wait on a captured record joins the waiting stream to that capture; a
   // capturing stream may not wait on work outside its capture (CUDA: cudaErrorStreamCaptureIsolation).
   // (A record made in a capture that has ended never completes outside its graph: an error, which a
-  // correct step never meets; a failed capture's clean-up may.)
-  if (t && t->ended && !s->capture) return cudaErrorInvalidResourceHandle;
-  if (t && t->graph && !s->capture) emu__join(s, t->graph);
-  if (s->capture && t && (t->graph != s->capture || t->ended)) return cudaErrorStreamCaptureIsolation;
-  if (!t) return cudaSuccess;
+  // correct step never meets; a failed world's ranks may, when rank 0 ends the capture while they
+  // are still in their step.) Decided and captured under the event lock, which
+  // cudaStreamEndCapture holds while it ends a capture, so that a wait never joins an ended capture
+  // nor waits outside one on a record that never completes.
+  cudaError_t err = cudaSuccess;
+  bool captured = false;
+  if (t && t->ended && !s->capture) err = cudaErrorInvalidResourceHandle;
+  if (!err && t && t->graph && !s->capture) emu__join(s, t->graph);
+  if (!err && s->capture && t && (t->graph != s->capture || t->ended)) err = cudaErrorStreamCaptureIsolation;
+  if (!err && t && s->capture) {
+    emu__capture_op(s->capture, &(emu__op_t){.kind = EMU__WAIT, .token = t, .stream = s});
+    captured = true;
+  }
+  pthread_mutex_unlock(&emu__event_mu);
+  if (err || !t || captured) return err;
   return emu__enqueue(s, (emu__op_t){.kind = EMU__WAIT, .token = t});
 }
 
@@ -641,11 +657,13 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* out) {
   struct CUgraph_st* g = s->capture;
   if (!g || g->origin != s) return cudaErrorIllegalState;
   bool joined = true;
+  // Under the event lock (then the graph's, the order cudaStreamWaitEvent takes them): no wait
+  // joins or captures into this graph once it ends.
+  pthread_mutex_lock(&emu__event_mu);
   pthread_mutex_lock(&g->mu);
   for (int i = 1; i < g->num_streams; ++i) joined &= emu__joined(g, g->streams[i]);
   for (int i = 0; i < g->num_streams; ++i) __atomic_store_n(&g->streams[i]->capture, NULL, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&g->mu);
-  pthread_mutex_lock(&emu__event_mu);
   for (emu__token_t* t = emu__tokens; t; t = t->next)
     if (t->graph == g) {
       t->graph = NULL;
