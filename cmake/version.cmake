@@ -12,7 +12,7 @@ endif()
 
 # CUDA runtime and NCCL headers of the CUDA backend plugin, when it is built.
 set(TPC_CUDA_VERSIONS_STRING "not built (no nvcc or no NCCL)")
-if(CMAKE_CUDA_COMPILER AND TPC_NCCL_LIB)
+if(TPC_CUDA_BUILT)
   set(_cuda "?")
   set(_nccl "?")
   foreach(dir ${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES})

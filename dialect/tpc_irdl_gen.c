@@ -393,8 +393,11 @@ static void write_source(FILE* c) {
       char names[NAME_LEN * 4] = "0";
       int def = 0;
       if (at->kind == KIND_ENUM) {
-        snprintf(values, sizeof values, "tpc__%s_%s_values", op->name, at->name);
-        snprintf(names, sizeof names, "tpc_%s_names", at->name);
+        // Names are at most NAME_LEN - 1 characters, so these fit; checked all the same (and GCC's
+        // -Wformat-truncation at -Os cannot see the bound).
+        if (snprintf(values, sizeof values, "tpc__%s_%s_values", op->name, at->name) >= (int)sizeof values ||
+            snprintf(names, sizeof names, "tpc_%s_names", at->name) >= (int)sizeof names)
+          die("attribute name too long", at->name);
         def = enum_index(&enums[at->enum_id], at->values[0]);
       }
       fprintf(c, "  {\"%s\", %s, %s, %s, %s, %d, %.17g},\n", at->name, kind_names[at->kind],

@@ -56,7 +56,7 @@ static tprt_status_t tprt__blocked_split_views(tprt_tensor_t* in, tprt_tensor_t*
   tprt_tensor_t* views[2] = {in, out};
   for (int i = 0; i < 2; ++i) {
     tprt_tensor_t* t = views[i];
-    int64_t dims[TPRT_MAX_RANK];
+    int64_t dims[TPRT_MAX_RANK] = {0};  // GCC -O3 cannot see that the loop writes rank + 1 of them
     for (int k = 0, j = 0; k < t->rank; ++k) {
       if (k == d) {
         dims[j++] = blocks;

@@ -2,7 +2,7 @@
 // device kind. The ABI functions (tprt_abi*.c) decode an op's descriptor and call the exec's
 // backend, so one lowered module runs on the CPU backend (tprt_backend_cpu, the kernels of
 // tprt_cpu_kernels.h and the thread-world collectives of tprt_collectives.h) or on a device
-// backend (the CUDA one lives in kernels/cuda/, outside libtprt, and registers its own table).
+// backend (the CUDA one lives in runtime/cuda/, outside libtprt, and registers its own table).
 //
 // Every kernel and collective entry has exactly the signature of the CPU function of the same
 // name (tprt_cpu_<name> / tprt_<name>); a device backend runs it on the calling rank's device and

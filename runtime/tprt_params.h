@@ -62,13 +62,13 @@ TPRT_PARAM_DECLARE(cuda_ce_own_from_peer);
 
 /// Positive: in a world of threads whose ranks address each other's device memory (one GPU per
 /// rank with peer access, or ranks sharing GPUs), tp.fused_allreduce_add_rmsnorm runs as one kernel
-/// over memory each group registers once (kernels/cuda/fused_norm.cu) instead of the all-reduce,
+/// over memory each group registers once (kernels/cuda/norm/fused_norm.cu) instead of the all-reduce,
 /// add and rmsnorm, below the measured crossover; the same bits. -1 (the default): so where every
 /// rank has a GPU of its own, not where ranks share one. 0: never (TPRT_CUDA_FUSED_NORM).
 TPRT_PARAM_DECLARE(cuda_fused_norm);
 
 /// The largest partial, in bytes per rank, that the fused norm kernel takes; larger calls run the
-/// composition. -1 (the default): the crossover table of kernels/cuda/backend_cuda_fused.c,
+/// composition. -1 (the default): the crossover table of runtime/cuda/backend_cuda_fused.c,
 /// measured against the composition (TPRT_CUDA_FUSED_NORM_MAX_BYTES).
 TPRT_PARAM_DECLARE(cuda_fused_norm_max_bytes);
 

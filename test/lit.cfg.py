@@ -48,6 +48,10 @@ if shutil.which("mpirun"):
 # The CUDA backend plugin, built where nvcc and NCCL exist (test/e2e/cuda-plugin-symbols.test).
 if os.path.exists(os.path.join(config.tpc_build_dir, "lib", "libtprt_backend_cuda.so")):
     config.available_features.add("cuda-plugin")
+# The CUDA backend's host code against an emulated CUDA runtime (test/unit/cuda_local.test), built
+# wherever CUDA's headers are, also without the kernels (TPC_CUDA_KERNELS=OFF: sanitizer builds).
+if os.path.exists(os.path.join(config.tpc_build_dir, "unit", "tprt-cuda-local-check")):
+    config.available_features.add("cuda-host")
 
 # The PyTorch frontend (frontend/tpc_torch; test/frontend, docs/frontend.md) runs under the Python of
 # third_party/pyenv, which tools/setup.sh makes, when torch, transformers and safetensors are

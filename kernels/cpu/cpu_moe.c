@@ -54,7 +54,7 @@ tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* ind
   (TPRT__FLOATS | TPRT__M(TPRT_DTYPE_F8E4M3FN) | TPRT__M(TPRT_DTYPE_F8E5M2) | TPRT__M(TPRT_DTYPE_F8E8M0FNU) | \
    TPRT__M(TPRT_DTYPE_I32) | TPRT__M(TPRT_DTYPE_I64))
 
-// The checks and messages of moe_permute and moe_unpermute, shared with kernels/cuda/moe.cu.
+// The checks and messages of moe_permute and moe_unpermute, shared with kernels/cuda/moe/moe.cu.
 tprt_status_t tprt__check_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, const tprt_tensor_t* y,
                                       const tprt_tensor_t* group_sizes, const tprt_tensor_t* row_map) {
   const char* op = "moe_permute";

@@ -11,7 +11,7 @@
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
 
-// Shared checks (also kernels/cuda/norm.cu): x[M,H] float, gamma[H] float, beta[H] of gamma's
+// Shared checks (also kernels/cuda/norm/norm.cu): x[M,H] float, gamma[H] float, beta[H] of gamma's
 // dtype, y like x, eps > 0.
 tprt_status_t tprt__check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps) {

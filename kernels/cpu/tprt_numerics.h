@@ -65,7 +65,7 @@ TPRT_HD float tprt_f32_from_bits(uint32_t u) {
 
 /// What the max all-reduce keeps of |m| (the maximum so far) and |v|: the larger, NaN skipped (NaN
 /// only when both are), +0 above -0. A total order on the non-NaN values, so the members' values
-/// give one maximum in any order (runtime/tprt_collectives_compute.c, kernels/cuda/reduce.cu).
+/// give one maximum in any order (runtime/tprt_collectives_compute.c, kernels/cuda/elementwise/reduce.cu).
 TPRT_HD float tprt_max_keep(float m, float v) {
   bool zeros = v == 0.0f && m == 0.0f && (tprt_f32_bits(m) >> 31) > (tprt_f32_bits(v) >> 31);
   return (m != m || v > m || zeros) ? v : m;

@@ -1,5 +1,5 @@
 // The arithmetic of quantization, shared by the CPU kernels (cpu_quant.c) and the CUDA kernels
-// (kernels/cuda/quant.cu): scale selection and code conversion for one tensor, one block or one
+// (kernels/cuda/quant/quant.cu): scale selection and code conversion for one tensor, one block or one
 // element, on values already widened to f32 (docs/numerics.md, "Quantization"). Each kernel does
 // its own loads, stores and layouts around these, so both compute the same bits.
 #ifndef TPRT_QUANT_H_

@@ -3,9 +3,10 @@
 # instrumentation in the libraries under test) and runs each one in turn. `make fuzz-ci` and
 # `make fuzz` call it; see test/fuzz/README.md.
 #
-# Usage: test/fuzz/run.sh [--seconds N] [--runs N] [--build DIR] [HARNESS...]
+# Usage: test/fuzz/run.sh [--seconds N] [--runs N] [--jobs N] [--build DIR] [HARNESS...]
 #   --seconds N  stop each harness after N seconds (0: no limit; default 60)
 #   --runs N     stop each harness after N executions (default: no limit); the first limit wins
+#   --jobs N     run N harnesses at a time (default 1); their reports print in the usual order
 #   --build DIR  the build directory (default build-fuzz; configured here when it has none)
 #   HARNESS      parse, pipeline, safetensors, checkpoint_index, manifest, ... (default: every
 #                build-fuzz/fuzz/fuzz_<name> the target `fuzzers` builds)
@@ -18,14 +19,16 @@ cd "$(dirname "$0")/../.."
 
 seconds=60
 runs=""
+jobs=1
 build=build-fuzz
 harnesses=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "fuzz: error: unknown option '$1'" >&2; exit 2 ;;
     *) harnesses+=("$1"); shift ;;
   esac
@@ -58,27 +61,24 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export LSAN_OPTIONS="suppressions=$PWD/test/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-passed=0
-failed=0
-for h in "${harnesses[@]}"; do
-  bin="$build/fuzz/fuzz_$h"
+# One harness: its report goes to $build/fuzz/logs/<harness>.report, its status to .status.
+fuzz_one() {
+  local h=$1 bin="$build/fuzz/fuzz_$1" report="$build/fuzz/logs/$1.report"
+  mkdir -p "$build/fuzz/logs"
   if [ ! -x "$bin" ]; then
-    echo "fuzz: error: no harness '$h' ($bin)"
-    failed=$((failed + 1))
-    continue
+    echo "fuzz: error: no harness '$h' ($bin)" >"$report"
+    echo 1 >"$build/fuzz/logs/$h.status"
+    return
   fi
-  corpus="$build/fuzz/corpus/$h"
-  artifacts="$build/fuzz/artifacts/$h"
-  log="$build/fuzz/logs/$h.log"
-  mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
+  local corpus="$build/fuzz/corpus/$h" artifacts="$build/fuzz/artifacts/$h" log="$build/fuzz/logs/$h.log"
+  mkdir -p "$corpus" "$artifacts"
   # Seeds, dictionary and regressions where make_corpus.py and test/fuzz/regressions have them.
-  inputs=("$corpus")
+  local inputs=("$corpus") options=() limits=(-max_total_time="$seconds")
   [ -d "$build/fuzz/seeds/$h" ] && inputs+=("$build/fuzz/seeds/$h")
   [ -d "test/fuzz/regressions/$h" ] && inputs+=("test/fuzz/regressions/$h")
-  options=()
   [ -f "$build/fuzz/dict/$h.dict" ] && options+=(-dict="$build/fuzz/dict/$h.dict")
-  limits=(-max_total_time="$seconds")
   [ -n "$runs" ] && limits+=(-runs="$runs")
+  local before start rc elapsed execs rate units new artifact
   before=$(ls "$artifacts" | wc -l)
   start=$(date +%s)
   # -close_fd_mask=2 silences the harnesses' diagnostics (one per rejected input); sanitizer
@@ -91,21 +91,37 @@ for h in "${harnesses[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   units=$(ls "$corpus" | wc -l)
   new=$(( $(ls "$artifacts" | wc -l) - before ))
-  echo "fuzz: $h: ${execs:-?} executions in ${elapsed} s (${rate:-?}/s), corpus $units, exit status $rc"
-  if [ $rc -eq 0 ]; then
-    passed=$((passed + 1))
-    continue
-  fi
-  failed=$((failed + 1))
-  echo "fuzz: $h FAILED; the end of $log:"
-  tail -n 60 "$log"
-  # The newest artifact, replayed with the harness's messages (they were silenced above).
-  artifact=$(ls -t "$artifacts" | head -1)
-  if [ "$new" -gt 0 ] && [ -n "$artifact" ]; then
-    echo "fuzz: $h: replaying $artifacts/$artifact:"
-    "$bin" "$artifacts/$artifact" 2>&1 | tail -n 60
-    echo "fuzz: reproduce with: $bin $artifacts/$artifact"
-  fi
+  {
+    echo "fuzz: $h: ${execs:-?} executions in ${elapsed} s (${rate:-?}/s), corpus $units, exit status $rc"
+    if [ $rc -ne 0 ]; then
+      echo "fuzz: $h FAILED; the end of $log:"
+      tail -n 60 "$log"
+      # The newest artifact, replayed with the harness's messages (they were silenced above).
+      artifact=$(ls -t "$artifacts" | head -1)
+      if [ "$new" -gt 0 ] && [ -n "$artifact" ]; then
+        echo "fuzz: $h: replaying $artifacts/$artifact:"
+        "$bin" "$artifacts/$artifact" 2>&1 | tail -n 60
+        echo "fuzz: reproduce with: $bin $artifacts/$artifact"
+      fi
+    fi
+  } >"$report"
+  echo $(( rc != 0 )) >"$build/fuzz/logs/$h.status"
+}
+
+# --jobs at a time; each report prints once its harness and every one before it have ended.
+pids=()
+for h in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  fuzz_one "$h" &
+  pids+=($!)
+done
+passed=0
+failed=0
+for k in "${!harnesses[@]}"; do
+  h=${harnesses[$k]}
+  wait "${pids[$k]}" 2>/dev/null || true  # its status is in the .status file
+  cat "$build/fuzz/logs/$h.report"
+  if [ "$(cat "$build/fuzz/logs/$h.status")" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 echo "fuzz: $passed harnesses passed, $failed failed"
 [ $failed -eq 0 ]

@@ -1,4 +1,4 @@
-// tprt-cuda-check, backward contractions: every CUDA launcher of kernels/cuda/linear_grad.c
+// tprt-cuda-check, backward contractions: every CUDA launcher of kernels/cuda/gemm/linear_grad.c
 // against the CPU kernel of cpu_linear_grad.c, bitwise, on fresh random inputs (dgrad with the
 // plain and the segmented orders, including the gathered layout blocks = R; wgrad; bias grad;
 // grouped dgrad and wgrad with one and two segments of group sizes).

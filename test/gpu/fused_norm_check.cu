@@ -1,5 +1,5 @@
 // tprt-fused-norm-check: the fused all-reduce + residual add + RMSNorm kernel
-// (kernels/cuda/fused_norm.cu) against the composition it must equal bit for bit:
+// (kernels/cuda/norm/fused_norm.cu) against the composition it must equal bit for bit:
 // tprt_cuda_reduce_staged of every member's partial, tprt_cuda_add of the residual, and
 // tprt_cuda_rmsnorm. It runs R ranks as threads, rank i on GPU i mod G. Ranks that share a GPU
 // address each other's memory directly; other GPUs need peer access. Each rank has its own stream

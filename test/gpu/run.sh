@@ -394,7 +394,7 @@ if [[ -x "$CARRY_BIN/tprt-cuda-check" && -z "${TPC_GPU_REBUILD:-}" ]]; then
   cp "$CARRY_BIN"/tprt-cuda-check* "$CARRY_BIN"/tprt-bench-* "$BUILD/"
 else
   echo "== build (arch $ARCH)"
-  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Itest/gpu -Itools/common -Itools/bench)
+  INC=(-Iruntime -Ikernels/cpu -Ikernels/cuda -Ikernels/cuda/common -Itest/gpu -Itools/common -Itools/bench)
   # The C flags of the CMake build that matter for the bits: no contraction, no fast math.
   CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
   # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
@@ -403,55 +403,50 @@ else
   C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
              kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
              kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
-             kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c kernels/cuda/linear_grad.c
+             kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c
              kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c
-             kernels/cpu/cpu_fused_mlp.c kernels/cuda/fused_mlp.c kernels/cpu/cpu_quant.c
-             kernels/cuda/linear_fast.c kernels/cpu/cpu_attention.c)
-  CU_SOURCES=(kernels/cuda/linear.cu kernels/cuda/norm.cu kernels/cuda/glu.cu kernels/cuda/elementwise.cu
-              kernels/cuda/grouped_linear.cu kernels/cuda/moe.cu kernels/cuda/philox.cu kernels/cuda/gather.cu
-              kernels/cuda/glu_grad.cu kernels/cuda/norm_grad.cu kernels/cuda/moe_route.cu kernels/cuda/moe_grad.cu
-              kernels/cuda/quant.cu kernels/cuda/attention.cu kernels/cuda/reduce.cu
-              test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu
+             kernels/cpu/cpu_fused_mlp.c kernels/cpu/cpu_quant.c kernels/cpu/cpu_attention.c)
+  CU_SOURCES=(test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu
               test/gpu/cuda_check_attention.cu)
+  # The kernels' files, as CMake builds them: kernels/cuda/SOURCES ("<library> <path> [exact]").
+  CUTLASS_SOURCES=()
+  EXACT_CUTLASS=()
+  while read -r lib path flag; do
+    case "$lib" in
+      tprt_cuda) if [[ "$path" == *.c ]]; then C_SOURCES+=("kernels/cuda/$path"); else CU_SOURCES+=("kernels/cuda/$path"); fi ;;
+      tprt_cuda_cutlass) CUTLASS_SOURCES+=("kernels/cuda/$path"); [[ "${flag:-}" == exact ]] && EXACT_CUTLASS+=("kernels/cuda/$path") ;;
+    esac
+  done < <(grep '^[a-z]' kernels/cuda/SOURCES)
   t0=$(date +%s)
   pids=()
   objs=()
+  # Object names carry the source's path, so that files of different folders never collide.
+  objname() { local o="${1//\//_}"; echo "$BUILD/obj/${o%.*}_${1##*.}.o"; }
   for src in "${C_SOURCES[@]}"; do
-    obj="$BUILD/obj/$(basename "${src%.c}").o"
+    obj="$(objname "$src")"
     objs+=("$obj")
     "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c "$src" -o "$obj" & pids+=($!)
   done
-  obj="$BUILD/obj/cuda_status.o"
-  objs+=("$obj")
-  "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_status.c -o "$obj" & pids+=($!)
-  obj="$BUILD/obj/cuda_pool.o"
-  objs+=("$obj")
-  "$CC" "${CFLAGS[@]}" "${INC[@]}" -I"$CUDA_HOME/include" -c kernels/cuda/cuda_pool.c -o "$obj" & pids+=($!)
   for src in "${CU_SOURCES[@]}"; do
-    obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
+    obj="$(objname "$src")"
     objs+=("$obj")
     "$NVCC" "${NVFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj" & pids+=($!)
   done
   # The CUTLASS GEMMs (fast and invariant): headers in third_party/cutlass (tools/setup.sh), or
-  # TPC_CUTLASS_DIR; no exact-mode flags (tensor cores) except for the GLU epilogue.
+  # TPC_CUTLASS_DIR; no exact-mode flags (tensor cores) except where SOURCES says "exact".
   CUTLASS_INC="${TPC_CUTLASS_DIR:-$ROOT/third_party/cutlass/include}"
   [[ -f "$CUTLASS_INC/cutlass/cutlass.h" ]] || { echo "run.sh: CUTLASS headers not found in $CUTLASS_INC" >&2; exit 1; }
-  for src in kernels/cuda/grouped_fast.cu kernels/cuda/grouped_fast_fwd.cu kernels/cuda/grouped_fast_dgrad.cu \
-             kernels/cuda/grouped_fast_wgrad.cu kernels/cuda/invariant_linear.cu kernels/cuda/invariant_gemm_fwd.cu \
-             kernels/cuda/invariant_gemm_dgrad.cu kernels/cuda/invariant_gemm_wgrad.cu kernels/cuda/grouped_inv_fwd.cu \
-             kernels/cuda/grouped_inv_dgrad.cu kernels/cuda/grouped_inv_wgrad.cu kernels/cuda/grouped_glu_fast.cu \
-             kernels/cuda/grouped_glu_inv.cu kernels/cuda/attention_tc_fwd.cu kernels/cuda/attention_tc_bwd.cu; do
-    obj="$BUILD/obj/$(basename "${src%.cu}")_cu.o"
+  for src in "${CUTLASS_SOURCES[@]}"; do
+    obj="$(objname "$src")"
     objs+=("$obj")
-    # The GLU epilogue evaluates the exact GLU functions: IEEE operations only, as in CMake.
     exact=()
-    [[ "$src" == *grouped_glu_* ]] && exact=(--fmad=false -prec-div=true -prec-sqrt=true -ftz=false)
+    [[ " ${EXACT_CUTLASS[*]} " == *" $src "* ]] && exact=(--fmad=false -prec-div=true -prec-sqrt=true -ftz=false)
     "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${exact[@]}" "${INC[@]}" \
       -isystem "$CUTLASS_INC" -c "$src" -o "$obj" & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   kernel_objs=()
-  for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || kernel_objs+=("$o"); done
+  for o in "${objs[@]}"; do [[ "$o" == */test_gpu_cuda_check* ]] || kernel_objs+=("$o"); done
   "$NVCC" -arch="$ARCH" "${objs[@]}" -o "$BUILD/tprt-cuda-check" -lm -ldl
   "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu test/gpu/check_fast_invariant.cu test/gpu/check_fast_attention.cu \
     "${kernel_objs[@]}" \
@@ -460,7 +455,7 @@ else
   if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
     # The benchmark links the same kernel objects, without the checker's.
     bench_objs=()
-    for o in "${objs[@]}"; do [[ "$o" == */cuda_check* ]] || bench_objs+=("$o"); done
+    for o in "${objs[@]}"; do [[ "$o" == */test_gpu_cuda_check* ]] || bench_objs+=("$o"); done
     # The tools' option parser (its version header comes from CMake; without it, "unknown").
     "$CC" -O2 -std=c11 -Itools/common -c tools/common/tpc_cli.c -o "$BUILD/obj/tpc_cli.o"
     bench_objs+=("$BUILD/obj/tpc_cli.o")

@@ -7,7 +7,7 @@
 # tensor-core attention runs, test/gpu/attention_block_wide.mlir, 400 tokens at TP 1/2/4), in invariant numerics, with
 # `tpc-run --backend cuda --seed 7 --hash`. A world with more ranks than GPUs runs with
 # --share-gpus (rank i on GPU i % GPUs, its collectives as device copies plus the canonical sums,
-# kernels/cuda/backend_cuda_local.c); one with as many GPUs as ranks runs one GPU per rank with
+# runtime/cuda/backend_cuda_local.c); one with as many GPUs as ranks runs one GPU per rank with
 # NCCL, as test/gpu/run.sh does. For each model and M, every configuration must print the same
 # hashes (docs/numerics.md, "TP invariance"). Sequence parallelism splits the tokens over the tp
 # ranks, so tp-shard refuses an M that tp does not divide (tpc never pads): those configurations

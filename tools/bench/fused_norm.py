@@ -3,7 +3,7 @@
 8192, bf16 residual, tokens in {1, 8, 32, 128, 1024, 8192}, TP = every visible GPU (one each).
 Four columns, all measured in the same run, eager and as CUDA graphs:
 
-  fused    tpc's kernel (kernels/cuda/fused_norm.cu), one-shot, from `tprt-fused-norm-check bench`
+  fused    tpc's kernel (kernels/cuda/norm/fused_norm.cu), one-shot, from `tprt-fused-norm-check bench`
   two-shot the same kernel's two-shot form (FN_TWO_SHOT=1)
   unfused  tpc's unfused path: NCCL's all-reduce of the f32 partial, then tpc's add and rmsnorm
            kernels (the same program)
@@ -12,7 +12,7 @@ Four columns, all measured in the same run, eager and as CUDA graphs:
 
 Each is the slowest rank's median over 20 rounds of 50 calls, in microseconds per call. Prints
 the table with the ratios of the faster form to unfused and to torch, and the crossover row of
-kernels/cuda/backend_cuda_fused.c (the largest sizes for one-shot, then two-shot); --json and --svg
+runtime/cuda/backend_cuda_fused.c (the largest sizes for one-shot, then two-shot); --json and --svg
 keep them.
 NCCL_NVLS_ENABLE=0 is set for every run (no NVLink multicast).
 
@@ -198,7 +198,7 @@ def main():
                               "torch_us": p, "best_us": best})
                 print(f"{tp:>3} {t:>7} {mode:>6} {f if f else nan:9.2f} {f2 if f2 else nan:9.2f} {u:8.2f} "
                       f"{p if p else nan:8.2f} {best / u:11.3f} {best / p if p else nan:9.3f}")
-    # The crossover row of kernels/cuda/backend_cuda_fused.c's table, per TP: one-shot up to the
+    # The crossover row of runtime/cuda/backend_cuda_fused.c's table, per TP: one-shot up to the
     # largest measured partial (bf16, bytes per rank) where it is the faster form and beats the
     # composition, eager and as a graph; two-shot from there up to the largest where the faster form
     # still beats the composition in both.

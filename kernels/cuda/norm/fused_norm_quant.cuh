@@ -1,5 +1,5 @@
 // The quantizing form of the fused norm kernel (fused_norm_kernel.cuh, instantiated in
-// fused_norm_quantize.cu; tp.fused_allreduce_add_rmsnorm_quantize): its arguments and the
+// the quantizing files of forms/; tp.fused_allreduce_add_rmsnorm_quantize): its arguments and the
 // quantization of a thread's values of a row, on tprt_quant.h's arithmetic.
 #pragma once
 

@@ -1,17 +1,30 @@
 // tprt_cuda_fused_allreduce_add_rmsnorm: tp.fused_allreduce_add_rmsnorm (and its quantizing form) as
 // one kernel over the memory of a group of ranks; the kernel, its protocol and its launch shapes are
-// fused_norm_kernel.cuh's. This file checks a call, picks its launch shape and runs the plain form's
-// instantiations; fused_norm_quantize.cu holds the quantizing form's.
+// fused_norm_kernel.cuh's. This file checks a call, picks its launch shape and form, and launches
+// it; the forms' instantiations compile in forms/, one file each.
 #include "fused_norm_kernel.cuh"
+
+// The fewest resident blocks of form (T, TWO, Q) in its launch shape: clusters of the widest rows,
+// or a block per row.
+template <int T, bool TWO, bool Q>
+static cudaError_t tprt__fn_form_budget(int sms, int* clusters, int* rows) {
+  return T == TPRT_ROW_LANES
+             ? tprt__fn_form_resident<T, TWO, Q>(sms, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, clusters)
+             : tprt__fn_form_resident<T, TWO, Q>(sms, 1, TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN, rows);
+}
 
 extern "C" tprt_status_t tprt_cuda_fused_norm_resident_blocks(int* clusters, int* rows, int* sms) {
   *clusters = *rows = *sms = 0;
   int device = 0, count = 0, in_clusters = 1 << 30, in_rows = 1 << 30;
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   TPRT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  // One budget for both forms: a group's calls may take either.
-  TPRT_CUDA_RETURN_IF_ERROR(tprt__fn_resident_shapes<false>(count, &in_clusters, &in_rows));
-  TPRT_CUDA_RETURN_IF_ERROR(tprt__fn_resident_quantizing(count, &in_clusters, &in_rows));
+  // One budget for every form: a group's calls may take any (plain or quantizing, one- or two-shot).
+  cudaError_t e = cudaSuccess;
+#define TPRT__FN_RESIDENT(T, TWO, Q) \
+  if (e == cudaSuccess) e = tprt__fn_form_budget<T, TWO, Q>(count, &in_clusters, &in_rows);
+  TPRT__FN_FORMS(TPRT__FN_RESIDENT)
+#undef TPRT__FN_RESIDENT
+  TPRT_CUDA_RETURN_IF_ERROR(e);
   *clusters = in_clusters;
   *rows = in_rows;
   *sms = count;
@@ -117,10 +130,15 @@ extern "C" tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(
   const int64_t most = budget / cs, fewest = (push_blocks + cs - 1) / cs;
   int64_t clusters = m > fewest ? m : fewest;
   if (clusters > most) clusters = most;
-  cudaError_t launched =
-      (quant ? tprt__fn_dispatch_quantizing : tprt__fn_dispatch<false>)(rows, g, clusters * cs, cs, partial, residual,
-                                                                        gamma, normed, residual_out, m, h, eps,
-                                                                        canonical, round_sum, two_shot, q, stream);
+  const tprt__fn_call_t call = {g, clusters * cs, cs,        partial,   residual, gamma, normed, residual_out, m,
+                                h, eps,           canonical, round_sum, &q,       stream};
+  const bool two = two_shot != 0, quantizing = quant != NULL;
+  cudaError_t launched = cudaSuccess;
+#define TPRT__FN_LAUNCH(T, TWO, Q)                                          \
+  if ((T == TPRT__FN_ROW_THREADS) == rows && TWO == two && Q == quantizing) \
+    launched = tprt__fn_form_launch<T, TWO, Q>(call);
+  TPRT__FN_FORMS(TPRT__FN_LAUNCH)
+#undef TPRT__FN_LAUNCH
   TPRT_CUDA_RETURN_IF_ERROR(launched);
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;

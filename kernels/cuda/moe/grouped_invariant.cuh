@@ -14,7 +14,7 @@
 #define TPRT_GROUPED_INVARIANT_CUH_
 
 #include "grouped_fast.cuh"
-#include "invariant_gemm.cuh"
+#include "gemm/invariant_gemm.cuh"
 
 /// Runs the invariant grouped GEMM of |layout| with D of |d_f32| ? f32 : bf16 (grouped_inv_<layout>.cu).
 tprt_status_t tprt__grouped_inv_gemm_fwd(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree, bool d_f32,

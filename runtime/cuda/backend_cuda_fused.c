@@ -1,5 +1,5 @@
 // The CUDA backend's fused_norm hook (backend_cuda_impl.h): tp.fused_allreduce_add_rmsnorm as one
-// kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/fused_norm.cu), over memory each
+// kernel, tprt_cuda_fused_allreduce_add_rmsnorm (kernels/cuda/norm/fused_norm.cu), over memory each
 // collective group registers once. The hook is used:
 //   - where the op's algorithm is "one_shot" or "two_shot" (that form of the kernel), or "auto" and
 //     TPRT_CUDA_FUSED_NORM asks for it (by default, where every rank has a GPU of its own), in

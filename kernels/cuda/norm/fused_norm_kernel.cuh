@@ -437,6 +437,21 @@ static __global__ void __launch_bounds__(T)
 // The largest column groups (of 256) a cluster's block keeps in shared memory (32 KiB).
 #define TPRT__FN_BLOCK_GROUPS (TPRT_CUDA_FUSED_MAX_HIDDEN / TPRT_ROW_LANES / TPRT_CUDA_FUSED_CLUSTER)
 
+// A call's arguments, checked by tprt_cuda_fused_allreduce_add_rmsnorm (fused_norm.cu), for the form
+// that launches it: |grid| blocks of the form's shape in clusters of |cs|.
+struct tprt__fn_call_t {
+  const tprt_cuda_peer_group_t* g;
+  int64_t grid;
+  int cs;
+  const tprt_tensor_t *partial, *residual, *gamma;
+  tprt_tensor_t *normed, *residual_out;
+  int64_t m, h;
+  float eps;
+  int canonical, round_sum;
+  const tprt__fn_quant_t* q;
+  cudaStream_t stream;
+};
+
 // The launch of |grid| blocks of |threads| in clusters of |cs| (a block per row: a plain launch, no
 // cluster instruction runs), with shared memory for one block's share of a row (its lanes of every
 // column group).
@@ -477,46 +492,50 @@ static cudaError_t tprt__fused_norm_launch(const tprt_cuda_peer_group_t* g, int6
                             residual_out->data, m, h, (float)h, eps, canonical, round_sum, q);
 }
 
-template <int DP, int DR, int T, bool Q>
-static cudaError_t tprt__fused_norm_pick(const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
-                                         const tprt_tensor_t* partial, const tprt_tensor_t* residual,
-                                         const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* residual_out,
-                                         int64_t m, int64_t h, float eps, int canonical, int round_sum, int two_shot,
-                                         const tprt__fn_quant_t& q, cudaStream_t stream) {
-#define TPRT__FN_ARGS \
-  g, grid, cs, partial, residual, gamma, normed, residual_out, m, h, eps, canonical, round_sum, q, stream
-#define TPRT__FN_GROUPS(TWO)                                               \
-  switch (g->group) {                                                      \
-    case 2:                                                                \
-      return tprt__fused_norm_launch<DP, DR, 2, T, TWO, Q>(TPRT__FN_ARGS); \
-    case 4:                                                                \
-      return tprt__fused_norm_launch<DP, DR, 4, T, TWO, Q>(TPRT__FN_ARGS); \
-    case 8:                                                                \
-      return tprt__fused_norm_launch<DP, DR, 8, T, TWO, Q>(TPRT__FN_ARGS); \
-    default:                                                               \
-      return tprt__fused_norm_launch<DP, DR, 0, T, TWO, Q>(TPRT__FN_ARGS); \
+// The members' compile-time count for a call of shape T, two-shot TWO and form Q.
+template <int DP, int DR, int T, bool TWO, bool Q>
+static cudaError_t tprt__fused_norm_groups(const tprt__fn_call_t& c) {
+#define TPRT__FN_ARGS                                                                                        \
+  c.g, c.grid, c.cs, c.partial, c.residual, c.gamma, c.normed, c.residual_out, c.m, c.h, c.eps, c.canonical, \
+      c.round_sum, *c.q, c.stream
+  switch (c.g->group) {
+    case 2:
+      return tprt__fused_norm_launch<DP, DR, 2, T, TWO, Q>(TPRT__FN_ARGS);
+    case 4:
+      return tprt__fused_norm_launch<DP, DR, 4, T, TWO, Q>(TPRT__FN_ARGS);
+    case 8:
+      return tprt__fused_norm_launch<DP, DR, 8, T, TWO, Q>(TPRT__FN_ARGS);
+    default:
+      return tprt__fused_norm_launch<DP, DR, 0, T, TWO, Q>(TPRT__FN_ARGS);
   }
-  if (two_shot) TPRT__FN_GROUPS(true)
-  TPRT__FN_GROUPS(false)
-#undef TPRT__FN_GROUPS
 #undef TPRT__FN_ARGS
 }
 
-// The fewest resident blocks of the instantiations of shape T and form Q a call may pick (their
-// registers differ with the group and dtypes), in clusters of |cs|, with the widest row's shared memory.
-template <int T, bool Q>
-static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewest) {
-  const void* kernels[] = {
-#define TPRT__FN_RESIDENT(TWO)                                                              \
-  (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, T, TWO, Q>,       \
-      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8, T, TWO, Q>,   \
-      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, T, TWO, Q>, \
-      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8, T, TWO, Q>, \
-      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8, T, TWO, Q>,  \
-      (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8, T, TWO, Q>
-      TPRT__FN_RESIDENT(false), TPRT__FN_RESIDENT(true)
-#undef TPRT__FN_RESIDENT
-  };
+// One form of the kernel: launch shape T (a block per row or clusters), two-shot TWO, quantizing Q.
+// Each form's instantiations (every dtype pair and group size: 36 kernels) compile in a translation
+// unit of their own (fused_norm_form.cu, built once per form with TPRT__FN_FORM_T/_TWO/_Q), so that
+// the 8 forms compile side by side; the other files see only the declarations below.
+template <int T, bool TWO, bool Q>
+cudaError_t tprt__fn_form_launch(const tprt__fn_call_t& c) {
+  cudaError_t launched = cudaSuccess;
+  tprt__cuda_float_dispatch(c.partial->dtype, [&](auto dp) {
+    tprt__cuda_float_dispatch(c.residual->dtype, [&](auto dr) {
+      launched = tprt__fused_norm_groups<decltype(dp)::value, decltype(dr)::value, T, TWO, Q>(c);
+    });
+  });
+  return launched;
+}
+
+// The fewest resident blocks of the form's instantiations a call may pick (their registers differ
+// with the group and dtypes), in clusters of |cs|, with the widest row's shared memory.
+template <int T, bool TWO, bool Q>
+cudaError_t tprt__fn_form_resident(int sms, int cs, int64_t widest, int* fewest) {
+  const void* kernels[] = {(const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 0, T, TWO, Q>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_F32, 8, T, TWO, Q>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 0, T, TWO, Q>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_BF16, 8, T, TWO, Q>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_F32, TPRT_DTYPE_BF16, 8, T, TWO, Q>,
+                           (const void*)tprt__fused_norm_kernel<TPRT_DTYPE_BF16, TPRT_DTYPE_F32, 8, T, TWO, Q>};
   for (const void* k : kernels) {
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = tprt__fn_config((sms + cs - 1) / cs * cs, T, cs, widest, 0, &attr);
@@ -534,41 +553,18 @@ static cudaError_t tprt__fn_resident(int sms, int cs, int64_t widest, int* fewes
   return cudaSuccess;
 }
 
-// Form Q of the kernel for the call's dtypes, a block per row (rows) or clusters.
-template <bool Q>
-static cudaError_t tprt__fn_dispatch(bool rows, const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
-                                     const tprt_tensor_t* partial, const tprt_tensor_t* residual,
-                                     const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* residual_out,
-                                     int64_t m, int64_t h, float eps, int canonical, int round_sum, int two_shot,
-                                     const tprt__fn_quant_t& q, cudaStream_t stream) {
-  cudaError_t launched = cudaSuccess;
-  tprt__cuda_float_dispatch(partial->dtype, [&](auto dp) {
-    tprt__cuda_float_dispatch(residual->dtype, [&](auto dr) {
-      constexpr int DP = decltype(dp)::value, DR = decltype(dr)::value;
-      launched = (rows ? tprt__fused_norm_pick<DP, DR, TPRT__FN_ROW_THREADS, Q>
-                       : tprt__fused_norm_pick<DP, DR, TPRT_ROW_LANES, Q>)(g, grid, cs, partial, residual, gamma,
-                                                                           normed, residual_out, m, h, eps, canonical,
-                                                                           round_sum, two_shot, q, stream);
-    });
-  });
-  return launched;
-}
-
-// The fewest resident blocks of form Q in clusters and a block per row (fewest_* are lowered).
-template <bool Q>
-static cudaError_t tprt__fn_resident_shapes(int sms, int* fewest_clusters, int* fewest_rows) {
-  cudaError_t e =
-      tprt__fn_resident<TPRT_ROW_LANES, Q>(sms, TPRT_CUDA_FUSED_CLUSTER, TPRT_CUDA_FUSED_MAX_HIDDEN, fewest_clusters);
-  return e != cudaSuccess
-             ? e
-             : tprt__fn_resident<TPRT__FN_ROW_THREADS, Q>(sms, 1, TPRT_CUDA_FUSED_ROWS_MAX_HIDDEN, fewest_rows);
-}
-
-// The quantizing form (Q = true), instantiated in fused_norm_quantize.cu so that its kernels compile
-// beside the plain ones: tprt__fn_dispatch<true> and tprt__fn_resident_shapes<true>.
-cudaError_t tprt__fn_dispatch_quantizing(bool rows, const tprt_cuda_peer_group_t* g, int64_t grid, int cs,
-                                         const tprt_tensor_t* partial, const tprt_tensor_t* residual,
-                                         const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* residual_out,
-                                         int64_t m, int64_t h, float eps, int canonical, int round_sum, int two_shot,
-                                         const tprt__fn_quant_t& q, cudaStream_t stream);
-cudaError_t tprt__fn_resident_quantizing(int sms, int* fewest_clusters, int* fewest_rows);
+// The 8 forms (shape x two-shot x quantizing), each instantiated by one file of forms/ only.
+#define TPRT__FN_FORMS(X)                                                                                   \
+  X(TPRT_ROW_LANES, false, false)                                                                           \
+  X(TPRT_ROW_LANES, true, false) X(TPRT__FN_ROW_THREADS, false, false) X(TPRT__FN_ROW_THREADS, true, false) \
+      X(TPRT_ROW_LANES, false, true) X(TPRT_ROW_LANES, true, true) X(TPRT__FN_ROW_THREADS, false, true)     \
+          X(TPRT__FN_ROW_THREADS, true, true)
+#define TPRT__FN_EXTERN(T, TWO, Q)                                                     \
+  extern template cudaError_t tprt__fn_form_launch<T, TWO, Q>(const tprt__fn_call_t&); \
+  extern template cudaError_t tprt__fn_form_resident<T, TWO, Q>(int, int, int64_t, int*);
+TPRT__FN_FORMS(TPRT__FN_EXTERN)
+#undef TPRT__FN_EXTERN
+// What a file of forms/ holds: one form's instantiations.
+#define TPRT__FN_INSTANTIATE(T, TWO, Q)                                         \
+  template cudaError_t tprt__fn_form_launch<T, TWO, Q>(const tprt__fn_call_t&); \
+  template cudaError_t tprt__fn_form_resident<T, TWO, Q>(int, int, int64_t, int*);

@@ -25,7 +25,7 @@
 // each extra expert costs one more pass over K (bounded by the number of expert runs).
 #include <limits.h>
 
-#include "linear_tile.cuh"
+#include "gemm/linear_tile.cuh"
 
 // Most blocks along grid.y (the CUDA limit).
 #define TPRT__GL_MAX_GRID_Y 65535

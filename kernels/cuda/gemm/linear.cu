@@ -14,65 +14,10 @@
 // thread) when that gives at least one block per SM, else 64 x 64 (4 x 4 per thread; small M or
 // N, such as decode steps). grid.x covers N, grid.y covers M (at most 65535 blocks; larger M
 // loops). The bits never depend on the tile: every output's chain is the same sequence.
-#include "linear_tile.cuh"
+#include "linear_kernel.cuh"
 
 // Most blocks along grid.y (the CUDA limit).
 #define TPRT__GEMM_MAX_GRID_Y 65535
-
-// ------------------------------------------------------------------------------------------------
-// GPU kernel
-// ------------------------------------------------------------------------------------------------
-
-template <class C, int D, bool VEC, int LEVELS, int LA, int LB>
-static __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
-    tprt__gemm_kernel(const void* __restrict__ a, const void* __restrict__ b, const void* __restrict__ bias,
-                      void* __restrict__ y, int y_dtype, int64_t m, int64_t n, int64_t k, int chunks, int64_t size) {
-  __shared__ __align__(16) tprt__tile_smem<C> sm;
-  const int64_t n0 = (int64_t)blockIdx.x * C::BN;
-  for (int64_t m0 = (int64_t)blockIdx.y * C::BM; m0 < m; m0 += (int64_t)gridDim.y * C::BM) {
-    float acc[C::TM][C::TN];
-    tprt__tile_gemm<C, D, VEC, LEVELS, LA, LB>(a, m, m0, b, n, n0, k, chunks, size, sm, acc);
-#pragma unroll
-    for (int i = 0; i < C::TM; ++i) {
-      const int64_t gm = m0 + tprt__tile_row<C>(i);
-#pragma unroll
-      for (int j = 0; j < C::TN; ++j) {
-        const int64_t gn = n0 + tprt__tile_col<C>(j);
-        if (gm < m && gn < n) {
-          float v = acc[i][j];
-          if (bias) v = __fadd_rn(v, tprt__cuda_ld(bias, D, gn));
-          tprt__cuda_st(y, y_dtype, gm * n + gn, v);
-        }
-      }
-    }
-  }
-}
-
-// ------------------------------------------------------------------------------------------------
-// Kernel launcher
-// ------------------------------------------------------------------------------------------------
-
-/// The kernel for (tile, dtype, vector loads) and the layouts LA, LB.
-template <int LA, int LB>
-static const void* tprt__gemm_pick(bool large, int dtype, bool vec) {
-#define TPRT__PICK(C, D)                                                                 \
-  return vec ? (const void*)tprt__gemm_kernel<C, D, true, TPRT__GEMM_LEVELS_VEC, LA, LB> \
-             : (const void*)tprt__gemm_kernel<C, D, false, TPRT__GEMM_LEVELS_ANY, LA, LB>
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      if (large) TPRT__PICK(tprt__tile_large, TPRT_DTYPE_BF16);
-      TPRT__PICK(tprt__tile_small, TPRT_DTYPE_BF16);
-    case TPRT_DTYPE_F16:
-      if (large) TPRT__PICK(tprt__tile_large, TPRT_DTYPE_F16);
-      TPRT__PICK(tprt__tile_small, TPRT_DTYPE_F16);
-    case TPRT_DTYPE_F32:
-      if (large) TPRT__PICK(tprt__tile_large, TPRT_DTYPE_F32);
-      TPRT__PICK(tprt__tile_small, TPRT_DTYPE_F32);
-    default:
-      return NULL;
-  }
-#undef TPRT__PICK
-}
 
 /// Whether an operand allows the 16-byte loads of tprt__tile_loader<VEC = true>: a 16-byte
 /// aligned base; ROWS: K and the chunk size multiples of the vector (every tile starts on one);

@@ -30,13 +30,28 @@
 #include "tprt_numerics.h"
 
 /// The grouped GEMM of |plan| with the GLU epilogue: the forward (FC1, layout FWD, D = gated) or
-/// the backward (FC2's dgrad, layout DGRAD, D = dh), fast (grouped_glu_fast.cu) or invariant
-/// (grouped_glu_inv.cu).
-tprt_status_t tprt__grouped_glu_gemm_fast(bool backward, const tprt__grouped_plan_t& plan, const tprt__glu_epi_t& glu,
-                                          int sm_count, cudaStream_t stream);
-tprt_status_t tprt__grouped_glu_gemm_inv(bool backward, const tprt__grouped_plan_t& plan,
-                                         const tprt__grouped_tree_t& tree, const tprt__glu_epi_t& glu, int sm_count,
-                                         cudaStream_t stream);
+/// the backward (FC2's dgrad, layout DGRAD, D = dh), fast (grouped_glu_fast_{fwd,bwd}.cu) or
+/// invariant (grouped_glu_inv_{fwd,bwd}.cu): one CUTLASS kernel per file, so that they compile side
+/// by side.
+tprt_status_t tprt__grouped_glu_gemm_fast_fwd(const tprt__grouped_plan_t& plan, const tprt__glu_epi_t& glu,
+                                              int sm_count, cudaStream_t stream);
+tprt_status_t tprt__grouped_glu_gemm_fast_bwd(const tprt__grouped_plan_t& plan, const tprt__glu_epi_t& glu,
+                                              int sm_count, cudaStream_t stream);
+tprt_status_t tprt__grouped_glu_gemm_inv_fwd(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree,
+                                             const tprt__glu_epi_t& glu, int sm_count, cudaStream_t stream);
+tprt_status_t tprt__grouped_glu_gemm_inv_bwd(const tprt__grouped_plan_t& plan, const tprt__grouped_tree_t& tree,
+                                             const tprt__glu_epi_t& glu, int sm_count, cudaStream_t stream);
+static inline tprt_status_t tprt__grouped_glu_gemm_fast(bool backward, const tprt__grouped_plan_t& plan,
+                                                        const tprt__glu_epi_t& glu, int sm_count, cudaStream_t stream) {
+  return backward ? tprt__grouped_glu_gemm_fast_bwd(plan, glu, sm_count, stream)
+                  : tprt__grouped_glu_gemm_fast_fwd(plan, glu, sm_count, stream);
+}
+static inline tprt_status_t tprt__grouped_glu_gemm_inv(bool backward, const tprt__grouped_plan_t& plan,
+                                                       const tprt__grouped_tree_t& tree, const tprt__glu_epi_t& glu,
+                                                       int sm_count, cudaStream_t stream) {
+  return backward ? tprt__grouped_glu_gemm_inv_bwd(plan, tree, glu, sm_count, stream)
+                  : tprt__grouped_glu_gemm_inv_fwd(plan, tree, glu, sm_count, stream);
+}
 
 template <bool Backward>
 class tprt__glu_epilogue {

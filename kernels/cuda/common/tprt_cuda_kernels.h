@@ -35,7 +35,7 @@ extern "C" {
 
 /// y[M,N] = x[M,K]·w[N,K]ᵀ (+ bias[N]) with the canonical K accumulation over |chunks|: bitwise
 /// tprt_cpu_linear. x, w and bias share a float dtype; y has it too, or is an f32 partial (the
-/// unrounded tree sum, without bias). kernels/cuda/linear.cu.
+/// unrounded tree sum, without bias). kernels/cuda/gemm/linear.cu.
 tprt_status_t tprt_cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
@@ -43,7 +43,7 @@ tprt_status_t tprt_cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, c
 /// (the checks run every shape with both). The bits never depend on it.
 enum { TPRT_CUDA_TILE_AUTO = 0, TPRT_CUDA_TILE_SMALL = 1, TPRT_CUDA_TILE_LARGE = 2 };
 
-/// tprt_cuda_linear with the output tile |tile| (TPRT_CUDA_TILE_*). kernels/cuda/linear.cu.
+/// tprt_cuda_linear with the output tile |tile| (TPRT_CUDA_TILE_*). kernels/cuda/gemm/linear.cu.
 tprt_status_t tprt_cuda_linear_tiled(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                      tprt_tensor_t* y, int chunks, int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
@@ -51,46 +51,46 @@ tprt_status_t tprt_cuda_linear_tiled(const tprt_tensor_t* x, const tprt_tensor_t
 /// the canonical K accumulation (+ bias[N], then one rounding to |out_dtype|), where a is [M,K]
 /// row-major, or [K,M] when |a_kmajor|, and b is [N,K], or [K,N] when |b_kmajor|; a, b and bias
 /// (NULL: none) of the float |dtype|, out [M,N] of |dtype| or f32. No validation (the callers
-/// validate); any alignment. kernels/cuda/linear.cu.
+/// validate); any alignment. kernels/cuda/gemm/linear.cu.
 tprt_status_t tprt_cuda_gemm_exact(const void* a, int a_kmajor, const void* b, int b_kmajor, int dtype, int64_t m,
                                    int64_t n, int64_t k, const void* bias, void* out, int out_dtype, int chunks,
                                    int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// y[M,H] = x · rsqrt(mean(x²) + eps) · gamma with the canonical row reduction: bitwise
-/// tprt_cpu_rmsnorm. gamma[H] may have any float dtype. kernels/cuda/norm.cu.
+/// tprt_cpu_rmsnorm. gamma[H] may have any float dtype. kernels/cuda/norm/norm.cu.
 tprt_status_t tprt_cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps,
                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// y[M,H] = (x - mean) · rsqrt(var + eps) · gamma + beta, two passes: bitwise
-/// tprt_cpu_layernorm. beta has gamma's dtype. kernels/cuda/norm.cu.
+/// tprt_cpu_layernorm. beta has gamma's dtype. kernels/cuda/norm/norm.cu.
 tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                   tprt_tensor_t* y, float eps, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Gated linear unit over the last dimension, x[...,2F] -> y[...,F]: bitwise tprt_cpu_glu for
 /// every |kind| (tprt_glu_kind_t) and |interleave| (0, or a block size dividing F).
-/// kernels/cuda/glu.cu.
+/// kernels/cuda/elementwise/glu.cu.
 tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                             float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// c = a + b elementwise (same shape and float dtype), rounded once: bitwise tprt_cpu_add. c may
 /// alias a or b. Also tprt_cpu_add's other forms: a rank-1 bias b, and an f32 a plus a b in
-/// storage precision with c in a's or b's dtype. kernels/cuda/elementwise.cu.
+/// storage precision with c in a's or b's dtype. kernels/cuda/elementwise/elementwise.cu.
 tprt_status_t tprt_cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// c = a · b elementwise, as tprt_cuda_add: bitwise tprt_cpu_mul. kernels/cuda/elementwise.cu.
+/// c = a · b elementwise, as tprt_cuda_add: bitwise tprt_cpu_mul. kernels/cuda/elementwise/elementwise.cu.
 tprt_status_t tprt_cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c,
                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// y[T,N] = x[T,K]·w[e,N,K]ᵀ for the rows of each expert, with tprt_cpu_grouped_linear's segment
 /// rule for group_sizes[S*E] (i64, device memory; padding rows of y get +0.0): bitwise
 /// tprt_cpu_grouped_linear. The counts are not validated (device data): counts the CPU kernel
-/// rejects leave y unspecified, never an out-of-bounds access. kernels/cuda/grouped_linear.cu.
+/// rejects leave y unspecified, never an out-of-bounds access. kernels/cuda/moe/grouped_linear.cu.
 tprt_status_t tprt_cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* group_sizes,
                                        tprt_tensor_t* y, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// tprt_cuda_grouped_linear with the output tile |tile| (TPRT_CUDA_TILE_*).
-/// kernels/cuda/grouped_linear.cu.
+/// kernels/cuda/moe/grouped_linear.cu.
 tprt_status_t tprt_cuda_grouped_linear_tiled(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks, int tile,
                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -98,7 +98,7 @@ tprt_status_t tprt_cuda_grouped_linear_tiled(const tprt_tensor_t* x, const tprt_
 /// The exact grouped GEMM under tprt_cuda_grouped_linear and the grouped dgrad: y[T,N] = x[T,K]
 /// against w[e] of each row's expert, w[E,N,K], or w[E,K,N] when |w_kmajor|; |sizes| the device
 /// counts of |segs| segments of E experts. No validation (the callers validate); any alignment.
-/// kernels/cuda/grouped_linear.cu.
+/// kernels/cuda/moe/grouped_linear.cu.
 tprt_status_t tprt_cuda_grouped_gemm_exact(const void* x, const void* w, int w_kmajor, int dtype, int64_t t, int64_t n,
                                            int64_t k, int64_t e, const int64_t* sizes, int64_t segs, void* y,
                                            int y_dtype, int chunks, int tile, cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -106,38 +106,38 @@ tprt_status_t tprt_cuda_grouped_gemm_exact(const void* x, const void* w, int w_k
 /// Copies each token once per selected expert, rows ordered by expert, token, slot; writes
 /// group_sizes[E] and row_map[T*k]: bitwise tprt_cpu_moe_permute (the order is computed on the
 /// device by a deterministic single-block counting sort; E <= 8192, else UNIMPLEMENTED). Indices
-/// are not validated (device data): one outside [0, E) drops its slot. kernels/cuda/moe.cu.
+/// are not validated (device data): one outside [0, E) drops its slot. kernels/cuda/moe/moe.cu.
 tprt_status_t tprt_cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
                                     tprt_tensor_t* group_sizes, tprt_tensor_t* row_map,
                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The weighted combine out[t] = Σ_j weights[t,j]·y[row of slot (t,j)] in increasing j: bitwise
 /// tprt_cpu_moe_unpermute (k <= 64, else UNIMPLEMENTED). row_map must be a permutation (not
-/// checked: device data). kernels/cuda/moe.cu.
+/// checked: device data). kernels/cuda/moe/moe.cu.
 tprt_status_t tprt_cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
                                       const tprt_tensor_t* weights, tprt_tensor_t* out,
                                       cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Expert-parallel dispatch of expert-sorted x[R,H] into |buckets| zero-padded buckets y[B*R,H]:
-/// bitwise tprt_cpu_moe_bucket (counts not validated: device data). kernels/cuda/moe.cu.
+/// bitwise tprt_cpu_moe_bucket (counts not validated: device data). kernels/cuda/moe/moe.cu.
 tprt_status_t tprt_cuda_moe_bucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
                                    int buckets, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The inverse of tprt_cuda_moe_bucket, y[R,H] from x[B*R,H]: bitwise tprt_cpu_moe_unbucket.
-/// kernels/cuda/moe.cu.
+/// kernels/cuda/moe/moe.cu.
 tprt_status_t tprt_cuda_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
                                      int buckets, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Fills t with fmaf(hi - lo, u, lo), u the Philox uniform of each element's logical position:
 /// bitwise tprt_cpu_fill_philox (|stream| is the Philox stream, |cuda_stream| the CUDA one).
-/// kernels/cuda/philox.cu.
+/// kernels/cuda/elementwise/philox.cu.
 tprt_status_t tprt_cuda_fill_philox(tprt_tensor_t* t, uint64_t seed, uint64_t stream, float lo, float hi,
                                     int64_t row_offset, int64_t col_offset, int64_t logical_cols,
                                     cudaStream_t cuda_stream) TPRT_MUST_USE_RESULT;
 
 /// Fast mode (docs/numerics.md "Modes": no bitwise promise) on tensor cores.
 ///
-/// Dense contractions on cuBLASLt (kernels/cuda/linear_fast.c): bf16/f16 operands of one dtype,
+/// Dense contractions on cuBLASLt (kernels/cuda/gemm/linear_fast.c): bf16/f16 operands of one dtype,
 /// results of that dtype or f32, f32 accumulation in cuBLASLt's order. A per-rank context holds
 /// the handle, the workspace and the ones vector of the bias gradient. The _fits predicates say
 /// whether a call can take this path (the kernel table falls back to the exact kernels when not).
@@ -172,7 +172,7 @@ tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_te
 tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* db, tprt_cuda_lt_t* lt,
                                        cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// Grouped contractions on CUTLASS's sm90 grouped GEMM (kernels/cuda/grouped_fast.cu, sm_90a):
+/// Grouped contractions on CUTLASS's sm90 grouped GEMM (kernels/cuda/moe/grouped_fast.cu, sm_90a):
 /// bf16 operands, results bf16 or f32, the device group sizes of tprt_cuda_grouped_linear (S
 /// segments of E experts); one launch for all groups, no host synchronization, stream-ordered
 /// temporaries. |which|: 0 forward (a = x, w = w[E,N,K], out = y), 1 dgrad (a = dy, w, out = dx),
@@ -191,7 +191,7 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad_fast(const tprt_tensor_t* dy, const
 
 /// The fused grouped MLP with a caller-chosen grouped linear (the exact one, or the fast one of
 /// |fast|): grouped_linear -> glu -> grouped_linear, intermediates in x's dtype.
-/// kernels/cuda/fused_mlp.c.
+/// kernels/cuda/moe/fused_mlp.c.
 tprt_status_t tprt_cuda_fused_grouped_mlp_fast(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
                                                const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
                                                int64_t interleave, float alpha, float limit,
@@ -202,7 +202,7 @@ typedef struct tprt_cuda_order_t {
   int chunks, segments, blocks;
 } tprt_cuda_order_t;
 
-/// Byte-moving helpers of the backward launchers (kernels/cuda/gather.cu): dst = src [rows, cols]
+/// Byte-moving helpers of the backward launchers (kernels/cuda/gemm/gather.cu): dst = src [rows, cols]
 /// (elements of |elem| = 2 or 4 bytes) with rows (|transpose|: dst[c, r] = src[idx(r), c]) or
 /// columns (dst[m, r] = src[m, idx(r)]) taken through idx = |index|, or |order|, or identity; and
 /// a fill of |n| elements with the bit pattern |bits|.
@@ -212,7 +212,7 @@ tprt_status_t tprt_cuda_gather_2d(const void* src, int64_t rows, int64_t cols, i
 tprt_status_t tprt_cuda_fill_bits(void* dst, int64_t n, int elem, uint32_t bits,
                                   cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// Whole rows in |order| (identity when order.chunks == 0): dst row r = src row idx(r) of |rows|
-/// rows of |row_bytes| (a multiple of 16; 16-byte aligned buffers). kernels/cuda/gather.cu.
+/// rows of |row_bytes| (a multiple of 16; 16-byte aligned buffers). kernels/cuda/gemm/gather.cu.
 tprt_status_t tprt_cuda_gather_rows(const void* src, int64_t rows, int64_t row_bytes, tprt_cuda_order_t order,
                                     void* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// The same for |batches| consecutive blocks of |rows| rows, each permuted alone (w[E,N,K]'s experts).
@@ -225,7 +225,7 @@ tprt_status_t tprt_cuda_gather_rows_batched(const void* src, int64_t batches, in
 /// a segmented dgrad order and a grouped wgrad expert spread over several segments, on permuted
 /// copies. They allocate their temporaries stream-ordered (tprt__cuda_malloc_async), and the grouped
 /// wgrad reads the group sizes back to the host (it synchronizes |stream|). Validation is their
-/// own (messages may differ from the CPU kernels'). kernels/cuda/linear_grad.c.
+/// own (messages may differ from the CPU kernels'). kernels/cuda/gemm/linear_grad.c.
 tprt_status_t tprt_cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                                int chunks, int segments, int blocks,
                                                cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -241,14 +241,14 @@ tprt_status_t tprt_cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt
                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks,
                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// The operands of a dgrad in its segmented order (kernels/cuda/linear_grad.c): *dyp [T,N] (dy
+/// The operands of a dgrad in its segmented order (kernels/cuda/gemm/linear_grad.c): *dyp [T,N] (dy
 /// itself, or a stream-ordered permuted copy) and *wt [E][K][N] (w[e] transposed and permuted, a
 /// stream-ordered allocation); the caller frees both (tprt__cuda_free_async; *dyp only if not dy->data).
 tprt_status_t tprt_cuda_dgrad_operands(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* w, int64_t e,
                                        int64_t n, int64_t k, int chunks, int segments, int blocks, void** dyp,
                                        void** wt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// Invariant mode on tensor cores (kernels/cuda/invariant_linear.cu, sm_90a; docs/numerics.md
+/// Invariant mode on tensor cores (kernels/cuda/gemm/invariant_linear.cu, sm_90a; docs/numerics.md
 /// "Invariant tensor-core kernels"): bf16 operands, results bf16 or f32; the contracted length
 /// must split into |chunks| chunks of a multiple of 64 (the _fits predicates; otherwise the exact
 /// kernels, which are invariant too, serve the call). The bits depend on the logical problem
@@ -267,7 +267,7 @@ bool tprt_cuda_linear_wgrad_invariant_fits(const tprt_tensor_t* dy, const tprt_t
 tprt_status_t tprt_cuda_linear_wgrad_invariant(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
                                                int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// Invariant grouped contractions on tensor cores (kernels/cuda/grouped_fast.cu with
+/// Invariant grouped contractions on tensor cores (kernels/cuda/moe/grouped_fast.cu with
 /// grouped_invariant.cuh, sm_90a): the planning of the fast grouped GEMMs (device group sizes, one
 /// launch, segments, empty experts) with the dense invariant GEMM's per-element arithmetic. Fits
 /// as tprt_cuda_grouped_fast_fits, and for the forward and dgrad the contracted length (K, N)
@@ -293,7 +293,7 @@ tprt_status_t tprt_cuda_fused_grouped_mlp_invariant(const tprt_tensor_t* x, cons
                                                     tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                                                     float limit, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
-/// The GLU in the grouped GEMM's epilogue (kernels/cuda/grouped_glu.cuh), fast (|chunks| 0) or
+/// The GLU in the grouped GEMM's epilogue (kernels/cuda/moe/grouped_glu.cuh), fast (|chunks| 0) or
 /// invariant (|chunks| chunks), bitwise the unfused sequence of the same mode:
 ///   tprt_cuda_grouped_linear_glu: gated [T, F] = glu(grouped_linear(x, w1)) with the product
 ///     h [T, 2F] rounded to bf16 and never written. Needs interleave b with b a multiple of 8 and
@@ -318,13 +318,13 @@ tprt_status_t tprt_cuda_grouped_linear_dgrad_glu(const tprt_tensor_t* dy, const 
                                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The gradient of tprt_cuda_glu: bitwise tprt_cpu_glu_grad (both evaluate tprt_glu_grad_value of
-/// tprt_numerics.h), same validation. kernels/cuda/glu_grad.cu.
+/// tprt_numerics.h), same validation. kernels/cuda/elementwise/glu_grad.cu.
 tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                  int64_t interleave, float alpha, float limit,
                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The norm gradients: bitwise tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad, same validation;
-/// an f32 xhat scratch of M·H floats is allocated stream-ordered. kernels/cuda/norm_grad.cu.
+/// an f32 xhat scratch of M·H floats is allocated stream-ordered. kernels/cuda/norm/norm_grad.cu.
 tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                      tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks,
                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -334,14 +334,14 @@ tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor
 
 /// Top-k routing: bitwise tprt_cpu_moe_route (both run tprt_moe_route_row of tprt_numerics.h),
 /// same validation; one thread per token, softmax work space allocated stream-ordered.
-/// kernels/cuda/moe_route.cu.
+/// kernels/cuda/moe/moe_route.cu.
 tprt_status_t tprt_cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
                                   int top_k, bool normalize, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The MoE backward kernels: bitwise tprt_cpu_moe_permute_grad, tprt_cpu_moe_unpermute_grad and
 /// tprt_cpu_moe_route_grad (the route gradient of a token is tprt_moe_route_grad_row of
 /// tprt_numerics.h on both sides). Shapes validated as by the CPU; the data (row_map a
-/// permutation, indices distinct experts) is not. kernels/cuda/moe_grad.cu.
+/// permutation, indices distinct experts) is not. kernels/cuda/moe/moe_grad.cu.
 tprt_status_t tprt_cuda_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
                                          int top_k, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
@@ -353,7 +353,7 @@ tprt_status_t tprt_cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_t
                                        cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// grouped_linear -> glu -> grouped_linear with intermediates in x's dtype: bitwise
-/// tprt_cpu_fused_grouped_mlp (same validation). kernels/cuda/fused_mlp.c.
+/// tprt_cpu_fused_grouped_mlp (same validation). kernels/cuda/moe/fused_mlp.c.
 tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
                                           int64_t interleave, float alpha, float limit, int chunks,
@@ -361,7 +361,7 @@ tprt_status_t tprt_cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_ten
 
 /// Rotary position embedding of every head of x[T,H*D] (|inverse|: its transpose): bitwise
 /// tprt_cpu_rope (tprt_rope_pair of tprt_attention_rows.h on both sides), same validation; one
-/// thread per rotated pair. kernels/cuda/attention.cu.
+/// thread per rotated pair. kernels/cuda/attention/attention.cu.
 tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
                              tprt_tensor_t* y, bool inverse, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
@@ -369,14 +369,14 @@ tprt_status_t tprt_cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t,
 /// tprt_cpu_attention, same validation; one 256-thread block per (token, query head), scores in
 /// a workspace allocated stream-ordered. With a KV |cache| (NULL: none; cache->len in device
 /// memory) the keys are the cached rows then k's, as in tprt_cpu_attention; a cache_len outside
-/// [0, C] is clamped to it (the CPU backend refuses it). kernels/cuda/attention.cu.
+/// [0, C] is clamped to it (the CPU backend refuses it). kernels/cuda/attention/attention.cu.
 tprt_status_t tprt_cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                   const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
                                   int64_t head_dim, bool causal, float scale, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The gradients dq, dk and dv of tprt_cuda_attention: bitwise tprt_cpu_attention_grad, same
 /// validation; a row kernel (dq and each row's softmax statistics) and a key kernel (dk, dv), with
-/// a workspace allocated stream-ordered. kernels/cuda/attention.cu.
+/// a workspace allocated stream-ordered. kernels/cuda/attention/attention.cu.
 tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                        const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
                                        tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
@@ -388,7 +388,7 @@ tprt_status_t tprt_cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor
 /// fixed 128-token query tiles and key blocks from each sequence's start, so a row's bits depend
 /// only on its sequence and position (batch-, TP- and prefix-invariant). The _fits predicate: bf16/f16 tensors of one dtype, head_dim
 /// 64 or 128, 16-byte aligned data. Same validation as the exact kernels otherwise.
-/// kernels/cuda/attention_tc_fwd.cu, attention_tc_bwd.cu.
+/// kernels/cuda/attention/attention_tc_fwd.cu, attention_tc_bwd.cu.
 bool tprt_cuda_attention_tc_fits(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                  const tprt_kv_cache_t* cache, const tprt_tensor_t* y, int64_t seq_len,
                                  int64_t head_dim);
@@ -415,11 +415,11 @@ tprt_status_t tprt_cuda_attention_grad_tc(const tprt_tensor_t* q, const tprt_ten
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Quantization: bitwise tprt_cpu_quantize / tprt_cpu_dequantize (the arithmetic of
-/// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant.cu.
+/// kernels/cpu/tprt_quant.h on both sides), same validation and layouts. kernels/cuda/quant/quant.cu.
 tprt_status_t tprt_cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
                                  tprt_tensor_t* global_scale, int format, int axis,
                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
-/// tprt_cpu_quantize_with_amax and tprt_cpu_amax, bitwise (kernels/cuda/quant.cu).
+/// tprt_cpu_quantize_with_amax and tprt_cpu_amax, bitwise (kernels/cuda/quant/quant.cu).
 tprt_status_t tprt_cuda_quantize_with_amax(const tprt_tensor_t* x, const tprt_tensor_t* amax, tprt_tensor_t* data,
                                            tprt_tensor_t* scale, tprt_tensor_t* global_scale, int format, int axis,
                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -431,7 +431,7 @@ tprt_status_t tprt_cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_
 /// The summing half of a reducing collective: out[i] = Σ_g staged[g·n + i] over |group| members
 /// (<= TPRT_MAX_WORLD_SIZE) in the CPU collectives' order (|canonical|: the pairwise tree over
 /// members; else increasing member from member 0), f32 arithmetic, one rounding to |out_dtype|.
-/// Float dtypes only. kernels/cuda/reduce.cu.
+/// Float dtypes only. kernels/cuda/elementwise/reduce.cu.
 tprt_status_t tprt_cuda_reduce_staged(const void* staged, int group, int in_dtype, int64_t n, void* out, int out_dtype,
                                       int canonical, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
@@ -445,7 +445,7 @@ typedef struct {
 } tprt_cuda_staged_own_t;
 
 /// tprt_cuda_reduce_staged with member |own|.member read through |own| (its staged block is not
-/// read); the same arithmetic and bits. kernels/cuda/reduce.cu.
+/// read); the same arithmetic and bits. kernels/cuda/elementwise/reduce.cu.
 tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_dtype, int64_t n, void* out,
                                           int out_dtype, int canonical, tprt_cuda_staged_own_t own,
                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -457,7 +457,7 @@ tprt_status_t tprt_cuda_reduce_staged_own(const void* staged, int group, int in_
 /// as pointers the caller's device can address (one GPU, or peers with access), made once per
 /// group; regions start with every byte 0xFF (every word empty), counters at zero. Sizes:
 /// tprt_cuda_fused_region_bytes.
-/// kernels/cuda/fused_norm.cu.
+/// kernels/cuda/norm/fused_norm.cu.
 typedef struct {
   int group, index;                       // members (1..TPRT_CUDA_FUSED_MAX_GROUP), the caller's index
   void* data[TPRT_CUDA_FUSED_MAX_GROUP];  // each member's region: [3 buffers][2 areas][group][slot]
@@ -562,7 +562,7 @@ typedef struct {
 /// bits); 0: every member reduces every row (one-shot). Consecutive calls may take either form. A peer that never arrives leaves
 /// the call waiting until *|g|->abort turns non-zero (the world's abort); the outputs are then
 /// undefined. With |quant| (else NULL) the kernel also quantizes normed where it normalizes it.
-/// kernels/cuda/fused_norm.cu.
+/// kernels/cuda/norm/fused_norm.cu.
 tprt_status_t tprt_cuda_fused_allreduce_add_rmsnorm(const tprt_cuda_peer_group_t* g, const tprt_tensor_t* partial,
                                                     const tprt_tensor_t* residual, const tprt_tensor_t* gamma,
                                                     tprt_tensor_t* normed, tprt_tensor_t* residual_out, float eps,
@@ -588,12 +588,12 @@ static inline void tprt_cuda_fused_norm_budgets(int clusters, int rows, int shar
 
 /// The maximum half of a max all-reduce: out[i] = the maximum of staged[g·n + i] over the |group|
 /// members as the CPU collectives keep it (tprt_max_keep: NaN skipped, +0 above -0), in |dtype|
-/// (bf16, f16 or f32) for both. kernels/cuda/reduce.cu.
+/// (bf16, f16 or f32) for both. kernels/cuda/elementwise/reduce.cu.
 tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int64_t n, void* out,
                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// dst = src: a byte copy when the dtypes match, else a bf16/f16/f32 conversion through f32 (RNE):
-/// bitwise tprt_cpu_copy. kernels/cuda/philox.cu.
+/// bitwise tprt_cpu_copy. kernels/cuda/elementwise/philox.cu.
 tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 #ifdef __cplusplus
