@@ -505,6 +505,8 @@ fi
 # rank per GPU where there are several (tprt-fused-norm-check, built by CMake: prepare_modules.sh).
 FUSED_CHECK="${TPC_GPU_CARRY:-$ROOT/build-gpu-carry}/bin/tprt-fused-norm-check"
 if [[ -x "$FUSED_CHECK" ]]; then
+  # Its libraries are the carry's (TPC_GPU_REBUILD=1 builds the checkers here but not libtprt).
+  export LD_LIBRARY_PATH="$(dirname "$FUSED_CHECK")/../lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}"
   echo
   echo "== tprt-fused-norm-check"
   set +e
