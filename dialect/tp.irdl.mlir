@@ -10,7 +10,9 @@
 // - IRDL 22 has no optional attributes. Attributes that must always be present are listed in
 //   `irdl.attributes`; optional ones are declared in the discardable dictionary
 //   `tp.optional_attributes` on the `irdl.operation`, whose values are the defaults. An array of
-//   strings declares an enumeration whose first element is the default.
+//   strings declares an enumeration whose first element is the default; an empty array, an
+//   optional list of mesh axes (absent: none); a symbol reference (`mesh = @none`), an optional
+//   mesh (absent by default).
 // - Rules IRDL cannot express (shapes, element types, divisibility, mesh axes) live in the C
 //   verifier (dialect/tpc_verify*.c), one named rule per message.
 irdl.dialect @tp {
@@ -267,6 +269,66 @@ irdl.dialect @tp {
   }
 
   //===--------------------------------------------------------------------===//
+  // Vocabulary: the token embedding and the LM head's cross-entropy (docs/dialect.md,
+  // "Embedding and loss"). `parallel = "vocab"` is the plan tp-shard reads (the table's rows split
+  // over tp, Megatron's vocab-parallel layers). The optional `mesh` and `axes` mark a per-rank op
+  // whose table or head is one group member's share of the vocabulary: member g of the group
+  // holds rows [g*V, (g+1)*V) of the logical vocabulary (V the local rows).
+  //===--------------------------------------------------------------------===//
+
+  // y[T,H] = table[ids[t]] (ids[T] i32, table[V,H], y of table's dtype). With mesh and axes,
+  // tokens whose id lies outside this rank's rows give -0.0, so the sum over the group (in any
+  // order) is the lookup, bit for bit.
+  irdl.operation @embedding attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, mesh = @none, axes = []}} {
+    %ids = irdl.base "!builtin.tensor"
+    %table = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(ids: %ids, table: %table)
+    irdl.results(y: %y)
+  }
+
+  // The mean-free LM loss of every token: logits z[t,v] = x[t]·w[v] (rounded to x's dtype, as
+  // tp.linear computes them), loss[t] = logsumexp_v z[t,v] - z[t,targets[t]] (f32; +0.0 where
+  // targets[t] < 0, an ignored token) and lse[t] the log-sum-exp (f32), which the gradients take.
+  // The [T,V] logits are never stored. The sum over the vocabulary runs over C = tp.chunks blocks
+  // combined by the pairwise tree (docs/numerics.md, "Cross-entropy").
+  irdl.operation @cross_entropy attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets)
+    irdl.results(loss: %f32, lse: %f32)
+  }
+
+  // Vocabulary-parallel cross-entropy, per rank: stats[T,3] (f32) = this rank's subtree of the
+  // vocabulary blocks (its running max m and sum s of exp(z - m)) and the target's logit when
+  // this rank holds the target's row (else -0.0). tp.cross_entropy_combine finishes the tree.
+  irdl.operation @cross_entropy_stats {
+    %mesh = irdl.base "#builtin.symbol_ref"
+    %axes = irdl.base "#builtin.array"
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %stats = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets)
+    irdl.results(stats: %stats)
+    irdl.attributes {"mesh" = %mesh, "axes" = %axes}
+  }
+
+  // stats[T,3R] (the R ranks' tp.cross_entropy_stats gathered along dim 1 in rank order) ->
+  // tp.cross_entropy's loss and lse: the top levels of the block tree, in rank order.
+  irdl.operation @cross_entropy_combine {
+    %stats = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    irdl.operands(stats: %stats, targets: %targets)
+    irdl.results(loss: %f32, lse: %f32)
+  }
+
+  //===--------------------------------------------------------------------===//
   // Backward (produced by tp-autodiff, also writable by hand). Contractions use the canonical
   // chunked accumulation over the contracted dimension; `partial` marks an unreduced f32 sum
   // that a following collective completes, as for tp.linear. `chunks` (0: the module's
@@ -408,6 +470,48 @@ irdl.dialect @tp {
     irdl.operands(logits: %logits, indices: %indices, dweights: %dweights)
     irdl.results(dlogits: %logits)
     irdl.attributes {"top_k" = %top_k}
+  }
+
+  // dtable[V,H] (f32) = Σ_t [ids[t] = v] dy[t] (the gradient of tp.embedding; contracts the
+  // tokens in the canonical chunk order, duplicate ids summed in token order). With mesh and axes,
+  // the rows of this rank's share of the vocabulary.
+  irdl.operation @embedding_grad attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, partial = false, chunks = 0 : i64,
+      mesh = @none, axes = []}} {
+    %ids = irdl.base "!builtin.tensor"
+    %dy = irdl.base "!builtin.tensor"
+    %dtable = irdl.base "!builtin.tensor"
+    irdl.operands(ids: %ids, dy: %dy)
+    irdl.results(dtable: %dtable)
+  }
+
+  // dx[T,H] = dz · w, with dz[t,v] = (exp(z[t,v] - lse[t]) - [v = targets[t]]) · dloss[t]
+  // rounded to x's dtype (the logits' gradient; +0.0 for an ignored token): tp.cross_entropy's
+  // input gradient, contracting the vocabulary V. The logits are recomputed, never stored.
+  irdl.operation @cross_entropy_dgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, partial = false, chunks = 0 : i64,
+      mesh = @none, axes = []}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets, lse: %f32, dloss: %f32)
+    irdl.results(dx: %dx)
+  }
+
+  // dw[V,H] (f32) = dzᵀ · x with dz as for tp.cross_entropy_dgrad: the head's weight gradient,
+  // contracting the tokens.
+  irdl.operation @cross_entropy_wgrad attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, partial = false, chunks = 0 : i64,
+      mesh = @none, axes = []}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets, lse: %f32, dloss: %f32)
+    irdl.results(dw: %dw)
   }
 
   //===--------------------------------------------------------------------===//

@@ -190,6 +190,10 @@ static void read_optional(MlirAttribute dict, op_t* op) {
     } else if (mlirAttributeIsAFloat(v)) {
       a->kind = KIND_F32;
       a->default_f = mlirFloatAttrGetValueDouble(v);
+    } else if (mlirAttributeIsAFlatSymbolRef(v)) {
+      a->kind = KIND_SYMBOL;  // an optional mesh (`mesh = @none`: absent by default)
+    } else if (mlirAttributeIsAArray(v) && mlirArrayAttrGetNumElements(v) == 0) {
+      a->kind = KIND_ARRAY;  // an optional list of mesh axes (`axes = []`: none by default)
     } else if (mlirAttributeIsAArray(v)) {
       a->kind = KIND_ENUM;
       for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(v); ++j)

@@ -166,7 +166,11 @@ static MlirWalkResult tpc__set_sp(MlirOperation op, void* user) {
   int parallel = -1;
   if (kind == TPC_OP_LINEAR) parallel = (int)tpc_linear_get_parallel(op);
   if (kind == TPC_OP_GROUPED_LINEAR) parallel = (int)tpc_grouped_linear_get_parallel(op);
-  if (parallel == TPC_PARALLEL_COLUMN || parallel == TPC_PARALLEL_ROW) {
+  // The vocabulary-parallel ends of a model: the embedding scatters its tokens over tp, the loss
+  // gathers them.
+  if (kind == TPC_OP_EMBEDDING) parallel = (int)tpc_embedding_get_parallel(op);
+  if (kind == TPC_OP_CROSS_ENTROPY) parallel = (int)tpc_cross_entropy_get_parallel(op);
+  if (parallel == TPC_PARALLEL_COLUMN || parallel == TPC_PARALLEL_ROW || parallel == TPC_PARALLEL_VOCAB) {
     mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("sequence_parallel"),
                                     mlirBoolAttrGet(mlirOperationGetContext(op), 1));
     ++*(int*)user;

@@ -58,8 +58,8 @@ int tpc_gtp_wgrad_option_check(const char* value, char* error, size_t error_size
 void tpc_module_set_gtp_wgrad(MlirOperation module, const char* mode);
 
 /// Sets sequence_parallel = true on every column- or row-parallel tp.linear and
-/// tp.grouped_linear of |module| (Megatron's --sequence-parallel for the whole model); returns how
-/// many ops it changed.
+/// tp.grouped_linear and every vocabulary-parallel tp.embedding and tp.cross_entropy of |module|
+/// (Megatron's --sequence-parallel for the whole model); returns how many ops it changed.
 int tpc_module_set_sequence_parallel(MlirOperation module);
 
 /// Parses the value of --fused-norm-algorithm (or tp-lower-runtime{fused-norm-algorithm=...}):

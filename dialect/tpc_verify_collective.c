@@ -15,7 +15,7 @@
 #define OK mlirLogicalResultSuccess()
 
 // Checks `mesh` and `axes`; on success stores the number of ranks in the group.
-static MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_ref, MlirAttribute axes,
+MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_ref, MlirAttribute axes,
                                            int64_t* out_group_size) {
   if (mlirAttributeIsNull(mesh_ref) || mlirAttributeIsNull(axes)) return FAIL;
   MlirStringRef name = mlirFlatSymbolRefAttrGetValue(mesh_ref);

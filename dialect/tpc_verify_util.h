@@ -72,6 +72,14 @@ MlirLogicalResult tpc__verify_quant_layout(MlirOperation op, tpc_format_t format
                                            MlirValue data, MlirValue scale, MlirValue global_scale);
 MlirLogicalResult tpc__verify_quant_amax(MlirOperation op, tpc_format_t format, MlirValue amax);
 
+/// A collective's (or a vocabulary-parallel op's) `mesh` and `axes` (rules collective.mesh,
+/// collective.axes); on success stores the group's number of ranks (tpc_verify_collective.c).
+MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_ref, MlirAttribute axes,
+                                    int64_t* out_group_size);
+
+/// Per-op verifier of the embedding and cross-entropy ops (tpc_verify_vocab.c).
+MlirLogicalResult tpc__verify_vocab(MlirOperation op, int kind);
+
 /// Per-op verifier of the backward ops (tpc_verify_grad.c).
 MlirLogicalResult tpc__verify_grad(MlirOperation op, int kind);
 

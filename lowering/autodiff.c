@@ -339,6 +339,7 @@ static MlirLogicalResult tpc__ad_func_ops(tpc__ad_t* A, tpc_text_t* out, MlirOpe
       unsigned slot = mlirOpOperandGetOperandNumber(u);
       f32 |= (kind == TPC_OP_LINEAR && slot >= 1) || (kind == TPC_OP_GROUPED_LINEAR && slot == 1) ||
              ((kind == TPC_OP_RMSNORM || kind == TPC_OP_LAYERNORM) && slot >= 1) ||
+             ((kind == TPC_OP_EMBEDDING || kind == TPC_OP_CROSS_ENTROPY) && slot == 1) ||
              (kind == TPC_OP_ADD && slot == 1 && mlirShapedTypeGetRank(t) == 1 &&
               mlirShapedTypeGetRank(mlirValueGetType(mlirOperationGetOperand(user, 0))) > 1);
     }

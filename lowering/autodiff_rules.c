@@ -195,6 +195,7 @@ static const char* const tpc__glu_attrs[] = {"kind", "interleave", "alpha", "lim
 static const char* const tpc__eps_attrs[] = {"eps", NULL};
 static const char* const tpc__route_attrs[] = {"top_k", "normalize", NULL};
 static const char* const tpc__attention_attrs[] = {"seq_len", "head_dim", "causal", "scale", NULL};
+static const char* const tpc__vocab_attrs[] = {"parallel", "sequence_parallel", "mesh", "axes", NULL};
 
 // Emits the gradient of |op| given the adjoints of its results.
 MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
@@ -346,6 +347,41 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
         snprintf(name, sizeof name, "%s#%d", b1, i);
         tpc__ad_accumulate(A, ins[i], name, results[i]);
       }
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_EMBEDDING: {
+      // A deterministic scatter-add of dy into the table's rows (f32, like every weight
+      // gradient), summed over the tokens of the ranks that share them.
+      if (!*dy) return mlirLogicalResultSuccess();
+      MlirValue ids = tpc_embedding_get_ids(op), table = tpc_embedding_get_table(op);
+      MlirType dt = tpc__f32_like(A, table);
+      const char* ops[2] = {tpc__ad_name(A, ids), dy};
+      MlirType types[2] = {mlirValueGetType(ids), ty};
+      tpc__ad_emit_token_reduced(A, TPC_OP_NAME_EMBEDDING_GRAD, ops, types, 2, &dt, 1, 0, op, tpc__vocab_attrs,
+                                 tpc__ad_tokens(A, ids), b1, sizeof b1);
+      tpc__ad_accumulate(A, table, b1, dt);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_CROSS_ENTROPY: {
+      tpc__adval_t* lse = tpc__ad_find(A, tpc_cross_entropy_get_lse(op));
+      if (lse && lse->adjoint[0]) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "tp-autodiff: tp.cross_entropy's lse is a saved statistic with no gradient; return the loss "
+                      "(or mark the function's lse result out of the training step)");
+        return mlirLogicalResultFailure();
+      }
+      if (!*dy) return mlirLogicalResultSuccess();
+      // Both gradients recompute the logits from x, w and lse: the [T,V] logits are never kept.
+      MlirValue x = tpc_cross_entropy_get_x(op), w = tpc_cross_entropy_get_w(op), t = tpc_cross_entropy_get_targets(op);
+      MlirType tx = mlirValueGetType(x), tw = mlirValueGetType(w), dw_t = tpc__f32_like(A, w);
+      const char* ops[5] = {tpc__ad_name(A, x), tpc__ad_name(A, w), tpc__ad_name(A, t),
+                            tpc__ad_name(A, tpc_cross_entropy_get_lse(op)), dy};
+      MlirType types[5] = {tx, tw, mlirValueGetType(t), ty, ty};
+      tpc__ad_emit_token_reduced(A, TPC_OP_NAME_CROSS_ENTROPY_WGRAD, ops, types, 5, &dw_t, 1, 0, op, tpc__vocab_attrs,
+                                 tpc__ad_tokens(A, x), b1, sizeof b1);
+      tpc__ad_accumulate(A, w, b1, dw_t);
+      tpc__ad_emit(A, TPC_OP_NAME_CROSS_ENTROPY_DGRAD, ops, types, 5, &tx, 1, op, tpc__vocab_attrs, NULL, b2, sizeof b2);
+      tpc__ad_accumulate(A, x, b2, tx);
       return mlirLogicalResultSuccess();
     }
     case TPC_OP_ATTENTION_KVCACHE:

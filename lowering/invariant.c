@@ -182,9 +182,15 @@ static bool tpc__contraction(MlirOperation op, int kind, tpc__contraction_t* c) 
     case TPC_OP_BIAS_GRAD:
     case TPC_OP_RMSNORM_GRAD:
     case TPC_OP_LAYERNORM_GRAD:
+    case TPC_OP_EMBEDDING_GRAD:
+    case TPC_OP_CROSS_ENTROPY_WGRAD:
       c->size = tpc__dim(tpc_op_get_operand(op, kind, 0), 0);
       c->dim = "token count M";
       c->tokens = true;
+      return true;
+    case TPC_OP_CROSS_ENTROPY_DGRAD:  // contracts the head's rows: the vocabulary
+      c->size = tpc__dim(tpc_op_get_operand(op, kind, 1), 0);
+      c->dim = "vocabulary V";
       return true;
     default:
       return false;
@@ -538,6 +544,12 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
   int pkind = mlirOperationIsNull(p) ? TPC_OP_UNKNOWN : tpc_op_get_kind(p);
   tpc__contraction_t c;
   char pname[64];
+  // A vocabulary-parallel embedding's lookups: one rank's row and -0.0 from every other, whose
+  // sum is exact in any order (docs/numerics.md, "Embedding").
+  if (pkind == TPC_OP_EMBEDDING) {
+    tpc__set_str(I, coll, "order", "any");
+    return;
+  }
   if (ranks == 1) {
     if (!mlirOperationIsNull(p) && tpc__contraction(p, pkind, &c)) tpc__canonical_producer(I, p, coll, 1);
     return;
@@ -585,6 +597,21 @@ static void tpc__canonical_collective(tpc__inv_t* I, MlirOperation coll, int kin
                                                   mlirAttributeGetNull()));
 }
 
+// A vocabulary shard's loss statistics are a subtree of the C vocabulary blocks only when its
+// group's R ranks divide C and C divides the vocabulary (docs/numerics.md, "Cross-entropy").
+static void tpc__vocab_blocks(tpc__inv_t* I, MlirOperation op) {
+  int64_t ranks = tpc__group_size(I, op);
+  if (ranks < 1) return;
+  int64_t vocab = tpc__dim(tpc_cross_entropy_stats_get_w(op), 0) * ranks;
+  if (I->chunks % ranks != 0 || vocab % I->chunks != 0)
+    tpc__refuse(I, op,
+                "the vocabulary (%lld rows over %lld ranks) is not split into whole blocks of the canonical tree: "
+                "the rank count must divide tp.chunks = %lld and tp.chunks the vocabulary. Pad the vocabulary to a "
+                "multiple of %lld (rows for tokens that never occur, as Megatron-LM's --make-vocab-size-divisible-by "
+                "does), or change tp.chunks",
+                (long long)vocab, (long long)ranks, (long long)I->chunks, (long long)I->chunks);
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -621,6 +648,7 @@ static MlirLogicalResult tpc__invariant_run(MlirOperation module, void* options)
   }
   for (intptr_t i = 0; I.ok && i < count; ++i) {
     int kind = tpc_op_get_kind(ops[i]);
+    if (kind == TPC_OP_CROSS_ENTROPY_STATS) tpc__vocab_blocks(&I, ops[i]);
     if ((kind == TPC_OP_LINEAR_DGRAD || kind == TPC_OP_GROUPED_LINEAR_DGRAD) &&
         tpc__get_i64(ops[i], kind, "chunks", 0) == 0 && !tpc__get_bool(ops[i], kind, "partial"))
       tpc__canonical_producer(&I, ops[i], ops[i], 1);

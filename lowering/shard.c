@@ -346,7 +346,8 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
   S->sp = false;
   for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
     if ((tpc_is_linear(o) && tpc_linear_get_sequence_parallel(o)) ||
-        (tpc_is_grouped_linear(o) && tpc_grouped_linear_get_sequence_parallel(o)))
+        (tpc_is_grouped_linear(o) && tpc_grouped_linear_get_sequence_parallel(o)) ||
+        (tpc_is_embedding(o) && tpc_embedding_get_sequence_parallel(o)))
       S->sp = true;
   if (mlirLogicalResultIsFailure(tpc__arg_layouts(S, body))) return mlirLogicalResultFailure();
   MlirOperation ret = {NULL};
@@ -395,6 +396,8 @@ static MlirLogicalResult tpc__shard_func(tpc__shard_t* S, tpc_text_t* out) {
       r = tpc__shard_amax(S, op, ins);
     else if (tpc__is_attention_op(kind))
       r = tpc__shard_attention(S, op, kind, ins, nin);
+    else if (tpc__is_vocab_op(kind))
+      r = tpc__shard_vocab(S, op, kind, ins, nin);
     else if (tpc__is_grad_op(kind))
       r = tpc__shard_grad(S, op, kind, ins, nin);
     else

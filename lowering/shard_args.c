@@ -26,6 +26,7 @@ static int64_t tpc__glu_blocks(MlirValue produced) {
 // The layout a weight-like operand must have, or false for activation operands.
 bool tpc__weight_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l) {
   uint32_t tp = tpc__bit(S->tp);
+  if (tpc__is_vocab_op(kind)) return tpc__vocab_layout(S, op, kind, slot, l);
   switch (kind) {
     case TPC_OP_LINEAR: {
       if (slot == TPC_LINEAR_SLOT_X) return false;

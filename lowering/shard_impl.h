@@ -98,6 +98,12 @@ MlirLogicalResult tpc__shard_amax(tpc__shard_t* S, MlirOperation op, tpc__sval_t
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.
 bool tpc__is_grad_op(int kind);
+/// Sharding rules of the embedding and cross-entropy ops and their gradients (shard_vocab.c).
+MlirLogicalResult tpc__shard_vocab(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
+bool tpc__is_vocab_op(int kind);
+/// The layout of a vocabulary op's table or head (rows over tp with parallel = "vocab") and, for a
+/// vocabulary-parallel op, of its ids, targets and per-token vectors; false for other operands.
+bool tpc__vocab_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l);
 /// Sharding rules of tp.rope, tp.attention and tp.attention_grad (shard_attention.c): by heads.
 MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 bool tpc__is_attention_op(int kind);

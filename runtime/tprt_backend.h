@@ -83,7 +83,21 @@ extern "C" {
   X(moe_permute_grad, (const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx, int top_k), \
     (dy, row_map, dx, top_k)) \
   X(moe_route_grad, (const tprt_tensor_t* logits, const tprt_tensor_t* indices, const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k, bool normalize), \
-    (logits, indices, dweights, dlogits, top_k, normalize))
+    (logits, indices, dweights, dlogits, top_k, normalize)) \
+  X(embedding, (const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start, int64_t vocab), \
+    (ids, table, y, start, vocab)) \
+  X(embedding_grad, (const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks), \
+    (ids, dy, dtable, start, vocab, chunks)) \
+  X(cross_entropy, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks), \
+    (x, w, targets, loss, lse, chunks)) \
+  X(cross_entropy_stats, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start, int64_t vocab, int chunks, int vocab_chunks), \
+    (x, w, targets, stats, start, vocab, chunks, vocab_chunks)) \
+  X(cross_entropy_combine, (const tprt_tensor_t* stats, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse), \
+    (stats, targets, loss, lse)) \
+  X(cross_entropy_dgrad, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, const tprt_tensor_t* lse, const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start, int64_t vocab, int chunks, int vocab_chunks), \
+    (x, w, targets, lse, dloss, dx, start, vocab, chunks, vocab_chunks)) \
+  X(cross_entropy_wgrad, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, const tprt_tensor_t* lse, const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start, int64_t vocab, int chunks, int token_chunks), \
+    (x, w, targets, lse, dloss, dw, start, vocab, chunks, token_chunks))
 
 /// The collectives: X(name, (parameters), (arguments)), in tprt_collectives.h's signatures.
 #define TPRT_BACKEND_COLLECTIVES(X) \

@@ -258,6 +258,57 @@ tprt_status_t tprt_cpu_moe_route_grad(const tprt_tensor_t* logits, const tprt_te
                                       const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
                                       bool normalize) TPRT_MUST_USE_RESULT;
 
+// ------------------------------------------------------------------------------------------------
+// Vocabulary kernels (cpu_vocab.c; docs/numerics.md, "Embedding" and "Cross-entropy"). |start| is
+// the first logical vocabulary row the table or head holds (a vocabulary-parallel shard's offset)
+// and |vocab| the logical vocabulary size; ids and targets are i32, a negative target is an
+// ignored token, any other id outside [0, vocab) an error naming its position. |chunks| is the
+// module's tp.chunks: the logits' K accumulation (as tprt_cpu_linear) and the vocabulary blocks.
+// ------------------------------------------------------------------------------------------------
+
+/// y[T,H] = table[ids[t] - start] (a byte copy), or -0.0 in every column for an id outside this
+/// table's rows [start, start + V). y has table's dtype.
+tprt_status_t tprt_cpu_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y,
+                                 int64_t start, int64_t vocab) TPRT_MUST_USE_RESULT;
+
+/// dtable[V,H] (f32) = Σ_t [ids[t] = start + v] dy[t] over the tokens with |chunks| chunks: each
+/// chunk from +0.0 in increasing t, then the pairwise tree; a row no token names is +0.0.
+tprt_status_t tprt_cpu_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
+                                      int64_t start, int64_t vocab, int chunks) TPRT_MUST_USE_RESULT;
+
+/// stats[T,3] (f32) of the head rows w[V,H] (logical rows [start, start + V)) in |vocab_chunks|
+/// blocks: the merged maximum m, Σ exp(z - m), and the target's logit (-0.0 when another shard
+/// holds it or the token is ignored).
+tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                           const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
+                                           int64_t vocab, int chunks, int vocab_chunks) TPRT_MUST_USE_RESULT;
+
+/// loss[T] and lse[T] (f32) from stats[T,3R], R shards' statistics in shard order: the pairwise
+/// tree over the shards, lse = m + log s, loss = lse - (the shards' target logits summed from
+/// -0.0), +0.0 for an ignored token.
+tprt_status_t tprt_cpu_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
+                                             tprt_tensor_t* loss, tprt_tensor_t* lse) TPRT_MUST_USE_RESULT;
+
+/// The whole vocabulary's loss and lse: tprt_cpu_cross_entropy_stats with |chunks| blocks, then
+/// tprt_cpu_cross_entropy_combine of the one shard.
+tprt_status_t tprt_cpu_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
+                                     tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) TPRT_MUST_USE_RESULT;
+
+/// dx[T,H] = Σ_v dz[t,v]·w[v] with the canonical accumulation over the V local rows
+/// (|vocab_chunks| chunks), dz = RNE_x(tprt_ce_dlogit(z, lse[t], v = target, dloss[t])), +0.0 for
+/// an ignored token. dx has x's dtype, or is f32 (a vocabulary shard's partial).
+tprt_status_t tprt_cpu_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                           const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                           const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
+                                           int64_t vocab, int chunks, int vocab_chunks) TPRT_MUST_USE_RESULT;
+
+/// dw[V,H] (f32) = Σ_t dz[t,v]·x[t] with the canonical accumulation over the tokens
+/// (|token_chunks| chunks), dz as for tprt_cpu_cross_entropy_dgrad.
+tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                           const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                           const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
+                                           int64_t vocab, int chunks, int token_chunks) TPRT_MUST_USE_RESULT;
+
 /// Rotary position embedding (the Hugging Face rotate_half convention) of every head of x[T,H*D]:
 /// per head and pair i < D/2, y[i] = x[i]·cos[t,i] - x[i+D/2]·sin[t,i] and y[i+D/2] =
 /// x[i+D/2]·cos[t,i+D/2] + x[i]·sin[t,i+D/2]; |inverse| applies the transpose (rotation by -angle:

@@ -441,6 +441,35 @@ TPRT_HD float tprt_dot_canonical(const float* x, const float* w, int64_t k, int 
 }
 
 // ------------------------------------------------------------------------------------------------
+// Cross-entropy over the vocabulary (docs/numerics.md, "Cross-entropy")
+// ------------------------------------------------------------------------------------------------
+
+/// Merges the softmax statistics of a right vocabulary block (m2, s2) into the left one (*m, *s):
+/// M = the larger maximum (tprt_max_keep), s = s·e + s2·e2 with e = 1 where that block's maximum
+/// is M, else exp(its maximum - M). An empty block is (-inf, +0).
+TPRT_HD void tprt_ce_merge(float* m, float* s, float m2, float s2) {
+  float M = tprt_max_keep(*m, m2);
+  float a = *m == M ? *s : *s * tprt_expf(*m - M);
+  float b = m2 == M ? s2 : s2 * tprt_expf(m2 - M);
+  *m = M;
+  *s = a + b;
+}
+
+/// The pairwise tree of tprt_kacc_tree over |n| blocks' statistics, in place; the result lands in
+/// m[0], s[0].
+TPRT_HD void tprt_ce_tree(float* m, float* s, int n) {
+  for (int st = 1; st < n; st *= 2)
+    for (int i = 0; i + st < n; i += 2 * st) tprt_ce_merge(&m[i], &s[i], m[i + st], s[i + st]);
+}
+
+/// The gradient of one logit z of a token with log-sum-exp |lse| and loss gradient |g| (before
+/// rounding to the logits' dtype): (exp(z - lse) - 1) · g for the target, exp(z - lse) · g else.
+TPRT_HD float tprt_ce_dlogit(float z, float lse, bool target, float g) {
+  float p = tprt_expf(z - lse);
+  return (target ? p - 1.0f : p) * g;
+}
+
+// ------------------------------------------------------------------------------------------------
 // Canonical row reduction (RMSNorm, LayerNorm, softmax, loss)
 // ------------------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ With --numerics fast it checks the opposite: that some configuration differs fro
 matrix is known to be able to fail. Prints one line per configuration and a summary last.
 
 usage: invariance.py TPC_RUN MODULE {dense|moe} [--numerics invariant|exact|fast] [--gtp]
-                     [--pipeline train|infer]
+                     [--pipeline train|infer] [--inputs FILE]
 """
 import argparse
 import subprocess
@@ -61,9 +61,12 @@ def configs(kind):
     return out
 
 
+INPUTS = []  # --inputs FILE: arguments without a random initialisation (token ids)
+
+
 def run(tpc_run, module, mesh, sp, strategy, numerics, pipeline="train", extra=()):
     cmd = [tpc_run, module, "--pipeline", pipeline, "--numerics", numerics, "--strategy", strategy,
-           "--mesh", mesh, "--seed", "7", "--hash", *extra]
+           "--mesh", mesh, "--seed", "7", "--hash", *INPUTS, *extra]
     if sp:
         cmd.append("--sequence-parallel")
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -84,7 +87,10 @@ def main():
     ap.add_argument("--numerics", default="invariant", choices=("invariant", "exact", "fast"))
     ap.add_argument("--gtp", action="store_true", help="the GTP matrix")
     ap.add_argument("--pipeline", default="train", choices=("train", "infer"))
+    ap.add_argument("--inputs", help="a safetensors file of the arguments tpc-run cannot draw (token ids)")
     a = ap.parse_args()
+    if a.inputs:
+        INPUTS.extend(["--inputs", a.inputs])
     _, ref = run(a.tpc_run, a.module, "tp=1", False, "canonical", a.numerics, a.pipeline)
     if len(ref) < (2 if a.pipeline == "train" else 1):
         sys.exit(f"FAIL: expected an output and gradients, got {sorted(ref)}")

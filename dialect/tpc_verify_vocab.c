@@ -1,0 +1,165 @@
+// Verifier rules of the vocabulary ops: tp.embedding and tp.embedding_grad, tp.cross_entropy, its
+// vocabulary-parallel pair (stats, combine) and its gradients. They mirror the runtime's checks
+// (kernels/cpu/cpu_vocab.c), so a module that verifies fails there only on token ids out of range,
+// which only the data can show. Rules: vocab.ids (ids and targets), embedding.shapes,
+// embedding_grad.shapes, cross_entropy.shapes (every cross-entropy op), vocab.mesh (the optional
+// mesh and axes of a vocabulary shard).
+#include <stdio.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "tp_ops.h"
+#include "tpc_verify_util.h"
+
+#define FAIL mlirLogicalResultFailure()
+#define OK mlirLogicalResultSuccess()
+#define TYPE(t, buf) tpc__type_str((t), (buf), (int)sizeof(buf))
+
+typedef struct {
+  char a[96], b[96], c[96], d[96];
+} tpc__vbufs_t;
+
+static bool tpc__is_vec(const tpc_shape_t* s, int64_t n) { return s->valid && s->rank == 1 && s->dims[0] == n; }
+static bool tpc__is_mat(const tpc_shape_t* s, int64_t d0, int64_t d1) {
+  return s->valid && s->rank == 2 && s->dims[0] == d0 && s->dims[1] == d1;
+}
+
+// ids / targets: tensor<Txi32>.
+static MlirLogicalResult tpc__verify_ids(MlirOperation op, const char* name, const tpc_shape_t* ids) {
+  char b[96];
+  if (ids->rank != 1 || !tpc__is_i32(ids->element))
+    return tpc__rule_error(op, "vocab.ids", "%s must be a rank-1 tensor of i32 token ids (tensor<Txi32>); got %s", name,
+                           TYPE(ids->type, b));
+  return OK;
+}
+
+// The optional mesh and axes of a vocabulary shard: both or neither, naming a declared mesh.
+static MlirLogicalResult tpc__verify_shard_attrs(MlirOperation op, MlirAttribute mesh, MlirAttribute axes) {
+  if (mlirAttributeIsNull(mesh) && mlirAttributeIsNull(axes)) return OK;
+  if (mlirAttributeIsNull(mesh) || mlirAttributeIsNull(axes) || !mlirAttributeIsAFlatSymbolRef(mesh) ||
+      !mlirAttributeIsAArray(axes))
+    return tpc__rule_error(op, "vocab.mesh",
+                           "a vocabulary shard names both `mesh` (a tp.mesh symbol) and `axes` (its group), or neither");
+  int64_t group = 0;
+  return tpc__verify_group(op, mesh, axes, &group);
+}
+
+static MlirLogicalResult tpc__verify_embedding(MlirOperation op, bool grad) {
+  tpc__vbufs_t s;
+  tpc_shape_t ids = tpc__shape_of(grad ? tpc_embedding_grad_get_ids(op) : tpc_embedding_get_ids(op));
+  tpc_shape_t rows = tpc__shape_of(grad ? tpc_embedding_grad_get_dy(op) : tpc_embedding_get_y(op));
+  tpc_shape_t table = tpc__shape_of(grad ? tpc_embedding_grad_get_dtable(op) : tpc_embedding_get_table(op));
+  if (!ids.valid || !rows.valid || !table.valid) return FAIL;
+  if (mlirLogicalResultIsFailure(tpc__verify_ids(op, "ids", &ids))) return FAIL;
+  if (!grad) {
+    if (table.rank != 2 || !tpc__is_storage_float(table.element) || !tpc__is_mat(&rows, ids.dims[0], table.dims[1]) ||
+        !mlirTypeEqual(rows.element, table.element))
+      return tpc__rule_error(op, "embedding.shapes",
+                             "expects a float table[V,H] and y[T,H] of its type for ids[T]; got ids %s, table %s, y %s",
+                             TYPE(ids.type, s.a), TYPE(table.type, s.b), TYPE(rows.type, s.c));
+    return tpc__verify_shard_attrs(op, tpc_embedding_get_mesh_attr(op), tpc_embedding_get_axes_attr(op));
+  }
+  if (rows.rank != 2 || rows.dims[0] != ids.dims[0] || !tpc__is_storage_float(rows.element) || table.rank != 2 ||
+      table.dims[1] != rows.dims[1] || !tpc__is_f32(table.element))
+    return tpc__rule_error(op, "embedding_grad.shapes",
+                           "expects a float dy[T,H] for ids[T] and an f32 dtable[V,H]; got ids %s, dy %s, dtable %s",
+                           TYPE(ids.type, s.a), TYPE(rows.type, s.b), TYPE(table.type, s.c));
+  return tpc__verify_shard_attrs(op, tpc_embedding_grad_get_mesh_attr(op), tpc_embedding_grad_get_axes_attr(op));
+}
+
+// x[T,H] float, w[V,H] of x's type, targets[T] i32: every cross-entropy op but the combine.
+static MlirLogicalResult tpc__verify_head(MlirOperation op, const tpc_shape_t* x, const tpc_shape_t* w,
+                                          const tpc_shape_t* targets) {
+  tpc__vbufs_t s;
+  if (mlirLogicalResultIsFailure(tpc__verify_ids(op, "targets", targets))) return FAIL;
+  if (x->rank != 2 || !tpc__is_storage_float(x->element) || w->rank != 2 || w->dims[1] != x->dims[1] ||
+      !mlirTypeEqual(w->element, x->element) || targets->dims[0] != x->dims[0])
+    return tpc__rule_error(op, "cross_entropy.shapes",
+                           "expects x[T,H] (float), w[V,H] of x's type and targets[T]; got x %s, w %s, targets %s",
+                           TYPE(x->type, s.a), TYPE(w->type, s.b), TYPE(targets->type, s.c));
+  return OK;
+}
+
+// loss and lse (or lse and dloss): f32 [T].
+static MlirLogicalResult tpc__verify_f32_vecs(MlirOperation op, const char* what, const tpc_shape_t* a,
+                                              const tpc_shape_t* b, int64_t t) {
+  tpc__vbufs_t s;
+  if (!tpc__is_vec(a, t) || !tpc__is_vec(b, t) || !tpc__is_f32(a->element) || !tpc__is_f32(b->element))
+    return tpc__rule_error(op, "cross_entropy.shapes", "expects %s of type tensor<%lldxf32>; got %s and %s", what,
+                           (long long)t, TYPE(a->type, s.a), TYPE(b->type, s.b));
+  return OK;
+}
+
+static MlirLogicalResult tpc__verify_cross_entropy(MlirOperation op, int kind) {
+  tpc__vbufs_t s;
+  switch (kind) {
+    case TPC_OP_CROSS_ENTROPY: {
+      tpc_shape_t x = tpc__shape_of(tpc_cross_entropy_get_x(op)), w = tpc__shape_of(tpc_cross_entropy_get_w(op));
+      tpc_shape_t t = tpc__shape_of(tpc_cross_entropy_get_targets(op));
+      tpc_shape_t loss = tpc__shape_of(tpc_cross_entropy_get_loss(op)), lse = tpc__shape_of(tpc_cross_entropy_get_lse(op));
+      if (!x.valid || !w.valid || !t.valid || !loss.valid || !lse.valid) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_head(op, &x, &w, &t))) return FAIL;
+      return tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, x.dims[0]);
+    }
+    case TPC_OP_CROSS_ENTROPY_STATS: {
+      tpc_shape_t x = tpc__shape_of(tpc_cross_entropy_stats_get_x(op)), w = tpc__shape_of(tpc_cross_entropy_stats_get_w(op));
+      tpc_shape_t t = tpc__shape_of(tpc_cross_entropy_stats_get_targets(op));
+      tpc_shape_t st = tpc__shape_of(tpc_cross_entropy_stats_get_stats(op));
+      if (!x.valid || !w.valid || !t.valid || !st.valid) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_head(op, &x, &w, &t))) return FAIL;
+      if (!tpc__is_mat(&st, x.dims[0], 3) || !tpc__is_f32(st.element))
+        return tpc__rule_error(op, "cross_entropy.shapes", "expects stats of type tensor<%lldx3xf32>; got %s",
+                               (long long)x.dims[0], TYPE(st.type, s.a));
+      return tpc__verify_shard_attrs(op, tpc_cross_entropy_stats_get_mesh_attr(op),
+                                     tpc_cross_entropy_stats_get_axes_attr(op));
+    }
+    case TPC_OP_CROSS_ENTROPY_COMBINE: {
+      tpc_shape_t st = tpc__shape_of(tpc_cross_entropy_combine_get_stats(op));
+      tpc_shape_t t = tpc__shape_of(tpc_cross_entropy_combine_get_targets(op));
+      tpc_shape_t loss = tpc__shape_of(tpc_cross_entropy_combine_get_loss(op));
+      tpc_shape_t lse = tpc__shape_of(tpc_cross_entropy_combine_get_lse(op));
+      if (!st.valid || !t.valid || !loss.valid || !lse.valid) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_ids(op, "targets", &t))) return FAIL;
+      if (st.rank != 2 || st.dims[1] < 3 || st.dims[1] % 3 != 0 || !tpc__is_f32(st.element) || st.dims[0] != t.dims[0])
+        return tpc__rule_error(op, "cross_entropy.shapes",
+                               "expects stats[T,3R] (f32: 3 values from each of R shards) and targets[T]; got stats %s, "
+                               "targets %s",
+                               TYPE(st.type, s.a), TYPE(t.type, s.b));
+      return tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, st.dims[0]);
+    }
+    case TPC_OP_CROSS_ENTROPY_DGRAD:
+    case TPC_OP_CROSS_ENTROPY_WGRAD: {
+      bool wgrad = kind == TPC_OP_CROSS_ENTROPY_WGRAD;
+      int k = kind;
+      tpc_shape_t x = tpc__shape_of(tpc_op_get_operand(op, k, 0)), w = tpc__shape_of(tpc_op_get_operand(op, k, 1));
+      tpc_shape_t t = tpc__shape_of(tpc_op_get_operand(op, k, 2)), lse = tpc__shape_of(tpc_op_get_operand(op, k, 3));
+      tpc_shape_t dloss = tpc__shape_of(tpc_op_get_operand(op, k, 4));
+      tpc_shape_t out = tpc__shape_of(mlirOperationGetResult(op, 0));
+      if (!x.valid || !w.valid || !t.valid || !lse.valid || !dloss.valid || !out.valid) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_head(op, &x, &w, &t))) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_f32_vecs(op, "lse and dloss", &lse, &dloss, x.dims[0]))) return FAIL;
+      bool partial = wgrad ? tpc_cross_entropy_wgrad_get_partial(op) : tpc_cross_entropy_dgrad_get_partial(op);
+      const tpc_shape_t* like = wgrad ? &w : &x;
+      bool type_ok = tpc__is_f32(out.element) || (!wgrad && !partial && mlirTypeEqual(out.element, x.element));
+      if (!tpc__is_mat(&out, like->dims[0], like->dims[1]) || !type_ok)
+        return tpc__rule_error(op, "cross_entropy.shapes",
+                               wgrad ? "expects dw of w's shape in f32; got w %s, dw %s"
+                                     : "expects dx of x's shape, f32 or (unless partial) x's type; got x %s, dx %s",
+                               TYPE(like->type, s.a), TYPE(out.type, s.b));
+      return tpc__verify_shard_attrs(op, tpc_op_get_attr(op, k, wgrad ? TPC_CROSS_ENTROPY_WGRAD_ATTR_MESH : TPC_CROSS_ENTROPY_DGRAD_ATTR_MESH),
+                                     tpc_op_get_attr(op, k, wgrad ? TPC_CROSS_ENTROPY_WGRAD_ATTR_AXES : TPC_CROSS_ENTROPY_DGRAD_ATTR_AXES));
+    }
+    default:
+      return OK;
+  }
+}
+
+MlirLogicalResult tpc__verify_vocab(MlirOperation op, int kind) {
+  switch (kind) {
+    case TPC_OP_EMBEDDING:
+      return tpc__verify_embedding(op, false);
+    case TPC_OP_EMBEDDING_GRAD:
+      return tpc__verify_embedding(op, true);
+    default:
+      return tpc__verify_cross_entropy(op, kind);
+  }
+}

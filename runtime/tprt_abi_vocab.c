@@ -1,0 +1,133 @@
+// The runtime ABI of the vocabulary ops (see tprt_abi.h): tp.embedding, tp.cross_entropy and
+// their vocabulary-parallel forms and gradients. An op with `axes` holds one group member's share
+// of the vocabulary: member g of a group of R holds logical rows [g·V, (g+1)·V) of the R·V.
+#include "tprt_abi_impl.h"
+
+// This rank's share of the vocabulary: the first logical row, the logical size and the group's
+// size (1 without axes). Fails when the op names a mesh other than the world's.
+typedef struct {
+  int64_t start, vocab;
+  int ranks;
+} tprt__vocab_t;
+
+static tprt_status_t tprt__vocab(tprt_exec_t* exec, const tprt_call_t* c, int mesh_attr, int axes_attr, int64_t rows,
+                                 tprt__vocab_t* out) {
+  uint32_t mask = (uint32_t)tprt__attr(c, axes_attr);
+  *out = (tprt__vocab_t){0, rows, 1};
+  if (!mask) return NULL;
+  tprt_status_t s = tprt__check_mesh(exec, c, mesh_attr);
+  if (s) return s;
+  tprt_rank_t* rank = tprt_exec_rank(exec);
+  out->ranks = tprt_rank_group_size(rank, mask);
+  out->start = (int64_t)tprt_rank_group_index(rank, mask) * rows;
+  out->vocab = rows * out->ranks;
+  return NULL;
+}
+
+static void tprt__count_gemm(tprt_exec_t* exec, int64_t m, int64_t n, int64_t k) {
+  tprt_exec_stats(exec)->gemm_flops += 2 * m * n * k;
+}
+
+int32_t tprt_abi_embedding(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_EMBEDDING_NUM_SLOTS, &c);
+  const tprt_tensor_t* table = &c.slot[TPRT_EMBEDDING_SLOT_TABLE];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_EMBEDDING_ATTR_MESH, TPRT_EMBEDDING_ATTR_AXES, table->dims[0], &v);
+  if (!s)
+    s = TPRT__KERNEL(exec, embedding, (&c.slot[TPRT_EMBEDDING_SLOT_IDS], table, &c.slot[TPRT_EMBEDDING_SLOT_Y], v.start,
+                                       v.vocab));
+  return tprt_exec_record(exec, s, TPRT_EMBEDDING_NAME);
+}
+
+int32_t tprt_abi_embedding_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_EMBEDDING_GRAD_NUM_SLOTS, &c);
+  tprt_tensor_t* dtable = &c.slot[TPRT_EMBEDDING_GRAD_SLOT_DTABLE];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_EMBEDDING_GRAD_ATTR_MESH, TPRT_EMBEDDING_GRAD_ATTR_AXES, dtable->dims[0], &v);
+  if (!s)
+    s = TPRT__KERNEL(exec, embedding_grad, (&c.slot[TPRT_EMBEDDING_GRAD_SLOT_IDS], &c.slot[TPRT_EMBEDDING_GRAD_SLOT_DY],
+                                            dtable, v.start, v.vocab,
+                                            tprt__chunks(exec, &c, TPRT_EMBEDDING_GRAD_ATTR_CHUNKS)));
+  return tprt_exec_record(exec, s, TPRT_EMBEDDING_GRAD_NAME);
+}
+
+int32_t tprt_abi_cross_entropy(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_NUM_SLOTS, &c);
+  if (!s) {
+    const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_SLOT_W];
+    s = TPRT__KERNEL(exec, cross_entropy, (x, w, &c.slot[TPRT_CROSS_ENTROPY_SLOT_TARGETS],
+                                           &c.slot[TPRT_CROSS_ENTROPY_SLOT_LOSS], &c.slot[TPRT_CROSS_ENTROPY_SLOT_LSE],
+                                           tprt_exec_chunks(exec)));
+    tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_NAME);
+}
+
+int32_t tprt_abi_cross_entropy_stats(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_STATS_NUM_SLOTS, &c);
+  const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_STATS_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_STATS_SLOT_W];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_CROSS_ENTROPY_STATS_ATTR_MESH, TPRT_CROSS_ENTROPY_STATS_ATTR_AXES, w->dims[0], &v);
+  if (!s) {
+    // The rank's subtree of the C vocabulary blocks (C / R of them; at least one in fast mode,
+    // where R need not divide C).
+    int C = tprt_exec_chunks(exec), blocks = C / v.ranks > 0 ? C / v.ranks : 1;
+    s = TPRT__KERNEL(exec, cross_entropy_stats, (x, w, &c.slot[TPRT_CROSS_ENTROPY_STATS_SLOT_TARGETS],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_STATS_SLOT_STATS], v.start, v.vocab, C,
+                                                 blocks));
+    tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_STATS_NAME);
+}
+
+int32_t tprt_abi_cross_entropy_combine(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_COMBINE_NUM_SLOTS, &c);
+  if (!s)
+    s = TPRT__KERNEL(exec, cross_entropy_combine, (&c.slot[TPRT_CROSS_ENTROPY_COMBINE_SLOT_STATS],
+                                                   &c.slot[TPRT_CROSS_ENTROPY_COMBINE_SLOT_TARGETS],
+                                                   &c.slot[TPRT_CROSS_ENTROPY_COMBINE_SLOT_LOSS],
+                                                   &c.slot[TPRT_CROSS_ENTROPY_COMBINE_SLOT_LSE]));
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_COMBINE_NAME);
+}
+
+// Both gradients recompute the logits (one GEMM) and contract dz with w or x (another).
+int32_t tprt_abi_cross_entropy_dgrad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_DGRAD_NUM_SLOTS, &c);
+  const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_W];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_CROSS_ENTROPY_DGRAD_ATTR_MESH, TPRT_CROSS_ENTROPY_DGRAD_ATTR_AXES, w->dims[0], &v);
+  if (!s) {
+    s = TPRT__KERNEL(exec, cross_entropy_dgrad, (x, w, &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_TARGETS],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_LSE],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_DLOSS],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_DGRAD_SLOT_DX], v.start, v.vocab,
+                                                 tprt_exec_chunks(exec),
+                                                 tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_DGRAD_ATTR_CHUNKS)));
+    tprt__count_gemm(exec, 2 * x->dims[0], w->dims[0], x->dims[1]);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_DGRAD_NAME);
+}
+
+int32_t tprt_abi_cross_entropy_wgrad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_WGRAD_NUM_SLOTS, &c);
+  const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_W];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_CROSS_ENTROPY_WGRAD_ATTR_MESH, TPRT_CROSS_ENTROPY_WGRAD_ATTR_AXES, w->dims[0], &v);
+  if (!s) {
+    s = TPRT__KERNEL(exec, cross_entropy_wgrad, (x, w, &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_TARGETS],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_LSE],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_DLOSS],
+                                                 &c.slot[TPRT_CROSS_ENTROPY_WGRAD_SLOT_DW], v.start, v.vocab,
+                                                 tprt_exec_chunks(exec),
+                                                 tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_WGRAD_ATTR_CHUNKS)));
+    tprt__count_gemm(exec, 2 * x->dims[0], w->dims[0], x->dims[1]);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_WGRAD_NAME);
+}

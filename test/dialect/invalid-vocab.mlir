@@ -1,0 +1,119 @@
+// RUN: tpc-opt %s --split-input-file --verify-diagnostics
+
+/// The rules of the vocabulary ops (dialect/tpc_verify_vocab.c): tp.embedding, tp.embedding_grad,
+/// tp.cross_entropy, tp.cross_entropy_stats / _combine and the cross-entropy gradients.
+
+/// vocab.ids: token ids are a rank-1 i32 tensor.
+func.func @ids_i64(%ids: tensor<16xi64>, %table: tensor<64x32xbf16>) -> tensor<16x32xbf16> {
+  // expected-error@+1 {{'tp.embedding' op violates rule vocab.ids: ids must be a rank-1 tensor of i32 token ids (tensor<Txi32>); got tensor<16xi64>}}
+  %y = "tp.embedding"(%ids, %table) : (tensor<16xi64>, tensor<64x32xbf16>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+// -----
+
+/// vocab.ids: the targets of the loss likewise.
+func.func @targets_2d(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<4x4xi32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy' op violates rule vocab.ids: targets must be a rank-1 tensor of i32 token ids (tensor<Txi32>); got tensor<4x4xi32>}}
+  %l, %s = "tp.cross_entropy"(%x, %w, %t) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<4x4xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
+}
+
+// -----
+
+/// embedding.shapes: y has the table's width and one row per id.
+func.func @embedding_width(%ids: tensor<16xi32>, %table: tensor<64x32xbf16>) -> tensor<16x64xbf16> {
+  // expected-error@+1 {{'tp.embedding' op violates rule embedding.shapes: expects a float table[V,H] and y[T,H] of its type for ids[T]; got ids tensor<16xi32>, table tensor<64x32xbf16>, y tensor<16x64xbf16>}}
+  %y = "tp.embedding"(%ids, %table) : (tensor<16xi32>, tensor<64x32xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+/// embedding_grad.shapes: the table's gradient is f32 (a weight gradient).
+func.func @embedding_grad_bf16(%ids: tensor<16xi32>, %dy: tensor<16x32xbf16>) -> tensor<64x32xbf16> {
+  // expected-error@+1 {{'tp.embedding_grad' op violates rule embedding_grad.shapes: expects a float dy[T,H] for ids[T] and an f32 dtable[V,H]; got ids tensor<16xi32>, dy tensor<16x32xbf16>, dtable tensor<64x32xbf16>}}
+  %g = "tp.embedding_grad"(%ids, %dy) : (tensor<16xi32>, tensor<16x32xbf16>) -> tensor<64x32xbf16>
+  return %g : tensor<64x32xbf16>
+}
+
+// -----
+
+/// vocab.mesh: a vocabulary shard names its mesh and its group together.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @mesh_without_axes(%ids: tensor<16xi32>, %table: tensor<32x32xbf16>) -> tensor<16x32xbf16> {
+    // expected-error@+1 {{'tp.embedding' op violates rule vocab.mesh: a vocabulary shard names both `mesh` (a tp.mesh symbol) and `axes` (its group), or neither}}
+    %y = "tp.embedding"(%ids, %table) {mesh = @world} : (tensor<16xi32>, tensor<32x32xbf16>) -> tensor<16x32xbf16>
+    return %y : tensor<16x32xbf16>
+  }
+}
+
+// -----
+
+/// collective.axes (through vocab.mesh): the group's axes belong to the mesh.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @unknown_axis(%ids: tensor<16xi32>, %dy: tensor<16x32xf32>) -> tensor<32x32xf32> {
+    // expected-error@+1 {{'tp.embedding_grad' op violates rule collective.axes: mesh @world has no axis "dp"}}
+    %g = "tp.embedding_grad"(%ids, %dy) {mesh = @world, axes = ["dp"]} : (tensor<16xi32>, tensor<16x32xf32>) -> tensor<32x32xf32>
+    return %g : tensor<32x32xf32>
+  }
+}
+
+// -----
+
+/// cross_entropy.shapes: the head has x's width and element type.
+func.func @head_width(%x: tensor<16x32xbf16>, %w: tensor<64x48xbf16>, %t: tensor<16xi32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy' op violates rule cross_entropy.shapes: expects x[T,H] (float), w[V,H] of x's type and targets[T]; got x tensor<16x32xbf16>, w tensor<64x48xbf16>, targets tensor<16xi32>}}
+  %l, %s = "tp.cross_entropy"(%x, %w, %t) : (tensor<16x32xbf16>, tensor<64x48xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
+}
+
+// -----
+
+/// cross_entropy.shapes: the loss and its log-sum-exp are f32, one per token.
+func.func @loss_bf16(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>) -> tensor<16xbf16> {
+  // expected-error@+1 {{'tp.cross_entropy' op violates rule cross_entropy.shapes: expects loss and lse of type tensor<16xf32>; got tensor<16xbf16> and tensor<16xbf16>}}
+  %l, %s = "tp.cross_entropy"(%x, %w, %t) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>) -> (tensor<16xbf16>, tensor<16xbf16>)
+  return %l : tensor<16xbf16>
+}
+
+// -----
+
+/// cross_entropy.shapes: a shard's statistics are [T,3] f32.
+module {
+  "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+  func.func @stats_shape(%x: tensor<16x32xbf16>, %w: tensor<32x32xbf16>, %t: tensor<16xi32>) -> tensor<16x2xf32> {
+    // expected-error@+1 {{'tp.cross_entropy_stats' op violates rule cross_entropy.shapes: expects stats of type tensor<16x3xf32>; got tensor<16x2xf32>}}
+    %st = "tp.cross_entropy_stats"(%x, %w, %t) {mesh = @world, axes = ["tp"]} : (tensor<16x32xbf16>, tensor<32x32xbf16>, tensor<16xi32>) -> tensor<16x2xf32>
+    return %st : tensor<16x2xf32>
+  }
+}
+
+// -----
+
+/// cross_entropy.shapes: the combined statistics hold 3 values per shard.
+func.func @combine_columns(%st: tensor<16x4xf32>, %t: tensor<16xi32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_combine' op violates rule cross_entropy.shapes: expects stats[T,3R] (f32: 3 values from each of R shards) and targets[T]; got stats tensor<16x4xf32>, targets tensor<16xi32>}}
+  %l, %s = "tp.cross_entropy_combine"(%st, %t) : (tensor<16x4xf32>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
+}
+
+// -----
+
+/// cross_entropy.shapes: a partial input gradient is f32.
+func.func @dgrad_partial_bf16(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>) -> tensor<16x32xbf16> {
+  // expected-error@+1 {{'tp.cross_entropy_dgrad' op violates rule cross_entropy.shapes: expects dx of x's shape, f32 or (unless partial) x's type; got x tensor<16x32xbf16>, dx tensor<16x32xbf16>}}
+  %dx = "tp.cross_entropy_dgrad"(%x, %w, %t, %lse, %g) {partial = true} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16x32xbf16>
+  return %dx : tensor<16x32xbf16>
+}
+
+// -----
+
+/// cross_entropy.shapes: the head's gradient has w's shape, in f32.
+func.func @wgrad_shape(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>) -> tensor<32x64xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_wgrad' op violates rule cross_entropy.shapes: expects dw of w's shape in f32; got w tensor<64x32xbf16>, dw tensor<32x64xf32>}}
+  %dw = "tp.cross_entropy_wgrad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<32x64xf32>
+  return %dw : tensor<32x64xf32>
+}
