@@ -515,6 +515,46 @@ irdl.dialect @tp {
   }
 
   //===--------------------------------------------------------------------===//
+  // Optimizer (docs/dialect.md, "Optimizer"; docs/numerics.md, "Optimizer"). tp-adamw appends
+  // them to a training step.
+  //===--------------------------------------------------------------------===//
+
+  // acc'[21] (i64) = acc (absent: zero) plus the exact sum of g's squared elements, a fixed-point
+  // integer of 20 limbs and a count of non-finite elements. With mesh and axes (the axes over
+  // which g is replicated), only member 0 of that group adds; the others pass acc on, so an
+  // element is counted once however the gradient is laid out.
+  irdl.operation @sumsq attributes {tp.optional_attributes = {mesh = @none, axes = []}} {
+    %g = irdl.base "!builtin.tensor"
+    %acc = irdl.base "!builtin.tensor"
+    irdl.operands(g: %g, acc: optional %acc)
+    irdl.results(acc_out: %acc)
+  }
+
+  // norm[1] (f32) = sqrt of the sum of the accumulators acc[R*21] (R ranks' tp.sumsq results side
+  // by side): exact integer sums, one rounding to f64, sqrt, one rounding to f32. NaN if any
+  // element was NaN, +inf if any was infinite.
+  irdl.operation @global_norm {
+    %acc = irdl.base "!builtin.tensor"
+    %norm = irdl.base "!builtin.tensor"
+    irdl.operands(acc: %acc)
+    irdl.results(norm: %norm)
+  }
+
+  // One AdamW step of one parameter, elementwise (PyTorch's torch.optim.AdamW after
+  // clip_grad_norm_): master, grad, m, v (f32, one shape); hyper[8] (f32) = [step size
+  // lr/(1-beta1^t), 1-beta1, beta2, 1-beta2, eps, 1-lr*weight_decay, sqrt(1-beta2^t), max_norm
+  // (0: no clipping)]; norm[1] the global gradient norm. Results: the new master, m and v, and
+  // the new master rounded to the compute weight's type.
+  irdl.operation @adamw {
+    %f32 = irdl.base "!builtin.tensor"
+    %hyper = irdl.base "!builtin.tensor"
+    %norm = irdl.base "!builtin.tensor"
+    %weight = irdl.base "!builtin.tensor"
+    irdl.operands(master: %f32, grad: %f32, m: %f32, v: %f32, hyper: %hyper, norm: %norm)
+    irdl.results(master_out: %f32, m_out: %f32, v_out: %f32, weight: %weight)
+  }
+
+  //===--------------------------------------------------------------------===//
   // Collectives (all have side effects; none is Pure)
   //===--------------------------------------------------------------------===//
 

@@ -47,6 +47,12 @@ extern "C" {
 #define TPC_ARG_ATTR_COTANGENT "tp.cotangent"
 /// Result attribute set by tp-autodiff: `tp.grad_of = i` marks the gradient of argument i.
 #define TPC_RES_ATTR_GRAD_OF "tp.grad_of"
+/// Argument attribute set by tp-adamw: `tp.state_of = i` marks an optimizer state (master weight,
+/// moment) of parameter argument i; tp-shard lays it out like that argument.
+#define TPC_ARG_ATTR_STATE_OF "tp.state_of"
+/// Result attribute set by tp-adamw: `tp.next = i` marks the value argument i takes at the next
+/// step (a parameter or an optimizer state).
+#define TPC_RES_ATTR_NEXT "tp.next"
 /// Argument attribute: `tp.gtp = true` shards a weight over the mesh's gtp axis (tp-gtp; the
 /// default for the weights of column- and row-parallel linears and of grouped linears), false
 /// keeps it whole on every gtp rank.

@@ -77,8 +77,8 @@ MlirLogicalResult tpc__verify_quant_amax(MlirOperation op, tpc_format_t format, 
 MlirLogicalResult tpc__verify_group(MlirOperation op, MlirAttribute mesh_ref, MlirAttribute axes,
                                     int64_t* out_group_size);
 
-/// Per-op verifier of the embedding and cross-entropy ops (tpc_verify_vocab.c).
-MlirLogicalResult tpc__verify_vocab(MlirOperation op, int kind);
+/// Per-op verifier of the whole-model ops: embedding, cross-entropy, optimizer (tpc_verify_model.c).
+MlirLogicalResult tpc__verify_model(MlirOperation op, int kind);
 
 /// Per-op verifier of the backward ops (tpc_verify_grad.c).
 MlirLogicalResult tpc__verify_grad(MlirOperation op, int kind);

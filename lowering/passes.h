@@ -16,6 +16,8 @@ MlirPass tpc_create_verify_pass(void);
 MlirPass tpc_create_autodiff_pass(void);
 
 /// tp-shard: partitions a logical module over its tp.mesh into the per-rank program.
+/// tp-adamw: appends the global gradient norm and an AdamW update to every training step.
+MlirPass tpc_create_adamw_pass(void);
 MlirPass tpc_create_shard_pass(void);
 
 /// tp-gtp: shards weights over the mesh's gtp axis, with prefetched all-gathers before their uses

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "pass_util.h"
@@ -158,6 +159,16 @@ MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
         // sequence parallel.
         l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep) | (S->sp ? tpc__bit(S->tp) : 0u);
     }
+  }
+  // tp-adamw's optimizer states: laid out like their parameter, in f32.
+  for (intptr_t i = 0; i < nargs; ++i) {
+    MlirAttribute of = tpc_slot_attr(S->func, false, i, TPC_ARG_ATTR_STATE_OF);
+    if (mlirAttributeIsNull(of) || !mlirAttributeIsAInteger(of)) continue;
+    int64_t p = mlirIntegerAttrGetValueInt(of);
+    if (p < 0 || p >= nargs) continue;
+    MlirType element = layouts[i].element;
+    layouts[i] = layouts[p];
+    layouts[i].element = element;
   }
   for (intptr_t i = 0; i < nargs; ++i) {
     char name[32];

@@ -470,6 +470,38 @@
 #define TPRT_CROSS_ENTROPY_WGRAD_ATTR_PARTIAL 4
 #define TPRT_CROSS_ENTROPY_WGRAD_ATTR_SEQUENCE_PARALLEL 5
 
+// tp.sumsq
+#define TPRT_SUMSQ_NAME "tp.sumsq"
+#define TPRT_SUMSQ_NUM_SLOTS 3
+#define TPRT_SUMSQ_SLOT_G 0
+#define TPRT_SUMSQ_SLOT_ACC 1
+#define TPRT_SUMSQ_SLOT_ACC_OUT 2
+#define TPRT_SUMSQ_NUM_ATTRS 2
+#define TPRT_SUMSQ_ATTR_AXES 0
+#define TPRT_SUMSQ_ATTR_MESH 1
+
+// tp.global_norm
+#define TPRT_GLOBAL_NORM_NAME "tp.global_norm"
+#define TPRT_GLOBAL_NORM_NUM_SLOTS 2
+#define TPRT_GLOBAL_NORM_SLOT_ACC 0
+#define TPRT_GLOBAL_NORM_SLOT_NORM 1
+#define TPRT_GLOBAL_NORM_NUM_ATTRS 0
+
+// tp.adamw
+#define TPRT_ADAMW_NAME "tp.adamw"
+#define TPRT_ADAMW_NUM_SLOTS 10
+#define TPRT_ADAMW_SLOT_MASTER 0
+#define TPRT_ADAMW_SLOT_GRAD 1
+#define TPRT_ADAMW_SLOT_M 2
+#define TPRT_ADAMW_SLOT_V 3
+#define TPRT_ADAMW_SLOT_HYPER 4
+#define TPRT_ADAMW_SLOT_NORM 5
+#define TPRT_ADAMW_SLOT_MASTER_OUT 6
+#define TPRT_ADAMW_SLOT_M_OUT 7
+#define TPRT_ADAMW_SLOT_V_OUT 8
+#define TPRT_ADAMW_SLOT_WEIGHT 9
+#define TPRT_ADAMW_NUM_ATTRS 0
+
 // tp.all_reduce
 #define TPRT_ALL_REDUCE_NAME "tp.all_reduce"
 #define TPRT_ALL_REDUCE_NUM_SLOTS 2
@@ -667,6 +699,9 @@
   X(embedding_grad) \
   X(cross_entropy_dgrad) \
   X(cross_entropy_wgrad) \
+  X(sumsq) \
+  X(global_norm) \
+  X(adamw) \
   X(all_reduce) \
   X(all_gather) \
   X(reduce_scatter) \

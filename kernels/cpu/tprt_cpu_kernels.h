@@ -309,6 +309,26 @@ tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_te
                                            const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                            int64_t vocab, int chunks, int token_chunks) TPRT_MUST_USE_RESULT;
 
+// ------------------------------------------------------------------------------------------------
+// Optimizer kernels (cpu_optim.c; docs/numerics.md, "Optimizer")
+// ------------------------------------------------------------------------------------------------
+
+/// acc_out[TPRT_SUMSQ_WORDS] (i64) = acc (NULL: zero) plus, when |count|, the exact sum of the
+/// squares of g's elements (any float dtype, any shape); normalized limbs.
+tprt_status_t tprt_cpu_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                             bool count) TPRT_MUST_USE_RESULT;
+
+/// norm[1] (f32) = tprt_sumsq_norm of the sum of the R accumulators in acc[R·TPRT_SUMSQ_WORDS].
+tprt_status_t tprt_cpu_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) TPRT_MUST_USE_RESULT;
+
+/// One AdamW step of every element (tprt_adamw_elem with tprt_adamw_clip(hyper[7], norm[0])):
+/// master, grad, m, v and the three outputs f32 of one shape; weight = the new master rounded to
+/// weight's dtype.
+tprt_status_t tprt_cpu_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                             const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                             tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
+                             tprt_tensor_t* weight) TPRT_MUST_USE_RESULT;
+
 /// Rotary position embedding (the Hugging Face rotate_half convention) of every head of x[T,H*D]:
 /// per head and pair i < D/2, y[i] = x[i]·cos[t,i] - x[i+D/2]·sin[t,i] and y[i+D/2] =
 /// x[i+D/2]·cos[t,i+D/2] + x[i]·sin[t,i+D/2]; |inverse| applies the transpose (rotation by -angle:

@@ -5,6 +5,9 @@ gradient against central finite differences of L = sum_t loss[t] * loss_grad[t].
 
 Usage: lm_check.py ARGS.safetensors OUTPUTS.safetensors [--mutant] [--per-param N]
        lm_check.py --write-inputs PATH [--tokens T] [--vocab V]
+       lm_check.py --write-tokens PATH [--tokens N] [--vocab V] [--bad-token ID --at I]
+--write-tokens writes a token file (docs/training.md) of a learnable sequence (i * 7 mod V
+repeated), optionally with one bad token.
 ARGS holds the step's arguments (ids, targets, the weights and the cotangent loss_grad), OUTPUTS
 its results (loss and the *_grad tensors). A negative target is an ignored token (loss 0).
 --mutant perturbs the expected gradients and must FAIL.
@@ -51,8 +54,23 @@ def write_inputs(argv):
     return 0
 
 
+def write_tokens(argv):
+    n = int(argv[argv.index("--tokens") + 1]) if "--tokens" in argv else 4000
+    vocab = int(argv[argv.index("--vocab") + 1]) if "--vocab" in argv else 64
+    toks = np.array([(i * 7) % vocab for i in range(n)], dtype=np.uint16)
+    if "--bad-token" in argv:
+        toks[int(argv[argv.index("--at") + 1])] = int(argv[argv.index("--bad-token") + 1])
+    header = np.zeros(256, dtype=np.int32)
+    header[:3] = (20240520, 1, n)
+    with open(argv[argv.index("--write-tokens") + 1], "wb") as f:
+        f.write(header.tobytes() + toks.tobytes())
+    return 0
+
+
 def main():
     argv = sys.argv[1:]
+    if "--write-tokens" in argv:
+        return write_tokens(argv)
     if "--write-inputs" in argv:
         return write_inputs(argv)
     mutant = "--mutant" in argv

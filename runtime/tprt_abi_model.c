@@ -1,5 +1,6 @@
-// The runtime ABI of the vocabulary ops (see tprt_abi.h): tp.embedding, tp.cross_entropy and
-// their vocabulary-parallel forms and gradients. An op with `axes` holds one group member's share
+// The runtime ABI of the whole-model ops (see tprt_abi.h): tp.embedding, tp.cross_entropy and
+// their vocabulary-parallel forms and gradients, and the optimizer (tp.sumsq, tp.global_norm,
+// tp.adamw). A vocabulary op with `axes` holds one group member's share
 // of the vocabulary: member g of a group of R holds logical rows [g·V, (g+1)·V) of the R·V.
 #include "tprt_abi_impl.h"
 
@@ -130,4 +131,41 @@ int32_t tprt_abi_cross_entropy_wgrad(tprt_exec_t* exec, void* const* buffers, co
     tprt__count_gemm(exec, 2 * x->dims[0], w->dims[0], x->dims[1]);
   }
   return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_WGRAD_NAME);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+int32_t tprt_abi_sumsq(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_SUMSQ_NUM_SLOTS, &c);
+  bool count = true;
+  if (!s && tprt__attr(&c, TPRT_SUMSQ_ATTR_AXES)) {
+    // g is replicated over these axes: member 0 of the group counts it, the others pass acc on.
+    s = tprt__check_mesh(exec, &c, TPRT_SUMSQ_ATTR_MESH);
+    if (!s) count = tprt_rank_group_index(tprt_exec_rank(exec), (uint32_t)tprt__attr(&c, TPRT_SUMSQ_ATTR_AXES)) == 0;
+  }
+  if (!s)
+    s = TPRT__KERNEL(exec, sumsq, (&c.slot[TPRT_SUMSQ_SLOT_G], tprt__opt(&c, TPRT_SUMSQ_SLOT_ACC),
+                                   &c.slot[TPRT_SUMSQ_SLOT_ACC_OUT], count));
+  return tprt_exec_record(exec, s, TPRT_SUMSQ_NAME);
+}
+
+int32_t tprt_abi_global_norm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_GLOBAL_NORM_NUM_SLOTS, &c);
+  if (!s) s = TPRT__KERNEL(exec, global_norm, (&c.slot[TPRT_GLOBAL_NORM_SLOT_ACC], &c.slot[TPRT_GLOBAL_NORM_SLOT_NORM]));
+  return tprt_exec_record(exec, s, TPRT_GLOBAL_NORM_NAME);
+}
+
+int32_t tprt_abi_adamw(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ADAMW_NUM_SLOTS, &c);
+  if (!s)
+    s = TPRT__KERNEL(exec, adamw, (&c.slot[TPRT_ADAMW_SLOT_MASTER], &c.slot[TPRT_ADAMW_SLOT_GRAD], &c.slot[TPRT_ADAMW_SLOT_M],
+                                   &c.slot[TPRT_ADAMW_SLOT_V], &c.slot[TPRT_ADAMW_SLOT_HYPER], &c.slot[TPRT_ADAMW_SLOT_NORM],
+                                   &c.slot[TPRT_ADAMW_SLOT_MASTER_OUT], &c.slot[TPRT_ADAMW_SLOT_M_OUT],
+                                   &c.slot[TPRT_ADAMW_SLOT_V_OUT], &c.slot[TPRT_ADAMW_SLOT_WEIGHT]));
+  return tprt_exec_record(exec, s, TPRT_ADAMW_NAME);
 }

@@ -1,9 +1,10 @@
-// Verifier rules of the vocabulary ops: tp.embedding and tp.embedding_grad, tp.cross_entropy, its
-// vocabulary-parallel pair (stats, combine) and its gradients. They mirror the runtime's checks
-// (kernels/cpu/cpu_vocab.c), so a module that verifies fails there only on token ids out of range,
-// which only the data can show. Rules: vocab.ids (ids and targets), embedding.shapes,
-// embedding_grad.shapes, cross_entropy.shapes (every cross-entropy op), vocab.mesh (the optional
-// mesh and axes of a vocabulary shard).
+// Verifier rules of the whole-model ops: tp.embedding and tp.embedding_grad, tp.cross_entropy, its
+// vocabulary-parallel pair (stats, combine) and its gradients, and the optimizer's tp.sumsq,
+// tp.global_norm and tp.adamw. They mirror the runtime's checks (kernels/cpu/cpu_vocab.c,
+// cpu_optim.c), so a module that verifies fails there only on token ids out of range, which only
+// the data can show. Rules: vocab.ids (ids and targets), embedding.shapes, embedding_grad.shapes,
+// cross_entropy.shapes (every cross-entropy op), vocab.mesh (the optional mesh and axes of a
+// vocabulary shard or of a replicated gradient), optimizer.shapes.
 #include <stdio.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -153,8 +154,50 @@ static MlirLogicalResult tpc__verify_cross_entropy(MlirOperation op, int kind) {
   }
 }
 
-MlirLogicalResult tpc__verify_vocab(MlirOperation op, int kind) {
+// The accumulator of the exact sum of squares: 21 i64 words (kernels/cpu/tprt_numerics.h).
+#define TPC_SUMSQ_WORDS 21
+
+static MlirLogicalResult tpc__verify_optimizer(MlirOperation op, int kind) {
+  tpc__vbufs_t s;
+  if (kind == TPC_OP_SUMSQ) {
+    tpc_shape_t g = tpc__shape_of(tpc_sumsq_get_g(op)), out = tpc__shape_of(tpc_sumsq_get_acc_out(op));
+    if (!g.valid || !out.valid) return FAIL;
+    if (!tpc__is_storage_float(g.element) || !tpc__is_vec(&out, TPC_SUMSQ_WORDS) || !tpc__is_i64(out.element))
+      return tpc__rule_error(op, "optimizer.shapes",
+                             "expects a float gradient and an accumulator of type tensor<%dxi64>; got g %s, acc %s",
+                             TPC_SUMSQ_WORDS, TYPE(g.type, s.a), TYPE(out.type, s.b));
+    return tpc__verify_shard_attrs(op, tpc_sumsq_get_mesh_attr(op), tpc_sumsq_get_axes_attr(op));
+  }
+  if (kind == TPC_OP_GLOBAL_NORM) {
+    tpc_shape_t acc = tpc__shape_of(tpc_global_norm_get_acc(op)), n = tpc__shape_of(tpc_global_norm_get_norm(op));
+    if (!acc.valid || !n.valid) return FAIL;
+    if (acc.rank != 1 || acc.dims[0] < TPC_SUMSQ_WORDS || acc.dims[0] % TPC_SUMSQ_WORDS != 0 || !tpc__is_i64(acc.element) ||
+        !tpc__is_vec(&n, 1) || !tpc__is_f32(n.element))
+      return tpc__rule_error(op, "optimizer.shapes",
+                             "expects acc[R*%d] (i64: R accumulators) and norm of type tensor<1xf32>; got acc %s, norm %s",
+                             TPC_SUMSQ_WORDS, TYPE(acc.type, s.a), TYPE(n.type, s.b));
+    return OK;
+  }
+  if (kind != TPC_OP_ADAMW) return OK;
+  tpc_shape_t p = tpc__shape_of(tpc_adamw_get_master(op)), w = tpc__shape_of(tpc_adamw_get_weight(op));
+  tpc_shape_t h = tpc__shape_of(tpc_adamw_get_hyper(op)), n = tpc__shape_of(tpc_adamw_get_norm(op));
+  if (!p.valid || !w.valid || !h.valid || !n.valid) return FAIL;
+  bool ok = tpc__is_f32(p.element) && tpc__is_storage_float(w.element) && w.rank == p.rank;
+  for (int i = 0; ok && i < p.rank; ++i) ok = w.dims[i] == p.dims[i];
+  if (!ok || !tpc__is_vec(&h, 8) || !tpc__is_f32(h.element) || !tpc__is_vec(&n, 1) || !tpc__is_f32(n.element))
+    return tpc__rule_error(op, "optimizer.shapes",
+                           "expects f32 master, grad, m, v of one shape, hyper tensor<8xf32>, norm tensor<1xf32> and a "
+                           "float weight of master's shape; got master %s, hyper %s, norm %s, weight %s",
+                           TYPE(p.type, s.a), TYPE(h.type, s.b), TYPE(n.type, s.c), TYPE(w.type, s.d));
+  return OK;
+}
+
+MlirLogicalResult tpc__verify_model(MlirOperation op, int kind) {
   switch (kind) {
+    case TPC_OP_SUMSQ:
+    case TPC_OP_GLOBAL_NORM:
+    case TPC_OP_ADAMW:
+      return tpc__verify_optimizer(op, kind);
     case TPC_OP_EMBEDDING:
       return tpc__verify_embedding(op, false);
     case TPC_OP_EMBEDDING_GRAD:

@@ -1,6 +1,6 @@
-// tp-shard rules of the vocabulary ops (docs/passes.md, "tp-shard"; docs/dialect.md, "Embedding
-// and loss"). With `parallel = "vocab"` the table (or the LM head) is split by rows over tp,
-// Megatron's vocabulary-parallel layers:
+// tp-shard rules of the whole-model ops (docs/passes.md, "tp-shard"; docs/dialect.md, "Embedding
+// and loss" and "Optimizer"). With `parallel = "vocab"` the table (or the LM head) is split by
+// rows over tp, Megatron's vocabulary-parallel layers:
 //
 //   tp.embedding     each rank looks up the tokens whose ids it holds (-0.0 for the others) and
 //                    an all-reduce over tp (a reduce-scatter along the tokens under sequence
@@ -17,6 +17,10 @@
 // Token ids and targets are never split over tp here: every vocabulary shard needs every token's.
 // Without `parallel = "vocab"` (or on one tp rank) the ops run on the local tokens with the
 // whole table, and their weight gradients are summed over the token axes.
+//
+// The optimizer: tp.adamw runs on each rank's share of a parameter (its master weight and moments
+// are laid out like the parameter); tp.sumsq counts a gradient element on one rank only (member
+// 0 of the axes it is replicated over); tp.global_norm first all-gathers every rank's accumulator.
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +36,9 @@ bool tpc__is_vocab_op(int kind) {
     case TPC_OP_CROSS_ENTROPY:
     case TPC_OP_CROSS_ENTROPY_DGRAD:
     case TPC_OP_CROSS_ENTROPY_WGRAD:
+    case TPC_OP_SUMSQ:
+    case TPC_OP_GLOBAL_NORM:
+    case TPC_OP_ADAMW:
       return true;
     default:
       return false;
@@ -47,6 +54,10 @@ static int tpc__vocab_parallel(MlirOperation op, int kind) {
 
 bool tpc__vocab_layout(tpc__shard_t* S, MlirOperation op, int kind, int slot, tpc_layout_t* l) {
   uint32_t tp = tpc__bit(S->tp);
+  // The optimizer's states (re-laid out like their parameter by tpc__arg_layouts) and its
+  // hyperparameters, replicated.
+  if (kind == TPC_OP_ADAMW) return slot == TPC_ADAMW_SLOT_HYPER;
+  if (kind == TPC_OP_SUMSQ || kind == TPC_OP_GLOBAL_NORM) return false;
   bool vocab = tpc__vocab_parallel(op, kind);
   // The table or head: rows over tp. Ids, targets and the per-token f32 vectors: the tokens of
   // the data axes only (every vocabulary shard reads every token).
@@ -215,10 +226,88 @@ static MlirLogicalResult tpc__shard_cross_entropy(tpc__shard_t* S, MlirOperation
   return mlirLogicalResultSuccess();
 }
 
+// Every mesh axis with more than one rank.
+static uint32_t tpc__all_axes(const tpc__shard_t* S) {
+  uint32_t m = 0;
+  for (int i = 0; i < S->mesh.num_axes; ++i)
+    if (S->mesh.sizes[i] > 1) m |= tpc__bit(i);
+  return m;
+}
+
+static MlirLogicalResult tpc__shard_optimizer(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
+  MlirContext ctx = mlirOperationGetContext(op);
+  switch (kind) {
+    case TPC_OP_SUMSQ: {
+      // Counted on member 0 of the axes the gradient is replicated over.
+      uint32_t sharded = 0;
+      for (int d = 0; d < ins[0]->layout.rank; ++d) sharded |= ins[0]->layout.mask[d];
+      uint32_t replicated = tpc__all_axes(S) & ~sharded;
+      tpc_layout_t out = tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, 0)));
+      tpc_text_t extra = {0};
+      if (replicated) {
+        tpc_text_printf(&extra, "mesh = ");
+        tpc_text_symbol_ref(&extra, "", S->mesh.name);
+        tpc_text_printf(&extra, ", axes = [");
+        bool first = true;
+        for (int i = 0; i < S->mesh.num_axes; ++i)
+          if (replicated & tpc__bit(i)) {
+            tpc_text_printf(&extra, "%s\"%s\"", first ? "" : ", ", S->mesh.axes[i]);
+            first = false;
+          }
+        tpc_text_printf(&extra, "]");
+      }
+      tpc__emit_op(S, op, ins, nin, &out, 1, extra.data ? extra.data : "", NULL);
+      tpc_text_free(&extra);
+      return mlirLogicalResultSuccess();
+    }
+    case TPC_OP_GLOBAL_NORM: {
+      uint32_t all = tpc__all_axes(S);
+      tpc__sval_t* acc = ins[0];
+      if (all) {
+        int64_t n = acc->layout.logical[0] * tpc_mesh_group_size(&S->mesh, all);
+        tpc_layout_t g = tpc_layout_replicated(mlirRankedTensorTypeGet(1, &n, mlirIntegerTypeGet(ctx, 64), mlirAttributeGetNull()));
+        acc = tpc__emit_collective_mask(S, all, TPC_OP_NAME_ALL_GATHER, acc, ", dim = 0 : i64", &g);
+        if (!acc) return mlirLogicalResultFailure();
+      }
+      tpc_layout_t out = tpc_layout_replicated(mlirValueGetType(mlirOperationGetResult(op, 0)));
+      tpc__emit_op(S, op, &acc, 1, &out, 1, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    }
+    default: {  // TPC_OP_ADAMW
+      const tpc_layout_t* g = &ins[TPC_ADAMW_SLOT_GRAD]->layout;
+      static const int kStates[3] = {TPC_ADAMW_SLOT_MASTER, TPC_ADAMW_SLOT_M, TPC_ADAMW_SLOT_V};
+      uint32_t real = tpc__all_axes(S);  // axes of one rank shard nothing
+      for (int k = 0; k < 3; ++k) {
+        tpc_layout_t a = ins[kStates[k]]->layout, b = *g;
+        a.element = b.element;
+        for (int d = 0; d < a.rank; ++d) {
+          a.mask[d] &= real, b.mask[d] &= real;
+          if (!a.mask[d]) a.blocks[d] = 1;
+          if (!b.mask[d]) b.blocks[d] = 1;
+        }
+        if (!tpc_layout_equal(&a, &b))
+          return tpc__layout_error(S, op, k == 0 ? "master" : k == 1 ? "m" : "v", &ins[kStates[k]]->layout,
+                                   "the optimizer's states must be laid out like the parameter's gradient");
+      }
+      tpc_layout_t outs[4];
+      for (int i = 0; i < 4; ++i) {
+        outs[i] = *g;
+        outs[i].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, i)));
+      }
+      tpc__emit_op(S, op, ins, nin, outs, 4, NULL, NULL);
+      return mlirLogicalResultSuccess();
+    }
+  }
+}
+
 MlirLogicalResult tpc__shard_vocab(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin) {
   uint32_t tp = tpc__bit(S->tp);
   bool vocab = tpc__vocab_parallel(op, kind) && tpc_mesh_group_size(&S->mesh, tp) > 1;
   switch (kind) {
+    case TPC_OP_SUMSQ:
+    case TPC_OP_GLOBAL_NORM:
+    case TPC_OP_ADAMW:
+      return tpc__shard_optimizer(S, op, kind, ins, nin);
     case TPC_OP_EMBEDDING:
       return tpc__shard_embedding(S, op, ins, vocab);
     case TPC_OP_CROSS_ENTROPY:

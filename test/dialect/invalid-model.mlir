@@ -1,7 +1,7 @@
 // RUN: tpc-opt %s --split-input-file --verify-diagnostics
 
-/// The rules of the vocabulary ops (dialect/tpc_verify_vocab.c): tp.embedding, tp.embedding_grad,
-/// tp.cross_entropy, tp.cross_entropy_stats / _combine and the cross-entropy gradients.
+/// The rules of the whole-model ops (dialect/tpc_verify_model.c): tp.embedding, tp.embedding_grad,
+/// tp.cross_entropy, tp.cross_entropy_stats / _combine, the cross-entropy gradients and the optimizer.
 
 /// vocab.ids: token ids are a rank-1 i32 tensor.
 func.func @ids_i64(%ids: tensor<16xi64>, %table: tensor<64x32xbf16>) -> tensor<16x32xbf16> {
@@ -116,4 +116,31 @@ func.func @wgrad_shape(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tenso
   // expected-error@+1 {{'tp.cross_entropy_wgrad' op violates rule cross_entropy.shapes: expects dw of w's shape in f32; got w tensor<64x32xbf16>, dw tensor<32x64xf32>}}
   %dw = "tp.cross_entropy_wgrad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<32x64xf32>
   return %dw : tensor<32x64xf32>
+}
+
+// -----
+
+/// optimizer.shapes: the accumulator of the exact sum of squares is tensor<21xi64>.
+func.func @sumsq_accumulator(%g: tensor<64x32xf32>) -> tensor<16xi64> {
+  // expected-error@+1 {{'tp.sumsq' op violates rule optimizer.shapes: expects a float gradient and an accumulator of type tensor<21xi64>; got g tensor<64x32xf32>, acc tensor<16xi64>}}
+  %a = "tp.sumsq"(%g) : (tensor<64x32xf32>) -> tensor<16xi64>
+  return %a : tensor<16xi64>
+}
+
+// -----
+
+/// optimizer.shapes: the norm takes whole accumulators.
+func.func @norm_words(%a: tensor<30xi64>) -> tensor<1xf32> {
+  // expected-error@+1 {{'tp.global_norm' op violates rule optimizer.shapes: expects acc[R*21] (i64: R accumulators) and norm of type tensor<1xf32>; got acc tensor<30xi64>, norm tensor<1xf32>}}
+  %n = "tp.global_norm"(%a) : (tensor<30xi64>) -> tensor<1xf32>
+  return %n : tensor<1xf32>
+}
+
+// -----
+
+/// optimizer.shapes: AdamW's hyperparameters are 8 floats.
+func.func @adamw_hyper(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: tensor<64x32xf32>, %v: tensor<64x32xf32>, %h: tensor<7xf32>, %n: tensor<1xf32>) -> tensor<64x32xbf16> {
+  // expected-error@+1 {{'tp.adamw' op violates rule optimizer.shapes: expects f32 master, grad, m, v of one shape, hyper tensor<8xf32>, norm tensor<1xf32> and a float weight of master's shape; got master tensor<64x32xf32>, hyper tensor<7xf32>, norm tensor<1xf32>, weight tensor<64x32xbf16>}}
+  %p1, %m1, %v1, %w = "tp.adamw"(%p, %g, %m, %v, %h, %n) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<7xf32>, tensor<1xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xbf16>)
+  return %w : tensor<64x32xbf16>
 }

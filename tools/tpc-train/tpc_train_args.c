@@ -1,0 +1,168 @@
+// tpc-train's command line (see tpc_train.h).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpc_cli.h"
+#include "tpc_train.h"
+
+enum {
+  OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
+  OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
+  OPT_CLIP, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
+};
+
+static const tpc_cli_option_t kOptions[] = {
+    {"data", 0, "FILE", "Token file to train on (docs/training.md, \"Token files\"); required", OPT_DATA},
+    {"mesh", 0, "tp=2[,dp=2]", "Partition the model over this mesh (default: one rank)", OPT_MESH},
+    {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
+    {"strategy", 0, "S", "How invariant numerics completes sharded sums: canonical (default) or gather", OPT_STRATEGY},
+    {"sequence-parallel", 0, NULL, "Sequence parallelism for every tp-parallel op", OPT_SP},
+    {"backend", 0, "B", "cpu (default)", OPT_BACKEND},
+    {"weights", 0, "FILE", "Initial weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
+    {"weight-names", 0, "RULES", "Rules naming the --weights tensors of each argument (docs/io.md)", OPT_WEIGHT_NAMES},
+    {"seed", 0, "S", "Seed of the Philox initialisation of weights found in no file (default 0)", OPT_SEED},
+    {"batch", 0, "B", "Sequences per step, of the module's tokens per step (default 1)", OPT_BATCH},
+    {"steps", 0, "N", "Steps to train (default 100)", OPT_STEPS},
+    {"lr", 0, "LR", "Peak learning rate (default 3e-4)", OPT_LR},
+    {"min-lr", 0, "LR", "Learning rate at the end of the cosine schedule (default lr/10)", OPT_MIN_LR},
+    {"warmup", 0, "N", "Steps of linear warm-up (default 0)", OPT_WARMUP},
+    {"schedule", 0, "S", "cosine (default) or constant after the warm-up", OPT_SCHEDULE},
+    {"beta1", 0, "B", "AdamW's beta1 (default 0.9)", OPT_BETA1},
+    {"beta2", 0, "B", "AdamW's beta2 (default 0.95)", OPT_BETA2},
+    {"eps", 0, "E", "AdamW's epsilon (default 1e-8)", OPT_EPS},
+    {"weight-decay", 0, "W", "Decoupled weight decay (default 0.1)", OPT_WD},
+    {"clip", 0, "C", "Clip the global gradient norm to C (default 1.0; 0: no clipping)", OPT_CLIP},
+    {"save", 0, "DIR", "Write checkpoints into DIR (step-N/ directories and DIR/latest)", OPT_SAVE},
+    {"save-every", 0, "N", "A checkpoint every N steps (default: only at the end or on Ctrl-C)", OPT_SAVE_EVERY},
+    {"exit-after", 0, "N",
+     "Stop after step N of the --steps schedule, with a checkpoint (a job's time slot);\n"
+     "--resume goes on",
+     OPT_EXIT_AFTER},
+    {"resume", 0, "DIR", "Continue from DIR's latest checkpoint, bit for bit as if never stopped", OPT_RESUME},
+    {"json", 0, "FILE", "One JSON record per step (JSON Lines; '-' for stdout)", OPT_JSON},
+    {"skip-nonfinite", 0, NULL, "Skip a step whose loss or gradient norm is not finite (default: stop)",
+     OPT_SKIP_NONFINITE},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+static const tpc_cli_t kCli = {
+    .tool = "tpc-train",
+    .overview = "Train a whole model: a tp module's loss, its gradients and AdamW, step after step",
+    .usage = "<model.mlir> --data FILE [options]",
+    .options = kOptions,
+};
+
+static bool tpc__number(const char* name, const char* v, double lo, double hi, double* out) {
+  char* end = NULL;
+  double x = strtod(v, &end);
+  if (!end || *end || !(x >= lo && x <= hi)) {
+    fprintf(stderr, "tpc-train: error: --%s must be a number in [%g, %g]; got '%s'\n", name, lo, hi, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+static bool tpc__count(const char* name, const char* v, int64_t lo, int64_t* out) {
+  char* end = NULL;
+  long long x = strtoll(v, &end, 10);
+  if (!end || *end || x < lo) {
+    fprintf(stderr, "tpc-train: error: --%s must be an integer >= %lld; got '%s'\n", name, (long long)lo, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
+  memset(o, 0, sizeof *o);
+  o->backend = "cpu";
+  o->batch = 1;
+  o->steps = 100;
+  o->lr = 3e-4;
+  o->min_lr = -1.0;
+  o->cosine = true;
+  o->beta1 = 0.9;
+  o->beta2 = 0.95;
+  o->eps = 1e-8;
+  o->weight_decay = 0.1;
+  o->clip = 1.0;
+  tpc_cli_state_t st = {0};
+  int id;
+  bool ok = true;
+  int64_t seed = 0;
+  while (ok && (id = tpc_cli_next(&kCli, argc, argv, &st)) != TPC_CLI_END) {
+    const char* v = st.value;
+    switch (id) {
+      case TPC_CLI_EXIT: return 0;
+      case TPC_CLI_ERROR: return -1;
+      case TPC_CLI_POSITIONAL:
+        if (o->module_path) {
+          fprintf(stderr, "tpc-train: error: one module; got '%s' and '%s'\n", o->module_path, v);
+          return -1;
+        }
+        o->module_path = v;
+        break;
+      case OPT_DATA: o->data_path = v; break;
+      case OPT_MESH: o->mesh = v; break;
+      case OPT_NUMERICS: o->numerics = v; break;
+      case OPT_STRATEGY: o->strategy = v; break;
+      case OPT_SP: o->sequence_parallel = true; break;
+      case OPT_BACKEND: o->backend = v; break;
+      case OPT_WEIGHTS: o->weights = v; break;
+      case OPT_WEIGHT_NAMES: o->weight_names = v; break;
+      case OPT_SEED: ok = tpc__count("seed", v, 0, &seed), o->seed = (uint64_t)seed, o->seed_given = true; break;
+      case OPT_BATCH: ok = tpc__count("batch", v, 1, &o->batch); break;
+      case OPT_STEPS: ok = tpc__count("steps", v, 1, &o->steps); break;
+      case OPT_LR: ok = tpc__number("lr", v, 0.0, 10.0, &o->lr); break;
+      case OPT_MIN_LR: ok = tpc__number("min-lr", v, 0.0, 10.0, &o->min_lr); break;
+      case OPT_WARMUP: ok = tpc__count("warmup", v, 0, &o->warmup); break;
+      case OPT_SCHEDULE:
+        ok = !strcmp(v, "cosine") || !strcmp(v, "constant");
+        o->cosine = !strcmp(v, "cosine");
+        if (!ok) fprintf(stderr, "tpc-train: error: --schedule must be cosine or constant; got '%s'\n", v);
+        break;
+      case OPT_BETA1: ok = tpc__number("beta1", v, 0.0, 0.999999, &o->beta1); break;
+      case OPT_BETA2: ok = tpc__number("beta2", v, 0.0, 0.999999, &o->beta2); break;
+      case OPT_EPS: ok = tpc__number("eps", v, 0.0, 1.0, &o->eps); break;
+      case OPT_WD: ok = tpc__number("weight-decay", v, 0.0, 10.0, &o->weight_decay); break;
+      case OPT_CLIP: ok = tpc__number("clip", v, 0.0, 1e30, &o->clip); break;
+      case OPT_SAVE: o->save_dir = v; break;
+      case OPT_SAVE_EVERY: ok = tpc__count("save-every", v, 1, &o->save_every); break;
+      case OPT_RESUME: o->resume_dir = v; break;
+      case OPT_EXIT_AFTER: ok = tpc__count("exit-after", v, 1, &o->exit_after); break;
+      case OPT_JSON: o->json = v; break;
+      case OPT_SKIP_NONFINITE: o->skip_nonfinite = true; break;
+      default: break;
+    }
+  }
+  if (!ok) return -1;
+  if (!o->module_path || !o->data_path) {
+    fprintf(stderr, "tpc-train: error: give a module and --data FILE (tpc-train --help)\n");
+    return -1;
+  }
+  if (o->min_lr < 0) o->min_lr = o->lr / 10.0;
+  if (o->resume_dir && !o->save_dir) o->save_dir = o->resume_dir;
+  return 1;
+}
+
+double tpc_lr(const tpc_train_options_t* o, int64_t t) {
+  if (o->warmup > 0 && t <= o->warmup) return o->lr * (double)t / (double)o->warmup;
+  if (!o->cosine || o->steps <= o->warmup) return o->lr;
+  double p = (double)(t - o->warmup) / (double)(o->steps - o->warmup);
+  return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1.0 + cos(3.14159265358979323846 * p));
+}
+
+void tpc_adamw_hyper(const tpc_train_options_t* o, int64_t t, float h[8]) {
+  double lr = tpc_lr(o, t);
+  h[0] = (float)(lr / (1.0 - pow(o->beta1, (double)t)));
+  h[1] = (float)(1.0 - o->beta1);
+  h[2] = (float)o->beta2;
+  h[3] = (float)(1.0 - o->beta2);
+  h[4] = (float)o->eps;
+  h[5] = (float)(1.0 - lr * o->weight_decay);
+  h[6] = (float)sqrt(1.0 - pow(o->beta2, (double)t));
+  h[7] = (float)o->clip;
+}
