@@ -313,6 +313,7 @@ tprt_status_t tprt_cpu_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t
   const tprt_tensor_t* vecs[2] = {loss, lse};
   static const char* const names[2] = {"loss", "lse"};
   tprt_status_t s = tprt__check_ce(op, x, w, targets, vecs, names, 2, chunks);
+  if (!s) s = tprt__check_ids(op, "targets", targets, w->dims[0], true);
   if (s) return s;
   // The statistics of the whole vocabulary (one rank's) and their combination: what every
   // vocabulary-parallel degree computes.
