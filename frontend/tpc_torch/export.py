@@ -15,6 +15,7 @@ tokens' rotated keys and values. The results are y and each layer's new rotated 
 layers.<i>.self_attn.k and .v [B*S, Hkv*D], which the caller appends to the caches. The example
 inputs (--weights) decode after --past cached tokens."""
 import argparse
+import math
 import os
 import sys
 
@@ -62,7 +63,7 @@ def describe(model, batch, seq_len, dtype):
 
 
 def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False,
-           weights=True, kv_cache=None, past=None):
+           weights=True, kv_cache=None, past=None, whole=False):
     """Builds the model, resolves the plan (and checks it against each TP degree in tp), runs
     torch.export on its decoder stack and converts the graph. weights=False skips drawing random
     weights (the module text does not depend on them). kv_cache=C exports a decoding step of
@@ -98,10 +99,68 @@ def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, t
     attrs = {"tp.recompute": "true"} if recompute else None
     if recompute:
         fn.body = _mark_layers(fn.body)
+    ends = None
+    if whole:
+        if kv_cache:
+            raise ExportError("--whole exports a training function; a decoding step (--kv-cache) has no loss")
+        ends = _whole_model(fn, tensors, model, batch * seq_len, dtype, seed if weights else None)
+        header = [f"Exported by tpc_torch from {what}: the whole model, {describe(model, batch, seq_len, dtype)}; "
+                  f"plan {resolved.name}" + (" with sequence parallelism" if resolved.sequence_parallel else "") + ".",
+                  "ids and targets[T] (i32) are the tokens and their next tokens, cos/sin[T,D] the rotary tables;",
+                  "weights are named as the Hugging Face parameters (gate_up_proj = [gate_proj; up_proj]); loss[T] is",
+                  "each token's cross-entropy (tpc-train averages it; docs/training.md)."]
     text = emit.module_text(fn, header, attrs)
-    return Exported(model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
+    return Exported(ends=ends, model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
                     cotangent=models.cotangent(example[0], seed), what=what, source=source, batch=batch,
                     seq_len=seq_len, dtype=dtype, seed=seed, kv_cache=kv_cache, past=past, _decoding=None)
+
+
+def _whole_model(fn, tensors, model, tokens, dtype, seed):
+    """Turns the exported decoder stack into the whole model's training function: the token
+    embedding in front (x = embed_tokens[ids]), the final norm and the vocabulary-parallel
+    cross-entropy of the LM head (tied to the embedding when the config ties them) behind; the
+    result is the per-token loss. Returns {tp.name: tensor} of the new weights (seed None: the
+    checkpoint's or uninitialised ones, for the text only)."""
+    c = model.config
+    inner = getattr(model, "model", model)
+    x, cos = fn.args[0][0], fn.args[1][0]
+    if not x.name.startswith("%x"):
+        raise ExportError("the exported stack does not start with x")
+    el = x.dtype
+    vocab, hidden = c.vocab_size, c.hidden_size
+    fn.args.pop(0)
+    ids = fn.arg("ids", (tokens,), "i32", grad=False)
+    targets = fn.arg("targets", (tokens,), "i32", grad=False)
+    embed = fn.arg("embed_tokens.weight", (vocab, hidden), el, hint="embed")
+    norm = fn.arg("norm.weight", (hidden,), el, hint="final_norm")
+    tied = bool(getattr(c, "tie_word_embeddings", False))
+    head = embed if tied else fn.arg("lm_head.weight", (vocab, hidden), el, hint="lm_head")
+    # Arguments: the tokens first, then the tables and weights as they were.
+    fn.args = fn.args[-(4 if tied else 5):-(2 if tied else 3)] + fn.args[:-(4 if tied else 5)] + fn.args[-(2 if tied else 3):]
+    fn.body.insert(0, f'    {x.name} = "tp.embedding"({ids.name}, {embed.name}) {{parallel = "vocab"}}\n'
+                      f'        : ({ids.type}, {embed.type}) -> {x.type}')
+    fn.body.insert(0, "    // model.embed_tokens")
+    y = fn.results[0][0]
+    fn.comment("model.norm, lm_head and the loss")
+    (h,) = fn.op("tp.rmsnorm", [y, norm], {"eps": emit.f32(c.rms_norm_eps)}, [(y.shape, el)], ["final"])
+    loss, _ = fn.op("tp.cross_entropy", [h, head, targets], {"parallel": emit.string("vocab")},
+                    [((tokens,), "f32"), ((tokens,), "f32")], ["loss", "lse"])
+    fn.results = [(loss, "loss")]
+    out = {}
+    g = torch.Generator().manual_seed(1000 + (seed or 0))
+    with torch.no_grad():
+        if seed is not None:
+            # Embedding rows N(0, 1), the head std 1/sqrt(H), the final norm 1 (the layers'
+            # init_random scale), unless the model came with its own weights.
+            inner.embed_tokens.weight.copy_(torch.randn(vocab, hidden, generator=g))
+            inner.norm.weight.fill_(1.0)
+            if not tied:
+                model.lm_head.weight.copy_(torch.randn(vocab, hidden, generator=g) / math.sqrt(hidden))
+        out["embed_tokens.weight"] = inner.embed_tokens.weight.detach().clone()
+        out["norm.weight"] = inner.norm.weight.detach().clone()
+        if not tied:
+            out["lm_head.weight"] = model.lm_head.weight.detach().clone()
+    return out
 
 
 def _mark_layers(body):
@@ -125,8 +184,12 @@ def write(result, output, weights_dir):
         f.write(result.text)
     if weights_dir:
         os.makedirs(weights_dir, exist_ok=True)
-        weights.save(os.path.join(weights_dir, "weights.safetensors"), result.weights())
-        weights.save(os.path.join(weights_dir, "inputs.safetensors"), result.inputs())
+        weights.save(os.path.join(weights_dir, "weights.safetensors"), {**result.weights(), **(result.ends or {})})
+        if result.ends is None:
+            weights.save(os.path.join(weights_dir, "inputs.safetensors"), result.inputs())
+        else:  # the whole model's per-step inputs are the tokens; the tables stay
+            weights.save(os.path.join(weights_dir, "inputs.safetensors"), {"cos": result.example[1],
+                                                                            "sin": result.example[2]})
         names = _checkpoint_names(result.source)
         lines = weights.rules(result.tensors, names) if names else None
         if lines:
@@ -176,12 +239,16 @@ def main(argv=None):
                    "DIR/inputs.safetensors (x, cos, sin and the cotangent y_grad of training steps; with "
                    "--kv-cache the caches and cache_len instead of y_grad) and, "
                    "for a checkpoint, DIR/weight_names.txt")
+    p.add_argument("--whole", action="store_true",
+                   help="the whole model's training function: token ids and targets in, the per-token loss out "
+                        "(embedding, decoder layers, final norm, LM head and cross-entropy; tpc-train runs it)")
     p.add_argument("--recompute", action="store_true",
                    help="mark each layer's ops with tp.layer and set tp.recompute (training recomputes layers)")
     args = p.parse_args(argv)
     try:
         result = export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
-                        args.recompute, weights=args.weights is not None, kv_cache=args.kv_cache, past=args.past)
+                        args.recompute, weights=args.weights is not None, kv_cache=args.kv_cache, past=args.past,
+                        whole=args.whole)
         write(result, args.output, args.weights)
     except ExportError as e:
         print(f"tpc_torch.export: error: {e}", file=sys.stderr)

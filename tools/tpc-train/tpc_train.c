@@ -166,6 +166,7 @@ static void tpc__review(tpc_train_t* t) {
             "\"seconds\": %.6f, \"skipped\": %s}\n",
             (long long)step, t->loss_mean, tpc_lr(t->o, step), t->norm_value, (long long)t->tokens_done, elapsed,
             finite ? "false" : "true");
+  if (t->json) fflush(t->json);  // a record per line as it happens, kept if the run dies
   if (step >= t->o->steps || tpc_signals_caught() || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
   t->save = t->o->save_dir && (t->stop || (t->o->save_every > 0 && step % t->o->save_every == 0));
 }
@@ -317,6 +318,7 @@ int main(int argc, char** argv) {
   ro.sequence_parallel = o.sequence_parallel;
   ro.weights = o.weights;
   ro.weight_names = o.weight_names;
+  ro.inputs = o.inputs;
   ro.seed = o.seed;
   ro.seed_given = o.seed_given;
   char tmpdir[] = "/tmp/tpc-train-XXXXXX", so_path[PATH_MAX] = "", resume_file[PATH_MAX] = "";

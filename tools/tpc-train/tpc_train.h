@@ -22,6 +22,7 @@ typedef struct {
   const char* backend;
   const char* weights;
   const char* weight_names;
+  const char* inputs;  // --inputs: tensors by argument name, checked before --weights (the rotary tables)
   uint64_t seed;
   bool seed_given;
   int64_t batch;  // sequences per step (global)

@@ -10,7 +10,7 @@
 enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
-  OPT_CLIP, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
+  OPT_CLIP, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -22,6 +22,10 @@ static const tpc_cli_option_t kOptions[] = {
     {"backend", 0, "B", "cpu (default)", OPT_BACKEND},
     {"weights", 0, "FILE", "Initial weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
     {"weight-names", 0, "RULES", "Rules naming the --weights tensors of each argument (docs/io.md)", OPT_WEIGHT_NAMES},
+    {"inputs", 0, "FILE",
+     "Arguments by name that are neither weights nor tokens (the rotary tables cos and sin of an\n"
+     "exported model: tpc_torch.export --whole --weights DIR writes DIR/inputs.safetensors)",
+     OPT_INPUTS},
     {"seed", 0, "S", "Seed of the Philox initialisation of weights found in no file (default 0)", OPT_SEED},
     {"batch", 0, "B", "Sequences per step, of the module's tokens per step (default 1)", OPT_BATCH},
     {"steps", 0, "N", "Steps to train (default 100)", OPT_STEPS},
@@ -113,6 +117,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
       case OPT_BACKEND: o->backend = v; break;
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
+      case OPT_INPUTS: o->inputs = v; break;
       case OPT_SEED: ok = tpc__count("seed", v, 0, &seed), o->seed = (uint64_t)seed, o->seed_given = true; break;
       case OPT_BATCH: ok = tpc__count("batch", v, 1, &o->batch); break;
       case OPT_STEPS: ok = tpc__count("steps", v, 1, &o->steps); break;
