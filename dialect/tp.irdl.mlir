@@ -544,13 +544,16 @@ irdl.dialect @tp {
   // clip_grad_norm_): master, grad, m, v (f32, one shape); hyper[8] (f32) = [step size
   // lr/(1-beta1^t), 1-beta1, beta2, 1-beta2, eps, 1-lr*weight_decay, sqrt(1-beta2^t), max_norm
   // (0: no clipping)]; norm[1] the global gradient norm. Results: the new master, m and v, and
-  // the new master rounded to the compute weight's type.
-  irdl.operation @adamw {
+  // the new master rounded to the compute weight's type. With mesh and axes (ZeRO-1), master, m,
+  // v and the outputs are this rank's share of one dimension d of grad (member g of R holds
+  // [g*N/R, (g+1)*N/R) of its N), the one where their sizes differ.
+  irdl.operation @adamw attributes {tp.optional_attributes = {mesh = @none, axes = []}} {
     %f32 = irdl.base "!builtin.tensor"
+    %grad = irdl.base "!builtin.tensor"
     %hyper = irdl.base "!builtin.tensor"
     %norm = irdl.base "!builtin.tensor"
     %weight = irdl.base "!builtin.tensor"
-    irdl.operands(master: %f32, grad: %f32, m: %f32, v: %f32, hyper: %hyper, norm: %norm)
+    irdl.operands(master: %f32, grad: %grad, m: %f32, v: %f32, hyper: %hyper, norm: %norm)
     irdl.results(master_out: %f32, m_out: %f32, v_out: %f32, weight: %weight)
   }
 

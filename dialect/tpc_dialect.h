@@ -20,6 +20,9 @@ extern "C" {
 /// carry one `tp.layer` value, contiguous) right before its gradients instead of keeping its
 /// activations (docs/passes.md, "Activation recomputation").
 #define TPC_MODULE_ATTR_RECOMPUTE "tp.recompute"
+/// Module attribute: `tp.zero = true` shards the optimizer's master weights and moments over the
+/// dp axis (ZeRO stage 1; tp-shard, docs/training.md).
+#define TPC_MODULE_ATTR_ZERO "tp.zero"
 /// Op attribute: `tp.layer = i` (an integer >= 0) puts the op in layer i for recomputation.
 #define TPC_OP_ATTR_LAYER "tp.layer"
 /// Module attribute naming the quantization recipe.

@@ -336,6 +336,13 @@ static MlirLogicalResult tpc__verify_module_attrs(MlirOperation module) {
     tpc__rule_error(module, "module.recompute", TPC_MODULE_ATTR_RECOMPUTE " must be true or false; got %s",
                     tpc__attr_text(recompute, &text));
   }
+  MlirAttribute zero = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_ZERO));
+  if (!mlirAttributeIsNull(zero) && !mlirAttributeIsABool(zero)) {
+    tpc__text_t text = {{0}, 0, false};
+    ok = false;
+    tpc__rule_error(module, "module.zero", TPC_MODULE_ATTR_ZERO " must be true or false; got %s",
+                    tpc__attr_text(zero, &text));
+  }
   MlirAttribute wgrad = mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_GTP_WGRAD));
   if (!mlirAttributeIsNull(wgrad)) {
     MlirStringRef v = mlirAttributeIsAString(wgrad) ? mlirStringAttrGetValue(wgrad) : (MlirStringRef){NULL, 0};

@@ -181,15 +181,22 @@ static MlirLogicalResult tpc__verify_optimizer(MlirOperation op, int kind) {
   if (kind != TPC_OP_ADAMW) return OK;
   tpc_shape_t p = tpc__shape_of(tpc_adamw_get_master(op)), w = tpc__shape_of(tpc_adamw_get_weight(op));
   tpc_shape_t h = tpc__shape_of(tpc_adamw_get_hyper(op)), n = tpc__shape_of(tpc_adamw_get_norm(op));
-  if (!p.valid || !w.valid || !h.valid || !n.valid) return FAIL;
-  bool ok = tpc__is_f32(p.element) && tpc__is_storage_float(w.element) && w.rank == p.rank;
+  tpc_shape_t g = tpc__shape_of(tpc_adamw_get_grad(op));
+  if (!p.valid || !w.valid || !h.valid || !n.valid || !g.valid) return FAIL;
+  bool ok = tpc__is_f32(p.element) && tpc__is_f32(g.element) && tpc__is_storage_float(w.element) && w.rank == p.rank &&
+            g.rank == p.rank;
   for (int i = 0; ok && i < p.rank; ++i) ok = w.dims[i] == p.dims[i];
+  // The gradient has the states' shape, or (a ZeRO-1 share, with axes) a multiple of their dim 0.
+  bool shared = !mlirAttributeIsNull(tpc_adamw_get_axes_attr(op));
+  for (int i = 0; ok && i < p.rank; ++i)
+    ok = g.dims[i] == p.dims[i] || (shared && p.dims[i] > 0 && g.dims[i] % p.dims[i] == 0);
   if (!ok || !tpc__is_vec(&h, 8) || !tpc__is_f32(h.element) || !tpc__is_vec(&n, 1) || !tpc__is_f32(n.element))
     return tpc__rule_error(op, "optimizer.shapes",
-                           "expects f32 master, grad, m, v of one shape, hyper tensor<8xf32>, norm tensor<1xf32> and a "
-                           "float weight of master's shape; got master %s, hyper %s, norm %s, weight %s",
+                           "expects f32 master, grad, m, v of one shape (grad: a multiple along one dim for a ZeRO-1 share), "
+                           "hyper tensor<8xf32>, norm tensor<1xf32> and a float weight of master's shape; got master %s, "
+                           "hyper %s, norm %s, weight %s",
                            TYPE(p.type, s.a), TYPE(h.type, s.b), TYPE(n.type, s.c), TYPE(w.type, s.d));
-  return OK;
+  return tpc__verify_shard_attrs(op, tpc_adamw_get_mesh_attr(op), tpc_adamw_get_axes_attr(op));
 }
 
 MlirLogicalResult tpc__verify_model(MlirOperation op, int kind) {

@@ -169,6 +169,15 @@ MlirLogicalResult tpc__arg_layouts(tpc__shard_t* S, MlirBlock body) {
     MlirType element = layouts[i].element;
     layouts[i] = layouts[p];
     layouts[i].element = element;
+    // ZeRO-1: the states are split over dp as well, along their first dimension that no other
+    // axis splits (a share of the rank's own piece of the parameter), when it divides evenly.
+    for (int d = 0; tpc__zero1(S) && d < layouts[i].rank; ++d) {
+      if (tpc_mesh_group_size(&S->mesh, layouts[i].mask[d]) > 1 || layouts[i].blocks[d] != 1) continue;
+      tpc_layout_t z = layouts[i];
+      z.mask[d] = tpc__bit(S->dp);
+      if (tpc_layout_local_dim(&z, &S->mesh, d) > 0) layouts[i] = z;
+      break;
+    }
   }
   for (intptr_t i = 0; i < nargs; ++i) {
     char name[32];

@@ -98,6 +98,8 @@ MlirLogicalResult tpc__shard_amax(tpc__shard_t* S, MlirOperation op, tpc__sval_t
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 /// True for the backward ops tpc__shard_grad handles.
 bool tpc__is_grad_op(int kind);
+/// Whether the module asks for ZeRO-1 (tp.zero) on a mesh with more than one dp rank.
+bool tpc__zero1(const tpc__shard_t* S);
 /// Sharding rules of the embedding and cross-entropy ops and their gradients (shard_vocab.c).
 MlirLogicalResult tpc__shard_vocab(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 bool tpc__is_vocab_op(int kind);

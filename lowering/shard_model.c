@@ -226,6 +226,14 @@ static MlirLogicalResult tpc__shard_cross_entropy(tpc__shard_t* S, MlirOperation
   return mlirLogicalResultSuccess();
 }
 
+bool tpc__zero1(const tpc__shard_t* S) {
+  MlirOperation module = mlirOperationGetParentOperation(S->func);
+  MlirAttribute z = mlirOperationIsNull(module) ? (MlirAttribute){NULL}
+                                                : mlirOperationGetAttributeByName(module, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_ZERO));
+  return S->dp >= 0 && S->mesh.sizes[S->dp] > 1 && !mlirAttributeIsNull(z) && mlirAttributeIsABool(z) &&
+         mlirBoolAttrGetValue(z);
+}
+
 // Every mesh axis with more than one rank.
 static uint32_t tpc__all_axes(const tpc__shard_t* S) {
   uint32_t m = 0;
@@ -274,9 +282,17 @@ static MlirLogicalResult tpc__shard_optimizer(tpc__shard_t* S, MlirOperation op,
       return mlirLogicalResultSuccess();
     }
     default: {  // TPC_OP_ADAMW
-      const tpc_layout_t* g = &ins[TPC_ADAMW_SLOT_GRAD]->layout;
       static const int kStates[3] = {TPC_ADAMW_SLOT_MASTER, TPC_ADAMW_SLOT_M, TPC_ADAMW_SLOT_V};
       uint32_t real = tpc__all_axes(S);  // axes of one rank shard nothing
+      // ZeRO-1: the states hold this rank's dp share of dim 0; the gradient is whole over dp.
+      uint32_t dp = S->dp >= 0 ? tpc__bit(S->dp) & real : 0u;
+      tpc_layout_t gz = ins[TPC_ADAMW_SLOT_GRAD]->layout;
+      int zdim = -1;  // the dimension the states split over dp
+      for (int d = 0; dp && d < gz.rank && zdim < 0; ++d)
+        if ((ins[TPC_ADAMW_SLOT_MASTER]->layout.mask[d] & dp) && !(gz.mask[d] & dp)) zdim = d;
+      bool zero = zdim >= 0;
+      if (zero) gz.mask[zdim] = dp;
+      const tpc_layout_t* g = &gz;
       for (int k = 0; k < 3; ++k) {
         tpc_layout_t a = ins[kStates[k]]->layout, b = *g;
         a.element = b.element;
@@ -294,7 +310,27 @@ static MlirLogicalResult tpc__shard_optimizer(tpc__shard_t* S, MlirOperation op,
         outs[i] = *g;
         outs[i].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, i)));
       }
-      tpc__emit_op(S, op, ins, nin, outs, 4, NULL, NULL);
+      if (!zero) {
+        tpc__emit_op(S, op, ins, nin, outs, 4, NULL, NULL);
+        return mlirLogicalResultSuccess();
+      }
+      tpc_text_t extra = {0};
+      tpc_text_printf(&extra, "mesh = ");
+      tpc_text_symbol_ref(&extra, "", S->mesh.name);
+      tpc_text_printf(&extra, ", axes = [\"%s\"]", S->mesh.axes[S->dp]);
+      tpc__emit_op(S, op, ins, nin, outs, 4, extra.data, NULL);
+      tpc_text_free(&extra);
+      // The new weight: every dp rank's rows, gathered.
+      tpc__sval_t* w = &S->vals[S->num_vals - 1];
+      MlirValue result = w->value;
+      w->value = (MlirValue){NULL};
+      tpc_layout_t whole = outs[3];
+      whole.mask[zdim] = 0;
+      char dim[32];
+      snprintf(dim, sizeof dim, ", dim = %d : i64", zdim);
+      tpc__sval_t* r = tpc__emit_collective_mask(S, dp, TPC_OP_NAME_ALL_GATHER, w, dim, &whole);
+      if (!r) return mlirLogicalResultFailure();
+      r->value = result;
       return mlirLogicalResultSuccess();
     }
   }

@@ -2,6 +2,9 @@
 // their vocabulary-parallel forms and gradients, and the optimizer (tp.sumsq, tp.global_norm,
 // tp.adamw). A vocabulary op with `axes` holds one group member's share
 // of the vocabulary: member g of a group of R holds logical rows [g·V, (g+1)·V) of the R·V.
+#include <stdlib.h>
+#include <string.h>
+
 #include "tprt_abi_impl.h"
 
 // This rank's share of the vocabulary: the first logical row, the logical size and the group's
@@ -162,10 +165,47 @@ int32_t tprt_abi_global_norm(tprt_exec_t* exec, void* const* buffers, const int6
 int32_t tprt_abi_adamw(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_ADAMW_NUM_SLOTS, &c);
+  tprt_tensor_t* grad = &c.slot[TPRT_ADAMW_SLOT_GRAD];
+  void* scratch = NULL;
+  if (!s && tprt__attr(&c, TPRT_ADAMW_ATTR_AXES)) {
+    // ZeRO-1: the states are this rank's share of one dimension d of the gradient (the one where
+    // the sizes differ); the update reads the same elements of the gradient: a view when d is the
+    // outermost, else a copy of them.
+    s = tprt__check_mesh(exec, &c, TPRT_ADAMW_ATTR_MESH);
+    const tprt_tensor_t* master = &c.slot[TPRT_ADAMW_SLOT_MASTER];
+    int d = -1;
+    for (int i = 0; !s && i < master->rank && master->rank == grad->rank; ++i)
+      if (master->dims[i] != grad->dims[i]) d = d < 0 ? i : -2;
+    if (!s && (d < 0 || master->dims[d] < 1 || grad->dims[d] % master->dims[d] != 0))
+      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                           "adamw: a ZeRO-1 share of the states differs from the gradient in one dimension, by a whole "
+                           "factor");
+    int64_t g = s ? 0 : tprt_rank_group_index(tprt_exec_rank(exec), (uint32_t)tprt__attr(&c, TPRT_ADAMW_ATTR_AXES));
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; !s && i < d; ++i) outer *= grad->dims[i];
+    for (int i = d + 1; !s && i < grad->rank; ++i) inner *= grad->dims[i];
+    if (!s && d == 0) {
+      *grad = tprt_tensor_make((char*)grad->data + (size_t)(g * master->dims[0] * inner) * sizeof(float), grad->dtype,
+                               master->rank, master->dims);
+    } else if (!s && tprt_exec_backend(exec) != tprt_backend_cpu()) {
+      s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
+                           "adamw: a ZeRO-1 share along dimension %d runs on the CPU backend only for now", d);
+    } else if (!s) {
+      size_t piece = (size_t)(master->dims[d] * inner) * sizeof(float);
+      scratch = malloc(piece * (size_t)outer + 1);
+      if (!scratch) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "adamw: out of host memory");
+      for (int64_t o = 0; !s && o < outer; ++o)
+        memcpy((char*)scratch + (size_t)o * piece,
+               (const char*)grad->data + ((size_t)(o * grad->dims[d] + g * master->dims[d]) * (size_t)inner) * sizeof(float),
+               piece);
+      if (!s) *grad = tprt_tensor_make(scratch, grad->dtype, master->rank, master->dims);
+    }
+  }
   if (!s)
-    s = TPRT__KERNEL(exec, adamw, (&c.slot[TPRT_ADAMW_SLOT_MASTER], &c.slot[TPRT_ADAMW_SLOT_GRAD], &c.slot[TPRT_ADAMW_SLOT_M],
+    s = TPRT__KERNEL(exec, adamw, (&c.slot[TPRT_ADAMW_SLOT_MASTER], grad, &c.slot[TPRT_ADAMW_SLOT_M],
                                    &c.slot[TPRT_ADAMW_SLOT_V], &c.slot[TPRT_ADAMW_SLOT_HYPER], &c.slot[TPRT_ADAMW_SLOT_NORM],
                                    &c.slot[TPRT_ADAMW_SLOT_MASTER_OUT], &c.slot[TPRT_ADAMW_SLOT_M_OUT],
                                    &c.slot[TPRT_ADAMW_SLOT_V_OUT], &c.slot[TPRT_ADAMW_SLOT_WEIGHT]));
+  free(scratch);
   return tprt_exec_record(exec, s, TPRT_ADAMW_NAME);
 }

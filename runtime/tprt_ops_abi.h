@@ -500,7 +500,9 @@
 #define TPRT_ADAMW_SLOT_M_OUT 7
 #define TPRT_ADAMW_SLOT_V_OUT 8
 #define TPRT_ADAMW_SLOT_WEIGHT 9
-#define TPRT_ADAMW_NUM_ATTRS 0
+#define TPRT_ADAMW_NUM_ATTRS 2
+#define TPRT_ADAMW_ATTR_AXES 0
+#define TPRT_ADAMW_ATTR_MESH 1
 
 // tp.all_reduce
 #define TPRT_ALL_REDUCE_NAME "tp.all_reduce"

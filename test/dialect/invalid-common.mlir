@@ -214,6 +214,16 @@ module attributes {tp.chunks = "8"} {
 
 // -----
 
+/// module.zero: ZeRO-1 is on or off.
+// expected-error@+1 {{'builtin.module' op violates rule module.zero: tp.zero must be true or false; got 1 : i64}}
+module attributes {tp.zero = 1 : i64} {
+  func.func @zero_integer() {
+    return
+  }
+}
+
+// -----
+
 /// module.recompute: activation recomputation is on or off.
 // expected-error@+1 {{'builtin.module' op violates rule module.recompute: tp.recompute must be true or false; got "layers"}}
 module attributes {tp.recompute = "layers"} {

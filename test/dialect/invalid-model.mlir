@@ -140,7 +140,7 @@ func.func @norm_words(%a: tensor<30xi64>) -> tensor<1xf32> {
 
 /// optimizer.shapes: AdamW's hyperparameters are 8 floats.
 func.func @adamw_hyper(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: tensor<64x32xf32>, %v: tensor<64x32xf32>, %h: tensor<7xf32>, %n: tensor<1xf32>) -> tensor<64x32xbf16> {
-  // expected-error@+1 {{'tp.adamw' op violates rule optimizer.shapes: expects f32 master, grad, m, v of one shape, hyper tensor<8xf32>, norm tensor<1xf32> and a float weight of master's shape; got master tensor<64x32xf32>, hyper tensor<7xf32>, norm tensor<1xf32>, weight tensor<64x32xbf16>}}
+  // expected-error@+1 {{'tp.adamw' op violates rule optimizer.shapes: expects f32 master, grad, m, v of one shape (grad: a multiple along one dim for a ZeRO-1 share), hyper tensor<8xf32>, norm tensor<1xf32> and a float weight of master's shape; got master tensor<64x32xf32>, hyper tensor<7xf32>, norm tensor<1xf32>, weight tensor<64x32xbf16>}}
   %p1, %m1, %v1, %w = "tp.adamw"(%p, %g, %m, %v, %h, %n) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<7xf32>, tensor<1xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xbf16>)
   return %w : tensor<64x32xbf16>
 }

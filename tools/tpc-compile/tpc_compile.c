@@ -19,6 +19,7 @@
 #include "llvm-c/Core.h"
 #include "llvm-c/Target.h"
 #include "llvm-c/TargetMachine.h"
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 #include "mlir-c/RegisterEverything.h"
@@ -41,6 +42,7 @@ typedef struct {
   const char* numerics;  // --numerics, overriding tp.numerics
   const char* strategy;  // --strategy, overriding tp.strategy
   bool sequence_parallel;  // --sequence-parallel
+  bool zero1;              // --zero1
   int64_t gtp_prefetch;    // --gtp-prefetch (-1: not given)
   bool gtp_keep;           // --gtp-keep
   const char* gtp_wgrad;   // --gtp-wgrad (NULL: not given)
@@ -49,7 +51,7 @@ typedef struct {
 
 enum {
   OPT_OUTPUT, OPT_PIPELINE, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SEQUENCE_PARALLEL, OPT_GTP_PREFETCH,
-  OPT_GTP_KEEP, OPT_GTP_WGRAD, OPT_FUSED_NORM_ALGORITHM, OPT_EMIT, OPT_CPU
+  OPT_GTP_KEEP, OPT_GTP_WGRAD, OPT_FUSED_NORM_ALGORITHM, OPT_EMIT, OPT_CPU, OPT_ZERO1
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -60,6 +62,7 @@ static const tpc_cli_option_t kOptions[] = {
     {"strategy", 0, "S", "Set tp.strategy for invariant numerics: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Set sequence_parallel = true on every column/row-parallel linear",
      OPT_SEQUENCE_PARALLEL},
+    {"zero1", 0, NULL, "Set tp.zero = true: shard AdamW's master weights and moments over dp (ZeRO-1)", OPT_ZERO1},
     {"gtp-prefetch", 0, "N", "Set tp.gtp_prefetch: start GTP weight all-gathers N contractions before use",
      OPT_GTP_PREFETCH},
     {"gtp-keep", 0, NULL, "Set tp.gtp_keep: gather each GTP weight once and keep it for the backward", OPT_GTP_KEEP},
@@ -116,6 +119,7 @@ static int tpc__parse_args(int argc, char** argv, tpc_compile_options_t* o) {
         *(id == OPT_NUMERICS ? &o->numerics : &o->strategy) = v;
         break;
       case OPT_SEQUENCE_PARALLEL: o->sequence_parallel = true; break;
+      case OPT_ZERO1: o->zero1 = true; break;
       case OPT_GTP_PREFETCH:
         if (!tpc_gtp_prefetch_option_check(v, &o->gtp_prefetch, error, sizeof error)) {
           tpc_cli_error(&kCli, "%s", error);
@@ -313,6 +317,9 @@ int main(int argc, char** argv) {
   if (opts.has_mesh && mlirLogicalResultIsFailure(tpc_mesh_declare(op, &opts.mesh))) goto done;
   tpc_module_set_numerics(op, opts.numerics, opts.strategy);
   if (opts.sequence_parallel) tpc_module_set_sequence_parallel(op);
+  if (opts.zero1)
+    mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(TPC_MODULE_ATTR_ZERO),
+                                    mlirBoolAttrGet(mlirOperationGetContext(op), 1));
   tpc_module_set_gtp(op, opts.gtp_prefetch, opts.gtp_keep);
   tpc_module_set_gtp_wgrad(op, opts.gtp_wgrad);
   tpc_module_set_fused_norm_algorithm(op, opts.fused_norm_algorithm);

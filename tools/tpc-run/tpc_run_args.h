@@ -22,6 +22,7 @@ typedef struct {
   const char* numerics;  // --numerics, passed to tpc-compile
   const char* strategy;  // --strategy, passed to tpc-compile
   bool sequence_parallel;  // --sequence-parallel, passed to tpc-compile
+  bool zero1;              // tpc-train's --zero1, passed to tpc-compile
   const char* gtp_prefetch;  // --gtp-prefetch, passed to tpc-compile
   bool gtp_keep;
   const char* gtp_wgrad;     // --gtp-wgrad, passed to tpc-compile             // --gtp-keep, passed to tpc-compile

@@ -32,7 +32,7 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
   if (pid == 0) {
     char pipeline[128], mesh[128], numerics[64], strategy[64], prefetch[64], wgrad[64], algorithm[64];
     // The five fixed arguments, one per optional flag below, and the terminating NULL.
-    char* argv[14] = {compiler, (char*)mlir, "-o", out_so, pipeline};
+    char* argv[15] = {compiler, (char*)mlir, "-o", out_so, pipeline};
     int argc = 5;
     snprintf(pipeline, sizeof pipeline, "--pipeline=%s", o->pipeline ? o->pipeline : "lower-cpu");
     snprintf(mesh, sizeof mesh, "--mesh=%s", o->mesh ? o->mesh : "");
@@ -42,6 +42,7 @@ int tpc__compile(const tpc_run_options_t* o, const char* mlir, char* out_so, siz
     if (o->numerics) argv[argc++] = numerics;
     if (o->strategy) argv[argc++] = strategy;
     if (o->sequence_parallel) argv[argc++] = "--sequence-parallel";
+    if (o->zero1) argv[argc++] = "--zero1";
     snprintf(prefetch, sizeof prefetch, "--gtp-prefetch=%s", o->gtp_prefetch ? o->gtp_prefetch : "");
     if (o->gtp_prefetch) argv[argc++] = prefetch;
     if (o->gtp_keep) argv[argc++] = "--gtp-keep";

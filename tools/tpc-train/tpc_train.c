@@ -316,6 +316,7 @@ int main(int argc, char** argv) {
   ro.numerics = o.numerics;
   ro.strategy = o.strategy;
   ro.sequence_parallel = o.sequence_parallel;
+  ro.zero1 = o.zero1;
   ro.weights = o.weights;
   ro.weight_names = o.weight_names;
   ro.inputs = o.inputs;

@@ -19,6 +19,7 @@ typedef struct {
   const char* numerics;
   const char* strategy;
   bool sequence_parallel;
+  bool zero1;  // --zero1: optimizer states sharded over dp
   const char* backend;
   const char* weights;
   const char* weight_names;

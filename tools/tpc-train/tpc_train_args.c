@@ -10,7 +10,7 @@
 enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
-  OPT_CLIP, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
+  OPT_CLIP, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -19,6 +19,7 @@ static const tpc_cli_option_t kOptions[] = {
     {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"strategy", 0, "S", "How invariant numerics completes sharded sums: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Sequence parallelism for every tp-parallel op", OPT_SP},
+    {"zero1", 0, NULL, "Shard AdamW's master weights and moments over the dp ranks (ZeRO-1)", OPT_ZERO1},
     {"backend", 0, "B", "cpu (default)", OPT_BACKEND},
     {"weights", 0, "FILE", "Initial weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
     {"weight-names", 0, "RULES", "Rules naming the --weights tensors of each argument (docs/io.md)", OPT_WEIGHT_NAMES},
@@ -114,6 +115,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
       case OPT_NUMERICS: o->numerics = v; break;
       case OPT_STRATEGY: o->strategy = v; break;
       case OPT_SP: o->sequence_parallel = true; break;
+      case OPT_ZERO1: o->zero1 = true; break;
       case OPT_BACKEND: o->backend = v; break;
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
