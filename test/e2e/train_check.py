@@ -4,15 +4,17 @@
   train_check.py falls RUN.jsonl             the loss of the last 5 steps is below half the first's
   train_check.py same A.jsonl B.jsonl ...    every step's loss and gradient norm are bitwise equal
                                              (the records' text, without timings)
+  train_check.py same-eval A.jsonl B.jsonl   every evaluation's held-out loss is bitwise equal
   train_check.py same-files A B ...          the files are byte for byte equal
 """
 import json
 import sys
 
 
-def records(path):
+def records(path, key="loss"):
+    """The step records (those with |key|: "loss" for training steps, "val_loss" for evaluations)."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [r for r in (json.loads(line) for line in f if line.strip()) if key in r]
 
 
 def main():
@@ -22,12 +24,13 @@ def main():
         first, last = r[0]["loss"], sum(x["loss"] for x in r[-5:]) / 5
         ok = last < first / 2
         print(f"loss: step 1 {first:.4f}, mean of the last 5 steps {last:.4f}")
-    elif mode == "same":
-        keys = ("step", "loss", "grad_norm", "lr")
-        ref = {x["step"]: tuple(x[k] for k in keys) for x in records(paths[0])}
+    elif mode in ("same", "same-eval"):
+        key = "loss" if mode == "same" else "val_loss"
+        keys = ("step", "loss", "grad_norm", "lr") if mode == "same" else ("step", "val_loss", "val_tokens")
+        ref = {x["step"]: tuple(x[k] for k in keys) for x in records(paths[0], key)}
         ok = True
         for p in paths[1:]:
-            got = {x["step"]: tuple(x[k] for k in keys) for x in records(p)}
+            got = {x["step"]: tuple(x[k] for k in keys) for x in records(p, key)}
             bad = [s for s in got if got[s] != ref.get(s)]
             print(f"{p}: {len(got)} steps, {'same' if not bad else 'DIFFERENT at steps ' + str(bad[:5])}")
             ok &= not bad and len(got) > 0

@@ -46,7 +46,17 @@ typedef struct {
   const tprt_module_t* module;
   const tprt_module_function_t* fn;
   tprt_world_t* world;
-  tpc_data_t train;
+  tpc_data_t train, val;
+  // Evaluation (--val-data): the forward module (pipeline infer) and, per argument, the training
+  // argument of the same name that it reads.
+  tprt_module_t* eval_module;
+  const tprt_module_function_t* efn;
+  int* eval_from;
+  int eval_ids, eval_targets;
+  void** eval_results_of[TPC_RUN_MAX_RANKS];
+  bool eval_now;
+  double val_sum;
+  int64_t val_count;
   // Argument roles, by name (docs/training.md, "The module").
   int ids, targets, loss_grad, hyper, loss, norm;
   int* next;  // per result: the argument it becomes at the next step, or -1
@@ -169,6 +179,81 @@ static void tpc__review(tpc_train_t* t) {
   if (t->json) fflush(t->json);  // a record per line as it happens, kept if the run dies
   if (step >= t->o->steps || tpc_signals_caught() || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
   t->save = t->o->save_dir && (t->stop || (t->o->save_every > 0 && step % t->o->save_every == 0));
+  t->eval_now = t->efn && (t->stop || (t->o->eval_every > 0 && step % t->o->eval_every == 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+// The mean loss of --eval-batches batches of --val-data (from its start, so every evaluation
+// sees the same tokens), with the weights of this step: the forward module reads the training
+// arguments themselves. Rank 0 prints it.
+static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec, void* arena, void** args,
+                                   void** results) {
+  int r = tprt_rank_index(rank);
+  const tprt_module_function_t* efn = t->efn;
+  int64_t T = t->ids_t.dims[0], position = 0;
+  tprt_status_t s = NULL;
+  if (r == 0) t->val_sum = 0.0, t->val_count = 0;
+  for (int64_t k = 0; k < t->o->eval_batches && !s; ++k) {
+    if (r == 0) {
+      tprt_status_t p = tpc_data_batch(&t->val, position, T, (int32_t*)t->ids_t.data, (int32_t*)t->targets_t.data);
+      if (p) t->failure = p, t->stop = true;
+      position = tpc_data_advance(&t->val, position, T);
+    }
+    if ((s = tpc__meet(rank)) || t->failure) break;
+    for (int a = 0; a < efn->num_args; ++a)
+      if (t->eval_from[a] >= 0) args[a] = t->args[r][t->eval_from[a]];
+    const int which[2] = {t->eval_ids, t->eval_targets};
+    const tprt_tensor_t* logical[2] = {&t->ids_t, &t->targets_t};
+    for (int i = 0; i < 2 && !s; ++i) {
+      const tprt_module_tensor_t* mt = &efn->args[which[i]];
+      tprt_tensor_t l = *logical[i], local = mt->layout;
+      tprt_shard_t shard;
+      local.data = args[which[i]];
+      s = tpc__logical(mt, t->world, &l, &shard);
+      l.data = logical[i]->data;
+      if (!s) s = mt->sharded ? tprt_shard_extract(&shard, t->world, r, &l, &local) : NULL;
+      if (!s && !mt->sharded) memcpy(local.data, l.data, tprt_tensor_bytes(&local));
+    }
+    if (!s && efn->entry(exec, args, results, arena)) {
+      s = tprt_exec_take_status(exec);
+      if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "evaluation failed");
+    }
+    if (s || (s = tpc__meet(rank))) break;
+    if (r == 0) {
+      // The mean over the batch's tokens, as the training loss (rank pieces in logical order).
+      const tprt_module_tensor_t* mt = &efn->results[0];
+      tprt_tensor_t l;
+      tprt_shard_t shard;
+      tprt_status_t e = tpc__logical(mt, t->world, &l, &shard);
+      float* loss = calloc((size_t)l.dims[0] + 1, sizeof *loss);
+      l.data = loss;
+      for (int q = 0; !e && loss && q < tprt_world_size(t->world); ++q) {
+        tprt_tensor_t local = mt->layout;
+        local.data = t->eval_results_of[q] ? t->eval_results_of[q][0] : NULL;
+        if (local.data) e = mt->sharded ? tprt_shard_insert(&shard, t->world, q, &local, &l) : NULL;
+        if (!e && !mt->sharded && local.data) memcpy(loss, local.data, tprt_tensor_bytes(&local));
+      }
+      for (int64_t i = 0; loss && i < l.dims[0]; ++i)
+        if (((int32_t*)t->targets_t.data)[i] >= 0) t->val_sum += loss[i], t->val_count += 1;
+      free(loss);
+      if (e) t->failure = e, t->stop = true;
+    }
+    if ((s = tpc__meet(rank))) break;
+  }
+  if (!s && r == 0 && !t->failure) {
+    double v = t->val_count ? t->val_sum / (double)t->val_count : 0.0;
+    fprintf(stderr, "tpc-train: eval after step %lld | val loss %.6f (%lld batches, %lld tokens)\n", (long long)t->step, v,
+            (long long)t->o->eval_batches, (long long)t->val_count);
+    if (t->json) {
+      fprintf(t->json, "{\"step\": %lld, \"val_loss\": %.9g, \"val_tokens\": %lld}\n", (long long)t->step, v,
+              (long long)t->val_count);
+      fflush(t->json);
+    }
+  }
+  return s;
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,6 +272,26 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
                                           &arena);
   if (!s) s = tprt_exec_create(rank, t->module->chunks, tprt_rank_allocator(rank), &exec);
   if (exec) tprt_exec_set_backend(exec, t->backend);
+  // The evaluation module's own arena and buffers (its weights are the training arguments).
+  tprt_exec_t* eval_exec = NULL;
+  void *eval_arena = NULL, **eval_args = NULL, **eval_results = NULL;
+  if (!s && t->efn) {
+    eval_args = calloc((size_t)t->efn->num_args + 1, sizeof(void*));
+    eval_results = calloc((size_t)t->efn->num_results + 1, sizeof(void*));
+    if (!eval_args || !eval_results) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    if (!s) s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)t->efn->arena_bytes + 1, TPRT_ABI_ARENA_ALIGNMENT,
+                                      &eval_arena);
+    for (int a = 0; !s && a < t->efn->num_args; ++a)
+      if (t->eval_from[a] < 0)
+        s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&t->efn->args[a].layout) + 1, 64,
+                                  &eval_args[a]);
+    for (int j = 0; !s && j < t->efn->num_results; ++j)
+      s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&t->efn->results[j].layout) + 1, 64,
+                                &eval_results[j]);
+    t->eval_results_of[r] = eval_results;
+    if (!s) s = tprt_exec_create(rank, t->eval_module->chunks, tprt_rank_allocator(rank), &eval_exec);
+    if (eval_exec) tprt_exec_set_backend(eval_exec, t->backend);
+  }
   const int per_step[3] = {t->ids, t->targets, t->loss_grad};
   const tprt_tensor_t* logical[3] = {&t->ids_t, &t->targets_t, &t->loss_grad_t};
   while (!s) {
@@ -232,17 +337,65 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       }
       if ((s = tpc__meet(rank))) break;
     }
+    if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec, eval_arena, eval_args, eval_results))) break;
     if (t->stop) break;
   }
   if (s) tprt_rank_fail(rank, s);
   tprt_exec_destroy(exec);
   tprt_allocator_free(tprt_rank_allocator(rank), arena);
+  if (t->efn) {
+    tprt_exec_destroy(eval_exec);
+    tprt_allocator_free(tprt_rank_allocator(rank), eval_arena);
+    for (int a = 0; eval_args && a < t->efn->num_args; ++a)
+      if (t->eval_from[a] < 0) tprt_allocator_free(tprt_rank_allocator(rank), eval_args[a]);
+    for (int j = 0; eval_results && j < t->efn->num_results; ++j)
+      tprt_allocator_free(tprt_rank_allocator(rank), eval_results[j]);
+    free(eval_args);
+    free(eval_results);
+  }
   return NULL;
 }
 
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
+
+// --val-data: the held-out tokens and the forward module (the same .mlir through the `infer`
+// pipeline), whose weights are the training arguments of the same names and layouts.
+static tprt_status_t tpc__load_eval(tpc_train_t* t, const tpc_run_options_t* train_ro, char (*dir)[64]) {
+  TPRT_RETURN_IF_ERROR(tpc_data_open(t->o->val_path, &t->val), "--val-data");
+  tpc_run_options_t ro = *train_ro;
+  ro.pipeline = "infer";
+  ro.zero1 = false;
+  char so[PATH_MAX];
+  snprintf(*dir, sizeof *dir, "/tmp/tpc-train-eval-XXXXXX");
+  if (!tpc__compile(&ro, t->o->module_path, so, sizeof so, *dir))
+    return tprt_make_status(TPRT_STATUS_INTERNAL, "%s: the evaluation module (pipeline infer) does not compile",
+                            t->o->module_path);
+  TPRT_RETURN_IF_ERROR(tprt_module_load(so, tprt_allocator_system(), &t->eval_module), "evaluation module");
+  t->efn = &t->eval_module->functions[0];
+  t->eval_from = calloc((size_t)t->efn->num_args + 1, sizeof *t->eval_from);
+  if (!t->eval_from) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  t->eval_ids = t->eval_targets = -1;
+  for (int a = 0; a < t->efn->num_args; ++a) {
+    const tprt_module_tensor_t* e = &t->efn->args[a];
+    t->eval_from[a] = -1;
+    if (!strcmp(e->name, "ids")) t->eval_ids = a;
+    if (!strcmp(e->name, "targets")) t->eval_targets = a;
+    if (a == t->eval_ids || a == t->eval_targets) continue;
+    int k = tpc__find_arg(t->fn, e->name);
+    if (k < 0 || tprt_tensor_bytes(&e->layout) != tprt_tensor_bytes(&t->fn->args[k].layout) ||
+        e->layout.dtype != t->fn->args[k].layout.dtype)
+      return tprt_make_status(TPRT_STATUS_INTERNAL,
+                              "evaluation: argument '%s' of the forward module has no training argument of its name "
+                              "and layout",
+                              e->name);
+    t->eval_from[a] = k;
+  }
+  if (t->eval_ids < 0 || t->eval_targets < 0 || t->efn->num_results < 1)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "evaluation: the forward module lacks ids, targets or a loss");
+  return NULL;
+}
 
 // The initial value of every argument: from --resume's checkpoint, --weights, or Philox (--seed);
 // an optimizer state from its parameter (the master weight) or zero (the moments).
@@ -323,6 +476,7 @@ int main(int argc, char** argv) {
   ro.seed = o.seed;
   ro.seed_given = o.seed_given;
   char tmpdir[] = "/tmp/tpc-train-XXXXXX", so_path[PATH_MAX] = "", resume_file[PATH_MAX] = "";
+  char eval_so_dir[64] = "";
   tprt_module_t* module = NULL;
   tpc_sources_t sources = {0};
   tprt_status_t s = NULL;
@@ -367,6 +521,7 @@ int main(int argc, char** argv) {
                          o.module_path);
     goto fail;
   }
+  if (o.val_path && (s = tpc__load_eval(t, &ro, &eval_so_dir))) goto fail;
   t->next = calloc((size_t)fn->num_results + 1, sizeof *t->next);
   for (int j = 0; t->next && j < fn->num_results; ++j) t->next[j] = j == t->loss ? -1 : tpc__find_arg(fn, fn->results[j].name);
   // The world: the module's mesh.
@@ -449,6 +604,15 @@ done:
   tpc_data_close(&t->train);
   tprt_world_destroy(t->world);
   tprt_module_unload(module, tprt_allocator_system());
+  tprt_module_unload(t->eval_module, tprt_allocator_system());
+  free(t->eval_from);
+  tpc_data_close(&t->val);
+  if (eval_so_dir[0]) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/module.so", eval_so_dir);
+    unlink(p);
+    rmdir(eval_so_dir);
+  }
   if (so_path[0] && strncmp(so_path, "/tmp/tpc-train-", 15) == 0) {
     unlink(so_path);
     rmdir(tmpdir);

@@ -15,6 +15,9 @@
 typedef struct {
   const char* module_path;
   const char* data_path;
+  const char* val_path;     // --val-data: held-out tokens
+  int64_t eval_every;       // --eval-every N (0: only at the end when --val-data is given)
+  int64_t eval_batches;     // --eval-batches K (default 8)
   const char* mesh;
   const char* numerics;
   const char* strategy;

@@ -10,11 +10,16 @@
 enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
-  OPT_CLIP, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
+  OPT_CLIP, OPT_VAL, OPT_EVAL_EVERY, OPT_EVAL_BATCHES, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
 };
 
 static const tpc_cli_option_t kOptions[] = {
     {"data", 0, "FILE", "Token file to train on (docs/training.md, \"Token files\"); required", OPT_DATA},
+    {"val-data", 0, "FILE", "Held-out token file: the mean loss of --eval-batches batches of it is\n"
+     "printed every --eval-every steps and at the end",
+     OPT_VAL},
+    {"eval-every", 0, "N", "Evaluate on --val-data every N steps (default: only at the end)", OPT_EVAL_EVERY},
+    {"eval-batches", 0, "K", "Batches of --val-data per evaluation, from its start (default 8)", OPT_EVAL_BATCHES},
     {"mesh", 0, "tp=2[,dp=2]", "Partition the model over this mesh (default: one rank)", OPT_MESH},
     {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"strategy", 0, "S", "How invariant numerics completes sharded sums: canonical (default) or gather", OPT_STRATEGY},
@@ -94,6 +99,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
   o->eps = 1e-8;
   o->weight_decay = 0.1;
   o->clip = 1.0;
+  o->eval_batches = 8;
   tpc_cli_state_t st = {0};
   int id;
   bool ok = true;
@@ -111,6 +117,9 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
         o->module_path = v;
         break;
       case OPT_DATA: o->data_path = v; break;
+      case OPT_VAL: o->val_path = v; break;
+      case OPT_EVAL_EVERY: ok = tpc__count("eval-every", v, 1, &o->eval_every); break;
+      case OPT_EVAL_BATCHES: ok = tpc__count("eval-batches", v, 1, &o->eval_batches); break;
       case OPT_MESH: o->mesh = v; break;
       case OPT_NUMERICS: o->numerics = v; break;
       case OPT_STRATEGY: o->strategy = v; break;
