@@ -484,6 +484,15 @@ int main(int argc, char** argv) {
   tpc_checkpoint_state_t resumed = {0};
   if (!t) return 1;
   t->o = &o;
+  // Ranks are threads of this process: a launcher's world of processes would train one copy each.
+  const char* launched[2] = {getenv("WORLD_SIZE"), getenv("OMPI_COMM_WORLD_SIZE")};
+  for (int i = 0; i < 2; ++i)
+    if (launched[i] && atoi(launched[i]) > 1) {
+      s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
+                           "tpc-train runs its ranks as threads of one process for now (docs/training.md, \"Status\"); "
+                           "start it once, without torchrun or mpirun, with --mesh");
+      goto fail;
+    }
   t->ids = t->targets = t->loss_grad = t->hyper = t->loss = t->norm = -1;
   if (o.resume_dir) {
     // The checkpoint's tensors are the arguments by name; its trainer state says where to go on.
@@ -577,11 +586,18 @@ int main(int argc, char** argv) {
           o.module_path, (long long)t->ids_t.dims[0], (long long)o.batch, (long long)(t->ids_t.dims[0] / o.batch),
           nranks, nranks == 1 ? "" : "s", t->backend->name, module->numerics, o.data_path, (long long)t->train.count);
   t->t_start = tpc_now();
-  tpc_signals_watch(t->world);
+  // A first Ctrl-C (or SIGTERM) ends the run after the step in progress, with a checkpoint when
+  // --save is given: the world is not cancelled (tpc-run's way), the ranks see the flag between
+  // steps. A second Ctrl-C ends the process at once.
   s = tprt_world_run(t->world, tpc__rank, t);
-  tpc_signals_watch(NULL);
   if (t->failure && !s) s = t->failure, t->failure = NULL;
   if (s) goto fail;
+  if (tpc_signals_caught()) {
+    fprintf(stderr, "tpc-train: %s after step %lld%s\n", tpc_signals_message(), (long long)t->step,
+            o.save_dir ? "; the checkpoint above holds it (--resume goes on)" : "");
+    rc = 128 + tpc_signals_caught();
+    goto done;
+  }
   if (t->json && t->json != stdout) fclose(t->json), t->json = NULL;
   rc = 0;
   goto done;
