@@ -59,6 +59,7 @@ typedef struct {
   int64_t val_count;
   // Argument roles, by name (docs/training.md, "The module").
   int ids, targets, loss_grad, hyper, loss, norm;
+  int cos_arg, sin_arg;  // --inputs' tables (also in checkpoints; a resume may take them from --inputs)
   int* next;  // per result: the argument it becomes at the next step, or -1
   // The logical per-step inputs rank 0 prepares.
   tprt_tensor_t ids_t, targets_t, loss_grad_t;
@@ -424,6 +425,11 @@ static tprt_status_t tpc__init_args(tpc_train_t* t, tpc_sources_t* src, const tp
       if (!per_step && (s = tpc_arg_src_find(src, mt->name, &l, &as))) break;
       if (as.count) {
         s = tpc_arg_src_read(src, &as, &l);
+      } else if (t->o->resume_dir && !per_step && a != t->cos_arg && a != t->sin_arg) {
+        // A resumed run goes on bit for bit only from every tensor of the state.
+        s = tprt_make_status(TPRT_STATUS_NOT_FOUND,
+                             "--resume %s: the checkpoint holds no tensor '%s' (a checkpoint of another model?)",
+                             t->o->resume_dir, mt->name);
       } else if (state && strcmp(state, ".master") == 0) {
         char pname[TPRT_MODULE_NAME_LEN];
         snprintf(pname, sizeof pname, "%.*s", (int)(strlen(mt->name) - strlen(state)), mt->name);
@@ -493,7 +499,7 @@ int main(int argc, char** argv) {
                            "start it once, without torchrun or mpirun, with --mesh");
       goto fail;
     }
-  t->ids = t->targets = t->loss_grad = t->hyper = t->loss = t->norm = -1;
+  t->ids = t->targets = t->loss_grad = t->hyper = t->loss = t->norm = t->cos_arg = t->sin_arg = -1;
   if (o.resume_dir) {
     // The checkpoint's tensors are the arguments by name; its trainer state says where to go on.
     if ((s = tpc_checkpoint_latest(o.resume_dir, resume_file, sizeof resume_file, &resumed))) goto fail;
@@ -513,6 +519,8 @@ int main(int argc, char** argv) {
   t->module = module;
   t->fn = &module->functions[0];
   const tprt_module_function_t* fn = t->fn;
+  t->cos_arg = tpc__find_arg(fn, "cos");
+  t->sin_arg = tpc__find_arg(fn, "sin");
   t->ids = tpc__find_arg(fn, "ids");
   t->targets = tpc__find_arg(fn, "targets");
   t->hyper = tpc__find_arg(fn, "optimizer.hyper");
