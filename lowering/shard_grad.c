@@ -70,10 +70,18 @@ static MlirLogicalResult tpc__emit_reduced(tpc__shard_t* S, MlirOperation op, tp
     MlirValue result = S->vals[first + i].value;
     S->vals[first + i].value = (MlirValue){NULL};
     if (scatter_tokens) want[i].mask[0] |= reduce_mask;
+    // ZeRO-1: a weight gradient that only the optimizer reads is reduce-scattered over dp.
+    int zdim = scatter_tokens ? -1 : tpc__zero_scatter_dim(S, result, &want[i], reduce_mask);
+    char dim[32] = ", dim = 0 : i64";
+    if (zdim >= 0) {
+      want[i].mask[zdim] = reduce_mask;
+      snprintf(dim, sizeof dim, ", dim = %d : i64", zdim);
+    }
+    bool scatter = scatter_tokens || zdim >= 0;
     if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &want[i]))) return mlirLogicalResultFailure();
     tpc__sval_t* r = tpc__emit_collective_mask(S, reduce_mask,
-                                               scatter_tokens ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
-                                               &S->vals[first + i], scatter_tokens ? ", dim = 0 : i64" : "", &want[i]);
+                                               scatter ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE,
+                                               &S->vals[first + i], scatter ? dim : "", &want[i]);
     if (!r) return mlirLogicalResultFailure();
     r->value = result;
   }

@@ -100,6 +100,10 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
 bool tpc__is_grad_op(int kind);
 /// Whether the module asks for ZeRO-1 (tp.zero) on a mesh with more than one dp rank.
 bool tpc__zero1(const tpc__shard_t* S);
+/// ZeRO-1: when the gradient |result| (laid out |want| once reduced over |reduce|) goes straight
+/// into tp.adamw (and the norm's tp.sumsq) and |reduce| is the dp axis, the dimension to reduce-scatter it along (that of
+/// the optimizer's states); else -1 (an all-reduce).
+int tpc__zero_scatter_dim(const tpc__shard_t* S, MlirValue result, const tpc_layout_t* want, uint32_t reduce);
 /// Sharding rules of the embedding and cross-entropy ops and their gradients (shard_vocab.c).
 MlirLogicalResult tpc__shard_vocab(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
 bool tpc__is_vocab_op(int kind);

@@ -26,6 +26,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "pass_util.h"
 #include "shard_impl.h"
 #include "tpc_dialect.h"
 
@@ -143,9 +144,17 @@ static MlirLogicalResult tpc__emit_shard_op(tpc__shard_t* S, MlirOperation op, t
   MlirValue result = p->value;
   p->value = (MlirValue){NULL};
   if (scatter) want.mask[0] |= reduce;
+  // ZeRO-1: a weight gradient that only the optimizer reads is reduce-scattered over dp.
+  int zdim = scatter ? -1 : tpc__zero_scatter_dim(S, result, &want, reduce);
+  char dim[32] = ", dim = 0 : i64";
+  if (zdim >= 0) {
+    want.mask[zdim] = reduce;
+    snprintf(dim, sizeof dim, ", dim = %d : i64", zdim);
+    scatter = true;
+  }
   if (mlirLogicalResultIsFailure(tpc__check_divisible(S, op, "result", &want))) return mlirLogicalResultFailure();
   tpc__sval_t* r = tpc__emit_collective_mask(S, reduce, scatter ? TPC_OP_NAME_REDUCE_SCATTER : TPC_OP_NAME_ALL_REDUCE, p,
-                                             scatter ? ", dim = 0 : i64" : "", &want);
+                                             scatter ? dim : "", &want);
   if (!r) return mlirLogicalResultFailure();
   r->value = result;
   return mlirLogicalResultSuccess();
@@ -234,6 +243,30 @@ bool tpc__zero1(const tpc__shard_t* S) {
          mlirBoolAttrGetValue(z);
 }
 
+int tpc__zero_scatter_dim(const tpc__shard_t* S, MlirValue result, const tpc_layout_t* want, uint32_t reduce) {
+  if (!tpc__zero1(S) || mlirValueIsNull(result) || reduce != tpc__bit(S->dp)) return -1;
+  // Its readers: the update (as its gradient) and the norm's sum of squares, nothing else.
+  bool update = false;
+  for (MlirOpOperand u = mlirValueGetFirstUse(result); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    int kind = tpc_op_get_kind(user), slot = (int)mlirOpOperandGetOperandNumber(u);
+    if (kind == TPC_OP_ADAMW && slot == TPC_ADAMW_SLOT_GRAD)
+      update = true;
+    else if (!(kind == TPC_OP_SUMSQ && slot == TPC_SUMSQ_SLOT_G))
+      return -1;
+  }
+  if (!update) return -1;
+  // The dimension tpc__arg_layouts splits the optimizer's states along: the first that no other
+  // axis splits, when dp divides it.
+  for (int d = 0; d < want->rank; ++d) {
+    if (tpc_mesh_group_size(&S->mesh, want->mask[d]) > 1 || want->blocks[d] != 1) continue;
+    tpc_layout_t z = *want;
+    z.mask[d] = tpc__bit(S->dp);
+    return tpc_layout_local_dim(&z, &S->mesh, d) > 0 ? d : -1;
+  }
+  return -1;
+}
+
 // Every mesh axis with more than one rank.
 static uint32_t tpc__all_axes(const tpc__shard_t* S) {
   uint32_t m = 0;
@@ -310,8 +343,25 @@ static MlirLogicalResult tpc__shard_optimizer(tpc__shard_t* S, MlirOperation op,
         outs[i] = *g;
         outs[i].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, i)));
       }
-      if (!zero) {
+      int gdim = -1;  // a gradient already reduce-scattered over dp (tpc__zero_scatter_dim)
+      for (int d = 0; dp && d < g->rank && gdim < 0; ++d)
+        if (g->mask[d] & dp) gdim = d;
+      if (!zero && gdim < 0) {
         tpc__emit_op(S, op, ins, nin, outs, 4, NULL, NULL);
+        return mlirLogicalResultSuccess();
+      }
+      if (!zero) {  // the states and the gradient are the same share: gather the new weight only
+        tpc__emit_op(S, op, ins, nin, outs, 4, NULL, NULL);
+        tpc__sval_t* w = &S->vals[S->num_vals - 1];
+        MlirValue result = w->value;
+        w->value = (MlirValue){NULL};
+        tpc_layout_t whole = outs[3];
+        whole.mask[gdim] &= ~dp;
+        char dim[32];
+        snprintf(dim, sizeof dim, ", dim = %d : i64", gdim);
+        tpc__sval_t* r = tpc__emit_collective_mask(S, dp, TPC_OP_NAME_ALL_GATHER, w, dim, &whole);
+        if (!r) return mlirLogicalResultFailure();
+        r->value = result;
         return mlirLogicalResultSuccess();
       }
       tpc_text_t extra = {0};
