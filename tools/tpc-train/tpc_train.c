@@ -540,7 +540,18 @@ int main(int argc, char** argv) {
   }
   if (o.val_path && (s = tpc__load_eval(t, &ro, &eval_so_dir))) goto fail;
   t->next = calloc((size_t)fn->num_results + 1, sizeof *t->next);
-  for (int j = 0; t->next && j < fn->num_results; ++j) t->next[j] = j == t->loss ? -1 : tpc__find_arg(fn, fn->results[j].name);
+  for (int j = 0; t->next && j < fn->num_results; ++j) {
+    t->next[j] = j == t->loss ? -1 : tpc__find_arg(fn, fn->results[j].name);
+    // A result becomes its argument at the next step: both must be the same rank-local tensor.
+    const tprt_module_tensor_t *res = &fn->results[j], *arg = t->next[j] >= 0 ? &fn->args[t->next[j]] : NULL;
+    if (arg && (tprt_tensor_bytes(&res->layout) != tprt_tensor_bytes(&arg->layout) || res->layout.dtype != arg->layout.dtype)) {
+      s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
+                           "%s: the updated '%s' is not laid out like the argument it replaces (%s); tpc-train does not "
+                           "support this mesh yet (GTP: docs/training.md, \"Status\")",
+                           o.module_path, res->name, o.mesh ? o.mesh : "");
+      goto fail;
+    }
+  }
   // The world: the module's mesh.
   tprt_world_options_t wopts;
   memset(&wopts, 0, sizeof wopts);
