@@ -15,10 +15,12 @@
 #include "tpc_dialect.h"
 
 static int tpc__axis_rank(const char* name) {
-  static const char* const order[] = {"dp", "ep", "gtp", "tp"};
-  for (int i = 0; i < 4; ++i)
+  // mb (micro-batches) sits between the data axes and tp: the canonical group order of a
+  // reduction over dp, mb and tp is then the token order the micro-batches take.
+  static const char* const order[] = {"dp", "ep", "gtp", "mb", "tp"};
+  for (int i = 0; i < 5; ++i)
     if (strcmp(name, order[i]) == 0) return i;
-  return 4;
+  return 5;
 }
 
 int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, size_t error_size) {
@@ -59,7 +61,7 @@ int tpc_mesh_spec_parse(const char* text, tpc_mesh_spec_t* out, char* error, siz
     snprintf(error, error_size, "--mesh is empty; expected axis=size pairs like tp=4");
     return 0;
   }
-  // Stable insertion sort into dp, ep, gtp, tp, others order.
+  // Stable insertion sort into dp, ep, gtp, mb, tp, others order.
   for (int i = 1; i < out->num_axes; ++i)
     for (int j = i; j > 0 && tpc__axis_rank(out->axes[j]) < tpc__axis_rank(out->axes[j - 1]); --j) {
       char tmp[16];

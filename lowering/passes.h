@@ -28,6 +28,11 @@ MlirPass tpc_create_gtp_pass(void);
 /// subtrees on partial contractions, tree-ordered collectives, or tp.strategy = "gather").
 MlirPass tpc_create_invariant_pass(void);
 
+/// tp-micro-batch: cuts a step sharded over the mesh axis mb at its gradients' all-reduces into
+/// a per-micro-batch function (loss and f32 partial gradients) and <name>_update (the reduction
+/// over the other axes, the norm and the optimizer), and gives mb one member.
+MlirPass tpc_create_micro_batch_pass(void);
+
 /// tp-fuse: rewrites all_reduce (or reduce_scatter along the tokens) -> residual add -> rmsnorm
 /// into tp.fused_allreduce_add_rmsnorm (tp.fused_reduce_scatter_add_rmsnorm); outside fast
 /// numerics with sum_type = "residual", which keeps the chain's bits.

@@ -13,7 +13,9 @@
 // The mesh is the module's first tp.mesh (tpc-opt/tpc-compile --mesh declares it). Its axes have
 // roles by name: "tp" shards linears (column: N, row: K; sequence parallel: tokens), "dp" shards
 // the tokens of activations, "ep" spreads experts, and "gtp" shards tokens as dp does (its ranks
-// take their own batch; tp-gtp, after this pass, shards the weights over it). A layout is tracked for every value (shard_layout.h); each op's rule
+// take their own batch; tp-gtp, after this pass, shards the weights over it), and "mb" shards the
+// tokens into micro-batches as dp does, but its members are one rank's successive calls: the
+// gradient reductions over it are where tp-micro-batch later cuts the step in two. A layout is tracked for every value (shard_layout.h); each op's rule
 // checks its operands' layouts, inserts the collectives the plan implies and gives its results
 // their layouts. Function arguments take the layout of their first use (shard_args.c: weights as
 // the op's parallel attribute says, activations sharded over dp, and over tp under sequence
@@ -503,7 +505,7 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
   if (!S) return mlirLogicalResultFailure();
   MlirOperation mesh_op = {NULL};
   bool ok = mlirLogicalResultIsSuccess(tpc__read_mesh(module, &S->mesh, &mesh_op));
-  S->tp = S->dp = S->ep = S->gtp = -1;
+  S->tp = S->dp = S->ep = S->gtp = S->mb = -1;
   for (int i = 0; ok && i < S->mesh.num_axes; ++i) {
     if (!strcmp(S->mesh.axes[i], "tp")) {
       S->tp = i;
@@ -513,9 +515,11 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
       S->ep = i;
     } else if (!strcmp(S->mesh.axes[i], "gtp")) {
       S->gtp = i;
+    } else if (!strcmp(S->mesh.axes[i], "mb")) {
+      S->mb = i;
     } else if (S->mesh.sizes[i] > 1) {
       char msg[256];
-      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp, dp, ep and gtp",
+      snprintf(msg, sizeof msg, "tp-shard: mesh axis '%s' (size %lld) has no sharding role; tp-shard knows tp, dp, ep, gtp and mb",
                S->mesh.axes[i], (long long)S->mesh.sizes[i]);
       mlirEmitError(mlirOperationGetLocation(mesh_op), msg);
       ok = false;
@@ -529,13 +533,14 @@ static MlirLogicalResult tpc__shard_run(MlirOperation module, void* options) {
         mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0))))
       continue;
     tpc_mesh_t mesh = S->mesh;
-    int tp = S->tp, dp = S->dp, ep = S->ep, gtp = S->gtp;
+    int tp = S->tp, dp = S->dp, ep = S->ep, gtp = S->gtp, mb = S->mb;
     memset(S, 0, sizeof *S);
     S->mesh = mesh;
     S->tp = tp;
     S->dp = dp;
     S->ep = ep;
     S->gtp = gtp;
+    S->mb = mb;
     S->func = o;
     S->cap_vals = tpc_func_value_bound(o, 16);
     S->vals = calloc((size_t)S->cap_vals, sizeof *S->vals);

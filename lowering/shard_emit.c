@@ -10,7 +10,7 @@
 
 uint32_t tpc__bit(int axis) { return axis >= 0 ? 1u << axis : 0u; }
 
-uint32_t tpc__data_axes(const tpc__shard_t* S) { return tpc__bit(S->dp) | tpc__bit(S->gtp); }
+uint32_t tpc__data_axes(const tpc__shard_t* S) { return tpc__bit(S->dp) | tpc__bit(S->gtp) | tpc__bit(S->mb); }
 
 // Ends an emitted op's line with the location of the op being sharded, so that diagnostics on
 // the per-rank program point into the user's file.

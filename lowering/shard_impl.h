@@ -33,7 +33,7 @@ struct tpc__sval_t {
 
 typedef struct {
   tpc_mesh_t mesh;
-  int tp, dp, ep, gtp;  // mesh axis indices of the roles, or -1
+  int tp, dp, ep, gtp, mb;  // mesh axis indices of the roles, or -1
   bool sp;     // some linear of the function is sequence parallel
   MlirOperation func;
   MlirOperation cur_op;  // the op being sharded: emitted ops and collectives carry its location

@@ -267,11 +267,12 @@ int tpc__zero_scatter_dim(const tpc__shard_t* S, MlirValue result, const tpc_lay
   return -1;
 }
 
-// Every mesh axis with more than one rank.
+// Every mesh axis with more than one rank, but mb: a micro-batch is one rank's call, so each one
+// counts the whole (mb-replicated) gradient norm of its rank alone.
 static uint32_t tpc__all_axes(const tpc__shard_t* S) {
   uint32_t m = 0;
   for (int i = 0; i < S->mesh.num_axes; ++i)
-    if (S->mesh.sizes[i] > 1) m |= tpc__bit(i);
+    if (S->mesh.sizes[i] > 1 && i != S->mb) m |= tpc__bit(i);
   return m;
 }
 

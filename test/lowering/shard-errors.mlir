@@ -30,7 +30,7 @@ func.func @not_divisible(%x: tensor<16x128xbf16>, %w1: tensor<36x128xbf16>) -> t
 // -----
 
 /// An axis without a sharding role.
-// expected-error@+1 {{tp-shard: mesh axis 'pp' (size 2) has no sharding role; tp-shard knows tp, dp, ep and gtp}}
+// expected-error@+1 {{tp-shard: mesh axis 'pp' (size 2) has no sharding role; tp-shard knows tp, dp, ep, gtp and mb}}
 "tp.mesh"() {sym_name = "world", axes = ["pp", "tp"], shape = array<i64: 2, 2>} : () -> ()
 func.func @unknown_axis(%x: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
   return %x : tensor<16x128xbf16>

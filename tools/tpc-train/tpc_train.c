@@ -9,6 +9,11 @@
 //   tpc-train model.mlir --data train.bin --batch 8 --steps 200 --lr 3e-3 [--mesh tp=2,dp=2]
 //             [--weights ckpt.safetensors | --seed S] [--save DIR --save-every N] [--resume DIR]
 //
+// With --micro-batches K the module is compiled over one more mesh axis, mb = K, and tp-micro-batch
+// cuts the step in two (docs/training.md, "Micro-batches"): the gradient function runs once per
+// micro-batch, each rank sums its K partial gradients with the canonical pairwise tree, and the
+// update function reduces them over dp and applies AdamW once.
+//
 // Ranks are threads of this process. Between steps the ranks meet through the world's own
 // collectives (so a failed rank or a signal ends every rank's wait); rank 0 prepares the batch,
 // assembles the loss and speaks for the world.
@@ -44,7 +49,23 @@ typedef struct {
   const tpc_train_options_t* o;
   const tprt_backend_t* backend;
   const tprt_module_t* module;
-  const tprt_module_function_t* fn;
+  const tprt_module_function_t* fn;  // every argument of the functions below, by name (&fn_all)
+  const tprt_module_function_t* gfn;  // the step, or with micro-batches the gradient function
+  const tprt_module_function_t* ufn;  // <gfn>_update with micro-batches, else NULL
+  const tprt_module_function_t* rfn;  // the function whose results update the arguments (ufn or gfn)
+  tprt_module_function_t fn_all;
+  int k;           // micro-batches per step
+  int* garg;       // per gfn argument: its index in fn_all
+  int* uarg;       // per ufn argument: its index in fn_all, or -1 - p for partial gradient p
+  int npart;       // partial gradients: gfn results 1..npart
+  int levels;      // log2(k) + 1: the pairwise tree's pending subtrees
+  // Token arguments (ids, targets, the loss gradient, and with micro-batches every argument
+  // sharded over mb): the logical tensor of the whole step (tok) and rank 0's piece of it for
+  // the micro-batch being fed (micro); data NULL for the other arguments.
+  tprt_tensor_t* tok;
+  tprt_tensor_t* micro;
+  int64_t* piece;  // per argument: rows of one data-parallel rank's micro-batch
+  float* loss_all; // the step's per-token loss, in token order
   tprt_world_t* world;
   tpc_data_t train, val;
   // Evaluation (--val-data): the forward module (pipeline infer) and, per argument, the training
@@ -52,6 +73,7 @@ typedef struct {
   tprt_module_t* eval_module;
   const tprt_module_function_t* efn;
   int* eval_from;
+  int* eval_tok;  // per evaluation argument: the token argument it is cut from, or -1
   int eval_ids, eval_targets;
   void** eval_results_of[TPC_RUN_MAX_RANKS];
   bool eval_now;
@@ -64,9 +86,14 @@ typedef struct {
   // The logical per-step inputs rank 0 prepares.
   tprt_tensor_t ids_t, targets_t, loss_grad_t;
   float hyper_v[8];
-  // Rank buffers: host copies (the CPU backend computes in them).
+  // Rank buffers: host copies (the CPU backend computes in them). args: per fn_all argument;
+  // gres: gfn's results; results: rfn's (gres itself without micro-batches); acc: per partial
+  // gradient, |levels| pending subtree sums (accf: which are pending).
   void** args[TPC_RUN_MAX_RANKS];
+  void** gres[TPC_RUN_MAX_RANKS];
   void** results[TPC_RUN_MAX_RANKS];
+  float** acc[TPC_RUN_MAX_RANKS];
+  bool* accf[TPC_RUN_MAX_RANKS];
   // Step bookkeeping (rank 0).
   int64_t step;       // steps done
   int64_t position;   // the next batch's first token in the data
@@ -123,36 +150,111 @@ static tprt_status_t tpc__prepare(tpc_train_t* t) {
   return NULL;
 }
 
+// Row i of micro-batch m's piece of a token tensor is row tpc__row(i, m, k, P) of the step's:
+// the step's rows are D * k blocks of P, one per (data-parallel rank d, micro-batch m) in the
+// order d * k + m, and the piece holds micro-batch m's block of every rank, so each rank's k
+// micro-batches are the k parts of its block without micro-batches.
+static int64_t tpc__row(int64_t i, int m, int k, int64_t P) { return ((i / P) * k + m) * P + i % P; }
+
+// Rank 0, before micro-batch m: the pieces of every token tensor.
+static void tpc__micro_pieces(tpc_train_t* t, int m) {
+  for (int a = 0; a < t->fn->num_args; ++a) {
+    if (!t->tok[a].data) continue;
+    int64_t rows = t->tok[a].dims[0];
+    size_t rb = tprt_tensor_bytes(&t->tok[a]) / (size_t)rows;
+    for (int64_t i = 0; i < rows / t->k; ++i)
+      memcpy((char*)t->micro[a].data + (size_t)i * rb,
+             (const char*)t->tok[a].data + (size_t)tpc__row(i, m, t->k, t->piece[a]) * rb, rb);
+  }
+}
+
+// Copies rank |r|'s part of the logical tensor |logical| (the whole of |mt|'s data) into |local|.
+static tprt_status_t tpc__to_rank(const tprt_module_tensor_t* mt, const tprt_world_t* world, int r,
+                                  const void* logical, void* local) {
+  tprt_tensor_t l, loc = mt->layout;
+  tprt_shard_t shard;
+  loc.data = local;
+  TPRT_RETURN_IF_ERROR(tpc__logical(mt, world, &l, &shard), "%s", mt->name);
+  l.data = (void*)logical;
+  if (mt->sharded) return tprt_shard_extract(&shard, world, r, &l, &loc);
+  memcpy(local, logical, tprt_tensor_bytes(&loc));
+  return NULL;
+}
+
+// Every rank, before a call of the gradient function: its part of each token tensor's piece.
+static tprt_status_t tpc__feed(tpc_train_t* t, int r) {
+  for (int i = 0; i < t->gfn->num_args; ++i) {
+    int a = t->garg[i];
+    if (t->tok[a].data)
+      TPRT_RETURN_IF_ERROR(tpc__to_rank(&t->gfn->args[i], t->world, r, t->micro[a].data, t->args[r][a]), "step %lld",
+                           (long long)t->step + 1);
+  }
+  return NULL;
+}
+
+// Every rank, after micro-batch m: its partial gradients into the pairwise tree. Level l holds a
+// pending sum of 2^l micro-batches; a new one is added to the pending sums on its left, earlier
+// first, as the canonical all-reduce adds member g + s to member g.
+static void tpc__accumulate(tpc_train_t* t, int r) {
+  for (int p = 0; p < t->npart; ++p) {
+    const tprt_module_tensor_t* mt = &t->gfn->results[1 + p];
+    int64_t n = tprt_tensor_numel(&mt->layout);
+    const float* x = t->gres[r][1 + p];
+    for (int l = 0; l < t->levels; ++l) {
+      float* slot = t->acc[r][p * t->levels + l];
+      bool* pending = &t->accf[r][p * t->levels + l];
+      if (!*pending) {
+        memcpy(slot, x, sizeof(float) * (size_t)n);
+        *pending = true;
+        break;
+      }
+      for (int64_t i = 0; i < n; ++i) slot[i] = slot[i] + x[i];
+      *pending = false;
+      x = slot;
+    }
+  }
+}
+
+// Rank 0, after micro-batch m: its per-token loss (the gradient function's first result), placed
+// at its tokens' positions in the step.
+static tprt_status_t tpc__gather_loss(tpc_train_t* t, int m) {
+  const tprt_module_tensor_t* mt = &t->gfn->results[0];
+  tprt_tensor_t logical;
+  tprt_shard_t shard;
+  TPRT_RETURN_IF_ERROR(tpc__logical(mt, t->world, &logical, &shard), "the loss");
+  float* piece = calloc((size_t)logical.dims[0] + 1, sizeof *piece);
+  if (!piece) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  logical.data = piece;
+  tprt_status_t s = NULL;
+  for (int r = 0; !s && r < tprt_world_size(t->world); ++r) {
+    tprt_tensor_t local = mt->layout;
+    local.data = t->gres[r][0];
+    if (mt->sharded)
+      s = tprt_shard_insert(&shard, t->world, r, &local, &logical);
+    else if (r == 0)
+      memcpy(piece, local.data, tprt_tensor_bytes(&local));
+  }
+  for (int64_t i = 0; !s && i < logical.dims[0]; ++i) t->loss_all[tpc__row(i, m, t->k, t->piece[t->ids])] = piece[i];
+  free(piece);
+  return s;
+}
+
 // The step's mean loss over the global batch (in token order) and the gradient norm; decides
 // whether the step is kept; logs it.
 static void tpc__review(tpc_train_t* t) {
-  const tprt_module_tensor_t* mt = &t->fn->results[t->loss];
-  tprt_tensor_t logical;
-  tprt_shard_t shard;
-  tprt_status_t s = tpc__logical(mt, t->world, &logical, &shard);
-  float* loss = calloc((size_t)logical.dims[0] + 1, sizeof *loss);
-  logical.data = loss;
-  for (int r = 0; !s && loss && r < tprt_world_size(t->world); ++r) {
-    tprt_tensor_t local = mt->layout;
-    local.data = t->results[r][t->loss];
-    s = mt->sharded ? tprt_shard_insert(&shard, t->world, r, &local, &logical) : NULL;
-    if (!mt->sharded) memcpy(loss, local.data, tprt_tensor_bytes(&local));
+  if (t->failure) {
+    t->stop = true;
+    return;
   }
   double sum = 0.0;
   int64_t n = 0;
-  for (int64_t i = 0; loss && i < logical.dims[0]; ++i)
-    if (((int32_t*)t->targets_t.data)[i] >= 0) sum += loss[i], ++n;
-  free(loss);
+  for (int64_t i = 0; i < t->ids_t.dims[0]; ++i)
+    if (((int32_t*)t->targets_t.data)[i] >= 0) sum += t->loss_all[i], ++n;
   t->loss_mean = n ? sum / (double)n : 0.0;
   t->norm_value = ((float*)t->results[0][t->norm])[0];
   int64_t step = t->step + 1;
   bool finite = isfinite(t->loss_mean) && isfinite(t->norm_value);
   t->accept = finite;
-  if (s) {
-    t->failure = s;
-    t->stop = true;
-    return;
-  }
   if (!finite && !t->o->skip_nonfinite) {
     t->failure = tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
                                   "step %lld: the %s is %s; stopped before applying it (the weights are those after "
@@ -208,16 +310,7 @@ static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_
       if (t->eval_from[a] >= 0) args[a] = t->args[r][t->eval_from[a]];
     const int which[2] = {t->eval_ids, t->eval_targets};
     const tprt_tensor_t* logical[2] = {&t->ids_t, &t->targets_t};
-    for (int i = 0; i < 2 && !s; ++i) {
-      const tprt_module_tensor_t* mt = &efn->args[which[i]];
-      tprt_tensor_t l = *logical[i], local = mt->layout;
-      tprt_shard_t shard;
-      local.data = args[which[i]];
-      s = tpc__logical(mt, t->world, &l, &shard);
-      l.data = logical[i]->data;
-      if (!s) s = mt->sharded ? tprt_shard_extract(&shard, t->world, r, &l, &local) : NULL;
-      if (!s && !mt->sharded) memcpy(local.data, l.data, tprt_tensor_bytes(&local));
-    }
+    for (int i = 0; i < 2 && !s; ++i) s = tpc__to_rank(&efn->args[which[i]], t->world, r, logical[i]->data, args[which[i]]);
     if (!s && efn->entry(exec, args, results, arena)) {
       s = tprt_exec_take_status(exec);
       if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "evaluation failed");
@@ -264,13 +357,18 @@ static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_
 static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   tpc_train_t* t = user;
   int r = tprt_rank_index(rank);
-  const tprt_module_function_t* fn = t->fn;
+  const tprt_module_function_t *gfn = t->gfn, *ufn = t->ufn;
   void** args = t->args[r];
+  void** gres = t->gres[r];
   void** results = t->results[r];
   void* arena = NULL;
   tprt_exec_t* exec = NULL;
-  tprt_status_t s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT,
-                                          &arena);
+  int64_t arena_bytes = gfn->arena_bytes > (ufn ? ufn->arena_bytes : 0) ? gfn->arena_bytes : ufn->arena_bytes;
+  void** gargs = calloc((size_t)gfn->num_args + 1, sizeof(void*));
+  void** uargs = ufn ? calloc((size_t)ufn->num_args + 1, sizeof(void*)) : NULL;
+  tprt_status_t s = gargs && (uargs || !ufn) ? NULL : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  // One arena serves both functions: they run one after the other.
+  if (!s) s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)arena_bytes + 1, TPRT_ABI_ARENA_ALIGNMENT, &arena);
   if (!s) s = tprt_exec_create(rank, t->module->chunks, tprt_rank_allocator(rank), &exec);
   if (exec) tprt_exec_set_backend(exec, t->backend);
   // The evaluation module's own arena and buffers (its weights are the training arguments).
@@ -283,9 +381,12 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if (!s) s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)t->efn->arena_bytes + 1, TPRT_ABI_ARENA_ALIGNMENT,
                                       &eval_arena);
     for (int a = 0; !s && a < t->efn->num_args; ++a)
-      if (t->eval_from[a] < 0)
-        s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&t->efn->args[a].layout) + 1, 64,
-                                  &eval_args[a]);
+      if (t->eval_from[a] < 0) {
+        const tprt_module_tensor_t* mt = &t->efn->args[a];
+        s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&mt->layout) + 1, 64, &eval_args[a]);
+        // A table cut into micro-batches for training: this rank's part of it whole.
+        if (!s && t->eval_tok[a] >= 0) s = tpc__to_rank(mt, t->world, r, t->tok[t->eval_tok[a]].data, eval_args[a]);
+      }
     for (int j = 0; !s && j < t->efn->num_results; ++j)
       s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&t->efn->results[j].layout) + 1, 64,
                                 &eval_results[j]);
@@ -293,37 +394,49 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if (!s) s = tprt_exec_create(rank, t->eval_module->chunks, tprt_rank_allocator(rank), &eval_exec);
     if (eval_exec) tprt_exec_set_backend(eval_exec, t->backend);
   }
-  const int per_step[3] = {t->ids, t->targets, t->loss_grad};
-  const tprt_tensor_t* logical[3] = {&t->ids_t, &t->targets_t, &t->loss_grad_t};
   while (!s) {
     if (r == 0) {
       tprt_status_t p = tpc__prepare(t);
       if (p) t->failure = p, t->stop = true;
     }
-    if ((s = tpc__meet(rank))) break;
-    if (t->stop) break;
-    // This rank's piece of the batch, and the hyperparameters.
-    for (int k = 0; k < 3 && !s; ++k) {
-      const tprt_module_tensor_t* mt = &fn->args[per_step[k]];
-      tprt_tensor_t l = *logical[k], local = mt->layout;
-      tprt_shard_t shard;
-      local.data = args[per_step[k]];
-      s = tpc__logical(mt, t->world, &l, &shard);
-      l.data = logical[k]->data;
-      if (!s) s = mt->sharded ? tprt_shard_extract(&shard, t->world, r, &l, &local) : NULL;
-      if (!s && !mt->sharded) memcpy(local.data, l.data, tprt_tensor_bytes(&local));
+    // The micro-batches (one without --micro-batches): rank 0 cuts the pieces, every rank feeds
+    // its part and computes; rank 0 collects the loss while the others wait at the next meeting.
+    for (int m = 0; m < t->k && !s; ++m) {
+      if (r == 0 && !t->stop) tpc__micro_pieces(t, m);
+      if ((s = tpc__meet(rank)) || t->stop) break;
+      if ((s = tpc__feed(t, r))) break;
+      memcpy(args[t->hyper], t->hyper_v, sizeof t->hyper_v);
+      for (int i = 0; i < gfn->num_args; ++i) gargs[i] = args[t->garg[i]];
+      if (gfn->entry(exec, gargs, gres, arena)) {
+        s = tprt_exec_take_status(exec);
+        if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld failed", (long long)t->step + 1);
+        break;
+      }
+      if (ufn) tpc__accumulate(t, r);
+      if ((s = tpc__meet(rank))) break;
+      if (r == 0) {
+        tprt_status_t g = tpc__gather_loss(t, m);  // reported by tpc__review
+        if (g && !t->failure) t->failure = g;
+        else tprt_status_free(g);
+      }
     }
-    if (!s) memcpy(args[t->hyper], t->hyper_v, sizeof t->hyper_v);
-    if (!s && fn->entry(exec, args, results, arena)) {
-      s = tprt_exec_take_status(exec);
-      if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld failed", (long long)t->step + 1);
+    if (s || t->stop) break;  // t->stop: rank 0 set it before the meeting above
+    // The update, once, on the k micro-batches' sums.
+    if (ufn) {
+      for (int i = 0; i < ufn->num_args; ++i)
+        uargs[i] = t->uarg[i] >= 0 ? args[t->uarg[i]] : (void*)t->acc[r][(-1 - t->uarg[i]) * t->levels + t->levels - 1];
+      if (ufn->entry(exec, uargs, results, arena)) {
+        s = tprt_exec_take_status(exec);
+        if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld: the update failed", (long long)t->step + 1);
+        break;
+      }
+      for (int p = 0; p < t->npart * t->levels; ++p) t->accf[r][p] = false;
     }
-    if (s) break;
     if ((s = tpc__meet(rank))) break;
     if (r == 0) tpc__review(t);
     if ((s = tpc__meet(rank))) break;
     // A kept step's results become the next step's arguments (weights, master weights, moments).
-    for (int j = 0; t->accept && j < fn->num_results; ++j)
+    for (int j = 0; t->accept && j < t->rfn->num_results; ++j)
       if (t->next[j] >= 0) {
         void* tmp = args[t->next[j]];
         args[t->next[j]] = results[j];
@@ -332,7 +445,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if (t->save) {
       if ((s = tpc__meet(rank))) break;
       if (r == 0) {
-        tprt_status_t c = tpc_checkpoint_save(t->o, fn, t->world, t->args, tprt_world_size(t->world), t->step,
+        tprt_status_t c = tpc_checkpoint_save(t->o, t->fn, t->world, t->args, t->tok, tprt_world_size(t->world), t->step,
                                               t->position);
         if (c) t->failure = c, t->stop = true;
       }
@@ -341,6 +454,8 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec, eval_arena, eval_args, eval_results))) break;
     if (t->stop) break;
   }
+  free(gargs);
+  free(uargs);
   if (s) tprt_rank_fail(rank, s);
   tprt_exec_destroy(exec);
   tprt_allocator_free(tprt_rank_allocator(rank), arena);
@@ -368,6 +483,7 @@ static tprt_status_t tpc__load_eval(tpc_train_t* t, const tpc_run_options_t* tra
   tpc_run_options_t ro = *train_ro;
   ro.pipeline = "infer";
   ro.zero1 = false;
+  ro.mesh = t->o->mesh ? t->o->mesh : "tp=1";  // one call over the whole batch: no mb axis
   char so[PATH_MAX];
   snprintf(*dir, sizeof *dir, "/tmp/tpc-train-eval-XXXXXX");
   if (!tpc__compile(&ro, t->o->module_path, so, sizeof so, *dir))
@@ -376,15 +492,20 @@ static tprt_status_t tpc__load_eval(tpc_train_t* t, const tpc_run_options_t* tra
   TPRT_RETURN_IF_ERROR(tprt_module_load(so, tprt_allocator_system(), &t->eval_module), "evaluation module");
   t->efn = &t->eval_module->functions[0];
   t->eval_from = calloc((size_t)t->efn->num_args + 1, sizeof *t->eval_from);
-  if (!t->eval_from) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  t->eval_tok = calloc((size_t)t->efn->num_args + 1, sizeof *t->eval_tok);
+  if (!t->eval_from || !t->eval_tok) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
   t->eval_ids = t->eval_targets = -1;
   for (int a = 0; a < t->efn->num_args; ++a) {
     const tprt_module_tensor_t* e = &t->efn->args[a];
-    t->eval_from[a] = -1;
+    t->eval_from[a] = t->eval_tok[a] = -1;
     if (!strcmp(e->name, "ids")) t->eval_ids = a;
     if (!strcmp(e->name, "targets")) t->eval_targets = a;
     if (a == t->eval_ids || a == t->eval_targets) continue;
     int k = tpc__find_arg(t->fn, e->name);
+    if (k >= 0 && t->micro[k].data && e->layout.dtype == t->micro[k].dtype) {  // cut into micro-batches for training
+      t->eval_tok[a] = k;
+      continue;
+    }
     if (k < 0 || tprt_tensor_bytes(&e->layout) != tprt_tensor_bytes(&t->fn->args[k].layout) ||
         e->layout.dtype != t->fn->args[k].layout.dtype)
       return tprt_make_status(TPRT_STATUS_INTERNAL,
@@ -417,6 +538,9 @@ static tprt_status_t tpc__init_args(tpc_train_t* t, tpc_sources_t* src, const tp
       tprt_tensor_t l;
       tprt_shard_t shard;
       if ((s = tpc__logical(mt, t->world, &l, &shard))) break;
+      // A table fed a micro-batch at a time (the rotary tables): read whole, kept for the pieces.
+      bool table = t->micro[a].data && !t->tok[a].data;
+      if (table) l.dims[0] *= t->k;
       if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&l) + 1, 64, &logical[a]))) break;
       l.data = logical[a];
       memset(l.data, 0, tprt_tensor_bytes(&l));
@@ -448,10 +572,15 @@ static tprt_status_t tpc__init_args(tpc_train_t* t, tpc_sources_t* src, const tp
         s = tpc__init_arg(ro, src, mt->name, &l);
       }
       tpc_arg_src_free(&as);
+      if (!s && table) {
+        t->tok[a] = l;
+        logical[a] = NULL;
+      }
       for (int r = 0; r < nranks && !s; ++r) {
         tprt_tensor_t local = mt->layout;
         if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&local) + 1, 64, &t->args[r][a]))) break;
         local.data = t->args[r][a];
+        if (t->micro[a].data) continue;  // fed before each call (tpc__feed)
         s = mt->sharded ? tprt_shard_extract(&shard, t->world, r, &l, &local) : NULL;
         if (!s && !mt->sharded) memcpy(local.data, l.data, tprt_tensor_bytes(&local));
       }
@@ -472,6 +601,11 @@ int main(int argc, char** argv) {
   ro.module_path = o.module_path;
   ro.pipeline = "step";
   ro.mesh = o.mesh ? o.mesh : "tp=1";
+  char mesh_mb[512];
+  if (o.micro_batches > 1) {  // the micro-batches as one more data axis, which tp-micro-batch cuts
+    snprintf(mesh_mb, sizeof mesh_mb, "%s,mb=%lld", ro.mesh, (long long)o.micro_batches);
+    ro.mesh = mesh_mb;
+  }
   ro.numerics = o.numerics;
   ro.strategy = o.strategy;
   ro.sequence_parallel = o.sequence_parallel;
@@ -517,17 +651,60 @@ int main(int argc, char** argv) {
   }
   if ((s = tprt_module_load(so_path, tprt_allocator_system(), &module))) goto fail;
   t->module = module;
-  t->fn = &module->functions[0];
+  t->gfn = t->rfn = &module->functions[0];
+  t->k = 1;
+  if (o.micro_batches > 1) {
+    char uname[TPRT_MODULE_NAME_LEN + 8];
+    snprintf(uname, sizeof uname, "%s_update", t->gfn->name);
+    t->ufn = t->rfn = tprt_module_function(module, uname);
+    if (!t->ufn) {
+      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                           "%s: --micro-batches %lld: the step has no gradient reduction over micro-batches to cut "
+                           "(no function @%s after tp-micro-batch)",
+                           o.module_path, (long long)o.micro_batches, uname);
+      goto fail;
+    }
+    t->k = (int)o.micro_batches;
+    for (int v = t->k; v > 1; v /= 2) ++t->levels;
+    ++t->levels;
+  }
+  // Every argument of the functions, once by name: the gradient function's, then the update's
+  // own (its partial gradients are the gradient function's results of the same names).
+  {
+    const tprt_module_function_t *g = t->gfn, *u = t->ufn;
+    int cap = g->num_args + (u ? u->num_args : 0);
+    t->fn_all.args = calloc((size_t)cap + 1, sizeof *t->fn_all.args);
+    t->garg = calloc((size_t)g->num_args + 1, sizeof *t->garg);
+    t->uarg = calloc((size_t)(u ? u->num_args : 0) + 1, sizeof *t->uarg);
+    if (!t->fn_all.args || !t->garg || !t->uarg) {
+      s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+      goto fail;
+    }
+    snprintf(t->fn_all.name, sizeof t->fn_all.name, "%s", g->name);
+    for (int i = 0; i < g->num_args; ++i) t->fn_all.args[t->garg[i] = t->fn_all.num_args++] = g->args[i];
+    t->npart = u ? g->num_results - 1 : 0;
+    for (int i = 0; u && i < u->num_args; ++i) {
+      int p = tpc__find_result(g, u->args[i].name);
+      if (p >= 1) {
+        t->uarg[i] = -1 - (p - 1);
+        continue;
+      }
+      int a = tpc__find_arg(&t->fn_all, u->args[i].name);
+      if (a < 0) t->fn_all.args[a = t->fn_all.num_args++] = u->args[i];
+      t->uarg[i] = a;
+    }
+    t->fn = &t->fn_all;
+  }
   const tprt_module_function_t* fn = t->fn;
   t->cos_arg = tpc__find_arg(fn, "cos");
   t->sin_arg = tpc__find_arg(fn, "sin");
   t->ids = tpc__find_arg(fn, "ids");
   t->targets = tpc__find_arg(fn, "targets");
   t->hyper = tpc__find_arg(fn, "optimizer.hyper");
-  t->norm = tpc__find_result(fn, "grad_norm");
+  t->norm = tpc__find_result(t->rfn, "grad_norm");
   t->loss = 0;
   char cot[TPRT_MODULE_NAME_LEN + 8];
-  snprintf(cot, sizeof cot, "%s_grad", fn->num_results ? fn->results[0].name : "");
+  snprintf(cot, sizeof cot, "%s_grad", t->gfn->num_results ? t->gfn->results[0].name : "");
   t->loss_grad = tpc__find_arg(fn, cot);
   if (t->ids < 0 || t->targets < 0 || t->loss_grad < 0 || t->hyper < 0 || t->norm < 0 ||
       fn->args[t->ids].layout.dtype != TPRT_DTYPE_I32 || fn->args[t->targets].layout.dtype != TPRT_DTYPE_I32) {
@@ -538,12 +715,11 @@ int main(int argc, char** argv) {
                          o.module_path);
     goto fail;
   }
-  if (o.val_path && (s = tpc__load_eval(t, &ro, &eval_so_dir))) goto fail;
-  t->next = calloc((size_t)fn->num_results + 1, sizeof *t->next);
-  for (int j = 0; t->next && j < fn->num_results; ++j) {
-    t->next[j] = j == t->loss ? -1 : tpc__find_arg(fn, fn->results[j].name);
+  t->next = calloc((size_t)t->rfn->num_results + 1, sizeof *t->next);
+  for (int j = 0; t->next && j < t->rfn->num_results; ++j) {
+    t->next[j] = t->rfn == t->gfn && j == t->loss ? -1 : tpc__find_arg(fn, t->rfn->results[j].name);
     // A result becomes its argument at the next step: both must be the same rank-local tensor.
-    const tprt_module_tensor_t *res = &fn->results[j], *arg = t->next[j] >= 0 ? &fn->args[t->next[j]] : NULL;
+    const tprt_module_tensor_t *res = &t->rfn->results[j], *arg = t->next[j] >= 0 ? &fn->args[t->next[j]] : NULL;
     if (arg && (tprt_tensor_bytes(&res->layout) != tprt_tensor_bytes(&arg->layout) || res->layout.dtype != arg->layout.dtype)) {
       s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
                            "%s: the updated '%s' is not laid out like the argument it replaces (%s); tpc-train does not "
@@ -552,7 +728,7 @@ int main(int argc, char** argv) {
       goto fail;
     }
   }
-  // The world: the module's mesh.
+  // The world: the module's mesh (with micro-batches, mb has one member now).
   tprt_world_options_t wopts;
   memset(&wopts, 0, sizeof wopts);
   wopts.num_axes = module->num_mesh_axes > 0 ? module->num_mesh_axes : 1;
@@ -560,13 +736,19 @@ int main(int argc, char** argv) {
   if (module->num_mesh_axes == 0) wopts.axes[0] = (tprt_mesh_axis_t){"world", 1};
   if ((s = tprt_world_create(&wopts, tprt_allocator_system(), &t->world))) goto fail;
   int nranks = tprt_world_size(t->world);
-  // The logical per-step inputs.
+  // The token tensors: the step's, rank 0's micro-batch piece, the rows of a rank's micro-batch.
+  t->tok = calloc((size_t)fn->num_args + 1, sizeof *t->tok);
+  t->micro = calloc((size_t)fn->num_args + 1, sizeof *t->micro);
+  t->piece = calloc((size_t)fn->num_args + 1, sizeof *t->piece);
+  if (!t->tok || !t->micro || !t->piece) {
+    s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    goto fail;
+  }
   {
     tprt_shard_t sh;
-    int64_t T = 0;
     tprt_tensor_t l;
     if ((s = tpc__logical(&fn->args[t->ids], t->world, &l, &sh))) goto fail;
-    T = l.dims[0];
+    int64_t T = l.dims[0] * t->k;
     if (o.batch < 1 || T % o.batch != 0) {
       s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "--batch %lld must divide the module's %lld tokens per step",
                            (long long)o.batch, (long long)T);
@@ -576,15 +758,78 @@ int main(int argc, char** argv) {
     t->ids_t = tprt_tensor_make(calloc((size_t)T, 4), TPRT_DTYPE_I32, 1, dims);
     t->targets_t = tprt_tensor_make(calloc((size_t)T, 4), TPRT_DTYPE_I32, 1, dims);
     t->loss_grad_t = tprt_tensor_make(calloc((size_t)T, 4), TPRT_DTYPE_F32, 1, dims);
-    if ((s = tpc_data_configure(&t->train, o.data_path, T / o.batch, tpc_train_vocab(fn, t->world)))) goto fail;
+    t->loss_all = calloc((size_t)T + 1, sizeof *t->loss_all);
+    if (!t->ids_t.data || !t->targets_t.data || !t->loss_grad_t.data || !t->loss_all) {
+      s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+      goto fail;
+    }
+    t->tok[t->ids] = t->ids_t, t->tok[t->targets] = t->targets_t, t->tok[t->loss_grad] = t->loss_grad_t;
+    for (int a = 0; a < fn->num_args; ++a) {
+      const tprt_module_tensor_t* mt = &fn->args[a];
+      bool tok = a == t->ids || a == t->targets || a == t->loss_grad;
+      bool over_mb = t->k > 1 && mt->sharded && mt->layout.rank >= 1 && strstr(mt->axes[0], "mb") != NULL;
+      if (!tok && !over_mb) continue;
+      if ((s = tpc__logical(mt, t->world, &l, &sh))) goto fail;
+      t->micro[a] = l;
+      if (!(t->micro[a].data = calloc(tprt_tensor_bytes(&l) + 1, 1))) {
+        s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+        goto fail;
+      }
+      // A data-parallel rank's block: the piece's rows over the data axes' ranks (tp may split a
+      // block further under sequence parallelism).
+      int64_t group = 1;
+      char axes[sizeof mt->axes[0]];
+      snprintf(axes, sizeof axes, "%s", mt->axes[0]);
+      for (char *save = NULL, *ax = strtok_r(axes, ",", &save); ax; ax = strtok_r(NULL, ",", &save)) {
+        int i = tprt_world_find_axis(t->world, ax);
+        if (i >= 0 && strcmp(ax, "tp") != 0) group *= tprt_world_axis_size(t->world, i);
+      }
+      t->piece[a] = l.dims[0] / group;
+    }
+    int64_t seq = T / o.batch;
+    if (t->k > 1 && t->piece[t->ids] % seq != 0) {
+      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                           "--micro-batches %d: a rank's micro-batch holds %lld tokens, not whole sequences of %lld "
+                           "(the step's %lld tokens over %lld data-parallel ranks and %d micro-batches); use fewer "
+                           "micro-batches or more, shorter sequences (--batch)",
+                           t->k, (long long)t->piece[t->ids], (long long)seq, (long long)T,
+                           (long long)(T / t->k / t->piece[t->ids]), t->k);
+      goto fail;
+    }
+    if ((s = tpc_data_configure(&t->train, o.data_path, seq, tpc_train_vocab(fn, t->world)))) goto fail;
   }
+  if (o.val_path && (s = tpc__load_eval(t, &ro, &eval_so_dir))) goto fail;
   for (int r = 0; r < nranks; ++r) {
+    const tprt_module_function_t* g = t->gfn;
     t->args[r] = calloc((size_t)fn->num_args + 1, sizeof(void*));
-    t->results[r] = calloc((size_t)fn->num_results + 1, sizeof(void*));
-    for (int j = 0; t->results[r] && j < fn->num_results; ++j)
-      if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&fn->results[j].layout) + 1, 64,
+    t->gres[r] = calloc((size_t)g->num_results + 1, sizeof(void*));
+    t->results[r] = t->ufn ? calloc((size_t)t->ufn->num_results + 1, sizeof(void*)) : t->gres[r];
+    t->acc[r] = calloc((size_t)(t->npart * t->levels) + 1, sizeof(float*));
+    t->accf[r] = calloc((size_t)(t->npart * t->levels) + 1, sizeof(bool));
+    if (!t->args[r] || !t->gres[r] || !t->results[r] || !t->acc[r] || !t->accf[r]) {
+      s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+      goto fail;
+    }
+    for (int j = 0; j < g->num_results; ++j)
+      if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&g->results[j].layout) + 1, 64,
+                                     &t->gres[r][j])))
+        goto fail;
+    for (int j = 0; t->ufn && j < t->ufn->num_results; ++j)
+      if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&t->ufn->results[j].layout) + 1, 64,
                                      &t->results[r][j])))
         goto fail;
+    for (int p = 0; p < t->npart; ++p) {
+      const tprt_tensor_t* pl = &g->results[1 + p].layout;
+      if (pl->dtype != TPRT_DTYPE_F32) {
+        s = tprt_make_status(TPRT_STATUS_INTERNAL, "%s: partial gradient '%s' is not f32", o.module_path,
+                             g->results[1 + p].name);
+        goto fail;
+      }
+      for (int l = 0; l < t->levels; ++l)
+        if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(pl) + 1, 64,
+                                       (void**)&t->acc[r][p * t->levels + l])))
+          goto fail;
+    }
   }
   if ((s = tpc_sources_open(&ro, tprt_allocator_system(), &sources))) goto fail;
   if ((s = tpc__init_args(t, &sources, &ro))) goto fail;
@@ -629,11 +874,20 @@ done:
   tprt_status_free(t->failure);
   for (int r = 0; t->fn && r < TPC_RUN_MAX_RANKS; ++r) {
     for (int a = 0; t->args[r] && a < t->fn->num_args; ++a) tprt_allocator_free(tprt_allocator_system(), t->args[r][a]);
-    for (int j = 0; t->results[r] && j < t->fn->num_results; ++j)
+    for (int j = 0; t->gres[r] && j < t->gfn->num_results; ++j) tprt_allocator_free(tprt_allocator_system(), t->gres[r][j]);
+    for (int j = 0; t->ufn && t->results[r] && j < t->ufn->num_results; ++j)
       tprt_allocator_free(tprt_allocator_system(), t->results[r][j]);
-    free(t->args[r]);
-    free(t->results[r]);
+    for (int p = 0; t->acc[r] && p < t->npart * t->levels; ++p) tprt_allocator_free(tprt_allocator_system(), t->acc[r][p]);
+    if (t->results[r] != t->gres[r]) free(t->results[r]);
+    free(t->args[r]), free(t->gres[r]), free(t->acc[r]), free(t->accf[r]);
   }
+  for (int a = 0; t->fn && a < t->fn->num_args; ++a) {
+    free(t->micro ? t->micro[a].data : NULL);
+    if (t->tok && a != t->ids && a != t->targets && a != t->loss_grad)
+      tprt_allocator_free(tprt_allocator_system(), t->tok[a].data);
+  }
+  free(t->tok), free(t->micro), free(t->piece), free(t->loss_all), free(t->garg), free(t->uarg), free(t->fn_all.args);
+  free(t->eval_tok);
   free(t->ids_t.data), free(t->targets_t.data), free(t->loss_grad_t.data), free(t->next);
   tpc_sources_close(&sources);
   tpc_data_close(&t->train);

@@ -23,6 +23,7 @@ typedef struct {
   const char* strategy;
   bool sequence_parallel;
   bool zero1;  // --zero1: optimizer states sharded over dp
+  int64_t micro_batches;  // --micro-batches K: gradient accumulation (1: none)
   const char* backend;
   const char* weights;
   const char* weight_names;
@@ -88,10 +89,12 @@ typedef struct {
 /// Writes every argument but the per-step ones (the logical tensors: weights under their names,
 /// optimizer states as <name>.master / .exp_avg / .exp_avg_sq) and the trainer state to
 /// <save_dir>/step-<N>, atomically (a temporary directory renamed), then points
-/// <save_dir>/latest at it. On failure the earlier checkpoints stay as they were.
+/// <save_dir>/latest at it. An argument whose |logical| entry has data is written from it (a
+/// table fed to the ranks a micro-batch at a time); the others are assembled from the ranks'
+/// pieces. On failure the earlier checkpoints stay as they were.
 tprt_status_t tpc_checkpoint_save(const tpc_train_options_t* o, const tprt_module_function_t* fn,
-                                  const tprt_world_t* world, void** const* rank_args, int nranks, int64_t step,
-                                  int64_t position) TPRT_MUST_USE_RESULT;
+                                  const tprt_world_t* world, void** const* rank_args, const tprt_tensor_t* logical,
+                                  int nranks, int64_t step, int64_t position) TPRT_MUST_USE_RESULT;
 /// The tensor file of the latest whole checkpoint of |dir| and its trainer state.
 tprt_status_t tpc_checkpoint_latest(const char* dir, char* file, size_t size,
                                     tpc_checkpoint_state_t* out) TPRT_MUST_USE_RESULT;

@@ -11,6 +11,7 @@ enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
   OPT_CLIP, OPT_VAL, OPT_EVAL_EVERY, OPT_EVAL_BATCHES, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
+  OPT_MICRO,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -24,6 +25,10 @@ static const tpc_cli_option_t kOptions[] = {
     {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"strategy", 0, "S", "How invariant numerics completes sharded sums: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Sequence parallelism for every tp-parallel op", OPT_SP},
+    {"micro-batches", 0, "K",
+     "Accumulate the gradients of K micro-batches (a power of two) per step: the module's tokens\n"
+     "are the global batch, each call computes 1/K of them; bitwise the K = 1 step in invariant numerics",
+     OPT_MICRO},
     {"zero1", 0, NULL, "Shard AdamW's master weights and moments over the dp ranks (ZeRO-1)", OPT_ZERO1},
     {"backend", 0, "B", "cpu (default)", OPT_BACKEND},
     {"weights", 0, "FILE", "Initial weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
@@ -90,6 +95,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
   memset(o, 0, sizeof *o);
   o->backend = "cpu";
   o->batch = 1;
+  o->micro_batches = 1;
   o->steps = 100;
   o->lr = 3e-4;
   o->min_lr = -1.0;
@@ -125,6 +131,14 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
       case OPT_STRATEGY: o->strategy = v; break;
       case OPT_SP: o->sequence_parallel = true; break;
       case OPT_ZERO1: o->zero1 = true; break;
+      case OPT_MICRO:
+        ok = tpc__count("micro-batches", v, 1, &o->micro_batches);
+        if (ok && (o->micro_batches & (o->micro_batches - 1))) {
+          fprintf(stderr, "tpc-train: error: --micro-batches must be a power of two (the gradients' canonical sum is a "
+                          "pairwise tree); got %lld\n", (long long)o->micro_batches);
+          ok = false;
+        }
+        break;
       case OPT_BACKEND: o->backend = v; break;
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;

@@ -142,8 +142,8 @@ static void tpc__remove_dir(const char* dir) {
 }
 
 tprt_status_t tpc_checkpoint_save(const tpc_train_options_t* o, const tprt_module_function_t* fn,
-                                  const tprt_world_t* world, void** const* rank_args, int nranks, int64_t step,
-                                  int64_t position) {
+                                  const tprt_world_t* world, void** const* rank_args, const tprt_tensor_t* logical,
+                                  int nranks, int64_t step, int64_t position) {
   char final[4096], tmp[4096], file[4200], latest[4200], latest_tmp[4200];
   mkdir(o->save_dir, 0777);
   snprintf(final, sizeof final, "%s/step-%08lld", o->save_dir, (long long)step);
@@ -158,6 +158,14 @@ tprt_status_t tpc_checkpoint_save(const tpc_train_options_t* o, const tprt_modul
     const tprt_module_tensor_t* mt = &fn->args[a];
     if (tpc__per_step(mt->name)) continue;
     tprt_shard_t shard;
+    if (logical && logical[a].data) {
+      tensors[n] = logical[a];
+      tensors[n].data = malloc(tprt_tensor_bytes(&logical[a]) + 1);
+      if (tensors[n].data) memcpy(tensors[n].data, logical[a].data, tprt_tensor_bytes(&logical[a]));
+      else s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory for %s", mt->name);
+      names[n++] = mt->name;
+      continue;
+    }
     if ((s = tpc__logical(mt, world, &tensors[n], &shard))) break;
     tensors[n].data = malloc(tprt_tensor_bytes(&tensors[n]) + 1);
     if (!tensors[n].data) {
