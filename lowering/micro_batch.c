@@ -242,8 +242,10 @@ static MlirLogicalResult tpc__split_func(MlirOperation module, MlirOperation fun
       tpc__op_error(o,
                     "tp-micro-batch: %s communicates across micro-batches (over mesh axis mb); only the gradients' "
                     "all-reduces may%s",
-                    kind == TPC_OP_ALL_GATHER ? " (tp.strategy = \"gather\" gathers the partial sums: use the canonical "
-                                                "strategy with micro-batches)"
+                    kind == TPC_OP_ALL_GATHER ? " (tp-invariant gathers over mb the partial sums of the gather strategy, or "
+                                                "the rows of an expert weight's gradient, which needs every token of the step: "
+                                                "use the canonical strategy; a MoE model accumulates micro-batches in fast "
+                                                "numerics only, for now)"
                                               : " (GTP's reduce-scatters are not supported with micro-batches yet)");
       result = mlirLogicalResultFailure();
       goto done;

@@ -43,6 +43,18 @@
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
 
+// The buffers a rank's kernels address (tpc_train_t.kb).
+typedef struct {
+  void** args;   // per argument of fn_all
+  void** gres;   // per result of the gradient function (the step)
+  void** res;    // per result of the function whose results update the arguments
+  void** acc;    // per partial gradient and tree level
+  void* arena;   // one for both functions
+  void** eargs;  // evaluation: per argument (the training arguments' buffers where it reads them)
+  void** eres;   // per result
+  void* earena;
+} tpc_kbufs_t;
+
 // The state shared by the rank threads (rank 0 writes the step's inputs and decisions between
 // two meetings of the ranks; every rank reads them after the second).
 typedef struct {
@@ -94,6 +106,11 @@ typedef struct {
   void** results[TPC_RUN_MAX_RANKS];
   float** acc[TPC_RUN_MAX_RANKS];
   bool* accf[TPC_RUN_MAX_RANKS];
+  // What the kernels address, per rank: on the CPU backend the host buffers above themselves; on a
+  // device backend its own copies (tpc__rank), with the host ones as staging.
+  bool device;
+  tpc_kbufs_t kb[TPC_RUN_MAX_RANKS];
+  void** eval_host[TPC_RUN_MAX_RANKS];  // per evaluation argument: host staging of ids and targets
   // Step bookkeeping (rank 0).
   int64_t step;       // steps done
   int64_t position;   // the next batch's first token in the data
@@ -150,6 +167,9 @@ static tprt_status_t tpc__prepare(tpc_train_t* t) {
   return NULL;
 }
 
+static tprt_status_t tpc__upload(const tpc_train_t* t, void* kernel, const void* host, size_t bytes);
+static tprt_status_t tpc__download(const tpc_train_t* t, void* host, const void* kernel, size_t bytes);
+
 // Row i of micro-batch m's piece of a token tensor is row tpc__row(i, m, k, P) of the step's:
 // the step's rows are D * k blocks of P, one per (data-parallel rank d, micro-batch m) in the
 // order d * k + m, and the piece holds micro-batch m's block of every rank, so each rank's k
@@ -185,34 +205,53 @@ static tprt_status_t tpc__to_rank(const tprt_module_tensor_t* mt, const tprt_wor
 static tprt_status_t tpc__feed(tpc_train_t* t, int r) {
   for (int i = 0; i < t->gfn->num_args; ++i) {
     int a = t->garg[i];
-    if (t->tok[a].data)
-      TPRT_RETURN_IF_ERROR(tpc__to_rank(&t->gfn->args[i], t->world, r, t->micro[a].data, t->args[r][a]), "step %lld",
-                           (long long)t->step + 1);
+    if (!t->tok[a].data) continue;
+    const tprt_module_tensor_t* mt = &t->gfn->args[i];
+    TPRT_RETURN_IF_ERROR(tpc__to_rank(mt, t->world, r, t->micro[a].data, t->args[r][a]), "step %lld",
+                         (long long)t->step + 1);
+    TPRT_RETURN_IF_ERROR(tpc__upload(t, t->kb[r].args[a], t->args[r][a], tprt_tensor_bytes(&mt->layout)), "%s", mt->name);
   }
   return NULL;
 }
 
-// Every rank, after micro-batch m: its partial gradients into the pairwise tree. Level l holds a
-// pending sum of 2^l micro-batches; a new one is added to the pending sums on its left, earlier
-// first, as the canonical all-reduce adds member g + s to member g.
-static void tpc__accumulate(tpc_train_t* t, int r) {
+// Copies |bytes| between a host buffer and a buffer the kernels address (no copy when they are
+// the same: the CPU backend). Device copies are synchronous.
+static tprt_status_t tpc__upload(const tpc_train_t* t, void* kernel, const void* host, size_t bytes) {
+  if (kernel == host) return NULL;
+  if (!t->device) return memcpy(kernel, host, bytes), NULL;
+  return t->backend->to_device(kernel, host, bytes);
+}
+
+static tprt_status_t tpc__download(const tpc_train_t* t, void* host, const void* kernel, size_t bytes) {
+  if (kernel == host) return NULL;
+  if (!t->device) return memcpy(host, kernel, bytes), NULL;
+  return t->backend->to_host(host, kernel, bytes);
+}
+
+// Every rank, after micro-batch m: its partial gradients into the pairwise tree, with the
+// backend's copy and add. Level l holds a pending sum of 2^l micro-batches; a new one is added to
+// the pending sums on its left, earlier first, as the canonical all-reduce adds member g + s to
+// member g.
+static tprt_status_t tpc__accumulate(tpc_train_t* t, int r) {
+  const tprt_backend_t* b = t->backend;
   for (int p = 0; p < t->npart; ++p) {
-    const tprt_module_tensor_t* mt = &t->gfn->results[1 + p];
-    int64_t n = tprt_tensor_numel(&mt->layout);
-    const float* x = t->gres[r][1 + p];
+    tprt_tensor_t x = t->gfn->results[1 + p].layout;
+    x.data = t->kb[r].gres[1 + p];
     for (int l = 0; l < t->levels; ++l) {
-      float* slot = t->acc[r][p * t->levels + l];
+      tprt_tensor_t slot = x;
+      slot.data = t->kb[r].acc[p * t->levels + l];
       bool* pending = &t->accf[r][p * t->levels + l];
       if (!*pending) {
-        memcpy(slot, x, sizeof(float) * (size_t)n);
         *pending = true;
+        TPRT_RETURN_IF_ERROR(b->copy(&x, &slot), "accumulating %s", t->gfn->results[1 + p].name);
         break;
       }
-      for (int64_t i = 0; i < n; ++i) slot[i] = slot[i] + x[i];
+      TPRT_RETURN_IF_ERROR(b->add(&slot, &x, &slot), "accumulating %s", t->gfn->results[1 + p].name);
       *pending = false;
       x = slot;
     }
   }
+  return NULL;
 }
 
 // Rank 0, after micro-batch m: its per-token loss (the gradient function's first result), placed
@@ -292,9 +331,9 @@ static void tpc__review(tpc_train_t* t) {
 // The mean loss of --eval-batches batches of --val-data (from its start, so every evaluation
 // sees the same tokens), with the weights of this step: the forward module reads the training
 // arguments themselves. Rank 0 prints it.
-static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec, void* arena, void** args,
-                                   void** results) {
+static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec) {
   int r = tprt_rank_index(rank);
+  void** args = t->kb[r].eargs;
   const tprt_module_function_t* efn = t->efn;
   int64_t T = t->ids_t.dims[0], position = 0;
   tprt_status_t s = NULL;
@@ -307,14 +346,20 @@ static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_
     }
     if ((s = tpc__meet(rank)) || t->failure) break;
     for (int a = 0; a < efn->num_args; ++a)
-      if (t->eval_from[a] >= 0) args[a] = t->args[r][t->eval_from[a]];
+      if (t->eval_from[a] >= 0) args[a] = t->kb[r].args[t->eval_from[a]];
     const int which[2] = {t->eval_ids, t->eval_targets};
     const tprt_tensor_t* logical[2] = {&t->ids_t, &t->targets_t};
-    for (int i = 0; i < 2 && !s; ++i) s = tpc__to_rank(&efn->args[which[i]], t->world, r, logical[i]->data, args[which[i]]);
-    if (!s && efn->entry(exec, args, results, arena)) {
+    for (int i = 0; i < 2 && !s; ++i) {
+      const tprt_module_tensor_t* mt = &efn->args[which[i]];
+      s = tpc__to_rank(mt, t->world, r, logical[i]->data, t->eval_host[r][which[i]]);
+      if (!s) s = tpc__upload(t, args[which[i]], t->eval_host[r][which[i]], tprt_tensor_bytes(&mt->layout));
+    }
+    if (!s && efn->entry(exec, args, t->kb[r].eres, t->kb[r].earena)) {
       s = tprt_exec_take_status(exec);
       if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "evaluation failed");
     }
+    if (!s)
+      s = tpc__download(t, t->eval_results_of[r][0], t->kb[r].eres[0], tprt_tensor_bytes(&efn->results[0].layout));
     if (s || (s = tpc__meet(rank))) break;
     if (r == 0) {
       // The mean over the batch's tokens, as the training loss (rank pieces in logical order).
@@ -354,46 +399,122 @@ static tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_
 // One rank
 //===----------------------------------------------------------------------===//
 
+// A rank's kernel buffers (t->kb[r]): on a device backend allocated there, the arguments uploaded
+// from their host copies; on the CPU backend the host buffers themselves. The evaluation's too.
+static tprt_status_t tpc__rank_buffers(tpc_train_t* t, tprt_rank_t* rank) {
+  int r = tprt_rank_index(rank);
+  const tprt_module_function_t *g = t->gfn, *fn = t->fn;
+  tpc_kbufs_t* k = &t->kb[r];
+  const tprt_backend_t* b = t->backend;
+  tprt_allocator_t host = tprt_rank_allocator(rank);
+  int64_t arena = g->arena_bytes > (t->ufn ? t->ufn->arena_bytes : 0) ? g->arena_bytes : t->ufn->arena_bytes;
+#define TPC__ALLOC(bytes, out) \
+  (t->device ? b->alloc((size_t)(bytes) + 1, (out)) : tprt_allocator_malloc(host, (size_t)(bytes) + 1, TPRT_ABI_ARENA_ALIGNMENT, (out)))
+  TPRT_RETURN_IF_ERROR(TPC__ALLOC(arena, &k->arena), "the arena (%lld bytes)", (long long)arena);
+  if (!t->device) {
+    k->args = t->args[r], k->gres = t->gres[r], k->res = t->results[r], k->acc = (void**)t->acc[r];
+  } else {
+    k->args = calloc((size_t)fn->num_args + 1, sizeof(void*));
+    k->gres = calloc((size_t)g->num_results + 1, sizeof(void*));
+    k->res = t->ufn ? calloc((size_t)t->rfn->num_results + 1, sizeof(void*)) : k->gres;
+    k->acc = calloc((size_t)(t->npart * t->levels) + 1, sizeof(void*));
+    if (!k->args || !k->gres || !k->res || !k->acc) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    for (int a = 0; a < fn->num_args; ++a) {
+      size_t bytes = tprt_tensor_bytes(&fn->args[a].layout);
+      TPRT_RETURN_IF_ERROR(TPC__ALLOC(bytes, &k->args[a]), "argument %s", fn->args[a].name);
+      TPRT_RETURN_IF_ERROR(tpc__upload(t, k->args[a], t->args[r][a], bytes), "uploading %s", fn->args[a].name);
+    }
+    for (int j = 0; j < g->num_results; ++j)
+      TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&g->results[j].layout), &k->gres[j]), "result %s", g->results[j].name);
+    for (int j = 0; t->ufn && j < t->ufn->num_results; ++j)
+      TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&t->ufn->results[j].layout), &k->res[j]), "result %s",
+                           t->ufn->results[j].name);
+    for (int p = 0; p < t->npart * t->levels; ++p)
+      TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&g->results[1 + p / t->levels].layout), &k->acc[p]),
+                           "accumulator of %s", g->results[1 + p / t->levels].name);
+  }
+  if (!t->efn) return NULL;
+  const tprt_module_function_t* e = t->efn;
+  k->eargs = calloc((size_t)e->num_args + 1, sizeof(void*));
+  k->eres = calloc((size_t)e->num_results + 1, sizeof(void*));
+  t->eval_host[r] = calloc((size_t)e->num_args + 1, sizeof(void*));
+  t->eval_results_of[r] = calloc((size_t)e->num_results + 1, sizeof(void*));
+  if (!k->eargs || !k->eres || !t->eval_host[r] || !t->eval_results_of[r])
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  TPRT_RETURN_IF_ERROR(TPC__ALLOC(e->arena_bytes, &k->earena), "the evaluation's arena");
+  for (int a = 0; a < e->num_args; ++a) {
+    if (t->eval_from[a] >= 0) continue;  // the training argument's buffer, bound at each evaluation
+    const tprt_module_tensor_t* mt = &e->args[a];
+    size_t bytes = tprt_tensor_bytes(&mt->layout);
+    TPRT_RETURN_IF_ERROR(TPC__ALLOC(bytes, &k->eargs[a]), "evaluation argument %s", mt->name);
+    TPRT_RETURN_IF_ERROR(tprt_allocator_malloc(host, bytes + 1, 64, &t->eval_host[r][a]), "evaluation argument %s", mt->name);
+    // A table cut into micro-batches for training: this rank's part of it whole.
+    if (t->eval_tok[a] >= 0) {
+      TPRT_RETURN_IF_ERROR(tpc__to_rank(mt, t->world, r, t->tok[t->eval_tok[a]].data, t->eval_host[r][a]), "evaluation");
+      TPRT_RETURN_IF_ERROR(tpc__upload(t, k->eargs[a], t->eval_host[r][a], bytes), "uploading %s", mt->name);
+    }
+  }
+  for (int j = 0; j < e->num_results; ++j) {
+    size_t bytes = tprt_tensor_bytes(&e->results[j].layout);
+    TPRT_RETURN_IF_ERROR(TPC__ALLOC(bytes, &k->eres[j]), "evaluation result %s", e->results[j].name);
+    t->eval_results_of[r][j] = t->device ? malloc(bytes + 1) : k->eres[j];
+    if (!t->eval_results_of[r][j]) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  }
+#undef TPC__ALLOC
+  return NULL;
+}
+
+static void tpc__rank_buffers_free(tpc_train_t* t, tprt_rank_t* rank) {
+  int r = tprt_rank_index(rank);
+  tpc_kbufs_t* k = &t->kb[r];
+  tprt_allocator_t host = tprt_rank_allocator(rank);
+  void (*kfree)(void*) = t->device ? t->backend->free : NULL;
+#define TPC__FREE(p) (kfree ? (p ? kfree(p) : (void)0) : tprt_allocator_free(host, (p)))
+  TPC__FREE(k->arena);
+  if (t->device) {
+    for (int a = 0; k->args && a < t->fn->num_args; ++a) TPC__FREE(k->args[a]);
+    for (int j = 0; k->gres && j < t->gfn->num_results; ++j) TPC__FREE(k->gres[j]);
+    for (int j = 0; t->ufn && k->res && j < t->ufn->num_results; ++j) TPC__FREE(k->res[j]);
+    for (int p = 0; k->acc && p < t->npart * t->levels; ++p) TPC__FREE(k->acc[p]);
+    if (k->res != k->gres) free(k->res);
+    free(k->args), free(k->gres), free(k->acc);
+  }
+  if (t->efn) {
+    TPC__FREE(k->earena);
+    for (int a = 0; k->eargs && a < t->efn->num_args; ++a)
+      if (t->eval_from[a] < 0) {
+        TPC__FREE(k->eargs[a]);
+        if (t->eval_host[r]) tprt_allocator_free(host, t->eval_host[r][a]);
+      }
+    for (int j = 0; k->eres && j < t->efn->num_results; ++j) {
+      if (t->device && t->eval_results_of[r]) free(t->eval_results_of[r][j]);
+      TPC__FREE(k->eres[j]);
+    }
+    free(k->eargs), free(k->eres), free(t->eval_host[r]), free(t->eval_results_of[r]);
+    t->eval_results_of[r] = NULL;
+  }
+#undef TPC__FREE
+  memset(k, 0, sizeof *k);
+}
+
 static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   tpc_train_t* t = user;
   int r = tprt_rank_index(rank);
   const tprt_module_function_t *gfn = t->gfn, *ufn = t->ufn;
-  void** args = t->args[r];
-  void** gres = t->gres[r];
-  void** results = t->results[r];
-  void* arena = NULL;
-  tprt_exec_t* exec = NULL;
-  int64_t arena_bytes = gfn->arena_bytes > (ufn ? ufn->arena_bytes : 0) ? gfn->arena_bytes : ufn->arena_bytes;
+  const tprt_backend_t* b = t->backend;
+  tpc_kbufs_t* k = &t->kb[r];
+  tprt_exec_t *exec = NULL, *eval_exec = NULL;
+  tprt_status_t s = t->device && b->rank_begin ? b->rank_begin(rank) : NULL;
+  bool begun = t->device && !s;
+  if (s) s = tprt_status_annotate(s, "rank %d: the %s backend", r, b->name);
   void** gargs = calloc((size_t)gfn->num_args + 1, sizeof(void*));
   void** uargs = ufn ? calloc((size_t)ufn->num_args + 1, sizeof(void*)) : NULL;
-  tprt_status_t s = gargs && (uargs || !ufn) ? NULL : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-  // One arena serves both functions: they run one after the other.
-  if (!s) s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)arena_bytes + 1, TPRT_ABI_ARENA_ALIGNMENT, &arena);
+  if (!s && (!gargs || (ufn && !uargs))) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  if (!s) s = tpc__rank_buffers(t, rank);
   if (!s) s = tprt_exec_create(rank, t->module->chunks, tprt_rank_allocator(rank), &exec);
-  if (exec) tprt_exec_set_backend(exec, t->backend);
-  // The evaluation module's own arena and buffers (its weights are the training arguments).
-  tprt_exec_t* eval_exec = NULL;
-  void *eval_arena = NULL, **eval_args = NULL, **eval_results = NULL;
-  if (!s && t->efn) {
-    eval_args = calloc((size_t)t->efn->num_args + 1, sizeof(void*));
-    eval_results = calloc((size_t)t->efn->num_results + 1, sizeof(void*));
-    if (!eval_args || !eval_results) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    if (!s) s = tprt_allocator_malloc(tprt_rank_allocator(rank), (size_t)t->efn->arena_bytes + 1, TPRT_ABI_ARENA_ALIGNMENT,
-                                      &eval_arena);
-    for (int a = 0; !s && a < t->efn->num_args; ++a)
-      if (t->eval_from[a] < 0) {
-        const tprt_module_tensor_t* mt = &t->efn->args[a];
-        s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&mt->layout) + 1, 64, &eval_args[a]);
-        // A table cut into micro-batches for training: this rank's part of it whole.
-        if (!s && t->eval_tok[a] >= 0) s = tpc__to_rank(mt, t->world, r, t->tok[t->eval_tok[a]].data, eval_args[a]);
-      }
-    for (int j = 0; !s && j < t->efn->num_results; ++j)
-      s = tprt_allocator_malloc(tprt_rank_allocator(rank), tprt_tensor_bytes(&t->efn->results[j].layout) + 1, 64,
-                                &eval_results[j]);
-    t->eval_results_of[r] = eval_results;
-    if (!s) s = tprt_exec_create(rank, t->eval_module->chunks, tprt_rank_allocator(rank), &eval_exec);
-    if (eval_exec) tprt_exec_set_backend(eval_exec, t->backend);
-  }
+  if (exec) tprt_exec_set_backend(exec, b);
+  if (!s && t->efn) s = tprt_exec_create(rank, t->eval_module->chunks, tprt_rank_allocator(rank), &eval_exec);
+  if (eval_exec) tprt_exec_set_backend(eval_exec, b);
   while (!s) {
     if (r == 0) {
       tprt_status_t p = tpc__prepare(t);
@@ -405,14 +526,16 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       if (r == 0 && !t->stop) tpc__micro_pieces(t, m);
       if ((s = tpc__meet(rank)) || t->stop) break;
       if ((s = tpc__feed(t, r))) break;
-      memcpy(args[t->hyper], t->hyper_v, sizeof t->hyper_v);
-      for (int i = 0; i < gfn->num_args; ++i) gargs[i] = args[t->garg[i]];
-      if (gfn->entry(exec, gargs, gres, arena)) {
+      memcpy(t->args[r][t->hyper], t->hyper_v, sizeof t->hyper_v);
+      if ((s = tpc__upload(t, k->args[t->hyper], t->args[r][t->hyper], sizeof t->hyper_v))) break;
+      for (int i = 0; i < gfn->num_args; ++i) gargs[i] = k->args[t->garg[i]];
+      if (gfn->entry(exec, gargs, k->gres, k->arena)) {
         s = tprt_exec_take_status(exec);
         if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld failed", (long long)t->step + 1);
         break;
       }
-      if (ufn) tpc__accumulate(t, r);
+      if (ufn && (s = tpc__accumulate(t, r))) break;
+      if ((s = tpc__download(t, t->gres[r][0], k->gres[0], tprt_tensor_bytes(&gfn->results[0].layout)))) break;
       if ((s = tpc__meet(rank))) break;
       if (r == 0) {
         tprt_status_t g = tpc__gather_loss(t, m);  // reported by tpc__review
@@ -424,26 +547,31 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     // The update, once, on the k micro-batches' sums.
     if (ufn) {
       for (int i = 0; i < ufn->num_args; ++i)
-        uargs[i] = t->uarg[i] >= 0 ? args[t->uarg[i]] : (void*)t->acc[r][(-1 - t->uarg[i]) * t->levels + t->levels - 1];
-      if (ufn->entry(exec, uargs, results, arena)) {
+        uargs[i] = t->uarg[i] >= 0 ? k->args[t->uarg[i]] : k->acc[(-1 - t->uarg[i]) * t->levels + t->levels - 1];
+      if (ufn->entry(exec, uargs, k->res, k->arena)) {
         s = tprt_exec_take_status(exec);
         if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld: the update failed", (long long)t->step + 1);
         break;
       }
       for (int p = 0; p < t->npart * t->levels; ++p) t->accf[r][p] = false;
     }
+    if ((s = tpc__download(t, t->results[r][t->norm], k->res[t->norm], sizeof(float)))) break;
     if ((s = tpc__meet(rank))) break;
     if (r == 0) tpc__review(t);
     if ((s = tpc__meet(rank))) break;
     // A kept step's results become the next step's arguments (weights, master weights, moments).
     for (int j = 0; t->accept && j < t->rfn->num_results; ++j)
       if (t->next[j] >= 0) {
-        void* tmp = args[t->next[j]];
-        args[t->next[j]] = results[j];
-        results[j] = tmp;
+        void* tmp = k->args[t->next[j]];
+        k->args[t->next[j]] = k->res[j];
+        k->res[j] = tmp;
       }
     if (t->save) {
-      if ((s = tpc__meet(rank))) break;
+      // Each rank brings its arguments to the host; rank 0 writes them.
+      for (int a = 0; !s && a < t->fn->num_args; ++a)
+        if (!t->micro[a].data)
+          s = tpc__download(t, t->args[r][a], k->args[a], tprt_tensor_bytes(&t->fn->args[a].layout));
+      if (s || (s = tpc__meet(rank))) break;
       if (r == 0) {
         tprt_status_t c = tpc_checkpoint_save(t->o, t->fn, t->world, t->args, t->tok, tprt_world_size(t->world), t->step,
                                               t->position);
@@ -451,24 +579,16 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       }
       if ((s = tpc__meet(rank))) break;
     }
-    if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec, eval_arena, eval_args, eval_results))) break;
+    if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec))) break;
     if (t->stop) break;
   }
   free(gargs);
   free(uargs);
   if (s) tprt_rank_fail(rank, s);
   tprt_exec_destroy(exec);
-  tprt_allocator_free(tprt_rank_allocator(rank), arena);
-  if (t->efn) {
-    tprt_exec_destroy(eval_exec);
-    tprt_allocator_free(tprt_rank_allocator(rank), eval_arena);
-    for (int a = 0; eval_args && a < t->efn->num_args; ++a)
-      if (t->eval_from[a] < 0) tprt_allocator_free(tprt_rank_allocator(rank), eval_args[a]);
-    for (int j = 0; eval_results && j < t->efn->num_results; ++j)
-      tprt_allocator_free(tprt_rank_allocator(rank), eval_results[j]);
-    free(eval_args);
-    free(eval_results);
-  }
+  tprt_exec_destroy(eval_exec);
+  tpc__rank_buffers_free(t, rank);
+  if (begun && b->rank_end) b->rank_end(rank);
   return NULL;
 }
 
@@ -642,13 +762,21 @@ int main(int argc, char** argv) {
     fprintf(stderr, "tpc-train: resuming from %s (after step %lld)\n", resume_file, (long long)resumed.step);
   }
   if ((s = tpc_data_open(o.data_path, &t->train))) goto fail;
-  if (!tpc__compile(&ro, o.module_path, so_path, sizeof so_path, tmpdir)) goto done;
-  if (!(t->backend = tpc__load_backend(o.backend))) goto done;
-  if (t->backend != tprt_backend_cpu()) {
-    s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
-                         "--backend %s: tpc-train runs on the CPU backend for now (docs/training.md, \"Status\")", o.backend);
+  // A .mlir is compiled here (pipeline step); a .so is a step tpc-compile made already (on a
+  // machine with MLIR: `tpc-compile --pipeline=step --mesh=...`, with mb=K for --micro-batches).
+  size_t plen = strlen(o.module_path);
+  bool precompiled = plen > 3 && strcmp(o.module_path + plen - 3, ".so") == 0;
+  if (precompiled && o.val_path) {
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                         "--val-data needs the model's .mlir (its evaluation module is compiled from it); %s is compiled",
+                         o.module_path);
     goto fail;
   }
+  if (precompiled) snprintf(so_path, sizeof so_path, "%s", o.module_path);
+  else if (!tpc__compile(&ro, o.module_path, so_path, sizeof so_path, tmpdir)) goto done;
+  if (o.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1), setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  if (!(t->backend = tpc__load_backend(o.backend))) goto done;
+  t->device = t->backend != tprt_backend_cpu();
   if ((s = tprt_module_load(so_path, tprt_allocator_system(), &module))) goto fail;
   t->module = module;
   t->gfn = t->rfn = &module->functions[0];
@@ -825,7 +953,7 @@ int main(int argc, char** argv) {
                              g->results[1 + p].name);
         goto fail;
       }
-      for (int l = 0; l < t->levels; ++l)
+      for (int l = 0; !t->device && l < t->levels; ++l)  // a device backend accumulates in its memory
         if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(pl) + 1, 64,
                                        (void**)&t->acc[r][p * t->levels + l])))
           goto fail;
@@ -853,6 +981,7 @@ int main(int argc, char** argv) {
   // A first Ctrl-C (or SIGTERM) ends the run after the step in progress, with a checkpoint when
   // --save is given: the world is not cancelled (tpc-run's way), the ranks see the flag between
   // steps. A second Ctrl-C ends the process at once.
+  if (t->backend->configure && (s = t->backend->configure(module->numerics))) goto fail;
   s = tprt_world_run(t->world, tpc__rank, t);
   if (t->failure && !s) s = t->failure, t->failure = NULL;
   if (s) goto fail;
@@ -902,7 +1031,7 @@ done:
     unlink(p);
     rmdir(eval_so_dir);
   }
-  if (so_path[0] && strncmp(so_path, "/tmp/tpc-train-", 15) == 0) {
+  if (so_path[0] && strncmp(so_path, "/tmp/tpc-train-", 15) == 0 && strcmp(so_path, o.module_path) != 0) {
     unlink(so_path);
     rmdir(tmpdir);
   }

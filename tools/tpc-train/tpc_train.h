@@ -25,6 +25,7 @@ typedef struct {
   bool zero1;  // --zero1: optimizer states sharded over dp
   int64_t micro_batches;  // --micro-batches K: gradient accumulation (1: none)
   const char* backend;
+  bool share_gpus;  // --share-gpus: ranks share the GPUs (a test mode of the CUDA backend)
   const char* weights;
   const char* weight_names;
   const char* inputs;  // --inputs: tensors by argument name, checked before --weights (the rotary tables)

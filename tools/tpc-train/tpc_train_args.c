@@ -11,7 +11,7 @@ enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
   OPT_CLIP, OPT_VAL, OPT_EVAL_EVERY, OPT_EVAL_BATCHES, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
-  OPT_MICRO,
+  OPT_MICRO, OPT_SHARE_GPUS,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -30,7 +30,10 @@ static const tpc_cli_option_t kOptions[] = {
      "are the global batch, each call computes 1/K of them; bitwise the K = 1 step in invariant numerics",
      OPT_MICRO},
     {"zero1", 0, NULL, "Shard AdamW's master weights and moments over the dp ranks (ZeRO-1)", OPT_ZERO1},
-    {"backend", 0, "B", "cpu (default)", OPT_BACKEND},
+    {"backend", 0, "B", "cpu (default) or cuda (one GPU per rank; the model may be a .so from\n"
+     "tpc-compile --pipeline=step on a machine without MLIR)", OPT_BACKEND},
+    {"share-gpus", 0, NULL, "With --backend cuda: ranks share the GPUs (rank i on GPU i mod count; a test mode)",
+     OPT_SHARE_GPUS},
     {"weights", 0, "FILE", "Initial weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
     {"weight-names", 0, "RULES", "Rules naming the --weights tensors of each argument (docs/io.md)", OPT_WEIGHT_NAMES},
     {"inputs", 0, "FILE",
@@ -140,6 +143,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
         }
         break;
       case OPT_BACKEND: o->backend = v; break;
+      case OPT_SHARE_GPUS: o->share_gpus = true; break;
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
       case OPT_INPUTS: o->inputs = v; break;
