@@ -17,11 +17,16 @@ static tprt_status_t tprt__check_acc(const char* op, const char* name, const tpr
   return NULL;
 }
 
-tprt_status_t tprt_cpu_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
+tprt_status_t tprt__check_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, const tprt_tensor_t* acc_out) {
   const char* op = "sumsq";
   tprt_status_t s = tprt__check(op, "g", g, -1, TPRT__FLOATS);
   if (!s && acc) s = tprt__check_acc(op, "acc", acc, TPRT_SUMSQ_WORDS);
   if (!s) s = tprt__check_acc(op, "acc_out", acc_out, TPRT_SUMSQ_WORDS);
+  return s;
+}
+
+tprt_status_t tprt_cpu_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
+  tprt_status_t s = tprt__check_sumsq(g, acc, acc_out);
   if (s) return s;
   int64_t* out = (int64_t*)acc_out->data;
   if (acc && acc->data != acc_out->data) memcpy(out, acc->data, TPRT_SUMSQ_WORDS * sizeof(int64_t));
@@ -37,7 +42,7 @@ tprt_status_t tprt_cpu_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, t
   return NULL;
 }
 
-tprt_status_t tprt_cpu_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) {
+tprt_status_t tprt__check_global_norm(const tprt_tensor_t* acc, const tprt_tensor_t* norm) {
   const char* op = "global_norm";
   tprt_status_t s = tprt__check(op, "acc", acc, 1, TPRT__M(TPRT_DTYPE_I64));
   if (!s) s = tprt__check(op, "norm", norm, 1, TPRT__M(TPRT_DTYPE_F32));
@@ -46,6 +51,12 @@ tprt_status_t tprt_cpu_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
                             "%s: acc must be R accumulators of %d i64 words and norm [1] f32; got acc [%lld], norm [%lld]",
                             op, TPRT_SUMSQ_WORDS, (long long)acc->dims[0], (long long)norm->dims[0]);
+  return NULL;
+}
+
+tprt_status_t tprt_cpu_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) {
+  tprt_status_t s = tprt__check_global_norm(acc, norm);
+  if (s) return s;
   int64_t total[TPRT_SUMSQ_WORDS] = {0};
   const int64_t* a = (const int64_t*)acc->data;
   for (int64_t r = 0; r < acc->dims[0] / TPRT_SUMSQ_WORDS; ++r) {
@@ -57,10 +68,10 @@ tprt_status_t tprt_cpu_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm
   return NULL;
 }
 
-tprt_status_t tprt_cpu_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
-                             const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
-                             tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
-                             tprt_tensor_t* weight) {
+tprt_status_t tprt__check_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                                const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                                const tprt_tensor_t* master_out, const tprt_tensor_t* m_out, const tprt_tensor_t* v_out,
+                                const tprt_tensor_t* weight) {
   const char* op = "adamw";
   const tprt_tensor_t* f32s[7] = {master, grad, m, v, master_out, m_out, v_out};
   static const char* const names[7] = {"master", "grad", "m", "v", "master_out", "m_out", "v_out"};
@@ -76,6 +87,14 @@ tprt_status_t tprt_cpu_adamw(const tprt_tensor_t* master, const tprt_tensor_t* g
   if (!s && (hyper->dims[0] != 8 || norm->dims[0] != 1))
     s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: hyper must be [8] and norm [1] (f32); got [%lld] and [%lld]",
                          op, (long long)hyper->dims[0], (long long)norm->dims[0]);
+  return s;
+}
+
+tprt_status_t tprt_cpu_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                             const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                             tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
+                             tprt_tensor_t* weight) {
+  tprt_status_t s = tprt__check_adamw(master, grad, m, v, hyper, norm, master_out, m_out, v_out, weight);
   if (s) return s;
   const float* h = (const float*)hyper->data;
   float clip = tprt_adamw_clip(h[7], ((const float*)norm->data)[0]);

@@ -198,4 +198,16 @@ tprt_status_t tprt__check_grouped_linear(const tprt_tensor_t* x, const tprt_tens
                                          const tprt_tensor_t* group_sizes, const tprt_tensor_t* y, int chunks,
                                          int64_t* out_segments);
 
+/// The whole-model ops' shape, dtype and parameter checks (cpu_vocab.c, cpu_optim.c), shared with
+/// the CUDA launchers. tprt__check_embedding checks neither the ids' values (the CPU kernels check
+/// them too, reading them) nor |chunks|.
+tprt_status_t tprt__check_embedding(const char* op, const tprt_tensor_t* ids, const tprt_tensor_t* table,
+                                    const tprt_tensor_t* rows, bool grad, int64_t start, int64_t vocab);
+tprt_status_t tprt__check_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, const tprt_tensor_t* acc_out);
+tprt_status_t tprt__check_global_norm(const tprt_tensor_t* acc, const tprt_tensor_t* norm);
+tprt_status_t tprt__check_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                                const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                                const tprt_tensor_t* master_out, const tprt_tensor_t* m_out, const tprt_tensor_t* v_out,
+                                const tprt_tensor_t* weight);
+
 #endif  // TPRT_CPU_INTERNAL_H_

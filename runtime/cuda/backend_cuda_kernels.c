@@ -532,3 +532,27 @@ tprt_status_t tprt__cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor
 tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   TPRT__TIMED_OP("copy", tprt_cuda_copy(src, dst, tprt__r.stream));
 }
+
+// The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (they are
+// bitwise the CPU's); the cross-entropy ops run through the ABI's host fallback for now.
+tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start,
+                                   int64_t vocab) {
+  TPRT__TIMED_OP("embedding", tprt_cuda_embedding(ids, table, y, start, vocab, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
+                                        int64_t start, int64_t vocab, int chunks) {
+  TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad(ids, dy, dtable, start, vocab, chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
+  TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) {
+  TPRT__TIMED_OP("global_norm", tprt_cuda_global_norm(acc, norm, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                               const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                               tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
+                               tprt_tensor_t* weight) {
+  TPRT__TIMED_OP("adamw",
+                 tprt_cuda_adamw(master, grad, m, v, hyper, norm, master_out, m_out, v_out, weight, tprt__r.stream));
+}

@@ -32,7 +32,8 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route",
                                        "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
                                        "quantize",      "dequantize", "rope",         "attention",
-                                       "attention_grad"};
+                                       "attention_grad", "embedding", "embedding_grad", "sumsq",
+                                       "global_norm", "adamw"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {
@@ -521,6 +522,7 @@ int main(int argc, char** argv) {
   ct_check_moe_kernels(stream);
   ct_check_grad_kernels(stream);
   ct_check_attention_kernels(stream);
+  ct_check_model_kernels(stream);
 
   CT_CUDA(cudaStreamDestroy(stream));
   ct_print_summary();

@@ -108,6 +108,9 @@ void ct_check_grad_kernels(cudaStream_t stream);
 
 /// Rope, attention and attention_grad (cuda_check_attention.cu): the validation cases and the
 /// kernel checks.
+/// cuda_check_model.cu: the whole-model kernels (embedding, its gradient, sumsq, global norm, AdamW).
+void ct_check_model_kernels(cudaStream_t stream);
+
 void ct_check_validation_attention(void);
 void ct_check_attention_kernels(cudaStream_t stream);
 /// The negative control of attention: a sequential softmax sum must give other bits.

@@ -16,6 +16,7 @@
 # Usage: bash test/gpu/run.sh [kernel-name filter]
 # Environment: CUDA_HOME (default /usr/local/cuda), TPC_CUDA_ARCH (default sm_90a), TPC_GPU_BENCH=1
 #              (with 2+ GPUs also the fused norm against NCCL),
+#              TPC_GPU_PLUGIN=DIR (also link the CUDA plugin against DIR/libtprt.so),
 #              TPC_GPU_KERNELS=0, TPC_GPU_MODULES=0 (process worlds only), TPC_GPU_BENCH_ONLY=1 (the
 #              benchmarks alone), TPC_GPU_CARRY (default build-gpu-carry), TPC_GPU_BUILD (build
 #              directory, default build-gpu), OUT (if set, logs and tables are copied there).
@@ -399,15 +400,16 @@ else
   CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-fast-math -fPIC)
   # Exact mode: no fused multiply-add contraction; IEEE division and sqrt; no flush to zero.
   NVFLAGS=(-std=c++17 -O3 -g -arch="$ARCH" --fmad=false -prec-div=true -prec-sqrt=true -ftz=false
-           -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off)
+           -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-ffp-contract=off,-fPIC)
   C_SOURCES=(runtime/tprt_status.c runtime/tprt_dtype.c runtime/tprt_allocator.c
              kernels/cpu/cpu_common.c kernels/cpu/cpu_linear.c kernels/cpu/cpu_norm.c
              kernels/cpu/cpu_glu.c kernels/cpu/cpu_elementwise.c kernels/cpu/cpu_moe.c
              kernels/cpu/cpu_moe_bucket.c kernels/cpu/cpu_linear_grad.c
              kernels/cpu/cpu_glu_grad.c kernels/cpu/cpu_norm_grad.c kernels/cpu/cpu_moe_grad.c
-             kernels/cpu/cpu_fused_mlp.c kernels/cpu/cpu_quant.c kernels/cpu/cpu_attention.c)
+             kernels/cpu/cpu_fused_mlp.c kernels/cpu/cpu_quant.c kernels/cpu/cpu_attention.c
+             kernels/cpu/cpu_vocab.c kernels/cpu/cpu_optim.c)
   CU_SOURCES=(test/gpu/cuda_check.cu test/gpu/cuda_check_dense.cu test/gpu/cuda_check_moe.cu test/gpu/cuda_check_grad.cu
-              test/gpu/cuda_check_attention.cu)
+              test/gpu/cuda_check_attention.cu test/gpu/cuda_check_model.cu)
   # The kernels' files, as CMake builds them: kernels/cuda/SOURCES ("<library> <path> [exact]").
   CUTLASS_SOURCES=()
   EXACT_CUTLASS=()
@@ -441,7 +443,7 @@ else
     objs+=("$obj")
     exact=()
     [[ " ${EXACT_CUTLASS[*]} " == *" $src "* ]] && exact=(--fmad=false -prec-div=true -prec-sqrt=true -ftz=false)
-    "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG "${exact[@]}" "${INC[@]}" \
+    "$NVCC" -std=c++17 -O3 -arch="$ARCH" --expt-relaxed-constexpr -DNDEBUG -Xcompiler=-fPIC "${exact[@]}" "${INC[@]}" \
       -isystem "$CUTLASS_INC" -c "$src" -o "$obj" & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
@@ -451,6 +453,24 @@ else
   "$NVCC" -std=c++17 -O3 -arch="$ARCH" "${INC[@]}" test/gpu/check_fast.cu test/gpu/check_fast_invariant.cu test/gpu/check_fast_attention.cu \
     "${kernel_objs[@]}" \
     -o "$BUILD/tprt-cuda-check-fast" -lm -ldl
+  # TPC_GPU_PLUGIN=DIR (a folder with the libtprt.so of a staged tpc-run or tpc-train): the CUDA
+  # backend's plugin from these kernel objects and runtime/cuda's host code, for tools staged on
+  # the MLIR machine with an older plugin (point TPRT_BACKEND_CUDA at $BUILD/libtprt_backend_cuda.so).
+  # Everything but the plugin's entry point stays local to it, as in the CMake build.
+  if [[ -n "${TPC_GPU_PLUGIN:-}" ]]; then
+    plugin_objs=("${kernel_objs[@]}")
+    pids=()
+    for src in runtime/cuda/*.c; do
+      obj="$(objname "$src")"
+      plugin_objs+=("$obj")
+      "$CC" "${CFLAGS[@]}" -fvisibility=hidden "${INC[@]}" -Iruntime/cuda -I"$CUDA_HOME/include" -c "$src" -o "$obj" & pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    printf '{ global: tprt_backend_cuda; local: *; };\n' > "$BUILD/plugin.map"
+    "$NVCC" -shared -arch="$ARCH" "${plugin_objs[@]}" -o "$BUILD/libtprt_backend_cuda.so" \
+      -Xlinker --version-script="$BUILD/plugin.map" -L"$TPC_GPU_PLUGIN" -ltprt -lnccl -ldl -lm
+    echo "built $BUILD/libtprt_backend_cuda.so"
+  fi
   echo "built $BUILD/tprt-cuda-check in $(( $(date +%s) - t0 )) s"
   if [[ -n "${TPC_GPU_BENCH:-}" ]]; then
     # The benchmark links the same kernel objects, without the checker's.

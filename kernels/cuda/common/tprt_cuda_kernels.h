@@ -596,6 +596,23 @@ tprt_status_t tprt_cuda_max_staged(const void* staged, int group, int dtype, int
 /// bitwise tprt_cpu_copy. kernels/cuda/elementwise/philox.cu.
 tprt_status_t tprt_cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// The whole-model ops of kernels/cuda/model/ (every numerics mode), bitwise the CPU kernels of
+/// cpu_vocab.c and cpu_optim.c with their validation (the ids' values are not read on the host:
+/// an id outside [start, start + rows) is a row this rank does not hold). They allocate their
+/// temporaries stream-ordered (tprt__cuda_malloc_async): the sort of embedding_grad, the block
+/// sums of sumsq (integers, so the grid does not change them).
+tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y,
+                                  int64_t start, int64_t vocab, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
+                                       int64_t start, int64_t vocab, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
+                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                              const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                              tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
+                              tprt_tensor_t* weight, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,146 @@
+// The optimizer's kernels in every numerics mode, bitwise tprt_cpu_sumsq, tprt_cpu_global_norm and
+// tprt_cpu_adamw (kernels/cpu/cpu_optim.c; docs/numerics.md, "Optimizer"), on the same helpers of
+// tprt_numerics.h.
+//
+// sumsq: the exact sum of squares is an integer on a fixed grid (tprt_sumsq_add's limbs), so any
+// partition of the elements gives the same normalized accumulator: each thread of a grid-stride
+// loop adds its elements into its own limbs and normalizes them, each block sums its threads' limbs
+// (shared memory, integers) into one row of a [blocks, 21] scratch, and one thread adds the rows to
+// the incoming accumulator and normalizes. No atomics, no floating-point sums.
+// global_norm: one thread, as the CPU kernel. adamw: one thread per element (tprt_adamw_elem).
+#include "tprt_cuda_internal.cuh"
+
+// ------------------------------------------------------------------------------------------------
+// GPU kernels
+// ------------------------------------------------------------------------------------------------
+
+constexpr int kTprtSumsqThreads = 256;
+constexpr int kTprtSumsqMaxBlocks = 1024;
+
+template <int D>
+__global__ void tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, int64_t* __restrict__ rows) {
+  __shared__ int64_t sm[TPRT_SUMSQ_WORDS][kTprtSumsqThreads];
+  int64_t acc[TPRT_SUMSQ_WORDS];
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) acc[k] = 0;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t since = 0;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    tprt_sumsq_add(acc, tprt__cuda_ld(g, D, i));
+    if (++since == TPRT_SUMSQ_BATCH) tprt_sumsq_normalize(acc), since = 0;
+  }
+  tprt_sumsq_normalize(acc);
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) sm[k][threadIdx.x] = acc[k];
+  __syncthreads();
+  // Each limb below 2^32 (the last word below 2^63 / threads in any real tensor): the block's sum
+  // of 256 of them does not overflow.
+  if (threadIdx.x < TPRT_SUMSQ_WORDS) {
+    int64_t sum = 0;
+    for (int t = 0; t < kTprtSumsqThreads; ++t) sum += sm[threadIdx.x][t];
+    rows[(int64_t)blockIdx.x * TPRT_SUMSQ_WORDS + threadIdx.x] = sum;
+  }
+}
+
+__global__ void tprt__sumsq_finish(const int64_t* __restrict__ acc, const int64_t* __restrict__ rows, int blocks,
+                                   int64_t* __restrict__ out) {
+  int64_t total[TPRT_SUMSQ_WORDS];
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] = acc ? acc[k] : 0;
+  for (int b = 0; b < blocks; ++b) {
+    for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] += rows[(int64_t)b * TPRT_SUMSQ_WORDS + k];
+    tprt_sumsq_normalize(total);  // every row's limbs are below 2^40: no overflow between rows
+  }
+  tprt_sumsq_normalize(total);
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) out[k] = total[k];
+}
+
+__global__ void tprt__global_norm_kernel(const int64_t* __restrict__ acc, int64_t r, float* __restrict__ norm) {
+  int64_t total[TPRT_SUMSQ_WORDS];
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] = 0;
+  for (int64_t i = 0; i < r; ++i) {
+    for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] += acc[i * TPRT_SUMSQ_WORDS + k];
+    if ((i + 1) % TPRT_SUMSQ_BATCH == 0) tprt_sumsq_normalize(total);
+  }
+  tprt_sumsq_normalize(total);
+  norm[0] = tprt_sumsq_norm(total);
+}
+
+template <int W>
+__global__ void tprt__adamw_kernel(const float* __restrict__ p0, const float* __restrict__ g,
+                                   const float* __restrict__ m0, const float* __restrict__ v0,
+                                   const float* __restrict__ hyper, const float* __restrict__ norm, int64_t n,
+                                   float* __restrict__ p1, float* __restrict__ m1, float* __restrict__ v1,
+                                   void* __restrict__ weight) {
+  float h[8];
+  for (int k = 0; k < 8; ++k) h[k] = hyper[k];
+  const float clip = tprt_adamw_clip(h[7], norm[0]);
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float p = p0[i], m = m0[i], v = v0[i];
+    tprt_adamw_elem(&p, &m, &v, g[i], h, clip);
+    p1[i] = p;
+    m1[i] = m;
+    v1[i] = v;
+    tprt__cuda_st(weight, W, i, p);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Launchers
+// ------------------------------------------------------------------------------------------------
+
+static tprt_status_t tprt__launched(const char* what) {
+  cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? NULL : tprt__cuda_make_status(err, what, __FILE__, __LINE__);
+}
+
+extern "C" tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                                         bool count, cudaStream_t stream) {
+  {
+    tprt_status_t s0 = tprt__check_sumsq(g, acc, acc_out);
+    if (s0) return s0;
+  }
+  int64_t n = count ? tprt_tensor_numel(g) : 0;
+  int blocks = n > 0 ? (int)tprt__cuda_div_up(n, kTprtSumsqThreads) : 0;
+  if (blocks > kTprtSumsqMaxBlocks) blocks = kTprtSumsqMaxBlocks;
+  int64_t* rows = NULL;
+  if (blocks) {
+    TPRT_CUDA_RETURN_IF_ERROR(
+        tprt__cuda_malloc_async((void**)&rows, (size_t)blocks * TPRT_SUMSQ_WORDS * sizeof(int64_t), stream));
+    tprt__cuda_float_dispatch(g->dtype, [&](auto d) {
+      tprt__sumsq_blocks<decltype(d)::value><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, rows);
+    });
+  }
+  tprt__sumsq_finish<<<1, 1, 0, stream>>>(acc ? (const int64_t*)acc->data : NULL, rows, blocks, (int64_t*)acc_out->data);
+  tprt_status_t s = tprt__launched("sumsq kernel");
+  if (rows) tprt__cuda_free_async(rows, stream);
+  return s;
+}
+
+extern "C" tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) {
+  {
+    tprt_status_t s0 = tprt__check_global_norm(acc, norm);
+    if (s0) return s0;
+  }
+  tprt__global_norm_kernel<<<1, 1, 0, stream>>>((const int64_t*)acc->data, acc->dims[0] / TPRT_SUMSQ_WORDS,
+                                                (float*)norm->data);
+  return tprt__launched("global_norm kernel");
+}
+
+extern "C" tprt_status_t tprt_cuda_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
+                                         const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
+                                         tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
+                                         tprt_tensor_t* weight, cudaStream_t stream) {
+  {
+    tprt_status_t s0 = tprt__check_adamw(master, grad, m, v, hyper, norm, master_out, m_out, v_out, weight);
+    if (s0) return s0;
+  }
+  int64_t n = tprt_tensor_numel(master);
+  if (n == 0) return NULL;
+  unsigned blocks = tprt__cuda_ew_blocks(n, TPRT__CUDA_EW_THREADS);
+  tprt__cuda_float_dispatch(weight->dtype, [&](auto d) {
+    tprt__adamw_kernel<decltype(d)::value><<<blocks, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        (const float*)master->data, (const float*)grad->data, (const float*)m->data, (const float*)v->data,
+        (const float*)hyper->data, (const float*)norm->data, n, (float*)master_out->data, (float*)m_out->data,
+        (float*)v_out->data, weight->data);
+  });
+  return tprt__launched("adamw kernel");
+}

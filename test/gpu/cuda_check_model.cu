@@ -1,0 +1,148 @@
+// tprt-cuda-check, the whole-model kernels of kernels/cuda/model against the CPU kernels of
+// cpu_vocab.c and cpu_optim.c, bitwise, on fresh random inputs: the embedding (rows held and not
+// held, every dtype), its gradient (duplicate ids, 1 to 64 chunks, ragged last chunk), the exact sum
+// of squares (with and without an incoming accumulator, special values: infinities and NaN, a
+// count-only call), the global norm over several accumulators, and AdamW (clipping on and off,
+// every weight dtype).
+#include <string.h>
+
+#include "cuda_check.h"
+
+static ct_tensor_t ct_ids(int64_t t, int64_t vocab, int64_t distinct, uint64_t* rng) {
+  ct_tensor_t ids = ct_make(TPRT_DTYPE_I32, 1, &t);
+  for (int64_t i = 0; i < t; ++i) ((int32_t*)ids.h.data)[i] = (int32_t)(ct_next(rng) % (uint64_t)distinct % (uint64_t)vocab);
+  ct_upload(&ids);
+  return ids;
+}
+
+static void ct_check_embedding(cudaStream_t stream) {
+  struct {
+    int64_t t, h, vocab, start, rows, distinct;
+    int chunks;
+  } cases[] = {{1, 1, 1, 0, 1, 1, 1},        {16, 32, 64, 0, 64, 64, 8},     {16, 32, 64, 32, 32, 5, 4},
+               {257, 96, 512, 128, 128, 300, 8}, {1000, 33, 200, 0, 100, 7, 64}, {64, 300, 1000, 500, 500, 1000, 2}};
+  uint64_t rng = 0xE3B;
+  for (const auto& c : cases) {
+    ct_tensor_t ids = ct_ids(c.t, c.vocab, c.distinct, &rng);
+    char shape[64], params[64];
+    snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld", (long long)c.t, (long long)c.h, (long long)c.vocab);
+    snprintf(params, sizeof params, "rows [%lld,%lld) chunks=%d", (long long)c.start, (long long)(c.start + c.rows),
+             c.chunks);
+    for (int dtype : kDtypes) {
+      int64_t td[2] = {c.rows, c.h}, yd[2] = {c.t, c.h};
+      ct_tensor_t table = ct_make(dtype, 2, td), y = ct_make(dtype, 2, yd), dy = ct_make(dtype, 2, yd);
+      ct_tensor_t dtable = ct_make(TPRT_DTYPE_F32, 2, td);
+      ct_fill(&table, &rng, CT_DIST_SPECIAL);
+      ct_fill(&dy, &rng, CT_DIST_MODERATE);
+      if (ct_selected("embedding"))
+        ct_run(
+            "embedding", shape, tprt_dtype_name(dtype), params, &y,
+            [&] { return tprt_cpu_embedding(&ids.h, &table.h, &y.h, c.start, c.vocab); },
+            [&](cudaStream_t st) { return tprt_cuda_embedding(&ids.d, &table.d, &y.d, c.start, c.vocab, st); }, true,
+            stream);
+      if (ct_selected("embedding_grad"))
+        ct_run(
+            "embedding_grad", shape, tprt_dtype_name(dtype), params, &dtable,
+            [&] { return tprt_cpu_embedding_grad(&ids.h, &dy.h, &dtable.h, c.start, c.vocab, c.chunks); },
+            [&](cudaStream_t st) {
+              return tprt_cuda_embedding_grad(&ids.d, &dy.d, &dtable.d, c.start, c.vocab, c.chunks, st);
+            },
+            true, stream);
+      ct_free(&table), ct_free(&y), ct_free(&dy), ct_free(&dtable);
+    }
+    ct_free(&ids);
+  }
+}
+
+static void ct_check_optimizer(cudaStream_t stream) {
+  const int64_t sizes[] = {1, 7, 1000, 65536 + 3, 3000000};
+  uint64_t rng = 0x0471;
+  const int64_t words = TPRT_SUMSQ_WORDS;
+  for (int64_t n : sizes) {
+    char shape[48];
+    snprintf(shape, sizeof shape, "n=%lld", (long long)n);
+    for (int dtype : kDtypes) {
+      for (int special = 0; special < 2; ++special) {
+        ct_tensor_t g = ct_make(dtype, 1, &n), seed = ct_make(TPRT_DTYPE_F32, 1, &n);
+        ct_tensor_t acc = ct_make(TPRT_DTYPE_I64, 1, &words), out = ct_make(TPRT_DTYPE_I64, 1, &words);
+        ct_fill(&g, &rng, special ? CT_DIST_SPECIAL : CT_DIST_WIDE);
+        ct_fill(&seed, &rng, CT_DIST_WIDE);
+        // An incoming accumulator: another tensor's exact sum of squares.
+        tprt_status_t s = tprt_cpu_sumsq(&seed.h, NULL, &acc.h, true);
+        if (s) ct_fail_status("sumsq seed", s);
+        ct_upload(&acc);
+        if (ct_selected("sumsq")) {
+          for (int with_acc = 0; with_acc < 2; ++with_acc)
+            for (int count = 0; count < 2; ++count) {
+              char params[48];
+              snprintf(params, sizeof params, "%s%s%s", with_acc ? "acc" : "no acc", count ? "" : " count=false",
+                       special ? " special" : "");
+              ct_run(
+                  "sumsq", shape, tprt_dtype_name(dtype), params, &out,
+                  [&] { return tprt_cpu_sumsq(&g.h, with_acc ? &acc.h : NULL, &out.h, count != 0); },
+                  [&](cudaStream_t st) { return tprt_cuda_sumsq(&g.d, with_acc ? &acc.d : NULL, &out.d, count != 0, st); },
+                  true, stream);
+            }
+        }
+        ct_free(&g), ct_free(&seed), ct_free(&acc), ct_free(&out);
+      }
+      // AdamW: f32 states, the weight in |dtype|; clipping on (a large norm) and off.
+      for (int clip = 0; clip < 2 && ct_selected("adamw"); ++clip) {
+        ct_tensor_t p = ct_make(TPRT_DTYPE_F32, 1, &n), gr = ct_make(TPRT_DTYPE_F32, 1, &n),
+                    m = ct_make(TPRT_DTYPE_F32, 1, &n), v = ct_make(TPRT_DTYPE_F32, 1, &n);
+        ct_tensor_t p1 = ct_make(TPRT_DTYPE_F32, 1, &n), m1 = ct_make(TPRT_DTYPE_F32, 1, &n),
+                    v1 = ct_make(TPRT_DTYPE_F32, 1, &n), w = ct_make(dtype, 1, &n);
+        int64_t eight = 8, one = 1;
+        ct_tensor_t hyper = ct_make(TPRT_DTYPE_F32, 1, &eight), norm = ct_make(TPRT_DTYPE_F32, 1, &one);
+        ct_fill(&p, &rng, CT_DIST_MODERATE);
+        ct_fill(&gr, &rng, CT_DIST_WIDE);
+        ct_fill(&m, &rng, CT_DIST_MODERATE);
+        ct_fill(&v, &rng, CT_DIST_MODERATE);
+        for (int64_t i = 0; i < n; ++i) ((float*)v.h.data)[i] = fabsf(((float*)v.h.data)[i]);
+        ct_upload(&v);
+        const float h[8] = {3e-3f / 0.19f, 0.1f, 0.95f, 0.05f, 1e-8f, 1.0f - 3e-4f, 0.2236068f, clip ? 1.0f : 0.0f};
+        memcpy(hyper.h.data, h, sizeof h);
+        ((float*)norm.h.data)[0] = 7.5f;
+        ct_upload(&hyper), ct_upload(&norm);
+        ct_run_outputs(
+            "adamw", shape, tprt_dtype_name(dtype), clip ? "clip 1 (norm 7.5)" : "no clip", {&p1, &m1, &v1, &w},
+            [&] { return tprt_cpu_adamw(&p.h, &gr.h, &m.h, &v.h, &hyper.h, &norm.h, &p1.h, &m1.h, &v1.h, &w.h); },
+            [&](cudaStream_t st) {
+              return tprt_cuda_adamw(&p.d, &gr.d, &m.d, &v.d, &hyper.d, &norm.d, &p1.d, &m1.d, &v1.d, &w.d, st);
+            },
+            true, stream);
+        ct_tensor_t* all[10] = {&p, &gr, &m, &v, &p1, &m1, &v1, &w, &hyper, &norm};
+        for (auto* x : all) ct_free(x);
+      }
+    }
+  }
+  // The global norm of R accumulators (each a CPU sum of squares), with and without a NaN.
+  for (int64_t r : {1, 3, 8}) {
+    for (int nan = 0; nan < 2 && ct_selected("global_norm"); ++nan) {
+      int64_t wd = r * words, one = 1, n = 4099;
+      ct_tensor_t acc = ct_make(TPRT_DTYPE_I64, 1, &wd), norm = ct_make(TPRT_DTYPE_F32, 1, &one);
+      for (int64_t i = 0; i < r; ++i) {
+        ct_tensor_t g = ct_make(TPRT_DTYPE_F32, 1, &n);
+        ct_fill(&g, &rng, CT_DIST_WIDE);
+        if (nan && i == r - 1) ((uint32_t*)g.h.data)[5] = 0x7FC00000u;
+        tprt_tensor_t slot = tprt_tensor_make((int64_t*)acc.h.data + i * words, TPRT_DTYPE_I64, 1, &words);
+        tprt_status_t s = tprt_cpu_sumsq(&g.h, NULL, &slot, true);
+        if (s) ct_fail_status("global_norm input", s);
+        ct_free(&g);
+      }
+      ct_upload(&acc);
+      char shape[48];
+      snprintf(shape, sizeof shape, "R=%lld", (long long)r);
+      ct_run(
+          "global_norm", shape, "i64", nan ? "a NaN" : "finite", &norm,
+          [&] { return tprt_cpu_global_norm(&acc.h, &norm.h); },
+          [&](cudaStream_t st) { return tprt_cuda_global_norm(&acc.d, &norm.d, st); }, true, stream);
+      ct_free(&acc), ct_free(&norm);
+    }
+  }
+}
+
+void ct_check_model_kernels(cudaStream_t stream) {
+  ct_check_embedding(stream);
+  ct_check_optimizer(stream);
+}
