@@ -534,7 +534,7 @@ tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
 }
 
 // The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (they are
-// bitwise the CPU's); the cross-entropy ops run through the ABI's host fallback for now.
+// bitwise the CPU's; the cross-entropy's GEMMs are the exact kernels in every mode for now).
 tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start,
                                    int64_t vocab) {
   TPRT__TIMED_OP("embedding", tprt_cuda_embedding(ids, table, y, start, vocab, tprt__r.stream));
@@ -542,6 +542,34 @@ tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t
 tprt_status_t tprt__cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                         int64_t start, int64_t vocab, int chunks) {
   TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad(ids, dy, dtable, start, vocab, chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
+                                       tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) {
+  TPRT__TIMED_OP("cross_entropy", tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                             const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
+                                             int64_t vocab, int chunks, int vocab_chunks) {
+  TPRT__TIMED_OP("cross_entropy_stats", tprt_cuda_cross_entropy_stats(x, w, targets, stats, start, vocab, chunks,
+                                                                      vocab_chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
+                                               tprt_tensor_t* loss, tprt_tensor_t* lse) {
+  TPRT__TIMED_OP("cross_entropy_combine", tprt_cuda_cross_entropy_combine(stats, targets, loss, lse, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                             const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
+                                             int64_t vocab, int chunks, int vocab_chunks) {
+  TPRT__TIMED_OP("cross_entropy_dgrad", tprt_cuda_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab,
+                                                                      chunks, vocab_chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                             const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
+                                             int64_t vocab, int chunks, int token_chunks) {
+  TPRT__TIMED_OP("cross_entropy_wgrad", tprt_cuda_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab,
+                                                                      chunks, token_chunks, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));

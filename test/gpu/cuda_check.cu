@@ -32,7 +32,7 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "glu_grad",      "rmsnorm_grad", "layernorm_grad", "moe_route",
                                        "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
                                        "quantize",      "dequantize", "rope",         "attention",
-                                       "attention_grad", "embedding", "embedding_grad", "sumsq",
+                                       "attention_grad", "embedding", "embedding_grad", "cross_entropy", "sumsq",
                                        "global_norm", "adamw"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 

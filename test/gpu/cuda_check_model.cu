@@ -142,7 +142,79 @@ static void ct_check_optimizer(cudaStream_t stream) {
   }
 }
 
+// The cross-entropy ops on one rank's vocabulary block (rows [start, start + V) of |vocab|), with
+// ignored (-1) targets and targets other ranks hold.
+static void ct_check_cross_entropy(cudaStream_t stream) {
+  struct {
+    int64_t t, h, v, vocab, start;
+    int chunks, vchunks, tchunks;
+  } cases[] = {{1, 1, 1, 1, 0, 1, 1, 1},         {16, 32, 64, 64, 0, 8, 8, 8},     {16, 32, 32, 64, 32, 4, 2, 4},
+               {33, 96, 200, 400, 200, 8, 16, 2}, {130, 64, 100, 100, 0, 16, 4, 32}};
+  uint64_t rng = 0xCE5;
+  for (const auto& c : cases) {
+    char shape[64], params[64];
+    snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld", (long long)c.t, (long long)c.h, (long long)c.v);
+    snprintf(params, sizeof params, "rows [%lld,+V) of %lld, chunks %d/%d/%d", (long long)c.start, (long long)c.vocab,
+             c.chunks, c.vchunks, c.tchunks);
+    ct_tensor_t tg = ct_make(TPRT_DTYPE_I32, 1, &c.t);
+    for (int64_t i = 0; i < c.t; ++i)
+      ((int32_t*)tg.h.data)[i] = i % 7 == 3 ? -1 : (int32_t)(ct_next(&rng) % (uint64_t)c.vocab);
+    ct_upload(&tg);
+    for (int dtype : kDtypes) {
+      int64_t xd[2] = {c.t, c.h}, wd[2] = {c.v, c.h}, sd[2] = {c.t, 3};
+      ct_tensor_t x = ct_make(dtype, 2, xd), w = ct_make(dtype, 2, wd), st = ct_make(TPRT_DTYPE_F32, 2, sd);
+      ct_tensor_t loss = ct_make(TPRT_DTYPE_F32, 1, &c.t), lse = ct_make(TPRT_DTYPE_F32, 1, &c.t),
+                  g = ct_make(TPRT_DTYPE_F32, 1, &c.t);
+      ct_tensor_t dx = ct_make(dtype, 2, xd), dw = ct_make(TPRT_DTYPE_F32, 2, wd);
+      ct_fill(&x, &rng, CT_DIST_MODERATE);
+      ct_fill(&w, &rng, CT_DIST_MODERATE);
+      ct_fill(&g, &rng, CT_DIST_MODERATE);
+      if (ct_selected("cross_entropy")) {
+        ct_run(
+            "cross_entropy", shape, tprt_dtype_name(dtype), params, &st,
+            [&] { return tprt_cpu_cross_entropy_stats(&x.h, &w.h, &tg.h, &st.h, c.start, c.vocab, c.chunks, c.vchunks); },
+            [&](cudaStream_t s) {
+              return tprt_cuda_cross_entropy_stats(&x.d, &w.d, &tg.d, &st.d, c.start, c.vocab, c.chunks, c.vchunks, s);
+            },
+            true, stream);
+        // The loss of the stats (one rank): lse feeds the gradients below.
+        ct_run_outputs(
+            "cross_entropy", shape, tprt_dtype_name(dtype), "combine", {&loss, &lse},
+            [&] { return tprt_cpu_cross_entropy_combine(&st.h, &tg.h, &loss.h, &lse.h); },
+            [&](cudaStream_t s) { return tprt_cuda_cross_entropy_combine(&st.d, &tg.d, &loss.d, &lse.d, s); }, true,
+            stream);
+        ct_run(
+            "cross_entropy", shape, tprt_dtype_name(dtype), "dgrad", &dx,
+            [&] {
+              return tprt_cpu_cross_entropy_dgrad(&x.h, &w.h, &tg.h, &lse.h, &g.h, &dx.h, c.start, c.vocab, c.chunks,
+                                                  c.vchunks);
+            },
+            [&](cudaStream_t s) {
+              return tprt_cuda_cross_entropy_dgrad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dx.d, c.start, c.vocab, c.chunks,
+                                                   c.vchunks, s);
+            },
+            true, stream);
+        ct_run(
+            "cross_entropy", shape, tprt_dtype_name(dtype), "wgrad", &dw,
+            [&] {
+              return tprt_cpu_cross_entropy_wgrad(&x.h, &w.h, &tg.h, &lse.h, &g.h, &dw.h, c.start, c.vocab, c.chunks,
+                                                  c.tchunks);
+            },
+            [&](cudaStream_t s) {
+              return tprt_cuda_cross_entropy_wgrad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dw.d, c.start, c.vocab, c.chunks,
+                                                   c.tchunks, s);
+            },
+            true, stream);
+      }
+      ct_tensor_t* all[8] = {&x, &w, &st, &loss, &lse, &g, &dx, &dw};
+      for (auto* p : all) ct_free(p);
+    }
+    ct_free(&tg);
+  }
+}
+
 void ct_check_model_kernels(cudaStream_t stream) {
   ct_check_embedding(stream);
+  ct_check_cross_entropy(stream);
   ct_check_optimizer(stream);
 }

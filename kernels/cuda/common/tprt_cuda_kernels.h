@@ -605,6 +605,28 @@ tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t*
                                   int64_t start, int64_t vocab, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                        int64_t start, int64_t vocab, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The cross-entropy ops (kernels/cuda/model/cross_entropy.cu): this rank's logits block by the
+/// exact linear kernels, its statistics, the logits' gradient and the exact dgrad / wgrad GEMMs.
+tprt_status_t tprt_cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
+                                      tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks,
+                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
+                                            int64_t vocab, int chunks, int vocab_chunks,
+                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
+                                              tprt_tensor_t* loss, tprt_tensor_t* lse,
+                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                            const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
+                                            int64_t vocab, int chunks, int vocab_chunks,
+                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                            const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
+                                            int64_t vocab, int chunks, int token_chunks,
+                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) TPRT_MUST_USE_RESULT;
