@@ -2,7 +2,7 @@
 # Runs HERE (the MLIR machine) before test/gpu/train.sh: compiles the whole-model training steps of
 # the exported llama-tiny ahead of time (the GPU machine has no MLIR) for the meshes train.sh runs,
 # runs the exact-numerics ones on the CPU backend to record their checkpoints' hashes, and stages
-# everything into build-gpu-train/ (carry that path): bin/tpc-train, lib/ (the runtime and the
+# everything into build-gpu-train/, packed as build-gpu-train.tar.xz (carry that): bin/tpc-train, lib/ (the runtime and the
 # CUDA plugin), modules/<name>.so, data/ (tokens, weights, rotary tables), expected/<name>.sha256.
 # Usage: bash test/gpu/prepare_train.sh [cpu-build-dir] [cuda-build-dir (for the plugin)]
 set -euo pipefail
@@ -46,4 +46,9 @@ for name in exact-tp1 exact-tp2; do
   sha256sum < "/tmp/tpc-prep-$name/step-00000006/model.safetensors" | cut -d' ' -f1 > "$OUT/expected/$name.sha256"
   rm -rf "/tmp/tpc-prep-$name"
 done
-du -sh "$OUT"
+# The GPU checker too when this build has it (the kernels' bitwise checks without a rebuild there).
+if [[ -x "$CUDA_BUILD/bin/tprt-cuda-check" ]]; then cp "$CUDA_BUILD/bin/tprt-cuda-check" "$OUT/bin/"; fi
+# One archive (the CUDA plugin's fatbin compresses well): carry build-gpu-train.tar.xz, train.sh
+# unpacks it.
+tar -C "$ROOT" -cJf "$ROOT/build-gpu-train.tar.xz" build-gpu-train
+du -sh "$OUT" "$ROOT/build-gpu-train.tar.xz"

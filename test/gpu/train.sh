@@ -8,6 +8,7 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DIR="${TPC_GPU_TRAIN:-$ROOT/build-gpu-train}"
+if [[ ! -d "$DIR" && -f "$ROOT/build-gpu-train.tar.xz" ]]; then tar -C "$ROOT" -xJf "$ROOT/build-gpu-train.tar.xz"; fi
 LOG="${OUT:-/tmp}/train-gpu"
 mkdir -p "$LOG"
 export LD_LIBRARY_PATH="$DIR/lib:${LD_LIBRARY_PATH:-}"
