@@ -11,8 +11,8 @@
 //   dgrad, wgrad   dz = RNE_x(tprt_ce_dlogit(z, lse, v = target, dloss)), then dz·w and dzᵀ·x
 //                  with the canonical accumulation over V and over the tokens
 //
-// The [T,V] logits are never stored: each kernel recomputes the logits it needs, one token (or
-// one vocabulary row) at a time. |start| is the first vocabulary row the kernel's table or head
+// The [T,V] logits are never stored whole: each kernel recomputes the logits it needs, a block of
+// 64 tokens (or of 256 vocabulary rows) at a time, with the blocked linear kernels. |start| is the first vocabulary row the kernel's table or head
 // holds and |vocab| the logical vocabulary size (start + rows <= vocab); an id or target outside
 // [0, vocab) is an error naming its position, a negative target an ignored token.
 #include <math.h>
@@ -21,17 +21,6 @@
 
 #include "tprt_cpu_internal.h"
 #include "tprt_cpu_kernels.h"
-
-static float tprt__round_to(int dtype, float v) {
-  switch (dtype) {
-    case TPRT_DTYPE_BF16:
-      return tprt_bf16_to_f32(tprt_f32_to_bf16(v));
-    case TPRT_DTYPE_F16:
-      return tprt_f16_to_f32(tprt_f32_to_f16(v));
-    default:
-      return v;
-  }
-}
 
 static tprt_status_t tprt__check_range(const char* op, int64_t start, int64_t rows, int64_t vocab) {
   if (start < 0 || rows < 0 || vocab < start + rows)
@@ -186,39 +175,43 @@ static tprt_status_t tprt__check_ce(const char* op, const tprt_tensor_t* x, cons
   return s;
 }
 
-// x and w widened to f32 (|xt|: x also transposed, [H][T], for the weight gradient).
-typedef struct {
-  void* mem;
-  float *x, *w, *xt, *wt, *row, *part;
-} tprt__ce_scratch_t;
+// The kernels below compute logits by blocks with the blocked linear kernels (tp.linear's
+// canonical H accumulation over |chunks|, rounded to x's dtype): TPRT__CE_TOKENS tokens against
+// every head row (statistics, dgrad), or every token against TPRT__CE_ROWS head rows (wgrad). Each
+// logit, and each contraction of the gradients, is the same sequence of operations as one
+// canonical dot product: the blocking changes only the speed.
+#define TPRT__CE_TOKENS 64
+#define TPRT__CE_ROWS 256
 
-static tprt_status_t tprt__ce_scratch(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w, bool xt,
-                                      bool wt, int64_t row, int64_t part, tprt__ce_scratch_t* sc) {
-  int64_t T = x->dims[0], V = w->dims[0], H = x->dims[1];
-  size_t n = (size_t)(T * H + V * H) + (xt ? (size_t)(T * H) : 0) + (wt ? (size_t)(V * H) : 0) + (size_t)row +
-             (size_t)part;
-  memset(sc, 0, sizeof *sc);
-  tprt_status_t s = tprt__scratch(op, (n ? n : 1) * sizeof(float), &sc->mem);
-  if (s) return s;
-  float* p = (float*)sc->mem;
-  sc->x = p, p += T * H;
-  sc->w = p, p += V * H;
-  if (xt) sc->xt = p, p += T * H;
-  if (wt) sc->wt = p, p += V * H;
-  sc->row = p, p += row;
-  sc->part = p;
-  tprt__ld_row(x->data, x->dtype, 0, T * H, sc->x);
-  tprt__ld_row(w->data, w->dtype, 0, V * H, sc->w);
-  for (int64_t i = 0; xt && i < T; ++i)
-    for (int64_t h = 0; h < H; ++h) sc->xt[h * T + i] = sc->x[i * H + h];
-  for (int64_t v = 0; wt && v < V; ++v)
-    for (int64_t h = 0; h < H; ++h) sc->wt[h * V + v] = sc->w[v * H + h];
-  return NULL;
+// Rows [r0, r0 + n) of the 2-D tensor |t|, as a view.
+static tprt_tensor_t tprt__ce_rows(const tprt_tensor_t* t, int64_t r0, int64_t n) {
+  int64_t dims[2] = {n, t->dims[1]};
+  return tprt_tensor_make((char*)t->data + (size_t)(r0 * t->dims[1]) * tprt_dtype_bytes(t->dtype, 1), t->dtype, 2,
+                          dims);
 }
 
-// The logit of token row |xr| and head row |wr|: tp.linear's value, rounded to x's dtype.
-static inline float tprt__logit(const float* xr, const float* wr, int64_t H, int chunks, int dtype) {
-  return tprt__round_to(dtype, tprt_dot_canonical(xr, wr, H, chunks));
+// A [rows, cols] tensor of |dtype| at |data|.
+static tprt_tensor_t tprt__ce_block(void* data, int dtype, int64_t rows, int64_t cols) {
+  int64_t dims[2] = {rows, cols};
+  return tprt_tensor_make(data, dtype, 2, dims);
+}
+
+// The logits' gradient in place: element (i, j) of |z| is token t0 + i's logit against head row
+// v0 + j (vocabulary id start + v0 + j); it becomes (softmax - onehot)·dloss rounded to z's dtype,
+// or 0 for an ignored token.
+static void tprt__ce_dlogits(tprt_tensor_t* z, const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                             const tprt_tensor_t* dloss, int64_t t0, int64_t v0, int64_t start) {
+  const int32_t* tg = (const int32_t*)targets->data;
+  const float *ls = (const float*)lse->data, *g = (const float*)dloss->data;
+  int64_t n = z->dims[0], m = z->dims[1];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t t = t0 + i;
+    for (int64_t j = 0; j < m; ++j) {
+      float d = tg[t] < 0 ? 0.0f
+                          : tprt_ce_dlogit(tprt__ld(z->data, z->dtype, i * m + j), ls[t], (int64_t)tg[t] == start + v0 + j, g[t]);
+      tprt__st(z->data, z->dtype, i * m + j, d);
+    }
+  }
 }
 
 tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
@@ -228,7 +221,7 @@ tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_te
   tprt_status_t s = tprt__check_ce(op, x, w, targets, NULL, NULL, 0, chunks);
   if (!s) s = tprt__check(op, "stats", stats, 2, TPRT__M(TPRT_DTYPE_F32));
   if (s) return s;
-  int64_t T = x->dims[0], V = w->dims[0], H = x->dims[1];
+  int64_t T = x->dims[0], V = w->dims[0];
   int64_t want[2] = {T, 3};
   s = tprt__check_dims(op, "stats", stats, 2, want, "[T,3] (max, sum of exp, target logit)");
   if (!s) s = tprt__check_range(op, start, V, vocab);
@@ -237,34 +230,46 @@ tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_te
     s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: vocabulary blocks must be in [1, %d]; got %d", op,
                          TPRT_MAX_CHUNKS, vocab_chunks);
   if (s) return s;
-  tprt__ce_scratch_t sc;
-  s = tprt__ce_scratch(op, x, w, false, false, V, 2 * (int64_t)vocab_chunks, &sc);
+  // The logits of TPRT__CE_TOKENS tokens at a time by the blocked linear kernel (tp.linear's
+  // values, rounded to x's dtype), then each token's block statistics and their tree.
+  int64_t tb = T < TPRT__CE_TOKENS ? T : TPRT__CE_TOKENS;
+  size_t es = tprt_dtype_bytes(x->dtype, 1);
+  void* mem = NULL;
+  s = tprt__scratch(op, (size_t)(tb * V) * es + (size_t)V * sizeof(float) + 2 * (size_t)vocab_chunks * sizeof(float) + 1,
+                    &mem);
   if (s) return s;
+  void* z = mem;
+  float* row = (float*)((char*)mem + (size_t)(tb * V) * es);
+  float *bm = row + V, *bs = bm + vocab_chunks;
   int64_t size = tprt_kacc_chunk_size(V, vocab_chunks);
   const int32_t* tg = (const int32_t*)targets->data;
   float* out = (float*)stats->data;
-  float *bm = sc.part, *bs = sc.part + vocab_chunks;
-  for (int64_t t = 0; t < T; ++t) {
-    const float* xr = sc.x + t * H;
-    for (int64_t v = 0; v < V; ++v) sc.row[v] = tprt__logit(xr, sc.w + v * H, H, chunks, x->dtype);
-    for (int b = 0; b < vocab_chunks; ++b) {
-      int64_t v0 = (int64_t)b * size, v1 = v0 + size;
-      if (v0 > V) v0 = V;
-      if (v1 > V) v1 = V;
-      float m = -INFINITY, sum = 0.0f;
-      for (int64_t v = v0; v < v1; ++v) m = tprt_max_keep(m, sc.row[v]);
-      for (int64_t v = v0; v < v1; ++v) sum = sum + tprt_expf(sc.row[v] - m);
-      bm[b] = m;
-      bs[b] = sum;
+  for (int64_t t0 = 0; t0 < T && !s; t0 += tb) {
+    int64_t n = T - t0 < tb ? T - t0 : tb;
+    tprt_tensor_t xb = tprt__ce_rows(x, t0, n), zb = tprt__ce_block(z, x->dtype, n, V);
+    s = tprt_cpu_linear(&xb, w, NULL, &zb, chunks);
+    for (int64_t i = 0; !s && i < n; ++i) {
+      int64_t t = t0 + i;
+      tprt__ld_row(z, x->dtype, i * V, V, row);
+      for (int b = 0; b < vocab_chunks; ++b) {
+        int64_t v0 = (int64_t)b * size, v1 = v0 + size;
+        if (v0 > V) v0 = V;
+        if (v1 > V) v1 = V;
+        float m = -INFINITY, sum = 0.0f;
+        for (int64_t v = v0; v < v1; ++v) m = tprt_max_keep(m, row[v]);
+        for (int64_t v = v0; v < v1; ++v) sum = sum + tprt_expf(row[v] - m);
+        bm[b] = m;
+        bs[b] = sum;
+      }
+      tprt_ce_tree(bm, bs, vocab_chunks);
+      int64_t local = (int64_t)tg[t] - start;
+      out[t * 3 + 0] = bm[0];
+      out[t * 3 + 1] = bs[0];
+      out[t * 3 + 2] = tg[t] >= 0 && local >= 0 && local < V ? row[local] : -0.0f;
     }
-    tprt_ce_tree(bm, bs, vocab_chunks);
-    int64_t local = (int64_t)tg[t] - start;
-    out[t * 3 + 0] = bm[0];
-    out[t * 3 + 1] = bs[0];
-    out[t * 3 + 2] = tg[t] >= 0 && local >= 0 && local < V ? sc.row[local] : -0.0f;
   }
-  tprt__scratch_free(sc.mem);
-  return NULL;
+  tprt__scratch_free(mem);
+  return s;
 }
 
 tprt_status_t tprt_cpu_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
@@ -348,14 +353,6 @@ static tprt_status_t tprt__check_ce_grad(const char* op, const tprt_tensor_t* x,
   return s;
 }
 
-// The logits' gradient of token |t| against head row |v| (local), rounded to x's dtype.
-static inline float tprt__dz(const tprt__ce_scratch_t* sc, int64_t t, int64_t v, int64_t H, int chunks, int dtype,
-                             int32_t target, int64_t start, float lse, float g) {
-  if (target < 0) return 0.0f;
-  float z = tprt__logit(sc->x + t * H, sc->w + v * H, H, chunks, dtype);
-  return tprt__round_to(dtype, tprt_ce_dlogit(z, lse, (int64_t)target == start + v, g));
-}
-
 tprt_status_t tprt_cpu_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                            const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                            const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
@@ -363,19 +360,22 @@ tprt_status_t tprt_cpu_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_te
   const char* op = "cross_entropy_dgrad";
   tprt_status_t s = tprt__check_ce_grad(op, x, w, targets, lse, dloss, dx, false, start, vocab, chunks, vocab_chunks);
   if (s) return s;
-  int64_t T = x->dims[0], V = w->dims[0], H = x->dims[1];
-  tprt__ce_scratch_t sc;
-  s = tprt__ce_scratch(op, x, w, false, true, V, 0, &sc);
+  // Per TPRT__CE_TOKENS tokens: the logits (the blocked linear kernel), their gradient in x's
+  // dtype in place, then dx = dZ·w canonical over the vocabulary (the blocked dgrad kernel).
+  int64_t T = x->dims[0], V = w->dims[0];
+  int64_t tb = T < TPRT__CE_TOKENS ? T : TPRT__CE_TOKENS;
+  void* z = NULL;
+  s = tprt__scratch(op, (size_t)(tb * V) * tprt_dtype_bytes(x->dtype, 1) + 1, &z);
   if (s) return s;
-  const int32_t* tg = (const int32_t*)targets->data;
-  const float *ls = (const float*)lse->data, *g = (const float*)dloss->data;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t v = 0; v < V; ++v) sc.row[v] = tprt__dz(&sc, t, v, H, chunks, x->dtype, tg[t], start, ls[t], g[t]);
-    for (int64_t h = 0; h < H; ++h)
-      tprt__st(dx->data, dx->dtype, t * H + h, tprt_dot_canonical(sc.row, sc.wt + h * V, V, vocab_chunks));
+  for (int64_t t0 = 0; t0 < T && !s; t0 += tb) {
+    int64_t n = T - t0 < tb ? T - t0 : tb;
+    tprt_tensor_t xb = tprt__ce_rows(x, t0, n), zb = tprt__ce_block(z, x->dtype, n, V), dxb = tprt__ce_rows(dx, t0, n);
+    s = tprt_cpu_linear(&xb, w, NULL, &zb, chunks);
+    if (!s) tprt__ce_dlogits(&zb, targets, lse, dloss, t0, 0, start);
+    if (!s) s = tprt_cpu_linear_dgrad_segmented(&zb, w, &dxb, vocab_chunks, 1, 1);
   }
-  tprt__scratch_free(sc.mem);
-  return NULL;
+  tprt__scratch_free(z);
+  return s;
 }
 
 tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
@@ -385,17 +385,20 @@ tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_te
   const char* op = "cross_entropy_wgrad";
   tprt_status_t s = tprt__check_ce_grad(op, x, w, targets, lse, dloss, dw, true, start, vocab, chunks, token_chunks);
   if (s) return s;
-  int64_t T = x->dims[0], V = w->dims[0], H = x->dims[1];
-  tprt__ce_scratch_t sc;
-  s = tprt__ce_scratch(op, x, w, true, false, T, 0, &sc);
+  // Per TPRT__CE_ROWS head rows: the logits of every token against them, their gradient in place,
+  // then those rows of dw = dZᵀ·x canonical over the tokens (the blocked wgrad kernel).
+  int64_t T = x->dims[0], V = w->dims[0];
+  int64_t vb = V < TPRT__CE_ROWS ? V : TPRT__CE_ROWS;
+  void* z = NULL;
+  s = tprt__scratch(op, (size_t)(T * vb) * tprt_dtype_bytes(x->dtype, 1) + 1, &z);
   if (s) return s;
-  const int32_t* tg = (const int32_t*)targets->data;
-  const float *ls = (const float*)lse->data, *g = (const float*)dloss->data;
-  float* out = (float*)dw->data;
-  for (int64_t v = 0; v < V; ++v) {
-    for (int64_t t = 0; t < T; ++t) sc.row[t] = tprt__dz(&sc, t, v, H, chunks, x->dtype, tg[t], start, ls[t], g[t]);
-    for (int64_t h = 0; h < H; ++h) out[v * H + h] = tprt_dot_canonical(sc.row, sc.xt + h * T, T, token_chunks);
+  for (int64_t v0 = 0; v0 < V && !s; v0 += vb) {
+    int64_t n = V - v0 < vb ? V - v0 : vb;
+    tprt_tensor_t wb = tprt__ce_rows(w, v0, n), zb = tprt__ce_block(z, x->dtype, T, n), dwb = tprt__ce_rows(dw, v0, n);
+    s = tprt_cpu_linear(x, &wb, NULL, &zb, chunks);
+    if (!s) tprt__ce_dlogits(&zb, targets, lse, dloss, 0, v0, start);
+    if (!s) s = tprt_cpu_linear_wgrad(&zb, x, &dwb, token_chunks);
   }
-  tprt__scratch_free(sc.mem);
-  return NULL;
+  tprt__scratch_free(z);
+  return s;
 }
