@@ -235,11 +235,11 @@ tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_te
   int64_t tb = T < TPRT__CE_TOKENS ? T : TPRT__CE_TOKENS;
   size_t es = tprt_dtype_bytes(x->dtype, 1);
   void* mem = NULL;
-  s = tprt__scratch(op, (size_t)(tb * V) * es + (size_t)V * sizeof(float) + 2 * (size_t)vocab_chunks * sizeof(float) + 1,
-                    &mem);
+  size_t zbytes = ((size_t)(tb * V) * es + 63) & ~(size_t)63;  // the f32 rows after it stay aligned
+  s = tprt__scratch(op, zbytes + (size_t)V * sizeof(float) + 2 * (size_t)vocab_chunks * sizeof(float) + 1, &mem);
   if (s) return s;
   void* z = mem;
-  float* row = (float*)((char*)mem + (size_t)(tb * V) * es);
+  float* row = (float*)((char*)mem + zbytes);
   float *bm = row + V, *bs = bm + vocab_chunks;
   int64_t size = tprt_kacc_chunk_size(V, vocab_chunks);
   const int32_t* tg = (const int32_t*)targets->data;
