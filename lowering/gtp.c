@@ -279,6 +279,69 @@ static int tpc__use_cmp(const void* a, const void* b) {
 }
 
 // Shards argument |i| over gtp if it is a GTP weight; returns false after a diagnostic.
+// A training step's update of weight |i| (tp-adamw): its gradient feeds the norm's tp.sumsq and
+// tp.adamw, whose master weight and moments (arguments marked tp.state_of = i) are laid out like
+// the weight. All become gtp shards like the weight: the gradient is reduce-scattered as a returned
+// one is, each gtp rank counts its shard's squares (the exact sum does not depend on the split),
+// and the update writes the weight's shard, the argument's layout at the next step.
+static bool tpc__gtp_shard_update(tpc__gtp_t* P, MlirBlock body, intptr_t i, int dim, int64_t blocks,
+                                  const char* what) {
+  MlirOperation adamw = {NULL};
+  for (intptr_t a = 0; a < mlirBlockGetNumArguments(body); ++a) {
+    MlirAttribute of = tpc_slot_attr(P->func, false, a, TPC_ARG_ATTR_STATE_OF);
+    if (mlirAttributeIsNull(of) || !mlirAttributeIsAInteger(of) || mlirIntegerAttrGetValueInt(of) != i) continue;
+    MlirValue st = mlirBlockGetArgument(body, a);
+    for (MlirOpOperand u = mlirValueGetFirstUse(st); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u))
+      if (tpc_op_get_kind(mlirOpOperandGetOwner(u)) == TPC_OP_ADAMW) adamw = mlirOpOperandGetOwner(u);
+    MlirAttribute shard = tpc_slot_attr(P->func, false, a, TPC_ARG_ATTR_SHARD);
+    mlirBlockArgumentSetType(st, tpc__gtp_divided(mlirValueGetType(st), dim, P->G, (MlirType){NULL}));
+    if (!mlirAttributeIsNull(shard) && mlirAttributeIsADictionary(shard))
+      tpc__set_slot_attr(P->ctx, P->func, false, a, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));
+  }
+  if (mlirOperationIsNull(adamw)) return true;
+  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(adamw, tpc__ref("axes")))) {
+    tpc_text_t m = {0};
+    tpc_text_printf(&m, "tp-gtp: the update of %s is split over dp (ZeRO-1); ZeRO-1 with a gtp axis is not supported "
+                        "yet (GTP already shards the optimizer's states over gtp)", what);
+    tpc__gtp_fail(P, mlirOperationGetLocation(adamw), &m);
+    return false;
+  }
+  if (!tpc__gtp_scatter_grad(P, mlirOperationGetOperand(adamw, TPC_ADAMW_SLOT_GRAD), dim, blocks, what)) return false;
+  // The shard's readers: the norm counts it on every gtp rank now.
+  MlirValue g = mlirOperationGetOperand(adamw, TPC_ADAMW_SLOT_GRAD);
+  for (MlirOpOperand u = mlirValueGetFirstUse(g); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    if (tpc_op_get_kind(user) != TPC_OP_SUMSQ) continue;
+    MlirAttribute axes = mlirOperationGetAttributeByName(user, tpc__ref("axes"));
+    intptr_t at = -1;
+    if (mlirAttributeIsNull(axes) || !tpc__gtp_axes_have(axes, "gtp", &at)) continue;
+    MlirAttribute rest[8];
+    intptr_t r = 0;
+    for (intptr_t k = 0; k < mlirArrayAttrGetNumElements(axes) && r < 8; ++k)
+      if (k != at) rest[r++] = mlirArrayAttrGetElement(axes, k);
+    if (r) {
+      mlirOperationSetAttributeByName(user, tpc__ref("axes"), mlirArrayAttrGet(P->ctx, r, rest));
+    } else {
+      mlirOperationRemoveAttributeByName(user, tpc__ref("axes"));
+      mlirOperationRemoveAttributeByName(user, tpc__ref("mesh"));
+    }
+  }
+  // The update's results, and the function's results that return them.
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(adamw); ++r) {
+    MlirValue v = mlirOperationGetResult(adamw, r);
+    mlirValueSetType(v, tpc__gtp_divided(mlirValueGetType(v), dim, P->G, (MlirType){NULL}));
+  }
+  MlirOperation ret = mlirBlockGetTerminator(body);
+  for (intptr_t j = 0; j < mlirOperationGetNumOperands(ret); ++j) {
+    MlirValue v = mlirOperationGetOperand(ret, j);
+    if (!mlirValueIsAOpResult(v) || !mlirOperationEqual(mlirOpResultGetOwner(v), adamw)) continue;
+    MlirAttribute shard = tpc_slot_attr(P->func, true, j, TPC_ARG_ATTR_SHARD);
+    if (!mlirAttributeIsNull(shard) && mlirAttributeIsADictionary(shard))
+      tpc__set_slot_attr(P->ctx, P->func, true, j, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));
+  }
+  return true;
+}
+
 static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* depth_used) {
   MlirValue arg = mlirBlockGetArgument(body, i);
   char what[160];
@@ -440,7 +503,7 @@ static bool tpc__shard_arg(tpc__gtp_t* P, MlirBlock body, intptr_t i, int64_t* d
     if (!mlirAttributeIsNull(gshard) && mlirAttributeIsADictionary(gshard))
       tpc__set_slot_attr(P->ctx, P->func, true, j, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, gshard, dim));
   }
-  return true;
+  return tpc__gtp_shard_update(P, body, i, dim, blocks, what);
 }
 
 // The function's type from its block arguments and returned values.

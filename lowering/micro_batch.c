@@ -404,6 +404,22 @@ static MlirLogicalResult tpc__micro_batch_run(MlirOperation module, void* option
     }
   }
   if (at < 0 || k <= 1) return mlirLogicalResultSuccess();
+  // GTP reduce-scatters a weight's gradient over gtp before the sum over mb: the canonical order is
+  // the other way round, so the bits would depend on the split. Refused until the scatter follows
+  // the accumulation.
+  {
+    MlirAttribute axes = tpc_mesh_get_axes_attr(mesh), shape = tpc_mesh_get_shape_attr(mesh);
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(axes) && i < mlirDenseArrayGetNumElements(shape); ++i) {
+      MlirAttribute a = mlirArrayAttrGetElement(axes, i);
+      if (mlirAttributeIsAString(a) && mlirStringRefEqual(mlirStringAttrGetValue(a), tpc_ref("gtp")) &&
+          mlirDenseI64ArrayGetElement(shape, i) > 1) {
+        mlirEmitError(mlirOperationGetLocation(mesh),
+                      "tp-micro-batch: micro-batches (mesh axis mb) with a gtp axis are not supported yet: tp-gtp "
+                      "reduce-scatters the gradients over gtp before they are summed over the micro-batches");
+        return mlirLogicalResultFailure();
+      }
+    }
+  }
   // The functions as they are now (the pass adds the update functions after them).
   tpc_op_list_t funcs = {0};
   for (MlirOperation o = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
