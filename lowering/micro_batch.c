@@ -58,12 +58,14 @@ static bool tpc__axes_have_mb(MlirAttribute axes) {
 static bool tpc__op_over_mb(MlirOperation op) { return tpc__axes_have_mb(mlirOperationGetAttributeByName(op, tpc_ref("axes"))); }
 
 static void tpc__op_error(MlirOperation op, const char* fmt, const char* a) {
-  char msg[512];
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   char name[96];
   snprintf(name, sizeof name, "%.*s", (int)(n.length < 90 ? n.length : 90), n.data);
-  snprintf(msg, sizeof msg, fmt, name, a);
-  mlirEmitError(mlirOperationGetLocation(op), msg);
+  int len = snprintf(NULL, 0, fmt, name, a);
+  char* msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
+  if (msg) snprintf(msg, (size_t)len + 1, fmt, name, a);
+  mlirEmitError(mlirOperationGetLocation(op), msg ? msg : "tp-micro-batch: out of host memory");
+  free(msg);
 }
 
 // The axes of |axes| that |mesh_axes| orders after mb (|inner|) or before it (|outer|, with mb
