@@ -27,6 +27,7 @@ CONFIGS=(
   "inv-tp2-sp|--numerics=invariant --mesh=tp=2 --sequence-parallel"
   "inv-dp2|--numerics=invariant --mesh=dp=2"
   "inv-tp2dp2-zero1|--numerics=invariant --mesh=tp=2,dp=2 --zero1"
+  "inv-gtp2|--numerics=invariant --mesh=gtp=2"
   "inv-mb2|--numerics=invariant --mesh=mb=2"
   "inv-dp2-mb2|--numerics=invariant --mesh=dp=2,mb=2"
   "exact-tp1|--numerics=exact --mesh=tp=1"
