@@ -533,8 +533,9 @@ tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
   TPRT__TIMED_OP("copy", tprt_cuda_copy(src, dst, tprt__r.stream));
 }
 
-// The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (they are
-// bitwise the CPU's; the cross-entropy's GEMMs are the exact kernels in every mode for now).
+// The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (bitwise the
+// CPU's), but for the cross-entropy's GEMMs, which are the table's rows above for the module's
+// numerics (tprt__ce_gemms: cuBLASLt in fast mode, the chunk-tree WGMMA GEMMs in invariant mode).
 tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start,
                                    int64_t vocab) {
   TPRT__TIMED_OP("embedding", tprt_cuda_embedding(ids, table, y, start, vocab, tprt__r.stream));
@@ -543,15 +544,35 @@ tprt_status_t tprt__cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_ten
                                         int64_t start, int64_t vocab, int chunks) {
   TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad(ids, dy, dtable, start, vocab, chunks, tprt__r.stream));
 }
+
+// The cross-entropy's GEMMs through the table (on the rank's compute stream, which the ops get).
+static tprt_status_t tprt__ce_linear(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y,
+                                     int chunks, cudaStream_t stream) {
+  (void)ctx, (void)stream;
+  return tprt__cuda_linear(x, w, NULL, y, chunks);
+}
+static tprt_status_t tprt__ce_dgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
+                                    int chunks, cudaStream_t stream) {
+  (void)ctx, (void)stream;
+  return tprt__cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1);
+}
+static tprt_status_t tprt__ce_wgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                    int chunks, cudaStream_t stream) {
+  (void)ctx, (void)stream;
+  return tprt__cuda_linear_wgrad(dy, x, dw, chunks);
+}
+static const tprt_cuda_ce_gemms_t tprt__ce_gemms = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0};
+
 tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
                                        tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) {
-  TPRT__TIMED_OP("cross_entropy", tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, tprt__r.stream));
+  TPRT__TIMED_OP("cross_entropy",
+                 tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, &tprt__ce_gemms, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
                                              int64_t vocab, int chunks, int vocab_chunks) {
   TPRT__TIMED_OP("cross_entropy_stats", tprt_cuda_cross_entropy_stats(x, w, targets, stats, start, vocab, chunks,
-                                                                      vocab_chunks, tprt__r.stream));
+                                                                      vocab_chunks, &tprt__ce_gemms, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
                                                tprt_tensor_t* loss, tprt_tensor_t* lse) {
@@ -562,14 +583,16 @@ tprt_status_t tprt__cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_
                                              const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
                                              int64_t vocab, int chunks, int vocab_chunks) {
   TPRT__TIMED_OP("cross_entropy_dgrad", tprt_cuda_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab,
-                                                                      chunks, vocab_chunks, tprt__r.stream));
+                                                                      chunks, vocab_chunks, &tprt__ce_gemms,
+                                                                      tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                              const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                              int64_t vocab, int chunks, int token_chunks) {
   TPRT__TIMED_OP("cross_entropy_wgrad", tprt_cuda_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab,
-                                                                      chunks, token_chunks, tprt__r.stream));
+                                                                      chunks, token_chunks, &tprt__ce_gemms,
+                                                                      tprt__r.stream));
 }
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));

@@ -142,20 +142,32 @@ static void ct_check_optimizer(cudaStream_t stream) {
   }
 }
 
+// The exact GEMMs with a budget of three tokens' logits: the ops' pieces of tokens (and the wgrad's
+// tree of whole-chunk pieces) must give the CPU's bits too.
+static tprt_status_t ct_ce_linear(void*, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
+                                  cudaStream_t s) {
+  return tprt_cuda_linear(x, w, NULL, y, chunks, s);
+}
+static tprt_status_t ct_ce_dgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks,
+                                 cudaStream_t s) {
+  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1, s);
+}
+static tprt_status_t ct_ce_wgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
+                                 cudaStream_t s) {
+  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, s);
+}
+
 // The cross-entropy ops on one rank's vocabulary block (rows [start, start + V) of |vocab|), with
-// ignored (-1) targets and targets other ranks hold.
+// ignored (-1) targets and targets other ranks hold; each whole (one piece of tokens) and in
+// pieces of three tokens' logits.
 static void ct_check_cross_entropy(cudaStream_t stream) {
   struct {
     int64_t t, h, v, vocab, start;
     int chunks, vchunks, tchunks;
-  } cases[] = {{1, 1, 1, 1, 0, 1, 1, 1},         {16, 32, 64, 64, 0, 8, 8, 8},     {16, 32, 32, 64, 32, 4, 2, 4},
-               {33, 96, 200, 400, 200, 8, 16, 2}, {130, 64, 100, 100, 0, 16, 4, 32}};
+  } cases[] = {{1, 1, 1, 1, 0, 1, 1, 1},         {16, 32, 64, 64, 0, 8, 8, 8},      {16, 32, 32, 64, 32, 4, 2, 4},
+               {33, 96, 200, 400, 200, 8, 16, 2}, {130, 64, 100, 100, 0, 16, 4, 32}, {64, 64, 96, 192, 96, 8, 4, 8}};
   uint64_t rng = 0xCE5;
   for (const auto& c : cases) {
-    char shape[64], params[64];
-    snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld", (long long)c.t, (long long)c.h, (long long)c.v);
-    snprintf(params, sizeof params, "rows [%lld,+V) of %lld, chunks %d/%d/%d", (long long)c.start, (long long)c.vocab,
-             c.chunks, c.vchunks, c.tchunks);
     ct_tensor_t tg = ct_make(TPRT_DTYPE_I32, 1, &c.t);
     for (int64_t i = 0; i < c.t; ++i)
       ((int32_t*)tg.h.data)[i] = i % 7 == 3 ? -1 : (int32_t)(ct_next(&rng) % (uint64_t)c.vocab);
@@ -169,12 +181,20 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
       ct_fill(&x, &rng, CT_DIST_MODERATE);
       ct_fill(&w, &rng, CT_DIST_MODERATE);
       ct_fill(&g, &rng, CT_DIST_MODERATE);
-      if (ct_selected("cross_entropy")) {
+      const tprt_cuda_ce_gemms_t pieces = {ct_ce_linear, ct_ce_dgrad, ct_ce_wgrad, NULL,
+                                           (size_t)(3 * c.v) * tprt_dtype_bytes(dtype, 1)};
+      for (const tprt_cuda_ce_gemms_t* gm : {(const tprt_cuda_ce_gemms_t*)NULL, &pieces}) {
+        if (!ct_selected("cross_entropy")) break;
+        char shape[64], params[80];
+        snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld", (long long)c.t, (long long)c.h, (long long)c.v);
+        snprintf(params, sizeof params, "rows [%lld,+V) of %lld, chunks %d/%d/%d%s", (long long)c.start,
+                 (long long)c.vocab, c.chunks, c.vchunks, c.tchunks, gm ? ", 3-token pieces" : "");
         ct_run(
             "cross_entropy", shape, tprt_dtype_name(dtype), params, &st,
             [&] { return tprt_cpu_cross_entropy_stats(&x.h, &w.h, &tg.h, &st.h, c.start, c.vocab, c.chunks, c.vchunks); },
             [&](cudaStream_t s) {
-              return tprt_cuda_cross_entropy_stats(&x.d, &w.d, &tg.d, &st.d, c.start, c.vocab, c.chunks, c.vchunks, s);
+              return tprt_cuda_cross_entropy_stats(&x.d, &w.d, &tg.d, &st.d, c.start, c.vocab, c.chunks, c.vchunks, gm,
+                                                   s);
             },
             true, stream);
         // The loss of the stats (one rank): lse feeds the gradients below.
@@ -184,25 +204,25 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
             [&](cudaStream_t s) { return tprt_cuda_cross_entropy_combine(&st.d, &tg.d, &loss.d, &lse.d, s); }, true,
             stream);
         ct_run(
-            "cross_entropy", shape, tprt_dtype_name(dtype), "dgrad", &dx,
+            "cross_entropy", shape, tprt_dtype_name(dtype), gm ? "dgrad, 3-token pieces" : "dgrad", &dx,
             [&] {
               return tprt_cpu_cross_entropy_dgrad(&x.h, &w.h, &tg.h, &lse.h, &g.h, &dx.h, c.start, c.vocab, c.chunks,
                                                   c.vchunks);
             },
             [&](cudaStream_t s) {
               return tprt_cuda_cross_entropy_dgrad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dx.d, c.start, c.vocab, c.chunks,
-                                                   c.vchunks, s);
+                                                   c.vchunks, gm, s);
             },
             true, stream);
         ct_run(
-            "cross_entropy", shape, tprt_dtype_name(dtype), "wgrad", &dw,
+            "cross_entropy", shape, tprt_dtype_name(dtype), gm ? "wgrad, whole-chunk pieces" : "wgrad", &dw,
             [&] {
               return tprt_cpu_cross_entropy_wgrad(&x.h, &w.h, &tg.h, &lse.h, &g.h, &dw.h, c.start, c.vocab, c.chunks,
                                                   c.tchunks);
             },
             [&](cudaStream_t s) {
               return tprt_cuda_cross_entropy_wgrad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dw.d, c.start, c.vocab, c.chunks,
-                                                   c.tchunks, s);
+                                                   c.tchunks, gm, s);
             },
             true, stream);
       }

@@ -605,14 +605,32 @@ tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t*
                                   int64_t start, int64_t vocab, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                        int64_t start, int64_t vocab, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
-/// The cross-entropy ops (kernels/cuda/model/cross_entropy.cu): this rank's logits block by the
-/// exact linear kernels, its statistics, the logits' gradient and the exact dgrad / wgrad GEMMs.
+/// The GEMMs of the cross-entropy ops, each on |stream|: y = x·wᵀ rounded to y's dtype (the
+/// logits), dx = dy·w and dw = dyᵀ·x with the canonical accumulation over |chunks| (linear_dgrad with
+/// one segment and block, linear_wgrad). NULL for the exact kernels (gemm/linear.cu,
+/// gemm/linear_grad.c); the CUDA backend passes its kernel table's choice for the module's
+/// numerics. |piece_bytes| bounds the logits held at a time (0: 1 GiB).
+typedef struct tprt_cuda_ce_gemms {
+  tprt_status_t (*linear)(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
+                          cudaStream_t stream);
+  tprt_status_t (*dgrad)(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks,
+                         cudaStream_t stream);
+  tprt_status_t (*wgrad)(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
+                         cudaStream_t stream);
+  void* ctx;
+  size_t piece_bytes;
+} tprt_cuda_ce_gemms_t;
+
+/// The cross-entropy ops (kernels/cuda/model/cross_entropy.cu) over pieces of tokens: the logits of
+/// a piece by gemms->linear, its statistics or the logits' gradient, and gemms->dgrad / ->wgrad.
+/// With the exact GEMMs they are bitwise the CPU's for every piece size.
 tprt_status_t tprt_cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
                                       tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks,
-                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
+                                      const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                             const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
                                             int64_t vocab, int chunks, int vocab_chunks,
+                                            const tprt_cuda_ce_gemms_t* gemms,
                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
                                               tprt_tensor_t* loss, tprt_tensor_t* lse,
@@ -621,11 +639,13 @@ tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_t
                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                             const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
                                             int64_t vocab, int chunks, int vocab_chunks,
+                                            const tprt_cuda_ce_gemms_t* gemms,
                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                             const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                             int64_t vocab, int chunks, int token_chunks,
+                                            const tprt_cuda_ce_gemms_t* gemms,
                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;

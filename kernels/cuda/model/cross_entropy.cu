@@ -1,18 +1,19 @@
-// The LM head's cross-entropy in every numerics mode, bitwise the CPU kernels of cpu_vocab.c
-// (docs/numerics.md, "Cross-entropy"), composed from the exact GEMMs of kernels/cuda/gemm and three
-// small kernels:
-//   logits  Z[T,V] = x·wᵀ with the canonical H accumulation over |chunks|, rounded to x's dtype
-//           (tprt_cuda_linear: the CPU's tprt__logit);
+// The LM head's cross-entropy in every numerics mode (docs/numerics.md, "Cross-entropy"): three
+// GEMMs and four small kernels, over pieces of tokens so that this rank's [T, V] logits are never
+// held whole (at most TPRT__CE_PIECE_BYTES of them at a time, or the gemms' piece_bytes):
+//   logits  Z[piece, V] = x·wᵀ rounded to x's dtype, by the gemms' linear (the backend passes its
+//           kernel table: cuBLASLt in fast mode, the chunk-tree WGMMA GEMM in invariant mode);
 //   stats   per token and vocabulary block: the block's maximum (tprt_max_keep) and its sum of
 //           exp(z - max) from +0.0 in increasing v, one thread per (token, block); then per token
 //           the blocks' pairwise tree (tprt_ce_tree) and the target's logit;
 //   combine per token: the ranks' statistics by the same tree, lse = m + log(s), loss = lse - z_t;
-//   dgrad   dZ = the logit gradient (tprt_ce_dlogit) rounded to x's dtype, then dx = dZ·w canonical
-//           over V with |vocab_chunks| (tprt_cuda_linear_dgrad_segmented);
-//   wgrad   the same dZ, then dw = dZᵀ·x canonical over the tokens with |token_chunks|
-//           (tprt_cuda_linear_wgrad).
-// Z and dZ are this rank's whole [T, V] block, stream-ordered temporaries (the CPU kernels hold a
-// row at a time; the GEMMs want the block). The targets' values are not checked on the host.
+//   dgrad   dZ = the logit gradient (tprt_ce_dlogit) rounded to x's dtype, then dx[piece] = dZ·w over
+//           V with |vocab_chunks| (a token's row needs no other token: any piece size);
+//   wgrad   the same dZ, then dw = dZᵀ·x over the tokens with |token_chunks|: a piece is 2^j whole
+//           chunks, aligned, so its f32 result is one node of the chunk tree, and the pieces' nodes
+//           are added by the tree's upper levels (when the chunks divide T; else one piece).
+// With the exact GEMMs (gemms NULL) every op is bitwise the CPU kernels of cpu_vocab.c, whatever
+// the pieces. The targets' values are not checked on the host.
 #include "tprt_cuda_internal.cuh"
 
 // ------------------------------------------------------------------------------------------------
@@ -68,23 +69,70 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
   }
 }
 
-// dZ[t, v] from Z in place: the logit's gradient rounded to the dtype (0 for an ignored token).
+// dZ[t, v] from Z in place: the logit's gradient rounded to the dtype (0 for an ignored token). A
+// grid row per token (strided), its threads over v.
 template <int D>
 __global__ void tprt__ce_dlogits(void* __restrict__ z, const int32_t* __restrict__ targets,
                                  const float* __restrict__ lse, const float* __restrict__ dloss, int64_t t, int64_t v,
                                  int64_t start) {
-  const int64_t n = t * v, stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    int64_t tok = i / v, j = i % v;
-    int32_t target = targets[tok];
-    float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt__cuda_ld(z, D, i), lse[tok], (int64_t)target == start + j, dloss[tok]);
-    tprt__cuda_st(z, D, i, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+  for (int64_t tok = blockIdx.y; tok < t; tok += gridDim.y) {
+    const int32_t target = targets[tok];
+    const float l = lse[tok], g = dloss[tok];
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < v; j += (int64_t)gridDim.x * blockDim.x) {
+      int64_t i = tok * v + j;
+      float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt__cuda_ld(z, D, i), l, (int64_t)target == start + j, g);
+      tprt__cuda_st(z, D, i, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+    }
   }
 }
 
 // ------------------------------------------------------------------------------------------------
 // Launchers
 // ------------------------------------------------------------------------------------------------
+
+// The most bytes of logits a piece of tokens holds when the gemms name no budget.
+#define TPRT__CE_PIECE_BYTES ((size_t)1 << 30)
+
+// The exact GEMMs (gemm/linear.cu, gemm/linear_grad.c): the default of every op.
+static tprt_status_t tprt__ce_exact_linear(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y,
+                                           int chunks, cudaStream_t stream) {
+  (void)ctx;
+  return tprt_cuda_linear(x, w, NULL, y, chunks, stream);
+}
+static tprt_status_t tprt__ce_exact_dgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* w,
+                                          tprt_tensor_t* dx, int chunks, cudaStream_t stream) {
+  (void)ctx;
+  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1, stream);
+}
+static tprt_status_t tprt__ce_exact_wgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                          tprt_tensor_t* dw, int chunks, cudaStream_t stream) {
+  (void)ctx;
+  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, stream);
+}
+static const tprt_cuda_ce_gemms_t tprt__ce_exact = {tprt__ce_exact_linear, tprt__ce_exact_dgrad, tprt__ce_exact_wgrad,
+                                                    NULL, 0};
+
+static size_t tprt__ce_budget(const tprt_cuda_ce_gemms_t* g) {
+  return g->piece_bytes ? g->piece_bytes : TPRT__CE_PIECE_BYTES;
+}
+
+// Rows [r0, r0 + n) of a [rows, cols] tensor, as a view.
+static tprt_tensor_t tprt__rows(const tprt_tensor_t* t, int64_t r0, int64_t n) {
+  tprt_tensor_t v = *t;
+  v.data = (char*)t->data + tprt_dtype_bytes(t->dtype, r0 * t->dims[1]);
+  v.dims[0] = n;
+  return v;
+}
+
+// Tokens per piece: as many as |budget| bytes of [n, v] logits hold, a multiple of 64 where
+// more than 64 fit, at least 1, at most t.
+static int64_t tprt__ce_piece_rows(int64_t t, int64_t v, int elem, size_t budget) {
+  int64_t row = v * elem > 0 ? v * elem : 1;
+  int64_t n = (int64_t)(budget / (size_t)row);
+  if (n > 64) n -= n % 64;
+  if (n < 1) n = 1;
+  return n < t ? n : t;
+}
 
 static tprt_status_t tprt__ce_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                     const tprt_tensor_t* targets, int chunks) {
@@ -100,28 +148,47 @@ static tprt_status_t tprt__ce_check(const char* op, const tprt_tensor_t* x, cons
   return NULL;
 }
 
-// Z = x·wᵀ in x's dtype into a new stream-ordered buffer *z.
-static tprt_status_t tprt__ce_logits(const tprt_tensor_t* x, const tprt_tensor_t* w, int chunks, void** z,
-                                     tprt_tensor_t* zt, cudaStream_t stream) {
-  int64_t dims[2] = {x->dims[0], w->dims[0]};
-  *zt = tprt_tensor_make(NULL, x->dtype, 2, dims);
-  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(z, tprt_tensor_bytes(zt) + 16, stream));
-  zt->data = *z;
-  tprt_status_t s = tprt_cuda_linear(x, w, NULL, zt, chunks, stream);
-  if (s) tprt__cuda_free_async(*z, stream), *z = NULL;
-  return s;
-}
-
 static tprt_status_t tprt__launched(const char* what) {
   cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? NULL : tprt__cuda_make_status(err, what, __FILE__, __LINE__);
 }
 
+// A stream-ordered [rows, v] logits buffer in x's dtype for pieces of up to |rows| tokens.
+static tprt_status_t tprt__ce_logits_buffer(const tprt_tensor_t* x, int64_t rows, int64_t v, tprt_tensor_t* z,
+                                            cudaStream_t stream) {
+  int64_t dims[2] = {rows, v};
+  *z = tprt_tensor_make(NULL, x->dtype, 2, dims);
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&z->data, tprt_tensor_bytes(z) + 16, stream));
+  return NULL;
+}
+
+// Z = x[t0, t0 + n)·wᵀ into z's first n rows; with |targets| (the dgrad and wgrad), then dZ in
+// place.
+static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                    int64_t t0, int64_t n, int chunks, const tprt_tensor_t* targets,
+                                    const tprt_tensor_t* lse, const tprt_tensor_t* dloss, int64_t start,
+                                    tprt_tensor_t* z, cudaStream_t stream) {
+  tprt_tensor_t xp = tprt__rows(x, t0, n);
+  z->dims[0] = n;
+  tprt_status_t s = g->linear(g->ctx, &xp, w, z, chunks, stream);
+  if (s) return s;
+  if (!targets || n * z->dims[1] == 0) return NULL;
+  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
+    int64_t v = z->dims[1], bx = (v + TPRT__CUDA_EW_THREADS - 1) / TPRT__CUDA_EW_THREADS;
+    dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)(n < 65535 ? n : 65535));
+    tprt__ce_dlogits<decltype(d)::value><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        z->data, (const int32_t*)targets->data + t0, (const float*)lse->data + t0, (const float*)dloss->data + t0, n,
+        v, start);
+  });
+  return tprt__launched("cross_entropy logit gradient kernel");
+}
+
 extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                        const tprt_tensor_t* targets, tprt_tensor_t* stats,
                                                        int64_t start, int64_t vocab, int chunks, int vocab_chunks,
-                                                       cudaStream_t stream) {
+                                                       const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
   const char* op = "cross_entropy_stats";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
   tprt_status_t s = tprt__ce_check(op, x, w, targets, chunks);
   if (!s) s = tprt__check(op, "stats", stats, 2, TPRT__M(TPRT_DTYPE_F32));
   if (s) return s;
@@ -130,26 +197,32 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
       start < 0 || start + v > vocab)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: stats [T,3], vocabulary blocks or rows out of range", op);
   if (t == 0) return NULL;
-  void *z = NULL, *work = NULL;
-  tprt_tensor_t zt;
-  TPRT_RETURN_IF_ERROR(tprt__ce_logits(x, w, chunks, &z, &zt, stream), "%s", op);
-  cudaError_t e = tprt__cuda_malloc_async(&work, (size_t)(2 * t * vocab_chunks) * sizeof(float), stream);
+  int64_t rows = tprt__ce_piece_rows(t, v, (int)tprt_dtype_bytes(x->dtype, 1), tprt__ce_budget(g));
+  tprt_tensor_t z;
+  TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
+  void* work = NULL;
+  cudaError_t e = tprt__cuda_malloc_async(&work, (size_t)(2 * rows * vocab_chunks) * sizeof(float), stream);
   if (e != cudaSuccess) {
-    tprt__cuda_free_async(z, stream);
+    tprt__cuda_free_async(z.data, stream);
     return tprt__cuda_make_status(e, "cross_entropy_stats scratch", __FILE__, __LINE__);
   }
-  float *bm = (float*)work, *bs = bm + t * vocab_chunks;
+  float *bm = (float*)work, *bs = bm + rows * vocab_chunks;
   int64_t size = tprt_kacc_chunk_size(v, vocab_chunks);
-  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    constexpr int D = decltype(d)::value;
-    tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(t * vocab_chunks, 128), 128, 0, stream>>>(z, t, v, vocab_chunks,
-                                                                                              size, bm, bs);
-    tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(t, 128), 128, 0, stream>>>(
-        z, (const int32_t*)targets->data, t, v, vocab_chunks, start, bm, bs, (float*)stats->data);
-  });
-  s = tprt__launched("cross_entropy_stats kernels");
+  for (int64_t t0 = 0; t0 < t && !s; t0 += rows) {
+    int64_t n = t - t0 < rows ? t - t0 : rows;
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, NULL, NULL, NULL, start, &z, stream);
+    if (s) break;
+    tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
+      constexpr int D = decltype(d)::value;
+      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(n * vocab_chunks, 128), 128, 0, stream>>>(z.data, n, v,
+                                                                                                vocab_chunks, size, bm, bs);
+      tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
+          z.data, (const int32_t*)targets->data + t0, n, v, vocab_chunks, start, bm, bs, (float*)stats->data + 3 * t0);
+    });
+    s = tprt__launched("cross_entropy_stats kernels");
+  }
   tprt__cuda_free_async(work, stream);
-  tprt__cuda_free_async(z, stream);
+  tprt__cuda_free_async(z.data, stream);
   return s;
 }
 
@@ -178,22 +251,21 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_combine(const tprt_tensor_t* st
 
 extern "C" tprt_status_t tprt_cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                  const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse,
-                                                 int chunks, cudaStream_t stream) {
+                                                 int chunks, const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
   TPRT_RETURN_IF_ERROR(tprt__ce_check("cross_entropy", x, w, targets, chunks), "cross_entropy");
   int64_t dims[2] = {x->dims[0], 3};
   tprt_tensor_t st = tprt_tensor_make(NULL, TPRT_DTYPE_F32, 2, dims);
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&st.data, tprt_tensor_bytes(&st) + 16, stream));
-  tprt_status_t s = tprt_cuda_cross_entropy_stats(x, w, targets, &st, 0, w->dims[0], chunks, chunks, stream);
+  tprt_status_t s = tprt_cuda_cross_entropy_stats(x, w, targets, &st, 0, w->dims[0], chunks, chunks, gemms, stream);
   if (!s) s = tprt_cuda_cross_entropy_combine(&st, targets, loss, lse, stream);
   tprt__cuda_free_async(st.data, stream);
   return s;
 }
 
-// dZ of this rank's block into a new stream-ordered buffer *z.
-static tprt_status_t tprt__ce_dlogits_of(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
+// The gradients' common checks.
+static tprt_status_t tprt__ce_grad_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                          const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                         const tprt_tensor_t* dloss, int64_t start, int64_t vocab, int chunks,
-                                         void** z, tprt_tensor_t* zt, cudaStream_t stream) {
+                                         const tprt_tensor_t* dloss, int64_t start, int64_t vocab, int chunks) {
   tprt_status_t s = tprt__ce_check(op, x, w, targets, chunks);
   if (!s) s = tprt__check(op, "lse", lse, 1, TPRT__M(TPRT_DTYPE_F32));
   if (!s) s = tprt__check(op, "dloss", dloss, 1, TPRT__M(TPRT_DTYPE_F32));
@@ -201,30 +273,37 @@ static tprt_status_t tprt__ce_dlogits_of(const char* op, const tprt_tensor_t* x,
   int64_t t = x->dims[0], v = w->dims[0];
   if (lse->dims[0] != t || dloss->dims[0] != t || start < 0 || start + v > vocab)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lse, dloss [T] or the rows [start, start+V) disagree", op);
-  TPRT_RETURN_IF_ERROR(tprt__ce_logits(x, w, chunks, z, zt, stream), "%s", op);
-  if (t * v == 0) return NULL;
-  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    tprt__ce_dlogits<decltype(d)::value><<<tprt__cuda_ew_blocks(t * v, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0,
-                                           stream>>>(*z, (const int32_t*)targets->data, (const float*)lse->data,
-                                                     (const float*)dloss->data, t, v, start);
-  });
-  s = tprt__launched("cross_entropy logit gradient kernel");
-  if (s) tprt__cuda_free_async(*z, stream), *z = NULL;
-  return s;
+  return NULL;
 }
 
 extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                        const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                                        const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
                                                        int64_t vocab, int chunks, int vocab_chunks,
-                                                       cudaStream_t stream) {
-  void* z = NULL;
-  tprt_tensor_t zt;
-  TPRT_RETURN_IF_ERROR(
-      tprt__ce_dlogits_of("cross_entropy_dgrad", x, w, targets, lse, dloss, start, vocab, chunks, &z, &zt, stream),
-      "cross_entropy_dgrad");
-  tprt_status_t s = tprt_cuda_linear_dgrad_segmented(&zt, w, dx, vocab_chunks, 1, 1, stream);
-  tprt__cuda_free_async(z, stream);
+                                                       const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
+  const char* op = "cross_entropy_dgrad";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
+  TPRT_RETURN_IF_ERROR(tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks), "%s", op);
+  tprt_status_t s = tprt__check(op, "dx", dx, 2, TPRT__FLOATS);
+  if (s) return s;
+  int64_t t = x->dims[0], v = w->dims[0];
+  if (dx->dims[0] != t || dx->dims[1] != x->dims[1])
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must be [T,H] as x", op);
+  if (t == 0) return NULL;
+  if (v == 0) {  // the empty sum: +0.0
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dx->data, 0, tprt_tensor_bytes(dx), stream));
+    return NULL;
+  }
+  int64_t rows = tprt__ce_piece_rows(t, v, (int)tprt_dtype_bytes(x->dtype, 1), tprt__ce_budget(g));
+  tprt_tensor_t z;
+  TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
+  for (int64_t t0 = 0; t0 < t && !s; t0 += rows) {
+    int64_t n = t - t0 < rows ? t - t0 : rows;
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, stream);
+    tprt_tensor_t dxp = tprt__rows(dx, t0, n);
+    if (!s) s = g->dgrad(g->ctx, &z, w, &dxp, vocab_chunks, stream);
+  }
+  tprt__cuda_free_async(z.data, stream);
   return s;
 }
 
@@ -232,13 +311,67 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, c
                                                        const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                                        const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                                        int64_t vocab, int chunks, int token_chunks,
-                                                       cudaStream_t stream) {
-  void* z = NULL;
-  tprt_tensor_t zt;
-  TPRT_RETURN_IF_ERROR(
-      tprt__ce_dlogits_of("cross_entropy_wgrad", x, w, targets, lse, dloss, start, vocab, chunks, &z, &zt, stream),
-      "cross_entropy_wgrad");
-  tprt_status_t s = tprt_cuda_linear_wgrad(&zt, x, dw, token_chunks, stream);
-  tprt__cuda_free_async(z, stream);
+                                                       const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
+  const char* op = "cross_entropy_wgrad";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
+  TPRT_RETURN_IF_ERROR(tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks), "%s", op);
+  tprt_status_t s = tprt__check(op, "dw", dw, 2, TPRT__FLOATS);
+  if (s) return s;
+  int64_t t = x->dims[0], v = w->dims[0], h = x->dims[1];
+  if (dw->dims[0] != v || dw->dims[1] != h)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dw must be [V,H] as w", op);
+  if (token_chunks < 1 || token_chunks > TPRT_MAX_CHUNKS || (token_chunks & (token_chunks - 1)))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: token chunks must be a power of two in [1, %d]; got %d",
+                            op, TPRT_MAX_CHUNKS, token_chunks);
+  if (v * h == 0) return NULL;
+  if (t == 0) {  // the empty sum: +0.0
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->data, 0, tprt_tensor_bytes(dw), stream));
+    return NULL;
+  }
+  // A piece is k = 2^j whole chunks of S = T/C tokens, the most that fit the budget; one piece
+  // (k = C) when C does not divide T, when dw is not f32 (a node of the tree is f32), or when
+  // everything fits.
+  int64_t k = token_chunks, c = token_chunks, size = t / (c ? c : 1);
+  size_t budget = tprt__ce_budget(g), row = (size_t)v * (int)tprt_dtype_bytes(x->dtype, 1);
+  if (t % c == 0 && dw->dtype == TPRT_DTYPE_F32 && (size_t)t * row > budget)
+    while (k > 1 && (size_t)(k * size) * row > budget) k /= 2;
+  int64_t rows = k == c ? t : k * size;
+  tprt_tensor_t z;
+  TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
+  // The pieces' tree nodes: node[i] at level[i] (the pairwise tree's upper levels, as a binary
+  // counter; the left-most node is dw itself).
+  void* node[64];
+  int level[64], nodes = 0;
+  for (int64_t t0 = 0; t0 < t; t0 += rows) {
+    int64_t n = t - t0 < rows ? t - t0 : rows;
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, stream);
+    if (s) break;
+    tprt_tensor_t part = *dw, xp = tprt__rows(x, t0, n);
+    if (nodes > 0) {
+      cudaError_t e = tprt__cuda_malloc_async(&part.data, tprt_tensor_bytes(dw) + 16, stream);
+      if (e != cudaSuccess) {
+        s = tprt__cuda_make_status(e, "cross_entropy_wgrad partial", __FILE__, __LINE__);
+        break;
+      }
+    }
+    s = g->wgrad(g->ctx, &z, &xp, &part, k == c ? token_chunks : (int)k, stream);
+    int lv = 0;
+    while (!s && nodes > 0 && level[nodes - 1] == lv) {  // left + right, into the left
+      tprt_tensor_t left = *dw;
+      left.data = node[nodes - 1];
+      s = tprt_cuda_add(&left, &part, &left, stream);
+      tprt__cuda_free_async(part.data, stream);
+      part.data = node[--nodes];
+      ++lv;
+    }
+    if (s) {
+      if (part.data != dw->data) tprt__cuda_free_async(part.data, stream);
+      break;
+    }
+    node[nodes] = part.data, level[nodes++] = lv;
+  }
+  for (int i = 0; i < nodes; ++i)
+    if (node[i] != dw->data) tprt__cuda_free_async(node[i], stream);
+  tprt__cuda_free_async(z.data, stream);
   return s;
 }
