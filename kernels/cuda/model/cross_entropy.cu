@@ -70,18 +70,26 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
 }
 
 // dZ[t, v] from Z in place: the logit's gradient rounded to the dtype (0 for an ignored token). A
-// grid row per token (strided), its threads over v.
+// grid row per token (strided); a block covers kTprtCeDlogitsPer x its threads of v, each thread
+// kTprtCeDlogitsPer elements a block width apart (coalesced, and few blocks for a long row).
+constexpr int kTprtCeDlogitsPer = 8;
 template <int D>
 __global__ void tprt__ce_dlogits(void* __restrict__ z, const int32_t* __restrict__ targets,
                                  const float* __restrict__ lse, const float* __restrict__ dloss, int64_t t, int64_t v,
                                  int64_t start) {
+  const int64_t span = (int64_t)blockDim.x * kTprtCeDlogitsPer;
   for (int64_t tok = blockIdx.y; tok < t; tok += gridDim.y) {
     const int32_t target = targets[tok];
     const float l = lse[tok], g = dloss[tok];
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < v; j += (int64_t)gridDim.x * blockDim.x) {
-      int64_t i = tok * v + j;
-      float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt__cuda_ld(z, D, i), l, (int64_t)target == start + j, g);
-      tprt__cuda_st(z, D, i, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+    for (int64_t j0 = (int64_t)blockIdx.x * span + threadIdx.x; j0 < v; j0 += (int64_t)gridDim.x * span) {
+#pragma unroll
+      for (int e = 0; e < kTprtCeDlogitsPer; ++e) {
+        int64_t j = j0 + (int64_t)e * blockDim.x;
+        if (j >= v) break;
+        int64_t i = tok * v + j;
+        float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt__cuda_ld(z, D, i), l, (int64_t)target == start + j, g);
+        tprt__cuda_st(z, D, i, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+      }
     }
   }
 }
@@ -174,7 +182,7 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
   if (s) return s;
   if (!targets || n * z->dims[1] == 0) return NULL;
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    int64_t v = z->dims[1], bx = (v + TPRT__CUDA_EW_THREADS - 1) / TPRT__CUDA_EW_THREADS;
+    int64_t v = z->dims[1], span = (int64_t)TPRT__CUDA_EW_THREADS * kTprtCeDlogitsPer, bx = (v + span - 1) / span;
     dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)(n < 65535 ? n : 65535));
     tprt__ce_dlogits<decltype(d)::value><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
         z->data, (const int32_t*)targets->data + t0, (const float*)lse->data + t0, (const float*)dloss->data + t0, n,

@@ -5,8 +5,8 @@
 // sumsq: the exact sum of squares is an integer on a fixed grid (tprt_sumsq_add's limbs), so any
 // partition of the elements gives the same normalized accumulator: each thread of a grid-stride
 // loop adds its elements into its own limbs and normalizes them, each block sums its threads' limbs
-// (shared memory, integers) into one row of a [blocks, 21] scratch, and one thread adds the rows to
-// the incoming accumulator and normalizes. No atomics, no floating-point sums.
+// (shared memory, integers) into one row of a [blocks, 21] scratch, and one block adds the rows to
+// the incoming accumulator (a warp per limb) and normalizes. No atomics, no floating-point sums.
 // global_norm: one thread, as the CPU kernel. adamw: one thread per element (tprt_adamw_elem).
 #include "tprt_cuda_internal.cuh"
 
@@ -40,16 +40,23 @@ __global__ void tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, int64_
   }
 }
 
+// The incoming accumulator plus the blocks' rows: thread (lane, k) of a [32, WORDS] block sums limb
+// k of rows lane, lane + 32, ... (integers: exact in any order; a row's limbs are below 2^40, so
+// 2^23 rows fit in an int64 before the carries), a warp shuffle sums the lanes, and one thread
+// normalizes. The same integer, so the same normalized words, as any other order.
 __global__ void tprt__sumsq_finish(const int64_t* __restrict__ acc, const int64_t* __restrict__ rows, int blocks,
                                    int64_t* __restrict__ out) {
-  int64_t total[TPRT_SUMSQ_WORDS];
-  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] = acc ? acc[k] : 0;
-  for (int b = 0; b < blocks; ++b) {
-    for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] += rows[(int64_t)b * TPRT_SUMSQ_WORDS + k];
-    tprt_sumsq_normalize(total);  // every row's limbs are below 2^40: no overflow between rows
+  __shared__ int64_t total[TPRT_SUMSQ_WORDS];
+  const int lane = threadIdx.x, k = threadIdx.y;
+  int64_t sum = 0;
+  for (int b = lane; b < blocks; b += 32) sum += rows[(int64_t)b * TPRT_SUMSQ_WORDS + k];
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, off);
+  if (lane == 0) total[k] = sum + (acc ? acc[k] : 0);
+  __syncthreads();
+  if (lane == 0 && k == 0) {
+    tprt_sumsq_normalize(total);
+    for (int w = 0; w < TPRT_SUMSQ_WORDS; ++w) out[w] = total[w];
   }
-  tprt_sumsq_normalize(total);
-  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) out[k] = total[k];
 }
 
 __global__ void tprt__global_norm_kernel(const int64_t* __restrict__ acc, int64_t r, float* __restrict__ norm) {
@@ -109,7 +116,7 @@ extern "C" tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tens
       tprt__sumsq_blocks<decltype(d)::value><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, rows);
     });
   }
-  tprt__sumsq_finish<<<1, 1, 0, stream>>>(acc ? (const int64_t*)acc->data : NULL, rows, blocks, (int64_t*)acc_out->data);
+  tprt__sumsq_finish<<<1, dim3(32, TPRT_SUMSQ_WORDS), 0, stream>>>(acc ? (const int64_t*)acc->data : NULL, rows, blocks, (int64_t*)acc_out->data);
   tprt_status_t s = tprt__launched("sumsq kernel");
   if (rows) tprt__cuda_free_async(rows, stream);
   return s;
