@@ -273,14 +273,19 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy(const tprt_tensor_t* x, const t
 // The gradients' common checks.
 static tprt_status_t tprt__ce_grad_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                          const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                         const tprt_tensor_t* dloss, int64_t start, int64_t vocab, int chunks) {
+                                         const tprt_tensor_t* dloss, int64_t start, int64_t vocab, int chunks,
+                                         const char* name, const tprt_tensor_t* out, const tprt_tensor_t* like) {
   tprt_status_t s = tprt__ce_check(op, x, w, targets, chunks);
   if (!s) s = tprt__check(op, "lse", lse, 1, TPRT__M(TPRT_DTYPE_F32));
   if (!s) s = tprt__check(op, "dloss", dloss, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, name, out, 2, TPRT__FLOATS);
   if (s) return s;
   int64_t t = x->dims[0], v = w->dims[0];
   if (lse->dims[0] != t || dloss->dims[0] != t || start < 0 || start + v > vocab)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: lse, dloss [T] or the rows [start, start+V) disagree", op);
+  if (out->dims[0] != like->dims[0] || out->dims[1] != like->dims[1])
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %s must be [%s] as %s", op, name,
+                            like == x ? "T,H" : "V,H", like == x ? "x" : "w");
   return NULL;
 }
 
@@ -291,12 +296,9 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, c
                                                        const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
   const char* op = "cross_entropy_dgrad";
   const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
-  TPRT_RETURN_IF_ERROR(tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks), "%s", op);
-  tprt_status_t s = tprt__check(op, "dx", dx, 2, TPRT__FLOATS);
+  tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dx", dx, x);
   if (s) return s;
   int64_t t = x->dims[0], v = w->dims[0];
-  if (dx->dims[0] != t || dx->dims[1] != x->dims[1])
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dx must be [T,H] as x", op);
   if (t == 0) return NULL;
   if (v == 0) {  // the empty sum: +0.0
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dx->data, 0, tprt_tensor_bytes(dx), stream));
@@ -322,12 +324,9 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, c
                                                        const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
   const char* op = "cross_entropy_wgrad";
   const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
-  TPRT_RETURN_IF_ERROR(tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks), "%s", op);
-  tprt_status_t s = tprt__check(op, "dw", dw, 2, TPRT__FLOATS);
+  tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
   if (s) return s;
   int64_t t = x->dims[0], v = w->dims[0], h = x->dims[1];
-  if (dw->dims[0] != v || dw->dims[1] != h)
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: dw must be [V,H] as w", op);
   if (token_chunks < 1 || token_chunks > TPRT_MAX_CHUNKS || (token_chunks & (token_chunks - 1)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: token chunks must be a power of two in [1, %d]; got %d",
                             op, TPRT_MAX_CHUNKS, token_chunks);
