@@ -514,6 +514,23 @@ irdl.dialect @tp {
     irdl.results(dw: %dw)
   }
 
+  // Both gradients at once, dx as tp.cross_entropy_dgrad (contracting V in |chunks| blocks) and dw
+  // as tp.cross_entropy_wgrad (contracting T in |token_chunks|), bitwise: the logits are recomputed
+  // once for both. tp-fuse writes it for a dgrad and a wgrad of the same operands and attributes;
+  // |partial| is the dgrad's.
+  irdl.operation @cross_entropy_grad attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, partial = false, chunks = 0 : i64,
+      token_chunks = 0 : i64, mesh = @none, axes = []}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets, lse: %f32, dloss: %f32)
+    irdl.results(dx: %dx, dw: %dw)
+  }
+
   //===--------------------------------------------------------------------===//
   // Optimizer (docs/dialect.md, "Optimizer"; docs/numerics.md, "Optimizer"). tp-adamw appends
   // them to a training step.

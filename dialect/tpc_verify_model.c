@@ -128,26 +128,38 @@ static MlirLogicalResult tpc__verify_cross_entropy(MlirOperation op, int kind) {
       return tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, st.dims[0]);
     }
     case TPC_OP_CROSS_ENTROPY_DGRAD:
-    case TPC_OP_CROSS_ENTROPY_WGRAD: {
-      bool wgrad = kind == TPC_OP_CROSS_ENTROPY_WGRAD;
+    case TPC_OP_CROSS_ENTROPY_WGRAD:
+    case TPC_OP_CROSS_ENTROPY_GRAD: {
       int k = kind;
       tpc_shape_t x = tpc__shape_of(tpc_op_get_operand(op, k, 0)), w = tpc__shape_of(tpc_op_get_operand(op, k, 1));
       tpc_shape_t t = tpc__shape_of(tpc_op_get_operand(op, k, 2)), lse = tpc__shape_of(tpc_op_get_operand(op, k, 3));
       tpc_shape_t dloss = tpc__shape_of(tpc_op_get_operand(op, k, 4));
-      tpc_shape_t out = tpc__shape_of(mlirOperationGetResult(op, 0));
-      if (!x.valid || !w.valid || !t.valid || !lse.valid || !dloss.valid || !out.valid) return FAIL;
+      if (!x.valid || !w.valid || !t.valid || !lse.valid || !dloss.valid) return FAIL;
       if (mlirLogicalResultIsFailure(tpc__verify_head(op, &x, &w, &t))) return FAIL;
       if (mlirLogicalResultIsFailure(tpc__verify_f32_vecs(op, "lse and dloss", &lse, &dloss, x.dims[0]))) return FAIL;
-      bool partial = wgrad ? tpc_cross_entropy_wgrad_get_partial(op) : tpc_cross_entropy_dgrad_get_partial(op);
-      const tpc_shape_t* like = wgrad ? &w : &x;
-      bool type_ok = tpc__is_f32(out.element) || (!wgrad && !partial && mlirTypeEqual(out.element, x.element));
-      if (!tpc__is_mat(&out, like->dims[0], like->dims[1]) || !type_ok)
-        return tpc__rule_error(op, "cross_entropy.shapes",
-                               wgrad ? "expects dw of w's shape in f32; got w %s, dw %s"
-                                     : "expects dx of x's shape, f32 or (unless partial) x's type; got x %s, dx %s",
-                               TYPE(like->type, s.a), TYPE(out.type, s.b));
-      return tpc__verify_shard_attrs(op, tpc_op_get_attr(op, k, wgrad ? TPC_CROSS_ENTROPY_WGRAD_ATTR_MESH : TPC_CROSS_ENTROPY_DGRAD_ATTR_MESH),
-                                     tpc_op_get_attr(op, k, wgrad ? TPC_CROSS_ENTROPY_WGRAD_ATTR_AXES : TPC_CROSS_ENTROPY_DGRAD_ATTR_AXES));
+      bool partial = tpc_op_get_bool(op, k, k == TPC_OP_CROSS_ENTROPY_WGRAD  ? TPC_CROSS_ENTROPY_WGRAD_ATTR_PARTIAL
+                                            : k == TPC_OP_CROSS_ENTROPY_DGRAD ? TPC_CROSS_ENTROPY_DGRAD_ATTR_PARTIAL
+                                                                              : TPC_CROSS_ENTROPY_GRAD_ATTR_PARTIAL);
+      // The results: dx (the dgrad's and the fused op's first), dw (the wgrad's, the fused op's second).
+      for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+        bool wgrad = k == TPC_OP_CROSS_ENTROPY_WGRAD || r == 1;
+        tpc_shape_t out = tpc__shape_of(mlirOperationGetResult(op, r));
+        if (!out.valid) return FAIL;
+        const tpc_shape_t* like = wgrad ? &w : &x;
+        bool type_ok = tpc__is_f32(out.element) || (!wgrad && !partial && mlirTypeEqual(out.element, x.element));
+        if (!tpc__is_mat(&out, like->dims[0], like->dims[1]) || !type_ok)
+          return tpc__rule_error(op, "cross_entropy.shapes",
+                                 wgrad ? "expects dw of w's shape in f32; got w %s, dw %s"
+                                       : "expects dx of x's shape, f32 or (unless partial) x's type; got x %s, dx %s",
+                                 TYPE(like->type, s.a), TYPE(out.type, s.b));
+      }
+      int mesh = k == TPC_OP_CROSS_ENTROPY_WGRAD   ? TPC_CROSS_ENTROPY_WGRAD_ATTR_MESH
+                 : k == TPC_OP_CROSS_ENTROPY_DGRAD ? TPC_CROSS_ENTROPY_DGRAD_ATTR_MESH
+                                                   : TPC_CROSS_ENTROPY_GRAD_ATTR_MESH;
+      int axes = k == TPC_OP_CROSS_ENTROPY_WGRAD   ? TPC_CROSS_ENTROPY_WGRAD_ATTR_AXES
+                 : k == TPC_OP_CROSS_ENTROPY_DGRAD ? TPC_CROSS_ENTROPY_DGRAD_ATTR_AXES
+                                                   : TPC_CROSS_ENTROPY_GRAD_ATTR_AXES;
+      return tpc__verify_shard_attrs(op, tpc_op_get_attr(op, k, mesh), tpc_op_get_attr(op, k, axes));
     }
     default:
       return OK;

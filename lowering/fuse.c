@@ -26,6 +26,10 @@
 // its quantization is local to a row: mxfp8, or a per-tensor format with an amax operand defined
 // before the fused op (delayed or static scaling; an amax of normed itself needs every row first).
 // The first such quantize in the block; normed keeps its other uses. The bits are the quantize's.
+//
+// The LM head's two gradients, tp.cross_entropy_dgrad and tp.cross_entropy_wgrad of the same
+// operands (x, w, targets, lse, dloss) and sharding, become one tp.cross_entropy_grad, which
+// recomputes the [T,V] logits once instead of twice: the same bits in every numerics.
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -175,6 +179,65 @@ static bool tpc__fuse(MlirOperation coll, bool scatter, bool round_sum) {
 
 static bool tpc__is_sum_collective(int kind) { return kind == TPC_OP_ALL_REDUCE || kind == TPC_OP_REDUCE_SCATTER; }
 
+// Both named attributes absent, or equal.
+static bool tpc__same_attr(MlirOperation a, MlirOperation b, const char* name) {
+  MlirAttribute x = mlirOperationGetAttributeByName(a, tpc_ref(name)), y = mlirOperationGetAttributeByName(b, tpc_ref(name));
+  return mlirAttributeIsNull(x) ? mlirAttributeIsNull(y) : !mlirAttributeIsNull(y) && mlirAttributeEqual(x, y);
+}
+
+// Rewrites the cross-entropy's weight gradient |wgrad| and an input gradient of the same five
+// operands and sharding attributes in its block into one tp.cross_entropy_grad, at the place of
+// the earlier of the two (their operands are defined before both), which recomputes the logits
+// once for both: the same bits, any numerics. Returns whether it did.
+static bool tpc__fuse_cross_entropy(MlirOperation wgrad) {
+  if (mlirOperationGetNumOperands(wgrad) != 5 || mlirOperationGetNumResults(wgrad) != 1) return false;
+  MlirOperation dgrad = {NULL};
+  MlirValue x = mlirOperationGetOperand(wgrad, 0);
+  for (MlirOpOperand use = mlirValueGetFirstUse(x); !mlirOpOperandIsNull(use) && mlirOperationIsNull(dgrad);
+       use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation user = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(user) != TPC_OP_CROSS_ENTROPY_DGRAD || mlirOpOperandGetOperandNumber(use) != 0 ||
+        mlirOperationGetNumOperands(user) != 5 || mlirOperationGetNumResults(user) != 1 ||
+        !mlirBlockEqual(mlirOperationGetBlock(user), mlirOperationGetBlock(wgrad)))
+      continue;
+    bool same = true;
+    for (int i = 1; i < 5 && same; ++i)
+      same = mlirValueEqual(mlirOperationGetOperand(user, i), mlirOperationGetOperand(wgrad, i));
+    const char* attrs[] = {"parallel", "sequence_parallel", "mesh", "axes"};
+    for (int i = 0; i < 4 && same; ++i) same = tpc__same_attr(user, wgrad, attrs[i]);
+    if (same) dgrad = user;
+  }
+  if (mlirOperationIsNull(dgrad)) return false;
+  MlirOperation first = mlirOperationIsBeforeInBlock(dgrad, wgrad) ? dgrad : wgrad;
+  MlirContext ctx = mlirOperationGetContext(wgrad);
+  MlirOperationState st = mlirOperationStateGet(tpc_ref(TPC_OP_NAME_CROSS_ENTROPY_GRAD), mlirOperationGetLocation(dgrad));
+  MlirValue operands[5];
+  for (int i = 0; i < 5; ++i) operands[i] = mlirOperationGetOperand(dgrad, i);
+  MlirValue dx = mlirOperationGetResult(dgrad, 0), dw = mlirOperationGetResult(wgrad, 0);
+  MlirType results[2] = {mlirValueGetType(dx), mlirValueGetType(dw)};
+  MlirNamedAttribute attrs[8];
+  intptr_t n = 0;
+  const char* carried[] = {"parallel", "sequence_parallel", "partial", "chunks", "mesh", "axes"};
+  for (int i = 0; i < 6; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(dgrad, tpc_ref(carried[i]));
+    if (!mlirAttributeIsNull(a)) attrs[n++] = tpc_named_attr(ctx, carried[i], a);
+  }
+  MlirAttribute tc = mlirOperationGetAttributeByName(wgrad, tpc_ref("chunks"));
+  if (!mlirAttributeIsNull(tc)) attrs[n++] = tpc_named_attr(ctx, "token_chunks", tc);
+  mlirOperationStateAddOperands(&st, 5, operands);
+  mlirOperationStateAddResults(&st, 2, results);
+  mlirOperationStateAddAttributes(&st, n, attrs);
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(first), first, fused);
+  mlirValueReplaceAllUsesOfWith(dx, mlirOperationGetResult(fused, 0));
+  mlirValueReplaceAllUsesOfWith(dw, mlirOperationGetResult(fused, 1));
+  mlirOperationDestroy(dgrad);
+  mlirOperationDestroy(wgrad);
+  return true;
+}
+
+static bool tpc__is_ce_wgrad(int kind) { return kind == TPC_OP_CROSS_ENTROPY_WGRAD; }
+
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
   MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_NUMERICS));
@@ -189,12 +252,20 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   // Each rewrite erases only its own collective, add and norm: the other listed collectives stay.
   for (intptr_t i = 0; i < count; ++i) tpc__fuse(colls[i], tpc_op_get_kind(colls[i]) == TPC_OP_REDUCE_SCATTER, round_sum);
   free(colls);
+  MlirOperation* heads = tpc_collect_ops(module, tpc__is_ce_wgrad, &count);
+  if (count < 0) {
+    mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
+    return mlirLogicalResultFailure();
+  }
+  // Each rewrite erases one wgrad and one dgrad: the other listed wgrads stay.
+  for (intptr_t i = 0; i < count; ++i) tpc__fuse_cross_entropy(heads[i]);
+  free(heads);
   return mlirLogicalResultSuccess();
 }
 
 static tpc_pass_info_t tpc__fuse_info = {
     .argument = "tp-fuse",
-    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics)",
+    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), and the LM head's two gradients into one",
     .run = tpc__fuse_run,
 };
 

@@ -136,6 +136,27 @@ int32_t tprt_abi_cross_entropy_wgrad(tprt_exec_t* exec, void* const* buffers, co
   return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_WGRAD_NAME);
 }
 
+// Both gradients from one recomputation of the logits (tp-fuse's rewrite of the two ops above).
+int32_t tprt_abi_cross_entropy_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt__vocab_t v;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_GRAD_NUM_SLOTS, &c);
+  const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_W];
+  if (!s) s = tprt__vocab(exec, &c, TPRT_CROSS_ENTROPY_GRAD_ATTR_MESH, TPRT_CROSS_ENTROPY_GRAD_ATTR_AXES, w->dims[0], &v);
+  if (!s) {
+    s = TPRT__KERNEL(exec, cross_entropy_grad, (x, w, &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_TARGETS],
+                                                &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_LSE],
+                                                &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_DLOSS],
+                                                &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_DX],
+                                                &c.slot[TPRT_CROSS_ENTROPY_GRAD_SLOT_DW], v.start, v.vocab,
+                                                tprt_exec_chunks(exec),
+                                                tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_GRAD_ATTR_CHUNKS),
+                                                tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_GRAD_ATTR_TOKEN_CHUNKS)));
+    tprt__count_gemm(exec, 3 * x->dims[0], w->dims[0], x->dims[1]);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_GRAD_NAME);
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//

@@ -97,14 +97,16 @@ tprt_status_t tprt_cpu_adamw(const tprt_tensor_t* master, const tprt_tensor_t* g
   tprt_status_t s = tprt__check_adamw(master, grad, m, v, hyper, norm, master_out, m_out, v_out, weight);
   if (s) return s;
   const float* h = (const float*)hyper->data;
-  float clip = tprt_adamw_clip(h[7], ((const float*)norm->data)[0]);
+  const float nv = ((const float*)norm->data)[0];
+  const float clip = tprt_adamw_clip(h[7], nv);
+  const bool apply = tprt_adamw_applies(nv);
   int64_t n = tprt_tensor_numel(master);
   const float *p0 = (const float*)master->data, *g = (const float*)grad->data;
   const float *m0 = (const float*)m->data, *v0 = (const float*)v->data;
   float *p1 = (float*)master_out->data, *m1 = (float*)m_out->data, *v1 = (float*)v_out->data;
   for (int64_t i = 0; i < n; ++i) {
     float p = p0[i], mm = m0[i], vv = v0[i];
-    tprt_adamw_elem(&p, &mm, &vv, g[i], h, clip);
+    if (apply) tprt_adamw_elem(&p, &mm, &vv, g[i], h, clip);
     p1[i] = p;
     m1[i] = mm;
     v1[i] = vv;

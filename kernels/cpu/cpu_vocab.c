@@ -402,3 +402,12 @@ tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_te
   tprt__scratch_free(z);
   return s;
 }
+
+tprt_status_t tprt_cpu_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                          const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                          const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
+                                          int64_t start, int64_t vocab, int chunks, int vocab_chunks,
+                                          int token_chunks) {
+  tprt_status_t s = tprt_cpu_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab, chunks, vocab_chunks);
+  return s ? s : tprt_cpu_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab, chunks, token_chunks);
+}

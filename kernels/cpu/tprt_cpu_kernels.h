@@ -309,6 +309,13 @@ tprt_status_t tprt_cpu_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_te
                                            const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                            int64_t vocab, int chunks, int token_chunks) TPRT_MUST_USE_RESULT;
 
+/// dx as tprt_cpu_cross_entropy_dgrad and dw as tprt_cpu_cross_entropy_wgrad (the two, in turn).
+tprt_status_t tprt_cpu_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                          const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                          const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
+                                          int64_t start, int64_t vocab, int chunks, int vocab_chunks,
+                                          int token_chunks) TPRT_MUST_USE_RESULT;
+
 // ------------------------------------------------------------------------------------------------
 // Optimizer kernels (cpu_optim.c; docs/numerics.md, "Optimizer")
 // ------------------------------------------------------------------------------------------------

@@ -570,6 +570,12 @@ TPRT_HD float tprt_adamw_clip(float max_norm, float norm) {
   return c < 1.0f ? c : 1.0f;
 }
 
+/// Whether AdamW applies a step whose gradient norm is |norm|: at a NaN or infinite norm (some
+/// gradient element not finite) the master weights and moments stay as they were (and the weights
+/// are written as the master weights rounded), so a step can be skipped with its state updated in
+/// place.
+TPRT_HD bool tprt_adamw_applies(float norm) { return (tprt_f32_bits(norm) & 0x7F800000u) != 0x7F800000u; }
+
 /// One element's AdamW step; h = [step size, 1-beta1, beta2, 1-beta2, eps, 1-lr·wd, sqrt(1-beta2^t),
 /// (max_norm)], |clip| from tprt_adamw_clip. Updates *p, *m, *v.
 TPRT_HD void tprt_adamw_elem(float* p, float* m, float* v, float grad, const float* h, float clip) {

@@ -594,6 +594,15 @@ tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_
                                                                       chunks, token_chunks, &tprt__ce_gemms,
                                                                       tprt__r.stream));
 }
+tprt_status_t tprt__cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                            const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                            const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
+                                            int64_t start, int64_t vocab, int chunks, int vocab_chunks,
+                                            int token_chunks) {
+  TPRT__TIMED_OP("cross_entropy_grad", tprt_cuda_cross_entropy_grad(x, w, targets, lse, dloss, dx, dw, start, vocab,
+                                                                    chunks, vocab_chunks, token_chunks,
+                                                                    &tprt__ce_gemms, tprt__r.stream));
+}
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));
 }

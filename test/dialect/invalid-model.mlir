@@ -120,6 +120,15 @@ func.func @wgrad_shape(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tenso
 
 // -----
 
+/// cross_entropy.shapes: the fused gradients' second result is dw, of w's shape in f32.
+func.func @grad_dw(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>) -> tensor<64x32xbf16> {
+  // expected-error@+1 {{'tp.cross_entropy_grad' op violates rule cross_entropy.shapes: expects dw of w's shape in f32; got w tensor<64x32xbf16>, dw tensor<64x32xbf16>}}
+  %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xbf16>, tensor<64x32xbf16>)
+  return %dw : tensor<64x32xbf16>
+}
+
+// -----
+
 /// optimizer.shapes: the accumulator of the exact sum of squares is tensor<21xi64>.
 func.func @sumsq_accumulator(%g: tensor<64x32xf32>) -> tensor<16xi64> {
   // expected-error@+1 {{'tp.sumsq' op violates rule optimizer.shapes: expects a float gradient and an accumulator of type tensor<21xi64>; got g tensor<64x32xf32>, acc tensor<16xi64>}}

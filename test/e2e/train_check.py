@@ -6,9 +6,23 @@
                                              (the records' text, without timings)
   train_check.py same-eval A.jsonl B.jsonl   every evaluation's held-out loss is bitwise equal
   train_check.py same-files A B ...          the files are byte for byte equal
+  train_check.py same-tensors A B            the safetensors files hold the same tensors, byte for byte
+  train_check.py poison SRC DST NAME ...     DST: SRC with each tensor NAME's first element NaN (f32)
 """
 import json
+import struct
 import sys
+
+
+def tensors(path):
+    """name -> (dtype, shape, bytes) of a safetensors file; its header's other entries are left."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}, header, n
 
 
 def records(path, key="loss"):
@@ -38,6 +52,24 @@ def main():
         data = [open(p, "rb").read() for p in paths]
         ok = all(d == data[0] for d in data[1:])
         print(f"{len(paths)} files {'identical' if ok else 'DIFFER'}")
+    elif mode == "same-tensors":
+        a, b = tensors(paths[0])[0], tensors(paths[1])[0]
+        bad = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        ok = not bad and len(a) > 0
+        print(f"{len(a)} tensors, {'identical' if ok else 'DIFFERENT: ' + ', '.join(bad[:5])}")
+    elif mode == "poison":
+        with open(paths[0], "rb") as f:
+            data = bytearray(f.read())
+        _, header, n = tensors(paths[0])
+        for name in paths[2:]:
+            if header.get(name, {}).get("dtype") != "F32":
+                sys.exit(f"{paths[0]}: no f32 tensor {name}")
+            at = 8 + n + header[name]["data_offsets"][0]
+            data[at:at + 4] = struct.pack("<f", float("nan"))
+            print(f"{name}[0] = NaN")
+        with open(paths[1], "wb") as f:
+            f.write(data)
+        ok = True
     else:
         sys.exit(f"unknown mode {mode}")
     print("PASS" if ok else "FAIL")

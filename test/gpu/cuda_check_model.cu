@@ -86,8 +86,10 @@ static void ct_check_optimizer(cudaStream_t stream) {
         }
         ct_free(&g), ct_free(&seed), ct_free(&acc), ct_free(&out);
       }
-      // AdamW: f32 states, the weight in |dtype|; clipping on (a large norm) and off.
-      for (int clip = 0; clip < 2 && ct_selected("adamw"); ++clip) {
+      // AdamW: f32 states, the weight in |dtype|; clipping off, on (a large norm), on with a NaN
+      // norm (the state unchanged), and on in place (the outputs the inputs' buffers).
+      for (int mode = 0; mode < 4 && ct_selected("adamw"); ++mode) {
+        const bool clip = mode > 0, in_place = mode == 3;
         ct_tensor_t p = ct_make(TPRT_DTYPE_F32, 1, &n), gr = ct_make(TPRT_DTYPE_F32, 1, &n),
                     m = ct_make(TPRT_DTYPE_F32, 1, &n), v = ct_make(TPRT_DTYPE_F32, 1, &n);
         ct_tensor_t p1 = ct_make(TPRT_DTYPE_F32, 1, &n), m1 = ct_make(TPRT_DTYPE_F32, 1, &n),
@@ -102,13 +104,20 @@ static void ct_check_optimizer(cudaStream_t stream) {
         ct_upload(&v);
         const float h[8] = {3e-3f / 0.19f, 0.1f, 0.95f, 0.05f, 1e-8f, 1.0f - 3e-4f, 0.2236068f, clip ? 1.0f : 0.0f};
         memcpy(hyper.h.data, h, sizeof h);
-        ((float*)norm.h.data)[0] = 7.5f;
+        ((float*)norm.h.data)[0] = mode == 2 ? NAN : 7.5f;
         ct_upload(&hyper), ct_upload(&norm);
+        const char* what[4] = {"no clip", "clip 1 (norm 7.5)", "clip 1, norm NaN (unchanged)", "clip 1, in place"};
         ct_run_outputs(
-            "adamw", shape, tprt_dtype_name(dtype), clip ? "clip 1 (norm 7.5)" : "no clip", {&p1, &m1, &v1, &w},
+            "adamw", shape, tprt_dtype_name(dtype), what[mode], {&p1, &m1, &v1, &w},
             [&] { return tprt_cpu_adamw(&p.h, &gr.h, &m.h, &v.h, &hyper.h, &norm.h, &p1.h, &m1.h, &v1.h, &w.h); },
             [&](cudaStream_t st) {
-              return tprt_cuda_adamw(&p.d, &gr.d, &m.d, &v.d, &hyper.d, &norm.d, &p1.d, &m1.d, &v1.d, &w.d, st);
+              if (!in_place)
+                return tprt_cuda_adamw(&p.d, &gr.d, &m.d, &v.d, &hyper.d, &norm.d, &p1.d, &m1.d, &v1.d, &w.d, st);
+              size_t bytes = (size_t)n * sizeof(float);
+              cudaMemcpyAsync(p1.d.data, p.d.data, bytes, cudaMemcpyDeviceToDevice, st);
+              cudaMemcpyAsync(m1.d.data, m.d.data, bytes, cudaMemcpyDeviceToDevice, st);
+              cudaMemcpyAsync(v1.d.data, v.d.data, bytes, cudaMemcpyDeviceToDevice, st);
+              return tprt_cuda_adamw(&p1.d, &gr.d, &m1.d, &v1.d, &hyper.d, &norm.d, &p1.d, &m1.d, &v1.d, &w.d, st);
             },
             true, stream);
         ct_tensor_t* all[10] = {&p, &gr, &m, &v, &p1, &m1, &v1, &w, &hyper, &norm};
@@ -159,13 +168,15 @@ static tprt_status_t ct_ce_wgrad(void*, const tprt_tensor_t* dy, const tprt_tens
 
 // The cross-entropy ops on one rank's vocabulary block (rows [start, start + V) of |vocab|), with
 // ignored (-1) targets and targets other ranks hold; each whole (one piece of tokens) and in
-// pieces of three tokens' logits.
+// pieces of three tokens' logits. The last case spans two warps' groups of 32 tokens and three
+// 64-column tiles of the statistics kernel per block.
 static void ct_check_cross_entropy(cudaStream_t stream) {
   struct {
     int64_t t, h, v, vocab, start;
     int chunks, vchunks, tchunks;
   } cases[] = {{1, 1, 1, 1, 0, 1, 1, 1},         {16, 32, 64, 64, 0, 8, 8, 8},      {16, 32, 32, 64, 32, 4, 2, 4},
-               {33, 96, 200, 400, 200, 8, 16, 2}, {130, 64, 100, 100, 0, 16, 4, 32}, {64, 64, 96, 192, 96, 8, 4, 8}};
+               {33, 96, 200, 400, 200, 8, 16, 2}, {130, 64, 100, 100, 0, 16, 4, 32}, {64, 64, 96, 192, 96, 8, 4, 8},
+               {40, 16, 300, 300, 0, 8, 2, 8}};
   uint64_t rng = 0xCE5;
   for (const auto& c : cases) {
     ct_tensor_t tg = ct_make(TPRT_DTYPE_I32, 1, &c.t);
@@ -223,6 +234,18 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
             [&](cudaStream_t s) {
               return tprt_cuda_cross_entropy_wgrad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dw.d, c.start, c.vocab, c.chunks,
                                                    c.tchunks, gm, s);
+            },
+            true, stream);
+        ct_run_outputs(
+            "cross_entropy", shape, tprt_dtype_name(dtype), gm ? "grad (both), whole-chunk pieces" : "grad (both)",
+            {&dx, &dw},
+            [&] {
+              return tprt_cpu_cross_entropy_grad(&x.h, &w.h, &tg.h, &lse.h, &g.h, &dx.h, &dw.h, c.start, c.vocab,
+                                                 c.chunks, c.vchunks, c.tchunks);
+            },
+            [&](cudaStream_t s) {
+              return tprt_cuda_cross_entropy_grad(&x.d, &w.d, &tg.d, &lse.d, &g.d, &dx.d, &dw.d, c.start, c.vocab,
+                                                  c.chunks, c.vchunks, c.tchunks, gm, s);
             },
             true, stream);
       }

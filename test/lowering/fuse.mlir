@@ -165,3 +165,43 @@ func.func @columnwise(%p: tensor<64x64xf32>, %r: tensor<64x64xbf16>, %g: tensor<
   %q, %qs = "tp.quantize"(%n) {format = "mxfp8", axis = "columnwise"} : (tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<4x128xf8E8M0FNU>)
   return %q, %qs : tensor<64x64xf8E4M3FN>, tensor<4x128xf8E8M0FNU>
 }
+
+// -----
+
+/// The LM head's two gradients of the same operands and sharding: one tp.cross_entropy_grad at
+/// the earlier op's place, dx (the dgrad's chunks, partial) and dw (the wgrad's chunks as
+/// token_chunks); the results keep their uses.
+// CHECK-LABEL: func.func @head_grads(
+// CHECK:         %[[G:.*]]:2 = "tp.cross_entropy_grad"(%arg0, %arg1, %arg2, %arg3, %arg4) {axes = ["tp"], chunks = 4 : i64, mesh = @world, parallel = "vocab", partial = true, token_chunks = 8 : i64}
+// CHECK-SAME:      -> (tensor<16x32xf32>, tensor<64x32xf32>)
+// CHECK-NOT:     "tp.cross_entropy_dgrad"
+// CHECK-NOT:     "tp.cross_entropy_wgrad"
+// CHECK:         %[[S:.*]] = "tp.all_reduce"(%[[G]]#0)
+// CHECK:         return %[[S]], %[[G]]#1
+/// Other operands (another dloss) or another sharding: left as they are.
+// CHECK-LABEL: func.func @other_dloss(
+// CHECK:         "tp.cross_entropy_wgrad"
+// CHECK:         "tp.cross_entropy_dgrad"
+// CHECK-LABEL: func.func @other_parallel(
+// CHECK:         "tp.cross_entropy_wgrad"
+// CHECK:         "tp.cross_entropy_dgrad"
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @head_grads(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>)
+    -> (tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %dw = "tp.cross_entropy_wgrad"(%x, %w, %t, %lse, %g) {parallel = "vocab", chunks = 8 : i64, mesh = @world, axes = ["tp"]} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x32xf32>
+  %dx = "tp.cross_entropy_dgrad"(%x, %w, %t, %lse, %g) {parallel = "vocab", partial = true, chunks = 4 : i64, mesh = @world, axes = ["tp"]} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16x32xf32>
+  %s = "tp.all_reduce"(%dx) {mesh = @world, axes = ["tp"]} : (tensor<16x32xf32>) -> tensor<16x32xbf16>
+  return %s, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
+}
+func.func @other_dloss(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>, %g2: tensor<16xf32>)
+    -> (tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %dw = "tp.cross_entropy_wgrad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x32xf32>
+  %dx = "tp.cross_entropy_dgrad"(%x, %w, %t, %lse, %g2) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16x32xbf16>
+  return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
+}
+func.func @other_parallel(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %lse: tensor<16xf32>, %g: tensor<16xf32>)
+    -> (tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %dw = "tp.cross_entropy_wgrad"(%x, %w, %t, %lse, %g) {parallel = "vocab"} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x32xf32>
+  %dx = "tp.cross_entropy_dgrad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16x32xbf16>
+  return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
+}

@@ -94,7 +94,8 @@ typedef struct {
   // Argument roles, by name (docs/training.md, "The module").
   int ids, targets, loss_grad, hyper, loss, norm;
   int cos_arg, sin_arg;  // --inputs' tables (also in checkpoints; a resume may take them from --inputs)
-  int* next;  // per result: the argument it becomes at the next step, or -1
+  int* next;  // per result of rfn: the argument it becomes at the next step, or -1; such a result
+              // is written into that argument's own buffer (an update in place)
   // The logical per-step inputs rank 0 prepares.
   tprt_tensor_t ids_t, targets_t, loss_grad_t;
   float hyper_v[8];
@@ -114,7 +115,7 @@ typedef struct {
   // Step bookkeeping (rank 0).
   int64_t step;       // steps done
   int64_t position;   // the next batch's first token in the data
-  bool stop, accept, save;
+  bool stop, save;
   double loss_mean, norm_value, t_start;
   int64_t tokens_done;
   FILE* json;
@@ -125,6 +126,20 @@ static int tpc__find_arg(const tprt_module_function_t* fn, const char* name) {
   for (int a = 0; a < fn->num_args; ++a)
     if (strcmp(fn->args[a].name, name) == 0) return a;
   return -1;
+}
+
+// Whether result |j| of |fn| is updated in place: rfn's results that become arguments (the
+// weights, master weights and moments) are written into the arguments' buffers, not beside them.
+// AdamW leaves them unchanged at a non-finite gradient norm (tprt_adamw_applies), so a skipped
+// step needs no copy of the state.
+static bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j) {
+  return fn == t->rfn && t->next && t->next[j] >= 0;
+}
+
+// Points rank buffers |res| (rfn's results) at the arguments they update.
+static void tpc__alias_results(const tpc_train_t* t, void** args, void** res) {
+  for (int j = 0; j < t->rfn->num_results; ++j)
+    if (t->next[j] >= 0) res[j] = args[t->next[j]];
 }
 
 static int tpc__find_result(const tprt_module_function_t* fn, const char* name) {
@@ -293,14 +308,17 @@ static void tpc__review(tpc_train_t* t) {
   t->norm_value = ((float*)t->results[0][t->norm])[0];
   int64_t step = t->step + 1;
   bool finite = isfinite(t->loss_mean) && isfinite(t->norm_value);
-  t->accept = finite;
+  // The update ran in place unless the norm was not finite (AdamW then left the state as it was):
+  // a non-finite loss with a finite norm (a target's logit of -inf) has been applied.
+  bool applied = isfinite(t->norm_value);
   if (!finite && !t->o->skip_nonfinite) {
-    t->failure = tprt_make_status(TPRT_STATUS_FAILED_PRECONDITION,
-                                  "step %lld: the %s is %s; stopped before applying it (the weights are those after "
-                                  "step %lld%s; --skip-nonfinite skips such steps instead)",
-                                  (long long)step, isfinite(t->loss_mean) ? "gradient norm" : "loss",
-                                  isnan(isfinite(t->loss_mean) ? t->norm_value : t->loss_mean) ? "NaN" : "infinite",
-                                  (long long)t->step, t->o->save_dir ? ", and the last checkpoint is whole" : "");
+    bool loss_bad = !isfinite(t->loss_mean), nan = isnan(loss_bad ? t->loss_mean : t->norm_value);
+    t->failure = tprt_make_status(
+        TPRT_STATUS_FAILED_PRECONDITION, "step %lld: the %s is %s; stopped %s (%s%s; --skip-nonfinite %s instead)",
+        (long long)step, loss_bad ? "loss" : "gradient norm", nan ? "NaN" : "infinite",
+        applied ? "after its update, which the finite gradient norm let through" : "before applying it",
+        applied ? "the weights include it" : "the weights are those after the step before",
+        t->o->save_dir ? ", and the last checkpoint is whole" : "", applied ? "goes on" : "skips such steps");
     t->stop = true;
     return;
   }
@@ -312,12 +330,12 @@ static void tpc__review(tpc_train_t* t) {
   double eta = rate > 0 ? (double)(t->o->steps - step) * (double)T / rate : 0.0;
   fprintf(stderr, "tpc-train: step %lld/%lld | loss %.6f | lr %.3e | grad norm %.4f%s | %.0f tok/s | ETA %.0fs\n",
           (long long)step, (long long)t->o->steps, t->loss_mean, tpc_lr(t->o, step), t->norm_value,
-          finite ? "" : " (skipped: not finite)", rate, eta);
+          finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, eta);
   if (t->json)
     fprintf(t->json, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %lld, "
             "\"seconds\": %.6f, \"skipped\": %s}\n",
             (long long)step, t->loss_mean, tpc_lr(t->o, step), t->norm_value, (long long)t->tokens_done, elapsed,
-            finite ? "false" : "true");
+            finite || applied ? "false" : "true");
   if (t->json) fflush(t->json);  // a record per line as it happens, kept if the run dies
   if (step >= t->o->steps || tpc_signals_caught() || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
   t->save = t->o->save_dir && (t->stop || (t->o->save_every > 0 && step % t->o->save_every == 0));
@@ -425,10 +443,13 @@ static tprt_status_t tpc__rank_buffers(tpc_train_t* t, tprt_rank_t* rank) {
       TPRT_RETURN_IF_ERROR(tpc__upload(t, k->args[a], t->args[r][a], bytes), "uploading %s", fn->args[a].name);
     }
     for (int j = 0; j < g->num_results; ++j)
-      TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&g->results[j].layout), &k->gres[j]), "result %s", g->results[j].name);
+      if (!tpc__in_place(t, g, j))
+        TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&g->results[j].layout), &k->gres[j]), "result %s",
+                             g->results[j].name);
     for (int j = 0; t->ufn && j < t->ufn->num_results; ++j)
-      TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&t->ufn->results[j].layout), &k->res[j]), "result %s",
-                           t->ufn->results[j].name);
+      if (!tpc__in_place(t, t->ufn, j))
+        TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&t->ufn->results[j].layout), &k->res[j]), "result %s",
+                             t->ufn->results[j].name);
     for (int p = 0; p < t->npart * t->levels; ++p)
       TPRT_RETURN_IF_ERROR(TPC__ALLOC(tprt_tensor_bytes(&g->results[1 + p / t->levels].layout), &k->acc[p]),
                            "accumulator of %s", g->results[1 + p / t->levels].name);
@@ -473,8 +494,10 @@ static void tpc__rank_buffers_free(tpc_train_t* t, tprt_rank_t* rank) {
   TPC__FREE(k->arena);
   if (t->device) {
     for (int a = 0; k->args && a < t->fn->num_args; ++a) TPC__FREE(k->args[a]);
-    for (int j = 0; k->gres && j < t->gfn->num_results; ++j) TPC__FREE(k->gres[j]);
-    for (int j = 0; t->ufn && k->res && j < t->ufn->num_results; ++j) TPC__FREE(k->res[j]);
+    for (int j = 0; k->gres && j < t->gfn->num_results; ++j)
+      if (!tpc__in_place(t, t->gfn, j)) TPC__FREE(k->gres[j]);
+    for (int j = 0; t->ufn && k->res && j < t->ufn->num_results; ++j)
+      if (!tpc__in_place(t, t->ufn, j)) TPC__FREE(k->res[j]);
     for (int p = 0; k->acc && p < t->npart * t->levels; ++p) TPC__FREE(k->acc[p]);
     if (k->res != k->gres) free(k->res);
     free(k->args), free(k->gres), free(k->acc);
@@ -529,6 +552,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       memcpy(t->args[r][t->hyper], t->hyper_v, sizeof t->hyper_v);
       if ((s = tpc__upload(t, k->args[t->hyper], t->args[r][t->hyper], sizeof t->hyper_v))) break;
       for (int i = 0; i < gfn->num_args; ++i) gargs[i] = k->args[t->garg[i]];
+      if (!ufn) tpc__alias_results(t, k->args, k->gres);
       if (gfn->entry(exec, gargs, k->gres, k->arena)) {
         s = tprt_exec_take_status(exec);
         if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld failed", (long long)t->step + 1);
@@ -548,6 +572,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if (ufn) {
       for (int i = 0; i < ufn->num_args; ++i)
         uargs[i] = t->uarg[i] >= 0 ? k->args[t->uarg[i]] : k->acc[(-1 - t->uarg[i]) * t->levels + t->levels - 1];
+      tpc__alias_results(t, k->args, k->res);
       if (ufn->entry(exec, uargs, k->res, k->arena)) {
         s = tprt_exec_take_status(exec);
         if (!s) s = tprt_make_status(TPRT_STATUS_INTERNAL, "step %lld: the update failed", (long long)t->step + 1);
@@ -559,13 +584,8 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     if ((s = tpc__meet(rank))) break;
     if (r == 0) tpc__review(t);
     if ((s = tpc__meet(rank))) break;
-    // A kept step's results become the next step's arguments (weights, master weights, moments).
-    for (int j = 0; t->accept && j < t->rfn->num_results; ++j)
-      if (t->next[j] >= 0) {
-        void* tmp = k->args[t->next[j]];
-        k->args[t->next[j]] = k->res[j];
-        k->res[j] = tmp;
-      }
+    // The step's results that become the next step's arguments (weights, master weights, moments)
+    // were written in place (tpc__in_place); a step with a non-finite norm left them unchanged.
     if (t->save) {
       // Each rank brings its arguments to the host; rank 0 writes them.
       for (int a = 0; !s && a < t->fn->num_args; ++a)
@@ -939,11 +959,13 @@ int main(int argc, char** argv) {
       goto fail;
     }
     for (int j = 0; j < g->num_results; ++j)
-      if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&g->results[j].layout) + 1, 64,
+      if (!tpc__in_place(t, g, j) &&
+          (s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&g->results[j].layout) + 1, 64,
                                      &t->gres[r][j])))
         goto fail;
     for (int j = 0; t->ufn && j < t->ufn->num_results; ++j)
-      if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&t->ufn->results[j].layout) + 1, 64,
+      if (!tpc__in_place(t, t->ufn, j) &&
+          (s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&t->ufn->results[j].layout) + 1, 64,
                                      &t->results[r][j])))
         goto fail;
     for (int p = 0; p < t->npart; ++p) {
@@ -1003,9 +1025,10 @@ done:
   tprt_status_free(t->failure);
   for (int r = 0; t->fn && r < TPC_RUN_MAX_RANKS; ++r) {
     for (int a = 0; t->args[r] && a < t->fn->num_args; ++a) tprt_allocator_free(tprt_allocator_system(), t->args[r][a]);
-    for (int j = 0; t->gres[r] && j < t->gfn->num_results; ++j) tprt_allocator_free(tprt_allocator_system(), t->gres[r][j]);
+    for (int j = 0; t->gres[r] && j < t->gfn->num_results; ++j)
+      if (!tpc__in_place(t, t->gfn, j)) tprt_allocator_free(tprt_allocator_system(), t->gres[r][j]);
     for (int j = 0; t->ufn && t->results[r] && j < t->ufn->num_results; ++j)
-      tprt_allocator_free(tprt_allocator_system(), t->results[r][j]);
+      if (!tpc__in_place(t, t->ufn, j)) tprt_allocator_free(tprt_allocator_system(), t->results[r][j]);
     for (int p = 0; t->acc[r] && p < t->npart * t->levels; ++p) tprt_allocator_free(tprt_allocator_system(), t->acc[r][p]);
     if (t->results[r] != t->gres[r]) free(t->results[r]);
     free(t->args[r]), free(t->gres[r]), free(t->acc[r]), free(t->accf[r]);

@@ -647,6 +647,14 @@ tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_t
                                             int64_t vocab, int chunks, int token_chunks,
                                             const tprt_cuda_ce_gemms_t* gemms,
                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// dx as tprt_cuda_cross_entropy_dgrad and dw as tprt_cuda_cross_entropy_wgrad, bitwise, from one
+/// recomputation of the logits (the wgrad's pieces of tokens).
+tprt_status_t tprt_cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                           const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                           const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
+                                           int64_t start, int64_t vocab, int chunks, int vocab_chunks,
+                                           int token_chunks, const tprt_cuda_ce_gemms_t* gemms,
+                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) TPRT_MUST_USE_RESULT;

@@ -4,14 +4,15 @@
 //   logits  Z[piece, V] = x·wᵀ rounded to x's dtype, by the gemms' linear (the backend passes its
 //           kernel table: cuBLASLt in fast mode, the chunk-tree WGMMA GEMM in invariant mode);
 //   stats   per token and vocabulary block: the block's maximum (tprt_max_keep) and its sum of
-//           exp(z - max) from +0.0 in increasing v, one thread per (token, block); then per token
+//           exp(z - max) from +0.0 in increasing v, a lane per (token, block); then per token
 //           the blocks' pairwise tree (tprt_ce_tree) and the target's logit;
 //   combine per token: the ranks' statistics by the same tree, lse = m + log(s), loss = lse - z_t;
 //   dgrad   dZ = the logit gradient (tprt_ce_dlogit) rounded to x's dtype, then dx[piece] = dZ·w over
 //           V with |vocab_chunks| (a token's row needs no other token: any piece size);
 //   wgrad   the same dZ, then dw = dZᵀ·x over the tokens with |token_chunks|: a piece is 2^j whole
 //           chunks, aligned, so its f32 result is one node of the chunk tree, and the pieces' nodes
-//           are added by the tree's upper levels (when the chunks divide T; else one piece).
+//           are added by the tree's upper levels (when the chunks divide T; else one piece);
+//   grad    both gradients from one dZ per piece (the wgrad's pieces): one logits GEMM, not two.
 // With the exact GEMMs (gemms NULL) every op is bitwise the CPU kernels of cpu_vocab.c, whatever
 // the pieces. The targets' values are not checked on the host.
 #include "tprt_cuda_internal.cuh"
@@ -20,20 +21,53 @@
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
-// Block b's maximum and sum of exponentials of token t's logits: bm/bs[t * blocks + b].
+// Block b's maximum and sum of exponentials of token t's logits: bm/bs[t * blocks + b]. A warp
+// takes 32 tokens (a lane each) of one block and walks the block's columns in tiles of
+// kTprtCeTile: the warp stages a tile of its 32 rows in shared memory (each row read contiguously,
+// so the loads coalesce), then each lane runs its own token's sequential max and sum over the
+// tile's columns in increasing v, the order of the CPU kernel. A row stride of kTprtCeTile + 1
+// floats puts a lane's column reads in distinct banks.
+constexpr int kTprtCeTile = 64;
+constexpr int kTprtCeWarps = 4;
 template <int D>
-__global__ void tprt__ce_block_stats(const void* __restrict__ z, int64_t t, int64_t v, int blocks, int64_t size,
-                                     float* __restrict__ bm, float* __restrict__ bs) {
-  const int64_t n = t * blocks, stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    int64_t tok = i / blocks, b = i % blocks, v0 = b * size, v1 = v0 + size;
+__global__ void __launch_bounds__(32 * kTprtCeWarps)
+    tprt__ce_block_stats(const void* __restrict__ z, int64_t t, int64_t v, int blocks, int64_t size,
+                         float* __restrict__ bm, float* __restrict__ bs) {
+  __shared__ float tile[kTprtCeWarps][32][kTprtCeTile + 1];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float(*rows)[kTprtCeTile + 1] = tile[warp];
+  const int64_t items = (t + 31) / 32 * blocks;
+  for (int64_t item = (int64_t)blockIdx.x * kTprtCeWarps + warp; item < items;
+       item += (int64_t)gridDim.x * kTprtCeWarps) {
+    const int64_t tok0 = item / blocks * 32;
+    const int b = (int)(item % blocks), n = t - tok0 < 32 ? (int)(t - tok0) : 32;
+    int64_t v0 = b * size, v1 = v0 + size;
     if (v0 > v) v0 = v;
     if (v1 > v) v1 = v;
     float m = -INFINITY, s = 0.0f;
-    for (int64_t j = v0; j < v1; ++j) m = tprt_max_keep(m, tprt__cuda_ld(z, D, tok * v + j));
-    for (int64_t j = v0; j < v1; ++j) s = s + tprt_expf(tprt__cuda_ld(z, D, tok * v + j) - m);
-    bm[i] = m;
-    bs[i] = s;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int64_t c0 = v0; c0 < v1; c0 += kTprtCeTile) {
+        const int cols = v1 - c0 < kTprtCeTile ? (int)(v1 - c0) : kTprtCeTile;
+        __syncwarp();
+        for (int r = 0; r < n; ++r) {
+          const int64_t at = (tok0 + r) * v + c0;
+          if (lane < cols) rows[r][lane] = tprt__cuda_ld(z, D, at + lane);
+          if (lane + 32 < cols) rows[r][lane + 32] = tprt__cuda_ld(z, D, at + lane + 32);
+        }
+        __syncwarp();
+        if (lane >= n) continue;
+        if (pass == 0) {
+          for (int c = 0; c < cols; ++c) m = tprt_max_keep(m, rows[lane][c]);
+        } else {
+#pragma unroll 8
+          for (int c = 0; c < cols; ++c) s = s + tprt_expf(rows[lane][c] - m);
+        }
+      }
+    }
+    if (lane < n) {
+      bm[(tok0 + lane) * blocks + b] = m;
+      bs[(tok0 + lane) * blocks + b] = s;
+    }
   }
 }
 
@@ -70,25 +104,33 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
 }
 
 // dZ[t, v] from Z in place: the logit's gradient rounded to the dtype (0 for an ignored token). A
-// grid row per token (strided); a block covers kTprtCeDlogitsPer x its threads of v, each thread
-// kTprtCeDlogitsPer elements a block width apart (coalesced, and few blocks for a long row).
-constexpr int kTprtCeDlogitsPer = 8;
+// grid row per token (strided), a thread per kTprtCeVec consecutive elements: one 16-byte load and
+// store when every row starts 16-byte aligned (|vec|), else element by element.
 template <int D>
 __global__ void tprt__ce_dlogits(void* __restrict__ z, const int32_t* __restrict__ targets,
                                  const float* __restrict__ lse, const float* __restrict__ dloss, int64_t t, int64_t v,
-                                 int64_t start) {
-  const int64_t span = (int64_t)blockDim.x * kTprtCeDlogitsPer;
+                                 int64_t start, bool vec) {
+  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kBytes;
   for (int64_t tok = blockIdx.y; tok < t; tok += gridDim.y) {
     const int32_t target = targets[tok];
     const float l = lse[tok], g = dloss[tok];
-    for (int64_t j0 = (int64_t)blockIdx.x * span + threadIdx.x; j0 < v; j0 += (int64_t)gridDim.x * span) {
+    const int64_t local = (int64_t)target - start;
+    char* row = (char*)z + tok * v * kBytes;
+    for (int64_t j0 = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * kVec; j0 < v;
+         j0 += (int64_t)gridDim.x * blockDim.x * kVec) {
+      if (vec) {
+        uint4 raw = *(const uint4*)(row + j0 * kBytes);
 #pragma unroll
-      for (int e = 0; e < kTprtCeDlogitsPer; ++e) {
-        int64_t j = j0 + (int64_t)e * blockDim.x;
-        if (j >= v) break;
-        int64_t i = tok * v + j;
-        float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt__cuda_ld(z, D, i), l, (int64_t)target == start + j, g);
-        tprt__cuda_st(z, D, i, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+        for (int e = 0; e < kVec; ++e) {
+          float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt_load_elem(&raw, D, e), l, local == j0 + e, g);
+          tprt_store_elem(&raw, D, e, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
+        }
+        *(uint4*)(row + j0 * kBytes) = raw;
+      } else {
+        for (int e = 0; e < kVec && j0 + e < v; ++e) {
+          float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt_load_elem(row, D, j0 + e), l, local == j0 + e, g);
+          tprt_store_elem(row, D, j0 + e, d);
+        }
       }
     }
   }
@@ -182,11 +224,13 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
   if (s) return s;
   if (!targets || n * z->dims[1] == 0) return NULL;
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    int64_t v = z->dims[1], span = (int64_t)TPRT__CUDA_EW_THREADS * kTprtCeDlogitsPer, bx = (v + span - 1) / span;
+    constexpr int D = decltype(d)::value, kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
+    int64_t v = z->dims[1], span = (int64_t)TPRT__CUDA_EW_THREADS * kVec, bx = (v + span - 1) / span;
+    bool vec = v % kVec == 0 && ((uintptr_t)z->data & 15) == 0;
     dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)(n < 65535 ? n : 65535));
-    tprt__ce_dlogits<decltype(d)::value><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+    tprt__ce_dlogits<D><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
         z->data, (const int32_t*)targets->data + t0, (const float*)lse->data + t0, (const float*)dloss->data + t0, n,
-        v, start);
+        v, start, vec);
   });
   return tprt__launched("cross_entropy logit gradient kernel");
 }
@@ -222,8 +266,9 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
     if (s) break;
     tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
       constexpr int D = decltype(d)::value;
-      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(n * vocab_chunks, 128), 128, 0, stream>>>(z.data, n, v,
-                                                                                                vocab_chunks, size, bm, bs);
+      int64_t warps = (n + 31) / 32 * vocab_chunks;
+      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(warps, kTprtCeWarps), 32 * kTprtCeWarps, 0, stream>>>(
+          z.data, n, v, vocab_chunks, size, bm, bs);
       tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
           z.data, (const int32_t*)targets->data + t0, n, v, vocab_chunks, start, bm, bs, (float*)stats->data + 3 * t0);
     });
@@ -317,33 +362,34 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, c
   return s;
 }
 
-extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                                       const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                                       const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
-                                                       int64_t vocab, int chunks, int token_chunks,
-                                                       const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
-  const char* op = "cross_entropy_wgrad";
-  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
-  tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
-  if (s) return s;
+// dw (and, with |dx|, dx) by pieces of tokens: each piece's logits are computed once, turned into
+// dZ in place, and contracted with w into the piece's rows of dx and with x into a node of dw's
+// token tree. A piece is k = 2^j whole chunks of S = T/C tokens, the most that fit the budget; one
+// piece (k = C) when C does not divide T, when dw is not f32 (a node of the tree is f32), or when
+// everything fits. dx's rows need no other token, so its bits are the same for any piece size.
+static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_t* g, const tprt_tensor_t* x,
+                                       const tprt_tensor_t* w, const tprt_tensor_t* targets,
+                                       const tprt_tensor_t* lse, const tprt_tensor_t* dloss, tprt_tensor_t* dx,
+                                       tprt_tensor_t* dw, int64_t start, int chunks, int vocab_chunks,
+                                       int token_chunks, cudaStream_t stream) {
   int64_t t = x->dims[0], v = w->dims[0], h = x->dims[1];
   if (token_chunks < 1 || token_chunks > TPRT_MAX_CHUNKS || (token_chunks & (token_chunks - 1)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: token chunks must be a power of two in [1, %d]; got %d",
                             op, TPRT_MAX_CHUNKS, token_chunks);
+  if (dx && v == 0 && t * h > 0)  // the empty sum: +0.0
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dx->data, 0, tprt_tensor_bytes(dx), stream));
   if (v * h == 0) return NULL;
   if (t == 0) {  // the empty sum: +0.0
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->data, 0, tprt_tensor_bytes(dw), stream));
     return NULL;
   }
-  // A piece is k = 2^j whole chunks of S = T/C tokens, the most that fit the budget; one piece
-  // (k = C) when C does not divide T, when dw is not f32 (a node of the tree is f32), or when
-  // everything fits.
   int64_t k = token_chunks, c = token_chunks, size = t / (c ? c : 1);
   size_t budget = tprt__ce_budget(g), row = (size_t)v * (int)tprt_dtype_bytes(x->dtype, 1);
   if (t % c == 0 && dw->dtype == TPRT_DTYPE_F32 && (size_t)t * row > budget)
     while (k > 1 && (size_t)(k * size) * row > budget) k /= 2;
   int64_t rows = k == c ? t : k * size;
   tprt_tensor_t z;
+  tprt_status_t s = NULL;
   TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
   // The pieces' tree nodes: node[i] at level[i] (the pairwise tree's upper levels, as a binary
   // counter; the left-most node is dw itself).
@@ -352,6 +398,10 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, c
   for (int64_t t0 = 0; t0 < t; t0 += rows) {
     int64_t n = t - t0 < rows ? t - t0 : rows;
     s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, stream);
+    if (!s && dx) {
+      tprt_tensor_t dxp = tprt__rows(dx, t0, n);
+      s = g->dgrad(g->ctx, &z, w, &dxp, vocab_chunks, stream);
+    }
     if (s) break;
     tprt_tensor_t part = *dw, xp = tprt__rows(x, t0, n);
     if (nodes > 0) {
@@ -381,4 +431,30 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, c
     if (node[i] != dw->data) tprt__cuda_free_async(node[i], stream);
   tprt__cuda_free_async(z.data, stream);
   return s;
+}
+
+extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                       const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                                       const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
+                                                       int64_t vocab, int chunks, int token_chunks,
+                                                       const tprt_cuda_ce_gemms_t* gemms, cudaStream_t stream) {
+  const char* op = "cross_entropy_wgrad";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
+  tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
+  if (s) return s;
+  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, NULL, dw, start, chunks, 1, token_chunks, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                      const tprt_tensor_t* targets, const tprt_tensor_t* lse,
+                                                      const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
+                                                      int64_t start, int64_t vocab, int chunks, int vocab_chunks,
+                                                      int token_chunks, const tprt_cuda_ce_gemms_t* gemms,
+                                                      cudaStream_t stream) {
+  const char* op = "cross_entropy_grad";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
+  tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dx", dx, x);
+  if (!s) s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
+  if (s) return s;
+  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, dx, dw, start, chunks, vocab_chunks, token_chunks, stream);
 }

@@ -4,9 +4,9 @@
 //
 // sumsq: the exact sum of squares is an integer on a fixed grid (tprt_sumsq_add's limbs), so any
 // partition of the elements gives the same normalized accumulator: each thread of a grid-stride
-// loop adds its elements into its own limbs and normalizes them, each block sums its threads' limbs
-// (shared memory, integers) into one row of a [blocks, 21] scratch, and one block adds the rows to
-// the incoming accumulator (a warp per limb) and normalizes. No atomics, no floating-point sums.
+// loop adds its elements into its own limbs (a row of shared memory) and normalizes them, each
+// block sums its threads' limbs (integers) into one row of a [blocks, 21] scratch, and one block
+// adds the rows to the incoming accumulator (a warp per limb) and normalizes. No atomics, no floating-point sums.
 // global_norm: one thread, as the CPU kernel. adamw: one thread per element (tprt_adamw_elem).
 #include "tprt_cuda_internal.cuh"
 
@@ -17,10 +17,15 @@
 constexpr int kTprtSumsqThreads = 256;
 constexpr int kTprtSumsqMaxBlocks = 1024;
 
+// Each thread's limbs live in shared memory, a row of TPRT_SUMSQ_WORDS (odd) words per thread: the
+// limb a thread touches depends on its element's exponent, which registers cannot index, and
+// per-thread local memory of this size spills to L2. With an odd row length a half-warp's 64-bit
+// accesses to any one limb each fall in different banks.
 template <int D>
-__global__ void tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, int64_t* __restrict__ rows) {
-  __shared__ int64_t sm[TPRT_SUMSQ_WORDS][kTprtSumsqThreads];
-  int64_t acc[TPRT_SUMSQ_WORDS];
+__global__ void __launch_bounds__(kTprtSumsqThreads) tprt__sumsq_blocks(const void* __restrict__ g, int64_t n,
+                                                                       int64_t* __restrict__ rows) {
+  __shared__ int64_t sm[kTprtSumsqThreads * TPRT_SUMSQ_WORDS];
+  int64_t* acc = sm + threadIdx.x * TPRT_SUMSQ_WORDS;
   for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) acc[k] = 0;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t since = 0;
@@ -29,13 +34,12 @@ __global__ void tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, int64_
     if (++since == TPRT_SUMSQ_BATCH) tprt_sumsq_normalize(acc), since = 0;
   }
   tprt_sumsq_normalize(acc);
-  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) sm[k][threadIdx.x] = acc[k];
   __syncthreads();
   // Each limb below 2^32 (the last word below 2^63 / threads in any real tensor): the block's sum
   // of 256 of them does not overflow.
   if (threadIdx.x < TPRT_SUMSQ_WORDS) {
     int64_t sum = 0;
-    for (int t = 0; t < kTprtSumsqThreads; ++t) sum += sm[threadIdx.x][t];
+    for (int t = 0; t < kTprtSumsqThreads; ++t) sum += sm[t * TPRT_SUMSQ_WORDS + threadIdx.x];
     rows[(int64_t)blockIdx.x * TPRT_SUMSQ_WORDS + threadIdx.x] = sum;
   }
 }
@@ -70,19 +74,19 @@ __global__ void tprt__global_norm_kernel(const int64_t* __restrict__ acc, int64_
   norm[0] = tprt_sumsq_norm(total);
 }
 
+// p1, m1 and v1 may be p0, m0 and v0 (an update in place): no __restrict__ on them.
 template <int W>
-__global__ void tprt__adamw_kernel(const float* __restrict__ p0, const float* __restrict__ g,
-                                   const float* __restrict__ m0, const float* __restrict__ v0,
+__global__ void tprt__adamw_kernel(const float* p0, const float* __restrict__ g, const float* m0, const float* v0,
                                    const float* __restrict__ hyper, const float* __restrict__ norm, int64_t n,
-                                   float* __restrict__ p1, float* __restrict__ m1, float* __restrict__ v1,
-                                   void* __restrict__ weight) {
+                                   float* p1, float* m1, float* v1, void* __restrict__ weight) {
   float h[8];
   for (int k = 0; k < 8; ++k) h[k] = hyper[k];
   const float clip = tprt_adamw_clip(h[7], norm[0]);
+  const bool apply = tprt_adamw_applies(norm[0]);
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     float p = p0[i], m = m0[i], v = v0[i];
-    tprt_adamw_elem(&p, &m, &v, g[i], h, clip);
+    if (apply) tprt_adamw_elem(&p, &m, &v, g[i], h, clip);
     p1[i] = p;
     m1[i] = m;
     v1[i] = v;
