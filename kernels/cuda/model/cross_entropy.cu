@@ -4,7 +4,8 @@
 //   logits  Z[piece, V] = x·wᵀ rounded to x's dtype, by the gemms' linear (the backend passes its
 //           kernel table: cuBLASLt in fast mode, the chunk-tree WGMMA GEMM in invariant mode);
 //   stats   per token and vocabulary block: the block's maximum (tprt_max_keep) and its sum of
-//           exp(z - max) from +0.0 in increasing v, a lane per (token, block); then per token
+//           exp(z - max) from +0.0 in increasing v (the exponentials by a block of threads, the
+//           additions by a lane per (token, block)); then per token
 //           the blocks' pairwise tree (tprt_ce_tree) and the target's logit;
 //   combine per token: the ranks' statistics by the same tree, lse = m + log(s), loss = lse - z_t;
 //   dgrad   dZ = the logit gradient (tprt_ce_dlogit) rounded to x's dtype, then dx[piece] = dZ·w over
@@ -21,53 +22,78 @@
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
-// Block b's maximum and sum of exponentials of token t's logits: bm/bs[t * blocks + b]. A warp
-// takes 32 tokens (a lane each) of one block and walks the block's columns in tiles of
-// kTprtCeTile: the warp stages a tile of its 32 rows in shared memory (each row read contiguously,
-// so the loads coalesce), then each lane runs its own token's sequential max and sum over the
-// tile's columns in increasing v, the order of the CPU kernel. A row stride of kTprtCeTile + 1
-// floats puts a lane's column reads in distinct banks.
+// Block b's maximum and sum of exponentials of token t's logits: bm/bs[t * blocks + b]. A thread
+// block takes 32 tokens and one vocabulary block. First each warp reduces whole rows to their
+// maximum, lanes over the columns (tprt_max_keep is a total order: any order gives the one
+// maximum). Then, tile by tile of kTprtCeTile columns, every thread computes its share of the
+// tile's exp(z - max) into shared memory (two buffers), and warp 0's lane r adds row r's in
+// increasing v: the sequential sum of the CPU kernel, bit for bit, with the exponentials (the
+// work) spread over the four warps and only the additions in one lane per token.
 constexpr int kTprtCeTile = 64;
 constexpr int kTprtCeWarps = 4;
 template <int D>
 __global__ void __launch_bounds__(32 * kTprtCeWarps)
     tprt__ce_block_stats(const void* __restrict__ z, int64_t t, int64_t v, int blocks, int64_t size,
                          float* __restrict__ bm, float* __restrict__ bs) {
-  __shared__ float tile[kTprtCeWarps][32][kTprtCeTile + 1];
+  __shared__ float tile[2][32][kTprtCeTile + 1];
+  __shared__ float mx[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  float(*rows)[kTprtCeTile + 1] = tile[warp];
   const int64_t items = (t + 31) / 32 * blocks;
-  for (int64_t item = (int64_t)blockIdx.x * kTprtCeWarps + warp; item < items;
-       item += (int64_t)gridDim.x * kTprtCeWarps) {
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t tok0 = item / blocks * 32;
     const int b = (int)(item % blocks), n = t - tok0 < 32 ? (int)(t - tok0) : 32;
     int64_t v0 = b * size, v1 = v0 + size;
     if (v0 > v) v0 = v;
     if (v1 > v) v1 = v;
-    float m = -INFINITY, s = 0.0f;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int64_t c0 = v0; c0 < v1; c0 += kTprtCeTile) {
-        const int cols = v1 - c0 < kTprtCeTile ? (int)(v1 - c0) : kTprtCeTile;
-        __syncwarp();
-        for (int r = 0; r < n; ++r) {
-          const int64_t at = (tok0 + r) * v + c0;
-          if (lane < cols) rows[r][lane] = tprt__cuda_ld(z, D, at + lane);
-          if (lane + 32 < cols) rows[r][lane + 32] = tprt__cuda_ld(z, D, at + lane + 32);
-        }
-        __syncwarp();
-        if (lane >= n) continue;
-        if (pass == 0) {
-          for (int c = 0; c < cols; ++c) m = tprt_max_keep(m, rows[lane][c]);
-        } else {
+    for (int r = warp; r < n; r += kTprtCeWarps) {
+      const int64_t at = (tok0 + r) * v;
+      float m = -INFINITY;
 #pragma unroll 8
-          for (int c = 0; c < cols; ++c) s = s + tprt_expf(rows[lane][c] - m);
-        }
+      for (int64_t c = v0 + lane; c < v1; c += 32) m = tprt_max_keep(m, tprt__cuda_ld(z, D, at + c));
+      for (int off = 16; off > 0; off /= 2) m = tprt_max_keep(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      if (lane == 0) mx[r] = m;
+    }
+    __syncthreads();
+    // Rows 8·warp .. 8·warp + 7 of each tile, columns lane and lane + 32; the next tile's values
+    // are loaded into registers while this tile's sums run.
+    constexpr int kRows = 32 / kTprtCeWarps;
+    float lo[kRows], hi[kRows];
+    auto load = [&](int64_t c0) {
+      const int cols = v1 - c0 < kTprtCeTile ? (int)(v1 - c0) : kTprtCeTile;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int r = warp * kRows + i;
+        const int64_t at = (tok0 + r) * v + c0;
+        lo[i] = r < n && lane < cols ? tprt__cuda_ld(z, D, at + lane) : 0.0f;
+        hi[i] = r < n && lane + 32 < cols ? tprt__cuda_ld(z, D, at + lane + 32) : 0.0f;
+      }
+    };
+    if (v0 < v1) load(v0);
+    float s = 0.0f;
+    int k = 0;
+    for (int64_t c0 = v0; c0 < v1; c0 += kTprtCeTile, ++k) {
+      const int cols = v1 - c0 < kTprtCeTile ? (int)(v1 - c0) : kTprtCeTile;
+      float(*buf)[kTprtCeTile + 1] = tile[k & 1];
+      // Buffer k & 1 was last read at tile k - 2, before the barrier of tile k - 1.
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int r = warp * kRows + i;
+        const float m = r < n ? mx[r] : 0.0f;
+        buf[r][lane] = r < n && lane < cols ? tprt_expf(lo[i] - m) : 0.0f;
+        buf[r][lane + 32] = r < n && lane + 32 < cols ? tprt_expf(hi[i] - m) : 0.0f;
+      }
+      if (c0 + kTprtCeTile < v1) load(c0 + kTprtCeTile);
+      __syncthreads();
+      if (warp == 0 && lane < n) {
+#pragma unroll 16
+        for (int c = 0; c < cols; ++c) s = s + buf[lane][c];
       }
     }
-    if (lane < n) {
-      bm[(tok0 + lane) * blocks + b] = m;
+    if (warp == 0 && lane < n) {
+      bm[(tok0 + lane) * blocks + b] = mx[lane];
       bs[(tok0 + lane) * blocks + b] = s;
     }
+    __syncthreads();  // mx and the tiles are the next item's
   }
 }
 
@@ -266,8 +292,8 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
     if (s) break;
     tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
       constexpr int D = decltype(d)::value;
-      int64_t warps = (n + 31) / 32 * vocab_chunks;
-      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(warps, kTprtCeWarps), 32 * kTprtCeWarps, 0, stream>>>(
+      int64_t items = (n + 31) / 32 * vocab_chunks;
+      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(
           z.data, n, v, vocab_chunks, size, bm, bs);
       tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
           z.data, (const int32_t*)targets->data + t0, n, v, vocab_chunks, start, bm, bs, (float*)stats->data + 3 * t0);
