@@ -114,8 +114,9 @@ tprt_status_t tprt__check_mesh(tprt_exec_t* exec, const tprt_call_t* c, int mesh
   return NULL;
 }
 
-static void tprt__count_gemm(tprt_exec_t* exec, int64_t m, int64_t n, int64_t k) {
+void tprt__count_gemm(tprt_exec_t* exec, int64_t m, int64_t n, int64_t k, bool recomputed) {
   tprt_exec_stats(exec)->gemm_flops += 2 * m * n * k;
+  if (!recomputed) tprt_exec_stats(exec)->model_flops += 2 * m * n * k;
 }
 
 //===----------------------------------------------------------------------===//
@@ -129,7 +130,7 @@ int32_t tprt_abi_linear(tprt_exec_t* exec, void* const* buffers, const int64_t* 
     const tprt_tensor_t *x = &c.slot[TPRT_LINEAR_SLOT_X], *w = &c.slot[TPRT_LINEAR_SLOT_W];
     s = TPRT__KERNEL(exec, linear, (x, w, tprt__opt(&c, TPRT_LINEAR_SLOT_BIAS), &c.slot[TPRT_LINEAR_SLOT_Y],
                         tprt__chunks(exec, &c, TPRT_LINEAR_ATTR_CHUNKS)));
-    tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1]);
+    tprt__count_gemm(exec, x->dims[0], w->dims[0], x->dims[1], false);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_NAME);
 }
@@ -141,7 +142,7 @@ int32_t tprt_abi_grouped_linear(tprt_exec_t* exec, void* const* buffers, const i
     const tprt_tensor_t *x = &c.slot[TPRT_GROUPED_LINEAR_SLOT_X], *w = &c.slot[TPRT_GROUPED_LINEAR_SLOT_W];
     s = TPRT__KERNEL(exec, grouped_linear, (x, w, &c.slot[TPRT_GROUPED_LINEAR_SLOT_GROUP_SIZES], &c.slot[TPRT_GROUPED_LINEAR_SLOT_Y],
                                 tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_ATTR_CHUNKS)));
-    tprt__count_gemm(exec, x->dims[0], w->dims[1], x->dims[1]);
+    tprt__count_gemm(exec, x->dims[0], w->dims[1], x->dims[1], false);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_NAME);
 }
@@ -280,8 +281,8 @@ int32_t tprt_abi_fused_grouped_mlp(tprt_exec_t* exec, void* const* buffers, cons
                                    tprt__attr(&c, TPRT_FUSED_GROUPED_MLP_ATTR_INTERLEAVE),
                                    tprt__attr_f32(&c, TPRT_FUSED_GROUPED_MLP_ATTR_ALPHA),
                                    tprt__attr_f32(&c, TPRT_FUSED_GROUPED_MLP_ATTR_LIMIT), tprt_exec_chunks(exec)));
-    tprt__count_gemm(exec, x->dims[0], w1->dims[1], x->dims[1]);
-    tprt__count_gemm(exec, x->dims[0], x->dims[1], w1->dims[1] / 2);
+    tprt__count_gemm(exec, x->dims[0], w1->dims[1], x->dims[1], false);
+    tprt__count_gemm(exec, x->dims[0], x->dims[1], w1->dims[1] / 2, false);
   }
   return tprt_exec_record(exec, s, TPRT_FUSED_GROUPED_MLP_NAME);
 }

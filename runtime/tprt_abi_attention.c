@@ -3,14 +3,15 @@
 #include "tprt_abi_impl.h"
 
 // Counts the attention's two contractions (scores and the weighted sum of v; |passes| = 2) or
-// the backward's five (scores again, dp, dq, dk and dv) over the (query, key) pairs a causal mask
-// keeps, as GEMM FLOPs.
+// the backward's five (scores again, recomputed, then dp, dq, dk and dv) over the (query, key)
+// pairs a causal mask keeps, as GEMM FLOPs.
 static void tprt__count_attention(tprt_exec_t* exec, const tprt_tensor_t* q, int64_t seq_len, int64_t head_dim,
                                   bool causal, int passes) {
   if (seq_len <= 0 || head_dim <= 0) return;
   int64_t seqs = q->dims[0] / seq_len, heads = q->dims[1] / head_dim;
   int64_t pairs = causal ? seq_len * (seq_len + 1) / 2 : seq_len * seq_len;
-  tprt_exec_stats(exec)->gemm_flops += 2 * passes * seqs * pairs * heads * head_dim;
+  tprt__count_gemm(exec, seqs * pairs, heads * head_dim, passes == 5 ? 4 : passes, false);
+  if (passes == 5) tprt__count_gemm(exec, seqs * pairs, heads * head_dim, 1, true);
 }
 
 int32_t tprt_abi_rope(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {

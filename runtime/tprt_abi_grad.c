@@ -7,10 +7,6 @@
   tprt_call_t c;                                                        \
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_##OP##_NUM_SLOTS, &c)
 
-static void tprt__count_gemm(tprt_exec_t* exec, int64_t m, int64_t n, int64_t k) {
-  tprt_exec_stats(exec)->gemm_flops += 2 * m * n * k;
-}
-
 int32_t tprt_abi_linear_dgrad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(LINEAR_DGRAD);
   if (!s) {
@@ -19,7 +15,7 @@ int32_t tprt_abi_linear_dgrad(tprt_exec_t* exec, void* const* buffers, const int
                                         tprt__chunks(exec, &c, TPRT_LINEAR_DGRAD_ATTR_CHUNKS),
                                         (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_SEGMENTS),
                                         (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_BLOCKS)));
-    tprt__count_gemm(exec, dy->dims[0], w->dims[1], dy->dims[1]);
+    tprt__count_gemm(exec, dy->dims[0], w->dims[1], dy->dims[1], false);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_DGRAD_NAME);
 }
@@ -30,7 +26,7 @@ int32_t tprt_abi_linear_wgrad(tprt_exec_t* exec, void* const* buffers, const int
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_WGRAD_SLOT_DY], *x = &c.slot[TPRT_LINEAR_WGRAD_SLOT_X];
     s = TPRT__KERNEL(exec, linear_wgrad, (dy, x, &c.slot[TPRT_LINEAR_WGRAD_SLOT_DW],
                               tprt__chunks(exec, &c, TPRT_LINEAR_WGRAD_ATTR_CHUNKS)));
-    tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
+    tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0], false);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_WGRAD_NAME);
 }
@@ -51,7 +47,7 @@ int32_t tprt_abi_grouped_linear_dgrad(tprt_exec_t* exec, void* const* buffers, c
                                                 tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_CHUNKS),
                                                 (int)tprt__attr(&c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_SEGMENTS),
                                                 (int)tprt__attr(&c, TPRT_GROUPED_LINEAR_DGRAD_ATTR_BLOCKS)));
-    tprt__count_gemm(exec, dy->dims[0], w->dims[2], dy->dims[1]);
+    tprt__count_gemm(exec, dy->dims[0], w->dims[2], dy->dims[1], false);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_DGRAD_NAME);
 }
@@ -63,7 +59,7 @@ int32_t tprt_abi_grouped_linear_wgrad(tprt_exec_t* exec, void* const* buffers, c
     s = TPRT__KERNEL(exec, grouped_linear_wgrad, (dy, x, &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_GROUP_SIZES],
                                       &c.slot[TPRT_GROUPED_LINEAR_WGRAD_SLOT_DW],
                                       tprt__chunks(exec, &c, TPRT_GROUPED_LINEAR_WGRAD_ATTR_CHUNKS)));
-    tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0]);
+    tprt__count_gemm(exec, dy->dims[1], x->dims[1], dy->dims[0], false);
   }
   return tprt_exec_record(exec, s, TPRT_GROUPED_LINEAR_WGRAD_NAME);
 }

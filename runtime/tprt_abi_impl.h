@@ -66,6 +66,11 @@ tprt_status_t tprt__no_kernel(const tprt_backend_t* backend, const char* op);
 /// tp-invariant sets C/R on a partial completed by an R-rank reduction), else the module's.
 int tprt__chunks(const tprt_exec_t* exec, const tprt_call_t* c, int attr);
 
+/// Counts a product of [M,K] by [K,N], 2·M·N·K FLOPs, in the exec's gemm_flops and, unless
+/// |recomputed| (work the model's math does not ask for: the cross-entropy's logits recomputed by
+/// its gradients, the attention's scores by its backward), in its model_flops.
+void tprt__count_gemm(tprt_exec_t* exec, int64_t m, int64_t n, int64_t k, bool recomputed);
+
 /// Checks that the mesh a collective names (attribute |mesh_attr|) is the world's.
 tprt_status_t tprt__check_mesh(tprt_exec_t* exec, const tprt_call_t* c, int mesh_attr);
 

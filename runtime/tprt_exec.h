@@ -47,7 +47,9 @@ typedef struct tprt_comm_stats_t {
 /// Counters a step accumulates (zero at tprt_exec_create; they keep adding over steps).
 typedef struct tprt_exec_stats_t {
   int64_t ops;              // runtime calls made
-  int64_t gemm_flops;       // 2*M*N*K summed over linear / grouped linear calls
+  int64_t gemm_flops;       // 2*M*N*K summed over the matrix products executed (linears, grouped
+                            // linears, attention's, the cross-entropy's), recomputations included
+  int64_t model_flops;      // the same without recomputations: the model's matrix FLOPs (MFU's)
   tprt_comm_stats_t comm[TPRT_COMM_KINDS];
 } tprt_exec_stats_t;
 

@@ -118,6 +118,10 @@ typedef struct {
   bool stop, save;
   double loss_mean, norm_value, t_start;
   int64_t tokens_done;
+  // The model's matrix FLOPs (tprt_exec_stats' model_flops) each rank has counted so far, their
+  // sum at the last step, and when this step began (rank 0): the step's MFU.
+  int64_t rank_flops[TPC_RUN_MAX_RANKS], flops_before;
+  double t_step;
   FILE* json;
   tprt_status_t failure;
 } tpc_train_t;
@@ -326,16 +330,31 @@ static void tpc__review(tpc_train_t* t) {
   t->position = tpc_data_advance(&t->train, t->position, T);
   t->step = step;
   t->tokens_done += T;
-  double elapsed = tpc_now() - t->t_start, rate = elapsed > 0 ? (double)t->tokens_done / elapsed : 0.0;
+  double now = tpc_now(), elapsed = now - t->t_start, rate = elapsed > 0 ? (double)t->tokens_done / elapsed : 0.0;
   double eta = rate > 0 ? (double)(t->o->steps - step) * (double)T / rate : 0.0;
-  fprintf(stderr, "tpc-train: step %lld/%lld | loss %.6f | lr %.3e | grad norm %.4f%s | %.0f tok/s | ETA %.0fs\n",
+  // This step's model FLOPs over its time, per rank (every rank's device counts; eval and
+  // checkpoints between steps are outside the step's time).
+  int64_t flops = 0;
+  for (int r = 0; r < tprt_world_size(t->world); ++r) flops += t->rank_flops[r];
+  double step_flops = (double)(flops - t->flops_before), dt = now - t->t_step;
+  t->flops_before = flops;
+  double tflops = dt > 0 ? step_flops / dt / tprt_world_size(t->world) / 1e12 : 0.0;
+  double mfu = t->o->peak_tflops > 0 ? tflops / t->o->peak_tflops : 0.0;
+  char mfu_text[48] = "";
+  if (t->o->peak_tflops > 0) snprintf(mfu_text, sizeof mfu_text, " | MFU %.1f%%", 100.0 * mfu);
+  fprintf(stderr,
+          "tpc-train: step %lld/%lld | loss %.6f | lr %.3e | grad norm %.4f%s | %.0f tok/s | %.3g TFLOP/s%s | ETA %.0fs\n",
           (long long)step, (long long)t->o->steps, t->loss_mean, tpc_lr(t->o, step), t->norm_value,
-          finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, eta);
-  if (t->json)
+          finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, tflops,
+          mfu_text, eta);
+  if (t->json) {
     fprintf(t->json, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %lld, "
-            "\"seconds\": %.6f, \"skipped\": %s}\n",
-            (long long)step, t->loss_mean, tpc_lr(t->o, step), t->norm_value, (long long)t->tokens_done, elapsed,
-            finite || applied ? "false" : "true");
+            "\"seconds\": %.6f, \"step_seconds\": %.6f, \"model_flops\": %.6g, \"skipped\": %s",
+            (long long)step, t->loss_mean, tpc_lr(t->o, step), t->norm_value, (long long)t->tokens_done, elapsed, dt,
+            step_flops, finite || applied ? "false" : "true");
+    if (t->o->peak_tflops > 0) fprintf(t->json, ", \"mfu\": %.6f", mfu);
+    fprintf(t->json, "}\n");
+  }
   if (t->json) fflush(t->json);  // a record per line as it happens, kept if the run dies
   if (step >= t->o->steps || tpc_signals_caught() || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
   t->save = t->o->save_dir && (t->stop || (t->o->save_every > 0 && step % t->o->save_every == 0));
@@ -540,6 +559,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   if (eval_exec) tprt_exec_set_backend(eval_exec, b);
   while (!s) {
     if (r == 0) {
+      t->t_step = tpc_now();
       tprt_status_t p = tpc__prepare(t);
       if (p) t->failure = p, t->stop = true;
     }
@@ -580,6 +600,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       }
       for (int p = 0; p < t->npart * t->levels; ++p) t->accf[r][p] = false;
     }
+    t->rank_flops[r] = tprt_exec_stats(exec)->model_flops;
     if ((s = tpc__download(t, t->results[r][t->norm], k->res[t->norm], sizeof(float)))) break;
     if ((s = tpc__meet(rank))) break;
     if (r == 0) tpc__review(t);

@@ -35,6 +35,7 @@ typedef struct {
   int64_t steps;
   int64_t exit_after;  // --exit-after: stop (with a checkpoint) after this step; 0: never
   double lr, min_lr;
+  double peak_tflops;  // --peak-tflops: a rank's device peak (0: no MFU)
   int64_t warmup;
   bool cosine;
   double beta1, beta2, eps, weight_decay, clip;

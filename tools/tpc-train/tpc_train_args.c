@@ -11,7 +11,7 @@ enum {
   OPT_DATA, OPT_MESH, OPT_NUMERICS, OPT_STRATEGY, OPT_SP, OPT_BACKEND, OPT_WEIGHTS, OPT_WEIGHT_NAMES, OPT_SEED,
   OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_WD,
   OPT_CLIP, OPT_VAL, OPT_EVAL_EVERY, OPT_EVAL_BATCHES, OPT_ZERO1, OPT_INPUTS, OPT_SAVE, OPT_SAVE_EVERY, OPT_RESUME, OPT_JSON, OPT_SKIP_NONFINITE, OPT_EXIT_AFTER,
-  OPT_MICRO, OPT_SHARE_GPUS,
+  OPT_MICRO, OPT_SHARE_GPUS, OPT_PEAK,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -60,8 +60,12 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_EXIT_AFTER},
     {"resume", 0, "DIR", "Continue from DIR's latest checkpoint, bit for bit as if never stopped", OPT_RESUME},
     {"json", 0, "FILE", "One JSON record per step (JSON Lines; '-' for stdout)", OPT_JSON},
-    {"skip-nonfinite", 0, NULL, "Skip a step whose loss or gradient norm is not finite (default: stop)",
+    {"skip-nonfinite", 0, NULL, "Skip a step whose gradient norm is not finite (default: stop)",
      OPT_SKIP_NONFINITE},
+    {"peak-tflops", 0, "P",
+     "A device's dense peak in TFLOP/s (989 for an H100 or H200 SXM in bf16): each step's MFU,\n"
+     "the model's matrix FLOPs over the step time and P per rank",
+     OPT_PEAK},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -151,6 +155,7 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
       case OPT_BATCH: ok = tpc__count("batch", v, 1, &o->batch); break;
       case OPT_STEPS: ok = tpc__count("steps", v, 1, &o->steps); break;
       case OPT_LR: ok = tpc__number("lr", v, 0.0, 10.0, &o->lr); break;
+      case OPT_PEAK: ok = tpc__number("peak-tflops", v, 1e-6, 1e9, &o->peak_tflops); break;
       case OPT_MIN_LR: ok = tpc__number("min-lr", v, 0.0, 10.0, &o->min_lr); break;
       case OPT_WARMUP: ok = tpc__count("warmup", v, 0, &o->warmup); break;
       case OPT_SCHEDULE:
