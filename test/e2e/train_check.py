@@ -7,6 +7,7 @@
   train_check.py same-eval A.jsonl B.jsonl   every evaluation's held-out loss is bitwise equal
   train_check.py same-files A B ...          the files are byte for byte equal
   train_check.py same-tensors A B            the safetensors files hold the same tensors, byte for byte
+  train_check.py flops N A.jsonl ...         every step's model_flops is N (the model's, any mesh)
   train_check.py poison SRC DST NAME ...     DST: SRC with each tensor NAME's first element NaN (f32)
 """
 import json
@@ -52,6 +53,10 @@ def main():
         data = [open(p, "rb").read() for p in paths]
         ok = all(d == data[0] for d in data[1:])
         print(f"{len(paths)} files {'identical' if ok else 'DIFFER'}")
+    elif mode == "flops":
+        want, got = float(paths[0]), [x["model_flops"] for p in paths[1:] for x in records(p)]
+        ok = len(got) > 0 and all(f == want for f in got)
+        print(f"{len(got)} steps, model FLOPs {sorted(set(got))}")
     elif mode == "same-tensors":
         a, b = tensors(paths[0])[0], tensors(paths[1])[0]
         bad = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
