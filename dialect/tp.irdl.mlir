@@ -531,6 +531,23 @@ irdl.dialect @tp {
     irdl.results(dx: %dx, dw: %dw)
   }
 
+  // The loss and both gradients in one pass over the logits, for a head whose whole vocabulary is
+  // on this rank and whose loss gradient dloss is known before the loss (a training step's
+  // cotangent): bitwise tp.cross_entropy followed by tp.cross_entropy_grad of its lse (|chunks|
+  // and |token_chunks| as there). Each piece of tokens' logits is computed once, for the
+  // statistics, the loss and the gradients (Liger's fused linear cross-entropy); tp-fuse writes it.
+  irdl.operation @cross_entropy_with_grad attributes {tp.optional_attributes = {
+      parallel = ["none", "vocab"], sequence_parallel = false, chunks = 0 : i64, token_chunks = 0 : i64}} {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    irdl.operands(x: %x, w: %w, targets: %targets, dloss: %f32)
+    irdl.results(loss: %f32, lse: %f32, dx: %dx, dw: %dw)
+  }
+
   //===--------------------------------------------------------------------===//
   // Optimizer (docs/dialect.md, "Optimizer"; docs/numerics.md, "Optimizer"). tp-adamw appends
   // them to a training step.

@@ -127,6 +127,28 @@ static MlirLogicalResult tpc__verify_cross_entropy(MlirOperation op, int kind) {
                                TYPE(st.type, s.a), TYPE(t.type, s.b));
       return tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, st.dims[0]);
     }
+    case TPC_OP_CROSS_ENTROPY_WITH_GRAD: {
+      tpc_shape_t x = tpc__shape_of(tpc_cross_entropy_with_grad_get_x(op));
+      tpc_shape_t w = tpc__shape_of(tpc_cross_entropy_with_grad_get_w(op));
+      tpc_shape_t t = tpc__shape_of(tpc_cross_entropy_with_grad_get_targets(op));
+      tpc_shape_t dloss = tpc__shape_of(tpc_cross_entropy_with_grad_get_dloss(op));
+      tpc_shape_t loss = tpc__shape_of(tpc_cross_entropy_with_grad_get_loss(op));
+      tpc_shape_t lse = tpc__shape_of(tpc_cross_entropy_with_grad_get_lse(op));
+      tpc_shape_t dx = tpc__shape_of(tpc_cross_entropy_with_grad_get_dx(op));
+      tpc_shape_t dw = tpc__shape_of(tpc_cross_entropy_with_grad_get_dw(op));
+      if (!x.valid || !w.valid || !t.valid || !dloss.valid || !loss.valid || !lse.valid || !dx.valid || !dw.valid)
+        return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_head(op, &x, &w, &t))) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, x.dims[0]))) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_f32_vecs(op, "dloss and lse", &dloss, &lse, x.dims[0]))) return FAIL;
+      if (!tpc__is_mat(&dx, x.dims[0], x.dims[1]) || !(tpc__is_f32(dx.element) || mlirTypeEqual(dx.element, x.element)))
+        return tpc__rule_error(op, "cross_entropy.shapes", "expects dx of x's shape, f32 or x's type; got x %s, dx %s",
+                               TYPE(x.type, s.a), TYPE(dx.type, s.b));
+      if (!tpc__is_mat(&dw, w.dims[0], w.dims[1]) || !tpc__is_f32(dw.element))
+        return tpc__rule_error(op, "cross_entropy.shapes", "expects dw of w's shape in f32; got w %s, dw %s",
+                               TYPE(w.type, s.a), TYPE(dw.type, s.b));
+      return OK;
+    }
     case TPC_OP_CROSS_ENTROPY_DGRAD:
     case TPC_OP_CROSS_ENTROPY_WGRAD:
     case TPC_OP_CROSS_ENTROPY_GRAD: {

@@ -30,6 +30,12 @@
 // The LM head's two gradients, tp.cross_entropy_dgrad and tp.cross_entropy_wgrad of the same
 // operands (x, w, targets, lse, dloss) and sharding, become one tp.cross_entropy_grad, which
 // recomputes the [T,V] logits once instead of twice: the same bits in every numerics.
+//
+// Then a tp.cross_entropy whose lse feeds a tp.cross_entropy_grad of the same x, w and targets,
+// with the gradient's dloss defined before the loss (a training step's cotangent argument) and
+// the whole vocabulary on the rank (no mesh axes, no partial), becomes one
+// tp.cross_entropy_with_grad at the loss's place: the logits are computed once for the loss and
+// both gradients, not once for each, with the same bits in every numerics.
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -237,6 +243,62 @@ static bool tpc__fuse_cross_entropy(MlirOperation wgrad) {
 }
 
 static bool tpc__is_ce_wgrad(int kind) { return kind == TPC_OP_CROSS_ENTROPY_WGRAD; }
+static bool tpc__is_ce_forward(int kind) { return kind == TPC_OP_CROSS_ENTROPY; }
+
+// |op| has no mesh axes (absent or an empty array) and is not partial.
+static bool tpc__whole_vocab(MlirOperation op) {
+  MlirAttribute axes = mlirOperationGetAttributeByName(op, tpc_ref("axes"));
+  MlirAttribute partial = mlirOperationGetAttributeByName(op, tpc_ref("partial"));
+  return (mlirAttributeIsNull(axes) || (mlirAttributeIsAArray(axes) && mlirArrayAttrGetNumElements(axes) == 0)) &&
+         (mlirAttributeIsNull(partial) || (mlirAttributeIsABool(partial) && !mlirBoolAttrGetValue(partial)));
+}
+
+// Rewrites the loss |fwd| (tp.cross_entropy) and a tp.cross_entropy_grad of its operands and lse
+// into one tp.cross_entropy_with_grad at |fwd|'s place (the rule in the header). Returns whether
+// it did.
+static bool tpc__fuse_cross_entropy_forward(MlirOperation fwd) {
+  if (mlirOperationGetNumOperands(fwd) != 3 || mlirOperationGetNumResults(fwd) != 2) return false;
+  MlirValue lse = mlirOperationGetResult(fwd, 1);
+  MlirOperation grad = {NULL};
+  for (MlirOpOperand use = mlirValueGetFirstUse(lse); !mlirOpOperandIsNull(use) && mlirOperationIsNull(grad);
+       use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation user = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(user) != TPC_OP_CROSS_ENTROPY_GRAD || mlirOpOperandGetOperandNumber(use) != 3 ||
+        mlirOperationGetNumOperands(user) != 5 || mlirOperationGetNumResults(user) != 2 ||
+        !mlirBlockEqual(mlirOperationGetBlock(user), mlirOperationGetBlock(fwd)) || !tpc__whole_vocab(user) ||
+        !tpc__defined_before(mlirOperationGetOperand(user, 4), fwd))
+      continue;
+    bool same = tpc__same_attr(user, fwd, "parallel") && tpc__same_attr(user, fwd, "sequence_parallel");
+    for (int i = 0; i < 3 && same; ++i) same = mlirValueEqual(mlirOperationGetOperand(user, i), mlirOperationGetOperand(fwd, i));
+    if (same) grad = user;
+  }
+  if (mlirOperationIsNull(grad)) return false;
+  MlirContext ctx = mlirOperationGetContext(fwd);
+  MlirOperationState st =
+      mlirOperationStateGet(tpc_ref(TPC_OP_NAME_CROSS_ENTROPY_WITH_GRAD), mlirOperationGetLocation(fwd));
+  MlirValue operands[4] = {mlirOperationGetOperand(fwd, 0), mlirOperationGetOperand(fwd, 1),
+                           mlirOperationGetOperand(fwd, 2), mlirOperationGetOperand(grad, 4)};
+  MlirValue olds[4] = {mlirOperationGetResult(fwd, 0), lse, mlirOperationGetResult(grad, 0),
+                       mlirOperationGetResult(grad, 1)};
+  MlirType results[4];
+  for (int i = 0; i < 4; ++i) results[i] = mlirValueGetType(olds[i]);
+  MlirNamedAttribute attrs[4];
+  intptr_t n = 0;
+  const char* carried[] = {"parallel", "sequence_parallel", "chunks", "token_chunks"};
+  for (int i = 0; i < 4; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(i < 2 ? fwd : grad, tpc_ref(carried[i]));
+    if (!mlirAttributeIsNull(a)) attrs[n++] = tpc_named_attr(ctx, carried[i], a);
+  }
+  mlirOperationStateAddOperands(&st, 4, operands);
+  mlirOperationStateAddResults(&st, 4, results);
+  mlirOperationStateAddAttributes(&st, n, attrs);
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(fwd), fwd, fused);
+  for (int i = 0; i < 4; ++i) mlirValueReplaceAllUsesOfWith(olds[i], mlirOperationGetResult(fused, i));
+  mlirOperationDestroy(grad);
+  mlirOperationDestroy(fwd);
+  return true;
+}
 
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
@@ -260,12 +322,19 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   // Each rewrite erases one wgrad and one dgrad: the other listed wgrads stay.
   for (intptr_t i = 0; i < count; ++i) tpc__fuse_cross_entropy(heads[i]);
   free(heads);
+  MlirOperation* losses = tpc_collect_ops(module, tpc__is_ce_forward, &count);
+  if (count < 0) {
+    mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
+    return mlirLogicalResultFailure();
+  }
+  for (intptr_t i = 0; i < count; ++i) tpc__fuse_cross_entropy_forward(losses[i]);
+  free(losses);
   return mlirLogicalResultSuccess();
 }
 
 static tpc_pass_info_t tpc__fuse_info = {
     .argument = "tp-fuse",
-    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), and the LM head's two gradients into one",
+    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), and the LM head's loss and gradients into one",
     .run = tpc__fuse_run,
 };
 

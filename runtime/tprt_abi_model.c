@@ -156,6 +156,25 @@ int32_t tprt_abi_cross_entropy_grad(tprt_exec_t* exec, void* const* buffers, con
   return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_GRAD_NAME);
 }
 
+// The loss and both gradients from one computation of the logits (tp-fuse's rewrite of
+// tp.cross_entropy and the tp.cross_entropy_grad of its lse; the whole vocabulary on this rank).
+int32_t tprt_abi_cross_entropy_with_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_WITH_GRAD_NUM_SLOTS, &c);
+  const tprt_tensor_t *x = &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_X], *w = &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_W];
+  if (!s) {
+    s = TPRT__KERNEL(exec, cross_entropy_with_grad,
+                     (x, w, &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_TARGETS],
+                      &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_DLOSS], &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_LOSS],
+                      &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_LSE], &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_DX],
+                      &c.slot[TPRT_CROSS_ENTROPY_WITH_GRAD_SLOT_DW], tprt_exec_chunks(exec),
+                      tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_WITH_GRAD_ATTR_CHUNKS),
+                      tprt__chunks(exec, &c, TPRT_CROSS_ENTROPY_WITH_GRAD_ATTR_TOKEN_CHUNKS)));
+    tprt__count_gemm(exec, 3 * x->dims[0], w->dims[0], x->dims[1], false);
+  }
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_WITH_GRAD_NAME);
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//

@@ -411,3 +411,13 @@ tprt_status_t tprt_cpu_cross_entropy_grad(const tprt_tensor_t* x, const tprt_ten
   tprt_status_t s = tprt_cpu_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab, chunks, vocab_chunks);
   return s ? s : tprt_cpu_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab, chunks, token_chunks);
 }
+
+tprt_status_t tprt_cpu_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                               const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
+                                               tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
+                                               tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks) {
+  tprt_status_t s = tprt_cpu_cross_entropy(x, w, targets, loss, lse, chunks);
+  if (s) return s;
+  int64_t vocab = w->rank == 2 ? w->dims[0] : 0;
+  return tprt_cpu_cross_entropy_grad(x, w, targets, lse, dloss, dx, dw, 0, vocab, chunks, vocab_chunks, token_chunks);
+}

@@ -316,6 +316,14 @@ tprt_status_t tprt_cpu_cross_entropy_grad(const tprt_tensor_t* x, const tprt_ten
                                           int64_t start, int64_t vocab, int chunks, int vocab_chunks,
                                           int token_chunks) TPRT_MUST_USE_RESULT;
 
+/// The whole vocabulary's loss and lse as tprt_cpu_cross_entropy (|chunks| blocks), then dx and dw
+/// as tprt_cpu_cross_entropy_grad of that lse and |dloss| (the two, in turn).
+tprt_status_t tprt_cpu_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                               const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
+                                               tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
+                                               tprt_tensor_t* dw, int chunks, int vocab_chunks,
+                                               int token_chunks) TPRT_MUST_USE_RESULT;
+
 // ------------------------------------------------------------------------------------------------
 // Optimizer kernels (cpu_optim.c; docs/numerics.md, "Optimizer")
 // ------------------------------------------------------------------------------------------------

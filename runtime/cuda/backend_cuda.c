@@ -778,6 +778,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .cross_entropy_dgrad = tprt__cuda_cross_entropy_dgrad,
     .cross_entropy_wgrad = tprt__cuda_cross_entropy_wgrad,
     .cross_entropy_grad = tprt__cuda_cross_entropy_grad,
+    .cross_entropy_with_grad = tprt__cuda_cross_entropy_with_grad,
     .sumsq = tprt__cuda_sumsq,
     .global_norm = tprt__cuda_global_norm,
     .adamw = tprt__cuda_adamw,

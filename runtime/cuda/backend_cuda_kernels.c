@@ -2,7 +2,7 @@
 // tprt_cuda_kernels.h on the calling rank's compute stream.
 //
 // The contractions (dense and grouped linears, their gradients, the fused grouped MLP, attention
-// and its gradient) have
+// and its gradient) and the GLU and its gradient have
 // several implementations; which one runs is decided by ONE table, tprt__contraction_kernels
 // below: for an op, the module's numerics (tp.numerics, given to configure), the device's
 // compute capability and the call's dtypes and shapes, the first row that matches wins. A new
@@ -66,12 +66,14 @@ typedef enum {
   TPRT__FUSED_GROUPED_MLP,
   TPRT__ATTENTION,
   TPRT__ATTENTION_GRAD,
+  TPRT__GLU,
+  TPRT__GLU_GRAD,
 } tprt__op_t;
 
 static const char* const tprt__op_names[] = {
     "linear",         "linear_dgrad",         "linear_wgrad",         "bias_grad",
     "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
-    "attention",      "attention_grad"};
+    "attention",      "attention_grad",       "glu",                  "glu_grad"};
 
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
@@ -285,6 +287,21 @@ static tprt_status_t tprt__exact_attention_grad(const tprt__call_t* c) {
                                   c->head_dim, c->causal, c->scale, tprt__r.stream);
 }
 
+// Fast mode: the GLU with the approximate exponential and division (glu_fast.cuh); every mode:
+// tprt_numerics.h's special functions, bitwise the CPU.
+static tprt_status_t tprt__fast_glu(const tprt__call_t* c) {
+  return tprt_cuda_glu_fast(c->a, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_glu(const tprt__call_t* c) {
+  return tprt_cuda_glu(c->a, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
+}
+static tprt_status_t tprt__fast_glu_grad(const tprt__call_t* c) {
+  return tprt_cuda_glu_grad_fast(c->a, c->b, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_glu_grad(const tprt__call_t* c) {
+  return tprt_cuda_glu_grad(c->a, c->b, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
+}
+
 #define TPRT__EXACT_KERNEL "exact f32 fma chains on CUDA cores, bitwise the CPU"
 // clang-format off
 static const tprt__row_t tprt__contraction_kernels[] = {
@@ -316,6 +333,10 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__ATTENTION,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention,       TPRT__EXACT_KERNEL " (attention.cu)"},
   {TPRT__ATTENTION_GRAD,       TPRT__FAST | TPRT__INVARIANT, 90, 90, "bf16/f16, D 64/128", tprt__tc_attention_grad_fits, tprt__tc_attention_grad, "WGMMA flash attention backward, deterministic (attention_tc_bwd.cu)"},
   {TPRT__ATTENTION_GRAD,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention_grad,  TPRT__EXACT_KERNEL " (attention.cu)"},
+  {TPRT__GLU,                  TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_glu,              "__expf and __fdividef, 16-byte runs (glu.cu, glu_fast.cuh)"},
+  {TPRT__GLU,                  TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu,             "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu.cu)"},
+  {TPRT__GLU_GRAD,             TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_glu_grad,         "__expf and __fdividef, 16-byte runs (glu_grad.cu, glu_fast.cuh)"},
+  {TPRT__GLU_GRAD,             TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu_grad,        "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu_grad.cu)"},
 };
 // clang-format on
 #define TPRT__NUM_ROWS ((int)(sizeof tprt__contraction_kernels / sizeof tprt__contraction_kernels[0]))
@@ -344,7 +365,8 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
     if (tprt__trace_on() && !atomic_exchange(&tprt__traced[i], true))
       fprintf(stderr, "tprt cuda: %s [%s, sm_%d, %s] -> %s\n", tprt__op_names[op], tprt__numerics_name(tprt__numerics),
               tprt__r.sm, call->a ? tprt_dtype_name(call->a->dtype) : "?", row->kernel);
-    int t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_CONTRACTION, row->kernel,
+    int t = tprt__timeline_begin(tprt__r.stream, op >= TPRT__GLU ? TPRT__IV_OP : TPRT__IV_CONTRACTION,
+                                 op >= TPRT__GLU ? tprt__op_names[op] : row->kernel,
                                  call->out ? (int64_t)tprt_tensor_numel(call->out) : 0);
     tprt_status_t s = row->run(call);
     tprt__timeline_end(tprt__r.stream, t);
@@ -420,7 +442,8 @@ tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_te
 
 tprt_status_t tprt__cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                              float limit) {
-  TPRT__TIMED_OP("glu", tprt_cuda_glu(x, y, kind, interleave, alpha, limit, tprt__r.stream));
+  tprt__call_t c = {.a = x, .out = y, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
+  return tprt__contract(TPRT__GLU, &c);
 }
 tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
   TPRT__TIMED_OP("rmsnorm", tprt_cuda_rmsnorm(x, gamma, y, eps, tprt__r.stream));
@@ -454,7 +477,8 @@ tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor
 }
 tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                   int64_t interleave, float alpha, float limit) {
-  TPRT__TIMED_OP("glu_grad", tprt_cuda_glu_grad(x, dy, dx, kind, interleave, alpha, limit, tprt__r.stream));
+  tprt__call_t c = {.a = x, .b = dy, .out = dx, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
+  return tprt__contract(TPRT__GLU_GRAD, &c);
 }
 tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {
@@ -602,6 +626,14 @@ tprt_status_t tprt__cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_t
   TPRT__TIMED_OP("cross_entropy_grad", tprt_cuda_cross_entropy_grad(x, w, targets, lse, dloss, dx, dw, start, vocab,
                                                                     chunks, vocab_chunks, token_chunks,
                                                                     &tprt__ce_gemms, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                 const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
+                                                 tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
+                                                 tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks) {
+  TPRT__TIMED_OP("cross_entropy_with_grad",
+                 tprt_cuda_cross_entropy_with_grad(x, w, targets, dloss, loss, lse, dx, dw, chunks, vocab_chunks,
+                                                   token_chunks, &tprt__ce_gemms, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));

@@ -129,6 +129,24 @@ func.func @grad_dw(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16
 
 // -----
 
+/// cross_entropy.shapes: the fused loss and gradients' dx is of x's shape.
+func.func @with_grad_dx(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_with_grad' op violates rule cross_entropy.shapes: expects dx of x's shape, f32 or x's type; got x tensor<16x32xbf16>, dx tensor<32x16xbf16>}}
+  %loss, %lse, %dx, %dw = "tp.cross_entropy_with_grad"(%x, %w, %t, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<32x16xbf16>, tensor<64x32xf32>)
+  return %loss : tensor<16xf32>
+}
+
+// -----
+
+/// cross_entropy.shapes: its dw is of w's shape in f32.
+func.func @with_grad_dw(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_with_grad' op violates rule cross_entropy.shapes: expects dw of w's shape in f32; got w tensor<64x32xbf16>, dw tensor<32x64xf32>}}
+  %loss, %lse, %dx, %dw = "tp.cross_entropy_with_grad"(%x, %w, %t, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16x32xbf16>, tensor<32x64xf32>)
+  return %loss : tensor<16xf32>
+}
+
+// -----
+
 /// optimizer.shapes: the accumulator of the exact sum of squares is tensor<21xi64>.
 func.func @sumsq_accumulator(%g: tensor<64x32xf32>) -> tensor<16xi64> {
   // expected-error@+1 {{'tp.sumsq' op violates rule optimizer.shapes: expects a float gradient and an accumulator of type tensor<21xi64>; got g tensor<64x32xf32>, acc tensor<16xi64>}}

@@ -1,5 +1,5 @@
 // tprt-cuda-check-fast: checks the fast-mode contraction kernels (cuBLASLt dense linears and their
-// gradients, the CUTLASS grouped GEMMs, the fast fused grouped MLP) against the exact CUDA kernels,
+// gradients, the CUTLASS grouped GEMMs, the fast fused grouped MLP) and the fast GLU against the exact CUDA kernels,
 // which are bitwise the CPU's (tprt-cuda-check proves that), on fresh random inputs each run.
 // Fast mode promises no bits, so each output must be close: ‖fast − exact‖ / ‖exact‖ below the
 // output dtype's rounding (bf16 1e-2, f16 2e-3, f32 1e-4: the two accumulate the same f32
@@ -260,6 +260,36 @@ std::string fc_grouped_case::label() const {
   return out;
 }
 
+// The GLU and its gradient with the approximate exponential and division (fast numerics) against
+// the exact kernels: every kind, the 16-byte runs (F a multiple of 8) and the scalar path (odd F),
+// interleaved gate/up blocks.
+static void fc_check_glu(cudaStream_t s) {
+  const int64_t shapes[][3] = {{64, 512, 0}, {33, 1000, 8}, {7, 101, 0}, {256, 4096, 0}};  // rows, F, interleave
+  const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16, TPRT_DTYPE_F32};
+  const char* kinds[] = {"swiglu", "geglu", "quick_geglu"};
+  for (const auto& sh : shapes) {
+    for (int dt : dtypes) {
+      for (int kind = 0; kind < 3; ++kind) {
+        int64_t rows = sh[0], f = sh[1], il = sh[2];
+        char shape[64];
+        snprintf(shape, sizeof shape, "%s T=%lld F=%lld il=%lld", kinds[kind], (long long)rows, (long long)f,
+                 (long long)il);
+        fc_tensor x(dt, {rows, 2 * f}), dy(dt, {rows, f});
+        x.fill(), dy.fill();
+        fc_tensor y(dt, {rows, f}), ref(dt, {rows, f}), dx(dt, {rows, 2 * f}), dref(dt, {rows, 2 * f});
+        y.poison(), ref.poison(), dx.poison(), dref.poison();
+        const float alpha = 1.702f, limit = 0.75f;  // limit inside the inputs' range: both clamps taken
+        tprt_status_t fs = tprt_cuda_glu_fast(&x.t, &y.t, kind, il, alpha, limit, s);
+        tprt_status_t es = tprt_cuda_glu(&x.t, &ref.t, kind, il, alpha, limit, s);
+        fc_compare("glu", shape, y, ref, fs, es);
+        fs = tprt_cuda_glu_grad_fast(&x.t, &dy.t, &dx.t, kind, il, alpha, limit, s);
+        es = tprt_cuda_glu_grad(&x.t, &dy.t, &dref.t, kind, il, alpha, limit, s);
+        fc_compare("glu_grad", shape, dx, dref, fs, es);
+      }
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -286,6 +316,7 @@ int main(int argc, char** argv) {
   fc_check_grouped_invariant(s);
   fc_check_grouped_glu(s);
   fc_check_attention(s);
+  fc_check_glu(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

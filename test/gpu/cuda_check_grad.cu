@@ -157,7 +157,10 @@ static void ct_check_norm_grads(cudaStream_t stream) {
   } shapes[] = {{1, 1, 1}, {3, 17, 8}, {16, 128, 8}, {13, 257, 8}, {64, 4096, 8}, {100, 1000, 16}, {5, 300, 1},
                  // chunks of 125 and 512 rows: long chunks, with and without a remainder of the
                  // dgamma pass's 8-row unrolled loop
-                 {1000, 64, 8}, {4096, 96, 8}};
+                 {1000, 64, 8}, {4096, 96, 8},
+                 // whole 16-byte rows (the pipelined dgamma pass): many column groups, a partial
+                 // last group, short chunks, a model's shape
+                 {777, 200, 4}, {33, 4104, 2}, {2048, 2048, 8}, {3, 64, 8}};
   uint64_t rng = 0x90AD;
   for (int layer = 0; layer < 2; ++layer) {
     for (const auto& sh : shapes) {

@@ -248,6 +248,21 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
                                                   c.chunks, c.vchunks, c.tchunks, gm, s);
             },
             true, stream);
+        // The loss and both gradients in one pass (the whole vocabulary on the rank).
+        if (c.start == 0 && c.v == c.vocab)
+          ct_run_outputs(
+              "cross_entropy", shape, tprt_dtype_name(dtype),
+              gm ? "with_grad (loss, lse, dx, dw), whole-chunk pieces" : "with_grad (loss, lse, dx, dw)",
+              {&loss, &lse, &dx, &dw},
+              [&] {
+                return tprt_cpu_cross_entropy_with_grad(&x.h, &w.h, &tg.h, &g.h, &loss.h, &lse.h, &dx.h, &dw.h, c.chunks,
+                                                        c.vchunks, c.tchunks);
+              },
+              [&](cudaStream_t s) {
+                return tprt_cuda_cross_entropy_with_grad(&x.d, &w.d, &tg.d, &g.d, &loss.d, &lse.d, &dx.d, &dw.d,
+                                                         c.chunks, c.vchunks, c.tchunks, gm, s);
+              },
+              true, stream);
       }
       ct_tensor_t* all[8] = {&x, &w, &st, &loss, &lse, &g, &dx, &dw};
       for (auto* p : all) ct_free(p);

@@ -205,3 +205,52 @@ func.func @other_parallel(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: te
   %dx = "tp.cross_entropy_dgrad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16x32xbf16>
   return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
 }
+
+// -----
+
+/// The loss and the gradient of its lse, whole vocabulary, dloss an argument: one
+/// tp.cross_entropy_with_grad at the loss's place (the grad's chunks and token_chunks); every
+/// result keeps its uses.
+// CHECK-LABEL: func.func @loss_and_grads(
+// CHECK:         %[[F:.*]]:4 = "tp.cross_entropy_with_grad"(%arg0, %arg1, %arg2, %arg3) {chunks = 4 : i64, parallel = "vocab", token_chunks = 8 : i64}
+// CHECK-SAME:      -> (tensor<16xf32>, tensor<16xf32>, tensor<16x32xbf16>, tensor<64x32xf32>)
+// CHECK-NOT:     "tp.cross_entropy"
+// CHECK-NOT:     "tp.cross_entropy_grad"
+// CHECK:         return %[[F]]#0, %[[F]]#1, %[[F]]#2, %[[F]]#3
+/// A dloss computed after the loss, a vocabulary-parallel gradient (mesh axes) or other targets:
+/// left as they are.
+// CHECK-LABEL: func.func @dloss_after(
+// CHECK:         "tp.cross_entropy"
+// CHECK:         "tp.cross_entropy_grad"
+// CHECK-LABEL: func.func @sharded_grad(
+// CHECK:         "tp.cross_entropy"
+// CHECK:         "tp.cross_entropy_grad"
+// CHECK-LABEL: func.func @other_targets(
+// CHECK:         "tp.cross_entropy"
+// CHECK:         "tp.cross_entropy_grad"
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @loss_and_grads(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %g: tensor<16xf32>)
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) {parallel = "vocab"} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t, %lse, %g) {parallel = "vocab", chunks = 4 : i64, token_chunks = 8 : i64} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xbf16>, tensor<64x32xf32>)
+  return %loss, %lse, %dx, %dw : tensor<16xf32>, tensor<16xf32>, tensor<16x32xbf16>, tensor<64x32xf32>
+}
+func.func @dloss_after(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>)
+    -> (tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  %g = "tp.add"(%loss, %lse) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xbf16>, tensor<64x32xf32>)
+  return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
+}
+func.func @sharded_grad(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %g: tensor<16xf32>)
+    -> (tensor<16x32xf32>, tensor<64x32xf32>) {
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) {parallel = "vocab"} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t, %lse, %g) {parallel = "vocab", partial = true, mesh = @world, axes = ["tp"]} : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xf32>, tensor<64x32xf32>)
+  return %dx, %dw : tensor<16x32xf32>, tensor<64x32xf32>
+}
+func.func @other_targets(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<16xi32>, %t2: tensor<16xi32>, %g: tensor<16xf32>)
+    -> (tensor<16x32xbf16>, tensor<64x32xf32>) {
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t2, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xbf16>, tensor<64x32xf32>)
+  return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
+}

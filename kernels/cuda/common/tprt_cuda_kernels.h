@@ -71,6 +71,10 @@ tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* g
 /// kernels/cuda/elementwise/glu.cu.
 tprt_status_t tprt_cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                             float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_glu for fast numerics: the approximate exponential and division of glu_fast.cuh, a few
+/// ulp from the exact values (no bitwise promise); same validation.
+tprt_status_t tprt_cuda_glu_fast(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
+                                 float limit, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// c = a + b elementwise (same shape and float dtype), rounded once: bitwise tprt_cpu_add. c may
 /// alias a or b. Also tprt_cpu_add's other forms: a rank-1 bias b, and an f32 a plus a b in
@@ -322,6 +326,10 @@ tprt_status_t tprt_cuda_grouped_linear_dgrad_glu(const tprt_tensor_t* dy, const 
 tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                  int64_t interleave, float alpha, float limit,
                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_glu_grad for fast numerics (glu_fast.cuh; no bitwise promise); same validation.
+tprt_status_t tprt_cuda_glu_grad_fast(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
+                                      int64_t interleave, float alpha, float limit,
+                                      cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// The norm gradients: bitwise tprt_cpu_rmsnorm_grad / tprt_cpu_layernorm_grad, same validation;
 /// an f32 xhat scratch of M·H floats is allocated stream-ordered. kernels/cuda/norm/norm_grad.cu.
@@ -655,6 +663,16 @@ tprt_status_t tprt_cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_te
                                            int64_t start, int64_t vocab, int chunks, int vocab_chunks,
                                            int token_chunks, const tprt_cuda_ce_gemms_t* gemms,
                                            cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
+/// tprt_cpu_cross_entropy_with_grad: the loss and lse (|chunks| vocabulary blocks, the whole
+/// vocabulary), then dx and dw as tprt_cuda_cross_entropy_grad of that lse, computing each piece of
+/// tokens' logits once for all four; the same bits as the two calls.
+tprt_status_t tprt_cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
+                                                tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
+                                                tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks,
+                                                const tprt_cuda_ce_gemms_t* gemms,
+                                                cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) TPRT_MUST_USE_RESULT;

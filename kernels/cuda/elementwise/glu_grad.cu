@@ -4,11 +4,13 @@
 //
 // Launch geometry: one thread per output column j of a row (it writes the gate and the up
 // gradient of that column), 256-thread blocks, grid-stride; usually (glu_runs.cuh) one thread per
-// run of 16 bytes of columns instead, with 16-byte loads and stores.
+// run of 16 bytes of columns instead, with 16-byte loads and stores. tprt_cuda_glu_grad_fast (fast
+// numerics) is the same iteration with the approximate formulas of glu_fast.cuh.
+#include "glu_fast.cuh"
 #include "glu_runs.cuh"
 #include "tprt_cuda_internal.cuh"
 
-template <int D>
+template <int D, bool kFast>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__glu_grad_kernel(const void* __restrict__ x, const void* __restrict__ dy, void* __restrict__ dx, int64_t total,
                           int64_t f, int64_t interleave, int kind, float alpha, float limit, int runs) {
@@ -23,8 +25,8 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         float dg, du;
-        tprt_glu_grad_value(kind, tprt__cuda_ld(&vg, D, k), tprt__cuda_ld(&vu, D, k), tprt__cuda_ld(&vdy, D, k), alpha,
-                            limit, &dg, &du);
+        tprt__glu_grad_value_of<kFast>(kind, tprt__cuda_ld(&vg, D, k), tprt__cuda_ld(&vu, D, k),
+                                       tprt__cuda_ld(&vdy, D, k), alpha, limit, &dg, &du);
         tprt__cuda_st(&vdg, D, k, dg);
         tprt__cuda_st(&vdu, D, k, du);
       }
@@ -39,39 +41,39 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     int64_t gcol, ucol;
     tprt_glu_columns(j, f, interleave, &gcol, &ucol);
     float dg, du;
-    tprt_glu_grad_value(kind, tprt__cuda_ld(x, D, xo + gcol), tprt__cuda_ld(x, D, xo + ucol), tprt__cuda_ld(dy, D, i),
-                        alpha, limit, &dg, &du);
+    tprt__glu_grad_value_of<kFast>(kind, tprt__cuda_ld(x, D, xo + gcol), tprt__cuda_ld(x, D, xo + ucol),
+                                   tprt__cuda_ld(dy, D, i), alpha, limit, &dg, &du);
     tprt__cuda_st(dx, D, xo + gcol, dg);
     tprt__cuda_st(dx, D, xo + ucol, du);
   }
 }
 
-extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
-                                            int kind, int64_t interleave, float alpha, float limit,
-                                            cudaStream_t stream) {
+template <bool kFast>
+static tprt_status_t tprt__cuda_glu_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                                int kind, int64_t interleave, float alpha, float limit,
+                                                cudaStream_t stream) {
   tprt_status_t s = tprt__check_glu_grad(x, dy, dx, kind, interleave, alpha, limit);
   if (s) return s;
   int64_t f = x->dims[x->rank - 1] / 2, total = tprt_tensor_numel(dy);
   if (total == 0 || f == 0) return NULL;
   const int runs = tprt__glu_runs_fit(x->dtype, f, interleave, x->data, dy->data, dx->data);
   dim3 grid(tprt__glu_blocks(x->dtype, total, runs));
-  switch (x->dtype) {
-    case TPRT_DTYPE_BF16:
-      tprt__glu_grad_kernel<TPRT_DTYPE_BF16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
-                                                                                         total, f, interleave, kind,
-                                                                                         alpha, limit, runs);
-      break;
-    case TPRT_DTYPE_F16:
-      tprt__glu_grad_kernel<TPRT_DTYPE_F16><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
-                                                                                        total, f, interleave, kind,
-                                                                                        alpha, limit, runs);
-      break;
-    default:
-      tprt__glu_grad_kernel<TPRT_DTYPE_F32><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(x->data, dy->data, dx->data,
-                                                                                        total, f, interleave, kind,
-                                                                                        alpha, limit, runs);
-      break;
-  }
+  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
+    tprt__glu_grad_kernel<decltype(d)::value, kFast><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
+        x->data, dy->data, dx->data, total, f, interleave, kind, alpha, limit, runs);
+  });
   TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return NULL;
+}
+
+extern "C" tprt_status_t tprt_cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                            int kind, int64_t interleave, float alpha, float limit,
+                                            cudaStream_t stream) {
+  return tprt__cuda_glu_grad_launch<false>(x, dy, dx, kind, interleave, alpha, limit, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_glu_grad_fast(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                                 int kind, int64_t interleave, float alpha, float limit,
+                                                 cudaStream_t stream) {
+  return tprt__cuda_glu_grad_launch<true>(x, dy, dx, kind, interleave, alpha, limit, stream);
 }

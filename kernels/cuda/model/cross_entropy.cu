@@ -13,7 +13,9 @@
 //   wgrad   the same dZ, then dw = dZᵀ·x over the tokens with |token_chunks|: a piece is 2^j whole
 //           chunks, aligned, so its f32 result is one node of the chunk tree, and the pieces' nodes
 //           are added by the tree's upper levels (when the chunks divide T; else one piece);
-//   grad    both gradients from one dZ per piece (the wgrad's pieces): one logits GEMM, not two.
+//   grad    both gradients from one dZ per piece (the wgrad's pieces): one logits GEMM, not two;
+//   with_grad the loss too: per piece, the logits, their statistics, the combine (one shard: the
+//           whole vocabulary), then dZ and both gradients from the same logits.
 // With the exact GEMMs (gemms NULL) every op is bitwise the CPU kernels of cpu_vocab.c, whatever
 // the pieces. The targets' values are not checked on the host.
 #include "tprt_cuda_internal.cuh"
@@ -238,16 +240,49 @@ static tprt_status_t tprt__ce_logits_buffer(const tprt_tensor_t* x, int64_t rows
   return NULL;
 }
 
-// Z = x[t0, t0 + n)·wᵀ into z's first n rows; with |targets| (the dgrad and wgrad), then dZ in
-// place.
+// The statistics of the n tokens of the logits piece z (stats [n, 3]), |blocks| vocabulary blocks of
+// |size|; bm and bs hold n·blocks floats each.
+static tprt_status_t tprt__ce_piece_stats(const tprt_tensor_t* z, int64_t n, int blocks, int64_t size, int64_t start,
+                                          const int32_t* targets, float* bm, float* bs, float* stats,
+                                          cudaStream_t stream) {
+  int64_t v = z->dims[1];
+  tprt__cuda_float_dispatch(z->dtype, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    int64_t items = (n + 31) / 32 * blocks;
+    tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(z->data, n, v, blocks,
+                                                                                                size, bm, bs);
+    tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(z->data, targets, n, v, blocks, start,
+                                                                               bm, bs, stats);
+  });
+  return tprt__launched("cross_entropy_stats kernels");
+}
+
+// The loss half of tprt_cuda_cross_entropy_with_grad: its outputs and work space (bm, bs: the
+// piece's block statistics, st: its token statistics, work: the combine's).
+typedef struct {
+  tprt_tensor_t *loss, *lse;
+  float *bm, *bs, *st, *work;
+} tprt__ce_forward_t;
+
+// Z = x[t0, t0 + n)·wᵀ into z's first n rows; with |fwd|, then the tokens' loss and lse (the whole
+// vocabulary: |chunks| blocks, one shard); with |targets| (the dgrad and wgrad), then dZ in place.
 static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                     int64_t t0, int64_t n, int chunks, const tprt_tensor_t* targets,
                                     const tprt_tensor_t* lse, const tprt_tensor_t* dloss, int64_t start,
-                                    tprt_tensor_t* z, cudaStream_t stream) {
+                                    tprt_tensor_t* z, const tprt__ce_forward_t* fwd, cudaStream_t stream) {
   tprt_tensor_t xp = tprt__rows(x, t0, n);
   z->dims[0] = n;
   tprt_status_t s = g->linear(g->ctx, &xp, w, z, chunks, stream);
   if (s) return s;
+  if (fwd && n > 0) {
+    const int32_t* tg = (const int32_t*)targets->data + t0;
+    s = tprt__ce_piece_stats(z, n, chunks, tprt_kacc_chunk_size(z->dims[1], chunks), 0, tg, fwd->bm, fwd->bs, fwd->st,
+                             stream);
+    if (s) return s;
+    tprt__ce_combine<<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
+        fwd->st, tg, n, 1, fwd->work, (float*)fwd->loss->data + t0, (float*)fwd->lse->data + t0);
+    TPRT_RETURN_IF_ERROR(tprt__launched("cross_entropy combine kernel"), "cross_entropy_with_grad");
+  }
   if (!targets || n * z->dims[1] == 0) return NULL;
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
     constexpr int D = decltype(d)::value, kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
@@ -288,17 +323,10 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
   int64_t size = tprt_kacc_chunk_size(v, vocab_chunks);
   for (int64_t t0 = 0; t0 < t && !s; t0 += rows) {
     int64_t n = t - t0 < rows ? t - t0 : rows;
-    s = tprt__ce_piece(g, x, w, t0, n, chunks, NULL, NULL, NULL, start, &z, stream);
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, NULL, NULL, NULL, start, &z, NULL, stream);
     if (s) break;
-    tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-      constexpr int D = decltype(d)::value;
-      int64_t items = (n + 31) / 32 * vocab_chunks;
-      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(
-          z.data, n, v, vocab_chunks, size, bm, bs);
-      tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
-          z.data, (const int32_t*)targets->data + t0, n, v, vocab_chunks, start, bm, bs, (float*)stats->data + 3 * t0);
-    });
-    s = tprt__launched("cross_entropy_stats kernels");
+    s = tprt__ce_piece_stats(&z, n, vocab_chunks, size, start, (const int32_t*)targets->data + t0, bm, bs,
+                             (float*)stats->data + 3 * t0, stream);
   }
   tprt__cuda_free_async(work, stream);
   tprt__cuda_free_async(z.data, stream);
@@ -380,7 +408,7 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, c
   TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
   for (int64_t t0 = 0; t0 < t && !s; t0 += rows) {
     int64_t n = t - t0 < rows ? t - t0 : rows;
-    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, stream);
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, NULL, stream);
     tprt_tensor_t dxp = tprt__rows(dx, t0, n);
     if (!s) s = g->dgrad(g->ctx, &z, w, &dxp, vocab_chunks, stream);
   }
@@ -392,12 +420,14 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, c
 // dZ in place, and contracted with w into the piece's rows of dx and with x into a node of dw's
 // token tree. A piece is k = 2^j whole chunks of S = T/C tokens, the most that fit the budget; one
 // piece (k = C) when C does not divide T, when dw is not f32 (a node of the tree is f32), or when
-// everything fits. dx's rows need no other token, so its bits are the same for any piece size.
+// everything fits the budget plus dw's bytes (what a second piece's partial would take). dx's rows need no other token, so its bits are the same for any piece size.
+// With |fwd| (tprt_cuda_cross_entropy_with_grad: T, V and H not 0), each piece's logits first
+// give its tokens' loss and lse (fwd->lse, which |lse| then is).
 static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_t* g, const tprt_tensor_t* x,
                                        const tprt_tensor_t* w, const tprt_tensor_t* targets,
                                        const tprt_tensor_t* lse, const tprt_tensor_t* dloss, tprt_tensor_t* dx,
                                        tprt_tensor_t* dw, int64_t start, int chunks, int vocab_chunks,
-                                       int token_chunks, cudaStream_t stream) {
+                                       int token_chunks, tprt__ce_forward_t* fwd, cudaStream_t stream) {
   int64_t t = x->dims[0], v = w->dims[0], h = x->dims[1];
   if (token_chunks < 1 || token_chunks > TPRT_MAX_CHUNKS || (token_chunks & (token_chunks - 1)))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: token chunks must be a power of two in [1, %d]; got %d",
@@ -409,21 +439,35 @@ static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_
     TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->data, 0, tprt_tensor_bytes(dw), stream));
     return NULL;
   }
+  // Splitting costs a dw-sized f32 partial besides the pieces' logits: one piece is no larger
+  // while its logits fit the budget plus that partial.
   int64_t k = token_chunks, c = token_chunks, size = t / (c ? c : 1);
   size_t budget = tprt__ce_budget(g), row = (size_t)v * (int)tprt_dtype_bytes(x->dtype, 1);
-  if (t % c == 0 && dw->dtype == TPRT_DTYPE_F32 && (size_t)t * row > budget)
+  if (t % c == 0 && dw->dtype == TPRT_DTYPE_F32 && (size_t)t * row > budget + tprt_tensor_bytes(dw))
     while (k > 1 && (size_t)(k * size) * row > budget) k /= 2;
   int64_t rows = k == c ? t : k * size;
   tprt_tensor_t z;
   tprt_status_t s = NULL;
   TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
+  void* fwork = NULL;
+  if (fwd) {  // bm, bs [rows, chunks], st [rows, 3], the combine's [rows, 2]
+    cudaError_t e = tprt__cuda_malloc_async(&fwork, (size_t)(rows * (2 * (int64_t)chunks + 5)) * sizeof(float), stream);
+    if (e != cudaSuccess) {
+      tprt__cuda_free_async(z.data, stream);
+      return tprt__cuda_make_status(e, "cross_entropy_with_grad statistics", __FILE__, __LINE__);
+    }
+    fwd->bm = (float*)fwork;
+    fwd->bs = fwd->bm + rows * chunks;
+    fwd->st = fwd->bs + rows * chunks;
+    fwd->work = fwd->st + 3 * rows;
+  }
   // The pieces' tree nodes: node[i] at level[i] (the pairwise tree's upper levels, as a binary
   // counter; the left-most node is dw itself).
   void* node[64];
   int level[64], nodes = 0;
   for (int64_t t0 = 0; t0 < t; t0 += rows) {
     int64_t n = t - t0 < rows ? t - t0 : rows;
-    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, stream);
+    s = tprt__ce_piece(g, x, w, t0, n, chunks, targets, lse, dloss, start, &z, fwd, stream);
     if (!s && dx) {
       tprt_tensor_t dxp = tprt__rows(dx, t0, n);
       s = g->dgrad(g->ctx, &z, w, &dxp, vocab_chunks, stream);
@@ -455,6 +499,7 @@ static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_
   }
   for (int i = 0; i < nodes; ++i)
     if (node[i] != dw->data) tprt__cuda_free_async(node[i], stream);
+  if (fwork) tprt__cuda_free_async(fwork, stream);
   tprt__cuda_free_async(z.data, stream);
   return s;
 }
@@ -468,7 +513,7 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_wgrad(const tprt_tensor_t* x, c
   const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
   tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
   if (s) return s;
-  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, NULL, dw, start, chunks, 1, token_chunks, stream);
+  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, NULL, dw, start, chunks, 1, token_chunks, NULL, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
@@ -482,5 +527,33 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_grad(const tprt_tensor_t* x, co
   tprt_status_t s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dx", dx, x);
   if (!s) s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, start, vocab, chunks, "dw", dw, w);
   if (s) return s;
-  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, dx, dw, start, chunks, vocab_chunks, token_chunks, stream);
+  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, dx, dw, start, chunks, vocab_chunks, token_chunks, NULL,
+                           stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
+                                                           const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
+                                                           tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
+                                                           tprt_tensor_t* dw, int chunks, int vocab_chunks,
+                                                           int token_chunks, const tprt_cuda_ce_gemms_t* gemms,
+                                                           cudaStream_t stream) {
+  const char* op = "cross_entropy_with_grad";
+  const tprt_cuda_ce_gemms_t* g = gemms ? gemms : &tprt__ce_exact;
+  tprt_status_t s = tprt__ce_check(op, x, w, targets, chunks);
+  if (!s) s = tprt__check(op, "loss", loss, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, "lse", lse, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s && loss->dims[0] != x->dims[0])
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: loss must be [T] as x's rows", op);
+  if (!s) s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, 0, w->dims[0], chunks, "dx", dx, x);
+  if (!s) s = tprt__ce_grad_check(op, x, w, targets, lse, dloss, 0, w->dims[0], chunks, "dw", dw, w);
+  if (s) return s;
+  int64_t t = x->dims[0], v = w->dims[0], h = x->dims[1];
+  if (t == 0 || v == 0 || h == 0) {  // the empty cases, as the two ops
+    s = tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, g, stream);
+    return s ? s : tprt__ce_backward(op, g, x, w, targets, lse, dloss, dx, dw, 0, chunks, vocab_chunks, token_chunks,
+                                     NULL, stream);
+  }
+  tprt__ce_forward_t fwd = {loss, lse, NULL, NULL, NULL, NULL};
+  return tprt__ce_backward(op, g, x, w, targets, lse, dloss, dx, dw, 0, chunks, vocab_chunks, token_chunks, &fwd,
+                           stream);
 }

@@ -1,13 +1,20 @@
 // tprt_cuda_rmsnorm_grad and tprt_cuda_layernorm_grad in exact mode, bitwise equal to the CPU
-// kernels of cpu_norm_grad.c (the formulas are there). Two kernels:
+// kernels of cpu_norm_grad.c (the formulas are there). Three kernels:
 //   1. one 256-thread block per row (the 256 lanes of the canonical row reduction, as in norm.cu):
-//      mean (layernorm), r, xhat (kept in an f32 scratch row for the parameter gradients),
-//      g = dy·gamma, the lane sums of g (layernorm) and of g·xhat (fmaf), their row trees, and dx.
-//   2. dgamma (and dbeta): the canonical K accumulation over the rows, in two kernels: one thread
-//      per (chunk, column) sums its chunk's rows in increasing order into an f32 partial, then one
-//      thread per column combines the partials by the pairwise tree, built as a binary counter
+//      mean (layernorm), r, g = dy·gamma, the lane sums of g (layernorm) and of g·xhat (fmaf),
+//      their row trees, and dx; the row's r (and mean) go to an f32 scratch of 2·M floats, from
+//      which the next kernel recomputes xhat = (x - mean)·r, the same rounding, instead of reading
+//      an f32 copy of it.
+//   2. dgamma (and dbeta): the canonical K accumulation over the rows. One thread per (chunk,
+//      column) sums its chunk's rows in increasing order into an f32 partial. The sums are serial
+//      chains (chunks × H of them), so the rows come through shared memory: a block takes 64
+//      columns of one chunk and copies tiles of rows × 64 columns of dy and x ahead of the chains
+//      with cp.async, four tiles in flight, enough loads to keep the memory busy with few threads.
+//      Without 16-byte alignment (H not a multiple of 16 bytes of elements) each thread loads its
+//      own column instead.
+//   3. one thread per column combines the partials by the pairwise tree, built as a binary counter
 //      (merging equal-level partials as they complete: the same pairs as the tree, in order).
-// The launcher allocates the xhat scratch and the chunk partials with the stream-ordered allocator.
+// The launcher allocates the scratch and the chunk partials with the stream-ordered allocator.
 #include "tprt_cuda_internal.cuh"
 
 #define TPRT__NG_THREADS TPRT_ROW_LANES
@@ -15,7 +22,7 @@
 template <int D>
 static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     tprt__norm_grad_rows(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
-                         const void* __restrict__ dy, void* __restrict__ dx, float* __restrict__ xh, int64_t m,
+                         const void* __restrict__ dy, void* __restrict__ dx, float* __restrict__ rs, int64_t m,
                          int64_t h, float hf, float eps, int layernorm) {
   __shared__ float sm[TPRT_ROW_LANES / 32 + 1];
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
@@ -33,52 +40,142 @@ static __global__ void __launch_bounds__(TPRT__NG_THREADS)
       acc = __fmaf_rn(d, d, acc);
     }
     const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
+    if (threadIdx.x == 0) {
+      rs[row] = r;
+      rs[m + row] = mean;
+    }
     float sum_g = 0.0f, dot = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
       float d = tprt__cuda_ld(x, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       const float xhat = __fmul_rn(d, r);
       const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
-      xh[base + j] = xhat;
       sum_g = __fadd_rn(sum_g, g);
       dot = __fmaf_rn(g, xhat, dot);
     }
     const float a = layernorm ? __fdiv_rn(tprt__cuda_row_tree(sum_g, sm), hf) : 0.0f;
     const float c = __fdiv_rn(tprt__cuda_row_tree(dot, sm), hf);
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
+      float d = tprt__cuda_ld(x, D, base + j);
+      if (layernorm) d = __fsub_rn(d, mean);
+      const float xhat = __fmul_rn(d, r);
       const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       const float t = layernorm ? __fsub_rn(g, a) : g;
-      tprt__cuda_st(dx, D, base + j, __fmul_rn(__fmaf_rn(-xh[base + j], c, t), r));
+      tprt__cuda_st(dx, D, base + j, __fmul_rn(__fmaf_rn(-xhat, c, t), r));
     }
   }
 }
 
-// dgamma (and dbeta when |dbeta|), pass 1: one thread per (chunk, column) computes the chunk's
-// partial sums over its rows in increasing order (+0.0 added to a short chunk) into pg[c, col]
-// (pb[c, col]). Columns vary fastest across threads, so a warp reads consecutive columns of a row.
+// One row of a chunk's column sums: dgamma's fmaf(dy, xhat) and dbeta's dy, xhat as the rows
+// kernel rounds it.
+static __device__ __forceinline__ void tprt__norm_grad_step(float d, float xv, const float* __restrict__ rs, int64_t m,
+                                                            int64_t row, int layernorm, float* ag, float* ab) {
+  if (layernorm) xv = __fsub_rn(xv, rs[m + row]);
+  *ag = __fmaf_rn(d, __fmul_rn(xv, rs[row]), *ag);
+  *ab = __fadd_rn(*ab, d);
+}
+
+// The chunk [m0, m1) of rows of chunk |c| (of |size| rows, clamped to m).
+static __device__ __forceinline__ void tprt__norm_grad_chunk(int64_t m, int chunks, int64_t c, int64_t* m0,
+                                                             int64_t* m1, int64_t* size) {
+  *size = tprt_kacc_chunk_size(m, chunks);
+  *m0 = c * *size < m ? c * *size : m;
+  *m1 = *m0 + *size < m ? *m0 + *size : m;
+}
+
+// dgamma (and dbeta when |pb|), pass 1 without alignment: one thread per (chunk, column)
+// computes the chunk's partial sums over its rows in increasing order (+0.0 added to a short
+// chunk) into pg[c, col] (pb[c, col]). Columns vary fastest across threads, so a warp reads
+// consecutive columns of a row.
 template <int D>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
-    tprt__norm_grad_chunks(const void* __restrict__ dy, const float* __restrict__ xh, float* __restrict__ pg,
-                           float* __restrict__ pb, int64_t m, int64_t h, int chunks) {
-  const int64_t size = tprt_kacc_chunk_size(m, chunks), stride = (int64_t)gridDim.x * blockDim.x;
+    tprt__norm_grad_chunks(const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs,
+                           float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, int chunks,
+                           int layernorm) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)chunks * h; i += stride) {
-    const int64_t col = i % h, c = i / h;
-    int64_t m0 = c * size, m1 = m0 + size;
-    if (m0 > m) m0 = m;
-    if (m1 > m) m1 = m;
+    const int64_t col = i % h;
+    int64_t m0, m1, size;
+    tprt__norm_grad_chunk(m, chunks, i / h, &m0, &m1, &size);
     float ag = 0.0f, ab = 0.0f;
 #pragma unroll 8
-    for (int64_t row = m0; row < m1; ++row) {
-      const float d = tprt__cuda_ld(dy, D, row * h + col);
-      ag = __fmaf_rn(d, xh[row * h + col], ag);
-      ab = __fadd_rn(ab, d);
-    }
+    for (int64_t row = m0; row < m1; ++row)
+      tprt__norm_grad_step(tprt__cuda_ld(dy, D, row * h + col), tprt__cuda_ld(x, D, row * h + col), rs, m, row,
+                           layernorm, &ag, &ab);
     if (m1 - m0 < size) {
       ag = __fadd_rn(ag, 0.0f);
       ab = __fadd_rn(ab, 0.0f);
     }
     pg[i] = ag;
     if (pb) pb[i] = ab;
+  }
+}
+
+// Pass 1 with 16-byte aligned rows: block (column group, chunk) of kTprtNgCols threads, one per
+// column; tiles of kRows rows × kTprtNgCols columns of dy and x are copied into shared memory by
+// cp.async, kTprtNgStages - 1 tiles ahead of the chains (columns past H are zero-filled and
+// unused).
+constexpr int kTprtNgCols = 64;
+constexpr int kTprtNgStages = 4;
+
+static __device__ __forceinline__ void tprt__cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
+template <int D>
+static __global__ void __launch_bounds__(kTprtNgCols)
+    tprt__norm_grad_tiles(const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs,
+                          float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, int chunks,
+                          int layernorm) {
+  constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kEs, kRows = 64 / kEs, kPer = kTprtNgCols / kVec;
+  constexpr int kTile = kRows * kTprtNgCols * kEs;  // bytes of one tensor's tile
+  __shared__ __align__(16) unsigned char sdy[kTprtNgStages][kTile], sx[kTprtNgStages][kTile];
+  const int64_t c = blockIdx.y, c0 = (int64_t)blockIdx.x * kTprtNgCols, col = c0 + threadIdx.x;
+  int64_t m0, m1, size;
+  tprt__norm_grad_chunk(m, chunks, c, &m0, &m1, &size);
+  const int64_t tiles = (m1 - m0 + kRows - 1) / kRows;
+  auto issue = [&](int64_t tile) {
+    const int buf = (int)(tile % kTprtNgStages);
+    const int64_t r0 = m0 + tile * kRows;
+    for (int q = threadIdx.x; q < kRows * kPer; q += kTprtNgCols) {
+      const int rr = q / kPer, vv = q % kPer;
+      const int64_t row = r0 + rr, cc = c0 + (int64_t)vv * kVec;
+      const bool ok = row < m1 && cc < h;
+      const int64_t off = ok ? (row * h + cc) * kEs : 0;
+      const int at = (rr * kTprtNgCols + vv * kVec) * kEs;
+      tprt__cp_async16(&sdy[buf][at], static_cast<const unsigned char*>(dy) + off, ok);
+      tprt__cp_async16(&sx[buf][at], static_cast<const unsigned char*>(x) + off, ok);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < kTprtNgStages - 1; ++s) {
+    if (s < tiles) issue(s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  float ag = 0.0f, ab = 0.0f;
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kTprtNgStages - 2));
+    __syncthreads();  // the tile is in, and every chain is done with the buffer refilled next
+    if (tile + kTprtNgStages - 1 < tiles) issue(tile + kTprtNgStages - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const int buf = (int)(tile % kTprtNgStages);
+    const int64_t r0 = m0 + tile * kRows;
+    const int rows = m1 - r0 < kRows ? (int)(m1 - r0) : kRows;
+#pragma unroll 8
+    for (int i = 0; i < rows; ++i)
+      tprt__norm_grad_step(tprt__cuda_ld(sdy[buf], D, i * kTprtNgCols + threadIdx.x),
+                           tprt__cuda_ld(sx[buf], D, i * kTprtNgCols + threadIdx.x), rs, m, r0 + i, layernorm, &ag,
+                           &ab);
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+  if (m1 - m0 < size) {
+    ag = __fadd_rn(ag, 0.0f);
+    ab = __fadd_rn(ab, 0.0f);
+  }
+  if (col < h) {
+    pg[c * h + col] = ag;
+    if (pb) pb[c * h + col] = ab;
   }
 }
 
@@ -108,22 +205,30 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
   }
 }
 
-/// |xh|: the xhat scratch [m, h] followed by the chunk partials [chunks, h] (twice with dbeta).
+/// |rs|: r and mean per row [2, m], followed by the chunk partials [chunks, h] (twice with dbeta).
 template <int D>
 static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                   tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* xh, float eps,
+                                   tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* rs, float eps,
                                    int chunks, cudaStream_t stream) {
   const int64_t m = x->dims[0], h = x->dims[1];
   const float hf = (float)h;
+  const int ln = dbeta != NULL;
   if (m > 0) {
     dim3 rows((unsigned)(m < 65536 ? m : 65536));
     tprt__norm_grad_rows<D><<<rows, TPRT__NG_THREADS, 0, stream>>>(x->data, gamma->data, gamma->dtype, dy->data,
-                                                                   dx->data, xh, m, h, hf, eps, dbeta != NULL);
+                                                                   dx->data, rs, m, h, hf, eps, ln);
   }
-  float* pg = xh + m * h;
+  float* pg = rs + 2 * m;
   float* pb = dbeta ? pg + (int64_t)chunks * h : NULL;
-  tprt__norm_grad_chunks<D><<<tprt__cuda_ew_blocks((int64_t)chunks * h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS,
-                              0, stream>>>(dy->data, xh, pg, pb, m, h, chunks);
+  constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
+  const bool aligned = h % kVec == 0 && ((uintptr_t)x->data & 15) == 0 && ((uintptr_t)dy->data & 15) == 0;
+  if (aligned && (h + kTprtNgCols - 1) / kTprtNgCols <= 0x7FFFFFFF) {
+    dim3 grid((unsigned)((h + kTprtNgCols - 1) / kTprtNgCols), (unsigned)chunks);
+    tprt__norm_grad_tiles<D><<<grid, kTprtNgCols, 0, stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, ln);
+  } else {
+    tprt__norm_grad_chunks<D><<<tprt__cuda_ew_blocks((int64_t)chunks * h, TPRT__CUDA_EW_THREADS),
+                                TPRT__CUDA_EW_THREADS, 0, stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, ln);
+  }
   tprt__norm_grad_tree<<<tprt__cuda_ew_blocks(h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
       pg, pb, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, h, chunks);
 }
@@ -135,14 +240,14 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
   if (s) return s;
   const int64_t m = x->dims[0], h = x->dims[1];
   if (h == 0) return NULL;
-  float* xh = NULL;
-  const size_t scratch = (size_t)(m * h) + (size_t)(dbeta ? 2 : 1) * (size_t)chunks * (size_t)h;
-  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&xh, scratch * sizeof(float), stream));
+  float* rs = NULL;
+  const size_t scratch = (size_t)(2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)chunks * (size_t)h;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&rs, scratch * sizeof(float), stream));
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, xh, eps, chunks, stream);
+    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, rs, eps, chunks, stream);
   });
   cudaError_t e = cudaGetLastError();
-  tprt__cuda_free_async(xh, stream);
+  tprt__cuda_free_async(rs, stream);
   if (e != cudaSuccess) return tprt__cuda_make_status(e, "norm_grad kernels", __FILE__, __LINE__);
   return NULL;
 }
