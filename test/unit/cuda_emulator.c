@@ -1,7 +1,8 @@
 // A host emulation of the part of the CUDA runtime that the CUDA backend's collectives use (the
 // kernels they launch, the summing, maximum, copy and fused norm kernels, are in
-// cuda_emulator_kernels.c), so that backend_cuda.c, backend_cuda_nccl.c, backend_cuda_local.c and
-// backend_cuda_fused.c can be checked on a machine without a GPU (cuda_local_check.c).
+// cuda_emulator_kernels.c), so that backend_cuda.c, backend_cuda_graph.c, backend_cuda_nccl.c,
+// backend_cuda_local.c and backend_cuda_fused.c can be checked on a machine without a GPU
+// (cuda_local_check.c).
 //
 // Streams are worker threads that run their queue in order, each op after a random delay of up
 // to 50 us, so work on different streams interleaves differently on every run. Events follow
