@@ -1,5 +1,5 @@
-// Internal to the CUDA backend plugin (backend_cuda.c: ranks, memory, graphs, kernels (with
-// backend_cuda_kernels.c and backend_cuda_quant.c);
+// Internal to the CUDA backend plugin (backend_cuda.c: ranks, memory, the backend table, kernels
+// (with backend_cuda_kernels.c and backend_cuda_quant.c); backend_cuda_graph.c: CUDA graphs;
 // backend_cuda_nccl.c: communicators, collectives, waiting; backend_cuda_local.c: the collectives
 // of ranks that share GPUs): the per-rank state and helpers.
 #ifndef TPRT_BACKEND_CUDA_IMPL_H_
@@ -246,6 +246,12 @@ void tprt__local_rank_end(bool failed);
 /// drain, true unless the world failed (a peer may then still read the buffer: it is left to the
 /// process's end) (the backend's free).
 bool tprt__local_may_free(void);
+
+/// The CUDA graph hooks of the backend table (backend_cuda_graph.c).
+tprt_status_t tprt__cuda_graph_begin(void);
+tprt_status_t tprt__cuda_graph_end(void** out_graph);
+tprt_status_t tprt__cuda_graph_launch(void* graph);
+void tprt__cuda_graph_destroy(void* graph);
 
 /// The kernels of the backend table (backend_cuda_kernels.c; amax and quantize_with_amax in
 /// backend_cuda_quant.c), and its numerics hook.

@@ -39,8 +39,8 @@
 // CPU backend's "any" (there is no NCCL ring order to reproduce). Cost: three rendezvous of the
 // group's threads per collective and a staging copy of every member's block (an all-reduce reads g
 // times its input). CUDA graphs: a rank's stream waits on events of its peers' streams, which
-// per-rank captures cannot express, so the world captures one graph (backend_cuda.c, "CUDA
-// graphs"); under capture the copies avoid what a graph cannot hold (a copy batch, a 3D peer copy).
+// per-rank captures cannot express, so the world captures one graph (backend_cuda_graph.c,
+// "CUDA graphs"); under capture the copies avoid what a graph cannot hold (a copy batch, a 3D peer copy).
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

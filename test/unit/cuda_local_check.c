@@ -238,7 +238,7 @@ static void slow_kernel(void* arg) {
 static void* result_of(const slot_t* s) { return s->dev_result ? s->dev_result : s->dev_out; }
 
 // The cases of run_cases as one captured step (tpc-run --graph): these ranks' streams wait on each
-// other's events, so the world captures one graph (backend_cuda.c, "CUDA graphs"); replayed
+// other's events, so the world captures one graph (backend_cuda_graph.c, "CUDA graphs"); replayed
 // |replays| times, each replay's results the CPU collectives' bits.
 static tprt_status_t run_graph(const tprt_backend_t* b, tprt_rank_t* rank, slot_t* slots, int replays) {
   for (int k = 0; k < NUM_CASES; ++k) {

@@ -4,7 +4,8 @@
 # and by PyTorch (eager and torch.compile; tools/bench/train_peer.py), one after the other on one
 # GPU. Each run's peak GPU memory is nvidia-smi's (the whole process: context, allocator, every
 # buffer), sampled every 100 ms. Prints each run's median step time, tokens/s, MFU and peak memory,
-# and the ratios; writes $OUT/train-1b/*.jsonl (every step's loss) and summary.txt.
+# and the ratios; writes $OUT/train-1b/*.jsonl (every step's loss), summary.txt and loss.svg (the loss
+# curves, by the report).
 # Usage: bash tools/bench/train_1b.sh [steps [run...]]   runs: torch-eager (first: it writes the initial
 # weights), tpc-fast, tpc-invariant, torch-compile, report (default: all, in that order).
 # Environment: OUT, TPC_BENCH_1B (the staged folder).
@@ -59,7 +60,7 @@ for r in "${RUNS[@]}"; do
     torch-compile) peer compile --compile ;;
     tpc-fast) tpc fast ;;
     tpc-invariant) tpc invariant ;;
-    report) python3 "$ROOT/tools/bench/train_report.py" "$CFG" "$LOG" --batch "$B" --seq-len "$S" ;;
+    report) python3 "$ROOT/tools/bench/train_report.py" "$CFG" "$LOG" --batch "$B" --seq-len "$S" --svg "$LOG/loss.svg" ;;
     *) echo "train_1b.sh: unknown run '$r'"; exit 2 ;;
   esac | tee -a "$LOG/summary.txt"
 done

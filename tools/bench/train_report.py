@@ -2,7 +2,9 @@
 """The report of tools/bench/train_1b.sh: for each run in LOG (tpc-fast, tpc-invariant,
 torch-eager, torch-compile: their .jsonl step records and .mem nvidia-smi samples), the median step
 time over steps 3..N, tokens/s, MFU and peak GPU memory, then the ratios the benchmark's targets
-name; with --plot FILE, the loss curves (matplotlib).
+name; with --plot FILE, the loss curves (matplotlib); with --svg FILE, the same curves as a plain
+SVG written here (no plotting library): every run's loss at each of its steps, one coloured line
+per run, with a legend.
 
 MFU = the model's FLOPs per step over the step time and the GPU's dense bf16 peak (989 TFLOP/s for
 an H100 or H200 SXM). The FLOPs per step are 6 per parameter of every matrix product per token (the
@@ -10,13 +12,17 @@ projections, the MLP and the LM head, which counts once even when tied to the em
 embedding lookup is no product) plus causal attention's 6·S·Hq·D per token and layer (QKᵀ and PV,
 half of the S×S scores, forward and backward).
 
-Usage: train_report.py CONFIG.json LOG --batch B --seq-len S [--plot FILE.png]
+Usage: train_report.py CONFIG.json LOG --batch B --seq-len S [--plot FILE.png] [--svg FILE.svg]
 """
 import argparse
 import json
+import math
 import os
+from xml.sax.saxutils import escape
 
 PEAK = 989e12
+# The runs' colours in --svg: tpc blue and green, PyTorch orange and red.
+COLOURS = {"tpc-fast": "#1f77b4", "tpc-invariant": "#2ca02c", "torch-eager": "#ff7f0e", "torch-compile": "#d62728"}
 
 
 def flops_per_step(c, batch, seq):
@@ -48,7 +54,79 @@ def run(log, name):
     if os.path.exists(mp):
         vals = [int(v) for v in open(mp).read().split() if v.strip().isdigit()]
         mem = max(vals) / 1024 if vals else None
-    return {"step_s": times[len(times) // 2], "loss": [r["loss"] for r in steps], "mem_gib": mem}
+    return {"step_s": times[len(times) // 2], "loss": [r["loss"] for r in steps], "mem_gib": mem,
+            "steps": [r.get("step", i + 1) for i, r in enumerate(steps)]}
+
+
+def ticks(lo, hi, integer=False):
+    """Round values 1, 2 or 5 times a power of ten apart, six or so, from at or below |lo| to at
+    or above |hi| (whole numbers only with |integer|)."""
+    if hi <= lo:
+        lo, hi = (lo, lo + 1) if integer else (lo - 0.5, hi + 0.5)
+    raw = (hi - lo) / 6
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if integer:
+        step = max(1, round(step))
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [k * step for k in range(first, last + 1)], step
+
+
+def loss_svg(path, title, series):
+    """Writes |series| ([(name, steps, losses, colour), ...]) to |path|: one polyline per run (broken
+    where a loss is not finite), axes with their ticks and labels, a legend with each run's last loss."""
+    left, top, width, height, legend = 70, 40, 560, 300, 200
+    pts = [(x, y) for _, xs, ys, _ in series for x, y in zip(xs, ys) if math.isfinite(y)]
+    xt, _ = ticks(min(x for x, _ in pts), max(x for x, _ in pts), integer=True)
+    yt, ystep = ticks(min(y for _, y in pts), max(y for _, y in pts))
+    ydigits = max(0, -math.floor(math.log10(ystep)))
+
+    def px(x):
+        return left + (x - xt[0]) / (xt[-1] - xt[0]) * width
+
+    def py(y):
+        return top + height - (y - yt[0]) / (yt[-1] - yt[0]) * height
+
+    bottom = top + height
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + legend}" height="{bottom + 50}" '
+           f'font-family="sans-serif" font-size="10">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="13">{escape(title)}</text>']
+    for x in xt:
+        out.append(f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{top}" y2="{bottom + 4}" stroke="#eee"/>'
+                   f'<text x="{px(x):.1f}" y="{bottom + 16}" text-anchor="middle">{x}</text>')
+    for y in yt:
+        out.append(f'<line x1="{left - 4}" x2="{left + width}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 7}" y="{py(y) + 3:.1f}" text-anchor="end">{y:.{ydigits}f}</text>')
+    out.append(f'<polyline fill="none" stroke="black" points="{left},{top} {left},{bottom} {left + width},{bottom}"/>')
+    out.append(f'<text x="{left + width / 2}" y="{bottom + 36}" text-anchor="middle" font-size="11">step</text>')
+    out.append(f'<text x="18" y="{top + height / 2}" transform="rotate(-90 18 {top + height / 2})" '
+               f'text-anchor="middle" font-size="11">training loss (nats)</text>')
+    for i, (name, xs, ys, colour) in enumerate(series):
+        segments, cur = [], []
+        for x, y in zip(xs, ys):
+            if math.isfinite(y):
+                cur.append(f"{px(x):.1f},{py(y):.1f}")
+            elif cur:
+                segments.append(cur)
+                cur = []
+        if cur:
+            segments.append(cur)
+        for seg in segments:
+            if len(seg) == 1:
+                cx, cy = seg[0].split(",")
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="2" fill="{colour}"/>')
+            else:
+                out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{" ".join(seg)}"/>')
+        finite = [y for y in ys if math.isfinite(y)]
+        ly = top + 10 + 18 * i
+        lx = left + width + 16
+        last = f"{finite[-1]:.4f}" if finite else "no finite loss"
+        out.append(f'<line x1="{lx}" x2="{lx + 20}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"/>'
+                   f'<text x="{lx + 26}" y="{ly + 3}">{escape(name)} (last {last})</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def main():
@@ -58,6 +136,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seq-len", type=int, required=True)
     ap.add_argument("--plot")
+    ap.add_argument("--svg", help="write the loss curves to this file as SVG (no matplotlib)")
     a = ap.parse_args()
     c = json.load(open(a.config))
     flops = flops_per_step(c, a.batch, a.seq_len)
@@ -88,6 +167,13 @@ def main():
                 k = min(len(runs[n]["loss"]), len(runs[p]["loss"]))
                 diff = max(abs(x - y) / abs(y) for x, y in zip(runs[n]["loss"][:k], runs[p]["loss"][:k]))
                 print(f"{n} vs {p}: largest relative loss difference over {k} steps {diff:.2e}")
+    if a.svg:
+        series = [(n, r["steps"], r["loss"], COLOURS[n]) for n, r in runs.items()
+                  if r and any(math.isfinite(v) for v in r["loss"])]
+        if series:
+            loss_svg(a.svg, f"1B Llama, {tokens} tokens per step: training loss", series)
+        else:
+            print(f"--svg {a.svg}: no finite loss in {a.log}; not written")
     if a.plot:
         import matplotlib
 

@@ -1,16 +1,22 @@
-// tpc-train's pieces beside main (tpc_train.c): the command line (tpc_train_args.c), the token
-// file (tpc_train_data.c), the learning-rate schedule and AdamW's hyperparameters, and the
-// checkpoints (tpc_train_checkpoint.c).
+// tpc-train's pieces beside main (tpc_train.c): the command line, the learning-rate schedule and
+// AdamW's hyperparameters (tpc_train_args.c), the token file (tpc_train_data.c), the checkpoints
+// (tpc_train_checkpoint.c), and the trainer's state that main shares with the rank threads: their
+// step loop (tpc_train_step.c), rank 0's review of each step and the evaluation
+// (tpc_train_report.c).
 #ifndef TPC_TRAIN_H_
 #define TPC_TRAIN_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "tprt_backend.h"
+#include "tprt_exec.h"
 #include "tprt_module.h"
 #include "tprt_status.h"
 #include "tprt_world.h"
+#include "tpc_run_args.h"
 
 typedef struct {
   const char* module_path;
@@ -100,5 +106,118 @@ tprt_status_t tpc_checkpoint_save(const tpc_train_options_t* o, const tprt_modul
 /// The tensor file of the latest whole checkpoint of |dir| and its trainer state.
 tprt_status_t tpc_checkpoint_latest(const char* dir, char* file, size_t size,
                                     tpc_checkpoint_state_t* out) TPRT_MUST_USE_RESULT;
+
+//===----------------------------------------------------------------------===//
+// The trainer: main sets it up (tpc_train.c), the rank threads run the steps (tpc_train_step.c),
+// rank 0 reviews each step and the ranks evaluate (tpc_train_report.c)
+//===----------------------------------------------------------------------===//
+
+// The buffers a rank's kernels address (tpc_train_t.kb).
+typedef struct {
+  void** args;   // per argument of fn_all
+  void** gres;   // per result of the gradient function (the step)
+  void** res;    // per result of the function whose results update the arguments
+  void** acc;    // per partial gradient and tree level
+  void* arena;   // one for both functions
+  void** eargs;  // evaluation: per argument (the training arguments' buffers where it reads them)
+  void** eres;   // per result
+  void* earena;
+} tpc_kbufs_t;
+
+// The state shared by the rank threads (rank 0 writes the step's inputs and decisions between
+// two meetings of the ranks; every rank reads them after the second).
+typedef struct {
+  const tpc_train_options_t* o;
+  const tprt_backend_t* backend;
+  const tprt_module_t* module;
+  const tprt_module_function_t* fn;  // every argument of the functions below, by name (&fn_all)
+  const tprt_module_function_t* gfn;  // the step, or with micro-batches the gradient function
+  const tprt_module_function_t* ufn;  // <gfn>_update with micro-batches, else NULL
+  const tprt_module_function_t* rfn;  // the function whose results update the arguments (ufn or gfn)
+  tprt_module_function_t fn_all;
+  int k;           // micro-batches per step
+  int* garg;       // per gfn argument: its index in fn_all
+  int* uarg;       // per ufn argument: its index in fn_all, or -1 - p for partial gradient p
+  int npart;       // partial gradients: gfn results 1..npart
+  int levels;      // log2(k) + 1: the pairwise tree's pending subtrees
+  // Token arguments (ids, targets, the loss gradient, and with micro-batches every argument
+  // sharded over mb): the logical tensor of the whole step (tok) and rank 0's piece of it for
+  // the micro-batch being fed (micro); data NULL for the other arguments.
+  tprt_tensor_t* tok;
+  tprt_tensor_t* micro;
+  int64_t* piece;  // per argument: rows of one data-parallel rank's micro-batch
+  float* loss_all; // the step's per-token loss, in token order
+  tprt_world_t* world;
+  tpc_data_t train, val;
+  // Evaluation (--val-data): the forward module (pipeline infer) and, per argument, the training
+  // argument of the same name that it reads.
+  tprt_module_t* eval_module;
+  const tprt_module_function_t* efn;
+  int* eval_from;
+  int* eval_tok;  // per evaluation argument: the token argument it is cut from, or -1
+  int eval_ids, eval_targets;
+  void** eval_results_of[TPC_RUN_MAX_RANKS];
+  bool eval_now;
+  double val_sum;
+  int64_t val_count;
+  // Argument roles, by name (docs/training.md, "The module").
+  int ids, targets, loss_grad, hyper, loss, norm;
+  int cos_arg, sin_arg;  // --inputs' tables (also in checkpoints; a resume may take them from --inputs)
+  int* next;  // per result of rfn: the argument it becomes at the next step, or -1; such a result
+              // is written into that argument's own buffer (an update in place)
+  // The logical per-step inputs rank 0 prepares.
+  tprt_tensor_t ids_t, targets_t, loss_grad_t;
+  float hyper_v[8];
+  // Rank buffers: host copies (the CPU backend computes in them). args: per fn_all argument;
+  // gres: gfn's results; results: rfn's (gres itself without micro-batches); acc: per partial
+  // gradient, |levels| pending subtree sums (accf: which are pending).
+  void** args[TPC_RUN_MAX_RANKS];
+  void** gres[TPC_RUN_MAX_RANKS];
+  void** results[TPC_RUN_MAX_RANKS];
+  float** acc[TPC_RUN_MAX_RANKS];
+  bool* accf[TPC_RUN_MAX_RANKS];
+  // What the kernels address, per rank: on the CPU backend the host buffers above themselves; on a
+  // device backend its own copies (tpc__rank), with the host ones as staging.
+  bool device;
+  tpc_kbufs_t kb[TPC_RUN_MAX_RANKS];
+  void** eval_host[TPC_RUN_MAX_RANKS];  // per evaluation argument: host staging of ids and targets
+  // Step bookkeeping (rank 0).
+  int64_t step;       // steps done
+  int64_t position;   // the next batch's first token in the data
+  bool stop, save;
+  double loss_mean, norm_value, t_start;
+  int64_t tokens_done;
+  // The model's matrix FLOPs (tprt_exec_stats' model_flops) each rank has counted so far, their
+  // sum at the last step, and when this step began (rank 0): the step's MFU.
+  int64_t rank_flops[TPC_RUN_MAX_RANKS], flops_before;
+  double t_step;
+  FILE* json;
+  tprt_status_t failure;
+} tpc_train_t;
+
+/// Whether result |j| of |fn| is updated in place: rfn's results that become arguments (the
+/// weights, master weights and moments) are written into the arguments' buffers, not beside them.
+/// AdamW leaves them unchanged at a non-finite gradient norm (tprt_adamw_applies), so a skipped
+/// step needs no copy of the state.
+bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j);
+/// All ranks meet; false (the world failed) lets the rank leave its loop.
+tprt_status_t tpc__meet(tprt_rank_t* rank) TPRT_MUST_USE_RESULT;
+/// Copies rank |r|'s part of the logical tensor |logical| (the whole of |mt|'s data) into |local|.
+tprt_status_t tpc__to_rank(const tprt_module_tensor_t* mt, const tprt_world_t* world, int r, const void* logical,
+                           void* local) TPRT_MUST_USE_RESULT;
+/// Copies |bytes| between a host buffer and a buffer the kernels address (no copy when they are
+/// the same: the CPU backend). Device copies are synchronous.
+tprt_status_t tpc__upload(const tpc_train_t* t, void* kernel, const void* host, size_t bytes) TPRT_MUST_USE_RESULT;
+tprt_status_t tpc__download(const tpc_train_t* t, void* host, const void* kernel, size_t bytes) TPRT_MUST_USE_RESULT;
+/// One rank's thread (tprt_world_run): its buffers and executors, then the steps (with the
+/// checkpoints and evaluations between them) until rank 0 stops the run; a failure fails the rank.
+tprt_status_t tpc__rank(tprt_rank_t* rank, void* user);
+/// The step's mean loss over the global batch (in token order) and the gradient norm; decides
+/// whether the step is kept; logs it.
+void tpc__review(tpc_train_t* t);
+/// The mean loss of --eval-batches batches of --val-data (from its start, so every evaluation
+/// sees the same tokens), with the weights of this step: the forward module reads the training
+/// arguments themselves. Rank 0 prints it.
+tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec) TPRT_MUST_USE_RESULT;
 
 #endif  // TPC_TRAIN_H_
