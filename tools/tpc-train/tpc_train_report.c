@@ -17,6 +17,13 @@
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
 
+// |v| as a JSON number (%.9g), or null when it is not finite (JSON has no NaN or infinity), in |buf|
+// (32 bytes).
+static const char* tpc__json_number(double v, char* buf) {
+  snprintf(buf, 32, isfinite(v) ? "%.9g" : "null", v);
+  return buf;
+}
+
 //===----------------------------------------------------------------------===//
 // The step's review
 //===----------------------------------------------------------------------===//
@@ -70,10 +77,12 @@ void tpc__review(tpc_train_t* t) {
           finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, tflops,
           mfu_text, eta);
   if (t->json) {
-    fprintf(t->json, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %lld, "
+    char loss_text[32], norm_text[32];
+    fprintf(t->json, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens\": %lld, "
             "\"seconds\": %.6f, \"step_seconds\": %.6f, \"model_flops\": %.6g, \"skipped\": %s",
-            (long long)step, t->loss_mean, tpc_lr(t->o, step), t->norm_value, (long long)t->tokens_done, elapsed, dt,
-            step_flops, finite || applied ? "false" : "true");
+            (long long)step, tpc__json_number(t->loss_mean, loss_text), tpc_lr(t->o, step),
+            tpc__json_number(t->norm_value, norm_text), (long long)t->tokens_done, elapsed, dt, step_flops,
+            finite || applied ? "false" : "true");
     if (t->o->peak_tflops > 0) fprintf(t->json, ", \"mfu\": %.6f", mfu);
     fprintf(t->json, "}\n");
   }
@@ -143,7 +152,9 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
     fprintf(stderr, "tpc-train: eval after step %lld | val loss %.6f (%lld batches, %lld tokens)\n", (long long)t->step, v,
             (long long)t->o->eval_batches, (long long)t->val_count);
     if (t->json) {
-      fprintf(t->json, "{\"step\": %lld, \"val_loss\": %.9g, \"val_tokens\": %lld}\n", (long long)t->step, v,
+      char val_text[32];
+      fprintf(t->json, "{\"step\": %lld, \"val_loss\": %s, \"val_tokens\": %lld}\n", (long long)t->step,
+              tpc__json_number(v, val_text),
               (long long)t->val_count);
       fflush(t->json);
     }

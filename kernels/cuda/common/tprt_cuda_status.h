@@ -76,7 +76,7 @@ size_t tprt__cuda_temps_peak(cudaStream_t stream);
 /// From now on the calling thread's temporaries on |stream| are placed in [base, base + bytes)
 /// instead of the pool (NULL: the pool again); one that does not fit fails with
 /// cudaErrorMemoryAllocation and a line on stderr. A captured step then has no graph memory
-/// nodes: the CUDA backend's world graphs (backend_cuda.c, "CUDA graphs").
+/// nodes: the CUDA backend's world graphs (backend_cuda_graph.c).
 void tprt__cuda_temps_serve(cudaStream_t stream, void* base, size_t bytes);
 /// Releases the calling thread's bookkeeping (at a rank's end).
 void tprt__cuda_temps_forget(void);
