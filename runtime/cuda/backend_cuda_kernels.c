@@ -559,7 +559,8 @@ tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
 
 // The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (bitwise the
 // CPU's), but for the cross-entropy's GEMMs, which are the table's rows above for the module's
-// numerics (tprt__ce_gemms: cuBLASLt in fast mode, the chunk-tree WGMMA GEMMs in invariant mode).
+// numerics (tprt__ce(): cuBLASLt in fast mode, the chunk-tree WGMMA GEMMs in invariant mode), and
+// in fast mode the fast-math statistics and logit gradient of cross_entropy.cu.
 tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start,
                                    int64_t vocab) {
   TPRT__TIMED_OP("embedding", tprt_cuda_embedding(ids, table, y, start, vocab, tprt__r.stream));
@@ -585,18 +586,23 @@ static tprt_status_t tprt__ce_wgrad(void* ctx, const tprt_tensor_t* dy, const tp
   (void)ctx, (void)stream;
   return tprt__cuda_linear_wgrad(dy, x, dw, chunks);
 }
-static const tprt_cuda_ce_gemms_t tprt__ce_gemms = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0};
+// In fast numerics the statistics and the logit gradient take the fast-math kernels too.
+static const tprt_cuda_ce_gemms_t* tprt__ce(void) {
+  static const tprt_cuda_ce_gemms_t gemms = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0, false};
+  static const tprt_cuda_ce_gemms_t fast = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0, true};
+  return tprt__numerics == TPRT__FAST ? &fast : &gemms;
+}
 
 tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
                                        tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) {
   TPRT__TIMED_OP("cross_entropy",
-                 tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, &tprt__ce_gemms, tprt__r.stream));
+                 tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, tprt__ce(), tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
                                              int64_t vocab, int chunks, int vocab_chunks) {
   TPRT__TIMED_OP("cross_entropy_stats", tprt_cuda_cross_entropy_stats(x, w, targets, stats, start, vocab, chunks,
-                                                                      vocab_chunks, &tprt__ce_gemms, tprt__r.stream));
+                                                                      vocab_chunks, tprt__ce(), tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
                                                tprt_tensor_t* loss, tprt_tensor_t* lse) {
@@ -607,7 +613,7 @@ tprt_status_t tprt__cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_
                                              const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
                                              int64_t vocab, int chunks, int vocab_chunks) {
   TPRT__TIMED_OP("cross_entropy_dgrad", tprt_cuda_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab,
-                                                                      chunks, vocab_chunks, &tprt__ce_gemms,
+                                                                      chunks, vocab_chunks, tprt__ce(),
                                                                       tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
@@ -615,7 +621,7 @@ tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_
                                              const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
                                              int64_t vocab, int chunks, int token_chunks) {
   TPRT__TIMED_OP("cross_entropy_wgrad", tprt_cuda_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab,
-                                                                      chunks, token_chunks, &tprt__ce_gemms,
+                                                                      chunks, token_chunks, tprt__ce(),
                                                                       tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
@@ -625,7 +631,7 @@ tprt_status_t tprt__cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_t
                                             int token_chunks) {
   TPRT__TIMED_OP("cross_entropy_grad", tprt_cuda_cross_entropy_grad(x, w, targets, lse, dloss, dx, dw, start, vocab,
                                                                     chunks, vocab_chunks, token_chunks,
-                                                                    &tprt__ce_gemms, tprt__r.stream));
+                                                                    tprt__ce(), tprt__r.stream));
 }
 tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                                  const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
@@ -633,7 +639,7 @@ tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const t
                                                  tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks) {
   TPRT__TIMED_OP("cross_entropy_with_grad",
                  tprt_cuda_cross_entropy_with_grad(x, w, targets, dloss, loss, lse, dx, dw, chunks, vocab_chunks,
-                                                   token_chunks, &tprt__ce_gemms, tprt__r.stream));
+                                                   token_chunks, tprt__ce(), tprt__r.stream));
 }
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));

@@ -23,7 +23,8 @@ static double fc_tolerance(int dtype) {
 
 /// Compares |got| with |want| and prints a row.
 void fc_compare(const char* kernel, const char* shape, const fc_tensor& got, const fc_tensor& want,
-                       tprt_status_t fast_status, tprt_status_t exact_status) {
+                tprt_status_t fast_status, tprt_status_t exact_status, double tolerance) {
+  if (tolerance <= 0) tolerance = fc_tolerance(got.t.dtype);
   char why[256] = "";
   double err = NAN;
   if (fast_status || exact_status) {
@@ -42,8 +43,8 @@ void fc_compare(const char* kernel, const char* shape, const fc_tensor& got, con
     err = den > 0 ? sqrt(num / den) : sqrt(num);
     if (bad)
       snprintf(why, sizeof why, "%lld non-finite elements (unwritten?)", (long long)bad);
-    else if (!(err <= fc_tolerance(got.t.dtype)))
-      snprintf(why, sizeof why, "relative error over %.0e", fc_tolerance(got.t.dtype));
+    else if (!(err <= tolerance))
+      snprintf(why, sizeof why, "relative error over %.0e", tolerance);
   }
   bool ok = why[0] == 0;
   ok ? ++g_passed : ++g_failed;
@@ -290,6 +291,65 @@ static void fc_check_glu(cudaStream_t s) {
   }
 }
 
+// The cross-entropy's fast-math statistics and logit gradient (fast numerics) against the exact
+// kernels, both on the exact GEMMs (so only the fast math differs): the loss, lse, dx and dw of
+// tprt_cuda_cross_entropy_with_grad, with ignored targets, rows of 16-byte runs and odd rows, one
+// piece and pieces of three tokens; the vocabulary-parallel statistics with another rank's rows.
+static tprt_status_t fc_ce_linear(void*, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
+                                  cudaStream_t s) {
+  return tprt_cuda_linear(x, w, NULL, y, chunks, s);
+}
+static tprt_status_t fc_ce_dgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks,
+                                 cudaStream_t s) {
+  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1, s);
+}
+static tprt_status_t fc_ce_wgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
+                                 cudaStream_t s) {
+  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, s);
+}
+static void fc_check_cross_entropy(cudaStream_t s) {
+  const int64_t shapes[][3] = {{64, 64, 1000}, {257, 128, 4096}, {33, 32, 777}};  // T, H, V
+  const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F32};
+  for (const auto& sh : shapes) {
+    const int64_t t = sh[0], h = sh[1], v = sh[2];
+    std::vector<int32_t> tg(t);
+    for (int64_t i = 0; i < t; ++i) tg[i] = i % 5 == 2 ? -1 : (int32_t)(fc_next() % (uint64_t)v);
+    fc_tensor targets(TPRT_DTYPE_I32, {t});
+    FC_CUDA(cudaMemcpy(targets.t.data, tg.data(), t * sizeof(int32_t), cudaMemcpyHostToDevice));
+    for (int dt : dtypes) {
+      for (int piece = 0; piece < 2; ++piece) {
+        const tprt_cuda_ce_gemms_t fast = {fc_ce_linear, fc_ce_dgrad, fc_ce_wgrad, NULL,
+                                           piece ? (size_t)(3 * v) * tprt_dtype_bytes(dt, 1) : 0, true};
+        const tprt_cuda_ce_gemms_t exact = {fc_ce_linear, fc_ce_dgrad, fc_ce_wgrad, NULL, fast.piece_bytes, false};
+        char shape[64];
+        snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld%s", (long long)t, (long long)h, (long long)v,
+                 piece ? " pieces" : "");
+        fc_tensor x(dt, {t, h}), w(dt, {v, h}), g(TPRT_DTYPE_F32, {t});
+        x.fill(), w.fill(), g.fill();
+        fc_tensor loss(TPRT_DTYPE_F32, {t}), lse(TPRT_DTYPE_F32, {t}), dx(dt, {t, h}), dw(TPRT_DTYPE_F32, {v, h});
+        fc_tensor rloss(TPRT_DTYPE_F32, {t}), rlse(TPRT_DTYPE_F32, {t}), rdx(dt, {t, h}), rdw(TPRT_DTYPE_F32, {v, h});
+        for (fc_tensor* p : {&loss, &lse, &dx, &dw, &rloss, &rlse, &rdx, &rdw}) p->poison();
+        tprt_status_t fs = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &loss.t, &lse.t, &dx.t,
+                                                             &dw.t, 4, 4, 4, &fast, s);
+        tprt_status_t es = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &rloss.t, &rlse.t, &rdx.t,
+                                                             &rdw.t, 4, 4, 4, &exact, s);
+        // The gradients' tolerance is the inputs' dtype's: dZ rounds to it before the products.
+        const double grad_tol = dt == TPRT_DTYPE_BF16 ? 1e-2 : 1e-4;
+        fc_compare("ce_with_grad loss", shape, loss, rloss, fs, es);
+        fc_compare("ce_with_grad lse", shape, lse, rlse, NULL, NULL);
+        fc_compare("ce_with_grad dx", shape, dx, rdx, NULL, NULL, grad_tol);
+        fc_compare("ce_with_grad dw", shape, dw, rdw, NULL, NULL, grad_tol);
+        // A vocabulary shard (rows [v/2, v) of a 2v-row vocabulary, half the targets elsewhere).
+        fc_tensor st(TPRT_DTYPE_F32, {t, 3}), rst(TPRT_DTYPE_F32, {t, 3});
+        st.poison(), rst.poison();
+        fs = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &st.t, v / 2, 2 * v, 4, 4, &fast, s);
+        es = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &rst.t, v / 2, 2 * v, 4, 4, &exact, s);
+        fc_compare("ce_stats shard", shape, st, rst, fs, es);
+      }
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -317,6 +377,7 @@ int main(int argc, char** argv) {
   fc_check_grouped_glu(s);
   fc_check_attention(s);
   fc_check_glu(s);
+  fc_check_cross_entropy(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

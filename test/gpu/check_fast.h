@@ -81,9 +81,9 @@ struct fc_tensor {
   }
 };
 
-/// Compares |got| with |want| (relative error within the dtype's tolerance) and prints a row.
+/// Compares |got| with |want| (relative error within |tolerance|, the dtype's when 0) and prints a row.
 void fc_compare(const char* kernel, const char* shape, const fc_tensor& got, const fc_tensor& want,
-                tprt_status_t fast_status, tprt_status_t exact_status);
+                tprt_status_t fast_status, tprt_status_t exact_status, double tolerance = 0);
 /// group_sizes[S*E] for T rows: |pattern| 0 uniform, 1 skewed, 2 one expert takes all.
 std::vector<int64_t> fc_counts(int64_t t, int64_t e, int64_t segs, int pattern);
 /// A grouped-linear case: T rows, E experts of N x K weights, S segments, fc_counts' |pattern|.

@@ -617,7 +617,9 @@ tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tens
 /// logits), dx = dy·w and dw = dyᵀ·x with the canonical accumulation over |chunks| (linear_dgrad with
 /// one segment and block, linear_wgrad). NULL for the exact kernels (gemm/linear.cu,
 /// gemm/linear_grad.c); the CUDA backend passes its kernel table's choice for the module's
-/// numerics. |piece_bytes| bounds the logits held at a time (0: 1 GiB).
+/// numerics. |piece_bytes| bounds the logits held at a time (0: 1 GiB). |fast_math| (fast numerics)
+/// takes each token's statistics in one pass of a thread block over its row (an online maximum and
+/// sum with __expf, no vocabulary blocks) and the logit gradient with __expf: no bitwise promise.
 typedef struct tprt_cuda_ce_gemms {
   tprt_status_t (*linear)(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
                           cudaStream_t stream);
@@ -627,6 +629,7 @@ typedef struct tprt_cuda_ce_gemms {
                          cudaStream_t stream);
   void* ctx;
   size_t piece_bytes;
+  bool fast_math;
 } tprt_cuda_ce_gemms_t;
 
 /// The cross-entropy ops (kernels/cuda/model/cross_entropy.cu) over pieces of tokens: the logits of

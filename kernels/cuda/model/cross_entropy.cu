@@ -17,7 +17,9 @@
 //   with_grad the loss too: per piece, the logits, their statistics, the combine (one shard: the
 //           whole vocabulary), then dZ and both gradients from the same logits.
 // With the exact GEMMs (gemms NULL) every op is bitwise the CPU kernels of cpu_vocab.c, whatever
-// the pieces. The targets' values are not checked on the host.
+// the pieces. With gemms->fast_math (fast numerics) a token's statistics are one thread block's
+// online maximum and sum over its whole row (__expf; the same [T,3] (m, s, z_t) for the combine)
+// and the logit gradient takes __expf: no vocabulary blocks, no bitwise promise. The targets' values are not checked on the host.
 #include "tprt_cuda_internal.cuh"
 
 // ------------------------------------------------------------------------------------------------
@@ -131,10 +133,74 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
   }
 }
 
+// Fast numerics: token t's (m, s, z_t) over its whole row, one 256-thread block per token (grid
+// stride): each thread keeps an online maximum and a sum of __expf(z - m) rescaled when the
+// maximum grows (16 bytes of logits at a time when |vec|), then the block merges the threads'
+// pairs. tprt_max_keep, so a NaN logit gives a NaN maximum and sum.
+constexpr int kTprtCeFastThreads = 256;
+static __device__ __forceinline__ void tprt__ce_merge(float* m, float* s, float m2, float s2) {
+  const float mm = tprt_max_keep(*m, m2);
+  const float a = *m == -INFINITY ? 0.0f : *s * __expf(*m - mm), b = m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mm);
+  *m = mm;
+  *s = a + b;
+}
+template <int D>
+__global__ void __launch_bounds__(kTprtCeFastThreads)
+    tprt__ce_row_stats_fast(const void* __restrict__ z, const int32_t* __restrict__ targets, int64_t t, int64_t v,
+                            int64_t start, bool vec, float* __restrict__ out) {
+  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kBytes;
+  __shared__ float sm[2][kTprtCeFastThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t tok = blockIdx.x; tok < t; tok += gridDim.x) {
+    const char* row = (const char*)z + tok * v * kBytes;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j0 = (int64_t)threadIdx.x * kVec; j0 < v; j0 += (int64_t)kTprtCeFastThreads * kVec) {
+      float x[kVec];
+      if (vec) {
+        const uint4 raw = *(const uint4*)(row + j0 * kBytes);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) x[e] = tprt_load_elem(&raw, D, e);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) x[e] = j0 + e < v ? tprt_load_elem(row, D, j0 + e) : -INFINITY;
+      }
+      float lm = x[0];
+#pragma unroll
+      for (int e = 1; e < kVec; ++e) lm = tprt_max_keep(lm, x[e]);
+      float ls = 0.0f;
+      if (lm != -INFINITY) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) ls += __expf(x[e] - lm);
+      }
+      tprt__ce_merge(&m, &s, lm, ls);
+    }
+    for (int off = 16; off > 0; off /= 2)
+      tprt__ce_merge(&m, &s, __shfl_xor_sync(0xFFFFFFFFu, m, off), __shfl_xor_sync(0xFFFFFFFFu, s, off));
+    if (lane == 0) sm[0][warp] = m, sm[1][warp] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kTprtCeFastThreads / 32; ++w) tprt__ce_merge(&m, &s, sm[0][w], sm[1][w]);
+      const int64_t local = (int64_t)targets[tok] - start;
+      out[tok * 3 + 0] = m;
+      out[tok * 3 + 1] = s;
+      out[tok * 3 + 2] = targets[tok] >= 0 && local >= 0 && local < v ? tprt_load_elem(row, D, local) : -0.0f;
+    }
+    __syncthreads();  // sm is the next token's
+  }
+}
+
+// tprt_ce_dlogit, or with kFast its formula with __expf.
+template <bool kFast>
+static __device__ __forceinline__ float tprt__ce_dlogit_of(float z, float lse, bool target, float g) {
+  if (!kFast) return tprt_ce_dlogit(z, lse, target, g);
+  const float p = __expf(z - lse);
+  return (target ? p - 1.0f : p) * g;
+}
+
 // dZ[t, v] from Z in place: the logit's gradient rounded to the dtype (0 for an ignored token). A
 // grid row per token (strided), a thread per kTprtCeVec consecutive elements: one 16-byte load and
 // store when every row starts 16-byte aligned (|vec|), else element by element.
-template <int D>
+template <int D, bool kFast>
 __global__ void tprt__ce_dlogits(void* __restrict__ z, const int32_t* __restrict__ targets,
                                  const float* __restrict__ lse, const float* __restrict__ dloss, int64_t t, int64_t v,
                                  int64_t start, bool vec) {
@@ -150,13 +216,13 @@ __global__ void tprt__ce_dlogits(void* __restrict__ z, const int32_t* __restrict
         uint4 raw = *(const uint4*)(row + j0 * kBytes);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt_load_elem(&raw, D, e), l, local == j0 + e, g);
+          float d = target < 0 ? 0.0f : tprt__ce_dlogit_of<kFast>(tprt_load_elem(&raw, D, e), l, local == j0 + e, g);
           tprt_store_elem(&raw, D, e, d);  // the store rounds to the dtype, as the CPU's tprt__round_to
         }
         *(uint4*)(row + j0 * kBytes) = raw;
       } else {
         for (int e = 0; e < kVec && j0 + e < v; ++e) {
-          float d = target < 0 ? 0.0f : tprt_ce_dlogit(tprt_load_elem(row, D, j0 + e), l, local == j0 + e, g);
+          float d = target < 0 ? 0.0f : tprt__ce_dlogit_of<kFast>(tprt_load_elem(row, D, j0 + e), l, local == j0 + e, g);
           tprt_store_elem(row, D, j0 + e, d);
         }
       }
@@ -188,7 +254,7 @@ static tprt_status_t tprt__ce_exact_wgrad(void* ctx, const tprt_tensor_t* dy, co
   return tprt_cuda_linear_wgrad(dy, x, dw, chunks, stream);
 }
 static const tprt_cuda_ce_gemms_t tprt__ce_exact = {tprt__ce_exact_linear, tprt__ce_exact_dgrad, tprt__ce_exact_wgrad,
-                                                    NULL, 0};
+                                                    NULL, 0, false};
 
 static size_t tprt__ce_budget(const tprt_cuda_ce_gemms_t* g) {
   return g->piece_bytes ? g->piece_bytes : TPRT__CE_PIECE_BYTES;
@@ -243,11 +309,17 @@ static tprt_status_t tprt__ce_logits_buffer(const tprt_tensor_t* x, int64_t rows
 // The statistics of the n tokens of the logits piece z (stats [n, 3]), |blocks| vocabulary blocks of
 // |size|; bm and bs hold n·blocks floats each.
 static tprt_status_t tprt__ce_piece_stats(const tprt_tensor_t* z, int64_t n, int blocks, int64_t size, int64_t start,
-                                          const int32_t* targets, float* bm, float* bs, float* stats,
+                                          const int32_t* targets, float* bm, float* bs, float* stats, bool fast,
                                           cudaStream_t stream) {
   int64_t v = z->dims[1];
   tprt__cuda_float_dispatch(z->dtype, [&](auto d) {
     constexpr int D = decltype(d)::value;
+    if (fast) {
+      const bool vec = v % (D == TPRT_DTYPE_F32 ? 4 : 8) == 0 && ((uintptr_t)z->data & 15) == 0;
+      tprt__ce_row_stats_fast<D><<<(unsigned)(n < 65535 ? n : 65535), kTprtCeFastThreads, 0, stream>>>(
+          z->data, targets, n, v, start, vec, stats);
+      return;
+    }
     int64_t items = (n + 31) / 32 * blocks;
     tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(z->data, n, v, blocks,
                                                                                                 size, bm, bs);
@@ -277,7 +349,7 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
   if (fwd && n > 0) {
     const int32_t* tg = (const int32_t*)targets->data + t0;
     s = tprt__ce_piece_stats(z, n, chunks, tprt_kacc_chunk_size(z->dims[1], chunks), 0, tg, fwd->bm, fwd->bs, fwd->st,
-                             stream);
+                             g->fast_math, stream);
     if (s) return s;
     tprt__ce_combine<<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
         fwd->st, tg, n, 1, fwd->work, (float*)fwd->loss->data + t0, (float*)fwd->lse->data + t0);
@@ -289,9 +361,15 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
     int64_t v = z->dims[1], span = (int64_t)TPRT__CUDA_EW_THREADS * kVec, bx = (v + span - 1) / span;
     bool vec = v % kVec == 0 && ((uintptr_t)z->data & 15) == 0;
     dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)(n < 65535 ? n : 65535));
-    tprt__ce_dlogits<D><<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(
-        z->data, (const int32_t*)targets->data + t0, (const float*)lse->data + t0, (const float*)dloss->data + t0, n,
-        v, start, vec);
+    auto launch = [&](auto kernel) {
+      kernel<<<grid, TPRT__CUDA_EW_THREADS, 0, stream>>>(z->data, (const int32_t*)targets->data + t0,
+                                                         (const float*)lse->data + t0,
+                                                         (const float*)dloss->data + t0, n, v, start, vec);
+    };
+    if (g->fast_math)
+      launch(tprt__ce_dlogits<D, true>);
+    else
+      launch(tprt__ce_dlogits<D, false>);
   });
   return tprt__launched("cross_entropy logit gradient kernel");
 }
@@ -326,7 +404,7 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
     s = tprt__ce_piece(g, x, w, t0, n, chunks, NULL, NULL, NULL, start, &z, NULL, stream);
     if (s) break;
     s = tprt__ce_piece_stats(&z, n, vocab_chunks, size, start, (const int32_t*)targets->data + t0, bm, bs,
-                             (float*)stats->data + 3 * t0, stream);
+                             (float*)stats->data + 3 * t0, g->fast_math, stream);
   }
   tprt__cuda_free_async(work, stream);
   tprt__cuda_free_async(z.data, stream);
