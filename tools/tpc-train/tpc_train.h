@@ -246,8 +246,10 @@ tprt_status_t tpc__rank_pieces(tpc_train_t* t, tprt_rank_t* rank, void** const* 
 /// so that every process reviews the step alike.
 tprt_status_t tpc__share_step(tpc_train_t* t) TPRT_MUST_USE_RESULT;
 /// Before a checkpoint, in a process world: rank 0 receives every other rank's pieces of the
-/// sharded arguments a checkpoint holds (t->args[q], allocated on first use); the others send
-/// theirs.
+/// sharded arguments a checkpoint holds (into t->args[q]); the others send theirs.
 tprt_status_t tpc__gather_args(tpc_train_t* t) TPRT_MUST_USE_RESULT;
+/// After the checkpoint: rank 0 frees the other ranks' pieces, so that it holds them only while it
+/// writes.
+void tpc__drop_gathered(tpc_train_t* t);
 
 #endif  // TPC_TRAIN_H_

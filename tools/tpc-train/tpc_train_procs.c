@@ -130,3 +130,12 @@ tprt_status_t tpc__gather_args(tpc_train_t* t) {
   }
   return NULL;
 }
+
+void tpc__drop_gathered(tpc_train_t* t) {
+  for (int q = 0; q < TPC_RUN_MAX_RANKS; ++q)
+    for (int a = 0; q != t->self && t->args[q] && a < t->fn->num_args; ++a)
+      if (tpc__gathered(t, a)) {
+        tprt_allocator_free(tprt_allocator_system(), t->args[q][a]);
+        t->args[q][a] = NULL;
+      }
+}

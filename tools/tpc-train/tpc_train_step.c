@@ -351,6 +351,7 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       if (r == 0) {
         tprt_status_t c = tpc_checkpoint_save(t->o, t->fn, t->world, t->args, t->tok, tprt_world_size(t->world), t->step,
                                               t->position);
+        if (t->procs) tpc__drop_gathered(t);
         if (c && t->procs) s = c;
         else if (c) t->failure = c, t->stop = true;
       }
