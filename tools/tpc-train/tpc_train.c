@@ -14,9 +14,12 @@
 // micro-batch, each rank sums its K partial gradients with the canonical pairwise tree, and the
 // update function reduces them over dp and applies AdamW once.
 //
-// Ranks are threads of this process. Between steps the ranks meet through the world's own
-// collectives (so a failed rank or a signal ends every rank's wait); rank 0 prepares the batch,
-// assembles the loss and speaks for the world.
+// Ranks are threads of this process, or processes: started by torchrun (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT) or mpirun, each tpc-train runs one rank of the --mesh world
+// (tprt_procs.h). Between steps the ranks meet through the world's own collectives (so a failed
+// rank ends every rank's wait); rank 0 prepares the batch, assembles the loss and speaks for the
+// world. In a process world every process reads the batch and assembles the loss itself, from the
+// pieces the processes exchange (tpc_train_procs.c), and rank 0 alone prints and writes files.
 //
 // This file holds main: the step compiled and loaded, the arguments' roles, the token tensors and
 // the ranks' host buffers, the initial arguments, and the run. The ranks' loop is in
@@ -25,6 +28,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +38,7 @@
 #include "tprt_backend.h"
 #include "tprt_numerics.h"
 #include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_shard.h"
 #include "tprt_world.h"
 #include "tpc_run_args.h"
@@ -60,6 +65,10 @@ static bool tpc__ends_with(const char* s, const char* suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
+
+// tpc-run's words for the signal that stopped the run (in a process world perhaps another
+// process's).
+static const char* tpc__signal_text(int sig) { return sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"; }
 
 //===----------------------------------------------------------------------===//
 // main
@@ -166,6 +175,7 @@ static tprt_status_t tpc__init_args(tpc_train_t* t, tpc_sources_t* src, const tp
         logical[a] = NULL;
       }
       for (int r = 0; r < nranks && !s; ++r) {
+        if (t->procs && r != t->self) continue;  // the other processes hold the other ranks
         tprt_tensor_t local = mt->layout;
         if ((s = tprt_allocator_malloc(tprt_allocator_system(), tprt_tensor_bytes(&local) + 1, 64, &t->args[r][a]))) break;
         local.data = t->args[r][a];
@@ -211,24 +221,23 @@ int main(int argc, char** argv) {
   tprt_status_t s = NULL;
   int rc = 1;
   tpc_checkpoint_state_t resumed = {0};
+  bool clean = false;  // every process ends here normally: they meet once more before closing the mesh
   if (!t) return 1;
   t->o = &o;
-  // Ranks are threads of this process: a launcher's world of processes would train one copy each.
-  const char* launched[2] = {getenv("WORLD_SIZE"), getenv("OMPI_COMM_WORLD_SIZE")};
-  for (int i = 0; i < 2; ++i)
-    if (launched[i] && atoi(launched[i]) > 1) {
-      s = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED,
-                           "tpc-train runs its ranks as threads of one process for now (docs/training.md, \"Status\"); "
-                           "start it once, without torchrun or mpirun, with --mesh");
-      goto fail;
-    }
+  // Under torchrun or mpirun this process is one rank of a process world. It joins the others
+  // first, so that one failing before the first step (a module that does not compile here) ends
+  // the others at their first exchange rather than leaving them waiting at the meeting.
+  if ((s = tprt_procs_from_env(0, 0, &t->procs))) goto fail;
+  t->self = t->procs ? tprt_procs_rank(t->procs) : 0;
   t->ids = t->targets = t->loss_grad = t->hyper = t->loss = t->norm = t->cos_arg = t->sin_arg = -1;
   if (o.resume_dir) {
     // The checkpoint's tensors are the arguments by name; its trainer state says where to go on.
+    // Every process reads it (a process world's checkpoints are on a file system they share).
     if ((s = tpc_checkpoint_latest(o.resume_dir, resume_file, sizeof resume_file, &resumed))) goto fail;
     ro.weights = resume_file;
     ro.weight_names = NULL;
-    fprintf(stderr, "tpc-train: resuming from %s (after step %lld)\n", resume_file, (long long)resumed.step);
+    if (t->self == 0)
+      fprintf(stderr, "tpc-train: resuming from %s (after step %lld)\n", resume_file, (long long)resumed.step);
   }
   if ((s = tpc_data_open(o.data_path, &t->train))) goto fail;
   // A .mlir is compiled here (pipeline step); a .so is a step tpc-compile made already (on a
@@ -325,12 +334,28 @@ int main(int argc, char** argv) {
       goto fail;
     }
   }
-  // The world: the module's mesh (with micro-batches, mb has one member now).
+  // The world: the module's mesh (with micro-batches, mb has one member now); in a process world,
+  // one rank per process.
   tprt_world_options_t wopts;
   memset(&wopts, 0, sizeof wopts);
   wopts.num_axes = module->num_mesh_axes > 0 ? module->num_mesh_axes : 1;
-  for (int i = 0; i < module->num_mesh_axes; ++i) wopts.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
+  int mesh_size = 1;
+  for (int i = 0; i < module->num_mesh_axes; ++i) {
+    wopts.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
+    mesh_size *= module->mesh_shape[i];
+  }
   if (module->num_mesh_axes == 0) wopts.axes[0] = (tprt_mesh_axis_t){"world", 1};
+  if (t->procs && tprt_procs_size(t->procs) != mesh_size) {
+    char mesh[300];
+    snprintf(mesh, sizeof mesh, precompiled ? "the module's mesh" : "--mesh %s", o.mesh ? o.mesh : "tp=1");
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                         "%s started %d processes but %s has %d rank%s: launch one process per rank (or tpc-train "
+                         "alone, whose ranks are then threads)",
+                         tprt_procs_launcher(t->procs), tprt_procs_size(t->procs), mesh, mesh_size,
+                         mesh_size == 1 ? "" : "s");
+    goto fail;
+  }
+  wopts.procs = t->procs;
   if ((s = tprt_world_create(&wopts, tprt_allocator_system(), &t->world))) goto fail;
   int nranks = tprt_world_size(t->world);
   // The token tensors: the step's, rank 0's micro-batch piece, the rows of a rank's micro-batch.
@@ -397,6 +422,7 @@ int main(int argc, char** argv) {
   }
   if (o.val_path && (s = tpc__load_eval(t, &ro, &eval_so_dir))) goto fail;
   for (int r = 0; r < nranks; ++r) {
+    if (t->procs && r != t->self) continue;  // the other processes hold the other ranks
     const tprt_module_function_t* g = t->gfn;
     t->args[r] = calloc((size_t)fn->num_args + 1, sizeof(void*));
     t->gres[r] = calloc((size_t)g->num_results + 1, sizeof(void*));
@@ -435,31 +461,40 @@ int main(int argc, char** argv) {
   t->step = resumed.step;
   t->position = resumed.step ? resumed.position : 0;
   if (t->step >= o.steps) {
-    fprintf(stderr, "tpc-train: nothing to do: the checkpoint is after step %lld of %lld\n", (long long)t->step,
-            (long long)o.steps);
+    if (t->self == 0)
+      fprintf(stderr, "tpc-train: nothing to do: the checkpoint is after step %lld of %lld\n", (long long)t->step,
+              (long long)o.steps);
     rc = 0;
+    clean = true;
     goto done;
   }
-  if (o.json && !(t->json = strcmp(o.json, "-") ? fopen(o.json, resumed.step ? "a" : "w") : stdout)) {
+  if (o.json && t->self == 0 && !(t->json = strcmp(o.json, "-") ? fopen(o.json, resumed.step ? "a" : "w") : stdout)) {
     s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "--json %s: %s", o.json, strerror(errno));
     goto fail;
   }
-  fprintf(stderr, "tpc-train: %s: %lld tokens per step (%lld sequences of %lld) on %d rank%s (%s), numerics %s; data %s "
-          "(%lld tokens)\n",
-          o.module_path, (long long)t->ids_t.dims[0], (long long)o.batch, (long long)(t->ids_t.dims[0] / o.batch),
-          nranks, nranks == 1 ? "" : "s", t->backend->name, module->numerics, o.data_path, (long long)t->train.count);
+  if (t->self == 0)
+    fprintf(stderr, "tpc-train: %s: %lld tokens per step (%lld sequences of %lld) on %d rank%s (%s%s%s), numerics %s; "
+            "data %s (%lld tokens)\n",
+            o.module_path, (long long)t->ids_t.dims[0], (long long)o.batch, (long long)(t->ids_t.dims[0] / o.batch),
+            nranks, nranks == 1 ? "" : "s", t->backend->name, t->procs ? ", one process each, launched by " : "",
+            t->procs ? tprt_procs_launcher(t->procs) : "", module->numerics, o.data_path, (long long)t->train.count);
   t->t_start = tpc_now();
   // A first Ctrl-C (or SIGTERM) ends the run after the step in progress, with a checkpoint when
   // --save is given: the world is not cancelled (tpc-run's way), the ranks see the flag between
-  // steps. A second Ctrl-C ends the process at once.
+  // steps; in a process world the processes tell each other after every step, so that all stop
+  // after the same one. A second Ctrl-C ends the process at once (in a process world the others
+  // then end too, naming it).
   if (t->backend->configure && (s = t->backend->configure(module->numerics))) goto fail;
   s = tprt_world_run(t->world, tpc__rank, t);
   if (t->failure && !s) s = t->failure, t->failure = NULL;
   if (s) goto fail;
-  if (tpc_signals_caught()) {
-    fprintf(stderr, "tpc-train: %s after step %lld%s\n", tpc_signals_message(), (long long)t->step,
-            o.save_dir ? "; the checkpoint above holds it (--resume goes on)" : "");
-    rc = 128 + tpc_signals_caught();
+  clean = true;
+  int sig = tpc_signals_caught() ? tpc_signals_caught() : t->signal;
+  if (sig) {
+    if (t->self == 0)
+      fprintf(stderr, "tpc-train: %s after step %lld%s\n", tpc__signal_text(sig), (long long)t->step,
+              o.save_dir ? "; the checkpoint above holds it (--resume goes on)" : "");
+    rc = 128 + sig;
     goto done;
   }
   if (t->json && t->json != stdout) fclose(t->json), t->json = NULL;
@@ -467,9 +502,16 @@ int main(int argc, char** argv) {
   goto done;
 fail:
   fprintf(stderr, "tpc-train: error: %s\n", tprt_status_message(s));
+  if (t->procs) tprt_procs_abort(t->procs, tprt_status_message(s));  // the other processes end with it
   tprt_status_free(s);
   rc = tpc_signals_caught() ? 128 + tpc_signals_caught() : 1;
 done:
+  if (t->procs && !clean) tprt_procs_abort(t->procs, "stopped before the first step (its own error says why)");
+  if (t->procs && clean && (s = tprt_procs_finish(t->procs))) {
+    fprintf(stderr, "tpc-train: error: %s\n", tprt_status_message(s));
+    tprt_status_free(s);
+    rc = 1;
+  }
   if (t->json && t->json != stdout) fclose(t->json);
   tprt_status_free(t->failure);
   for (int r = 0; t->fn && r < TPC_RUN_MAX_RANKS; ++r) {
@@ -493,6 +535,7 @@ done:
   tpc_sources_close(&sources);
   tpc_data_close(&t->train);
   tprt_world_destroy(t->world);
+  tprt_procs_destroy(t->procs);
   tprt_module_unload(module, tprt_allocator_system());
   tprt_module_unload(t->eval_module, tprt_allocator_system());
   free(t->eval_from);

@@ -2,7 +2,7 @@
 // AdamW's hyperparameters (tpc_train_args.c), the token file (tpc_train_data.c), the checkpoints
 // (tpc_train_checkpoint.c), and the trainer's state that main shares with the rank threads: their
 // step loop (tpc_train_step.c), rank 0's review of each step and the evaluation
-// (tpc_train_report.c).
+// (tpc_train_report.c), and what the processes of a process world exchange (tpc_train_procs.c).
 #ifndef TPC_TRAIN_H_
 #define TPC_TRAIN_H_
 
@@ -14,6 +14,7 @@
 #include "tprt_backend.h"
 #include "tprt_exec.h"
 #include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_status.h"
 #include "tprt_world.h"
 #include "tpc_run_args.h"
@@ -125,7 +126,10 @@ typedef struct {
 } tpc_kbufs_t;
 
 // The state shared by the rank threads (rank 0 writes the step's inputs and decisions between
-// two meetings of the ranks; every rank reads them after the second).
+// two meetings of the ranks; every rank reads them after the second). In a process world each
+// process holds its own copy for its one rank, and every process does rank 0's work on it (the
+// batch, the step's loss, the decisions: tpc__leads), from what the processes exchange; rank 0
+// alone prints, writes the --json records and writes the checkpoints.
 typedef struct {
   const tpc_train_options_t* o;
   const tprt_backend_t* backend;
@@ -148,6 +152,8 @@ typedef struct {
   int64_t* piece;  // per argument: rows of one data-parallel rank's micro-batch
   float* loss_all; // the step's per-token loss, in token order
   tprt_world_t* world;
+  tprt_procs_t* procs;  // a process world (torchrun, mpirun: tprt_procs.h), else NULL
+  int self;             // this process's rank in a process world; 0 in a world of threads
   tpc_data_t train, val;
   // Evaluation (--val-data): the forward module (pipeline infer) and, per argument, the training
   // argument of the same name that it reads.
@@ -185,6 +191,7 @@ typedef struct {
   int64_t step;       // steps done
   int64_t position;   // the next batch's first token in the data
   bool stop, save;
+  int signal;  // the SIGINT or SIGTERM that stops the run (in a process world: any process's); 0: none
   double loss_mean, norm_value, t_start;
   int64_t tokens_done;
   // The model's matrix FLOPs (tprt_exec_stats' model_flops) each rank has counted so far, their
@@ -195,6 +202,10 @@ typedef struct {
   tprt_status_t failure;
 } tpc_train_t;
 
+/// Whether rank |r| does rank 0's work between steps on this process's copy of the state (the
+/// batch, the step's loss and decisions, the evaluation's loss): rank 0 in a world of threads,
+/// every rank in a process world.
+bool tpc__leads(const tpc_train_t* t, int r);
 /// Whether result |j| of |fn| is updated in place: rfn's results that become arguments (the
 /// weights, master weights and moments) are written into the arguments' buffers, not beside them.
 /// AdamW leaves them unchanged at a non-finite gradient norm (tprt_adamw_applies), so a skipped
@@ -219,5 +230,26 @@ void tpc__review(tpc_train_t* t);
 /// sees the same tokens), with the weights of this step: the forward module reads the training
 /// arguments themselves. Rank 0 prints it.
 tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec) TPRT_MUST_USE_RESULT;
+
+//===----------------------------------------------------------------------===//
+// A process world (tpc_train_procs.c): one rank per process, launched by torchrun or mpirun
+//===----------------------------------------------------------------------===//
+
+/// Per-rank buffers of |bytes| (|per_rank[q][0]|, the first buffer of each rank's table) where the
+/// leaders read them: in a world of threads every rank's own, once the ranks have met (only rank
+/// 0 gets them: |pieces| is left unset on the others); in a process world every process's copy
+/// of every rank's, all-gathered into |*out_all| (the caller frees it).
+tprt_status_t tpc__rank_pieces(tpc_train_t* t, tprt_rank_t* rank, void** const* per_rank, size_t bytes,
+                               const void** pieces, void** out_all) TPRT_MUST_USE_RESULT;
+/// After a step, in a process world: every rank's model FLOPs (t->rank_flops), the first signal
+/// any process caught (t->signal) and rank 0's gradient norm (t->norm_value), on every process,
+/// so that every process reviews the step alike.
+tprt_status_t tpc__share_step(tpc_train_t* t) TPRT_MUST_USE_RESULT;
+/// Before a checkpoint, in a process world: rank 0 receives every other rank's pieces of the
+/// sharded arguments a checkpoint holds (into t->args[q]); the others send theirs.
+tprt_status_t tpc__gather_args(tpc_train_t* t) TPRT_MUST_USE_RESULT;
+/// After the checkpoint: rank 0 frees the other ranks' pieces, so that it holds them only while it
+/// writes.
+void tpc__drop_gathered(tpc_train_t* t);
 
 #endif  // TPC_TRAIN_H_

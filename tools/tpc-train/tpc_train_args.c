@@ -21,7 +21,10 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_VAL},
     {"eval-every", 0, "N", "Evaluate on --val-data every N steps (default: only at the end)", OPT_EVAL_EVERY},
     {"eval-batches", 0, "K", "Batches of --val-data per evaluation, from its start (default 8)", OPT_EVAL_BATCHES},
-    {"mesh", 0, "tp=2[,dp=2]", "Partition the model over this mesh (default: one rank)", OPT_MESH},
+    {"mesh", 0, "tp=2[,dp=2]",
+     "Partition the model over this mesh (default: one rank); its ranks are threads, or under\n"
+     "torchrun or mpirun one process each (below)",
+     OPT_MESH},
     {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"strategy", 0, "S", "How invariant numerics completes sharded sums: canonical (default) or gather", OPT_STRATEGY},
     {"sequence-parallel", 0, NULL, "Sequence parallelism for every tp-parallel op", OPT_SP},
@@ -69,11 +72,26 @@ static const tpc_cli_option_t kOptions[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
+static void tpc__more_help(FILE* out) {
+  fprintf(out,
+          "\nRANKS AS PROCESSES:\n"
+          "  Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; LOCAL_RANK picks the GPU) or mpirun\n"
+          "  (OMPI_COMM_WORLD_* or PMI_*; MPI only exchanges the processes' addresses), each tpc-train runs one\n"
+          "  rank of the --mesh world, which must have as many ranks as there are processes. Every process\n"
+          "  reads --data, --weights and --resume itself (the same files: one file system); rank 0 prints,\n"
+          "  writes --json and the checkpoints, which are those of a world of threads, byte for byte:\n"
+          "    torchrun --nproc-per-node 4 --no-python tpc-train m.mlir --data t.bin --mesh tp=2,dp=2 --save ck\n"
+          "    mpirun -np 4 tpc-train m.mlir --data t.bin --mesh tp=2,dp=2 --save ck\n"
+          "  Ctrl-C or SIGTERM stops every process after the same step, with a checkpoint (--save); a process\n"
+          "  that fails or dies ends the others. TPRT_RANKS=threads ignores the launcher's variables.\n");
+}
+
 static const tpc_cli_t kCli = {
     .tool = "tpc-train",
     .overview = "Train a whole model: a tp module's loss, its gradients and AdamW, step after step",
     .usage = "<model.mlir> --data FILE [options]",
     .options = kOptions,
+    .print_more_help = tpc__more_help,
 };
 
 static bool tpc__number(const char* name, const char* v, double lo, double hi, double* out) {

@@ -1,6 +1,8 @@
 // tpc-train's reports (see tpc_train.h): rank 0's review of each step (the mean loss and the
 // gradient norm, whether the step is kept, the progress line and the --json record, and whether
 // to save, evaluate or stop next) and the evaluation on --val-data, which every rank takes part in.
+// In a process world every process reviews the step and sums the held-out loss on its own copy of
+// the state, from the same exchanged numbers (tpc_train_procs.c); rank 0 alone prints and writes.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
@@ -38,7 +40,10 @@ void tpc__review(tpc_train_t* t) {
   for (int64_t i = 0; i < t->ids_t.dims[0]; ++i)
     if (((int32_t*)t->targets_t.data)[i] >= 0) sum += t->loss_all[i], ++n;
   t->loss_mean = n ? sum / (double)n : 0.0;
-  t->norm_value = ((float*)t->results[0][t->norm])[0];
+  if (!t->procs) {  // a process world's are rank 0's norm and any process's signal (tpc__share_step)
+    t->norm_value = ((float*)t->results[0][t->norm])[0];
+    t->signal = tpc_signals_caught();
+  }
   int64_t step = t->step + 1;
   bool finite = isfinite(t->loss_mean) && isfinite(t->norm_value);
   // The update ran in place unless the norm was not finite (AdamW then left the state as it was):
@@ -71,11 +76,12 @@ void tpc__review(tpc_train_t* t) {
   double mfu = t->o->peak_tflops > 0 ? tflops / t->o->peak_tflops : 0.0;
   char mfu_text[48] = "";
   if (t->o->peak_tflops > 0) snprintf(mfu_text, sizeof mfu_text, " | MFU %.1f%%", 100.0 * mfu);
-  fprintf(stderr,
-          "tpc-train: step %lld/%lld | loss %.6f | lr %.3e | grad norm %.4f%s | %.0f tok/s | %.3g TFLOP/s%s | ETA %.0fs\n",
-          (long long)step, (long long)t->o->steps, t->loss_mean, tpc_lr(t->o, step), t->norm_value,
-          finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, tflops,
-          mfu_text, eta);
+  if (t->self == 0)  // in a process world every process reviews the step; rank 0 speaks
+    fprintf(stderr,
+            "tpc-train: step %lld/%lld | loss %.6f | lr %.3e | grad norm %.4f%s | %.0f tok/s | %.3g TFLOP/s%s | ETA %.0fs\n",
+            (long long)step, (long long)t->o->steps, t->loss_mean, tpc_lr(t->o, step), t->norm_value,
+            finite ? "" : applied ? " (loss not finite; the update applied)" : " (skipped: not finite)", rate, tflops,
+            mfu_text, eta);
   if (t->json) {
     char loss_text[32], norm_text[32];
     fprintf(t->json, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens\": %lld, "
@@ -87,7 +93,7 @@ void tpc__review(tpc_train_t* t) {
     fprintf(t->json, "}\n");
   }
   if (t->json) fflush(t->json);  // a record per line as it happens, kept if the run dies
-  if (step >= t->o->steps || tpc_signals_caught() || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
+  if (step >= t->o->steps || t->signal || (t->o->exit_after > 0 && step >= t->o->exit_after)) t->stop = true;
   t->save = t->o->save_dir && (t->stop || (t->o->save_every > 0 && step % t->o->save_every == 0));
   t->eval_now = t->efn && (t->stop || (t->o->eval_every > 0 && step % t->o->eval_every == 0));
 }
@@ -102,9 +108,9 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
   const tprt_module_function_t* efn = t->efn;
   int64_t T = t->ids_t.dims[0], position = 0;
   tprt_status_t s = NULL;
-  if (r == 0) t->val_sum = 0.0, t->val_count = 0;
+  if (tpc__leads(t, r)) t->val_sum = 0.0, t->val_count = 0;
   for (int64_t k = 0; k < t->o->eval_batches && !s; ++k) {
-    if (r == 0) {
+    if (tpc__leads(t, r)) {
       tprt_status_t p = tpc_data_batch(&t->val, position, T, (int32_t*)t->ids_t.data, (int32_t*)t->targets_t.data);
       if (p) t->failure = p, t->stop = true;
       position = tpc_data_advance(&t->val, position, T);
@@ -125,8 +131,12 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
     }
     if (!s)
       s = tpc__download(t, t->eval_results_of[r][0], t->kb[r].eres[0], tprt_tensor_bytes(&efn->results[0].layout));
-    if (s || (s = tpc__meet(rank))) break;
-    if (r == 0) {
+    const void* pieces[TPC_RUN_MAX_RANKS];
+    void* all = NULL;
+    if (s || (s = tpc__rank_pieces(t, rank, t->eval_results_of, tprt_tensor_bytes(&efn->results[0].layout), pieces,
+                                   &all)))
+      break;
+    if (tpc__leads(t, r)) {
       // The mean over the batch's tokens, as the training loss (rank pieces in logical order).
       const tprt_module_tensor_t* mt = &efn->results[0];
       tprt_tensor_t l;
@@ -136,7 +146,7 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
       l.data = loss;
       for (int q = 0; !e && loss && q < tprt_world_size(t->world); ++q) {
         tprt_tensor_t local = mt->layout;
-        local.data = t->eval_results_of[q] ? t->eval_results_of[q][0] : NULL;
+        local.data = (void*)pieces[q];
         if (local.data) e = mt->sharded ? tprt_shard_insert(&shard, t->world, q, &local, &l) : NULL;
         if (!e && !mt->sharded && local.data) memcpy(loss, local.data, tprt_tensor_bytes(&local));
       }
@@ -145,6 +155,7 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
       free(loss);
       if (e) t->failure = e, t->stop = true;
     }
+    free(all);
     if ((s = tpc__meet(rank))) break;
   }
   if (!s && r == 0 && !t->failure) {

@@ -136,9 +136,10 @@ static tprt_status_t tpc__accumulate(tpc_train_t* t, int r) {
   return NULL;
 }
 
-// Rank 0, after micro-batch m: its per-token loss (the gradient function's first result), placed
-// at its tokens' positions in the step.
-static tprt_status_t tpc__gather_loss(tpc_train_t* t, int m) {
+// Rank 0 (every process in a process world), after micro-batch m: every rank's per-token loss
+// (the gradient function's first result; |pieces[r]| is rank r's), placed at its tokens' positions
+// in the step.
+static tprt_status_t tpc__gather_loss(tpc_train_t* t, int m, const void* const* pieces) {
   const tprt_module_tensor_t* mt = &t->gfn->results[0];
   tprt_tensor_t logical;
   tprt_shard_t shard;
@@ -149,7 +150,7 @@ static tprt_status_t tpc__gather_loss(tpc_train_t* t, int m) {
   tprt_status_t s = NULL;
   for (int r = 0; !s && r < tprt_world_size(t->world); ++r) {
     tprt_tensor_t local = mt->layout;
-    local.data = t->gres[r][0];
+    local.data = (void*)pieces[r];
     if (mt->sharded)
       s = tprt_shard_insert(&shard, t->world, r, &local, &logical);
     else if (r == 0)
@@ -286,15 +287,16 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   if (!s && t->efn) s = tprt_exec_create(rank, t->eval_module->chunks, tprt_rank_allocator(rank), &eval_exec);
   if (eval_exec) tprt_exec_set_backend(eval_exec, b);
   while (!s) {
-    if (r == 0) {
+    if (tpc__leads(t, r)) {
       t->t_step = tpc_now();
       tprt_status_t p = tpc__prepare(t);
       if (p) t->failure = p, t->stop = true;
     }
     // The micro-batches (one without --micro-batches): rank 0 cuts the pieces, every rank feeds
     // its part and computes; rank 0 collects the loss while the others wait at the next meeting.
+    // In a process world every process cuts the pieces and collects the loss itself.
     for (int m = 0; m < t->k && !s; ++m) {
-      if (r == 0 && !t->stop) tpc__micro_pieces(t, m);
+      if (tpc__leads(t, r) && !t->stop) tpc__micro_pieces(t, m);
       if ((s = tpc__meet(rank)) || t->stop) break;
       if ((s = tpc__feed(t, r))) break;
       memcpy(t->args[r][t->hyper], t->hyper_v, sizeof t->hyper_v);
@@ -308,12 +310,15 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       }
       if (ufn && (s = tpc__accumulate(t, r))) break;
       if ((s = tpc__download(t, t->gres[r][0], k->gres[0], tprt_tensor_bytes(&gfn->results[0].layout)))) break;
-      if ((s = tpc__meet(rank))) break;
-      if (r == 0) {
-        tprt_status_t g = tpc__gather_loss(t, m);  // reported by tpc__review
+      const void* pieces[TPC_RUN_MAX_RANKS];
+      void* all = NULL;
+      if ((s = tpc__rank_pieces(t, rank, t->gres, tprt_tensor_bytes(&gfn->results[0].layout), pieces, &all))) break;
+      if (tpc__leads(t, r)) {
+        tprt_status_t g = tpc__gather_loss(t, m, pieces);  // reported by tpc__review
         if (g && !t->failure) t->failure = g;
         else tprt_status_free(g);
       }
+      free(all);
     }
     if (s || t->stop) break;  // t->stop: rank 0 set it before the meeting above
     // The update, once, on the k micro-batches' sums.
@@ -330,23 +335,27 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     }
     t->rank_flops[r] = tprt_exec_stats(exec)->model_flops;
     if ((s = tpc__download(t, t->results[r][t->norm], k->res[t->norm], sizeof(float)))) break;
-    if ((s = tpc__meet(rank))) break;
-    if (r == 0) tpc__review(t);
-    if ((s = tpc__meet(rank))) break;
+    if ((s = t->procs ? tpc__share_step(t) : tpc__meet(rank))) break;
+    if (tpc__leads(t, r)) tpc__review(t);
+    if (!t->procs && (s = tpc__meet(rank))) break;  // rank 0's decisions (a process made its own)
     // The step's results that become the next step's arguments (weights, master weights, moments)
     // were written in place (tpc__in_place); a step with a non-finite norm left them unchanged.
     if (t->save) {
-      // Each rank brings its arguments to the host; rank 0 writes them.
+      // Each rank brings its arguments to the host; rank 0 writes them (in a process world, once
+      // the other processes have sent it their sharded ones). A checkpoint that cannot be written
+      // stops the run: in a process world rank 0 fails, which ends every process with its message.
       for (int a = 0; !s && a < t->fn->num_args; ++a)
         if (!t->micro[a].data)
           s = tpc__download(t, t->args[r][a], k->args[a], tprt_tensor_bytes(&t->fn->args[a].layout));
-      if (s || (s = tpc__meet(rank))) break;
+      if (s || (s = t->procs ? tpc__gather_args(t) : tpc__meet(rank))) break;
       if (r == 0) {
         tprt_status_t c = tpc_checkpoint_save(t->o, t->fn, t->world, t->args, t->tok, tprt_world_size(t->world), t->step,
                                               t->position);
-        if (c) t->failure = c, t->stop = true;
+        if (t->procs) tpc__drop_gathered(t);
+        if (c && t->procs) s = c;
+        else if (c) t->failure = c, t->stop = true;
       }
-      if ((s = tpc__meet(rank))) break;
+      if (s || (s = tpc__meet(rank))) break;
     }
     if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec))) break;
     if (t->stop) break;
