@@ -81,7 +81,19 @@ static tprt_status_t tpc__load_eval(tpc_train_t* t, const tpc_run_options_t* tra
   tpc_run_options_t ro = *train_ro;
   ro.pipeline = "infer";
   ro.zero1 = false;
-  ro.mesh = t->o->mesh ? t->o->mesh : "tp=1";  // one call over the whole batch: no mb axis
+  // The forward runs on the training world, whose axes are the step module's mesh, and a
+  // collective refuses a world of other axes: with --micro-batches that mesh keeps an mb axis of
+  // one member (tp-micro-batch's), so the forward is compiled over the same axes. mb = 1 splits
+  // nothing: one call over the whole batch, the same bits as without micro-batches.
+  char mesh[sizeof t->module->mesh_axes + 64];  // each axis: its name, "=", the size and ","
+  ro.mesh = t->o->mesh ? t->o->mesh : "tp=1";
+  if (t->module->num_mesh_axes > 0) {
+    size_t n = 0;
+    for (int i = 0; i < t->module->num_mesh_axes && n < sizeof mesh; ++i)
+      n += (size_t)snprintf(mesh + n, sizeof mesh - n, "%s%s=%d", i ? "," : "", t->module->mesh_axes[i],
+                            t->module->mesh_shape[i]);
+    ro.mesh = mesh;
+  }
   char so[PATH_MAX];
   snprintf(*dir, sizeof *dir, "/tmp/tpc-train-eval-XXXXXX");
   if (!tpc__compile(&ro, t->o->module_path, so, sizeof so, *dir))
