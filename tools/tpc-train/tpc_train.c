@@ -250,6 +250,15 @@ int main(int argc, char** argv) {
     ro.weight_names = NULL;
     if (t->self == 0)
       fprintf(stderr, "tpc-train: resuming from %s (after step %lld)\n", resume_file, (long long)resumed.step);
+    // The run keeps its seed (the later checkpoints record it), as it keeps its step and data
+    // position; a --seed given here overrides it, as every other option given here applies.
+    if (resumed.has_seed && !o.seed_given) {
+      o.seed = resumed.seed;
+    } else if (resumed.has_seed && o.seed != resumed.seed && t->self == 0) {
+      fprintf(stderr, "tpc-train: --seed %llu overrides the checkpoint's seed %llu\n", (unsigned long long)o.seed,
+              (unsigned long long)resumed.seed);
+    }
+    ro.seed = o.seed;  // seed_given stays the command line's: only --seed lets missing arguments be drawn
   }
   if ((s = tpc_data_open(o.data_path, &t->train))) goto fail;
   // A .mlir is compiled here (pipeline step); a .so is a step tpc-compile made already (on a

@@ -90,13 +90,16 @@ void tpc_adamw_hyper(const tpc_train_options_t* o, int64_t t, float hyper[8]);
 /// "embed" or is "emb"/"wte"), or 0 when none is recognised.
 int64_t tpc_train_vocab(const tprt_module_function_t* fn, const tprt_world_t* world);
 
-/// Where a checkpoint leaves off.
+/// Where a checkpoint leaves off, and the run's seed.
 typedef struct {
   int64_t step, position;
+  uint64_t seed;
+  bool has_seed;  // false for a trainer state that records no seed
 } tpc_checkpoint_state_t;
 
 /// Writes every argument but the per-step ones (the logical tensors: weights under their names,
-/// optimizer states as <name>.master / .exp_avg / .exp_avg_sq) and the trainer state to
+/// optimizer states as <name>.master / .exp_avg / .exp_avg_sq) and the trainer state (the step, the
+/// data position, |o|'s seed and steps) to
 /// <save_dir>/step-<N>, atomically (a temporary directory renamed), then points
 /// <save_dir>/latest at it. An argument whose |logical| entry has data is written from it (a
 /// table fed to the ranks a micro-batch at a time); the others are assembled from the ranks'

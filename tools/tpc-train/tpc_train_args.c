@@ -43,7 +43,10 @@ static const tpc_cli_option_t kOptions[] = {
      "Arguments by name that are neither weights nor tokens (the rotary tables cos and sin of an\n"
      "exported model: tpc_torch.export --whole --weights DIR writes DIR/inputs.safetensors)",
      OPT_INPUTS},
-    {"seed", 0, "S", "Seed of the Philox initialisation of weights found in no file (default 0)", OPT_SEED},
+    {"seed", 0, "S",
+     "Seed of the Philox initialisation of weights found in no file (default 0;\n"
+     "with --resume, the checkpoint's, which a --seed given overrides)",
+     OPT_SEED},
     {"batch", 0, "B", "Sequences per step, of the module's tokens per step (default 1)", OPT_BATCH},
     {"steps", 0, "N", "Steps to train (default 100)", OPT_STEPS},
     {"lr", 0, "LR", "Peak learning rate (default 3e-4)", OPT_LR},

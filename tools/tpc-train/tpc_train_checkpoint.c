@@ -127,8 +127,11 @@ tprt_status_t tpc_checkpoint_latest(const char* dir, char* file, size_t size, tp
   snprintf(state, sizeof state, "%s/%s/trainer_state.json", dir, name);
   f = fopen(state, "r");
   long long step = -1, position = -1;
+  unsigned long long seed = 0;
+  bool has_seed = false;
   if (f) {
     got = fscanf(f, " {\"step\": %lld, \"position\": %lld", &step, &position);
+    has_seed = got == 2 && fscanf(f, " , \"seed\": %llu", &seed) == 1;
     fclose(f);
   }
   if (!f || got != 2 || step < 0 || position < 0)
@@ -136,5 +139,7 @@ tprt_status_t tpc_checkpoint_latest(const char* dir, char* file, size_t size, tp
   snprintf(file, size, "%s/%s/model.safetensors", dir, name);
   out->step = step;
   out->position = position;
+  out->seed = (uint64_t)seed;
+  out->has_seed = has_seed;
   return NULL;
 }
