@@ -12,6 +12,7 @@
 // 77 when there is no GPU.
 #include <time.h>
 
+#include "ce_exact_gemms.h"
 #include "check_fast.h"
 
 int g_passed, g_failed;
@@ -295,18 +296,7 @@ static void fc_check_glu(cudaStream_t s) {
 // kernels, both on the exact GEMMs (so only the fast math differs): the loss, lse, dx and dw of
 // tprt_cuda_cross_entropy_with_grad, with ignored targets, rows of 16-byte runs and odd rows, one
 // piece and pieces of three tokens; the vocabulary-parallel statistics with another rank's rows.
-static tprt_status_t fc_ce_linear(void*, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
-                                  cudaStream_t s) {
-  return tprt_cuda_linear(x, w, NULL, y, chunks, s);
-}
-static tprt_status_t fc_ce_dgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks,
-                                 cudaStream_t s) {
-  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1, s);
-}
-static tprt_status_t fc_ce_wgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
-                                 cudaStream_t s) {
-  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, s);
-}
+// The GEMMs are the exact ones of ce_exact_gemms.h.
 static void fc_check_cross_entropy(cudaStream_t s) {
   const int64_t shapes[][3] = {{64, 64, 1000}, {257, 128, 4096}, {33, 32, 777}};  // T, H, V
   const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F32};
@@ -318,9 +308,8 @@ static void fc_check_cross_entropy(cudaStream_t s) {
     FC_CUDA(cudaMemcpy(targets.t.data, tg.data(), t * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int dt : dtypes) {
       for (int piece = 0; piece < 2; ++piece) {
-        const tprt_cuda_ce_gemms_t fast = {fc_ce_linear, fc_ce_dgrad, fc_ce_wgrad, NULL,
-                                           piece ? (size_t)(3 * v) * tprt_dtype_bytes(dt, 1) : 0, true};
-        const tprt_cuda_ce_gemms_t exact = {fc_ce_linear, fc_ce_dgrad, fc_ce_wgrad, NULL, fast.piece_bytes, false};
+        const size_t budget = piece ? (size_t)(3 * v) * tprt_dtype_bytes(dt, 1) : 0;
+        const tprt_cuda_ce_gemms_t fast = ce_exact_gemms(budget, true), exact = ce_exact_gemms(budget, false);
         char shape[64];
         snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld%s", (long long)t, (long long)h, (long long)v,
                  piece ? " pieces" : "");

@@ -6,6 +6,7 @@
 // every weight dtype).
 #include <string.h>
 
+#include "ce_exact_gemms.h"
 #include "cuda_check.h"
 
 static ct_tensor_t ct_ids(int64_t t, int64_t vocab, int64_t distinct, uint64_t* rng) {
@@ -151,20 +152,8 @@ static void ct_check_optimizer(cudaStream_t stream) {
   }
 }
 
-// The exact GEMMs with a budget of three tokens' logits: the ops' pieces of tokens (and the wgrad's
-// tree of whole-chunk pieces) must give the CPU's bits too.
-static tprt_status_t ct_ce_linear(void*, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
-                                  cudaStream_t s) {
-  return tprt_cuda_linear(x, w, NULL, y, chunks, s);
-}
-static tprt_status_t ct_ce_dgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks,
-                                 cudaStream_t s) {
-  return tprt_cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1, s);
-}
-static tprt_status_t ct_ce_wgrad(void*, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
-                                 cudaStream_t s) {
-  return tprt_cuda_linear_wgrad(dy, x, dw, chunks, s);
-}
+// The exact GEMMs with a budget of three tokens' logits (ce_exact_gemms.h): the ops' pieces of
+// tokens (and the wgrad's tree of whole-chunk pieces) must give the CPU's bits too.
 
 // The cross-entropy ops on one rank's vocabulary block (rows [start, start + V) of |vocab|), with
 // ignored (-1) targets and targets other ranks hold; each whole (one piece of tokens) and in
@@ -192,8 +181,7 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
       ct_fill(&x, &rng, CT_DIST_MODERATE);
       ct_fill(&w, &rng, CT_DIST_MODERATE);
       ct_fill(&g, &rng, CT_DIST_MODERATE);
-      const tprt_cuda_ce_gemms_t pieces = {ct_ce_linear, ct_ce_dgrad, ct_ce_wgrad, NULL,
-                                           (size_t)(3 * c.v) * tprt_dtype_bytes(dtype, 1)};
+      const tprt_cuda_ce_gemms_t pieces = ce_exact_gemms((size_t)(3 * c.v) * tprt_dtype_bytes(dtype, 1), false);
       for (const tprt_cuda_ce_gemms_t* gm : {(const tprt_cuda_ce_gemms_t*)NULL, &pieces}) {
         if (!ct_selected("cross_entropy")) break;
         char shape[64], params[80];
