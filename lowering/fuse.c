@@ -300,6 +300,17 @@ static bool tpc__fuse_cross_entropy_forward(MlirOperation fwd) {
   return true;
 }
 
+// Calls |rewrite| on every op of |module| whose kind |pick| accepts, listed first (a rewrite
+// erases ops). False when the list could not be allocated.
+static bool tpc__rewrite_each(MlirOperation module, bool (*pick)(int), bool (*rewrite)(MlirOperation)) {
+  intptr_t count = 0;
+  MlirOperation* ops = tpc_collect_ops(module, pick, &count);
+  if (count < 0) return false;
+  for (intptr_t i = 0; i < count; ++i) rewrite(ops[i]);
+  free(ops);
+  return true;
+}
+
 static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   (void)options;
   MlirAttribute numerics = mlirOperationGetAttributeByName(module, tpc_ref(TPC_MODULE_ATTR_NUMERICS));
@@ -314,21 +325,13 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   // Each rewrite erases only its own collective, add and norm: the other listed collectives stay.
   for (intptr_t i = 0; i < count; ++i) tpc__fuse(colls[i], tpc_op_get_kind(colls[i]) == TPC_OP_REDUCE_SCATTER, round_sum);
   free(colls);
-  MlirOperation* heads = tpc_collect_ops(module, tpc__is_ce_wgrad, &count);
-  if (count < 0) {
+  // Each rewrite erases only its own ops (a wgrad and a dgrad; a loss and its gradient): the
+  // other listed ops stay.
+  if (!tpc__rewrite_each(module, tpc__is_ce_wgrad, tpc__fuse_cross_entropy) ||
+      !tpc__rewrite_each(module, tpc__is_ce_forward, tpc__fuse_cross_entropy_forward)) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
     return mlirLogicalResultFailure();
   }
-  // Each rewrite erases one wgrad and one dgrad: the other listed wgrads stay.
-  for (intptr_t i = 0; i < count; ++i) tpc__fuse_cross_entropy(heads[i]);
-  free(heads);
-  MlirOperation* losses = tpc_collect_ops(module, tpc__is_ce_forward, &count);
-  if (count < 0) {
-    mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
-    return mlirLogicalResultFailure();
-  }
-  for (intptr_t i = 0; i < count; ++i) tpc__fuse_cross_entropy_forward(losses[i]);
-  free(losses);
   return mlirLogicalResultSuccess();
 }
 
