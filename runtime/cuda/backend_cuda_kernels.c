@@ -59,6 +59,7 @@ typedef enum {
   TPRT__LINEAR,
   TPRT__LINEAR_DGRAD,
   TPRT__LINEAR_WGRAD,
+  TPRT__LINEAR_WGRAD_ACC,
   TPRT__BIAS_GRAD,
   TPRT__GROUPED_LINEAR,
   TPRT__GROUPED_LINEAR_DGRAD,
@@ -68,17 +69,23 @@ typedef enum {
   TPRT__ATTENTION_GRAD,
   TPRT__GLU,
   TPRT__GLU_GRAD,
+  TPRT__RMSNORM_GRAD,
+  TPRT__LAYERNORM_GRAD,
+  TPRT__SUMSQ,
 } tprt__op_t;
 
 static const char* const tprt__op_names[] = {
-    "linear",         "linear_dgrad",         "linear_wgrad",         "bias_grad",
+    "linear",         "linear_dgrad",         "linear_wgrad",         "linear_wgrad_acc",     "bias_grad",
     "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
-    "attention",      "attention_grad",       "glu",                  "glu_grad"};
+    "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm_grad",
+    "layernorm_grad", "sumsq"};
 
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
 /// w1 (fused MLP, with w2); q, k, v (attention: c = v), with y and dy (attention_grad: d, e) and
-/// out, out2, out3 = dq, dk, dv; attention's optional lse is out2.
+/// out, out2, out3 = dq, dk, dv; attention's optional lse is out2; x, gamma, dy (norm gradients:
+/// a, b, c) with out, out2, out3 = dx, dgamma, dbeta and eps in scale; g, acc (sumsq: a, b) and
+/// out = acc_out.
 typedef struct {
   const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e;
   const tprt_kv_cache_t* cache;  // attention's KV cache, NULL without one
@@ -91,6 +98,7 @@ typedef struct {
   int kind;
   int64_t interleave;
   float alpha, limit;
+  bool count;  // sumsq: count g's squares (else out is the incoming accumulator b)
 } tprt__call_t;
 
 /// A row: |run| serves |op| in the |numerics| modes on devices of compute capability
@@ -133,6 +141,25 @@ static tprt_status_t tprt__lt_wgrad(const tprt__call_t* c) {
   tprt_cuda_lt_t* lt;
   TPRT__TRY(tprt__lt(&lt));
   return tprt_cuda_linear_wgrad_fast(c->a, c->b, c->out, lt, tprt__r.stream);
+}
+static bool tprt__lt_wgrad_acc_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_wgrad_acc_fast_fits(c->a, c->b, c->out);
+}
+static tprt_status_t tprt__lt_wgrad_acc(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_linear_wgrad_acc_fast(c->a, c->b, c->out, lt, tprt__r.stream);
+}
+// dw += dyᵀ·x where no row accumulates: the table's wgrad (one chunk) into a stream-ordered
+// temporary, then dw + it.
+static tprt_status_t tprt__wgrad_then_add(const tprt__call_t* c) {
+  tprt_tensor_t part = *c->out;
+  cudaError_t e = tprt__cuda_malloc_async(&part.data, tprt_tensor_bytes(c->out) + 16, tprt__r.stream);
+  if (e != cudaSuccess) return tprt__cuda_make_status(e, "linear_wgrad accumulate temporary", __FILE__, __LINE__);
+  tprt_status_t s = tprt__cuda_linear_wgrad(c->a, c->b, &part, 1);
+  if (!s) s = tprt_cuda_add(c->out, &part, c->out, tprt__r.stream);
+  tprt__cuda_free_async(part.data, tprt__r.stream);
+  return s;
 }
 static bool tprt__lt_bias_grad_fits(const tprt__call_t* c) { return tprt_cuda_bias_grad_fast_fits(c->a, c->out); }
 static tprt_status_t tprt__lt_bias_grad(const tprt__call_t* c) {
@@ -287,8 +314,10 @@ static tprt_status_t tprt__exact_attention_grad(const tprt__call_t* c) {
                                   c->head_dim, c->causal, c->scale, tprt__r.stream);
 }
 
-// Fast mode: the GLU with the approximate exponential and division (glu_fast.cuh); every mode:
-// tprt_numerics.h's special functions, bitwise the CPU.
+// Fast and invariant modes: the GLU with the hardware's approximate exponential and division
+// (glu_fast.cuh). Elementwise, so invariant still: an element's bits depend only on its inputs and
+// the GPU architecture, never on the batch, the mesh or the tiling. Exact mode: tprt_numerics.h's
+// special functions, bitwise the CPU.
 static tprt_status_t tprt__fast_glu(const tprt__call_t* c) {
   return tprt_cuda_glu_fast(c->a, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
 }
@@ -300,6 +329,31 @@ static tprt_status_t tprt__fast_glu_grad(const tprt__call_t* c) {
 }
 static tprt_status_t tprt__exact_glu_grad(const tprt__call_t* c) {
   return tprt_cuda_glu_grad(c->a, c->b, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
+}
+
+// The norm gradients: dgamma over pieces of each chunk in fast and invariant modes (the order
+// depends only on the chunk's length), one serial sum per chunk in exact mode (bitwise the CPU).
+static tprt_status_t tprt__pieces_rmsnorm_grad(const tprt__call_t* c) {
+  return tprt_cuda_rmsnorm_grad_pieces(c->a, c->b, c->c, c->out, c->out2, c->scale, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_rmsnorm_grad(const tprt__call_t* c) {
+  return tprt_cuda_rmsnorm_grad(c->a, c->b, c->c, c->out, c->out2, c->scale, c->chunks, tprt__r.stream);
+}
+static tprt_status_t tprt__pieces_layernorm_grad(const tprt__call_t* c) {
+  return tprt_cuda_layernorm_grad_pieces(c->a, c->b, c->c, c->out, c->out2, c->out3, c->scale, c->chunks,
+                                         tprt__r.stream);
+}
+static tprt_status_t tprt__exact_layernorm_grad(const tprt__call_t* c) {
+  return tprt_cuda_layernorm_grad(c->a, c->b, c->c, c->out, c->out2, c->out3, c->scale, c->chunks, tprt__r.stream);
+}
+
+// The gradient norm's sum of squares: exact (integer limbs, any layout the same bits) in
+// invariant and exact numerics; summed in f64 in fast numerics.
+static tprt_status_t tprt__fast_sumsq(const tprt__call_t* c) {
+  return tprt_cuda_sumsq_fast(c->a, c->b, c->out, c->count, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_sumsq(const tprt__call_t* c) {
+  return tprt_cuda_sumsq(c->a, c->b, c->out, c->count, tprt__r.stream);
 }
 
 #define TPRT__EXACT_KERNEL "exact f32 fma chains on CUDA cores, bitwise the CPU"
@@ -315,6 +369,8 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__LINEAR_WGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_wgrad_fits,             tprt__lt_wgrad,              "cuBLASLt matmul (linear_fast.c)"},
   {TPRT__LINEAR_WGRAD,         TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_wgrad_fits,       tprt__inv_wgrad,             "chunk-tree WGMMA GEMM over tokens (invariant_linear.cu)"},
   {TPRT__LINEAR_WGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_wgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__LINEAR_WGRAD_ACC,     TPRT__FAST,  0,  0,  "bf16/f16 -> f32",         tprt__lt_wgrad_acc_fits,         tprt__lt_wgrad_acc,          "cuBLASLt matmul, beta = 1 (linear_fast.c)"},
+  {TPRT__LINEAR_WGRAD_ACC,     TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__wgrad_then_add,        "the table's linear_wgrad into a temporary, then add"},
   {TPRT__BIAS_GRAD,            TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_bias_grad_fits,         tprt__lt_bias_grad,          "cuBLASLt GEMV with ones (linear_fast.c)"},
   {TPRT__BIAS_GRAD,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_bias_grad,       TPRT__EXACT_KERNEL " (linear_grad.c)"},
   {TPRT__GROUPED_LINEAR,       TPRT__FAST,  90, 90, "bf16 -> bf16 or f32",     tprt__cutlass_grouped_fits,      tprt__cutlass_grouped,       "CUTLASS sm90 grouped GEMM, TMA + WGMMA (grouped_fast.cu)"},
@@ -333,10 +389,16 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__ATTENTION,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention,       TPRT__EXACT_KERNEL " (attention.cu)"},
   {TPRT__ATTENTION_GRAD,       TPRT__FAST | TPRT__INVARIANT, 90, 90, "bf16/f16, D 64/128", tprt__tc_attention_grad_fits, tprt__tc_attention_grad, "WGMMA flash attention backward, deterministic (attention_tc_bwd.cu)"},
   {TPRT__ATTENTION_GRAD,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_attention_grad,  TPRT__EXACT_KERNEL " (attention.cu)"},
-  {TPRT__GLU,                  TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_glu,              "__expf and __fdividef, 16-byte runs (glu.cu, glu_fast.cuh)"},
+  {TPRT__GLU,                  TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__fast_glu,              "__expf and __fdividef, 16-byte runs (glu.cu, glu_fast.cuh)"},
   {TPRT__GLU,                  TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu,             "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu.cu)"},
-  {TPRT__GLU_GRAD,             TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_glu_grad,         "__expf and __fdividef, 16-byte runs (glu_grad.cu, glu_fast.cuh)"},
+  {TPRT__GLU_GRAD,             TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__fast_glu_grad,         "__expf and __fdividef, 16-byte runs (glu_grad.cu, glu_fast.cuh)"},
   {TPRT__GLU_GRAD,             TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu_grad,        "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu_grad.cu)"},
+  {TPRT__RMSNORM_GRAD,         TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_rmsnorm_grad,   "dgamma in pieces of 256 rows of each chunk (norm_grad.cu)"},
+  {TPRT__RMSNORM_GRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_rmsnorm_grad,    "dgamma one serial sum per chunk, bitwise the CPU (norm_grad.cu)"},
+  {TPRT__LAYERNORM_GRAD,       TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_layernorm_grad, "dgamma, dbeta in pieces of 256 rows of each chunk (norm_grad.cu)"},
+  {TPRT__LAYERNORM_GRAD,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_layernorm_grad,  "dgamma, dbeta one serial sum per chunk, bitwise the CPU (norm_grad.cu)"},
+  {TPRT__SUMSQ,                TPRT__FAST,  0,  0,  "bf16/f16/f32 -> i64",     NULL,                            tprt__fast_sumsq,            "f64 sums, one launch (optim.cu)"},
+  {TPRT__SUMSQ,                TPRT__ANY,   0,  0,  "bf16/f16/f32 -> i64",     NULL,                            tprt__exact_sumsq,           "exact integer limbs, bitwise the CPU (optim.cu)"},
 };
 // clang-format on
 #define TPRT__NUM_ROWS ((int)(sizeof tprt__contraction_kernels / sizeof tprt__contraction_kernels[0]))
@@ -482,12 +544,14 @@ tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* d
 }
 tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {
-  TPRT__TIMED_OP("rmsnorm_grad", tprt_cuda_rmsnorm_grad(x, gamma, dy, dx, dgamma, eps, chunks, tprt__r.stream));
+  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .scale = eps, .chunks = chunks};
+  return tprt__contract(TPRT__RMSNORM_GRAD, &c);
 }
 tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                         tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                         int chunks) {
-  TPRT__TIMED_OP("layernorm_grad", tprt_cuda_layernorm_grad(x, gamma, dy, dx, dgamma, dbeta, eps, chunks, tprt__r.stream));
+  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .out3 = dbeta, .scale = eps, .chunks = chunks};
+  return tprt__contract(TPRT__LAYERNORM_GRAD, &c);
 }
 tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
                                    int top_k, bool normalize) {
@@ -586,11 +650,22 @@ static tprt_status_t tprt__ce_wgrad(void* ctx, const tprt_tensor_t* dy, const tp
   (void)ctx, (void)stream;
   return tprt__cuda_linear_wgrad(dy, x, dw, chunks);
 }
-// In fast numerics the statistics and the logit gradient take the fast-math kernels too.
+static tprt_status_t tprt__ce_wgrad_acc(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                        cudaStream_t stream) {
+  (void)ctx, (void)stream;
+  tprt__call_t c = {.a = dy, .b = x, .out = dw};
+  return tprt__contract(TPRT__LINEAR_WGRAD_ACC, &c);
+}
+// The statistics and the logit gradient in the numerics' math (tprt_cuda_ce_math_t); in fast
+// numerics the pieces of tokens add their weight gradient into dw itself.
 static const tprt_cuda_ce_gemms_t* tprt__ce(void) {
-  static const tprt_cuda_ce_gemms_t gemms = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0, false};
-  static const tprt_cuda_ce_gemms_t fast = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL, 0, true};
-  return tprt__numerics == TPRT__FAST ? &fast : &gemms;
+  static const tprt_cuda_ce_gemms_t exact = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL,
+                                             NULL,            0,              TPRT_CUDA_CE_EXACT};
+  static const tprt_cuda_ce_gemms_t invariant = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL,
+                                                 NULL,            0,              TPRT_CUDA_CE_INVARIANT};
+  static const tprt_cuda_ce_gemms_t fast = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, tprt__ce_wgrad_acc,
+                                            NULL,            0,              TPRT_CUDA_CE_FAST};
+  return tprt__numerics == TPRT__FAST ? &fast : tprt__numerics == TPRT__INVARIANT ? &invariant : &exact;
 }
 
 tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
@@ -642,7 +717,8 @@ tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const t
                                                    token_chunks, tprt__ce(), tprt__r.stream));
 }
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
-  TPRT__TIMED_OP("sumsq", tprt_cuda_sumsq(g, acc, acc_out, count, tprt__r.stream));
+  tprt__call_t c = {.a = g, .b = acc, .out = acc_out, .count = count};
+  return tprt__contract(TPRT__SUMSQ, &c);
 }
 tprt_status_t tprt__cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) {
   TPRT__TIMED_OP("global_norm", tprt_cuda_global_norm(acc, norm, tprt__r.stream));

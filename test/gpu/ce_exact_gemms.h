@@ -1,6 +1,7 @@
 // The cross-entropy ops' GEMMs as the exact kernels (gemm/linear.cu, gemm/linear_grad.c), for the
 // GPU checks that set tprt_cuda_ce_gemms_t's other fields: a piece budget (tprt-cuda-check's
-// 3-token pieces) or fast_math (tprt-cuda-check-fast, where only the fast math may differ).
+// 3-token pieces), the math and the accumulating wgrad (tprt-cuda-check-fast, where only those may
+// differ).
 #ifndef TPC_TEST_GPU_CE_EXACT_GEMMS_H_
 #define TPC_TEST_GPU_CE_EXACT_GEMMS_H_
 
@@ -19,9 +20,24 @@ static inline tprt_status_t ce_exact_wgrad(void*, const tprt_tensor_t* dy, const
   return tprt_cuda_linear_wgrad(dy, x, dw, chunks, s);
 }
 
-/// The exact GEMMs with |piece_bytes| (0: the default budget) and |fast_math|.
-static inline tprt_cuda_ce_gemms_t ce_exact_gemms(size_t piece_bytes, bool fast_math) {
-  return tprt_cuda_ce_gemms_t{ce_exact_linear, ce_exact_dgrad, ce_exact_wgrad, NULL, piece_bytes, fast_math};
+/// dw += dyᵀ·x: the exact wgrad (one chunk) into a temporary, then the exact add.
+static inline tprt_status_t ce_exact_wgrad_acc(void*, const tprt_tensor_t* dy, const tprt_tensor_t* x,
+                                               tprt_tensor_t* dw, cudaStream_t s) {
+  tprt_tensor_t part = *dw;
+  if (cudaMalloc(&part.data, tprt_tensor_bytes(dw) + 16) != cudaSuccess)
+    return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "ce_exact_wgrad_acc: no memory");
+  tprt_status_t st = tprt_cuda_linear_wgrad(dy, x, &part, 1, s);
+  if (!st) st = tprt_cuda_add(dw, &part, dw, s);
+  cudaStreamSynchronize(s);
+  cudaFree(part.data);
+  return st;
+}
+
+/// The exact GEMMs with |piece_bytes| (0: the default budget), |math| and, with |acc|, the
+/// accumulating wgrad.
+static inline tprt_cuda_ce_gemms_t ce_exact_gemms(size_t piece_bytes, tprt_cuda_ce_math_t math, bool acc = false) {
+  return tprt_cuda_ce_gemms_t{ce_exact_linear, ce_exact_dgrad,    ce_exact_wgrad, acc ? ce_exact_wgrad_acc : NULL,
+                              NULL,            piece_bytes,       math};
 }
 
 #endif  // TPC_TEST_GPU_CE_EXACT_GEMMS_H_

@@ -89,6 +89,11 @@ static void fc_check_dense(tprt_cuda_lt_t* lt, cudaStream_t s) {
           tprt_status_t fs = tprt_cuda_linear_wgrad_fast(&dy.t, &x.t, &dw.t, lt, s);
           tprt_status_t es = tprt_cuda_linear_wgrad(&dy.t, &x.t, &ref.t, 8, s);
           fc_compare("linear_wgrad", shape, dw, ref, fs, es);
+          if (out_f32) {  // dw += dyᵀ·x again: twice the exact product (doubling is exact)
+            fs = tprt_cuda_linear_wgrad_acc_fast(&dy.t, &x.t, &dw.t, lt, s);
+            es = tprt_cuda_add(&ref.t, &ref.t, &ref.t, s);
+            fc_compare("linear_wgrad acc", shape, dw, ref, fs, es);
+          }
         }
         {  // bias gradient
           fc_tensor db(od, {n}), ref(od, {n});
@@ -292,14 +297,116 @@ static void fc_check_glu(cudaStream_t s) {
   }
 }
 
-// The cross-entropy's fast-math statistics and logit gradient (fast numerics) against the exact
-// kernels, both on the exact GEMMs (so only the fast math differs): the loss, lse, dx and dw of
+// The gradient norm's sum of squares in f64 (fast numerics) against the exact integer sum: the
+// norms of g with and without an incoming accumulator agree to f32's rounding; a NaN element gives
+// a NaN norm and an infinite one +inf, as the exact kernel's.
+static void fc_check_sumsq(cudaStream_t s) {
+  const int64_t sizes[] = {1, 7, 1000, 3000000 + 5};
+  for (int64_t n : sizes) {
+    for (int dt : {TPRT_DTYPE_F32, TPRT_DTYPE_BF16}) {
+      for (int special = 0; special < 3; ++special) {
+        fc_tensor g(dt, {n}), seed(TPRT_DTYPE_F32, {n}), acc(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS});
+        fc_tensor fa(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS}), ea(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS});
+        fc_tensor fnorm(TPRT_DTYPE_F32, {1}), enorm(TPRT_DTYPE_F32, {1});
+        g.fill(), seed.fill();
+        if (special) {  // one element NaN (1) or +inf (2)
+          std::vector<uint8_t> h(g.bytes());
+          FC_CUDA(cudaMemcpy(h.data(), g.t.data, g.bytes(), cudaMemcpyDeviceToHost));
+          tprt_store_elem(h.data(), dt, n / 2, special == 1 ? NAN : INFINITY);
+          FC_CUDA(cudaMemcpy(g.t.data, h.data(), g.bytes(), cudaMemcpyHostToDevice));
+        }
+        tprt_status_t st = tprt_cuda_sumsq(&seed.t, NULL, &acc.t, true, s);
+        tprt_status_t fs = st ? st : tprt_cuda_sumsq_fast(&g.t, &acc.t, &fa.t, true, s);
+        tprt_status_t es = st ? NULL : tprt_cuda_sumsq(&g.t, &acc.t, &ea.t, true, s);
+        if (!fs) fs = tprt_cuda_global_norm(&fa.t, &fnorm.t, s);
+        if (!es) es = tprt_cuda_global_norm(&ea.t, &enorm.t, s);
+        char shape[64];
+        snprintf(shape, sizeof shape, "n=%lld%s", (long long)n, special == 1 ? " NaN" : special == 2 ? " inf" : "");
+        if (special) {
+          FC_CUDA(cudaStreamSynchronize(s));
+          const double f = fnorm.host()[0], e = enorm.host()[0];
+          const bool same = special == 1 ? (isnan(f) && isnan(e)) : (isinf(f) && isinf(e) && f > 0 && e > 0);
+          fc_bitwise_row("sumsq fast", shape, fs || es ? 0 : !same, fs ? fs : es);
+          if (fs && es) tprt_status_free(es);
+        } else {
+          fc_compare("sumsq fast norm", shape, fnorm, enorm, fs, es, 1e-6);
+        }
+      }
+    }
+  }
+}
+
+// The norm gradients with dgamma (and dbeta) in pieces of each chunk (fast and invariant
+// numerics) against the exact kernels (dx bitwise: the same kernel), and their invariance: the
+// tokens split into R = 2, 4 shards of whole chunks (data parallelism), each shard's f32 dgamma
+// summed by the canonical tree, must give the whole batch's bits. Short chunks (one piece) and
+// long ones, 16-byte rows and odd H.
+static void fc_check_norm_grad_pieces(cudaStream_t s) {
+  const int64_t shapes[][3] = {{8192, 512, 4}, {4096 + 64, 200, 8}, {96, 64, 2}, {2048, 1000, 1}};  // M, H, C
+  for (const auto& sh : shapes) {
+    const int64_t m = sh[0], h = sh[1];
+    const int chunks = (int)sh[2];
+    for (int ln = 0; ln < 2; ++ln) {
+      fc_tensor x(TPRT_DTYPE_BF16, {m, h}), gamma(TPRT_DTYPE_BF16, {h}), dy(TPRT_DTYPE_BF16, {m, h});
+      x.fill(), gamma.fill(), dy.fill();
+      fc_tensor dx(TPRT_DTYPE_BF16, {m, h}), dg(TPRT_DTYPE_F32, {h}), db(TPRT_DTYPE_F32, {h});
+      fc_tensor rdx(TPRT_DTYPE_BF16, {m, h}), rdg(TPRT_DTYPE_F32, {h}), rdb(TPRT_DTYPE_F32, {h});
+      for (fc_tensor* t : {&dx, &dg, &db, &rdx, &rdg, &rdb}) t->poison();
+      auto run = [&](bool pieces, const tprt_tensor_t* xx, const tprt_tensor_t* dd, tprt_tensor_t* ox,
+                     tprt_tensor_t* og, tprt_tensor_t* ob, int c) {
+        if (ln)
+          return pieces ? tprt_cuda_layernorm_grad_pieces(xx, &gamma.t, dd, ox, og, ob, 1e-5f, c, s)
+                        : tprt_cuda_layernorm_grad(xx, &gamma.t, dd, ox, og, ob, 1e-5f, c, s);
+        return pieces ? tprt_cuda_rmsnorm_grad_pieces(xx, &gamma.t, dd, ox, og, 1e-5f, c, s)
+                      : tprt_cuda_rmsnorm_grad(xx, &gamma.t, dd, ox, og, 1e-5f, c, s);
+      };
+      char shape[80];
+      snprintf(shape, sizeof shape, "%s M=%lld H=%lld C=%d", ln ? "layernorm" : "rmsnorm", (long long)m, (long long)h,
+               chunks);
+      tprt_status_t ps = run(true, &x.t, &dy.t, &dx.t, &dg.t, &db.t, chunks);
+      tprt_status_t es = run(false, &x.t, &dy.t, &rdx.t, &rdg.t, &rdb.t, chunks);
+      FC_CUDA(cudaStreamSynchronize(s));
+      fc_bitwise_row("norm_grad pieces dx", shape, ps || es ? 0 : fc_diff_rows(dx.t.data, h, rdx.t.data, h, m, h, 2),
+                     NULL);
+      fc_compare("norm_grad pieces dg", shape, dg, rdg, ps, es, 1e-5);
+      if (ln) fc_compare("norm_grad pieces db", shape, db, rdb, NULL, NULL, 1e-5);
+      for (int r = 2; r <= chunks; r *= 2) {
+        std::vector<std::vector<double>> parts_g, parts_b;
+        tprt_status_t st = NULL;
+        for (int q = 0; q < r && !st; ++q) {
+          const int64_t rows = m / r;
+          int64_t xd[2] = {rows, h};
+          tprt_tensor_t xs = tprt_tensor_make((char*)x.t.data + q * rows * h * 2, TPRT_DTYPE_BF16, 2, xd);
+          tprt_tensor_t ds = tprt_tensor_make((char*)dy.t.data + q * rows * h * 2, TPRT_DTYPE_BF16, 2, xd);
+          fc_tensor sx(TPRT_DTYPE_BF16, {rows, h}), sg(TPRT_DTYPE_F32, {h}), sb(TPRT_DTYPE_F32, {h});
+          st = run(true, &xs, &ds, &sx.t, &sg.t, &sb.t, chunks / r);
+          FC_CUDA(cudaStreamSynchronize(s));
+          parts_g.push_back(sg.host());
+          parts_b.push_back(sb.host());
+        }
+        fc_tree_row(ln ? "layernorm_grad dg" : "rmsnorm_grad dg", "token shards DP", dg.host(), parts_g, st);
+        if (ln) fc_tree_row("layernorm_grad db", "token shards DP", db.host(), parts_b, NULL);
+      }
+    }
+  }
+}
+
+// The cross-entropy's FAST and INVARIANT math (and FAST's pieces accumulating into dw) against the
+// exact kernels, all on the exact GEMMs (so only the math differs): the loss, lse, dx and dw of
 // tprt_cuda_cross_entropy_with_grad, with ignored targets, rows of 16-byte runs and odd rows, one
 // piece and pieces of three tokens; the vocabulary-parallel statistics with another rank's rows.
-// The GEMMs are the exact ones of ce_exact_gemms.h.
+// INVARIANT must also give the same bits for any piece size and for two vocabulary shards combined
+// as two ranks. The GEMMs are the exact ones of ce_exact_gemms.h.
 static void fc_check_cross_entropy(cudaStream_t s) {
   const int64_t shapes[][3] = {{64, 64, 1000}, {257, 128, 4096}, {33, 32, 777}};  // T, H, V
   const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F32};
+  // The maths against EXACT: FAST (also with the accumulating wgrad) and INVARIANT.
+  const struct {
+    tprt_cuda_ce_math_t math;
+    bool acc;
+    const char* name;
+  } maths[] = {{TPRT_CUDA_CE_FAST, false, "fast"}, {TPRT_CUDA_CE_FAST, true, "fast acc"},
+               {TPRT_CUDA_CE_INVARIANT, false, "invariant"}};
   for (const auto& sh : shapes) {
     const int64_t t = sh[0], h = sh[1], v = sh[2];
     std::vector<int32_t> tg(t);
@@ -307,33 +414,84 @@ static void fc_check_cross_entropy(cudaStream_t s) {
     fc_tensor targets(TPRT_DTYPE_I32, {t});
     FC_CUDA(cudaMemcpy(targets.t.data, tg.data(), t * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int dt : dtypes) {
-      for (int piece = 0; piece < 2; ++piece) {
-        const size_t budget = piece ? (size_t)(3 * v) * tprt_dtype_bytes(dt, 1) : 0;
-        const tprt_cuda_ce_gemms_t fast = ce_exact_gemms(budget, true), exact = ce_exact_gemms(budget, false);
-        char shape[64];
-        snprintf(shape, sizeof shape, "T=%lld H=%lld V=%lld%s", (long long)t, (long long)h, (long long)v,
-                 piece ? " pieces" : "");
-        fc_tensor x(dt, {t, h}), w(dt, {v, h}), g(TPRT_DTYPE_F32, {t});
-        x.fill(), w.fill(), g.fill();
-        fc_tensor loss(TPRT_DTYPE_F32, {t}), lse(TPRT_DTYPE_F32, {t}), dx(dt, {t, h}), dw(TPRT_DTYPE_F32, {v, h});
-        fc_tensor rloss(TPRT_DTYPE_F32, {t}), rlse(TPRT_DTYPE_F32, {t}), rdx(dt, {t, h}), rdw(TPRT_DTYPE_F32, {v, h});
-        for (fc_tensor* p : {&loss, &lse, &dx, &dw, &rloss, &rlse, &rdx, &rdw}) p->poison();
-        tprt_status_t fs = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &loss.t, &lse.t, &dx.t,
-                                                             &dw.t, 4, 4, 4, &fast, s);
-        tprt_status_t es = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &rloss.t, &rlse.t, &rdx.t,
-                                                             &rdw.t, 4, 4, 4, &exact, s);
-        // The gradients' tolerance is the inputs' dtype's: dZ rounds to it before the products.
-        const double grad_tol = dt == TPRT_DTYPE_BF16 ? 1e-2 : 1e-4;
-        fc_compare("ce_with_grad loss", shape, loss, rloss, fs, es);
-        fc_compare("ce_with_grad lse", shape, lse, rlse, NULL, NULL);
-        fc_compare("ce_with_grad dx", shape, dx, rdx, NULL, NULL, grad_tol);
-        fc_compare("ce_with_grad dw", shape, dw, rdw, NULL, NULL, grad_tol);
-        // A vocabulary shard (rows [v/2, v) of a 2v-row vocabulary, half the targets elsewhere).
-        fc_tensor st(TPRT_DTYPE_F32, {t, 3}), rst(TPRT_DTYPE_F32, {t, 3});
-        st.poison(), rst.poison();
-        fs = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &st.t, v / 2, 2 * v, 4, 4, &fast, s);
-        es = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &rst.t, v / 2, 2 * v, 4, 4, &exact, s);
-        fc_compare("ce_stats shard", shape, st, rst, fs, es);
+      fc_tensor x(dt, {t, h}), w(dt, {v, h}), g(TPRT_DTYPE_F32, {t});
+      x.fill(), w.fill(), g.fill();
+      // INVARIANT's outputs without pieces: every piece size must give their bits.
+      fc_tensor iloss(TPRT_DTYPE_F32, {t}), ilse(TPRT_DTYPE_F32, {t}), idx(dt, {t, h}), idw(TPRT_DTYPE_F32, {v, h});
+      for (const auto& mt : maths) {
+        for (int piece = 0; piece < 2; ++piece) {
+          const size_t budget = piece ? (size_t)(3 * v) * tprt_dtype_bytes(dt, 1) : 0;
+          const tprt_cuda_ce_gemms_t got = ce_exact_gemms(budget, mt.math, mt.acc),
+                                     exact = ce_exact_gemms(budget, TPRT_CUDA_CE_EXACT);
+          char shape[80];
+          snprintf(shape, sizeof shape, "%s T=%lld H=%lld V=%lld%s", mt.name, (long long)t, (long long)h, (long long)v,
+                   piece ? " pieces" : "");
+          fc_tensor loss(TPRT_DTYPE_F32, {t}), lse(TPRT_DTYPE_F32, {t}), dx(dt, {t, h}), dw(TPRT_DTYPE_F32, {v, h});
+          fc_tensor rloss(TPRT_DTYPE_F32, {t}), rlse(TPRT_DTYPE_F32, {t}), rdx(dt, {t, h}), rdw(TPRT_DTYPE_F32, {v, h});
+          for (fc_tensor* p : {&loss, &lse, &dx, &dw, &rloss, &rlse, &rdx, &rdw}) p->poison();
+          tprt_status_t fs = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &loss.t, &lse.t, &dx.t,
+                                                               &dw.t, 4, 4, 4, &got, s);
+          tprt_status_t es = tprt_cuda_cross_entropy_with_grad(&x.t, &w.t, &targets.t, &g.t, &rloss.t, &rlse.t,
+                                                               &rdx.t, &rdw.t, 4, 4, 4, &exact, s);
+          // The gradients' tolerance is the inputs' dtype's: dZ rounds to it before the products.
+          const double grad_tol = dt == TPRT_DTYPE_BF16 ? 1e-2 : 1e-4;
+          fc_compare("ce_with_grad loss", shape, loss, rloss, fs, es);
+          fc_compare("ce_with_grad lse", shape, lse, rlse, NULL, NULL);
+          fc_compare("ce_with_grad dx", shape, dx, rdx, NULL, NULL, grad_tol);
+          fc_compare("ce_with_grad dw", shape, dw, rdw, NULL, NULL, grad_tol);
+          if (mt.math == TPRT_CUDA_CE_INVARIANT) {
+            if (!piece) {
+              fc_tensor* keep[4][2] = {{&iloss, &loss}, {&ilse, &lse}, {&idx, &dx}, {&idw, &dw}};
+              for (auto& k : keep)  // on s: the kernels that wrote them run there
+                FC_CUDA(cudaMemcpyAsync(k[0]->t.data, k[1]->t.data, k[1]->bytes(), cudaMemcpyDeviceToDevice, s));
+            } else {
+              int64_t bad = fc_diff_rows(loss.t.data, t, iloss.t.data, t, 1, t, 4) +
+                            fc_diff_rows(lse.t.data, t, ilse.t.data, t, 1, t, 4) +
+                            fc_diff_rows(dx.t.data, h, idx.t.data, h, t, h, (int)tprt_dtype_bytes(dt, 1)) +
+                            fc_diff_rows(dw.t.data, h, idw.t.data, h, v, h, 4);
+              fc_bitwise_row("ce_with_grad inv", "pieces = one piece", bad, NULL);
+            }
+          }
+          // A vocabulary shard (rows [v/2, v) of a 2v-row vocabulary, half the targets elsewhere).
+          fc_tensor st(TPRT_DTYPE_F32, {t, 3}), rst(TPRT_DTYPE_F32, {t, 3});
+          st.poison(), rst.poison();
+          fs = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &st.t, v / 2, 2 * v, 4, 4, &got, s);
+          es = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &rst.t, v / 2, 2 * v, 4, 4, &exact, s);
+          fc_compare("ce_stats shard", shape, st, rst, fs, es);
+        }
+      }
+      // Two vocabulary shards of two blocks each, combined as two ranks: bitwise the whole
+      // vocabulary's four blocks (stats and combine as one rank, and, for INVARIANT, the lse of
+      // ce_with_grad above) when the blocks are whole shards' halves (4 divides V). EXACT too: the
+      // property the invariant math keeps.
+      for (tprt_cuda_ce_math_t math : {TPRT_CUDA_CE_EXACT, TPRT_CUDA_CE_INVARIANT}) {
+        if (v % 4 != 0) break;
+        const tprt_cuda_ce_gemms_t gm = ce_exact_gemms(0, math);
+        fc_tensor st1(TPRT_DTYPE_F32, {t, 3}), st2(TPRT_DTYPE_F32, {t, 6}), part(TPRT_DTYPE_F32, {t, 3});
+        fc_tensor loss1(TPRT_DTYPE_F32, {t}), lse1(TPRT_DTYPE_F32, {t}), loss(TPRT_DTYPE_F32, {t}), lse(TPRT_DTYPE_F32, {t});
+        tprt_status_t st = tprt_cuda_cross_entropy_stats(&x.t, &w.t, &targets.t, &st1.t, 0, v, 4, 4, &gm, s);
+        if (!st) st = tprt_cuda_cross_entropy_combine(&st1.t, &targets.t, &loss1.t, &lse1.t, s);
+        for (int q = 0; q < 2 && !st; ++q) {
+          tprt_tensor_t wq = w.t;
+          wq.dims[0] = v / 2;
+          wq.data = (char*)w.t.data + (size_t)(q * (v / 2) * h) * tprt_dtype_bytes(dt, 1);
+          st = tprt_cuda_cross_entropy_stats(&x.t, &wq, &targets.t, &part.t, q * (v / 2), v, 4, 2, &gm, s);
+          if (!st)
+            FC_CUDA(cudaMemcpy2DAsync((char*)st2.t.data + 12 * q, 24, part.t.data, 12, 12, (size_t)t,
+                                      cudaMemcpyDeviceToDevice, s));
+        }
+        if (!st) st = tprt_cuda_cross_entropy_combine(&st2.t, &targets.t, &loss.t, &lse.t, s);
+        FC_CUDA(cudaStreamSynchronize(s));
+        char what[64];
+        snprintf(what, sizeof what, "%s 2 shards T=%lld V=%lld %s", math == TPRT_CUDA_CE_EXACT ? "exact" : "inv",
+                 (long long)t, (long long)v, tprt_dtype_name(dt));
+        fc_bitwise_row("ce vocab shards", what, st ? 0 : fc_diff_rows(lse.t.data, t, lse1.t.data, t, 1, t, 4) +
+                                                       fc_diff_rows(loss.t.data, t, loss1.t.data, t, 1, t, 4), st);
+        if (math == TPRT_CUDA_CE_INVARIANT && !st) {
+          snprintf(what, sizeof what, "stats = with_grad T=%lld V=%lld %s", (long long)t, (long long)v,
+                   tprt_dtype_name(dt));
+          fc_bitwise_row("ce inv", what, fc_diff_rows(lse1.t.data, t, ilse.t.data, t, 1, t, 4), NULL);
+        }
       }
     }
   }
@@ -367,6 +525,8 @@ int main(int argc, char** argv) {
   fc_check_attention(s);
   fc_check_glu(s);
   fc_check_cross_entropy(s);
+  fc_check_norm_grad_pieces(s);
+  fc_check_sumsq(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

@@ -84,6 +84,17 @@ static void ct_check_optimizer(cudaStream_t stream) {
                   [&](cudaStream_t st) { return tprt_cuda_sumsq(&g.d, with_acc ? &acc.d : NULL, &out.d, count != 0, st); },
                   true, stream);
             }
+          // The tensor from its second element: not 16-byte aligned, so element by element.
+          if (n > 1) {
+            tprt_tensor_t gh = g.h, gd = g.d;
+            size_t elem = tprt_dtype_bytes(dtype, 1);
+            gh.data = (char*)gh.data + elem, gd.data = (char*)gd.data + elem;
+            gh.dims[0] = gd.dims[0] = n - 1;
+            ct_run(
+                "sumsq", shape, tprt_dtype_name(dtype), special ? "unaligned special" : "unaligned", &out,
+                [&] { return tprt_cpu_sumsq(&gh, &acc.h, &out.h, true); },
+                [&](cudaStream_t st) { return tprt_cuda_sumsq(&gd, &acc.d, &out.d, true, st); }, true, stream);
+          }
         }
         ct_free(&g), ct_free(&seed), ct_free(&acc), ct_free(&out);
       }
@@ -181,7 +192,7 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
       ct_fill(&x, &rng, CT_DIST_MODERATE);
       ct_fill(&w, &rng, CT_DIST_MODERATE);
       ct_fill(&g, &rng, CT_DIST_MODERATE);
-      const tprt_cuda_ce_gemms_t pieces = ce_exact_gemms((size_t)(3 * c.v) * tprt_dtype_bytes(dtype, 1), false);
+      const tprt_cuda_ce_gemms_t pieces = ce_exact_gemms((size_t)(3 * c.v) * tprt_dtype_bytes(dtype, 1), TPRT_CUDA_CE_EXACT);
       for (const tprt_cuda_ce_gemms_t* gm : {(const tprt_cuda_ce_gemms_t*)NULL, &pieces}) {
         if (!ct_selected("cross_entropy")) break;
         char shape[64], params[80];

@@ -172,6 +172,10 @@ tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_te
 /// dw = dyᵀ·x.
 tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
                                           const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// dw += dyᵀ·x for an f32 dw (cuBLASLt's beta = 1: the product and dw added in f32, once rounded).
+bool tprt_cuda_linear_wgrad_acc_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* dw);
+tprt_status_t tprt_cuda_linear_wgrad_acc_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                              const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// db = Σ_m dy[m] (a GEMV against a ones vector, grown outside graph capture).
 tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* db, tprt_cuda_lt_t* lt,
                                        cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -339,6 +343,20 @@ tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t
 tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                        tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                        int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The norm gradients of fast and invariant numerics: dx as above; dgamma (and dbeta) with each of
+/// the |chunks| canonical token chunks cut into pieces of TPRT_CUDA_NORM_GRAD_PIECE rows, each
+/// piece summed in row order, a chunk's pieces added in order, then the chunks by the canonical
+/// tree. The order depends only on the chunks' length (invariant: a data-parallel or micro-batch
+/// split keeps whole chunks), and the pieces give the serial sums chunks × pieces times the
+/// parallelism. Same validation.
+#define TPRT_CUDA_NORM_GRAD_PIECE 256
+tprt_status_t tprt_cuda_rmsnorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                            const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                            float eps, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_layernorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                              const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                              tprt_tensor_t* dbeta, float eps, int chunks,
+                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Top-k routing: bitwise tprt_cpu_moe_route (both run tprt_moe_route_row of tprt_numerics.h),
 /// same validation; one thread per token, softmax work space allocated stream-ordered.
@@ -613,13 +631,24 @@ tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t*
                                   int64_t start, int64_t vocab, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                        int64_t start, int64_t vocab, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// How the cross-entropy ops compute their statistics and the logit gradient (docs/numerics.md,
+/// "Cross-entropy"):
+///   EXACT      tprt_numerics.h's exp; per token and vocabulary block the maximum, then the sum of
+///              exponentials from +0.0 in increasing v: bitwise the CPU kernels.
+///   INVARIANT  __expf; per token and vocabulary block one thread block's online maximum and sum in
+///              a fixed order that depends only on the block's length, then the blocks' pairwise tree
+///              as in EXACT: bits that no mesh, batch or piece size changes, on one architecture.
+///   FAST       __expf; per token one online pass over its whole row (no vocabulary blocks): no
+///              bitwise promise.
+typedef enum { TPRT_CUDA_CE_EXACT = 0, TPRT_CUDA_CE_INVARIANT = 1, TPRT_CUDA_CE_FAST = 2 } tprt_cuda_ce_math_t;
+
 /// The GEMMs of the cross-entropy ops, each on |stream|: y = x·wᵀ rounded to y's dtype (the
 /// logits), dx = dy·w and dw = dyᵀ·x with the canonical accumulation over |chunks| (linear_dgrad with
 /// one segment and block, linear_wgrad). NULL for the exact kernels (gemm/linear.cu,
 /// gemm/linear_grad.c); the CUDA backend passes its kernel table's choice for the module's
-/// numerics. |piece_bytes| bounds the logits held at a time (0: 1 GiB). |fast_math| (fast numerics)
-/// takes each token's statistics in one pass of a thread block over its row (an online maximum and
-/// sum with __expf, no vocabulary blocks) and the logit gradient with __expf: no bitwise promise.
+/// numerics. |wgrad_acc| (fast numerics; NULL otherwise) adds dyᵀ·x into an f32 dw: the pieces of
+/// tokens then sum into dw itself, in pieces of |piece_bytes| of logits, with no partial of dw's
+/// size. |piece_bytes| bounds the logits held at a time (0: 1 GiB). |math| as above.
 typedef struct tprt_cuda_ce_gemms {
   tprt_status_t (*linear)(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y, int chunks,
                           cudaStream_t stream);
@@ -627,9 +656,11 @@ typedef struct tprt_cuda_ce_gemms {
                          cudaStream_t stream);
   tprt_status_t (*wgrad)(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks,
                          cudaStream_t stream);
+  tprt_status_t (*wgrad_acc)(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                             cudaStream_t stream);
   void* ctx;
   size_t piece_bytes;
-  bool fast_math;
+  tprt_cuda_ce_math_t math;
 } tprt_cuda_ce_gemms_t;
 
 /// The cross-entropy ops (kernels/cuda/model/cross_entropy.cu) over pieces of tokens: the logits of
@@ -678,6 +709,12 @@ tprt_status_t tprt_cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tp
                                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_sumsq for fast numerics: the squares summed in f64 (in a fixed order for a given
+/// tensor size and GPU), the sum then added to the incoming accumulator on its grid (bits below
+/// 2^-298 dropped). As exact as f64 allows, but not layout-independent: no bitwise promise. Same
+/// validation.
+tprt_status_t tprt_cuda_sumsq_fast(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                                   bool count, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
                               const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,

@@ -94,7 +94,7 @@ static bool tprt__lt_type(int dtype, cudaDataType_t* out) {
 
 // The cuBLASLt call of every fast dense contraction, column-major: D[m,n] = op(A)·op(B) with
 // op(A) m x k, op(B) k x n, f32 accumulation, optional bias[m] (the epilogue adds it in f32
-// before the one rounding to D's dtype).
+// before the one rounding to D's dtype); with |accumulate|, D's values are added too (beta = 1).
 typedef struct {
   cublasOperation_t opa, opb;
   int64_t m, n, k;
@@ -106,6 +106,7 @@ typedef struct {
   int64_t ldd;
   int ab_dtype, d_dtype;
   const void* bias;
+  bool accumulate;
 } tprt__lt_gemm_t;
 
 static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, const tprt_cuda_lt_t* lt,
@@ -154,7 +155,7 @@ static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, c
     st = tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s (fast): cuBLASLt has no algorithm for M=%lld N=%lld K=%lld",
                           op, (long long)g->m, (long long)g->n, (long long)g->k);
   } else {
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
     s = tprt__lt.matmul((cublasLtHandle_t)lt->handle, desc, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc,
                         &result.algo, lt->workspace, lt->workspace_bytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) st = tprt__lt_status(s, "cublasLtMatmul");
@@ -231,7 +232,7 @@ tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t*
   // yᵀ[N,M] = (w as K x N)ᵀ · (x as K x M)
   int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
   tprt__lt_gemm_t g = {CUBLAS_OP_T, CUBLAS_OP_N, n,       m, k,        w->data,  k,
-                       x->data,     k,           y->data, n, x->dtype, y->dtype, bias ? bias->data : NULL};
+                       x->data,     k,           y->data, n, x->dtype, y->dtype, bias ? bias->data : NULL, false};
   return tprt__lt_matmul("linear", &g, lt, stream);
 }
 
@@ -242,19 +243,35 @@ tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_te
   // dxᵀ[K,M] = (w as K x N) · (dy as N x M)
   int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
   tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, k,        m, n,         w->data,   k,
-                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL};
+                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL, false};
   return tprt__lt_matmul("linear_dgrad", &g, lt, stream);
+}
+
+// dwᵀ[K,N] = (x as K x M) · (dy as N x M)ᵀ, plus dw's values with |accumulate|.
+static tprt_status_t tprt__lt_wgrad(const char* op, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                    bool accumulate, const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  int64_t m = dy->dims[0], n = dy->dims[1], k = x->dims[1];
+  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_T, k,        n, m,         x->data,   k,
+                       dy->data,    n,           dw->data, k, dy->dtype, dw->dtype, NULL, accumulate};
+  return tprt__lt_matmul(op, &g, lt, stream);
 }
 
 tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
                                           const tprt_cuda_lt_t* lt, cudaStream_t stream) {
   if (!tprt_cuda_linear_wgrad_fast_fits(dy, x, dw))
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear_wgrad (fast): unsupported shapes or dtypes");
-  // dwᵀ[K,N] = (x as K x M) · (dy as N x M)ᵀ
-  int64_t m = dy->dims[0], n = dy->dims[1], k = x->dims[1];
-  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_T, k,        n, m,         x->data,   k,
-                       dy->data,    n,           dw->data, k, dy->dtype, dw->dtype, NULL};
-  return tprt__lt_matmul("linear_wgrad", &g, lt, stream);
+  return tprt__lt_wgrad("linear_wgrad", dy, x, dw, false, lt, stream);
+}
+
+bool tprt_cuda_linear_wgrad_acc_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* x, const tprt_tensor_t* dw) {
+  return tprt_cuda_linear_wgrad_fast_fits(dy, x, dw) && dw->dtype == TPRT_DTYPE_F32;
+}
+
+tprt_status_t tprt_cuda_linear_wgrad_acc_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
+                                              const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  if (!tprt_cuda_linear_wgrad_acc_fast_fits(dy, x, dw))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear_wgrad accumulate (fast): unsupported shapes or dtypes");
+  return tprt__lt_wgrad("linear_wgrad accumulate", dy, x, dw, true, lt, stream);
 }
 
 tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* db, tprt_cuda_lt_t* lt,
@@ -281,6 +298,6 @@ tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* d
     if (s) return s;
   }
   tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, n,        1, m,         dy->data,  n,
-                       lt->ones,    m,           db->data, n, dy->dtype, db->dtype, NULL};
+                       lt->ones,    m,           db->data, n, dy->dtype, db->dtype, NULL, false};
   return tprt__lt_matmul("bias_grad", &g, lt, stream);
 }

@@ -17,9 +17,13 @@
 //   with_grad the loss too: per piece, the logits, their statistics, the combine (one shard: the
 //           whole vocabulary), then dZ and both gradients from the same logits.
 // With the exact GEMMs (gemms NULL) every op is bitwise the CPU kernels of cpu_vocab.c, whatever
-// the pieces. With gemms->fast_math (fast numerics) a token's statistics are one thread block's
-// online maximum and sum over its whole row (__expf; the same [T,3] (m, s, z_t) for the combine)
-// and the logit gradient takes __expf: no vocabulary blocks, no bitwise promise. The targets' values are not checked on the host.
+// the pieces. gemms->math (tprt_cuda_ce_math_t) INVARIANT takes each (token, vocabulary block)'s
+// statistics as one thread block's online maximum and sum of __expf in a fixed order
+// (tprt__ce_online: it depends only on the block's length, so a vocabulary shard of whole blocks, a
+// piece size or a batch never changes them) and the logit gradient with __expf; FAST takes a token's
+// statistics over its whole row at once (the same [T,3] (m, s, z_t) for the combine, no vocabulary
+// blocks), no bitwise promise, and with gemms->wgrad_acc its pieces add their dw into dw itself.
+// The targets' values are not checked on the host.
 #include "tprt_cuda_internal.cuh"
 
 // ------------------------------------------------------------------------------------------------
@@ -133,10 +137,14 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
   }
 }
 
-// Fast numerics: token t's (m, s, z_t) over its whole row, one 256-thread block per token (grid
-// stride): each thread keeps an online maximum and a sum of __expf(z - m) rescaled when the
-// maximum grows (16 bytes of logits at a time when |vec|), then the block merges the threads'
-// pairs. tprt_max_keep, so a NaN logit gives a NaN maximum and sum.
+// The online statistics of INVARIANT and FAST math: one 256-thread block's maximum and sum of
+// __expf(z - max) over row[v0, v1) (D elements). Thread i takes groups of kVec consecutive elements
+// v0 + kVec·i, v0 + kVec·(i + 256), ... (one 16-byte load per group where the groups are aligned),
+// takes each group's maximum and sum of exponentials and merges them into its running pair (the sum
+// rescaled when the maximum grows); then the lanes merge by a fixed xor tree and the warps in
+// increasing order. Which element meets which in that order depends only on v1 - v0: the bits are
+// the same wherever the elements lie (a shard's block, a piece's token). tprt_max_keep, so a NaN
+// logit gives a NaN maximum and sum. The pair is returned in thread 0; |sm| holds [2][8] floats.
 constexpr int kTprtCeFastThreads = 256;
 static __device__ __forceinline__ void tprt__ce_merge(float* m, float* s, float m2, float s2) {
   const float mm = tprt_max_keep(*m, m2);
@@ -145,47 +153,81 @@ static __device__ __forceinline__ void tprt__ce_merge(float* m, float* s, float 
   *s = a + b;
 }
 template <int D>
+static __device__ __forceinline__ void tprt__ce_online(const char* row, int64_t v0, int64_t v1,
+                                                       float (*sm)[kTprtCeFastThreads / 32], float* om, float* os) {
+  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kBytes;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const char* base = row + v0 * kBytes;
+  const int64_t len = v1 - v0;
+  const bool vec = len % kVec == 0 && ((uintptr_t)base & 15) == 0;
+  float m = -INFINITY, s = 0.0f;
+  for (int64_t j0 = (int64_t)threadIdx.x * kVec; j0 < len; j0 += (int64_t)kTprtCeFastThreads * kVec) {
+    float x[kVec];
+    if (vec) {
+      const uint4 raw = *(const uint4*)(base + j0 * kBytes);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[e] = tprt_load_elem(&raw, D, e);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[e] = j0 + e < len ? tprt_load_elem(base, D, j0 + e) : -INFINITY;
+    }
+    float lm = x[0];
+#pragma unroll
+    for (int e = 1; e < kVec; ++e) lm = tprt_max_keep(lm, x[e]);
+    float ls = 0.0f;
+    if (lm != -INFINITY) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) ls += __expf(x[e] - lm);
+    }
+    tprt__ce_merge(&m, &s, lm, ls);
+  }
+  for (int off = 16; off > 0; off /= 2)
+    tprt__ce_merge(&m, &s, __shfl_xor_sync(0xFFFFFFFFu, m, off), __shfl_xor_sync(0xFFFFFFFFu, s, off));
+  if (lane == 0) sm[0][warp] = m, sm[1][warp] = s;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kTprtCeFastThreads / 32; ++w) tprt__ce_merge(&m, &s, sm[0][w], sm[1][w]);
+  *om = m, *os = s;
+  __syncthreads();  // sm is the next call's
+}
+
+// FAST: token t's (m, s, z_t) over its whole row, one thread block per token (grid stride).
+template <int D>
 __global__ void __launch_bounds__(kTprtCeFastThreads)
     tprt__ce_row_stats_fast(const void* __restrict__ z, const int32_t* __restrict__ targets, int64_t t, int64_t v,
-                            int64_t start, bool vec, float* __restrict__ out) {
-  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kBytes;
+                            int64_t start, float* __restrict__ out) {
+  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2;
   __shared__ float sm[2][kTprtCeFastThreads / 32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int64_t tok = blockIdx.x; tok < t; tok += gridDim.x) {
     const char* row = (const char*)z + tok * v * kBytes;
-    float m = -INFINITY, s = 0.0f;
-    for (int64_t j0 = (int64_t)threadIdx.x * kVec; j0 < v; j0 += (int64_t)kTprtCeFastThreads * kVec) {
-      float x[kVec];
-      if (vec) {
-        const uint4 raw = *(const uint4*)(row + j0 * kBytes);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) x[e] = tprt_load_elem(&raw, D, e);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) x[e] = j0 + e < v ? tprt_load_elem(row, D, j0 + e) : -INFINITY;
-      }
-      float lm = x[0];
-#pragma unroll
-      for (int e = 1; e < kVec; ++e) lm = tprt_max_keep(lm, x[e]);
-      float ls = 0.0f;
-      if (lm != -INFINITY) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) ls += __expf(x[e] - lm);
-      }
-      tprt__ce_merge(&m, &s, lm, ls);
-    }
-    for (int off = 16; off > 0; off /= 2)
-      tprt__ce_merge(&m, &s, __shfl_xor_sync(0xFFFFFFFFu, m, off), __shfl_xor_sync(0xFFFFFFFFu, s, off));
-    if (lane == 0) sm[0][warp] = m, sm[1][warp] = s;
-    __syncthreads();
+    float m, s;
+    tprt__ce_online<D>(row, 0, v, sm, &m, &s);
     if (threadIdx.x == 0) {
-      for (int w = 1; w < kTprtCeFastThreads / 32; ++w) tprt__ce_merge(&m, &s, sm[0][w], sm[1][w]);
       const int64_t local = (int64_t)targets[tok] - start;
       out[tok * 3 + 0] = m;
       out[tok * 3 + 1] = s;
       out[tok * 3 + 2] = targets[tok] >= 0 && local >= 0 && local < v ? tprt_load_elem(row, D, local) : -0.0f;
     }
-    __syncthreads();  // sm is the next token's
+  }
+}
+
+// INVARIANT: block b's (m, s) of token t, bm/bs[t * blocks + b], one thread block per (token, block)
+// (grid stride); tprt__ce_token_stats then takes the blocks' tree and the target's logit.
+template <int D>
+__global__ void __launch_bounds__(kTprtCeFastThreads)
+    tprt__ce_block_stats_online(const void* __restrict__ z, int64_t t, int64_t v, int blocks, int64_t size,
+                                float* __restrict__ bm, float* __restrict__ bs) {
+  constexpr int kBytes = D == TPRT_DTYPE_F32 ? 4 : 2;
+  __shared__ float sm[2][kTprtCeFastThreads / 32];
+  for (int64_t item = blockIdx.x; item < t * blocks; item += gridDim.x) {
+    const int64_t tok = item / blocks;
+    const int b = (int)(item % blocks);
+    int64_t v0 = b * size, v1 = v0 + size;
+    if (v0 > v) v0 = v;
+    if (v1 > v) v1 = v;
+    float m, s;
+    tprt__ce_online<D>((const char*)z + tok * v * kBytes, v0, v1, sm, &m, &s);
+    if (threadIdx.x == 0) bm[item] = m, bs[item] = s;
   }
 }
 
@@ -254,7 +296,7 @@ static tprt_status_t tprt__ce_exact_wgrad(void* ctx, const tprt_tensor_t* dy, co
   return tprt_cuda_linear_wgrad(dy, x, dw, chunks, stream);
 }
 static const tprt_cuda_ce_gemms_t tprt__ce_exact = {tprt__ce_exact_linear, tprt__ce_exact_dgrad, tprt__ce_exact_wgrad,
-                                                    NULL, 0, false};
+                                                    NULL, NULL, 0, TPRT_CUDA_CE_EXACT};
 
 static size_t tprt__ce_budget(const tprt_cuda_ce_gemms_t* g) {
   return g->piece_bytes ? g->piece_bytes : TPRT__CE_PIECE_BYTES;
@@ -307,22 +349,27 @@ static tprt_status_t tprt__ce_logits_buffer(const tprt_tensor_t* x, int64_t rows
 }
 
 // The statistics of the n tokens of the logits piece z (stats [n, 3]), |blocks| vocabulary blocks of
-// |size|; bm and bs hold n·blocks floats each.
+// |size|, by |math|; bm and bs hold n·blocks floats each.
 static tprt_status_t tprt__ce_piece_stats(const tprt_tensor_t* z, int64_t n, int blocks, int64_t size, int64_t start,
-                                          const int32_t* targets, float* bm, float* bs, float* stats, bool fast,
-                                          cudaStream_t stream) {
+                                          const int32_t* targets, float* bm, float* bs, float* stats,
+                                          tprt_cuda_ce_math_t math, cudaStream_t stream) {
   int64_t v = z->dims[1];
   tprt__cuda_float_dispatch(z->dtype, [&](auto d) {
     constexpr int D = decltype(d)::value;
-    if (fast) {
-      const bool vec = v % (D == TPRT_DTYPE_F32 ? 4 : 8) == 0 && ((uintptr_t)z->data & 15) == 0;
+    if (math == TPRT_CUDA_CE_FAST) {
       tprt__ce_row_stats_fast<D><<<(unsigned)(n < 65535 ? n : 65535), kTprtCeFastThreads, 0, stream>>>(
-          z->data, targets, n, v, start, vec, stats);
+          z->data, targets, n, v, start, stats);
       return;
     }
-    int64_t items = (n + 31) / 32 * blocks;
-    tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(z->data, n, v, blocks,
-                                                                                                size, bm, bs);
+    if (math == TPRT_CUDA_CE_INVARIANT) {
+      const int64_t items = n * blocks;
+      tprt__ce_block_stats_online<D><<<(unsigned)(items < 65535 * 8 ? items : 65535 * 8), kTprtCeFastThreads, 0,
+                                       stream>>>(z->data, n, v, blocks, size, bm, bs);
+    } else {
+      int64_t items = (n + 31) / 32 * blocks;
+      tprt__ce_block_stats<D><<<tprt__cuda_ew_blocks(items, 1), 32 * kTprtCeWarps, 0, stream>>>(z->data, n, v, blocks,
+                                                                                                  size, bm, bs);
+    }
     tprt__ce_token_stats<D><<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(z->data, targets, n, v, blocks, start,
                                                                                bm, bs, stats);
   });
@@ -349,7 +396,7 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
   if (fwd && n > 0) {
     const int32_t* tg = (const int32_t*)targets->data + t0;
     s = tprt__ce_piece_stats(z, n, chunks, tprt_kacc_chunk_size(z->dims[1], chunks), 0, tg, fwd->bm, fwd->bs, fwd->st,
-                             g->fast_math, stream);
+                             g->math, stream);
     if (s) return s;
     tprt__ce_combine<<<tprt__cuda_ew_blocks(n, 128), 128, 0, stream>>>(
         fwd->st, tg, n, 1, fwd->work, (float*)fwd->loss->data + t0, (float*)fwd->lse->data + t0);
@@ -366,7 +413,7 @@ static tprt_status_t tprt__ce_piece(const tprt_cuda_ce_gemms_t* g, const tprt_te
                                                          (const float*)lse->data + t0,
                                                          (const float*)dloss->data + t0, n, v, start, vec);
     };
-    if (g->fast_math)
+    if (g->math != TPRT_CUDA_CE_EXACT)  // elementwise: invariant with __expf too
       launch(tprt__ce_dlogits<D, true>);
     else
       launch(tprt__ce_dlogits<D, false>);
@@ -404,7 +451,7 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, c
     s = tprt__ce_piece(g, x, w, t0, n, chunks, NULL, NULL, NULL, start, &z, NULL, stream);
     if (s) break;
     s = tprt__ce_piece_stats(&z, n, vocab_chunks, size, start, (const int32_t*)targets->data + t0, bm, bs,
-                             (float*)stats->data + 3 * t0, g->fast_math, stream);
+                             (float*)stats->data + 3 * t0, g->math, stream);
   }
   tprt__cuda_free_async(work, stream);
   tprt__cuda_free_async(z.data, stream);
@@ -498,7 +545,10 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, c
 // dZ in place, and contracted with w into the piece's rows of dx and with x into a node of dw's
 // token tree. A piece is k = 2^j whole chunks of S = T/C tokens, the most that fit the budget; one
 // piece (k = C) when C does not divide T, when dw is not f32 (a node of the tree is f32), or when
-// everything fits the budget plus dw's bytes (what a second piece's partial would take). dx's rows need no other token, so its bits are the same for any piece size.
+// everything fits the budget plus dw's bytes (what a second piece's partial would take). dx's rows
+// need no other token, so its bits are the same for any piece size. With g->wgrad_acc and an f32 dw
+// (fast numerics) the pieces are the budget's (tprt__ce_piece_rows) and each adds its product into
+// dw (the first one writes it): no tree, no partial.
 // With |fwd| (tprt_cuda_cross_entropy_with_grad: T, V and H not 0), each piece's logits first
 // give its tokens' loss and lse (fwd->lse, which |lse| then is).
 static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_t* g, const tprt_tensor_t* x,
@@ -524,6 +574,8 @@ static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_
   if (t % c == 0 && dw->dtype == TPRT_DTYPE_F32 && (size_t)t * row > budget + tprt_tensor_bytes(dw))
     while (k > 1 && (size_t)(k * size) * row > budget) k /= 2;
   int64_t rows = k == c ? t : k * size;
+  const bool acc = g->wgrad_acc && dw->dtype == TPRT_DTYPE_F32;
+  if (acc) rows = tprt__ce_piece_rows(t, v, (int)tprt_dtype_bytes(x->dtype, 1), budget);
   tprt_tensor_t z;
   tprt_status_t s = NULL;
   TPRT_RETURN_IF_ERROR(tprt__ce_logits_buffer(x, rows, v, &z, stream), "%s", op);
@@ -552,6 +604,11 @@ static tprt_status_t tprt__ce_backward(const char* op, const tprt_cuda_ce_gemms_
     }
     if (s) break;
     tprt_tensor_t part = *dw, xp = tprt__rows(x, t0, n);
+    if (acc) {
+      s = t0 == 0 ? g->wgrad(g->ctx, &z, &xp, dw, token_chunks, stream) : g->wgrad_acc(g->ctx, &z, &xp, dw, stream);
+      if (s) break;
+      continue;
+    }
     if (nodes > 0) {
       cudaError_t e = tprt__cuda_malloc_async(&part.data, tprt_tensor_bytes(dw) + 16, stream);
       if (e != cudaSuccess) {

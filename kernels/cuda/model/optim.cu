@@ -9,6 +9,7 @@
 // block sums its threads' limbs (integers) into one row of a [blocks, 21] scratch, and one block
 // adds the rows to the incoming accumulator (a warp per limb) and normalizes. No atomics, no floating-point sums.
 // global_norm: one thread, as the CPU kernel. adamw: a thread per 4 elements (tprt_adamw_elem).
+// sumsq_fast (fast numerics): f64 sums of the squares, put on the accumulator's grid at the end.
 #include "tprt_cuda_internal.cuh"
 
 // ------------------------------------------------------------------------------------------------
@@ -16,8 +17,8 @@
 // ------------------------------------------------------------------------------------------------
 
 constexpr int kTprtSumsqThreads = 256;
-constexpr int kTprtSumsqMaxBlocks = 1024;
-constexpr int kTprtSumsqLoads = 8;
+// Rows of the block's column sums: kTprtSumsqThreads / TPRT_SUMSQ_WORDS threads per word.
+constexpr int kTprtSumsqCols = kTprtSumsqThreads / TPRT_SUMSQ_WORDS;
 
 // Adds |w| (a sum of squares' significands shifted onto limb |j|'s grid) into limbs j.. of |acc|,
 // 32 bits per limb: each limb gains less than 2^32, as from one tprt_sumsq_add.
@@ -27,6 +28,37 @@ static __device__ __forceinline__ void tprt__sumsq_flush(int64_t* acc, int j, un
     if (j + k < TPRT_SUMSQ_LIMBS) acc[j + k] += (int64_t)(uint64_t)(w & 0xFFFFFFFFu);
 }
 
+// A thread's running sum: two 128-bit registers in front of its row of limbs (tprt__sumsq_blocks).
+typedef struct {
+  int64_t* acc;
+  int ja, jb;
+  unsigned __int128 wa, wb;
+  int64_t since;
+} tprt__sumsq_thread_t;
+
+static __device__ __forceinline__ void tprt__sumsq_elem(tprt__sumsq_thread_t* t, float x) {
+  const uint32_t b = tprt_f32_bits(x), e = (b >> 23) & 0xFFu, f = b & 0x7FFFFFu;
+  if (e == 0xFFu) {  // NaN or infinity: counted in the last word
+    tprt_sumsq_add(t->acc, x);
+    return;
+  }
+  if (e == 0 && f == 0) return;
+  const uint32_t m = e ? (f | 0x800000u) : f;
+  const int eg = e ? (int)e - 150 : -149, p = 2 * eg - TPRT_SUMSQ_BASE, j = p >> 5;
+  const unsigned __int128 c = (unsigned __int128)((uint64_t)m * m) << (p & 31);
+  if (j == t->ja) {
+    t->wa += c;
+  } else if (j == t->jb) {
+    t->wb += c;
+  } else {
+    if (t->jb >= 0) {
+      tprt__sumsq_flush(t->acc, t->jb, t->wb);
+      if (++t->since == TPRT_SUMSQ_BATCH) tprt_sumsq_normalize(t->acc), t->since = 0;
+    }
+    t->jb = t->ja, t->wb = t->wa, t->ja = j, t->wa = c;
+  }
+}
+
 // Each thread's limbs live in shared memory, a row of TPRT_SUMSQ_WORDS (odd) words per thread: the
 // limb an element reaches depends on its exponent, which registers cannot index. With an odd row
 // length a half-warp's 64-bit accesses to any one limb fall in different banks. In front of the
@@ -34,78 +66,165 @@ static __device__ __forceinline__ void tprt__sumsq_flush(int64_t* acc, int j, un
 // significand M < 2^48 shifted by r < 32 bits: below 2^80 each, so 2^47 of them fit): a tensor's
 // elements span few binades, so most squares add in a register, and a square of another j sends the
 // older register's sum to the row (tprt__sumsq_flush). The same integer as tprt_sumsq_add's, so the
-// same normalized words.
+// same normalized words. Elements are read 16 bytes at a time when |vec| (g 16-byte aligned), two
+// loads in flight per thread; the grid is the blocks the GPU holds at once (a single wave).
+// The block's rows are summed by columns (kTprtSumsqCols threads per word, then one per word) into
+// rows[blockIdx.x]; the last block to finish (a counter in |done|, zeroed by the launcher) adds
+// every row and the incoming accumulator into |out| and normalizes. Integers: exact in any order.
 template <int D>
-__global__ void __launch_bounds__(kTprtSumsqThreads) tprt__sumsq_blocks(const void* __restrict__ g, int64_t n,
-                                                                       int64_t* __restrict__ rows) {
+__global__ void __launch_bounds__(kTprtSumsqThreads)
+    tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, bool vec, int64_t* __restrict__ rows,
+                       unsigned* __restrict__ done, const int64_t* acc_in, int64_t* out) {
+  constexpr int kElems = D == TPRT_DTYPE_F32 ? 4 : 8;  // per 16-byte load
   __shared__ int64_t sm[kTprtSumsqThreads * TPRT_SUMSQ_WORDS];
-  int64_t* acc = sm + threadIdx.x * TPRT_SUMSQ_WORDS;
-  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) acc[k] = 0;
-  int ja = -1, jb = -1;
-  unsigned __int128 wa = 0, wb = 0;
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  int64_t since = 0;
-  // kTprtSumsqLoads elements a stride apart per step, loaded together: one load in flight per
-  // thread would leave the loop waiting on memory.
-  for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < n; i0 += kTprtSumsqLoads * stride) {
-    float xs[kTprtSumsqLoads];
+  __shared__ int64_t cols[kTprtSumsqCols][TPRT_SUMSQ_WORDS];
+  __shared__ bool last;
+  tprt__sumsq_thread_t t = {sm + threadIdx.x * TPRT_SUMSQ_WORDS, -1, -1, 0, 0, 0};
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) t.acc[k] = 0;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t nv = vec ? n / kElems : 0;
+  for (int64_t q = first; q < nv; q += 2 * stride) {
+    uint4 r0 = ((const uint4*)g)[q], r1 = q + stride < nv ? ((const uint4*)g)[q + stride] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int u = 0; u < kTprtSumsqLoads; ++u) xs[u] = i0 + u * stride < n ? tprt__cuda_ld(g, D, i0 + u * stride) : 0.0f;
+    for (int e = 0; e < kElems; ++e) tprt__sumsq_elem(&t, tprt_load_elem(&r0, D, e));
 #pragma unroll
-    for (int u = 0; u < kTprtSumsqLoads; ++u) {
-      const float x = xs[u];
-      const uint32_t b = tprt_f32_bits(x), e = (b >> 23) & 0xFFu, f = b & 0x7FFFFFu;
-      if (e == 0xFFu) {  // NaN or infinity: counted in the last word
-        tprt_sumsq_add(acc, x);
-        continue;
-      }
-      if (e == 0 && f == 0) continue;
-      const uint64_t m = e ? (f | 0x800000u) : f;
-      const int eg = e ? (int)e - 150 : -149, p = 2 * eg - TPRT_SUMSQ_BASE, j = p >> 5;
-      const unsigned __int128 c = (unsigned __int128)(m * m) << (p & 31);
-      if (j == ja) {
-        wa += c;
-      } else if (j == jb) {
-        wb += c;
-      } else {
-        if (jb >= 0) {
-          tprt__sumsq_flush(acc, jb, wb);
-          if (++since == TPRT_SUMSQ_BATCH) tprt_sumsq_normalize(acc), since = 0;
-        }
-        jb = ja, wb = wa, ja = j, wa = c;
-      }
-    }
+    for (int e = 0; e < kElems; ++e) tprt__sumsq_elem(&t, tprt_load_elem(&r1, D, e));
   }
-  if (ja >= 0) tprt__sumsq_flush(acc, ja, wa);
-  if (jb >= 0) tprt__sumsq_flush(acc, jb, wb);
-  tprt_sumsq_normalize(acc);
+  for (int64_t i = nv * kElems + first; i < n; i += stride) tprt__sumsq_elem(&t, tprt__cuda_ld(g, D, i));
+  if (t.ja >= 0) tprt__sumsq_flush(t.acc, t.ja, t.wa);
+  if (t.jb >= 0) tprt__sumsq_flush(t.acc, t.jb, t.wb);
+  tprt_sumsq_normalize(t.acc);
   __syncthreads();
   // Each limb below 2^32 (the last word below 2^63 / threads in any real tensor): the block's sum
   // of 256 of them does not overflow.
+  const int word = threadIdx.x % TPRT_SUMSQ_WORDS, col = threadIdx.x / TPRT_SUMSQ_WORDS;
+  if (col < kTprtSumsqCols) {
+    int64_t sum = 0;
+    for (int r = col; r < kTprtSumsqThreads; r += kTprtSumsqCols) sum += sm[r * TPRT_SUMSQ_WORDS + word];
+    cols[col][word] = sum;
+  }
+  __syncthreads();
   if (threadIdx.x < TPRT_SUMSQ_WORDS) {
     int64_t sum = 0;
-    for (int t = 0; t < kTprtSumsqThreads; ++t) sum += sm[t * TPRT_SUMSQ_WORDS + threadIdx.x];
+    for (int c = 0; c < kTprtSumsqCols; ++c) sum += cols[c][threadIdx.x];
     rows[(int64_t)blockIdx.x * TPRT_SUMSQ_WORDS + threadIdx.x] = sum;
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The last block: rows' limbs are below 2^40, so 2^23 rows fit in an int64 before the carries.
+  if (col < kTprtSumsqCols) {
+    int64_t sum = 0;
+    for (int64_t r = col; r < gridDim.x; r += kTprtSumsqCols) sum += ((volatile int64_t*)rows)[r * TPRT_SUMSQ_WORDS + word];
+    cols[col][word] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x < TPRT_SUMSQ_WORDS) {
+    int64_t sum = acc_in ? acc_in[threadIdx.x] : 0;
+    for (int c = 0; c < kTprtSumsqCols; ++c) sum += cols[c][threadIdx.x];
+    sm[threadIdx.x] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tprt_sumsq_normalize(sm);
+    for (int w = 0; w < TPRT_SUMSQ_WORDS; ++w) out[w] = sm[w];
   }
 }
 
-// The incoming accumulator plus the blocks' rows: thread (lane, k) of a [32, WORDS] block sums limb
-// k of rows lane, lane + 32, ... (integers: exact in any order; a row's limbs are below 2^40, so
-// 2^23 rows fit in an int64 before the carries), a warp shuffle sums the lanes, and one thread
-// normalizes. The same integer, so the same normalized words, as any other order.
-__global__ void tprt__sumsq_finish(const int64_t* __restrict__ acc, const int64_t* __restrict__ rows, int blocks,
-                                   int64_t* __restrict__ out) {
-  __shared__ int64_t total[TPRT_SUMSQ_WORDS];
-  const int lane = threadIdx.x, k = threadIdx.y;
-  int64_t sum = 0;
-  for (int b = lane; b < blocks; b += 32) sum += rows[(int64_t)b * TPRT_SUMSQ_WORDS + k];
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, off);
-  if (lane == 0) total[k] = sum + (acc ? acc[k] : 0);
-  __syncthreads();
-  if (lane == 0 && k == 0) {
-    tprt_sumsq_normalize(total);
-    for (int w = 0; w < TPRT_SUMSQ_WORDS; ++w) out[w] = total[w];
+// Fast numerics: each thread sums its elements' squares in f64 (16-byte loads when |vec|), the
+// block's threads by a fixed tree of lanes and warps, into rows[blockIdx.x]; the last block to
+// finish (|done|, zeroed by the launcher) sums the rows in order, puts the sum on the accumulator's
+// grid (tprt__sumsq_add_f64) with the incoming accumulator, and normalizes.
+constexpr int kTprtSumsqFastThreads = 256;
+
+// Adds a sum of squares s >= 0 (or +inf / NaN) to the limbs of |acc|: s = q·2^x with q < 2^53, the
+// bits below the grid's 2^TPRT_SUMSQ_BASE dropped.
+static __device__ __forceinline__ void tprt__sumsq_add_f64(int64_t* acc, double s) {
+  if (!(s == s)) {
+    acc[TPRT_SUMSQ_LIMBS] += (int64_t)1 << 32;
+    return;
   }
+  if (s > 1.7976931348623157e308) {
+    acc[TPRT_SUMSQ_LIMBS] += 1;
+    return;
+  }
+  if (s <= 0.0) return;
+  int x = 0;
+  const double f = frexp(s, &x);                  // s = f·2^x, f in [0.5, 1)
+  uint64_t q = (uint64_t)ldexp(f, 53);            // exact: 53 bits
+  int p = x - 53 - TPRT_SUMSQ_BASE;               // s = q·2^(p + BASE)
+  if (p < 0) {
+    q = p > -64 ? q >> -p : 0;
+    p = 0;
+  }
+  if (p / 32 >= TPRT_SUMSQ_LIMBS) {               // beyond the grid: an overflow of f32's range
+    acc[TPRT_SUMSQ_LIMBS] += 1;
+    return;
+  }
+  tprt__sumsq_flush(acc, p >> 5, (unsigned __int128)q << (p & 31));
+}
+
+template <int D>
+__global__ void __launch_bounds__(kTprtSumsqFastThreads)
+    tprt__sumsq_fast_blocks(const void* __restrict__ g, int64_t n, bool vec, double* __restrict__ rows,
+                            unsigned* __restrict__ done, const int64_t* acc_in, int64_t* out) {
+  constexpr int kElems = D == TPRT_DTYPE_F32 ? 4 : 8;
+  __shared__ double warps[kTprtSumsqFastThreads / 32];
+  __shared__ int64_t total[TPRT_SUMSQ_WORDS];
+  __shared__ bool last;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t nv = vec ? n / kElems : 0;
+  double sum = 0.0;
+  for (int64_t q = first; q < nv; q += stride) {
+    const uint4 r = ((const uint4*)g)[q];
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const float v = tprt_load_elem(&r, D, e);
+      sum = fma((double)v, (double)v, sum);
+    }
+  }
+  for (int64_t i = nv * kElems + first; i < n; i += stride) {
+    const double v = (double)tprt__cuda_ld(g, D, i);
+    sum = fma(v, v, sum);
+  }
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, off);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warps[warp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double b = 0.0;
+    for (int w = 0; w < kTprtSumsqFastThreads / 32; ++w) b += warps[w];
+    rows[blockIdx.x] = b;
+    __threadfence();
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The last block: the rows in order by one warp (lanes strided, then the lanes' fixed tree).
+  if (warp == 0) {
+    double t = 0.0;
+    for (int64_t r = lane; r < gridDim.x; r += 32) t += ((volatile double*)rows)[r];
+    for (int off = 16; off > 0; off /= 2) t += __shfl_down_sync(0xFFFFFFFFu, t, off);
+    if (lane == 0) {
+      for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] = acc_in ? acc_in[k] : 0;
+      tprt_sumsq_normalize(total);
+      tprt__sumsq_add_f64(total, t);
+      tprt_sumsq_normalize(total);
+      for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) out[k] = total[k];
+    }
+  }
+}
+
+// No elements: |out| is the incoming accumulator (or zero), normalized.
+__global__ void tprt__sumsq_copy(const int64_t* acc, int64_t* out) {
+  int64_t total[TPRT_SUMSQ_WORDS];
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) total[k] = acc ? acc[k] : 0;
+  tprt_sumsq_normalize(total);
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) out[k] = total[k];
 }
 
 __global__ void tprt__global_norm_kernel(const int64_t* __restrict__ acc, int64_t r, float* __restrict__ norm) {
@@ -174,27 +293,96 @@ static tprt_status_t tprt__launched(const char* what) {
   return err == cudaSuccess ? NULL : tprt__cuda_make_status(err, what, __FILE__, __LINE__);
 }
 
-extern "C" tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
-                                         bool count, cudaStream_t stream) {
+// The device's SM count, once per process.
+static int tprt__sumsq_sms(void) {
+  static int sms = 0;  // benign race: every thread computes the same value
+  if (!sms) {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
+      (void)cudaGetLastError();
+      return 132;
+    }
+    sms = n;
+  }
+  return sms;
+}
+
+// The blocks the GPU holds at once for tprt__sumsq_blocks<D> (one wave), once per process and dtype.
+template <int D>
+static int tprt__sumsq_wave(void) {
+  static int blocks = 0;  // benign race: every thread computes the same value
+  if (!blocks) {
+    int dev = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tprt__sumsq_blocks<D>, kTprtSumsqThreads, 0) != cudaSuccess ||
+        sms * per_sm < 1) {
+      (void)cudaGetLastError();
+      return 128;
+    }
+    blocks = sms * per_sm;
+  }
+  return blocks;
+}
+
+// Both sums of squares: the exact integer limbs (the blocks the GPU holds at once, 2 × 16 bytes per
+// thread and step) or, with |fast|, the f64 sums (four blocks per SM). Each block writes a row
+// (21 words, or one double) to a stream-ordered scratch ending with the counter of finished blocks.
+static tprt_status_t tprt__sumsq_launch(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                                        bool count, bool fast, cudaStream_t stream) {
   {
     tprt_status_t s0 = tprt__check_sumsq(g, acc, acc_out);
     if (s0) return s0;
   }
+  const int64_t* in = acc ? (const int64_t*)acc->data : NULL;
+  int64_t* out = (int64_t*)acc_out->data;
   int64_t n = count ? tprt_tensor_numel(g) : 0;
-  int blocks = n > 0 ? (int)tprt__cuda_div_up(n, kTprtSumsqThreads) : 0;
-  if (blocks > kTprtSumsqMaxBlocks) blocks = kTprtSumsqMaxBlocks;
-  int64_t* rows = NULL;
-  if (blocks) {
-    TPRT_CUDA_RETURN_IF_ERROR(
-        tprt__cuda_malloc_async((void**)&rows, (size_t)blocks * TPRT_SUMSQ_WORDS * sizeof(int64_t), stream));
-    tprt__cuda_float_dispatch(g->dtype, [&](auto d) {
-      tprt__sumsq_blocks<decltype(d)::value><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, rows);
-    });
+  if (n == 0) {
+    tprt__sumsq_copy<<<1, 1, 0, stream>>>(in, out);
+    return tprt__launched("sumsq kernel");
   }
-  tprt__sumsq_finish<<<1, dim3(32, TPRT_SUMSQ_WORDS), 0, stream>>>(acc ? (const int64_t*)acc->data : NULL, rows, blocks, (int64_t*)acc_out->data);
-  tprt_status_t s = tprt__launched("sumsq kernel");
-  if (rows) tprt__cuda_free_async(rows, stream);
+  const int elems = g->dtype == TPRT_DTYPE_F32 ? 4 : 8;
+  const bool vec = ((uintptr_t)g->data & 15) == 0;
+  int blocks = 0;
+  int64_t need = 0;
+  size_t row = 0;
+  if (fast) {
+    blocks = 4 * tprt__sumsq_sms();
+    need = tprt__cuda_div_up(tprt__cuda_div_up(n, elems), kTprtSumsqFastThreads);
+    row = sizeof(double);
+  } else {
+    tprt__cuda_float_dispatch(g->dtype, [&](auto d) { blocks = tprt__sumsq_wave<decltype(d)::value>(); });
+    need = tprt__cuda_div_up(tprt__cuda_div_up(n, 2 * elems), kTprtSumsqThreads);
+    row = TPRT_SUMSQ_WORDS * sizeof(int64_t);
+  }
+  if (need < blocks) blocks = (int)need;
+  void* rows = NULL;
+  const size_t row_bytes = (size_t)blocks * row;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&rows, row_bytes + sizeof(unsigned), stream));
+  unsigned* done = (unsigned*)((char*)rows + row_bytes);
+  cudaError_t err = cudaMemsetAsync(done, 0, sizeof(unsigned), stream);
+  if (err == cudaSuccess)
+    tprt__cuda_float_dispatch(g->dtype, [&](auto d) {
+      constexpr int D = decltype(d)::value;
+      if (fast)
+        tprt__sumsq_fast_blocks<D><<<blocks, kTprtSumsqFastThreads, 0, stream>>>(g->data, n, vec, (double*)rows, done,
+                                                                                 in, out);
+      else
+        tprt__sumsq_blocks<D><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, vec, (int64_t*)rows, done, in, out);
+    });
+  tprt_status_t s = err == cudaSuccess ? tprt__launched("sumsq kernel")
+                                       : tprt__cuda_make_status(err, "sumsq counter", __FILE__, __LINE__);
+  tprt__cuda_free_async(rows, stream);
   return s;
+}
+
+extern "C" tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                                         bool count, cudaStream_t stream) {
+  return tprt__sumsq_launch(g, acc, acc_out, count, false, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_sumsq_fast(const tprt_tensor_t* g, const tprt_tensor_t* acc,
+                                              tprt_tensor_t* acc_out, bool count, cudaStream_t stream) {
+  return tprt__sumsq_launch(g, acc, acc_out, count, true, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) {

@@ -54,11 +54,28 @@ __global__ void tprt__embedding_grad_rows(const int32_t* __restrict__ keys, cons
       float pending[32];  // the pending subtree of each level (chunks <= 2^31)
       unsigned present = 0;
       int64_t i = first;
+      // The row's next kBatch tokens' values, loaded together ahead of the serial sums (a frequent
+      // token's row is a long chain of dependent additions, each otherwise waiting on its load).
+      constexpr int kBatch = 8;
+      float vals[kBatch];
+      int32_t toks[kBatch];
+      int64_t loaded = first;  // vals/toks hold tokens [loaded - kBatch, loaded) once loaded > first
+      auto refill = [&](int64_t from) {
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          toks[b] = from + b < end ? tokens[from + b] : -1;
+          vals[b] = from + b < end ? tprt__cuda_ld(dy, D, (int64_t)toks[b] * h + col) : 0.0f;
+        }
+        loaded = from + kBatch;
+      };
       for (int c = 0; c < chunks; ++c) {
         float x = 0.0f;
         bool xp = false;
-        for (; i < end && tokens[i] / size == c; ++i) {
-          x = x + tprt__cuda_ld(dy, D, (int64_t)tokens[i] * h + col);
+        for (; i < end; ++i) {
+          if (i >= loaded) refill(i);
+          const int b = (int)(i - (loaded - kBatch));
+          if (toks[b] / size != c) break;
+          x = x + vals[b];
           xp = true;
         }
         int l = 0;

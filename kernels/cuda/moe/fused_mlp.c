@@ -3,7 +3,9 @@
 // three CUDA kernels in sequence, the intermediates in stream-ordered temporaries.
 // tprt_cuda_fused_grouped_mlp_fast and _invariant are the same sequence with the fast-mode grouped
 // linear (tensor cores, no bitwise promise) or the invariant one (tensor cores, the invariant
-// grouped GEMM's bits). The GLU in FC1's epilogue (tprt_cuda_grouped_linear_glu, same bits) is not
+// grouped GEMM's bits), and the GLU of those modes' kernel table rows (tprt_cuda_glu_fast: the
+// hardware's exponential and division; elementwise, so the fused op stays bitwise the unfused
+// sequence of its mode). The GLU in FC1's epilogue (tprt_cuda_grouped_linear_glu, same bits) is not
 // used here: in CUTLASS's cooperative kernel the epilogue's GLU arithmetic runs on two warpgroups
 // with the tensor cores idle, and FC1 + GLU measured ~2.5x slower than FC1 and the GLU kernel
 // (tprt-bench-gemm's glu-epilogue lines, docs/performance.md).
@@ -48,7 +50,8 @@ static tprt_status_t tprt__fused_grouped_mlp(const tprt__mlp_gl_t* gl, const tpr
   s = tprt__mlp_grouped_linear(gl, x, w1, group_sizes, &hidden, stream);
   if (s) s = tprt_status_annotate(s, "%s fc1", op);
   if (!s) {
-    s = tprt_cuda_glu(&hidden, &gated, kind, interleave, alpha, limit, stream);
+    s = gl->mode == TPRT__MLP_EXACT ? tprt_cuda_glu(&hidden, &gated, kind, interleave, alpha, limit, stream)
+                                    : tprt_cuda_glu_fast(&hidden, &gated, kind, interleave, alpha, limit, stream);
     if (s) s = tprt_status_annotate(s, "%s activation", op);
   }
   if (!s) {

@@ -14,6 +14,11 @@
 //      own column instead.
 //   3. one thread per column combines the partials by the pairwise tree, built as a binary counter
 //      (merging equal-level partials as they complete: the same pairs as the tree, in order).
+// The _pieces entry points (fast and invariant numerics) cut each chunk into pieces of
+// TPRT_CUDA_NORM_GRAD_PIECE rows: kernel 2 sums each (piece, column) in row order, kernel 3 adds a
+// chunk's pieces in order before the tree. The pieces depend only on the chunk's length, so every
+// split of the tokens into whole chunks gives the same bits; with one piece per chunk (short chunks)
+// they are the exact kernels' bits.
 // The launcher allocates the scratch and the chunk partials with the stream-ordered allocator.
 #include "tprt_cuda_internal.cuh"
 
@@ -75,12 +80,18 @@ static __device__ __forceinline__ void tprt__norm_grad_step(float d, float xv, c
   *ab = __fadd_rn(*ab, d);
 }
 
-// The chunk [m0, m1) of rows of chunk |c| (of |size| rows, clamped to m).
-static __device__ __forceinline__ void tprt__norm_grad_chunk(int64_t m, int chunks, int64_t c, int64_t* m0,
-                                                             int64_t* m1, int64_t* size) {
-  *size = tprt_kacc_chunk_size(m, chunks);
-  *m0 = c * *size < m ? c * *size : m;
-  *m1 = *m0 + *size < m ? *m0 + *size : m;
+// The rows [m0, m1) of unit |u|: piece u % pieces of chunk u / pieces, a chunk being |size| =
+// tprt_kacc_chunk_size(m, chunks) rows and a piece |piece| rows of it (clamped to the chunk and to
+// m); |full| is the rows the unit would have in a long enough matrix. One piece of |size| rows per
+// chunk (pieces = 1, piece = size) is the chunk itself.
+static __device__ __forceinline__ void tprt__norm_grad_unit(int64_t m, int chunks, int pieces, int64_t piece, int64_t u,
+                                                            int64_t* m0, int64_t* m1, int64_t* full) {
+  const int64_t size = tprt_kacc_chunk_size(m, chunks), c = u / pieces, p = u % pieces;
+  const int64_t c0 = c * size, c1 = c0 + size;                 // the chunk, unclamped
+  const int64_t p0 = c0 + p * piece, p1 = p0 + piece < c1 ? p0 + piece : c1;  // the piece, in the chunk
+  *full = p1 > p0 ? p1 - p0 : 0;
+  *m0 = p0 < m ? p0 : m;
+  *m1 = p1 < m ? p1 : m;
 }
 
 // dgamma (and dbeta when |pb|), pass 1 without alignment: one thread per (chunk, column)
@@ -91,12 +102,12 @@ template <int D>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__norm_grad_chunks(const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs,
                            float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, int chunks,
-                           int layernorm) {
+                           int pieces, int64_t piece, int layernorm) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)chunks * h; i += stride) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)chunks * pieces * h; i += stride) {
     const int64_t col = i % h;
     int64_t m0, m1, size;
-    tprt__norm_grad_chunk(m, chunks, i / h, &m0, &m1, &size);
+    tprt__norm_grad_unit(m, chunks, pieces, piece, i / h, &m0, &m1, &size);
     float ag = 0.0f, ab = 0.0f;
 #pragma unroll 8
     for (int64_t row = m0; row < m1; ++row)
@@ -123,17 +134,17 @@ static __device__ __forceinline__ void tprt__cp_async16(void* smem, const void* 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
 }
 
+// One unit of tprt__norm_grad_tiles (a block's 64 columns of one chunk's piece).
 template <int D>
-static __global__ void __launch_bounds__(kTprtNgCols)
-    tprt__norm_grad_tiles(const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs,
-                          float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, int chunks,
-                          int layernorm) {
+static __device__ __forceinline__ void tprt__norm_grad_tile_unit(
+    const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs, float* __restrict__ pg,
+    float* __restrict__ pb, int64_t m, int64_t h, int chunks, int pieces, int64_t piece, int layernorm, int64_t u,
+    unsigned char (*sdy)[(64 / (D == TPRT_DTYPE_F32 ? 4 : 2)) * kTprtNgCols * (D == TPRT_DTYPE_F32 ? 4 : 2)],
+    unsigned char (*sx)[(64 / (D == TPRT_DTYPE_F32 ? 4 : 2)) * kTprtNgCols * (D == TPRT_DTYPE_F32 ? 4 : 2)]) {
   constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2, kVec = 16 / kEs, kRows = 64 / kEs, kPer = kTprtNgCols / kVec;
-  constexpr int kTile = kRows * kTprtNgCols * kEs;  // bytes of one tensor's tile
-  __shared__ __align__(16) unsigned char sdy[kTprtNgStages][kTile], sx[kTprtNgStages][kTile];
-  const int64_t c = blockIdx.y, c0 = (int64_t)blockIdx.x * kTprtNgCols, col = c0 + threadIdx.x;
+  const int64_t c = u, c0 = (int64_t)blockIdx.x * kTprtNgCols, col = c0 + threadIdx.x;
   int64_t m0, m1, size;
-  tprt__norm_grad_chunk(m, chunks, c, &m0, &m1, &size);
+  tprt__norm_grad_unit(m, chunks, pieces, piece, u, &m0, &m1, &size);
   const int64_t tiles = (m1 - m0 + kRows - 1) / kRows;
   auto issue = [&](int64_t tile) {
     const int buf = (int)(tile % kTprtNgStages);
@@ -179,19 +190,38 @@ static __global__ void __launch_bounds__(kTprtNgCols)
   }
 }
 
-// Pass 2: one thread per column combines its chunk partials by the pairwise tree, built as a
-// binary counter (merging equal-level partials as they complete: the same pairs as the tree, in
-// order), and rounds once.
+template <int D>
+static __global__ void __launch_bounds__(kTprtNgCols)
+    tprt__norm_grad_tiles(const void* __restrict__ dy, const void* __restrict__ x, const float* __restrict__ rs,
+                          float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, int chunks,
+                          int pieces, int64_t piece, int layernorm) {
+  constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
+  constexpr int kTile = (64 / kEs) * kTprtNgCols * kEs;  // bytes of one tensor's tile
+  __shared__ __align__(16) unsigned char sdy[kTprtNgStages][kTile], sx[kTprtNgStages][kTile];
+  for (int64_t u = blockIdx.y; u < (int64_t)chunks * pieces; u += gridDim.y) {
+    tprt__norm_grad_tile_unit<D>(dy, x, rs, pg, pb, m, h, chunks, pieces, piece, layernorm, u, sdy, sx);
+    __syncthreads();  // the buffers are the next unit's
+  }
+}
+
+// Pass 2: one thread per column adds each chunk's piece partials in order (one piece: the chunk's
+// partial), combines the chunks by the pairwise tree, built as a binary counter (merging
+// equal-level partials as they complete: the same pairs as the tree, in order), and rounds once.
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__norm_grad_tree(const float* __restrict__ pg, const float* __restrict__ pb, void* __restrict__ dgamma,
-                         int dg_dtype, void* __restrict__ dbeta, int db_dtype, int64_t h, int chunks) {
+                         int dg_dtype, void* __restrict__ dbeta, int db_dtype, int64_t h, int chunks, int pieces) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < h; col += stride) {
     float vg[12], vb[12];
     int lev[12], n = 0;
     for (int c = 0; c < chunks; ++c) {
-      vg[n] = pg[(int64_t)c * h + col];
-      vb[n] = pb ? pb[(int64_t)c * h + col] : 0.0f;
+      const int64_t u0 = (int64_t)c * pieces;
+      vg[n] = pg[u0 * h + col];
+      vb[n] = pb ? pb[u0 * h + col] : 0.0f;
+      for (int q = 1; q < pieces; ++q) {
+        vg[n] = __fadd_rn(vg[n], pg[(u0 + q) * h + col]);
+        if (pb) vb[n] = __fadd_rn(vb[n], pb[(u0 + q) * h + col]);
+      }
       lev[n++] = 0;
       while (n >= 2 && lev[n - 1] == lev[n - 2]) {  // p[i] = p[i] + p[i + s], as the tree does
         vg[n - 2] = __fadd_rn(vg[n - 2], vg[n - 1]);
@@ -205,11 +235,12 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
   }
 }
 
-/// |rs|: r and mean per row [2, m], followed by the chunk partials [chunks, h] (twice with dbeta).
+/// |rs|: r and mean per row [2, m], followed by the unit partials [chunks·pieces, h] (twice with
+/// dbeta).
 template <int D>
 static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                    tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* rs, float eps,
-                                   int chunks, cudaStream_t stream) {
+                                   int chunks, int pieces, int64_t piece, cudaStream_t stream) {
   const int64_t m = x->dims[0], h = x->dims[1];
   const float hf = (float)h;
   const int ln = dbeta != NULL;
@@ -218,33 +249,47 @@ static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* 
     tprt__norm_grad_rows<D><<<rows, TPRT__NG_THREADS, 0, stream>>>(x->data, gamma->data, gamma->dtype, dy->data,
                                                                    dx->data, rs, m, h, hf, eps, ln);
   }
+  const int64_t units = (int64_t)chunks * pieces;
   float* pg = rs + 2 * m;
-  float* pb = dbeta ? pg + (int64_t)chunks * h : NULL;
+  float* pb = dbeta ? pg + units * h : NULL;
   constexpr int kVec = D == TPRT_DTYPE_F32 ? 4 : 8;
   const bool aligned = h % kVec == 0 && ((uintptr_t)x->data & 15) == 0 && ((uintptr_t)dy->data & 15) == 0;
   if (aligned && (h + kTprtNgCols - 1) / kTprtNgCols <= 0x7FFFFFFF) {
-    dim3 grid((unsigned)((h + kTprtNgCols - 1) / kTprtNgCols), (unsigned)chunks);
-    tprt__norm_grad_tiles<D><<<grid, kTprtNgCols, 0, stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, ln);
+    dim3 grid((unsigned)((h + kTprtNgCols - 1) / kTprtNgCols), (unsigned)(units < 65535 ? units : 65535));
+    tprt__norm_grad_tiles<D><<<grid, kTprtNgCols, 0, stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, pieces,
+                                                               piece, ln);
   } else {
-    tprt__norm_grad_chunks<D><<<tprt__cuda_ew_blocks((int64_t)chunks * h, TPRT__CUDA_EW_THREADS),
-                                TPRT__CUDA_EW_THREADS, 0, stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, ln);
+    tprt__norm_grad_chunks<D><<<tprt__cuda_ew_blocks(units * h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0,
+                                stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, pieces, piece, ln);
   }
   tprt__norm_grad_tree<<<tprt__cuda_ew_blocks(h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
-      pg, pb, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, h, chunks);
+      pg, pb, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, h, chunks, pieces);
 }
 
+// |in_pieces|: the chunks in pieces of TPRT_CUDA_NORM_GRAD_PIECE rows (the _pieces entry points),
+// else each chunk one serial sum (exact).
 static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                           const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
-                                          tprt_tensor_t* dbeta, float eps, int chunks, cudaStream_t stream) {
+                                          tprt_tensor_t* dbeta, float eps, int chunks, bool in_pieces,
+                                          cudaStream_t stream) {
   tprt_status_t s = tprt__check_norm_grad(op, x, gamma, dy, dx, dgamma, dbeta, dbeta != NULL, eps, chunks);
   if (s) return s;
   const int64_t m = x->dims[0], h = x->dims[1];
   if (h == 0) return NULL;
+  const int64_t size = tprt_kacc_chunk_size(m, chunks);
+  int64_t piece = size > 0 ? size : 1, pieces = 1;
+  if (in_pieces && size > TPRT_CUDA_NORM_GRAD_PIECE) {
+    piece = TPRT_CUDA_NORM_GRAD_PIECE;
+    pieces = (size + piece - 1) / piece;
+  }
+  if (pieces > INT32_MAX / chunks)
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %lld rows make too many pieces", op, (long long)m);
   float* rs = NULL;
-  const size_t scratch = (size_t)(2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)chunks * (size_t)h;
+  const size_t scratch = (size_t)(2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)(chunks * pieces) * (size_t)h;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&rs, scratch * sizeof(float), stream));
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, rs, eps, chunks, stream);
+    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces, piece,
+                                               stream);
   });
   cudaError_t e = cudaGetLastError();
   tprt__cuda_free_async(rs, stream);
@@ -255,11 +300,25 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
 extern "C" tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                 const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                                 float eps, int chunks, cudaStream_t stream) {
-  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, stream);
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, false, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                   const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                                   tprt_tensor_t* dbeta, float eps, int chunks, cudaStream_t stream) {
-  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, stream);
+  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, false, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_rmsnorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                                       const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                                       tprt_tensor_t* dgamma, float eps, int chunks,
+                                                       cudaStream_t stream) {
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, true, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_layernorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                                         const tprt_tensor_t* dy, tprt_tensor_t* dx,
+                                                         tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
+                                                         int chunks, cudaStream_t stream) {
+  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, true, stream);
 }
