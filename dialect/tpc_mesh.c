@@ -15,9 +15,10 @@
 #include "tpc_dialect.h"
 
 static int tpc__axis_rank(const char* name) {
-  // mb (micro-batches) sits between the data axes and tp: the canonical group order of a
-  // reduction over dp, mb and tp is then the token order the micro-batches take.
-  static const char* const order[] = {"dp", "ep", "gtp", "mb", "tp"};
+  // mb (micro-batches) sits between dp/ep and gtp/tp: the canonical group order of a reduction
+  // over dp, mb, gtp and tp is then the token order the micro-batches take, and a micro-batch's
+  // tokens are split over gtp, whose gradient reduce-scatter runs inside the micro-batch's call.
+  static const char* const order[] = {"dp", "ep", "mb", "gtp", "tp"};
   for (int i = 0; i < 5; ++i)
     if (strcmp(name, order[i]) == 0) return i;
   return 5;

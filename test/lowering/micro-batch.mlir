@@ -1,5 +1,7 @@
 // RUN: tpc-opt %s --mesh dp=2,tp=2,mb=2 --sequence-parallel --tp-autodiff --tp-adamw --tp-shard --tp-invariant --tp-micro-batch | FileCheck %s
 // RUN: not tpc-opt %s --mesh tp=2,mb=2 --pass-pipeline 'builtin.module(tp-invariant{strategy=gather})' --tp-autodiff --tp-adamw --tp-shard --tp-invariant --tp-micro-batch 2>&1 | FileCheck %s --check-prefix=GATHER
+// RUN: tpc-opt %s --mesh gtp=2,mb=2 --tp-autodiff --tp-adamw --tp-shard --tp-gtp --tp-invariant --tp-micro-batch | FileCheck %s --check-prefix=GTP
+// RUN: sed 's/^module attributes {\(.*\)} {$/module attributes {\1} {\n  "tp.mesh"() {axes = ["gtp", "mb"], shape = array<i64: 2, 2>, sym_name = "world"} : () -> ()/' %s | not tpc-opt --tp-autodiff --tp-adamw --tp-shard --tp-gtp --tp-invariant --tp-micro-batch 2>&1 | FileCheck %s --check-prefix=GTPFIRST
 
 // tp-micro-batch on the tiny whole model (tp=2 x dp=2 with sequence parallelism, 2 micro-batches):
 // @lm is one micro-batch's forward and backward; it returns the loss and the partial gradients,
@@ -25,6 +27,22 @@
 // CHECK: "tp.adamw"
 
 // GATHER: error: tp-micro-batch: tp.all_gather communicates across micro-batches (over mesh axis mb)
+
+// With a gtp axis, --mesh puts mb before gtp (a micro-batch's tokens split over gtp), so @lm
+// reduce-scatters each weight's gradient over gtp (the inner level of the canonical tree) and
+// returns its gtp shard's partial; @lm_update sums the micro-batches' (the driver) and updates the
+// shard. A module that declares gtp before mb is refused.
+// GTP: "tp.mesh"() {axes = ["mb", "gtp"], shape = array<i64: 1, 2>, sym_name = "world"}
+// GTP-LABEL: func.func @lm(
+// GTP-SAME: tp.shard = {axes = {{\[\["mb", "gtp"\]\]}}
+// GTP: "tp.all_gather_start"({{.*}}) {axes = ["gtp"]
+// GTP: {axes = ["gtp"]
+// GTP-NOT: "tp.adamw"
+// GTP: return
+// GTP-LABEL: func.func @lm_update(
+// GTP: "tp.all_reduce"(%arg{{[0-9]+}}) {axes = ["mb"], mesh = @world, order = "canonical"}
+// GTP: "tp.adamw"
+// GTPFIRST: error: tp-micro-batch: the mesh declares gtp before mb
 module attributes {tp.numerics = "invariant", tp.chunks = 8 : i64} {
   func.func @lm(%ids: tensor<16xi32> {tp.name = "ids"}, %targets: tensor<16xi32> {tp.name = "targets"},
                 %emb: tensor<64x32xf32> {tp.name = "emb"}, %g1: tensor<32xf32> {tp.name = "g1"},

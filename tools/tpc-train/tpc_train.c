@@ -418,12 +418,13 @@ int main(int argc, char** argv) {
         s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
         goto fail;
       }
-      // A data-parallel rank's block: the piece's rows over the data axes' ranks (tp may split a
-      // block further under sequence parallelism).
+      // The piece's rows per index of the data axes before mb, a data-parallel rank's block (the
+      // axes after mb split a micro-batch's block further: gtp, and tp under sequence parallelism).
       int64_t group = 1;
       char axes[sizeof mt->axes[0]];
       snprintf(axes, sizeof axes, "%s", mt->axes[0]);
-      for (char *save = NULL, *ax = strtok_r(axes, ",", &save); ax; ax = strtok_r(NULL, ",", &save)) {
+      for (char *save = NULL, *ax = strtok_r(axes, ",", &save); ax && strcmp(ax, "mb") != 0;
+           ax = strtok_r(NULL, ",", &save)) {
         int i = tprt_world_find_axis(t->world, ax);
         if (i >= 0 && strcmp(ax, "tp") != 0) group *= tprt_world_axis_size(t->world, i);
       }
