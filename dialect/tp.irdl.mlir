@@ -337,14 +337,16 @@ irdl.dialect @tp {
   // only) visit N in the chunk order of docs/numerics.md, "Segmented contractions".
   //===--------------------------------------------------------------------===//
 
-  // dx[M,K] = dy[M,N] · w[N,K] (the input gradient of tp.linear; contracts N).
+  // dx[M,K] = dy[M,N] · w[N,K] (the input gradient of tp.linear; contracts N). With the optional
+  // acc[M,K] (dx's type, not partial; made by tp-fuse from a tp.add of the result), dx = acc + the
+  // product rounded to dx's type first: the bits of the add (fast numerics may round once).
   irdl.operation @linear_dgrad attributes {tp.optional_attributes = {
       parallel = ["none", "column", "row"], sequence_parallel = false, partial = false, chunks = 0 : i64,
       segments = 1 : i64, blocks = 1 : i64}} {
     %dy = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %dx = irdl.base "!builtin.tensor"
-    irdl.operands(dy: %dy, w: %w)
+    irdl.operands(dy: %dy, w: %w, acc: optional %dx)
     irdl.results(dx: %dx)
   }
 
@@ -404,13 +406,15 @@ irdl.dialect @tp {
     irdl.attributes {"kind" = %kind}
   }
 
-  // dx[M,H] and dgamma[H] of tp.rmsnorm (dgamma sums over the tokens M).
+  // dx[M,H] and dgamma[H] of tp.rmsnorm (dgamma sums over the tokens M). With the optional acc[M,H]
+  // (dx's type; made by tp-fuse from a tp.add of dx), dx = acc + the gradient rounded to dx's type
+  // first: the bits of the add.
   irdl.operation @rmsnorm_grad attributes {tp.optional_attributes = {partial = false, chunks = 0 : i64}} {
     %eps = irdl.base "#builtin.float"
     %x = irdl.base "!builtin.tensor"
     %gamma = irdl.base "!builtin.tensor"
     %dgamma = irdl.base "!builtin.tensor"
-    irdl.operands(x: %x, gamma: %gamma, dy: %x)
+    irdl.operands(x: %x, gamma: %gamma, dy: %x, acc: optional %x)
     irdl.results(dx: %x, dgamma: %dgamma)
     irdl.attributes {"eps" = %eps}
   }
@@ -474,14 +478,16 @@ irdl.dialect @tp {
 
   // dtable[V,H] (f32) = Σ_t [ids[t] = v] dy[t] (the gradient of tp.embedding; contracts the
   // tokens in the canonical chunk order, duplicate ids summed in token order). With mesh and axes,
-  // the rows of this rank's share of the vocabulary.
+  // the rows of this rank's share of the vocabulary. With the optional acc[V,H] (dtable's type, not
+  // partial; made by tp-fuse from a tp.add of the result, the tied LM head's gradient), dtable =
+  // acc + the sums, a row no token names acc + 0.0: the add's bits.
   irdl.operation @embedding_grad attributes {tp.optional_attributes = {
       parallel = ["none", "vocab"], sequence_parallel = false, partial = false, chunks = 0 : i64,
       mesh = @none, axes = []}} {
     %ids = irdl.base "!builtin.tensor"
     %dy = irdl.base "!builtin.tensor"
     %dtable = irdl.base "!builtin.tensor"
-    irdl.operands(ids: %ids, dy: %dy)
+    irdl.operands(ids: %ids, dy: %dy, acc: optional %dtable)
     irdl.results(dtable: %dtable)
   }
 

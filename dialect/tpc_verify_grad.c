@@ -54,9 +54,9 @@ static MlirLogicalResult tpc__verify_linear_grad(MlirOperation op, bool wgrad) {
                                  : "expects dy[M,N] and w[N,K] of one float type and dx[M,K] (f32, or dy's type unless "
                                    "partial); got dy %s, w %s, dx %s",
                            TYPE(dy.type, s.a), TYPE(other.type, s.b), TYPE(out.type, s.c));
-  if (!wgrad)
-    return tpc__verify_segments(op, tpc_linear_dgrad_get_segments(op), tpc_linear_dgrad_get_blocks(op), dy.dims[1]);
-  return OK;
+  if (wgrad) return OK;
+  if (mlirLogicalResultIsFailure(tpc__verify_acc(op, partial, tpc_linear_dgrad_get_acc(op)))) return FAIL;
+  return tpc__verify_segments(op, tpc_linear_dgrad_get_segments(op), tpc_linear_dgrad_get_blocks(op), dy.dims[1]);
 }
 
 static MlirLogicalResult tpc__verify_bias_grad(MlirOperation op) {

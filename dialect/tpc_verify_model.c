@@ -64,6 +64,9 @@ static MlirLogicalResult tpc__verify_embedding(MlirOperation op, bool grad) {
     return tpc__rule_error(op, "embedding_grad.shapes",
                            "expects a float dy[T,H] for ids[T] and an f32 dtable[V,H]; got ids %s, dy %s, dtable %s",
                            TYPE(ids.type, s.a), TYPE(rows.type, s.b), TYPE(table.type, s.c));
+  if (mlirLogicalResultIsFailure(
+          tpc__verify_acc(op, tpc_embedding_grad_get_partial(op), tpc_embedding_grad_get_acc(op))))
+    return FAIL;
   return tpc__verify_shard_attrs(op, tpc_embedding_grad_get_mesh_attr(op), tpc_embedding_grad_get_axes_attr(op));
 }
 

@@ -75,3 +75,11 @@ MlirLogicalResult tpc__rule_error(MlirOperation op, const char* rule, const char
   mlirEmitError(mlirOperationGetLocation(op), msg);
   return mlirLogicalResultFailure();
 }
+
+MlirLogicalResult tpc__verify_acc(MlirOperation op, bool partial, MlirValue acc) {
+  if (partial && !mlirValueIsNull(acc))
+    return tpc__rule_error(op, "grad.acc",
+                           "acc cannot be added to a partial result (the collective that completes it would add acc "
+                           "once per rank); add it after the collective");
+  return mlirLogicalResultSuccess();
+}

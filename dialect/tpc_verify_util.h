@@ -45,6 +45,10 @@ const char* tpc__type_str(MlirType t, char* buf, int size);
 MlirLogicalResult tpc__rule_error(MlirOperation op, const char* rule, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/// Rule grad.acc: a gradient op's optional acc (null: none) is added to a whole result, never to a
+/// |partial| one (the collective that completes it would add acc once per rank).
+MlirLogicalResult tpc__verify_acc(MlirOperation op, bool partial, MlirValue acc);
+
 /// Rounds |x| up to a multiple of |m| (m > 0).
 static inline int64_t tpc__round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 

@@ -36,6 +36,15 @@
 // the whole vocabulary on the rank (no mesh axes, no partial), becomes one
 // tp.cross_entropy_with_grad at the loss's place: the logits are computed once for the loss and
 // both gradients, not once for each, with the same bits in every numerics.
+//
+// Last, gradient sums: a tp.add whose operand is a tp.linear_dgrad or tp.embedding_grad (not
+// partial) or the dx of a tp.rmsnorm_grad, used by the add alone and of the add's type, with the other operand defined
+// before that op, becomes the op with acc = the other operand (the later-defined operand of the
+// add takes acc when both could). In exact and invariant numerics the op rounds its result and
+// then adds acc as tp.add does: the add's bits. Fast numerics may add before the one rounding
+// (cuBLASLt's beta = 1). The q, k and v input gradients then chain through acc, each norm's dx
+// takes the residual's gradient, and a tied embedding's gradient takes the LM head's: no separate
+// add, and no extra pass over the tensor.
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -300,6 +309,70 @@ static bool tpc__fuse_cross_entropy_forward(MlirOperation fwd) {
   return true;
 }
 
+// The producer |p| of an add's operand that can take the add's other operand |other| as its acc:
+// a tp.linear_dgrad or tp.embedding_grad (not partial) or the dx of a tp.rmsnorm_grad, without an
+// acc yet, whose result
+// is used only by the add, of the add's type, with |other| defined before |p| in its block.
+static bool tpc__takes_acc(MlirValue v, MlirValue other, MlirOperation add) {
+  if (mlirValueIsABlockArgument(v)) return false;
+  MlirOperation p = mlirOpResultGetOwner(v);
+  int kind = tpc_op_get_kind(p);
+  if (kind == TPC_OP_LINEAR_DGRAD) {
+    if (tpc_linear_dgrad_get_partial(p) || !mlirValueIsNull(tpc_linear_dgrad_get_acc(p))) return false;
+  } else if (kind == TPC_OP_RMSNORM_GRAD) {
+    if (!mlirValueIsNull(tpc_rmsnorm_grad_get_acc(p)) || !mlirValueEqual(v, tpc_rmsnorm_grad_get_dx(p))) return false;
+  } else if (kind == TPC_OP_EMBEDDING_GRAD) {
+    if (tpc_embedding_grad_get_partial(p) || !mlirValueIsNull(tpc_embedding_grad_get_acc(p))) return false;
+  } else {
+    return false;
+  }
+  MlirType t = mlirValueGetType(mlirOperationGetResult(add, 0));
+  return mlirOperationEqual(tpc_only_user(v), add) && mlirTypeEqual(mlirValueGetType(v), t) &&
+         mlirTypeEqual(mlirValueGetType(other), t) && tpc__defined_before(other, p) &&
+         mlirBlockEqual(mlirOperationGetBlock(p), mlirOperationGetBlock(add));
+}
+
+// Rewrites |add| = tp.add(a, b) whose operand is a gradient that can accumulate the other
+// (tpc__takes_acc) into that gradient op with acc = the other operand, at the gradient's place:
+// the add's bits in exact and invariant numerics (the gradient is rounded first, then added).
+// The later-defined operand is tried first. Returns whether it did.
+static bool tpc__fuse_accumulate(MlirOperation add) {
+  if (mlirOperationGetNumOperands(add) != 2 || mlirOperationGetNumResults(add) != 1) return false;
+  MlirValue a = mlirOperationGetOperand(add, 0), b = mlirOperationGetOperand(add, 1);
+  MlirValue v, other;
+  if (tpc__takes_acc(b, a, add)) {
+    v = b, other = a;
+  } else if (tpc__takes_acc(a, b, add)) {
+    v = a, other = b;
+  } else {
+    return false;
+  }
+  MlirOperation p = mlirOpResultGetOwner(v);
+  intptr_t nin = mlirOperationGetNumOperands(p), nout = mlirOperationGetNumResults(p);
+  MlirValue operands[4];
+  MlirType results[2];
+  if (nin > 3 || nout > 2) return false;
+  for (intptr_t i = 0; i < nin; ++i) operands[i] = mlirOperationGetOperand(p, i);
+  operands[nin] = other;
+  for (intptr_t i = 0; i < nout; ++i) results[i] = mlirValueGetType(mlirOperationGetResult(p, i));
+  MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(p)), mlirOperationGetLocation(p));
+  mlirOperationStateAddOperands(&st, nin + 1, operands);
+  mlirOperationStateAddResults(&st, nout, results);
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(p); ++i) {
+    MlirNamedAttribute na = mlirOperationGetAttribute(p, i);
+    mlirOperationStateAddAttributes(&st, 1, &na);
+  }
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(p), p, fused);
+  mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(add, 0), mlirOperationGetResult(fused, 0));
+  mlirOperationDestroy(add);
+  for (intptr_t i = 0; i < nout; ++i) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(p, i), mlirOperationGetResult(fused, i));
+  mlirOperationDestroy(p);
+  return true;
+}
+
+static bool tpc__is_add(int kind) { return kind == TPC_OP_ADD; }
+
 // Calls |rewrite| on every op of |module| whose kind |pick| accepts, listed first (a rewrite
 // erases ops). False when the list could not be allocated.
 static bool tpc__rewrite_each(MlirOperation module, bool (*pick)(int), bool (*rewrite)(MlirOperation)) {
@@ -328,7 +401,8 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   // Each rewrite erases only its own ops (a wgrad and a dgrad; a loss and its gradient): the
   // other listed ops stay.
   if (!tpc__rewrite_each(module, tpc__is_ce_wgrad, tpc__fuse_cross_entropy) ||
-      !tpc__rewrite_each(module, tpc__is_ce_forward, tpc__fuse_cross_entropy_forward)) {
+      !tpc__rewrite_each(module, tpc__is_ce_forward, tpc__fuse_cross_entropy_forward) ||
+      !tpc__rewrite_each(module, tpc__is_add, tpc__fuse_accumulate)) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
     return mlirLogicalResultFailure();
   }
@@ -337,7 +411,7 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
 
 static tpc_pass_info_t tpc__fuse_info = {
     .argument = "tp-fuse",
-    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), and the LM head's loss and gradients into one",
+    .description = "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), the LM head's loss and gradients into one, and gradient sums into the gradient ops' acc",
     .run = tpc__fuse_run,
 };
 

@@ -25,7 +25,7 @@ const tpc_pass_entry_t tpc_pass_registry[] = {
      tpc_create_invariant_pass},
     {"tp-micro-batch", "Cut a step sharded over mesh axis mb into a per-micro-batch gradient function and an update function",
      tpc_create_micro_batch_pass},
-    {"tp-fuse", "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), and the LM head's two gradients into one",
+    {"tp-fuse", "Fuse all-reduce (or token reduce-scatter) + residual add + RMSNorm into one op (the chain's bits outside fast numerics), the LM head's gradients into one, and gradient sums into the gradient ops' acc",
      tpc_create_fuse_pass},
     {"tp-lower-runtime", "Plan intermediate tensors into one arena and lower tp ops to runtime ABI calls",
      tpc_create_lower_runtime_pass},

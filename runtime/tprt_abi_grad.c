@@ -11,10 +11,13 @@ int32_t tprt_abi_linear_dgrad(tprt_exec_t* exec, void* const* buffers, const int
   TPRT__GRAD_PROLOGUE(LINEAR_DGRAD);
   if (!s) {
     const tprt_tensor_t *dy = &c.slot[TPRT_LINEAR_DGRAD_SLOT_DY], *w = &c.slot[TPRT_LINEAR_DGRAD_SLOT_W];
-    s = TPRT__KERNEL(exec, linear_dgrad_segmented, (dy, w, &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX],
-                                        tprt__chunks(exec, &c, TPRT_LINEAR_DGRAD_ATTR_CHUNKS),
-                                        (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_SEGMENTS),
-                                        (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_BLOCKS)));
+    const tprt_tensor_t* acc = tprt__opt(&c, TPRT_LINEAR_DGRAD_SLOT_ACC);
+    int chunks = tprt__chunks(exec, &c, TPRT_LINEAR_DGRAD_ATTR_CHUNKS);
+    int segments = (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_SEGMENTS);
+    int blocks = (int)tprt__attr(&c, TPRT_LINEAR_DGRAD_ATTR_BLOCKS);
+    tprt_tensor_t* dx = &c.slot[TPRT_LINEAR_DGRAD_SLOT_DX];
+    s = acc ? TPRT__KERNEL(exec, linear_dgrad_acc, (dy, w, acc, dx, chunks, segments, blocks))
+            : TPRT__KERNEL(exec, linear_dgrad_segmented, (dy, w, dx, chunks, segments, blocks));
     tprt__count_gemm(exec, dy->dims[0], w->dims[1], dy->dims[1], false);
   }
   return tprt_exec_record(exec, s, TPRT_LINEAR_DGRAD_NAME);
@@ -75,11 +78,15 @@ int32_t tprt_abi_glu_grad(tprt_exec_t* exec, void* const* buffers, const int64_t
 
 int32_t tprt_abi_rmsnorm_grad(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   TPRT__GRAD_PROLOGUE(RMSNORM_GRAD);
-  if (!s)
-    s = TPRT__KERNEL(exec, rmsnorm_grad, (&c.slot[TPRT_RMSNORM_GRAD_SLOT_X], &c.slot[TPRT_RMSNORM_GRAD_SLOT_GAMMA],
-                              &c.slot[TPRT_RMSNORM_GRAD_SLOT_DY], &c.slot[TPRT_RMSNORM_GRAD_SLOT_DX],
-                              &c.slot[TPRT_RMSNORM_GRAD_SLOT_DGAMMA], tprt__attr_f32(&c, TPRT_RMSNORM_GRAD_ATTR_EPS),
-                              tprt__chunks(exec, &c, TPRT_RMSNORM_GRAD_ATTR_CHUNKS)));
+  if (!s) {
+    const tprt_tensor_t *x = &c.slot[TPRT_RMSNORM_GRAD_SLOT_X], *gamma = &c.slot[TPRT_RMSNORM_GRAD_SLOT_GAMMA];
+    const tprt_tensor_t *dy = &c.slot[TPRT_RMSNORM_GRAD_SLOT_DY], *acc = tprt__opt(&c, TPRT_RMSNORM_GRAD_SLOT_ACC);
+    tprt_tensor_t *dx = &c.slot[TPRT_RMSNORM_GRAD_SLOT_DX], *dgamma = &c.slot[TPRT_RMSNORM_GRAD_SLOT_DGAMMA];
+    float eps = tprt__attr_f32(&c, TPRT_RMSNORM_GRAD_ATTR_EPS);
+    int chunks = tprt__chunks(exec, &c, TPRT_RMSNORM_GRAD_ATTR_CHUNKS);
+    s = acc ? TPRT__KERNEL(exec, rmsnorm_grad_acc, (x, gamma, dy, acc, dx, dgamma, eps, chunks))
+            : TPRT__KERNEL(exec, rmsnorm_grad, (x, gamma, dy, dx, dgamma, eps, chunks));
+  }
   return tprt_exec_record(exec, s, TPRT_RMSNORM_GRAD_NAME);
 }
 

@@ -46,10 +46,13 @@ int32_t tprt_abi_embedding_grad(tprt_exec_t* exec, void* const* buffers, const i
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_EMBEDDING_GRAD_NUM_SLOTS, &c);
   tprt_tensor_t* dtable = &c.slot[TPRT_EMBEDDING_GRAD_SLOT_DTABLE];
   if (!s) s = tprt__vocab(exec, &c, TPRT_EMBEDDING_GRAD_ATTR_MESH, TPRT_EMBEDDING_GRAD_ATTR_AXES, dtable->dims[0], &v);
-  if (!s)
-    s = TPRT__KERNEL(exec, embedding_grad, (&c.slot[TPRT_EMBEDDING_GRAD_SLOT_IDS], &c.slot[TPRT_EMBEDDING_GRAD_SLOT_DY],
-                                            dtable, v.start, v.vocab,
-                                            tprt__chunks(exec, &c, TPRT_EMBEDDING_GRAD_ATTR_CHUNKS)));
+  if (!s) {
+    const tprt_tensor_t *ids = &c.slot[TPRT_EMBEDDING_GRAD_SLOT_IDS], *dy = &c.slot[TPRT_EMBEDDING_GRAD_SLOT_DY];
+    const tprt_tensor_t* acc = tprt__opt(&c, TPRT_EMBEDDING_GRAD_SLOT_ACC);
+    int chunks = tprt__chunks(exec, &c, TPRT_EMBEDDING_GRAD_ATTR_CHUNKS);
+    s = acc ? TPRT__KERNEL(exec, embedding_grad_acc, (ids, dy, acc, dtable, v.start, v.vocab, chunks))
+            : TPRT__KERNEL(exec, embedding_grad, (ids, dy, dtable, v.start, v.vocab, chunks));
+  }
   return tprt_exec_record(exec, s, TPRT_EMBEDDING_GRAD_NAME);
 }
 

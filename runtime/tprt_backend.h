@@ -65,6 +65,8 @@ extern "C" {
     (q, k, v, y, dy, lse, dq, dk, dv, seq_len, head_dim, causal, scale)) \
   X(linear_dgrad_segmented, (const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx, int chunks, int segments, int blocks), \
     (dy, w, dx, chunks, segments, blocks)) \
+  X(linear_dgrad_acc, (const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc, tprt_tensor_t* dx, int chunks, int segments, int blocks), \
+    (dy, w, acc, dx, chunks, segments, blocks)) \
   X(linear_wgrad, (const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks), \
     (dy, x, dw, chunks)) \
   X(bias_grad, (const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks), (dy, db, chunks)) \
@@ -76,6 +78,8 @@ extern "C" {
     (x, dy, dx, kind, interleave, alpha, limit)) \
   X(rmsnorm_grad, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks), \
     (x, gamma, dy, dx, dgamma, eps, chunks)) \
+  X(rmsnorm_grad_acc, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy, const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks), \
+    (x, gamma, dy, acc, dx, dgamma, eps, chunks)) \
   X(layernorm_grad, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps, int chunks), \
     (x, gamma, dy, dx, dgamma, dbeta, eps, chunks)) \
   X(moe_unpermute_grad, (const tprt_tensor_t* dout, const tprt_tensor_t* y, const tprt_tensor_t* row_map, const tprt_tensor_t* weights, tprt_tensor_t* dy, tprt_tensor_t* dweights), \
@@ -88,6 +92,8 @@ extern "C" {
     (ids, table, y, start, vocab)) \
   X(embedding_grad, (const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks), \
     (ids, dy, dtable, start, vocab, chunks)) \
+  X(embedding_grad_acc, (const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc, tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks), \
+    (ids, dy, acc, dtable, start, vocab, chunks)) \
   X(cross_entropy, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks), \
     (x, w, targets, loss, lse, chunks)) \
   X(cross_entropy_stats, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start, int64_t vocab, int chunks, int vocab_chunks), \

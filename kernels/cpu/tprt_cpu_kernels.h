@@ -186,6 +186,18 @@ tprt_status_t tprt_cpu_linear_dgrad(const tprt_tensor_t* dy, const tprt_tensor_t
 tprt_status_t tprt_cpu_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                               int chunks, int segments, int blocks) TPRT_MUST_USE_RESULT;
 
+/// Checks an accumulating op's acc against its output |out|: present, with out's shape and dtype
+/// ("<op>: acc must have the result's shape and dtype ..."); the CUDA kernels validate with it too.
+tprt_status_t tprt_cpu_check_acc(const char* op, const tprt_tensor_t* acc,
+                                 const tprt_tensor_t* out) TPRT_MUST_USE_RESULT;
+
+/// dx = acc + tprt_cpu_linear_dgrad_segmented(dy, w) as tprt_cpu_add adds them (the product rounded
+/// to dx's dtype first): the op's optional acc operand. acc has dx's shape and dtype; dx must not
+/// overlap acc. cpu_accumulate.c.
+tprt_status_t tprt_cpu_linear_dgrad_acc(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                        tprt_tensor_t* dx, int chunks, int segments,
+                                        int blocks) TPRT_MUST_USE_RESULT;
+
 /// dw[N,K] = dy[M,N]ᵀ·x[M,K], the canonical accumulation over M with |chunks| (fmaf(dy[m,n],
 /// x[m,k], acc) in increasing m). x has dy's dtype D; dw has D or is f32 (a partial over a
 /// sequence shard, or main-grad precision).
@@ -231,6 +243,13 @@ tprt_status_t tprt_cpu_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t*
                                     tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps,
                                     int chunks) TPRT_MUST_USE_RESULT;
 
+/// tprt_cpu_rmsnorm_grad with dx = acc + the gradient as tprt_cpu_add adds them (the gradient
+/// rounded to dx's dtype first): the op's optional acc operand. acc has dx's shape and dtype and
+/// must not overlap dx. cpu_accumulate.c.
+tprt_status_t tprt_cpu_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                        const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps,
+                                        int chunks) TPRT_MUST_USE_RESULT;
+
 /// The gradient of tprt_cpu_layernorm: dx as tprt_cpu_rmsnorm_grad, dgamma[H] = Σ_m dy·xhat and
 /// dbeta[H] = Σ_m dy over M with the canonical accumulation; dgamma and dbeta each have gamma's
 /// dtype or are f32.
@@ -275,6 +294,13 @@ tprt_status_t tprt_cpu_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* 
 /// chunk from +0.0 in increasing t, then the pairwise tree; a row no token names is +0.0.
 tprt_status_t tprt_cpu_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                       int64_t start, int64_t vocab, int chunks) TPRT_MUST_USE_RESULT;
+
+/// dtable = acc + tprt_cpu_embedding_grad(ids, dy) as tprt_cpu_add adds them (a row no token names
+/// is acc + 0.0): the op's optional acc operand. acc has dtable's shape (f32) and must not overlap
+/// it. cpu_accumulate.c.
+tprt_status_t tprt_cpu_embedding_grad_acc(const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc,
+                                          tprt_tensor_t* dtable, int64_t start, int64_t vocab,
+                                          int chunks) TPRT_MUST_USE_RESULT;
 
 /// stats[T,3] (f32) of the head rows w[V,H] (logical rows [start, start + V)) in |vocab_chunks|
 /// blocks: the merged maximum m, Σ exp(z - m), and the target's logit (-0.0 when another shard

@@ -58,6 +58,7 @@ tprt_status_t tprt__cuda_configure(const char* numerics) {
 typedef enum {
   TPRT__LINEAR,
   TPRT__LINEAR_DGRAD,
+  TPRT__LINEAR_DGRAD_ACC,
   TPRT__LINEAR_WGRAD,
   TPRT__LINEAR_WGRAD_ACC,
   TPRT__BIAS_GRAD,
@@ -75,7 +76,8 @@ typedef enum {
 } tprt__op_t;
 
 static const char* const tprt__op_names[] = {
-    "linear",         "linear_dgrad",         "linear_wgrad",         "linear_wgrad_acc",     "bias_grad",
+    "linear",         "linear_dgrad",         "linear_dgrad_acc",     "linear_wgrad",         "linear_wgrad_acc",
+    "bias_grad",
     "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
     "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm_grad",
     "layernorm_grad", "sumsq"};
@@ -85,9 +87,10 @@ static const char* const tprt__op_names[] = {
 /// w1 (fused MLP, with w2); q, k, v (attention: c = v), with y and dy (attention_grad: d, e) and
 /// out, out2, out3 = dq, dk, dv; attention's optional lse is out2; x, gamma, dy (norm gradients:
 /// a, b, c) with out, out2, out3 = dx, dgamma, dbeta and eps in scale; g, acc (sumsq: a, b) and
-/// out = acc_out.
+/// out = acc_out. |acc|: the accumulating forms' addend of out (linear_dgrad_acc, the norm
+/// gradients' optional acc), NULL otherwise.
 typedef struct {
-  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e;
+  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e, *acc;
   const tprt_kv_cache_t* cache;  // attention's KV cache, NULL without one
   const tprt_tensor_t* lse;      // attention_grad's statistics from the forward, NULL without them
   tprt_tensor_t *out, *out2, *out3;
@@ -135,6 +138,22 @@ static tprt_status_t tprt__lt_dgrad(const tprt__call_t* c) {
   tprt_cuda_lt_t* lt;
   TPRT__TRY(tprt__lt(&lt));
   return tprt_cuda_linear_dgrad_fast(c->a, c->b, c->out, lt, tprt__r.stream);
+}
+static bool tprt__lt_dgrad_acc_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_dgrad_acc_fast_fits(c->a, c->b, c->acc, c->out);
+}
+static tprt_status_t tprt__lt_dgrad_acc(const tprt__call_t* c) {
+  tprt_cuda_lt_t* lt;
+  TPRT__TRY(tprt__lt(&lt));
+  return tprt_cuda_linear_dgrad_acc_fast(c->a, c->b, c->acc, c->out, lt, tprt__r.stream);
+}
+// dx = acc + dy·w where no row fuses the add: the table's dgrad into dx, then dx + acc in place
+// (dx never overlaps acc: the arena keeps an op's inputs live through it), tprt_cuda_add's bits.
+static tprt_status_t tprt__dgrad_then_add(const tprt__call_t* c) {
+  tprt_status_t s = tprt_cpu_check_acc("linear_dgrad", c->acc, c->out);
+  if (!s) s = tprt__cuda_linear_dgrad_segmented(c->a, c->b, c->out, c->chunks, c->segments, c->blocks);
+  if (!s) s = tprt_cuda_add(c->out, c->acc, c->out, tprt__r.stream);
+  return s;
 }
 static bool tprt__lt_wgrad_fits(const tprt__call_t* c) { return tprt_cuda_linear_wgrad_fast_fits(c->a, c->b, c->out); }
 static tprt_status_t tprt__lt_wgrad(const tprt__call_t* c) {
@@ -334,9 +353,15 @@ static tprt_status_t tprt__exact_glu_grad(const tprt__call_t* c) {
 // The norm gradients: dgamma over pieces of each chunk in fast and invariant modes (the order
 // depends only on the chunk's length), one serial sum per chunk in exact mode (bitwise the CPU).
 static tprt_status_t tprt__pieces_rmsnorm_grad(const tprt__call_t* c) {
+  if (c->acc)
+    return tprt_cuda_rmsnorm_grad_acc(c->a, c->b, c->c, c->acc, c->out, c->out2, c->scale, c->chunks, true,
+                                      tprt__r.stream);
   return tprt_cuda_rmsnorm_grad_pieces(c->a, c->b, c->c, c->out, c->out2, c->scale, c->chunks, tprt__r.stream);
 }
 static tprt_status_t tprt__exact_rmsnorm_grad(const tprt__call_t* c) {
+  if (c->acc)
+    return tprt_cuda_rmsnorm_grad_acc(c->a, c->b, c->c, c->acc, c->out, c->out2, c->scale, c->chunks, false,
+                                      tprt__r.stream);
   return tprt_cuda_rmsnorm_grad(c->a, c->b, c->c, c->out, c->out2, c->scale, c->chunks, tprt__r.stream);
 }
 static tprt_status_t tprt__pieces_layernorm_grad(const tprt__call_t* c) {
@@ -366,6 +391,8 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__LINEAR_DGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_dgrad_fits,             tprt__lt_dgrad,              "cuBLASLt matmul (linear_fast.c)"},
   {TPRT__LINEAR_DGRAD,         TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_dgrad_fits,       tprt__inv_dgrad,             "chunk-tree WGMMA GEMM on ordered operands (invariant_linear.cu)"},
   {TPRT__LINEAR_DGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_dgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
+  {TPRT__LINEAR_DGRAD_ACC,     TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_dgrad_acc_fits,         tprt__lt_dgrad_acc,          "cuBLASLt matmul, beta = 1 with C = acc (linear_fast.c)"},
+  {TPRT__LINEAR_DGRAD_ACC,     TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__dgrad_then_add,        "the table's linear_dgrad, then add acc (the unfused bits)"},
   {TPRT__LINEAR_WGRAD,         TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_wgrad_fits,             tprt__lt_wgrad,              "cuBLASLt matmul (linear_fast.c)"},
   {TPRT__LINEAR_WGRAD,         TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_wgrad_fits,       tprt__inv_wgrad,             "chunk-tree WGMMA GEMM over tokens (invariant_linear.cu)"},
   {TPRT__LINEAR_WGRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_wgrad,           TPRT__EXACT_KERNEL " (linear_grad.c)"},
@@ -466,6 +493,11 @@ tprt_status_t tprt__cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const t
   tprt__call_t c = {.a = dy, .b = w, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
   return tprt__contract(TPRT__LINEAR_DGRAD, &c);
 }
+tprt_status_t tprt__cuda_linear_dgrad_acc(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                          tprt_tensor_t* dx, int chunks, int segments, int blocks) {
+  tprt__call_t c = {.a = dy, .b = w, .acc = acc, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
+  return tprt__contract(TPRT__LINEAR_DGRAD_ACC, &c);
+}
 tprt_status_t tprt__cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks) {
   tprt__call_t c = {.a = dy, .b = x, .out = dw, .chunks = chunks};
   return tprt__contract(TPRT__LINEAR_WGRAD, &c);
@@ -545,6 +577,13 @@ tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* d
 tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {
   tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .scale = eps, .chunks = chunks};
+  return tprt__contract(TPRT__RMSNORM_GRAD, &c);
+}
+tprt_status_t tprt__cuda_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                          const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps,
+                                          int chunks) {
+  if (!acc) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "rmsnorm_grad: acc must be given");
+  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .acc = acc, .out = dx, .out2 = dgamma, .scale = eps, .chunks = chunks};
   return tprt__contract(TPRT__RMSNORM_GRAD, &c);
 }
 tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
@@ -632,6 +671,10 @@ tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t
 tprt_status_t tprt__cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                         int64_t start, int64_t vocab, int chunks) {
   TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad(ids, dy, dtable, start, vocab, chunks, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_embedding_grad_acc(const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc,
+                                            tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks) {
+  TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad_acc(ids, dy, acc, dtable, start, vocab, chunks, tprt__r.stream));
 }
 
 // The cross-entropy's GEMMs through the table (on the rank's compute stream, which the ops get).

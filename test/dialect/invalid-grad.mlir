@@ -18,6 +18,24 @@ func.func @grouped_dgrad_segments_zero(%dy: tensor<16x32xbf16>, %w: tensor<2x32x
 
 // -----
 
+/// grad.acc: acc cannot join a partial dx, which a collective completes later.
+func.func @linear_dgrad_acc_partial(%dy: tensor<16x32xbf16>, %w: tensor<32x64xbf16>, %acc: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  // expected-error@+1 {{'tp.linear_dgrad' op violates rule grad.acc: acc cannot be added to a partial result (the collective that completes it would add acc once per rank); add it after the collective}}
+  %dx = "tp.linear_dgrad"(%dy, %w, %acc) {partial = true} : (tensor<16x32xbf16>, tensor<32x64xbf16>, tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %dx : tensor<16x64xf32>
+}
+
+// -----
+
+/// acc has dx's type (the IRDL constraint).
+func.func @linear_dgrad_acc_type(%dy: tensor<16x32xbf16>, %w: tensor<32x64xbf16>, %acc: tensor<16x64xf32>) -> tensor<16x64xbf16> {
+  // expected-error@+1 {{expected 'tensor<16x64xf32>' but got 'tensor<16x64xbf16>'}}
+  %dx = "tp.linear_dgrad"(%dy, %w, %acc) : (tensor<16x32xbf16>, tensor<32x64xbf16>, tensor<16x64xf32>) -> tensor<16x64xbf16>
+  return %dx : tensor<16x64xbf16>
+}
+
+// -----
+
 /// linear_dgrad.shapes: dx is [M,K] for dy[M,N] and w[N,K].
 func.func @linear_dgrad_wrong_dx(%dy: tensor<16x32xbf16>, %w: tensor<32x64xbf16>) -> tensor<16x32xbf16> {
   // expected-error@+1 {{'tp.linear_dgrad' op violates rule linear_dgrad.shapes: expects dy[M,N] and w[N,K] of one float type and dx[M,K] (f32, or dy's type unless partial); got dy tensor<16x32xbf16>, w tensor<32x64xbf16>, dx tensor<16x32xbf16>}}

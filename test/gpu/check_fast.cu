@@ -82,6 +82,13 @@ static void fc_check_dense(tprt_cuda_lt_t* lt, cudaStream_t s) {
           tprt_status_t fs = tprt_cuda_linear_dgrad_fast(&dy.t, &w.t, &dx.t, lt, s);
           tprt_status_t es = tprt_cuda_linear_dgrad_segmented(&dy.t, &w.t, &ref.t, 8, 1, 1, s);
           fc_compare("linear_dgrad", shape, dx, ref, fs, es);
+          // dx = acc + dy·w with acc = the exact product (out of place: acc is ref, dx a fresh
+          // tensor), against the exact product added to itself (doubling is exact).
+          fc_tensor dx2(od, {m, k}), ref2(od, {m, k});
+          dx2.poison(), ref2.poison();
+          fs = tprt_cuda_linear_dgrad_acc_fast(&dy.t, &w.t, &ref.t, &dx2.t, lt, s);
+          es = tprt_cuda_add(&ref.t, &ref.t, &ref2.t, s);
+          fc_compare("linear_dgrad acc", shape, dx2, ref2, fs, es);
         }
         {  // wgrad
           fc_tensor dw(od, {n, k}), ref(od, {n, k});

@@ -162,7 +162,9 @@ static void ct_check_norm_grads(cudaStream_t stream) {
                  // last group, short chunks, a model's shape
                  {777, 200, 4}, {33, 4104, 2}, {2048, 2048, 8}, {3, 64, 8}};
   uint64_t rng = 0x90AD;
-  for (int layer = 0; layer < 2; ++layer) {
+  // layer 0: rmsnorm_grad; 1: layernorm_grad; 2: rmsnorm_grad with acc (dx = acc + the gradient,
+  // tprt_cpu_rmsnorm_grad_acc's bits; the pieces form's dx too, whose dgamma order differs).
+  for (int layer = 0; layer < 3; ++layer) {
     for (const auto& sh : shapes) {
       for (int di = 0; di < 3; ++di) {
         for (int f32 = 0; f32 < 2; ++f32) {
@@ -170,7 +172,9 @@ static void ct_check_norm_grads(cudaStream_t stream) {
           int64_t xd[2] = {sh.m, sh.h}, gd[1] = {sh.h};
           ct_tensor_t x = ct_make(dtype, 2, xd), dy = ct_make(dtype, 2, xd), dx = ct_make(dtype, 2, xd);
           ct_tensor_t gamma = ct_make(g_dtype, 1, gd), dgamma = ct_make(od, 1, gd), dbeta = ct_make(od, 1, gd);
-          ct_fill(&x, &rng, layer ? CT_DIST_OFFSET : CT_DIST_MODERATE);
+          ct_tensor_t acc = ct_make(dtype, 2, xd);
+          ct_fill(&acc, &rng, CT_DIST_MODERATE);
+          ct_fill(&x, &rng, layer == 1 ? CT_DIST_OFFSET : CT_DIST_MODERATE);
           ct_fill(&dy, &rng, CT_DIST_MODERATE);
           ct_fill(&gamma, &rng, CT_DIST_MODERATE);
           char shape[48], params[48];
@@ -178,7 +182,24 @@ static void ct_check_norm_grads(cudaStream_t stream) {
           snprintf(params, sizeof params, "gamma=%s chunks=%d%s", tprt_dtype_name(g_dtype), sh.chunks,
                    f32 ? " f32" : "");
           const float eps = 1e-5f;
-          if (layer)
+          if (layer == 2) {
+            ct_run_outputs(
+                "rmsnorm_grad", shape, tprt_dtype_name(dtype), params, {&dx, &dgamma},
+                [&] { return tprt_cpu_rmsnorm_grad_acc(&x.h, &gamma.h, &dy.h, &acc.h, &dx.h, &dgamma.h, eps, sh.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_rmsnorm_grad_acc(&x.d, &gamma.d, &dy.d, &acc.d, &dx.d, &dgamma.d, eps, sh.chunks,
+                                                    false, st);
+                },
+                true, stream);
+            ct_run_outputs(
+                "rmsnorm_grad", shape, tprt_dtype_name(dtype), params, {&dx},
+                [&] { return tprt_cpu_rmsnorm_grad_acc(&x.h, &gamma.h, &dy.h, &acc.h, &dx.h, &dgamma.h, eps, sh.chunks); },
+                [&](cudaStream_t st) {
+                  return tprt_cuda_rmsnorm_grad_acc(&x.d, &gamma.d, &dy.d, &acc.d, &dx.d, &dgamma.d, eps, sh.chunks,
+                                                    true, st);
+                },
+                true, stream);
+          } else if (layer)
             ct_run_outputs(
                 "layernorm_grad", shape, tprt_dtype_name(dtype), params, {&dx, &dgamma, &dbeta},
                 [&] { return tprt_cpu_layernorm_grad(&x.h, &gamma.h, &dy.h, &dx.h, &dgamma.h, &dbeta.h, eps, sh.chunks); },
@@ -200,6 +221,7 @@ static void ct_check_norm_grads(cudaStream_t stream) {
           ct_free(&gamma);
           ct_free(&dgamma);
           ct_free(&dbeta);
+          ct_free(&acc);
         }
       }
     }

@@ -49,7 +49,18 @@ static void ct_check_embedding(cudaStream_t stream) {
               return tprt_cuda_embedding_grad(&ids.d, &dy.d, &dtable.d, c.start, c.vocab, c.chunks, st);
             },
             true, stream);
-      ct_free(&table), ct_free(&y), ct_free(&dy), ct_free(&dtable);
+      // With acc (a tied head's gradient; +-0 among its values: a row no token names is acc + 0.0).
+      ct_tensor_t acc = ct_make(TPRT_DTYPE_F32, 2, td);
+      ct_fill(&acc, &rng, CT_DIST_MODERATE);
+      if (ct_selected("embedding_grad"))
+        ct_run(
+            "embedding_grad", shape, tprt_dtype_name(dtype), "acc", &dtable,
+            [&] { return tprt_cpu_embedding_grad_acc(&ids.h, &dy.h, &acc.h, &dtable.h, c.start, c.vocab, c.chunks); },
+            [&](cudaStream_t st) {
+              return tprt_cuda_embedding_grad_acc(&ids.d, &dy.d, &acc.d, &dtable.d, c.start, c.vocab, c.chunks, st);
+            },
+            true, stream);
+      ct_free(&table), ct_free(&y), ct_free(&dy), ct_free(&dtable), ct_free(&acc);
     }
     ct_free(&ids);
   }

@@ -254,3 +254,67 @@ func.func @other_targets(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: ten
   %dx, %dw = "tp.cross_entropy_grad"(%x, %w, %t2, %lse, %g) : (tensor<16x32xbf16>, tensor<64x32xbf16>, tensor<16xi32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x32xbf16>, tensor<64x32xf32>)
   return %dx, %dw : tensor<16x32xbf16>, tensor<64x32xf32>
 }
+
+// -----
+
+/// Gradient sums: a tp.add of a linear_dgrad (not partial) or of a rmsnorm_grad's dx, used only
+/// by the add, takes the add's other operand as the op's acc when that operand is defined before
+/// the op: the q/k/v input gradients chain through acc, and the norm's dx takes the residual
+/// gradient. The later-defined operand of the add is the one that takes acc.
+// CHECK-LABEL: func.func @grad_sums(
+// CHECK:         %[[K:.*]] = "tp.linear_dgrad"(%arg1, %arg4) {parallel = "column"} : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+// CHECK:         %[[V:.*]] = "tp.linear_dgrad"(%arg2, %arg5, %[[K]]) {parallel = "column"} : (tensor<8x16xbf16>, tensor<16x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+// CHECK:         %[[Q:.*]] = "tp.linear_dgrad"(%arg0, %arg3, %[[V]]) {chunks = 2 : i64, parallel = "column"}
+// CHECK:         %[[N:.*]]:2 = "tp.rmsnorm_grad"(%arg6, %arg7, %[[Q]], %arg8) {eps = {{.*}}} : (tensor<8x32xbf16>, tensor<32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>) -> (tensor<8x32xbf16>, tensor<32xf32>)
+// CHECK-NOT:     "tp.add"
+// CHECK:         return %[[N]]#0, %[[N]]#1
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @grad_sums(%dq: tensor<8x32xbf16>, %dk: tensor<8x16xbf16>, %dv: tensor<8x16xbf16>, %wq: tensor<32x32xbf16>,
+                     %wk: tensor<16x32xbf16>, %wv: tensor<16x32xbf16>, %x: tensor<8x32xbf16>, %g: tensor<32xbf16>,
+                     %res: tensor<8x32xbf16>) -> (tensor<8x32xbf16>, tensor<32xf32>) {
+  %a = "tp.linear_dgrad"(%dk, %wk) {parallel = "column"} : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %b = "tp.linear_dgrad"(%dv, %wv) {parallel = "column"} : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %s = "tp.add"(%a, %b) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %c = "tp.linear_dgrad"(%dq, %wq) {parallel = "column", chunks = 2 : i64} : (tensor<8x32xbf16>, tensor<32x32xbf16>) -> tensor<8x32xbf16>
+  %t = "tp.add"(%c, %s) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %dx, %dg = "tp.rmsnorm_grad"(%x, %g, %t) {eps = 1.0e-05 : f32} : (tensor<8x32xbf16>, tensor<32xbf16>, tensor<8x32xbf16>) -> (tensor<8x32xbf16>, tensor<32xf32>)
+  %u = "tp.add"(%res, %dx) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  return %u, %dg : tensor<8x32xbf16>, tensor<32xf32>
+}
+
+/// A tied embedding: its gradient starts from the LM head's (acc); a partial one (summed over
+/// ranks later) keeps its add.
+// CHECK-LABEL: func.func @tied(
+// CHECK:         %[[E:.*]] = "tp.embedding_grad"(%arg0, %arg1, %arg2) {parallel = "vocab"} : (tensor<8xi32>, tensor<8x32xbf16>, tensor<64x32xf32>) -> tensor<64x32xf32>
+// CHECK:         %[[P:.*]] = "tp.embedding_grad"(%arg0, %arg1) {partial = true}
+// CHECK:         "tp.add"(%arg2, %[[P]])
+func.func @tied(%ids: tensor<8xi32>, %dy: tensor<8x32xbf16>, %head: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>) {
+  %e = "tp.embedding_grad"(%ids, %dy) {parallel = "vocab"} : (tensor<8xi32>, tensor<8x32xbf16>) -> tensor<64x32xf32>
+  %s = "tp.add"(%head, %e) : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  %p = "tp.embedding_grad"(%ids, %dy) {partial = true} : (tensor<8xi32>, tensor<8x32xbf16>) -> tensor<64x32xf32>
+  %t = "tp.add"(%head, %p) : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %s, %t : tensor<64x32xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+/// Left as adds: a partial dgrad (its collective completes it later), a dgrad used twice, an
+/// addend defined after the dgrad, a broadcast bias.
+// CHECK-LABEL: func.func @sums_left(
+// CHECK-COUNT-5: "tp.add"
+// CHECK-NOT:     "tp.linear_dgrad"({{[^)]*}}, {{[^)]*}}, {{[^)]*}})
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @sums_left(%dy: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %r: tensor<8x32xbf16>, %r32: tensor<8x32xf32>,
+                     %b: tensor<32xbf16>)
+    -> (tensor<8x32xf32>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>) {
+  %p = "tp.linear_dgrad"(%dy, %w) {partial = true} : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xf32>
+  %s1 = "tp.add"(%p, %r32) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %d = "tp.linear_dgrad"(%dy, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %s2 = "tp.add"(%d, %r) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %e = "tp.linear_dgrad"(%dy, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %late = "tp.add"(%r, %r) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %s3 = "tp.add"(%e, %late) : (tensor<8x32xbf16>, tensor<8x32xbf16>) -> tensor<8x32xbf16>
+  %h = "tp.linear_dgrad"(%dy, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %s5 = "tp.add"(%h, %b) : (tensor<8x32xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  return %s1, %s2, %d, %s3, %s5 : tensor<8x32xf32>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>
+}

@@ -89,3 +89,22 @@ func.func @sp_inside_ep(%x: tensor<16x128xbf16>, %idx: tensor<16x2xi32>, %w1: te
       : (tensor<32x128xbf16>, tensor<8x128x128xbf16>, tensor<8xi64>) -> tensor<32x128xbf16>
   return %h : tensor<32x128xbf16>
 }
+
+// -----
+
+/// acc is tp-fuse's, formed after partitioning: a logical module writes the sum as a tp.add.
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @acc_before_shard(%dy: tensor<16x64xbf16>, %w: tensor<64x128xbf16>, %r: tensor<16x128xbf16>) -> tensor<16x128xbf16> {
+  // expected-error@+1 {{tp-shard: acc is formed by tp-fuse after partitioning; write the sum as a tp.add}}
+  %dx = "tp.linear_dgrad"(%dy, %w, %r) : (tensor<16x64xbf16>, tensor<64x128xbf16>, tensor<16x128xbf16>) -> tensor<16x128xbf16>
+  return %dx : tensor<16x128xbf16>
+}
+
+// -----
+
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @embedding_acc_before_shard(%ids: tensor<16xi32>, %dy: tensor<16x32xbf16>, %h: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error@+1 {{tp-shard: acc is formed by tp-fuse after partitioning; write the sum as a tp.add}}
+  %d = "tp.embedding_grad"(%ids, %dy, %h) : (tensor<16xi32>, tensor<16x32xbf16>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %d : tensor<64x32xf32>
+}

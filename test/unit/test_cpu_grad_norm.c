@@ -343,6 +343,53 @@ TPRT_TEST(norm_grad_chunks_sequence_parallel_and_batch_invariance) {
   tc_free(&g);
 }
 
+// The acc forms (cpu_accumulate.c) are the op, then tprt_cpu_add of acc: bitwise, every dtype; a
+// bad acc is named.
+TPRT_TEST(acc_forms_are_the_op_then_the_add) {
+  const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F16, TPRT_DTYPE_F32};
+  for (int i = 0; i < 3; ++i) {
+    int d = dtypes[i];
+    tc_tensor_t x = tc_make(d, 2, (int64_t)24, (int64_t)40), dy = tc_make(d, 2, (int64_t)24, (int64_t)40);
+    tc_tensor_t acc = tc_make(d, 2, (int64_t)24, (int64_t)40), g = tc_make(d, 1, (int64_t)40);
+    tc_tensor_t dx = tc_make(d, 2, (int64_t)24, (int64_t)40), want = tc_make(d, 2, (int64_t)24, (int64_t)40);
+    tc_tensor_t dg = tc_make(TPRT_DTYPE_F32, 1, (int64_t)40), dg2 = tc_make(TPRT_DTYPE_F32, 1, (int64_t)40);
+    tc_tensor_t w = tc_make(d, 2, (int64_t)40, (int64_t)40);
+    tc_fill(&x.t, 1 + i, -2, 2), tc_fill(&dy.t, 2 + i, -1, 1), tc_fill(&acc.t, 3 + i, -1, 1);
+    tc_fill(&g.t, 4 + i, 0.5, 1.5), tc_fill(&w.t, 5 + i, -1, 1);
+    TPRT_EXPECT_OK(tprt_cpu_rmsnorm_grad(&x.t, &g.t, &dy.t, &want.t, &dg.t, 1e-5f, 8));
+    TPRT_EXPECT_OK(tprt_cpu_add(&acc.t, &want.t, &want.t));
+    TPRT_EXPECT_OK(tprt_cpu_rmsnorm_grad_acc(&x.t, &g.t, &dy.t, &acc.t, &dx.t, &dg2.t, 1e-5f, 8));
+    TPRT_EXPECT(tc_same_bytes(&dx.t, &want.t));
+    TPRT_EXPECT(tc_same_bytes(&dg.t, &dg2.t));
+    TPRT_EXPECT_OK(tprt_cpu_linear_dgrad_segmented(&dy.t, &w.t, &want.t, 4, 1, 1));
+    TPRT_EXPECT_OK(tprt_cpu_add(&acc.t, &want.t, &want.t));
+    TPRT_EXPECT_OK(tprt_cpu_linear_dgrad_acc(&dy.t, &w.t, &acc.t, &dx.t, 4, 1, 1));
+    TPRT_EXPECT(tc_same_bytes(&dx.t, &want.t));
+    {  // embedding_grad: 24 tokens over 50 rows (most rows untouched: acc + 0.0, so -0.0 becomes +0.0)
+      tc_tensor_t ids = tc_make(TPRT_DTYPE_I32, 1, (int64_t)24), tab = tc_make(TPRT_DTYPE_F32, 2, (int64_t)50, (int64_t)40);
+      tc_tensor_t tacc = tc_make(TPRT_DTYPE_F32, 2, (int64_t)50, (int64_t)40), tw = tc_make(TPRT_DTYPE_F32, 2, (int64_t)50, (int64_t)40);
+      for (int64_t t = 0; t < 24; ++t) ((int32_t*)ids.t.data)[t] = (int32_t)((t * 7) % 11);
+      tc_fill(&tacc.t, 6 + i, -1, 1);
+      ((float*)tacc.t.data)[45 * 40] = -0.0f;
+      TPRT_EXPECT_OK(tprt_cpu_embedding_grad(&ids.t, &dy.t, &tw.t, 0, 50, 4));
+      TPRT_EXPECT_OK(tprt_cpu_add(&tacc.t, &tw.t, &tw.t));
+      TPRT_EXPECT_OK(tprt_cpu_embedding_grad_acc(&ids.t, &dy.t, &tacc.t, &tab.t, 0, 50, 4));
+      TPRT_EXPECT(tc_same_bytes(&tab.t, &tw.t));
+      TPRT_EXPECT_EQ_BITS(tc_bits(&tab.t, 45 * 40), 0);
+      tc_free(&ids), tc_free(&tab), tc_free(&tacc), tc_free(&tw);
+    }
+    if (d == TPRT_DTYPE_BF16) {
+      TPRT_EXPECT_STATUS(tprt_cpu_rmsnorm_grad_acc(&x.t, &g.t, &dy.t, &g.t, &dx.t, &dg2.t, 1e-5f, 8),
+                         TPRT_STATUS_INVALID_ARGUMENT,
+                         "rmsnorm_grad: acc must have the result's shape and dtype [24,40] bf16; got [40] bf16");
+      TPRT_EXPECT_STATUS(tprt_cpu_linear_dgrad_acc(&dy.t, &w.t, NULL, &dx.t, 4, 1, 1), TPRT_STATUS_INVALID_ARGUMENT,
+                         "linear_dgrad: acc must have the result's shape and dtype [24,40] bf16; got (none)");
+    }
+    tc_tensor_t* all[] = {&x, &dy, &acc, &g, &dx, &want, &dg, &dg2, &w};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; ++j) tc_free(all[j]);
+  }
+}
+
 TPRT_TEST(norm_grad_invalid_arguments) {
   tc_tensor_t x = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)8),
               dy = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)8);

@@ -169,6 +169,13 @@ tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t*
 /// dx = dy·w (any segmented order of the exact kernels is the same sum here).
 tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
                                           const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// dx = acc + dy·w for acc of dx's shape and dtype (cuBLASLt's beta = 1 with C = acc: the product
+/// and acc added in f32, once rounded; acc may be dx).
+bool tprt_cuda_linear_dgrad_acc_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                          const tprt_tensor_t* dx);
+tprt_status_t tprt_cuda_linear_dgrad_acc_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                              tprt_tensor_t* dx, const tprt_cuda_lt_t* lt,
+                                              cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// dw = dyᵀ·x.
 tprt_status_t tprt_cuda_linear_wgrad_fast(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
                                           const tprt_cuda_lt_t* lt, cudaStream_t stream) TPRT_MUST_USE_RESULT;
@@ -357,6 +364,12 @@ tprt_status_t tprt_cuda_layernorm_grad_pieces(const tprt_tensor_t* x, const tprt
                                               const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                               tprt_tensor_t* dbeta, float eps, int chunks,
                                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_rmsnorm_grad (|pieces| false) or tprt_cuda_rmsnorm_grad_pieces (true) with
+/// dx = acc + the gradient, added as tprt_cuda_add adds them after dx's rounding: bitwise
+/// tprt_cpu_rmsnorm_grad_acc when the dgamma order is (exact). acc has dx's shape and dtype.
+tprt_status_t tprt_cuda_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                         const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                         float eps, int chunks, bool pieces, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Top-k routing: bitwise tprt_cpu_moe_route (both run tprt_moe_route_row of tprt_numerics.h),
 /// same validation; one thread per token, softmax work space allocated stream-ordered.
@@ -631,6 +644,11 @@ tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t*
                                   int64_t start, int64_t vocab, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
                                        int64_t start, int64_t vocab, int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_embedding_grad starting from acc (dtable's shape, f32) instead of zeros: bitwise
+/// tprt_cpu_embedding_grad_acc (the row sums added to acc once; other rows acc + 0.0).
+tprt_status_t tprt_cuda_embedding_grad_acc(const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc,
+                                           tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks,
+                                           cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// How the cross-entropy ops compute their statistics and the logit gradient (docs/numerics.md,
 /// "Cross-entropy"):
 ///   EXACT      tprt_numerics.h's exp; per token and vocabulary block the maximum, then the sum of

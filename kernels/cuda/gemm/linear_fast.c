@@ -94,7 +94,8 @@ static bool tprt__lt_type(int dtype, cudaDataType_t* out) {
 
 // The cuBLASLt call of every fast dense contraction, column-major: D[m,n] = op(A)·op(B) with
 // op(A) m x k, op(B) k x n, f32 accumulation, optional bias[m] (the epilogue adds it in f32
-// before the one rounding to D's dtype); with |accumulate|, D's values are added too (beta = 1).
+// before the one rounding to D's dtype); with |accumulate|, C's values are added too (beta = 1),
+// C being |c| (D's layout and dtype) or, when NULL, D itself.
 typedef struct {
   cublasOperation_t opa, opb;
   int64_t m, n, k;
@@ -107,6 +108,7 @@ typedef struct {
   int ab_dtype, d_dtype;
   const void* bias;
   bool accumulate;
+  const void* c;
 } tprt__lt_gemm_t;
 
 static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, const tprt_cuda_lt_t* lt,
@@ -156,7 +158,8 @@ static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, c
                           op, (long long)g->m, (long long)g->n, (long long)g->k);
   } else {
     const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
-    s = tprt__lt.matmul((cublasLtHandle_t)lt->handle, desc, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc,
+    s = tprt__lt.matmul((cublasLtHandle_t)lt->handle, desc, &alpha, g->a, la, g->b, lb, &beta, g->c ? g->c : g->d, lc,
+                        g->d, lc,
                         &result.algo, lt->workspace, lt->workspace_bytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) st = tprt__lt_status(s, "cublasLtMatmul");
   }
@@ -232,7 +235,7 @@ tprt_status_t tprt_cuda_linear_fast(const tprt_tensor_t* x, const tprt_tensor_t*
   // yᵀ[N,M] = (w as K x N)ᵀ · (x as K x M)
   int64_t m = x->dims[0], k = x->dims[1], n = w->dims[0];
   tprt__lt_gemm_t g = {CUBLAS_OP_T, CUBLAS_OP_N, n,       m, k,        w->data,  k,
-                       x->data,     k,           y->data, n, x->dtype, y->dtype, bias ? bias->data : NULL, false};
+                       x->data,     k,           y->data, n, x->dtype, y->dtype, bias ? bias->data : NULL, false, NULL};
   return tprt__lt_matmul("linear", &g, lt, stream);
 }
 
@@ -243,8 +246,25 @@ tprt_status_t tprt_cuda_linear_dgrad_fast(const tprt_tensor_t* dy, const tprt_te
   // dxᵀ[K,M] = (w as K x N) · (dy as N x M)
   int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
   tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, k,        m, n,         w->data,   k,
-                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL, false};
+                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL, false, NULL};
   return tprt__lt_matmul("linear_dgrad", &g, lt, stream);
+}
+
+bool tprt_cuda_linear_dgrad_acc_fast_fits(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                          const tprt_tensor_t* dx) {
+  return tprt_cuda_linear_dgrad_fast_fits(dy, w, dx) && acc && acc->rank == 2 && acc->dtype == dx->dtype &&
+         acc->dims[0] == dx->dims[0] && acc->dims[1] == dx->dims[1];
+}
+
+tprt_status_t tprt_cuda_linear_dgrad_acc_fast(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
+                                              tprt_tensor_t* dx, const tprt_cuda_lt_t* lt, cudaStream_t stream) {
+  if (!tprt_cuda_linear_dgrad_acc_fast_fits(dy, w, acc, dx))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "linear_dgrad accumulate (fast): unsupported shapes or dtypes");
+  // dxᵀ[K,M] = (w as K x N) · (dy as N x M) + accᵀ, rounded once.
+  int64_t m = dy->dims[0], n = dy->dims[1], k = w->dims[1];
+  tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, k,        m, n,         w->data,   k,
+                       dy->data,    n,           dx->data, k, dy->dtype, dx->dtype, NULL, true, acc->data};
+  return tprt__lt_matmul("linear_dgrad accumulate", &g, lt, stream);
 }
 
 // dwᵀ[K,N] = (x as K x M) · (dy as N x M)ᵀ, plus dw's values with |accumulate|.
@@ -252,7 +272,7 @@ static tprt_status_t tprt__lt_wgrad(const char* op, const tprt_tensor_t* dy, con
                                     bool accumulate, const tprt_cuda_lt_t* lt, cudaStream_t stream) {
   int64_t m = dy->dims[0], n = dy->dims[1], k = x->dims[1];
   tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_T, k,        n, m,         x->data,   k,
-                       dy->data,    n,           dw->data, k, dy->dtype, dw->dtype, NULL, accumulate};
+                       dy->data,    n,           dw->data, k, dy->dtype, dw->dtype, NULL, accumulate, NULL};
   return tprt__lt_matmul(op, &g, lt, stream);
 }
 
@@ -298,6 +318,6 @@ tprt_status_t tprt_cuda_bias_grad_fast(const tprt_tensor_t* dy, tprt_tensor_t* d
     if (s) return s;
   }
   tprt__lt_gemm_t g = {CUBLAS_OP_N, CUBLAS_OP_N, n,        1, m,         dy->data,  n,
-                       lt->ones,    m,           db->data, n, dy->dtype, db->dtype, NULL, false};
+                       lt->ones,    m,           db->data, n, dy->dtype, db->dtype, NULL, false, NULL};
   return tprt__lt_matmul("bias_grad", &g, lt, stream);
 }

@@ -6,10 +6,11 @@
 //
 // embedding: one thread per element; a held row's bytes are copied, another's element is -0.0.
 // embedding_grad: the tokens are sorted by row with CUB's stable radix sort (so each row's tokens
-// stay in token order), dtable is zeroed, and one block per row that has tokens walks them: each
+// stay in token order), dtable is zeroed (with acc: set to acc + 0.0), and one block per row that has tokens walks them: each
 // thread owns columns h, sums each chunk's tokens from +0.0 in token order and folds the chunks
 // into the canonical pairwise tree (tprt_kacc_tree) as they end, a binary counter over the chunk
-// positions: position c merges with the pending subtrees of levels where c has a one bit. An empty
+// positions: position c merges with the pending subtrees of levels where c has a one bit; with
+// acc, the row's result is acc + the tree (one addition, as the unfused add). An empty
 // chunk is +0.0, which adding leaves every chunk sum unchanged (a sum from +0.0 is never -0.0), so
 // an empty subtree is only marked absent.
 #include <cub/device/device_radix_sort.cuh>
@@ -44,7 +45,8 @@ __global__ void tprt__embedding_keys(const int32_t* __restrict__ ids, int64_t t,
 template <int D>
 __global__ void tprt__embedding_grad_rows(const int32_t* __restrict__ keys, const int32_t* __restrict__ tokens,
                                           int64_t t, int64_t rows, const void* __restrict__ dy, int64_t h,
-                                          int chunks, int64_t size, float* __restrict__ dtable) {
+                                          int chunks, int64_t size, const float* __restrict__ acc,
+                                          float* __restrict__ dtable) {
   for (int64_t first = blockIdx.x; first < t; first += gridDim.x) {
     int32_t v = keys[first];
     if (v >= rows || (first > 0 && keys[first - 1] == v)) continue;  // not a held row's first token
@@ -91,9 +93,24 @@ __global__ void tprt__embedding_grad_rows(const int32_t* __restrict__ keys, cons
       }
       int top = 0;
       while ((1 << top) < chunks) ++top;
-      dtable[(int64_t)v * h + col] = (present >> top) & 1u ? pending[top] : 0.0f;
+      const float sum = (present >> top) & 1u ? pending[top] : 0.0f;
+      dtable[(int64_t)v * h + col] = acc ? __fadd_rn(acc[(int64_t)v * h + col], sum) : sum;
     }
   }
+}
+
+// dtable = acc + 0.0 (what the unfused add leaves in the rows no token names: -0.0 becomes +0.0),
+// four elements at a time when both are 16-byte aligned (|vec|).
+__global__ void tprt__embedding_grad_start(const float* __restrict__ acc, int64_t n, bool vec,
+                                           float* __restrict__ dtable) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x, n4 = vec ? n / 4 : 0;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    float4 a = reinterpret_cast<const float4*>(acc)[i];
+    a.x = __fadd_rn(a.x, 0.0f), a.y = __fadd_rn(a.y, 0.0f), a.z = __fadd_rn(a.z, 0.0f), a.w = __fadd_rn(a.w, 0.0f);
+    reinterpret_cast<float4*>(dtable)[i] = a;
+  }
+  for (int64_t i = n4 * 4 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    dtable[i] = __fadd_rn(acc[i], 0.0f);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -124,12 +141,13 @@ extern "C" tprt_status_t tprt_cuda_embedding(const tprt_tensor_t* ids, const tpr
   return tprt__launched("embedding kernel");
 }
 
-extern "C" tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy,
-                                                  tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks,
-                                                  cudaStream_t stream) {
+static tprt_status_t tprt__embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc,
+                                          tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks,
+                                          cudaStream_t stream) {
   const char* op = "embedding_grad";
   {
     tprt_status_t s0 = tprt__check_embedding(op, ids, dtable, dy, true, start, vocab);
+    if (!s0 && acc) s0 = tprt_cpu_check_acc(op, acc, dtable);
     if (s0) return s0;
   }
   if (chunks < 1 || chunks > TPRT_MAX_CHUNKS || (chunks & (chunks - 1)))
@@ -137,7 +155,15 @@ extern "C" tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, cons
                             TPRT_MAX_CHUNKS, chunks);
   int64_t t = ids->dims[0], rows = dtable->dims[0], h = dtable->dims[1];
   if (rows * h == 0) return NULL;
-  TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dtable->data, 0, (size_t)(rows * h) * sizeof(float), stream));
+  const float* a = acc ? (const float*)acc->data : NULL;
+  if (a) {
+    const bool vec = ((uintptr_t)a & 15) == 0 && ((uintptr_t)dtable->data & 15) == 0;
+    tprt__embedding_grad_start<<<tprt__cuda_ew_blocks(vec ? (rows * h + 3) / 4 : rows * h, TPRT__CUDA_EW_THREADS),
+                                 TPRT__CUDA_EW_THREADS, 0, stream>>>(a, rows * h, vec, (float*)dtable->data);
+    TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  } else {
+    TPRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dtable->data, 0, (size_t)(rows * h) * sizeof(float), stream));
+  }
   if (t == 0) return NULL;
   if (rows >= INT32_MAX || t >= INT32_MAX)
     return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "%s: more than 2^31 rows or tokens", op);
@@ -163,11 +189,24 @@ extern "C" tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, cons
     const int threads = h >= 256 ? 256 : (int)((h + 31) / 32 * 32);
     tprt__cuda_float_dispatch(dy->dtype, [&](auto d) {
       tprt__embedding_grad_rows<decltype(d)::value><<<grid, threads, 0, stream>>>(
-          skeys, stokens, t, rows, dy->data, h, chunks, size, (float*)dtable->data);
+          skeys, stokens, t, rows, dy->data, h, chunks, size, a, (float*)dtable->data);
     });
     err = cudaGetLastError();
   }
   tprt__cuda_free_async(mem, stream);
   if (err != cudaSuccess) return tprt__cuda_make_status(err, "embedding_grad kernels", __FILE__, __LINE__);
   return NULL;
+}
+
+extern "C" tprt_status_t tprt_cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy,
+                                                  tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks,
+                                                  cudaStream_t stream) {
+  return tprt__embedding_grad(ids, dy, NULL, dtable, start, vocab, chunks, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_embedding_grad_acc(const tprt_tensor_t* ids, const tprt_tensor_t* dy,
+                                                      const tprt_tensor_t* acc, tprt_tensor_t* dtable, int64_t start,
+                                                      int64_t vocab, int chunks, cudaStream_t stream) {
+  if (!acc) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "embedding_grad: acc must be given");
+  return tprt__embedding_grad(ids, dy, acc, dtable, start, vocab, chunks, stream);
 }

@@ -24,23 +24,60 @@
 
 #define TPRT__NG_THREADS TPRT_ROW_LANES
 
-template <int D>
+// |v| rounded (RNE) to |dtype| and widened back: what a store and a load of it give.
+static __device__ __forceinline__ float tprt__ng_rounded(int dtype, float v) {
+  switch (dtype) {
+    case TPRT_DTYPE_BF16:
+      return tprt_bf16_to_f32(tprt_f32_to_bf16(v));
+    case TPRT_DTYPE_F16:
+      return tprt_f16_to_f32(tprt_f32_to_f16(v));
+    default:
+      return v;
+  }
+}
+
+// The row's x, dy (and the addend) are read from global memory (kStage false), or first copied
+// into shared memory with 16-byte loads, all of them in flight at once, and read from there
+// (kStage, whole 16-byte rows): the same values in the same order, so the same bits; the rows are
+// then bandwidth-bound rather than waiting on one strided load per pass.
+template <int D, bool kStage>
 static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     tprt__norm_grad_rows(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
-                         const void* __restrict__ dy, void* __restrict__ dx, float* __restrict__ rs, int64_t m,
-                         int64_t h, float hf, float eps, int layernorm) {
+                         const void* __restrict__ dy, const void* __restrict__ addend, void* __restrict__ dx,
+                         float* __restrict__ rs, int64_t m, int64_t h, float hf, float eps, int layernorm) {
   __shared__ float sm[TPRT_ROW_LANES / 32 + 1];
+  extern __shared__ __align__(16) unsigned char tprt__ng_stage[];
+  constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
-    const int64_t base = row * h;
+    int64_t base = row * h;
+    const int64_t out = base;
+    const void *xs = x, *dys = dy, *adds = addend;
+    if constexpr (kStage) {
+      unsigned char *sx = tprt__ng_stage, *sdy = sx + h * kEs, *sadd = sdy + h * kEs;
+      const int64_t n16 = h * kEs / 16;
+      const uint4* gx = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + base * kEs);
+      const uint4* gdy = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(dy) + base * kEs);
+      const uint4* gadd =
+          addend ? reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(addend) + base * kEs) : nullptr;
+      __syncthreads();  // the previous row's readers are done with the stage
+      for (int64_t i = threadIdx.x; i < n16; i += TPRT__NG_THREADS) {
+        const uint4 vx = gx[i], vdy = gdy[i];
+        reinterpret_cast<uint4*>(sx)[i] = vx;
+        reinterpret_cast<uint4*>(sdy)[i] = vdy;
+        if (gadd) reinterpret_cast<uint4*>(sadd)[i] = gadd[i];
+      }
+      __syncthreads();
+      xs = sx, dys = sdy, adds = addend ? sadd : nullptr, base = 0;
+    }
     float mean = 0.0f;
     if (layernorm) {
       float acc = 0.0f;
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
+      for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(xs, D, base + j));
       mean = __fdiv_rn(tprt__cuda_row_tree(acc, sm), hf);
     }
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(x, D, base + j);
+      float d = tprt__cuda_ld(xs, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       acc = __fmaf_rn(d, d, acc);
     }
@@ -51,22 +88,25 @@ static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     }
     float sum_g = 0.0f, dot = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(x, D, base + j);
+      float d = tprt__cuda_ld(xs, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       const float xhat = __fmul_rn(d, r);
-      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      const float g = __fmul_rn(tprt__cuda_ld(dys, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       sum_g = __fadd_rn(sum_g, g);
       dot = __fmaf_rn(g, xhat, dot);
     }
     const float a = layernorm ? __fdiv_rn(tprt__cuda_row_tree(sum_g, sm), hf) : 0.0f;
     const float c = __fdiv_rn(tprt__cuda_row_tree(dot, sm), hf);
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(x, D, base + j);
+      float d = tprt__cuda_ld(xs, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       const float xhat = __fmul_rn(d, r);
-      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      const float g = __fmul_rn(tprt__cuda_ld(dys, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       const float t = layernorm ? __fsub_rn(g, a) : g;
-      tprt__cuda_st(dx, D, base + j, __fmul_rn(__fmaf_rn(-xhat, c, t), r));
+      float v = __fmul_rn(__fmaf_rn(-xhat, c, t), r);
+      // addend (the op's acc): dx rounded to its dtype, then acc added in f32 and rounded once (tprt_cpu_add's bits).
+      if (adds) v = __fadd_rn(tprt__ng_rounded(D, v), tprt__cuda_ld(adds, D, base + j));
+      tprt__cuda_st(dx, D, out + j, v);
     }
   }
 }
@@ -239,15 +279,24 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 /// dbeta).
 template <int D>
 static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                   tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* rs, float eps,
+                                   const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* rs, float eps,
                                    int chunks, int pieces, int64_t piece, cudaStream_t stream) {
   const int64_t m = x->dims[0], h = x->dims[1];
   const float hf = (float)h;
   const int ln = dbeta != NULL;
   if (m > 0) {
     dim3 rows((unsigned)(m < 65536 ? m : 65536));
-    tprt__norm_grad_rows<D><<<rows, TPRT__NG_THREADS, 0, stream>>>(x->data, gamma->data, gamma->dtype, dy->data,
-                                                                   dx->data, rs, m, h, hf, eps, ln);
+    const void* a = acc ? acc->data : NULL;
+    constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
+    const size_t stage = (size_t)(a ? 3 : 2) * (size_t)h * kEs;
+    const bool aligned16 = ((uintptr_t)x->data & 15) == 0 && ((uintptr_t)dy->data & 15) == 0 &&
+                           ((uintptr_t)a & 15) == 0 && (h * kEs) % 16 == 0;
+    if (aligned16 && stage <= 48 * 1024)
+      tprt__norm_grad_rows<D, true><<<rows, TPRT__NG_THREADS, stage, stream>>>(
+          x->data, gamma->data, gamma->dtype, dy->data, a, dx->data, rs, m, h, hf, eps, ln);
+    else
+      tprt__norm_grad_rows<D, false><<<rows, TPRT__NG_THREADS, 0, stream>>>(
+          x->data, gamma->data, gamma->dtype, dy->data, a, dx->data, rs, m, h, hf, eps, ln);
   }
   const int64_t units = (int64_t)chunks * pieces;
   float* pg = rs + 2 * m;
@@ -269,10 +318,11 @@ static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* 
 // |in_pieces|: the chunks in pieces of TPRT_CUDA_NORM_GRAD_PIECE rows (the _pieces entry points),
 // else each chunk one serial sum (exact).
 static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
-                                          const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
-                                          tprt_tensor_t* dbeta, float eps, int chunks, bool in_pieces,
-                                          cudaStream_t stream) {
+                                          const tprt_tensor_t* dy, const tprt_tensor_t* acc, tprt_tensor_t* dx,
+                                          tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps, int chunks,
+                                          bool in_pieces, cudaStream_t stream) {
   tprt_status_t s = tprt__check_norm_grad(op, x, gamma, dy, dx, dgamma, dbeta, dbeta != NULL, eps, chunks);
+  if (!s && acc) s = tprt_cpu_check_acc(op, acc, dx);
   if (s) return s;
   const int64_t m = x->dims[0], h = x->dims[1];
   if (h == 0) return NULL;
@@ -288,8 +338,8 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
   const size_t scratch = (size_t)(2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)(chunks * pieces) * (size_t)h;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&rs, scratch * sizeof(float), stream));
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces, piece,
-                                               stream);
+    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces,
+                                               piece, stream);
   });
   cudaError_t e = cudaGetLastError();
   tprt__cuda_free_async(rs, stream);
@@ -300,25 +350,33 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
 extern "C" tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                 const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                                 float eps, int chunks, cudaStream_t stream) {
-  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, false, stream);
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, NULL, dx, dgamma, NULL, eps, chunks, false, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                   const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                                   tprt_tensor_t* dbeta, float eps, int chunks, cudaStream_t stream) {
-  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, false, stream);
+  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, NULL, dx, dgamma, dbeta, eps, chunks, false, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_rmsnorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                        const tprt_tensor_t* dy, tprt_tensor_t* dx,
                                                        tprt_tensor_t* dgamma, float eps, int chunks,
                                                        cudaStream_t stream) {
-  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, dx, dgamma, NULL, eps, chunks, true, stream);
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, NULL, dx, dgamma, NULL, eps, chunks, true, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_layernorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                                          const tprt_tensor_t* dy, tprt_tensor_t* dx,
                                                          tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                                          int chunks, cudaStream_t stream) {
-  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, dx, dgamma, dbeta, eps, chunks, true, stream);
+  return tprt__cuda_norm_grad("layernorm_grad", x, gamma, dy, NULL, dx, dgamma, dbeta, eps, chunks, true, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                                    const tprt_tensor_t* dy, const tprt_tensor_t* acc,
+                                                    tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks,
+                                                    bool pieces, cudaStream_t stream) {
+  if (!acc) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "rmsnorm_grad: acc must be given");
+  return tprt__cuda_norm_grad("rmsnorm_grad", x, gamma, dy, acc, dx, dgamma, NULL, eps, chunks, pieces, stream);
 }
