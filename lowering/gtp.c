@@ -190,7 +190,9 @@ double tpc__gtp_op_seconds(MlirOperation op) {
 // tp.shard attributes
 //===----------------------------------------------------------------------===//
 
-// |shard| (a tp.shard dictionary) with "gtp" appended to the axes of dimension |dim|.
+// |shard| (a tp.shard dictionary) with "gtp" added to the axes of dimension |dim|: after the model
+// axes, before "dp" when ZeRO-1 splits that dimension of an optimizer state over dp too (the
+// update's dp share is then a share of the gtp shard, whose rows the dp all-gather returns).
 static MlirAttribute tpc__shard_with_gtp(MlirContext ctx, MlirAttribute shard, int dim) {
   intptr_t n = mlirDictionaryAttrGetNumElements(shard);
   MlirNamedAttribute* items = calloc((size_t)n, sizeof *items);
@@ -208,10 +210,19 @@ static MlirAttribute tpc__shard_with_gtp(MlirContext ctx, MlirAttribute shard, i
         continue;
       }
       MlirAttribute names[8];
-      intptr_t k = mlirArrayAttrGetNumElements(list);
-      for (intptr_t j = 0; j < k && j < 7; ++j) names[j] = mlirArrayAttrGetElement(list, j);
-      names[k < 7 ? k : 7] = mlirStringAttrGet(ctx, tpc__ref("gtp"));
-      per_dim[d] = mlirArrayAttrGet(ctx, (k < 7 ? k : 7) + 1, names);
+      intptr_t k = mlirArrayAttrGetNumElements(list), c = 0;
+      bool placed = false;
+      for (intptr_t j = 0; j < k && c < 7; ++j) {
+        MlirAttribute name = mlirArrayAttrGetElement(list, j);
+        if (!placed && mlirAttributeIsAString(name) && mlirStringRefEqual(mlirStringAttrGetValue(name), tpc__ref("dp"))) {
+          names[c++] = mlirStringAttrGet(ctx, tpc__ref("gtp"));
+          placed = true;
+          if (c == 7) break;
+        }
+        names[c++] = name;
+      }
+      if (!placed && c < 8) names[c++] = mlirStringAttrGet(ctx, tpc__ref("gtp"));
+      per_dim[d] = mlirArrayAttrGet(ctx, c, names);
     }
     items[i].attribute = mlirArrayAttrGet(ctx, rank < 8 ? rank : 8, per_dim);
   }
@@ -299,13 +310,8 @@ static bool tpc__gtp_shard_update(tpc__gtp_t* P, MlirBlock body, intptr_t i, int
       tpc__set_slot_attr(P->ctx, P->func, false, a, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));
   }
   if (mlirOperationIsNull(adamw)) return true;
-  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(adamw, tpc__ref("axes")))) {
-    tpc_text_t m = {0};
-    tpc_text_printf(&m, "tp-gtp: the update of %s is split over dp (ZeRO-1); ZeRO-1 with a gtp axis is not supported "
-                        "yet (GTP already shards the optimizer's states over gtp)", what);
-    tpc__gtp_fail(P, mlirOperationGetLocation(adamw), &m);
-    return false;
-  }
+  // ZeRO-1 (the update's `axes`, dp): the update reads its dp share of the gradient's gtp shard,
+  // and its new weight share is all-gathered over dp into the weight's gtp shard.
   if (!tpc__gtp_scatter_grad(P, mlirOperationGetOperand(adamw, TPC_ADAMW_SLOT_GRAD), dim, blocks, what)) return false;
   // The shard's readers: the norm counts it on every gtp rank now.
   MlirValue g = mlirOperationGetOperand(adamw, TPC_ADAMW_SLOT_GRAD);
@@ -326,15 +332,27 @@ static bool tpc__gtp_shard_update(tpc__gtp_t* P, MlirBlock body, intptr_t i, int
       mlirOperationRemoveAttributeByName(user, tpc__ref("mesh"));
     }
   }
-  // The update's results, and the function's results that return them.
-  for (intptr_t r = 0; r < mlirOperationGetNumResults(adamw); ++r) {
+  // The update's results, ZeRO-1's all-gathers of the new weight over dp, and the function's
+  // results that return them.
+  MlirOperation gathers[4] = {{NULL}, {NULL}, {NULL}, {NULL}};
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(adamw) && r < 4; ++r) {
     MlirValue v = mlirOperationGetResult(adamw, r);
     mlirValueSetType(v, tpc__gtp_divided(mlirValueGetType(v), dim, P->G, (MlirType){NULL}));
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u))
+      if (tpc_op_get_kind(mlirOpOperandGetOwner(u)) == TPC_OP_ALL_GATHER) gathers[r] = mlirOpOperandGetOwner(u);
+    if (!mlirOperationIsNull(gathers[r])) {
+      MlirValue gv = mlirOperationGetResult(gathers[r], 0);
+      mlirValueSetType(gv, tpc__gtp_divided(mlirValueGetType(gv), dim, P->G, (MlirType){NULL}));
+    }
   }
   MlirOperation ret = mlirBlockGetTerminator(body);
   for (intptr_t j = 0; j < mlirOperationGetNumOperands(ret); ++j) {
     MlirValue v = mlirOperationGetOperand(ret, j);
-    if (!mlirValueIsAOpResult(v) || !mlirOperationEqual(mlirOpResultGetOwner(v), adamw)) continue;
+    if (!mlirValueIsAOpResult(v)) continue;
+    MlirOperation owner = mlirOpResultGetOwner(v);
+    bool gathered = false;
+    for (int r = 0; r < 4; ++r) gathered = gathered || (!mlirOperationIsNull(gathers[r]) && mlirOperationEqual(owner, gathers[r]));
+    if (!mlirOperationEqual(owner, adamw) && !gathered) continue;
     MlirAttribute shard = tpc_slot_attr(P->func, true, j, TPC_ARG_ATTR_SHARD);
     if (!mlirAttributeIsNull(shard) && mlirAttributeIsADictionary(shard))
       tpc__set_slot_attr(P->ctx, P->func, true, j, TPC_ARG_ATTR_SHARD, tpc__shard_with_gtp(P->ctx, shard, dim));

@@ -31,6 +31,7 @@ CONFIGS=(
   "inv-mb2|--numerics=invariant --mesh=mb=2"
   "inv-dp2-mb2|--numerics=invariant --mesh=dp=2,mb=2"
   "inv-gtp2-mb2|--numerics=invariant --mesh=gtp=2,mb=2"
+  "inv-dp2gtp2-zero1|--numerics=invariant --mesh=dp=2,gtp=2 --zero1"
   "exact-tp1|--numerics=exact --mesh=tp=1"
   "exact-tp2|--numerics=exact --mesh=tp=2"
   "fast-tp1|--numerics=fast --mesh=tp=1"

@@ -191,11 +191,14 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 /// rope on runs of kVec consecutive pairs of one head (16 bytes of x at each end of the rotation):
 /// the same per-pair arithmetic as tprt__rope_kernel, 16-byte loads and stores of x and y, and
 /// kVec times fewer threads (the scalar kernel ran one pair per thread, bound by memory latency).
-/// |runs| = T·W/2/kVec; needs D/2 a multiple of kVec and 16-byte aligned x and y.
+/// |runs| = T·W/2/kVec; needs D/2 a multiple of kVec and 16-byte aligned x and y. |cs_vec|: cos and
+/// sin have x's element size and 16-byte alignment, so their kVec values of a run are 16-byte loads
+/// too (else one load per value); the values, and so the bits, are the same.
 template <int D>
 static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     tprt__rope_runs_kernel(const void* __restrict__ x, const void* __restrict__ cs, const void* __restrict__ sn,
-                           int cs_dtype, void* __restrict__ y, int64_t runs, int64_t w, int64_t hd, int inverse) {
+                           int cs_dtype, void* __restrict__ y, int64_t runs, int64_t w, int64_t hd, int inverse,
+                           int cs_vec) {
   constexpr int kVec = TPRT__CUDA_VEC16(D);
   const int64_t half = hd / 2, head_runs = half / kVec, row_runs = w / 2 / kVec;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -206,14 +209,28 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
     const int64_t xa = r * w + head * hd + i, ta = r * hd + i;
     const uint4 va = xv[xa / kVec], vb = xv[(xa + half) / kVec];
     uint4 oa, ob;
+    if (cs_vec) {
+      const uint4 ca = static_cast<const uint4*>(cs)[ta / kVec], cb = static_cast<const uint4*>(cs)[(ta + half) / kVec];
+      const uint4 sa = static_cast<const uint4*>(sn)[ta / kVec], sb = static_cast<const uint4*>(sn)[(ta + half) / kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      float ya, yb;
-      tprt_rope_pair(tprt__cuda_ld(&va, D, k), tprt__cuda_ld(&vb, D, k), tprt__cuda_ld(cs, cs_dtype, ta + k),
-                     tprt__cuda_ld(cs, cs_dtype, ta + half + k), tprt__cuda_ld(sn, cs_dtype, ta + k),
-                     tprt__cuda_ld(sn, cs_dtype, ta + half + k), inverse, &ya, &yb);
-      tprt__cuda_st(&oa, D, k, ya);
-      tprt__cuda_st(&ob, D, k, yb);
+      for (int k = 0; k < kVec; ++k) {
+        float ya, yb;
+        tprt_rope_pair(tprt__cuda_ld(&va, D, k), tprt__cuda_ld(&vb, D, k), tprt__cuda_ld(&ca, cs_dtype, k),
+                       tprt__cuda_ld(&cb, cs_dtype, k), tprt__cuda_ld(&sa, cs_dtype, k), tprt__cuda_ld(&sb, cs_dtype, k),
+                       inverse, &ya, &yb);
+        tprt__cuda_st(&oa, D, k, ya);
+        tprt__cuda_st(&ob, D, k, yb);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        float ya, yb;
+        tprt_rope_pair(tprt__cuda_ld(&va, D, k), tprt__cuda_ld(&vb, D, k), tprt__cuda_ld(cs, cs_dtype, ta + k),
+                       tprt__cuda_ld(cs, cs_dtype, ta + half + k), tprt__cuda_ld(sn, cs_dtype, ta + k),
+                       tprt__cuda_ld(sn, cs_dtype, ta + half + k), inverse, &ya, &yb);
+        tprt__cuda_st(&oa, D, k, ya);
+        tprt__cuda_st(&ob, D, k, yb);
+      }
     }
     yv[xa / kVec] = oa;
     yv[(xa + half) / kVec] = ob;
@@ -405,8 +422,12 @@ static void tprt__rope_launch(const tprt_tensor_t* x, const tprt_tensor_t* cos_t
   constexpr int kVec = TPRT__CUDA_VEC16(D);
   if ((cos_t->dims[1] / 2) % kVec == 0 && tprt__cuda_aligned16(x->data, y->data, y->data)) {
     const int64_t runs = pairs / kVec;
+    // cos/sin as 16-byte runs when their elements are x's size (bf16/f16 cos for bf16/f16 x, or
+    // f32 for f32): a 16-byte load holds kVec of them.
+    const int cs_vec = tprt_dtype_bytes(cos_t->dtype, 1) == tprt_dtype_bytes(x->dtype, 1) &&
+                       tprt__cuda_aligned16(cos_t->data, sin_t->data, sin_t->data);
     tprt__rope_runs_kernel<D><<<tprt__cuda_ew_blocks(runs, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
-        x->data, cos_t->data, sin_t->data, cos_t->dtype, y->data, runs, x->dims[1], cos_t->dims[1], inverse);
+        x->data, cos_t->data, sin_t->data, cos_t->dtype, y->data, runs, x->dims[1], cos_t->dims[1], inverse, cs_vec);
     return;
   }
   tprt__rope_kernel<D><<<tprt__cuda_ew_blocks(pairs, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
