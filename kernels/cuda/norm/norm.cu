@@ -15,7 +15,7 @@
 // 32 consecutive elements per step), each warp reduces its 32 lanes with __shfl_down_sync at
 // offsets 16, 8, 4, 2, 1 (lane j += lane j+s), and warp 0 reduces the 8 warp results at offsets
 // 4, 2, 1. Second and third passes re-read the row (it is in L1/L2), or the row is first staged
-// in shared memory with 16-byte loads (whole 16-byte rows up to 48 KiB): the same bits. Grid:
+// in shared memory with 16-byte loads (whole 16-byte rows up to 47 KiB): the same bits. Grid:
 // min(M, 65536) blocks, larger M loops over rows.
 #include "tprt_cuda_internal.cuh"
 
@@ -133,9 +133,10 @@ static tprt_status_t tprt__cuda_norm(const char* op, const tprt_tensor_t* x, con
   int g_dtype = gamma->dtype;
   float hf = (float)h;  // RNE, as the CPU kernel's conversion
   dim3 grid((unsigned)(m < TPRT__NORM_MAX_BLOCKS ? m : TPRT__NORM_MAX_BLOCKS));
-  // The row staged in shared memory when it is whole 16-byte vectors and fits the default 48 KiB.
+  // The row staged in shared memory when it is whole 16-byte vectors and fits, with the static
+  // reduction scratch, in the default 48 KiB of shared memory.
   const size_t row_bytes = tprt_dtype_bytes(x->dtype, h);
-  int stage = ((uintptr_t)xd & 15) == 0 && row_bytes % 16 == 0 && row_bytes <= 48 * 1024;
+  int stage = ((uintptr_t)xd & 15) == 0 && row_bytes % 16 == 0 && row_bytes <= 47 * 1024;
   void* args[] = {&xd, &gd, &bd, &g_dtype, &yd, &m, &h, &hf, &eps, &stage};
   TPRT_CUDA_RETURN_IF_ERROR(
       cudaLaunchKernel(kernel, grid, dim3(TPRT__NORM_THREADS), args, stage ? row_bytes : 0, stream));

@@ -291,7 +291,8 @@ static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* 
     const size_t stage = (size_t)(a ? 3 : 2) * (size_t)h * kEs;
     const bool aligned16 = ((uintptr_t)x->data & 15) == 0 && ((uintptr_t)dy->data & 15) == 0 &&
                            ((uintptr_t)a & 15) == 0 && (h * kEs) % 16 == 0;
-    if (aligned16 && stage <= 48 * 1024)
+    // The default dynamic shared memory (48 KiB) holds the stage and the kernel's static sm.
+    if (aligned16 && stage <= 47 * 1024)
       tprt__norm_grad_rows<D, true><<<rows, TPRT__NG_THREADS, stage, stream>>>(
           x->data, gamma->data, gamma->dtype, dy->data, a, dx->data, rs, m, h, hf, eps, ln);
     else
