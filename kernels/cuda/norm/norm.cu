@@ -14,9 +14,8 @@
 // reduction: thread j accumulates elements j, j+256, j+512, ... in order (coalesced: a warp reads
 // 32 consecutive elements per step), each warp reduces its 32 lanes with __shfl_down_sync at
 // offsets 16, 8, 4, 2, 1 (lane j += lane j+s), and warp 0 reduces the 8 warp results at offsets
-// 4, 2, 1. Second and third passes re-read the row (it is in L1/L2), or the row is first staged
-// in shared memory with 16-byte loads (whole 16-byte rows up to 47 KiB): the same bits. Grid:
-// min(M, 65536) blocks, larger M loops over rows.
+// 4, 2, 1. Second and third passes re-read the row (it is in L1/L2). Grid: min(M, 65536) blocks,
+// larger M loops over rows.
 #include "tprt_cuda_internal.cuh"
 
 // Threads per block: the 256 lanes of the canonical row reduction (8 warps of 32).
@@ -34,28 +33,14 @@ static_assert(TPRT__NORM_THREADS == 256 && TPRT__NORM_WARPS == 8, "the canonical
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
-/// One row loop for both norms; |beta| NULL means RMSNorm. With |stage| (whole 16-byte rows, the
-/// launcher's choice) the row is first copied into shared memory with 16-byte loads, all in flight
-/// at once, and the passes read it there: the same values in the same order, so the same bits.
+/// One row loop for both norms; |beta| NULL means RMSNorm.
 template <int D>
-static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ x0, const void* __restrict__ gamma,
+static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ x, const void* __restrict__ gamma,
                                                        const void* __restrict__ beta, int g_dtype, void* __restrict__ y,
-                                                       int64_t m, int64_t h, float hf, float eps, int stage) {
+                                                       int64_t m, int64_t h, float hf, float eps) {
   __shared__ float sm[TPRT__NORM_WARPS + 1];
-  extern __shared__ __align__(16) unsigned char tprt__norm_stage[];
-  constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
-    const int64_t out = row * h;
-    int64_t base = out;
-    const void* x = x0;
-    if (stage) {
-      const uint4* g = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x0) + out * kEs);
-      __syncthreads();  // the previous row's readers are done with the stage
-      for (int64_t i = threadIdx.x; i < h * kEs / 16; i += TPRT__NORM_THREADS)
-        reinterpret_cast<uint4*>(tprt__norm_stage)[i] = g[i];
-      __syncthreads();
-      x = tprt__norm_stage, base = 0;
-    }
+    const int64_t base = row * h;
     if (!beta) {
       float acc = 0.0f;
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
@@ -65,7 +50,7 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
       const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
         float v = tprt__cuda_ld(x, D, base + j);
-        tprt__cuda_st(y, D, out + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
+        tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
       }
     } else {
       float acc = 0.0f;
@@ -80,7 +65,7 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
       for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
         float d = __fsub_rn(tprt__cuda_ld(x, D, base + j), mean);
         float v = __fmul_rn(__fmul_rn(d, r), tprt__cuda_ld(gamma, g_dtype, j));
-        tprt__cuda_st(y, D, out + j, __fadd_rn(v, tprt__cuda_ld(beta, g_dtype, j)));
+        tprt__cuda_st(y, D, base + j, __fadd_rn(v, tprt__cuda_ld(beta, g_dtype, j)));
       }
     }
   }
@@ -89,8 +74,8 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
 #define TPRT__NORM_KERNEL(name, dtype)                                                                               \
   extern "C" __global__ void __launch_bounds__(TPRT__NORM_THREADS)                                                   \
       name(const void* x, const void* gamma, const void* beta, int g_dtype, void* y, int64_t m, int64_t h, float hf, \
-           float eps, int stage) {                                                                                   \
-    tprt__norm_body<dtype>(x, gamma, beta, g_dtype, y, m, h, hf, eps, stage);                                        \
+           float eps) {                                                                                              \
+    tprt__norm_body<dtype>(x, gamma, beta, g_dtype, y, m, h, hf, eps);                                               \
   }
 // RMSNorm and LayerNorm share a body (beta NULL selects RMSNorm) but keep their own entry points,
 // so that a profile names the op.
@@ -133,13 +118,8 @@ static tprt_status_t tprt__cuda_norm(const char* op, const tprt_tensor_t* x, con
   int g_dtype = gamma->dtype;
   float hf = (float)h;  // RNE, as the CPU kernel's conversion
   dim3 grid((unsigned)(m < TPRT__NORM_MAX_BLOCKS ? m : TPRT__NORM_MAX_BLOCKS));
-  // The row staged in shared memory when it is whole 16-byte vectors and fits, with the static
-  // reduction scratch, in the default 48 KiB of shared memory.
-  const size_t row_bytes = tprt_dtype_bytes(x->dtype, h);
-  int stage = ((uintptr_t)xd & 15) == 0 && row_bytes % 16 == 0 && row_bytes <= 47 * 1024;
-  void* args[] = {&xd, &gd, &bd, &g_dtype, &yd, &m, &h, &hf, &eps, &stage};
-  TPRT_CUDA_RETURN_IF_ERROR(
-      cudaLaunchKernel(kernel, grid, dim3(TPRT__NORM_THREADS), args, stage ? row_bytes : 0, stream));
+  void* args[] = {&xd, &gd, &bd, &g_dtype, &yd, &m, &h, &hf, &eps};
+  TPRT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, grid, dim3(TPRT__NORM_THREADS), args, 0, stream));
   return NULL;
 }
 

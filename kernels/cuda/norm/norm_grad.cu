@@ -36,48 +36,23 @@ static __device__ __forceinline__ float tprt__ng_rounded(int dtype, float v) {
   }
 }
 
-// The row's x, dy (and the addend) are read from global memory (kStage false), or first copied
-// into shared memory with 16-byte loads, all of them in flight at once, and read from there
-// (kStage, whole 16-byte rows): the same values in the same order, so the same bits; the rows are
-// then bandwidth-bound rather than waiting on one strided load per pass.
-template <int D, bool kStage>
+template <int D>
 static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     tprt__norm_grad_rows(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
                          const void* __restrict__ dy, const void* __restrict__ addend, void* __restrict__ dx,
                          float* __restrict__ rs, int64_t m, int64_t h, float hf, float eps, int layernorm) {
   __shared__ float sm[TPRT_ROW_LANES / 32 + 1];
-  extern __shared__ __align__(16) unsigned char tprt__ng_stage[];
-  constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
-    int64_t base = row * h;
-    const int64_t out = base;
-    const void *xs = x, *dys = dy, *adds = addend;
-    if constexpr (kStage) {
-      unsigned char *sx = tprt__ng_stage, *sdy = sx + h * kEs, *sadd = sdy + h * kEs;
-      const int64_t n16 = h * kEs / 16;
-      const uint4* gx = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + base * kEs);
-      const uint4* gdy = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(dy) + base * kEs);
-      const uint4* gadd =
-          addend ? reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(addend) + base * kEs) : nullptr;
-      __syncthreads();  // the previous row's readers are done with the stage
-      for (int64_t i = threadIdx.x; i < n16; i += TPRT__NG_THREADS) {
-        const uint4 vx = gx[i], vdy = gdy[i];
-        reinterpret_cast<uint4*>(sx)[i] = vx;
-        reinterpret_cast<uint4*>(sdy)[i] = vdy;
-        if (gadd) reinterpret_cast<uint4*>(sadd)[i] = gadd[i];
-      }
-      __syncthreads();
-      xs = sx, dys = sdy, adds = addend ? sadd : nullptr, base = 0;
-    }
+    const int64_t base = row * h;
     float mean = 0.0f;
     if (layernorm) {
       float acc = 0.0f;
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(xs, D, base + j));
+      for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
       mean = __fdiv_rn(tprt__cuda_row_tree(acc, sm), hf);
     }
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(xs, D, base + j);
+      float d = tprt__cuda_ld(x, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       acc = __fmaf_rn(d, d, acc);
     }
@@ -88,25 +63,25 @@ static __global__ void __launch_bounds__(TPRT__NG_THREADS)
     }
     float sum_g = 0.0f, dot = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(xs, D, base + j);
+      float d = tprt__cuda_ld(x, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       const float xhat = __fmul_rn(d, r);
-      const float g = __fmul_rn(tprt__cuda_ld(dys, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       sum_g = __fadd_rn(sum_g, g);
       dot = __fmaf_rn(g, xhat, dot);
     }
     const float a = layernorm ? __fdiv_rn(tprt__cuda_row_tree(sum_g, sm), hf) : 0.0f;
     const float c = __fdiv_rn(tprt__cuda_row_tree(dot, sm), hf);
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NG_THREADS) {
-      float d = tprt__cuda_ld(xs, D, base + j);
+      float d = tprt__cuda_ld(x, D, base + j);
       if (layernorm) d = __fsub_rn(d, mean);
       const float xhat = __fmul_rn(d, r);
-      const float g = __fmul_rn(tprt__cuda_ld(dys, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
+      const float g = __fmul_rn(tprt__cuda_ld(dy, D, base + j), tprt__cuda_ld(gamma, g_dtype, j));
       const float t = layernorm ? __fsub_rn(g, a) : g;
       float v = __fmul_rn(__fmaf_rn(-xhat, c, t), r);
-      // addend (the op's acc): dx rounded to its dtype, then acc added in f32 and rounded once (tprt_cpu_add's bits).
-      if (adds) v = __fadd_rn(tprt__ng_rounded(D, v), tprt__cuda_ld(adds, D, base + j));
-      tprt__cuda_st(dx, D, out + j, v);
+      // addend (the op's acc): dx rounded to its dtype, then acc added in f32, rounded once (tprt_cpu_add).
+      if (addend) v = __fadd_rn(tprt__ng_rounded(D, v), tprt__cuda_ld(addend, D, base + j));
+      tprt__cuda_st(dx, D, base + j, v);
     }
   }
 }
@@ -279,25 +254,16 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
 /// dbeta).
 template <int D>
 static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                   const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float* rs, float eps,
-                                   int chunks, int pieces, int64_t piece, cudaStream_t stream) {
+                                   const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                   tprt_tensor_t* dbeta, float* rs, float eps, int chunks, int pieces, int64_t piece,
+                                   cudaStream_t stream) {
   const int64_t m = x->dims[0], h = x->dims[1];
   const float hf = (float)h;
   const int ln = dbeta != NULL;
   if (m > 0) {
     dim3 rows((unsigned)(m < 65536 ? m : 65536));
-    const void* a = acc ? acc->data : NULL;
-    constexpr int kEs = D == TPRT_DTYPE_F32 ? 4 : 2;
-    const size_t stage = (size_t)(a ? 3 : 2) * (size_t)h * kEs;
-    const bool aligned16 = ((uintptr_t)x->data & 15) == 0 && ((uintptr_t)dy->data & 15) == 0 &&
-                           ((uintptr_t)a & 15) == 0 && (h * kEs) % 16 == 0;
-    // The default dynamic shared memory (48 KiB) holds the stage and the kernel's static sm.
-    if (aligned16 && stage <= 47 * 1024)
-      tprt__norm_grad_rows<D, true><<<rows, TPRT__NG_THREADS, stage, stream>>>(
-          x->data, gamma->data, gamma->dtype, dy->data, a, dx->data, rs, m, h, hf, eps, ln);
-    else
-      tprt__norm_grad_rows<D, false><<<rows, TPRT__NG_THREADS, 0, stream>>>(
-          x->data, gamma->data, gamma->dtype, dy->data, a, dx->data, rs, m, h, hf, eps, ln);
+    tprt__norm_grad_rows<D><<<rows, TPRT__NG_THREADS, 0, stream>>>(
+        x->data, gamma->data, gamma->dtype, dy->data, acc ? acc->data : NULL, dx->data, rs, m, h, hf, eps, ln);
   }
   const int64_t units = (int64_t)chunks * pieces;
   float* pg = rs + 2 * m;
