@@ -216,8 +216,8 @@ static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
       for (int k = 0; k < kVec; ++k) {
         float ya, yb;
         tprt_rope_pair(tprt__cuda_ld(&va, D, k), tprt__cuda_ld(&vb, D, k), tprt__cuda_ld(&ca, cs_dtype, k),
-                       tprt__cuda_ld(&cb, cs_dtype, k), tprt__cuda_ld(&sa, cs_dtype, k), tprt__cuda_ld(&sb, cs_dtype, k),
-                       inverse, &ya, &yb);
+                       tprt__cuda_ld(&cb, cs_dtype, k), tprt__cuda_ld(&sa, cs_dtype, k),
+                       tprt__cuda_ld(&sb, cs_dtype, k), inverse, &ya, &yb);
         tprt__cuda_st(&oa, D, k, ya);
         tprt__cuda_st(&ob, D, k, yb);
       }

@@ -6,13 +6,13 @@
 //
 // embedding: one thread per element; a held row's bytes are copied, another's element is -0.0.
 // embedding_grad: the tokens are sorted by row with CUB's stable radix sort (so each row's tokens
-// stay in token order), dtable is zeroed (with acc: set to acc + 0.0), and one block per row that has tokens walks them: each
-// thread owns columns h, sums each chunk's tokens from +0.0 in token order and folds the chunks
-// into the canonical pairwise tree (tprt_kacc_tree) as they end, a binary counter over the chunk
-// positions: position c merges with the pending subtrees of levels where c has a one bit; with
-// acc, the row's result is acc + the tree (one addition, as the unfused add). An empty
-// chunk is +0.0, which adding leaves every chunk sum unchanged (a sum from +0.0 is never -0.0), so
-// an empty subtree is only marked absent.
+// stay in token order), dtable is zeroed (with acc: set to acc + 0.0), and one block per row that
+// has tokens walks them: each thread owns columns h, sums each chunk's tokens from +0.0 in token
+// order and folds the chunks into the canonical pairwise tree (tprt_kacc_tree) as they end, a
+// binary counter over the chunk positions: position c merges with the pending subtrees of levels
+// where c has a one bit; with acc, the row's result is acc + the tree (one addition, as the
+// unfused add). An empty chunk is +0.0, which adding leaves every chunk sum unchanged (a sum from
+// +0.0 is never -0.0), so an empty subtree is only marked absent.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "tprt_cuda_internal.cuh"
