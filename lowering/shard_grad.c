@@ -23,6 +23,13 @@
 #include "shard_impl.h"
 #include "tpc_dialect.h"
 
+bool tpc__no_acc(MlirOperation op, MlirValue acc) {
+  if (mlirValueIsNull(acc)) return true;
+  mlirEmitError(mlirOperationGetLocation(op),
+                "tp-shard: acc is formed by tp-fuse after partitioning; write the sum as a tp.add");
+  return false;
+}
+
 bool tpc__is_grad_op(int kind) {
   switch (kind) {
     case TPC_OP_LINEAR_DGRAD:
@@ -106,13 +113,9 @@ MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, t
   tpc_layout_t outs[3];
   int nout = (int)mlirOperationGetNumResults(op);
   for (int i = 0; i < nout && i < 3; ++i) outs[i] = tpc__result_layout(op, i);
-  // acc is tp-fuse's, formed after partitioning from a tp.add (which tp-shard lays out itself).
-  if ((kind == TPC_OP_LINEAR_DGRAD && !mlirValueIsNull(tpc_linear_dgrad_get_acc(op))) ||
-      (kind == TPC_OP_RMSNORM_GRAD && !mlirValueIsNull(tpc_rmsnorm_grad_get_acc(op)))) {
-    mlirEmitError(mlirOperationGetLocation(op),
-                  "tp-shard: acc is formed by tp-fuse after partitioning; write the sum as a tp.add");
+  if ((kind == TPC_OP_LINEAR_DGRAD && !tpc__no_acc(op, tpc_linear_dgrad_get_acc(op))) ||
+      (kind == TPC_OP_RMSNORM_GRAD && !tpc__no_acc(op, tpc_rmsnorm_grad_get_acc(op))))
     return mlirLogicalResultFailure();
-  }
   switch (kind) {
     case TPC_OP_LINEAR_WGRAD:
     case TPC_OP_GROUPED_LINEAR_WGRAD: {

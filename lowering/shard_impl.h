@@ -96,6 +96,9 @@ MlirLogicalResult tpc__shard_quant(tpc__shard_t* S, MlirOperation op, int kind, 
 MlirLogicalResult tpc__shard_amax(tpc__shard_t* S, MlirOperation op, tpc__sval_t** ins);
 /// Sharding rules of the backward ops; returns failure after emitting a diagnostic.
 MlirLogicalResult tpc__shard_grad(tpc__shard_t* S, MlirOperation op, int kind, tpc__sval_t** ins, int nin);
+/// True when a gradient op's optional |acc| is absent; else emits the error (acc is tp-fuse's,
+/// formed after partitioning from a tp.add, which tp-shard lays out itself) and returns false.
+bool tpc__no_acc(MlirOperation op, MlirValue acc);
 /// True for the backward ops tpc__shard_grad handles.
 bool tpc__is_grad_op(int kind);
 /// Whether the module asks for ZeRO-1 (tp.zero) on a mesh with more than one dp rank.

@@ -401,11 +401,7 @@ MlirLogicalResult tpc__shard_vocab(tpc__shard_t* S, MlirOperation op, int kind, 
     case TPC_OP_CROSS_ENTROPY:
       return tpc__shard_cross_entropy(S, op, ins, vocab);
     case TPC_OP_EMBEDDING_GRAD: {
-      if (!mlirValueIsNull(tpc_embedding_grad_get_acc(op))) {
-        mlirEmitError(mlirOperationGetLocation(op),
-                      "tp-shard: acc is formed by tp-fuse after partitioning; write the sum as a tp.add");
-        return mlirLogicalResultFailure();
-      }
+      if (!tpc__no_acc(op, tpc_embedding_grad_get_acc(op))) return mlirLogicalResultFailure();
       // Every token's gradient on each vocabulary shard; the rows summed over the token axes.
       if (vocab) ins[1] = tpc__gather_tokens(S, ins[1]);
       if (!ins[1]) return mlirLogicalResultFailure();

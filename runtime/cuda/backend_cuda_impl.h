@@ -253,8 +253,17 @@ tprt_status_t tprt__cuda_graph_end(void** out_graph);
 tprt_status_t tprt__cuda_graph_launch(void* graph);
 void tprt__cuda_graph_destroy(void* graph);
 
-/// The kernels of the backend table (backend_cuda_kernels.c; amax and quantize_with_amax in
-/// backend_cuda_quant.c), and its numerics hook.
+// Returns |launch| (a kernel launch on the compute stream), timed as an op of TPRT_CUDA_TIMELINE.
+#define TPRT__TIMED_OP(name, launch)                                        \
+  do {                                                                      \
+    int tprt__t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_OP, name, 0); \
+    tprt_status_t tprt__s = (launch);                                       \
+    tprt__timeline_end(tprt__r.stream, tprt__t);                            \
+    return tprt__s;                                                         \
+  } while (0)
+
+/// The kernels of the backend table (backend_cuda_kernels.c and backend_cuda_ops.c; amax and
+/// quantize_with_amax in backend_cuda_quant.c), and its numerics hook.
 #define TPRT__CUDA_KERNEL_DECL(name, params, args) tprt_status_t tprt__cuda_##name params;
 TPRT_BACKEND_KERNELS(TPRT__CUDA_KERNEL_DECL)
 #undef TPRT__CUDA_KERNEL_DECL

@@ -469,15 +469,6 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-// Returns |launch| (a kernel launch on the compute stream), timed as an op of TPRT_CUDA_TIMELINE.
-#define TPRT__TIMED_OP(name, launch)                                        \
-  do {                                                                      \
-    int tprt__t = tprt__timeline_begin(tprt__r.stream, TPRT__IV_OP, name, 0); \
-    tprt_status_t tprt__s = (launch);                                       \
-    tprt__timeline_end(tprt__r.stream, tprt__t);                            \
-    return tprt__s;                                                         \
-  } while (0)
-
 tprt_status_t tprt__cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
                                 tprt_tensor_t* y, int chunks) {
   tprt__call_t c = {.a = x, .b = w, .bias = bias, .out = y, .chunks = chunks};
@@ -539,36 +530,7 @@ tprt_status_t tprt__cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind,
   tprt__call_t c = {.a = x, .out = y, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
   return tprt__contract(TPRT__GLU, &c);
 }
-tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
-  TPRT__TIMED_OP("rmsnorm", tprt_cuda_rmsnorm(x, gamma, y, eps, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
-                                   tprt_tensor_t* y, float eps) {
-  TPRT__TIMED_OP("layernorm", tprt_cuda_layernorm(x, gamma, beta, y, eps, tprt__r.stream));
-}
 
-tprt_status_t tprt__cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
-  TPRT__TIMED_OP("add", tprt_cuda_add(a, b, c, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_mul(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
-  TPRT__TIMED_OP("mul", tprt_cuda_mul(a, b, c, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_permute(const tprt_tensor_t* x, const tprt_tensor_t* indices, tprt_tensor_t* y,
-                                     tprt_tensor_t* group_sizes, tprt_tensor_t* row_map) {
-  TPRT__TIMED_OP("moe_permute", tprt_cuda_moe_permute(x, indices, y, group_sizes, row_map, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_bucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
-                                    int buckets) {
-  TPRT__TIMED_OP("moe_bucket", tprt_cuda_moe_bucket(x, group_sizes, y, buckets, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_unbucket(const tprt_tensor_t* x, const tprt_tensor_t* group_sizes, tprt_tensor_t* y,
-                                      int buckets) {
-  TPRT__TIMED_OP("moe_unbucket", tprt_cuda_moe_unbucket(x, group_sizes, y, buckets, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor_t* row_map,
-                                       const tprt_tensor_t* weights, tprt_tensor_t* out) {
-  TPRT__TIMED_OP("moe_unpermute", tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream));
-}
 tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
                                   int64_t interleave, float alpha, float limit) {
   tprt__call_t c = {.a = x, .b = dy, .out = dx, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
@@ -591,28 +553,6 @@ tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tenso
                                         int chunks) {
   tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .out3 = dbeta, .scale = eps, .chunks = chunks};
   return tprt__contract(TPRT__LAYERNORM_GRAD, &c);
-}
-tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
-                                   int top_k, bool normalize) {
-  TPRT__TIMED_OP("moe_route", tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_permute_grad(const tprt_tensor_t* dy, const tprt_tensor_t* row_map, tprt_tensor_t* dx,
-                                          int top_k) {
-  TPRT__TIMED_OP("moe_permute_grad", tprt_cuda_moe_permute_grad(dy, row_map, dx, top_k, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_unpermute_grad(const tprt_tensor_t* dout, const tprt_tensor_t* y,
-                                            const tprt_tensor_t* row_map, const tprt_tensor_t* weights,
-                                            tprt_tensor_t* dy, tprt_tensor_t* dweights) {
-  TPRT__TIMED_OP("moe_unpermute_grad", tprt_cuda_moe_unpermute_grad(dout, y, row_map, weights, dy, dweights, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_moe_route_grad(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
-                                        const tprt_tensor_t* dweights, tprt_tensor_t* dlogits, int top_k,
-                                        bool normalize) {
-  TPRT__TIMED_OP("moe_route_grad", tprt_cuda_moe_route_grad(logits, indices, dweights, dlogits, top_k, normalize, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_rope(const tprt_tensor_t* x, const tprt_tensor_t* cos_t, const tprt_tensor_t* sin_t,
-                              tprt_tensor_t* y, bool inverse) {
-  TPRT__TIMED_OP("rope", tprt_cuda_rope(x, cos_t, sin_t, y, inverse, tprt__r.stream));
 }
 tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
                                    const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
@@ -648,34 +588,11 @@ tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tenso
                     .scale = scale};
   return tprt__contract(TPRT__ATTENTION_GRAD, &c);
 }
-tprt_status_t tprt__cuda_quantize(const tprt_tensor_t* x, tprt_tensor_t* data, tprt_tensor_t* scale,
-                                  tprt_tensor_t* global_scale, int format, int axis) {
-  TPRT__TIMED_OP("quantize", tprt_cuda_quantize(x, data, scale, global_scale, format, axis, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_dequantize(const tprt_tensor_t* data, const tprt_tensor_t* scale,
-                                    const tprt_tensor_t* global_scale, tprt_tensor_t* x, int format, int axis) {
-  TPRT__TIMED_OP("dequantize", tprt_cuda_dequantize(data, scale, global_scale, x, format, axis, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_copy(const tprt_tensor_t* src, tprt_tensor_t* dst) {
-  TPRT__TIMED_OP("copy", tprt_cuda_copy(src, dst, tprt__r.stream));
-}
 
 // The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (bitwise the
 // CPU's), but for the cross-entropy's GEMMs, which are the table's rows above for the module's
 // numerics (tprt__ce(): cuBLASLt in fast mode, the chunk-tree WGMMA GEMMs in invariant mode), and
 // in fast mode the fast-math statistics and logit gradient of cross_entropy.cu.
-tprt_status_t tprt__cuda_embedding(const tprt_tensor_t* ids, const tprt_tensor_t* table, tprt_tensor_t* y, int64_t start,
-                                   int64_t vocab) {
-  TPRT__TIMED_OP("embedding", tprt_cuda_embedding(ids, table, y, start, vocab, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_embedding_grad(const tprt_tensor_t* ids, const tprt_tensor_t* dy, tprt_tensor_t* dtable,
-                                        int64_t start, int64_t vocab, int chunks) {
-  TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad(ids, dy, dtable, start, vocab, chunks, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_embedding_grad_acc(const tprt_tensor_t* ids, const tprt_tensor_t* dy, const tprt_tensor_t* acc,
-                                            tprt_tensor_t* dtable, int64_t start, int64_t vocab, int chunks) {
-  TPRT__TIMED_OP("embedding_grad", tprt_cuda_embedding_grad_acc(ids, dy, acc, dtable, start, vocab, chunks, tprt__r.stream));
-}
 
 // The cross-entropy's GEMMs through the table (on the rank's compute stream, which the ops get).
 static tprt_status_t tprt__ce_linear(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y,
@@ -722,10 +639,6 @@ tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_
   TPRT__TIMED_OP("cross_entropy_stats", tprt_cuda_cross_entropy_stats(x, w, targets, stats, start, vocab, chunks,
                                                                       vocab_chunks, tprt__ce(), tprt__r.stream));
 }
-tprt_status_t tprt__cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
-                                               tprt_tensor_t* loss, tprt_tensor_t* lse) {
-  TPRT__TIMED_OP("cross_entropy_combine", tprt_cuda_cross_entropy_combine(stats, targets, loss, lse, tprt__r.stream));
-}
 tprt_status_t tprt__cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                              const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
@@ -762,14 +675,4 @@ tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const t
 tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
   tprt__call_t c = {.a = g, .b = acc, .out = acc_out, .count = count};
   return tprt__contract(TPRT__SUMSQ, &c);
-}
-tprt_status_t tprt__cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm) {
-  TPRT__TIMED_OP("global_norm", tprt_cuda_global_norm(acc, norm, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_adamw(const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m,
-                               const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm,
-                               tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out,
-                               tprt_tensor_t* weight) {
-  TPRT__TIMED_OP("adamw",
-                 tprt_cuda_adamw(master, grad, m, v, hyper, norm, master_out, m_out, v_out, weight, tprt__r.stream));
 }
