@@ -70,6 +70,8 @@ typedef enum {
   TPRT__ATTENTION_GRAD,
   TPRT__GLU,
   TPRT__GLU_GRAD,
+  TPRT__RMSNORM,
+  TPRT__LAYERNORM,
   TPRT__RMSNORM_GRAD,
   TPRT__LAYERNORM_GRAD,
   TPRT__SUMSQ,
@@ -79,8 +81,8 @@ static const char* const tprt__op_names[] = {
     "linear",         "linear_dgrad",         "linear_dgrad_acc",     "linear_wgrad",         "linear_wgrad_acc",
     "bias_grad",
     "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
-    "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm_grad",
-    "layernorm_grad", "sumsq"};
+    "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm",
+    "layernorm",      "rmsnorm_grad",         "layernorm_grad",       "sumsq"};
 
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
@@ -350,6 +352,21 @@ static tprt_status_t tprt__exact_glu_grad(const tprt__call_t* c) {
   return tprt_cuda_glu_grad(c->a, c->b, c->out, c->kind, c->interleave, c->alpha, c->limit, tprt__r.stream);
 }
 
+// The norms: one read of each row in fast numerics; the canonical row reduction (bitwise the CPU)
+// otherwise, which the fused all-reduce + add + rmsnorm of tp-fuse reproduces in invariant numerics.
+static tprt_status_t tprt__fast_rmsnorm(const tprt__call_t* c) {
+  return tprt_cuda_rmsnorm_fast(c->a, c->b, c->out, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_rmsnorm(const tprt__call_t* c) {
+  return tprt_cuda_rmsnorm(c->a, c->b, c->out, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__fast_layernorm(const tprt__call_t* c) {
+  return tprt_cuda_layernorm_fast(c->a, c->b, c->c, c->out, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_layernorm(const tprt__call_t* c) {
+  return tprt_cuda_layernorm(c->a, c->b, c->c, c->out, c->scale, tprt__r.stream);
+}
+
 // The norm gradients: dgamma over pieces of each chunk in fast and invariant modes (the order
 // depends only on the chunk's length), one serial sum per chunk in exact mode (bitwise the CPU).
 static tprt_status_t tprt__pieces_rmsnorm_grad(const tprt__call_t* c) {
@@ -372,10 +389,14 @@ static tprt_status_t tprt__exact_layernorm_grad(const tprt__call_t* c) {
   return tprt_cuda_layernorm_grad(c->a, c->b, c->c, c->out, c->out2, c->out3, c->scale, c->chunks, tprt__r.stream);
 }
 
-// The gradient norm's sum of squares: exact (integer limbs, any layout the same bits) in
-// invariant and exact numerics; summed in f64 in fast numerics.
+// The gradient norm's sum of squares: integer limbs, any layout the same bits, of the exact
+// squares (exact numerics, bitwise the CPU) or of the squares cut to 24 bits (invariant); summed
+// in f64 in fast numerics.
 static tprt_status_t tprt__fast_sumsq(const tprt__call_t* c) {
   return tprt_cuda_sumsq_fast(c->a, c->b, c->out, c->count, tprt__r.stream);
+}
+static tprt_status_t tprt__cut_sumsq(const tprt__call_t* c) {
+  return tprt_cuda_sumsq_cut(c->a, c->b, c->out, c->count, tprt__r.stream);
 }
 static tprt_status_t tprt__exact_sumsq(const tprt__call_t* c) {
   return tprt_cuda_sumsq(c->a, c->b, c->out, c->count, tprt__r.stream);
@@ -420,11 +441,16 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__GLU,                  TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu,             "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu.cu)"},
   {TPRT__GLU_GRAD,             TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__fast_glu_grad,         "__expf and __fdividef, 16-byte runs (glu_grad.cu, glu_fast.cuh)"},
   {TPRT__GLU_GRAD,             TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu_grad,        "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu_grad.cu)"},
-  {TPRT__RMSNORM_GRAD,         TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_rmsnorm_grad,   "dgamma in pieces of 256 rows of each chunk (norm_grad.cu)"},
+  {TPRT__RMSNORM,              TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_rmsnorm,          "one read of each row, 16-byte runs, rsqrtf (norm.cu)"},
+  {TPRT__RMSNORM,              TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_rmsnorm,         "canonical row reduction, bitwise the CPU (norm.cu)"},
+  {TPRT__LAYERNORM,            TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_layernorm,        "one read of each row, 16-byte runs, rsqrtf (norm.cu)"},
+  {TPRT__LAYERNORM,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_layernorm,       "canonical row reduction, bitwise the CPU (norm.cu)"},
+  {TPRT__RMSNORM_GRAD,         TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_rmsnorm_grad,   "one read of each row; dgamma in pieces of 16 rows of each chunk (norm_grad.cu)"},
   {TPRT__RMSNORM_GRAD,         TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_rmsnorm_grad,    "dgamma one serial sum per chunk, bitwise the CPU (norm_grad.cu)"},
-  {TPRT__LAYERNORM_GRAD,       TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_layernorm_grad, "dgamma, dbeta in pieces of 256 rows of each chunk (norm_grad.cu)"},
+  {TPRT__LAYERNORM_GRAD,       TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_layernorm_grad, "one read of each row; dgamma, dbeta in pieces of 16 rows (norm_grad.cu)"},
   {TPRT__LAYERNORM_GRAD,       TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_layernorm_grad,  "dgamma, dbeta one serial sum per chunk, bitwise the CPU (norm_grad.cu)"},
   {TPRT__SUMSQ,                TPRT__FAST,  0,  0,  "bf16/f16/f32 -> i64",     NULL,                            tprt__fast_sumsq,            "f64 sums, one launch (optim.cu)"},
+  {TPRT__SUMSQ,                TPRT__INVARIANT, 0, 0, "bf16/f16/f32 -> i64",   NULL,                            tprt__cut_sumsq,             "squares cut to 24 bits, exact integer limbs (optim.cu)"},
   {TPRT__SUMSQ,                TPRT__ANY,   0,  0,  "bf16/f16/f32 -> i64",     NULL,                            tprt__exact_sumsq,           "exact integer limbs, bitwise the CPU (optim.cu)"},
 };
 // clang-format on
@@ -535,6 +561,15 @@ tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* d
                                   int64_t interleave, float alpha, float limit) {
   tprt__call_t c = {.a = x, .b = dy, .out = dx, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
   return tprt__contract(TPRT__GLU_GRAD, &c);
+}
+tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
+  tprt__call_t c = {.a = x, .b = gamma, .out = y, .scale = eps};
+  return tprt__contract(TPRT__RMSNORM, &c);
+}
+tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
+                                   tprt_tensor_t* y, float eps) {
+  tprt__call_t c = {.a = x, .b = gamma, .c = beta, .out = y, .scale = eps};
+  return tprt__contract(TPRT__LAYERNORM, &c);
 }
 tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                       tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {

@@ -6,13 +6,6 @@
 #include "backend_cuda_impl.h"
 #include "tprt_cuda_kernels.h"
 
-tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
-  TPRT__TIMED_OP("rmsnorm", tprt_cuda_rmsnorm(x, gamma, y, eps, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
-                                   tprt_tensor_t* y, float eps) {
-  TPRT__TIMED_OP("layernorm", tprt_cuda_layernorm(x, gamma, beta, y, eps, tprt__r.stream));
-}
 tprt_status_t tprt__cuda_add(const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c) {
   TPRT__TIMED_OP("add", tprt_cuda_add(a, b, c, tprt__r.stream));
 }

@@ -343,13 +343,106 @@ static void fc_check_sumsq(cudaStream_t s) {
   }
 }
 
-// The norm gradients with dgamma (and dbeta) in pieces of each chunk (fast and invariant
-// numerics) against the exact kernels (dx bitwise: the same kernel), and their invariance: the
-// tokens split into R = 2, 4 shards of whole chunks (data parallelism), each shard's f32 dgamma
-// summed by the canonical tree, must give the whole batch's bits. Short chunks (one piece) and
-// long ones, 16-byte rows and odd H.
+// Invariant numerics' sum of squares (the squares cut to 24 bits): its norm against the exact
+// one, its layout independence (the tensor in three unaligned parts, chained through the
+// accumulator, must give the whole tensor's words bit for bit), NaN and inf as the exact sum
+// counts them, and a long run of equal squares (every thread's registers emptied many times
+// before they could overflow).
+static void fc_check_sumsq_cut(cudaStream_t s) {
+  const int64_t sizes[] = {1, 7, 1000, 3000000 + 5, 200000000};
+  for (int64_t n : sizes) {
+    for (int dt : {TPRT_DTYPE_F32, TPRT_DTYPE_BF16}) {
+      for (int special = 0; special < (n == 200000000 ? 1 : 3); ++special) {
+        fc_tensor g(dt, {n}), whole(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS}), ea(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS});
+        fc_tensor a1(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS}), a2(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS});
+        fc_tensor a3(TPRT_DTYPE_I64, {TPRT_SUMSQ_WORDS});
+        fc_tensor cnorm(TPRT_DTYPE_F32, {1}), enorm(TPRT_DTYPE_F32, {1});
+        if (n == 200000000) {  // every element 1.99 (the largest bf16 significand): equal squares
+          std::vector<uint8_t> h(g.bytes());
+          for (int64_t i = 0; i < n; ++i) tprt_store_elem(h.data(), dt, i, 1.9921875f);
+          FC_CUDA(cudaMemcpy(g.t.data, h.data(), g.bytes(), cudaMemcpyHostToDevice));
+        } else {
+          std::vector<uint8_t> h(g.bytes());
+          for (int64_t i = 0; i < n; ++i) {  // [-1, 1) times 2^-40 .. 2^20: many binades and limbs
+            const float v = (float)((int64_t)(fc_next() >> 40) - (1 << 23)) * 0x1p-23f;
+            tprt_store_elem(h.data(), dt, i, ldexpf(v, (int)(fc_next() % 61) - 40));
+          }
+          if (special) tprt_store_elem(h.data(), dt, n / 2, special == 1 ? NAN : INFINITY);
+          FC_CUDA(cudaMemcpy(g.t.data, h.data(), g.bytes(), cudaMemcpyHostToDevice));
+        }
+        tprt_status_t cs = tprt_cuda_sumsq_cut(&g.t, NULL, &whole.t, true, s);
+        tprt_status_t es = tprt_cuda_sumsq(&g.t, NULL, &ea.t, true, s);
+        // Three parts at unaligned cuts, chained.
+        const int64_t c1 = n / 3 + (n > 3), c2 = 2 * n / 3 + (n > 6);
+        const int64_t lens[3] = {c1, c2 - c1, n - c2};
+        tprt_status_t ps = NULL;
+        int64_t off = 0;
+        fc_tensor* outs[3] = {&a1, &a2, &a3};
+        for (int q = 0; q < 3 && !ps; ++q) {
+          int64_t d[1] = {lens[q]};
+          tprt_tensor_t part = tprt_tensor_make((char*)g.t.data + off * tprt_dtype_bytes(dt, 1), dt, 1, d);
+          ps = tprt_cuda_sumsq_cut(&part, q ? &outs[q - 1]->t : NULL, &outs[q]->t, true, s);
+          off += lens[q];
+        }
+        if (!cs) cs = tprt_cuda_global_norm(&whole.t, &cnorm.t, s);
+        if (!es) es = tprt_cuda_global_norm(&ea.t, &enorm.t, s);
+        FC_CUDA(cudaStreamSynchronize(s));
+        char shape[64];
+        snprintf(shape, sizeof shape, "%s n=%lld%s", tprt_dtype_name(dt), (long long)n,
+                 special == 1 ? " NaN" : special == 2 ? " inf" : "");
+        fc_bitwise_row("sumsq cut parts", shape,
+                       cs || ps ? 0 : fc_diff_rows(whole.t.data, 0, a3.t.data, 0, 1, TPRT_SUMSQ_WORDS, 8), ps);
+        if (special) {
+          const double c = cnorm.host()[0], e = enorm.host()[0];
+          const bool same = special == 1 ? (isnan(c) && isnan(e)) : (isinf(c) && isinf(e) && c > 0 && e > 0);
+          fc_bitwise_row("sumsq cut", shape, cs || es ? 0 : !same, cs ? cs : es);
+          if (cs && es) tprt_status_free(es);
+        } else {
+          fc_compare("sumsq cut norm", shape, cnorm, enorm, cs, es, 1e-6);
+        }
+      }
+    }
+  }
+}
+
+// The norms of fast numerics against the exact kernels: rows read once (16-byte runs, or an
+// element at a time for odd H and an unaligned view), one to four runs per thread, rows wider than
+// that (the exact kernel), more rows than the grid (grid-stride with the next row prefetched).
+static void fc_check_norm_fast(cudaStream_t s) {
+  const int64_t shapes[][2] = {{4096, 2048}, {3000, 4104}, {257, 8192}, {64, 8200}, {33, 200}, {5000, 64}, {7, 1}};
+  for (const auto& sh : shapes) {
+    const int64_t m = sh[0], h = sh[1];
+    for (int dt : {TPRT_DTYPE_BF16, TPRT_DTYPE_F32})
+      for (int ln = 0; ln < 2; ++ln)
+        for (int offset = 0; offset < 2; ++offset) {
+          fc_tensor x(dt, {m + 1, h}), gamma(TPRT_DTYPE_BF16, {h}), beta(TPRT_DTYPE_BF16, {h});
+          fc_tensor y(dt, {m, h}), ry(dt, {m, h});
+          x.fill(), gamma.fill(), beta.fill(), y.poison(), ry.poison();
+          int64_t xd[2] = {m, h};
+          // |offset|: rows starting one element into the allocation (not 16-byte aligned).
+          tprt_tensor_t xv = tprt_tensor_make((char*)x.t.data + offset * tprt_dtype_bytes(dt, 1), dt, 2, xd);
+          tprt_status_t fs = ln ? tprt_cuda_layernorm_fast(&xv, &gamma.t, &beta.t, &y.t, 1e-5f, s)
+                                : tprt_cuda_rmsnorm_fast(&xv, &gamma.t, &y.t, 1e-5f, s);
+          tprt_status_t es = ln ? tprt_cuda_layernorm(&xv, &gamma.t, &beta.t, &ry.t, 1e-5f, s)
+                                : tprt_cuda_rmsnorm(&xv, &gamma.t, &ry.t, 1e-5f, s);
+          FC_CUDA(cudaStreamSynchronize(s));
+          char shape[80];
+          snprintf(shape, sizeof shape, "%s %s M=%lld H=%lld%s", ln ? "layernorm" : "rmsnorm", tprt_dtype_name(dt),
+                   (long long)m, (long long)h, offset ? " unaligned" : "");
+          fc_compare("norm fast", shape, y, ry, fs, es, dt == TPRT_DTYPE_F32 ? 1e-5 : 1e-2);
+        }
+  }
+}
+
+// The norm gradients of fast and invariant numerics against the exact kernels (dx and dgamma
+// within the dtype's rounding: another row reduction) and their invariance: the tokens split into
+// R = 2, 4 shards of whole chunks (data parallelism), each shard's f32 dgamma summed by the
+// canonical tree, must give the whole batch's bits; the accumulating form (rmsnorm) must be the
+// plain one followed by tprt_cuda_add, bitwise. Short chunks (one piece) and long ones, 16-byte
+// rows and odd H, one to four runs per thread and rows wider than that (the exact rows kernel).
 static void fc_check_norm_grad_pieces(cudaStream_t s) {
-  const int64_t shapes[][3] = {{8192, 512, 4}, {4096 + 64, 200, 8}, {96, 64, 2}, {2048, 1000, 1}};  // M, H, C
+  const int64_t shapes[][3] = {{8192, 512, 4},  {4096 + 64, 200, 8}, {96, 64, 2},     {2048, 1000, 1},
+                               {8192, 2048, 8}, {1024, 4104, 4},     {512, 8192, 8},   {256, 9000, 2},  {600, 1001, 4}};  // M, H, C
   for (const auto& sh : shapes) {
     const int64_t m = sh[0], h = sh[1];
     const int chunks = (int)sh[2];
@@ -373,9 +466,18 @@ static void fc_check_norm_grad_pieces(cudaStream_t s) {
       tprt_status_t ps = run(true, &x.t, &dy.t, &dx.t, &dg.t, &db.t, chunks);
       tprt_status_t es = run(false, &x.t, &dy.t, &rdx.t, &rdg.t, &rdb.t, chunks);
       FC_CUDA(cudaStreamSynchronize(s));
-      fc_bitwise_row("norm_grad pieces dx", shape, ps || es ? 0 : fc_diff_rows(dx.t.data, h, rdx.t.data, h, m, h, 2),
-                     NULL);
-      fc_compare("norm_grad pieces dg", shape, dg, rdg, ps, es, 1e-5);
+      fc_compare("norm_grad pieces dx", shape, dx, rdx, ps, es, 1e-2);
+      fc_compare("norm_grad pieces dg", shape, dg, rdg, NULL, NULL, 1e-4);
+      if (!ln) {  // the accumulating form: the plain one, then the add
+        fc_tensor acc(TPRT_DTYPE_BF16, {m, h}), sum(TPRT_DTYPE_BF16, {m, h}), adx(TPRT_DTYPE_BF16, {m, h});
+        fc_tensor adg(TPRT_DTYPE_F32, {h});
+        acc.fill(), sum.poison(), adx.poison(), adg.poison();
+        tprt_status_t as = tprt_cuda_add(&dx.t, &acc.t, &sum.t, s);
+        if (!as) as = tprt_cuda_rmsnorm_grad_acc(&x.t, &gamma.t, &dy.t, &acc.t, &adx.t, &adg.t, 1e-5f, chunks, true, s);
+        FC_CUDA(cudaStreamSynchronize(s));
+        fc_bitwise_row("norm_grad pieces acc dx", shape, as ? 0 : fc_diff_rows(adx.t.data, h, sum.t.data, h, m, h, 2), as);
+        fc_bitwise_row("norm_grad pieces acc dg", shape, as ? 0 : fc_diff_rows(adg.t.data, h, dg.t.data, h, 1, h, 4), NULL);
+      }
       if (ln) fc_compare("norm_grad pieces db", shape, db, rdb, NULL, NULL, 1e-5);
       for (int r = 2; r <= chunks; r *= 2) {
         std::vector<std::vector<double>> parts_g, parts_b;
@@ -532,8 +634,10 @@ int main(int argc, char** argv) {
   fc_check_attention(s);
   fc_check_glu(s);
   fc_check_cross_entropy(s);
+  fc_check_norm_fast(s);
   fc_check_norm_grad_pieces(s);
   fc_check_sumsq(s);
+  fc_check_sumsq_cut(s);
   FC_CUDA(cudaStreamSynchronize(s));
   tprt_cuda_lt_destroy(&lt);
   printf("fast kernels: %d passed, %d failed\n", g_passed, g_failed);

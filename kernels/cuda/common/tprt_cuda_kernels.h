@@ -66,6 +66,13 @@ tprt_status_t tprt_cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gam
 /// tprt_cpu_layernorm. beta has gamma's dtype. kernels/cuda/norm/norm.cu.
 tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                   tprt_tensor_t* y, float eps, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// The norms of fast numerics: each row read once into registers, summed in another order than
+/// the canonical one, the hardware's rsqrtf; no bitwise promise. Rows wider than 8192 bf16 / f16
+/// or 4096 f32 elements take the exact kernels. Same validation. kernels/cuda/norm/norm.cu.
+tprt_status_t tprt_cuda_rmsnorm_fast(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps,
+                                     cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_layernorm_fast(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
+                                       tprt_tensor_t* y, float eps, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
 /// Gated linear unit over the last dimension, x[...,2F] -> y[...,F]: bitwise tprt_cpu_glu for
 /// every |kind| (tprt_glu_kind_t) and |interleave| (0, or a block size dividing F).
@@ -278,12 +285,13 @@ tprt_status_t tprt_cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t
 tprt_status_t tprt_cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
                                        tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
                                        int chunks, cudaStream_t stream) TPRT_MUST_USE_RESULT;
-/// The norm gradients of fast and invariant numerics: dx as above; dgamma (and dbeta) with each of
-/// the |chunks| canonical token chunks cut into pieces of TPRT_CUDA_NORM_GRAD_PIECE rows, each
-/// piece summed in row order, a chunk's pieces added in order, then the chunks by the canonical
-/// tree. The order depends only on the chunks' length (invariant: a data-parallel or micro-batch
-/// split keeps whole chunks), and the pieces give the serial sums chunks × pieces times the
-/// parallelism. Same validation.
+/// The norm gradients of fast and invariant numerics: dgamma (and dbeta) with each of the |chunks|
+/// canonical token chunks cut into pieces, each piece summed in row order, a chunk's pieces added
+/// in order, then the chunks by the canonical tree. Rows up to 8192 bf16 / f16 or 4096 f32
+/// elements: one read of each row (another row reduction than the exact kernels', the hardware's
+/// rsqrtf; dx and dgamma's pieces in one kernel), pieces of 16 rows; wider rows: dx as above and
+/// pieces of TPRT_CUDA_NORM_GRAD_PIECE rows. The order depends only on the chunks' length and H
+/// (invariant: a data-parallel or micro-batch split keeps whole chunks). Same validation.
 #define TPRT_CUDA_NORM_GRAD_PIECE 256
 tprt_status_t tprt_cuda_rmsnorm_grad_pieces(const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                             const tprt_tensor_t* dy, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
@@ -655,6 +663,13 @@ tprt_status_t tprt_cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tp
                                                 cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_sumsq for invariant numerics: each square's 48-bit significand cut to its top 24 bits
+/// (depending only on the element; less than 2^-22 of the square below it), summed exactly on the same grid.
+/// Layout-independent as the exact sum (any partition of the elements, any chaining of the
+/// accumulators: the same bits), at a quarter of its integer work; not the CPU's bits. Same
+/// validation.
+tprt_status_t tprt_cuda_sumsq_cut(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count,
+                                  cudaStream_t stream) TPRT_MUST_USE_RESULT;
 /// tprt_cuda_sumsq for fast numerics: the squares summed in f64 (in a fixed order for a given
 /// tensor size and GPU), the sum then added to the incoming accumulator on its grid (bits below
 /// 2^-298 dropped). As exact as f64 allows, but not layout-independent: no bitwise promise. Same

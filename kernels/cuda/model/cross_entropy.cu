@@ -138,10 +138,10 @@ __global__ void tprt__ce_combine(const float* __restrict__ st, const int32_t* __
 }
 
 // The online statistics of INVARIANT and FAST math: one 256-thread block's maximum and sum of
-// __expf(z - max) over row[v0, v1) (D elements). Thread i takes groups of kVec consecutive elements
-// v0 + kVec·i, v0 + kVec·(i + 256), ... (one 16-byte load per group where the groups are aligned),
-// takes each group's maximum and sum of exponentials and merges them into its running pair (the sum
-// rescaled when the maximum grows); then the lanes merge by a fixed xor tree and the warps in
+// __expf(z - max) over row[v0, v1) (D elements). Thread i takes pairs of groups of kVec consecutive
+// elements, v0 + kVec·i and v0 + kVec·(i + 256), then v0 + kVec·(i + 512) and v0 + kVec·(i + 768),
+// ... (one 16-byte load per group where the groups are aligned), takes each pair's maximum and sum
+// of exponentials and merges them into its running pair (the sum rescaled when the maximum grows); then the lanes merge by a fixed xor tree and the warps in
 // increasing order. Which element meets which in that order depends only on v1 - v0: the bits are
 // the same wherever the elements lie (a shard's block, a piece's token). tprt_max_keep, so a NaN
 // logit gives a NaN maximum and sum. The pair is returned in thread 0; |sm| holds [2][8] floats.
@@ -161,23 +161,29 @@ static __device__ __forceinline__ void tprt__ce_online(const char* row, int64_t 
   const int64_t len = v1 - v0;
   const bool vec = len % kVec == 0 && ((uintptr_t)base & 15) == 0;
   float m = -INFINITY, s = 0.0f;
-  for (int64_t j0 = (int64_t)threadIdx.x * kVec; j0 < len; j0 += (int64_t)kTprtCeFastThreads * kVec) {
-    float x[kVec];
-    if (vec) {
-      const uint4 raw = *(const uint4*)(base + j0 * kBytes);
+  // Two groups per step (the second 256 groups further), both loads in flight before either is
+  // used, one merge per pair.
+  for (int64_t j0 = (int64_t)threadIdx.x * kVec; j0 < len; j0 += (int64_t)2 * kTprtCeFastThreads * kVec) {
+    float x[2 * kVec];
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) x[e] = tprt_load_elem(&raw, D, e);
-    } else {
+    for (int g = 0; g < 2; ++g) {
+      const int64_t j = j0 + (int64_t)g * kTprtCeFastThreads * kVec;
+      if (vec && j < len) {
+        const uint4 raw = *(const uint4*)(base + j * kBytes);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) x[e] = j0 + e < len ? tprt_load_elem(base, D, j0 + e) : -INFINITY;
+        for (int e = 0; e < kVec; ++e) x[g * kVec + e] = tprt_load_elem(&raw, D, e);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) x[g * kVec + e] = j + e < len ? tprt_load_elem(base, D, j + e) : -INFINITY;
+      }
     }
     float lm = x[0];
 #pragma unroll
-    for (int e = 1; e < kVec; ++e) lm = tprt_max_keep(lm, x[e]);
+    for (int e = 1; e < 2 * kVec; ++e) lm = tprt_max_keep(lm, x[e]);
     float ls = 0.0f;
     if (lm != -INFINITY) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) ls += __expf(x[e] - lm);
+      for (int e = 0; e < 2 * kVec; ++e) ls += __expf(x[e] - lm);
     }
     tprt__ce_merge(&m, &s, lm, ls);
   }

@@ -59,6 +59,76 @@ static __device__ __forceinline__ void tprt__sumsq_elem(tprt__sumsq_thread_t* t,
   }
 }
 
+// The exact accumulator as the kernel's policy: elements one at a time, nothing per step.
+struct tprt__sumsq_exact_t {
+  tprt__sumsq_thread_t t;
+  __device__ explicit tprt__sumsq_exact_t(int64_t* acc) : t{acc, -1, -1, 0, 0, 0} {}
+  __device__ __forceinline__ void elem(float x) { tprt__sumsq_elem(&t, x); }
+  __device__ __forceinline__ void step(int) {}
+  __device__ __forceinline__ void finish() {
+    if (t.ja >= 0) tprt__sumsq_flush(t.acc, t.ja, t.wa);
+    if (t.jb >= 0) tprt__sumsq_flush(t.acc, t.jb, t.wb);
+    tprt_sumsq_normalize(t.acc);
+  }
+};
+
+// Invariant numerics (tprt_cuda_sumsq_cut): each square's significand M = m·m (48 bits) is cut to
+// its top 24 bits, M >> 24 (one multiply-high), and those are summed exactly on the limbs' grid.
+// The cut depends only on the element, so the sum is an integer sum of per-element values: the
+// same bits for any partition of the elements, as the exact sum (each square less than 2^-22 of
+// its value below it; a square under 2^-274 is dropped). The cut squares are below 2^56 once shifted
+// onto a limb, so 64-bit registers take 256 of them before they go to the limbs: a quarter of the
+// exact accumulator's integer work per element. NaN and infinities are counted as tprt_sumsq_add
+// counts them.
+struct tprt__sumsq_cut_t {
+  int64_t* acc;
+  int ja = -1, jb = -1;
+  uint64_t wa = 0, wb = 0;
+  int64_t since = 0;  // flushes since the limbs were last normalized
+  int elems = 0;      // elements since the registers were last emptied
+  __device__ explicit tprt__sumsq_cut_t(int64_t* a) : acc(a) {}
+  __device__ __forceinline__ void flush(int j, uint64_t w) {
+    acc[j] += (int64_t)(w & 0xFFFFFFFFu);
+    acc[j + 1] += (int64_t)(w >> 32);
+    if (++since == TPRT_SUMSQ_BATCH) tprt_sumsq_normalize(acc), since = 0;
+  }
+  __device__ __forceinline__ void elem(float x) {
+    const uint32_t b = tprt_f32_bits(x), e = (b >> 23) & 0xFFu, f = b & 0x7FFFFFu;
+    if (e == 0xFFu) {
+      tprt_sumsq_add(acc, x);
+      return;
+    }
+    const uint32_t m = e ? (f | 0x800000u) : f;
+    const uint32_t top = __umulhi(m << 4, m << 4);  // (m·m·2^8) >> 32 = M >> 24
+    if (!top) return;
+    const int q = 2 * (e ? (int)e - 150 : -149) - TPRT_SUMSQ_BASE + 24, j = q >> 5;
+    const uint64_t c = (uint64_t)top << (q & 31);
+    if (j == ja) {
+      wa += c;
+    } else if (j == jb) {
+      wb += c;
+    } else {
+      if (jb >= 0) flush(jb, wb);
+      jb = ja, wb = wa, ja = j, wa = c;
+    }
+  }
+  /// |n| more elements come next (n <= 16): empties the registers before they could overflow.
+  __device__ __forceinline__ void step(int n) {
+    elems += n;
+    if (elems + 16 > 256) {
+      if (ja >= 0) flush(ja, wa);
+      if (jb >= 0) flush(jb, wb);
+      wa = wb = 0;
+      elems = 0;
+    }
+  }
+  __device__ __forceinline__ void finish() {
+    if (ja >= 0) flush(ja, wa);
+    if (jb >= 0) flush(jb, wb);
+    tprt_sumsq_normalize(acc);
+  }
+};
+
 // Each thread's limbs live in shared memory, a row of TPRT_SUMSQ_WORDS (odd) words per thread: the
 // limb an element reaches depends on its exponent, which registers cannot index. With an odd row
 // length a half-warp's 64-bit accesses to any one limb fall in different banks. In front of the
@@ -71,7 +141,8 @@ static __device__ __forceinline__ void tprt__sumsq_elem(tprt__sumsq_thread_t* t,
 // The block's rows are summed by columns (kTprtSumsqCols threads per word, then one per word) into
 // rows[blockIdx.x]; the last block to finish (a counter in |done|, zeroed by the launcher) adds
 // every row and the incoming accumulator into |out| and normalizes. Integers: exact in any order.
-template <int D>
+// |Acc|: tprt__sumsq_exact_t (exact) or tprt__sumsq_cut_t (the cut squares of invariant numerics).
+template <int D, class Acc>
 __global__ void __launch_bounds__(kTprtSumsqThreads)
     tprt__sumsq_blocks(const void* __restrict__ g, int64_t n, bool vec, int64_t* __restrict__ rows,
                        unsigned* __restrict__ done, const int64_t* acc_in, int64_t* out) {
@@ -79,21 +150,24 @@ __global__ void __launch_bounds__(kTprtSumsqThreads)
   __shared__ int64_t sm[kTprtSumsqThreads * TPRT_SUMSQ_WORDS];
   __shared__ int64_t cols[kTprtSumsqCols][TPRT_SUMSQ_WORDS];
   __shared__ bool last;
-  tprt__sumsq_thread_t t = {sm + threadIdx.x * TPRT_SUMSQ_WORDS, -1, -1, 0, 0, 0};
-  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) t.acc[k] = 0;
+  int64_t* limbs = sm + threadIdx.x * TPRT_SUMSQ_WORDS;
+  for (int k = 0; k < TPRT_SUMSQ_WORDS; ++k) limbs[k] = 0;
+  Acc t(limbs);
   const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t nv = vec ? n / kElems : 0;
   for (int64_t q = first; q < nv; q += 2 * stride) {
     uint4 r0 = ((const uint4*)g)[q], r1 = q + stride < nv ? ((const uint4*)g)[q + stride] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int e = 0; e < kElems; ++e) tprt__sumsq_elem(&t, tprt_load_elem(&r0, D, e));
+    for (int e = 0; e < kElems; ++e) t.elem(tprt_load_elem(&r0, D, e));
 #pragma unroll
-    for (int e = 0; e < kElems; ++e) tprt__sumsq_elem(&t, tprt_load_elem(&r1, D, e));
+    for (int e = 0; e < kElems; ++e) t.elem(tprt_load_elem(&r1, D, e));
+    t.step(2 * kElems);
   }
-  for (int64_t i = nv * kElems + first; i < n; i += stride) tprt__sumsq_elem(&t, tprt__cuda_ld(g, D, i));
-  if (t.ja >= 0) tprt__sumsq_flush(t.acc, t.ja, t.wa);
-  if (t.jb >= 0) tprt__sumsq_flush(t.acc, t.jb, t.wb);
-  tprt_sumsq_normalize(t.acc);
+  for (int64_t i = nv * kElems + first; i < n; i += stride) {
+    t.elem(tprt__cuda_ld(g, D, i));
+    t.step(1);
+  }
+  t.finish();
   __syncthreads();
   // Each limb below 2^32 (the last word below 2^63 / threads in any real tensor): the block's sum
   // of 256 of them does not overflow.
@@ -177,15 +251,17 @@ __global__ void __launch_bounds__(kTprtSumsqFastThreads)
   __shared__ bool last;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t nv = vec ? n / kElems : 0;
-  double sum = 0.0;
-  for (int64_t q = first; q < nv; q += stride) {
-    const uint4 r = ((const uint4*)g)[q];
+  double sum = 0.0, sum2 = 0.0;
+  for (int64_t q = first; q < nv; q += 2 * stride) {  // two 16-byte loads in flight, two chains
+    const uint4 r = ((const uint4*)g)[q], r2 = q + stride < nv ? ((const uint4*)g)[q + stride] : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int e = 0; e < kElems; ++e) {
-      const float v = tprt_load_elem(&r, D, e);
+      const float v = tprt_load_elem(&r, D, e), v2 = tprt_load_elem(&r2, D, e);
       sum = fma((double)v, (double)v, sum);
+      sum2 = fma((double)v2, (double)v2, sum2);
     }
   }
+  sum += sum2;
   for (int64_t i = nv * kElems + first; i < n; i += stride) {
     const double v = (double)tprt__cuda_ld(g, D, i);
     sum = fma(v, v, sum);
@@ -307,14 +383,15 @@ static int tprt__sumsq_sms(void) {
   return sms;
 }
 
-// The blocks the GPU holds at once for tprt__sumsq_blocks<D> (one wave), once per process and dtype.
-template <int D>
+// The blocks the GPU holds at once for tprt__sumsq_blocks<D, Acc> (one wave), once per process,
+// dtype and accumulator.
+template <int D, class Acc>
 static int tprt__sumsq_wave(void) {
   static int blocks = 0;  // benign race: every thread computes the same value
   if (!blocks) {
     int dev = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tprt__sumsq_blocks<D>, kTprtSumsqThreads, 0) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tprt__sumsq_blocks<D, Acc>, kTprtSumsqThreads, 0) != cudaSuccess ||
         sms * per_sm < 1) {
       (void)cudaGetLastError();
       return 128;
@@ -324,11 +401,13 @@ static int tprt__sumsq_wave(void) {
   return blocks;
 }
 
-// Both sums of squares: the exact integer limbs (the blocks the GPU holds at once, 2 × 16 bytes per
-// thread and step) or, with |fast|, the f64 sums (four blocks per SM). Each block writes a row
+// The sums of squares: the integer limbs of the exact or (|mode| 1) the cut squares (the blocks the
+// GPU holds at once, 2 × 16 bytes per thread and step) or, |mode| 2, the f64 sums (four blocks per
+// SM). Each block writes a row
 // (21 words, or one double) to a stream-ordered scratch ending with the counter of finished blocks.
 static tprt_status_t tprt__sumsq_launch(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
-                                        bool count, bool fast, cudaStream_t stream) {
+                                        bool count, int mode, cudaStream_t stream) {
+  const bool fast = mode == 2;
   {
     tprt_status_t s0 = tprt__check_sumsq(g, acc, acc_out);
     if (s0) return s0;
@@ -347,10 +426,13 @@ static tprt_status_t tprt__sumsq_launch(const tprt_tensor_t* g, const tprt_tenso
   size_t row = 0;
   if (fast) {
     blocks = 4 * tprt__sumsq_sms();
-    need = tprt__cuda_div_up(tprt__cuda_div_up(n, elems), kTprtSumsqFastThreads);
+    need = tprt__cuda_div_up(tprt__cuda_div_up(n, 2 * elems), kTprtSumsqFastThreads);
     row = sizeof(double);
   } else {
-    tprt__cuda_float_dispatch(g->dtype, [&](auto d) { blocks = tprt__sumsq_wave<decltype(d)::value>(); });
+    tprt__cuda_float_dispatch(g->dtype, [&](auto d) {
+      constexpr int D = decltype(d)::value;
+      blocks = mode ? tprt__sumsq_wave<D, tprt__sumsq_cut_t>() : tprt__sumsq_wave<D, tprt__sumsq_exact_t>();
+    });
     need = tprt__cuda_div_up(tprt__cuda_div_up(n, 2 * elems), kTprtSumsqThreads);
     row = TPRT_SUMSQ_WORDS * sizeof(int64_t);
   }
@@ -366,8 +448,12 @@ static tprt_status_t tprt__sumsq_launch(const tprt_tensor_t* g, const tprt_tenso
       if (fast)
         tprt__sumsq_fast_blocks<D><<<blocks, kTprtSumsqFastThreads, 0, stream>>>(g->data, n, vec, (double*)rows, done,
                                                                                  in, out);
+      else if (mode)
+        tprt__sumsq_blocks<D, tprt__sumsq_cut_t><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, vec,
+                                                                                         (int64_t*)rows, done, in, out);
       else
-        tprt__sumsq_blocks<D><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, vec, (int64_t*)rows, done, in, out);
+        tprt__sumsq_blocks<D, tprt__sumsq_exact_t><<<blocks, kTprtSumsqThreads, 0, stream>>>(g->data, n, vec,
+                                                                                           (int64_t*)rows, done, in, out);
     });
   tprt_status_t s = err == cudaSuccess ? tprt__launched("sumsq kernel")
                                        : tprt__cuda_make_status(err, "sumsq counter", __FILE__, __LINE__);
@@ -377,12 +463,17 @@ static tprt_status_t tprt__sumsq_launch(const tprt_tensor_t* g, const tprt_tenso
 
 extern "C" tprt_status_t tprt_cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
                                          bool count, cudaStream_t stream) {
-  return tprt__sumsq_launch(g, acc, acc_out, count, false, stream);
+  return tprt__sumsq_launch(g, acc, acc_out, count, 0, stream);
+}
+
+extern "C" tprt_status_t tprt_cuda_sumsq_cut(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out,
+                                             bool count, cudaStream_t stream) {
+  return tprt__sumsq_launch(g, acc, acc_out, count, 1, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_sumsq_fast(const tprt_tensor_t* g, const tprt_tensor_t* acc,
                                               tprt_tensor_t* acc_out, bool count, cudaStream_t stream) {
-  return tprt__sumsq_launch(g, acc, acc_out, count, true, stream);
+  return tprt__sumsq_launch(g, acc, acc_out, count, 2, stream);
 }
 
 extern "C" tprt_status_t tprt_cuda_global_norm(const tprt_tensor_t* acc, tprt_tensor_t* norm, cudaStream_t stream) {

@@ -16,6 +16,7 @@
 // offsets 16, 8, 4, 2, 1 (lane j += lane j+s), and warp 0 reduces the 8 warp results at offsets
 // 4, 2, 1. Second and third passes re-read the row (it is in L1/L2). Grid: min(M, 65536) blocks,
 // larger M loops over rows.
+#include "norm_rows.cuh"
 #include "tprt_cuda_internal.cuh"
 
 // Threads per block: the 256 lanes of the canonical row reduction (8 warps of 32).
@@ -132,4 +133,124 @@ tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* g
                                   tprt_tensor_t* y, float eps, cudaStream_t stream) {
   if (!beta) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "layernorm: beta is NULL");
   return tprt__cuda_norm("layernorm", x, gamma, beta, y, eps, stream);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fast numerics: each row read once, into registers (norm_rows.cuh's runs), the next row's loads in
+// flight; grid-stride over rows. Per row, in f32: rmsnorm r = rsqrtf(Σx² / H + eps),
+// y = (x·r)·gamma; layernorm mean = Σx / H, d = x − mean, r = rsqrtf(Σd² / H + eps),
+// y = (d·r)·gamma + beta; the sums in norm_rows.cuh's order. No bitwise promise (the hardware's
+// rsqrtf, another reduction order than the canonical one).
+// ------------------------------------------------------------------------------------------------
+
+template <int D, int NV, bool LN>
+static __global__ void __launch_bounds__(kTprtNrThreads)
+    tprt__norm_fast(const void* __restrict__ x, const void* __restrict__ gamma, const void* __restrict__ beta,
+                    int g_dtype, void* __restrict__ y, int64_t m, int64_t h, float hf, float eps, bool aligned) {
+  constexpr int V = tprt__nr_vec<D>::V, E = NV * V;
+  __shared__ float sm[2 * 2 * (kTprtNrThreads / 32)];
+  int64_t col[NV];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) col[k] = (int64_t)(threadIdx.x + kTprtNrThreads * k) * V;
+  float gam[E], bet[E];
+  tprt__nr_params<V, NV>(gamma, g_dtype, col, h, gam);
+  if (LN) tprt__nr_params<V, NV>(beta, g_dtype, col, h, bet);
+  uint4 rx[NV];
+  int64_t row = blockIdx.x;
+  if (row < m)
+#pragma unroll
+    for (int k = 0; k < NV; ++k) rx[k] = tprt__nr_run<D>(x, row * h, col[k], h, aligned);
+  int parity = 0;
+  for (; row < m; row += gridDim.x) {
+    uint4 nx[NV];
+    const int64_t next = row + gridDim.x;
+    if (next < m)
+#pragma unroll
+      for (int k = 0; k < NV; ++k) nx[k] = tprt__nr_run<D>(x, next * h, col[k], h, aligned);
+    float xv[E];
+#pragma unroll
+    for (int k = 0; k < NV; ++k)
+#pragma unroll
+      for (int e = 0; e < V; ++e) xv[k * V + e] = tprt_load_elem(&rx[k], D, e);
+    if (LN) {
+      float s[1] = {0.0f};
+#pragma unroll
+      for (int i = 0; i < E; ++i) s[0] = __fadd_rn(s[0], xv[i]);
+      tprt__nr_block_sum<1>(s, sm, parity);
+      parity ^= 1;
+      const float mean = __fdiv_rn(s[0], hf);
+#pragma unroll
+      for (int k = 0; k < NV; ++k)
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (col[k] + e < h) xv[k * V + e] = __fsub_rn(xv[k * V + e], mean);
+    }
+    float s[1] = {0.0f};
+#pragma unroll
+    for (int i = 0; i < E; ++i) s[0] = __fmaf_rn(xv[i], xv[i], s[0]);
+    tprt__nr_block_sum<1>(s, sm, parity);
+    parity ^= 1;
+    const float r = rsqrtf(__fadd_rn(__fdiv_rn(s[0], hf), eps));
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      float out[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        out[e] = __fmul_rn(__fmul_rn(xv[k * V + e], r), gam[k * V + e]);
+        if (LN) out[e] = __fadd_rn(out[e], bet[k * V + e]);
+      }
+      tprt__nr_store<D>(y, row * h, col[k], h, aligned, tprt__nr_pack<D>(out));
+    }
+    if (next < m)
+#pragma unroll
+      for (int k = 0; k < NV; ++k) rx[k] = nx[k];
+  }
+}
+
+template <int D, int NV>
+static void tprt__norm_fast_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
+                                   tprt_tensor_t* y, float eps, int sms, cudaStream_t stream) {
+  const int64_t m = x->dims[0], h = x->dims[1];
+  const bool aligned = tprt__nr_aligned(h, D, {x->data, y->data});
+  const int64_t most = (int64_t)sms * (2048 / kTprtNrThreads);
+  const unsigned grid = (unsigned)(m < most ? m : most);
+  auto kernel = beta ? tprt__norm_fast<D, NV, true> : tprt__norm_fast<D, NV, false>;
+  kernel<<<grid, kTprtNrThreads, 0, stream>>>(x->data, gamma->data, beta ? beta->data : NULL, gamma->dtype, y->data,
+                                              m, h, (float)h, eps, aligned);
+}
+
+static tprt_status_t tprt__cuda_norm_fast(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                          const tprt_tensor_t* beta, tprt_tensor_t* y, float eps,
+                                          cudaStream_t stream) {
+  tprt_status_t s = tprt__check_norm(op, x, gamma, beta, y, eps);
+  if (s) return s;
+  const int64_t m = x->dims[0], h = x->dims[1];
+  const int nv = tprt__nr_runs(h, x->dtype);
+  if (!nv) return tprt__cuda_norm(op, x, gamma, beta, y, eps, stream);  // rows too wide: the exact kernel
+  if (m == 0 || h == 0) return NULL;
+  int sms = 0;
+  s = tprt_cuda_gemm_sms(&sms);  // the SMs left to compute kernels
+  if (s) return s;
+  tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    if (nv == 1)
+      tprt__norm_fast_launch<D, 1>(x, gamma, beta, y, eps, sms, stream);
+    else if (nv == 2)
+      tprt__norm_fast_launch<D, 2>(x, gamma, beta, y, eps, sms, stream);
+    else
+      tprt__norm_fast_launch<D, kTprtNrMaxRuns>(x, gamma, beta, y, eps, sms, stream);
+  });
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}
+
+tprt_status_t tprt_cuda_rmsnorm_fast(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps,
+                                     cudaStream_t stream) {
+  return tprt__cuda_norm_fast("rmsnorm", x, gamma, NULL, y, eps, stream);
+}
+
+tprt_status_t tprt_cuda_layernorm_fast(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
+                                       tprt_tensor_t* y, float eps, cudaStream_t stream) {
+  if (!beta) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "layernorm: beta is NULL");
+  return tprt__cuda_norm_fast("layernorm", x, gamma, beta, y, eps, stream);
 }

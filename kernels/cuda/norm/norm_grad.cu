@@ -20,6 +20,7 @@
 // split of the tokens into whole chunks gives the same bits; with one piece per chunk (short chunks)
 // they are the exact kernels' bits.
 // The launcher allocates the scratch and the chunk partials with the stream-ordered allocator.
+#include "norm_rows.cuh"
 #include "tprt_cuda_internal.cuh"
 
 #define TPRT__NG_THREADS TPRT_ROW_LANES
@@ -219,35 +220,178 @@ static __global__ void __launch_bounds__(kTprtNgCols)
   }
 }
 
-// Pass 2: one thread per column adds each chunk's piece partials in order (one piece: the chunk's
-// partial), combines the chunks by the pairwise tree, built as a binary counter (merging
+// Pass 2 (every path): a block of 256 threads per 32 columns, lane = column. Warp w adds the
+// pieces of chunks w, w + 8, ... in order (one piece: the chunk's partial); warp 0 then combines
+// the chunk partials, in chunk order, by the pairwise tree built as a binary counter (merging
 // equal-level partials as they complete: the same pairs as the tree, in order), and rounds once.
-static __global__ void __launch_bounds__(TPRT__CUDA_EW_THREADS)
+constexpr int kTprtNgTreeWarps = 8;
+static __global__ void __launch_bounds__(kTprtNgTreeWarps * 32)
     tprt__norm_grad_tree(const float* __restrict__ pg, const float* __restrict__ pb, void* __restrict__ dgamma,
                          int dg_dtype, void* __restrict__ dbeta, int db_dtype, int64_t h, int chunks, int pieces) {
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < h; col += stride) {
-    float vg[12], vb[12];
-    int lev[12], n = 0;
-    for (int c = 0; c < chunks; ++c) {
-      const int64_t u0 = (int64_t)c * pieces;
-      vg[n] = pg[u0 * h + col];
-      vb[n] = pb ? pb[u0 * h + col] : 0.0f;
-      for (int q = 1; q < pieces; ++q) {
-        vg[n] = __fadd_rn(vg[n], pg[(u0 + q) * h + col]);
-        if (pb) vb[n] = __fadd_rn(vb[n], pb[(u0 + q) * h + col]);
-      }
-      lev[n++] = 0;
-      while (n >= 2 && lev[n - 1] == lev[n - 2]) {  // p[i] = p[i] + p[i + s], as the tree does
-        vg[n - 2] = __fadd_rn(vg[n - 2], vg[n - 1]);
-        vb[n - 2] = __fadd_rn(vb[n - 2], vb[n - 1]);
-        ++lev[n - 2];
-        --n;
+  __shared__ float part[2][kTprtNgTreeWarps][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t col = (int64_t)blockIdx.x * 32 + lane;
+  float vg[33], vb[33];
+  int lev[33], n = 0;
+  for (int c0 = 0; c0 < chunks; c0 += kTprtNgTreeWarps) {
+    const int c = c0 + warp;
+    if (c < chunks && col < h) {
+      for (int t = 0; t < (pb ? 2 : 1); ++t) {
+        const float* p = (t ? pb : pg) + (int64_t)c * pieces * h + col;
+        float v = p[0];
+#pragma unroll 8
+        for (int q = 1; q < pieces; ++q) v = __fadd_rn(v, p[(int64_t)q * h]);
+        part[t][warp][lane] = v;
       }
     }
+    __syncthreads();
+    if (warp == 0 && col < h) {
+      for (int w = 0; w < kTprtNgTreeWarps && c0 + w < chunks; ++w) {
+        vg[n] = part[0][w][lane];
+        vb[n] = pb ? part[1][w][lane] : 0.0f;
+        lev[n++] = 0;
+        while (n >= 2 && lev[n - 1] == lev[n - 2]) {  // p[i] = p[i] + p[i + s], as the tree does
+          vg[n - 2] = __fadd_rn(vg[n - 2], vg[n - 1]);
+          vb[n - 2] = __fadd_rn(vb[n - 2], vb[n - 1]);
+          ++lev[n - 2];
+          --n;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (warp == 0 && col < h) {
     tprt__cuda_st(dgamma, dg_dtype, col, vg[0]);
     if (dbeta) tprt__cuda_st(dbeta, db_dtype, col, vb[0]);
   }
+}
+
+static void tprt__norm_grad_tree_launch(const float* pg, const float* pb, tprt_tensor_t* dgamma,
+                                        tprt_tensor_t* dbeta, int64_t h, int chunks, int pieces,
+                                        cudaStream_t stream) {
+  tprt__norm_grad_tree<<<(unsigned)((h + 31) / 32), kTprtNgTreeWarps * 32, 0, stream>>>(
+      pg, pb, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, h, chunks, pieces);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fast and invariant numerics (the _pieces entry points) for H up to 256 threads x kTprtNrMaxRuns
+// runs of 16 bytes: one kernel reads each row once and writes dx and the pieces' dgamma (dbeta)
+// partials. A block takes one piece of kTprtNgVecPiece rows of one chunk and walks its rows in
+// increasing order, the next row's loads in flight while the current one is reduced; thread t owns
+// the runs of V = 16 bytes / element size columns starting at (t + 256·k)·V. Per row, in f32:
+//   rmsnorm    r = rsqrtf(Σx² / H + eps), xhat = x·r, g = dy·gamma, c = Σg·x · r / H,
+//              dx = (g − xhat·c)·r
+//   layernorm  mean = Σx / H, d = x − mean, r = rsqrtf(Σd² / H + eps), xhat = d·r, a = Σg / H,
+//              c = Σg·d · r / H, dx = (g − a − xhat·c)·r
+// each Σ a thread's columns in increasing order, then the warps' butterfly (xor 16 .. 1) and the
+// eight warps in order. The thread sums dgamma's dy·xhat (fmaf) and dbeta's dy for its columns
+// over the piece's rows in row order. Every value depends only on the row and the piece, and the
+// pieces only on the chunk's length: invariant under any split of the tokens into whole chunks.
+// The bits differ from the exact kernels' (another row reduction, the hardware's rsqrtf). Without
+// 16-byte alignment (H not a multiple of V, or an operand's address) the same runs are loaded an
+// element at a time: the same bits.
+constexpr int kTprtNgVecPiece = 16;
+
+template <int D, int NV, bool LN>
+static __global__ void __launch_bounds__(kTprtNrThreads)
+    tprt__norm_grad_vec(const void* __restrict__ x, const void* __restrict__ gamma, int g_dtype,
+                        const void* __restrict__ dy, const void* __restrict__ addend, void* __restrict__ dx,
+                        float* __restrict__ pg, float* __restrict__ pb, int64_t m, int64_t h, float hf, float eps,
+                        int chunks, int pieces, int64_t piece, bool aligned) {
+  constexpr int V = tprt__nr_vec<D>::V, E = NV * V;
+  __shared__ float sm[2 * 3 * (kTprtNrThreads / 32)];
+  const int64_t u = blockIdx.x;
+  int64_t m0, m1, full;
+  tprt__norm_grad_unit(m, chunks, pieces, piece, u, &m0, &m1, &full);
+  int64_t col[NV];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) col[k] = (int64_t)(threadIdx.x + kTprtNrThreads * k) * V;
+  float gam[E], ag[E], ab[E];
+  tprt__nr_params<V, NV>(gamma, g_dtype, col, h, gam);
+#pragma unroll
+  for (int i = 0; i < E; ++i) ag[i] = ab[i] = 0.0f;
+  uint4 rx[NV], rd[NV], ra[NV];
+  auto load = [&](int64_t row, uint4(&ox)[NV], uint4(&od)[NV], uint4(&oa)[NV]) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      ox[k] = tprt__nr_run<D>(x, row * h, col[k], h, aligned);
+      od[k] = tprt__nr_run<D>(dy, row * h, col[k], h, aligned);
+      if (addend) oa[k] = tprt__nr_run<D>(addend, row * h, col[k], h, aligned);
+    }
+  };
+  if (m0 < m1) load(m0, rx, rd, ra);
+  int parity = 0;
+  for (int64_t row = m0; row < m1; ++row) {
+    uint4 nx[NV], nd[NV], na[NV];
+    if (row + 1 < m1) load(row + 1, nx, nd, na);
+    float xv[E], g[E];
+#pragma unroll
+    for (int k = 0; k < NV; ++k)
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        xv[k * V + e] = tprt_load_elem(&rx[k], D, e);
+        g[k * V + e] = __fmul_rn(tprt_load_elem(&rd[k], D, e), gam[k * V + e]);
+      }
+    float mean = 0.0f;
+    if (LN) {
+      float s[1] = {0.0f};
+#pragma unroll
+      for (int i = 0; i < E; ++i) s[0] = __fadd_rn(s[0], xv[i]);
+      tprt__nr_block_sum<1>(s, sm, parity);
+      parity ^= 1;
+      mean = __fdiv_rn(s[0], hf);
+#pragma unroll
+      for (int k = 0; k < NV; ++k)
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (col[k] + e < h) xv[k * V + e] = __fsub_rn(xv[k * V + e], mean);
+    }
+    constexpr int NS = LN ? 3 : 2;
+    float s[NS];
+#pragma unroll
+    for (int i = 0; i < NS; ++i) s[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      s[0] = __fmaf_rn(xv[i], xv[i], s[0]);
+      s[1] = __fmaf_rn(g[i], xv[i], s[1]);
+      if (LN) s[NS - 1] = __fadd_rn(s[NS - 1], g[i]);
+    }
+    tprt__nr_block_sum<NS>(s, sm, parity);
+    parity ^= 1;
+    const float r = rsqrtf(__fadd_rn(__fdiv_rn(s[0], hf), eps));
+    const float c = __fdiv_rn(__fmul_rn(s[1], r), hf);
+    const float a = LN ? __fdiv_rn(s[NS - 1], hf) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      float out[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int i = k * V + e;
+        const float xhat = __fmul_rn(xv[i], r);
+        const float d = tprt_load_elem(&rd[k], D, e);
+        ag[i] = __fmaf_rn(d, xhat, ag[i]);
+        if (LN) ab[i] = __fadd_rn(ab[i], d);
+        float v = __fmul_rn(__fmaf_rn(-xhat, c, LN ? __fsub_rn(g[i], a) : g[i]), r);
+        if (addend) v = __fadd_rn(tprt__ng_rounded(D, v), tprt_load_elem(&ra[k], D, e));
+        out[e] = v;
+      }
+      tprt__nr_store<D>(dx, row * h, col[k], h, aligned, tprt__nr_pack<D>(out));
+    }
+    if (row + 1 < m1)
+#pragma unroll
+      for (int k = 0; k < NV; ++k) rx[k] = nx[k], rd[k] = nd[k], ra[k] = na[k];
+  }
+  const bool pad = m1 - m0 < full;
+#pragma unroll
+  for (int k = 0; k < NV; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t c = col[k] + e;
+      if (c >= h) continue;
+      const int i = k * V + e;
+      pg[u * h + c] = pad ? __fadd_rn(ag[i], 0.0f) : ag[i];
+      if (LN) pb[u * h + c] = pad ? __fadd_rn(ab[i], 0.0f) : ab[i];
+    }
 }
 
 /// |rs|: r and mean per row [2, m], followed by the unit partials [chunks·pieces, h] (twice with
@@ -278,8 +422,24 @@ static void tprt__norm_grad_launch(const tprt_tensor_t* x, const tprt_tensor_t* 
     tprt__norm_grad_chunks<D><<<tprt__cuda_ew_blocks(units * h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0,
                                 stream>>>(dy->data, x->data, rs, pg, pb, m, h, chunks, pieces, piece, ln);
   }
-  tprt__norm_grad_tree<<<tprt__cuda_ew_blocks(h, TPRT__CUDA_EW_THREADS), TPRT__CUDA_EW_THREADS, 0, stream>>>(
-      pg, pb, dgamma->data, dgamma->dtype, dbeta ? dbeta->data : NULL, dbeta ? dbeta->dtype : 0, h, chunks, pieces);
+  tprt__norm_grad_tree_launch(pg, pb, dgamma, dbeta, h, chunks, pieces, stream);
+}
+
+/// The one-pass kernel (fast and invariant numerics) with its runs per thread |NV|, then the tree.
+/// |pg|: the unit partials [chunks·pieces, h] (twice with dbeta).
+template <int D, int NV>
+static void tprt__norm_grad_vec_launch(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
+                                       const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
+                                       tprt_tensor_t* dbeta, float* pg, float eps, int chunks, int pieces,
+                                       int64_t piece, cudaStream_t stream) {
+  const int64_t m = x->dims[0], h = x->dims[1], units = (int64_t)chunks * pieces;
+  float* pb = dbeta ? pg + units * h : NULL;
+  const bool aligned = tprt__nr_aligned(h, D, {x->data, dy->data, dx->data, acc ? acc->data : NULL});
+  auto kernel = dbeta ? tprt__norm_grad_vec<D, NV, true> : tprt__norm_grad_vec<D, NV, false>;
+  kernel<<<(unsigned)units, kTprtNrThreads, 0, stream>>>(x->data, gamma->data, gamma->dtype, dy->data,
+                                                             acc ? acc->data : NULL, dx->data, pg, pb, m, h, (float)h,
+                                                             eps, chunks, pieces, piece, aligned);
+  tprt__norm_grad_tree_launch(pg, pb, dgamma, dbeta, h, chunks, pieces, stream);
 }
 
 // |in_pieces|: the chunks in pieces of TPRT_CUDA_NORM_GRAD_PIECE rows (the _pieces entry points),
@@ -294,19 +454,31 @@ static tprt_status_t tprt__cuda_norm_grad(const char* op, const tprt_tensor_t* x
   const int64_t m = x->dims[0], h = x->dims[1];
   if (h == 0) return NULL;
   const int64_t size = tprt_kacc_chunk_size(m, chunks);
+  // The one-pass kernel's runs per thread (0: H too wide for it; the choice depends on H and the
+  // dtype only, so every layout of one model takes the same kernel).
+  const int nv = in_pieces ? tprt__nr_runs(h, x->dtype) : 0;
+  const int64_t cut = nv ? kTprtNgVecPiece : TPRT_CUDA_NORM_GRAD_PIECE;
   int64_t piece = size > 0 ? size : 1, pieces = 1;
-  if (in_pieces && size > TPRT_CUDA_NORM_GRAD_PIECE) {
-    piece = TPRT_CUDA_NORM_GRAD_PIECE;
+  if (in_pieces && size > cut) {
+    piece = cut;
     pieces = (size + piece - 1) / piece;
   }
   if (pieces > INT32_MAX / chunks)
     return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: %lld rows make too many pieces", op, (long long)m);
   float* rs = NULL;
-  const size_t scratch = (size_t)(2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)(chunks * pieces) * (size_t)h;
+  const size_t scratch = (size_t)(nv ? 0 : 2 * m) + (size_t)(dbeta ? 2 : 1) * (size_t)(chunks * pieces) * (size_t)h;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async((void**)&rs, scratch * sizeof(float), stream));
   tprt__cuda_float_dispatch(x->dtype, [&](auto d) {
-    tprt__norm_grad_launch<decltype(d)::value>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces,
-                                               piece, stream);
+    constexpr int D = decltype(d)::value;
+    if (nv == 1)
+      tprt__norm_grad_vec_launch<D, 1>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces, piece, stream);
+    else if (nv == 2)
+      tprt__norm_grad_vec_launch<D, 2>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces, piece, stream);
+    else if (nv)
+      tprt__norm_grad_vec_launch<D, kTprtNrMaxRuns>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces,
+                                                   piece, stream);
+    else
+      tprt__norm_grad_launch<D>(x, gamma, dy, acc, dx, dgamma, dbeta, rs, eps, chunks, (int)pieces, piece, stream);
   });
   cudaError_t e = cudaGetLastError();
   tprt__cuda_free_async(rs, stream);
