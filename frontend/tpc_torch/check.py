@@ -35,11 +35,13 @@ import tempfile
 import torch
 from safetensors.torch import load_file
 
+from . import convert_moe
 from . import export as exporter
+from . import verdict
 from . import weights
 from .errors import ExportError
 
-TOLERANCE = {"bf16": (3e-2, 5e-2), "f32": (1e-5, 1e-5)}  # (y, gradients), relative to max |reference|
+TOLERANCE = verdict.TOLERANCE
 
 
 def find_tool(name, given):
@@ -98,31 +100,25 @@ def run_tpc(tpc_run, module, args, tp, numerics, train, outputs=None):
 
 def _compare(label, got, ref, yard, tol_y, tol_g, verbose, others="gradients"):
     """Prints y's line and one line for the other results (the gradients, or a decoding step's k
-    and v; each one's with verbose); returns the number of failed comparisons."""
+    and v; each one's with verbose), judged by verdict.judge; returns the number of failed
+    comparisons."""
     rows = []
     for name in sorted(ref, key=lambda n: (n != "y", n != "x_grad", n)):
         if name not in got:
             raise ExportError(f"tpc-run's outputs have no '{name}' (they have {', '.join(got)})")
         err, scale = error(got[name], ref[name])
-        rel = err / scale if scale else 0.0
-        tol = tol_y if name == "y" else tol_g
-        extra = ""
+        against = None
         if yard is not None:
             e32, s32 = error(got[name], yard[name])
-            t32, _ = error(ref[name], yard[name])
-            extra = f"; vs f32: tpc {100 * e32 / s32:.3g}%, torch bf16 {100 * t32 / s32:.3g}%"
-        rows.append((name, err, scale, rel, tol, extra, rel <= tol))
-    failed = sum(not r[-1] for r in rows)
+            against = (e32, error(ref[name], yard[name])[0], s32)
+        rows.append((name, verdict.judge(tol_y if name == "y" else tol_g, err, scale, against)))
+    for name, j in rows:
+        if name == "y" or verbose or not j.ok:
+            print(f"{label} {name}: {j.text}: {'ok' if j.ok else 'FAIL'}")
     grads = [r for r in rows if r[0] != "y"]
-    for name, err, scale, rel, tol, extra, ok in rows:
-        if name == "y" or verbose or not ok:
-            print(f"{label} {name}: max|err| {err:.3g} = {100 * rel:.3g}% of max|ref| {scale:.4g} "
-                  f"(tolerance {100 * tol:g}%){extra}: {'ok' if ok else 'FAIL'}")
     if grads:
-        worst = max(grads, key=lambda r: r[3])
-        print(f"{label} {others}: {sum(r[-1] for r in grads)} of {len(grads)} within {100 * tol_g:g}% of max|ref|, "
-              f"worst {worst[0]} {100 * worst[3]:.3g}%{worst[5]}: {'ok' if all(r[-1] for r in grads) else 'FAIL'}")
-    return failed
+        print(f"{label} {others}: {verdict.summary(grads, tol_g)}")
+    return sum(not j.ok for _, j in rows)
 
 
 def main(argv=None):
@@ -180,6 +176,58 @@ def _references(result, train):
     return ref, yard
 
 
+def torch_routing(root, example):
+    """{MoE layer: its chosen experts [T, top_k], sorted per token} of PyTorch eager running |root|
+    (the layer is the router's parent, as the exported '<layer>.experts' results name it)."""
+    chosen, hooks = {}, []
+    for name, mod in root.named_modules():
+        if type(mod).__name__ in convert_moe.ROUTERS:
+            layer = name.rsplit(".", 1)[0]
+            hooks.append(mod.register_forward_hook(
+                lambda m, i, o, layer=layer: chosen.__setitem__(layer, o[2].reshape(-1, o[2].shape[-1]).sort(-1).values)))
+    try:
+        with torch.no_grad():
+            root(*example)
+    finally:
+        for h in hooks:
+            h.remove()
+    return chosen
+
+
+def _routing_report(args, result, tpc_run, work):
+    """For a model with MoE layers, prints per layer how many tokens' chosen experts differ between
+    PyTorch in the run's dtype, PyTorch in f32 and tpc (the first TP degree, each numerics; a
+    module that also returns the layers' routing): a routing flip is named as one."""
+    torch_run = torch_routing(result.root, result.example)
+    if not torch_run:
+        return
+    f32 = torch_routing(copy.deepcopy(result.root).float(), tuple(t.float() for t in result.example)) \
+        if result.dtype != "f32" else None
+    probe = exporter.export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, (),
+                            weights=False, probe_routing=True)
+    module = os.path.join(work, "routing.mlir")
+    exporter.write(probe, module, None)
+    tpc = {}
+    for numerics in args.numerics:
+        out = os.path.join(work, f"routing-{numerics}.safetensors")
+        run_tpc(tpc_run, module, os.path.join(work, "args.safetensors"), args.tp[0], numerics, False, out)
+        tpc[numerics] = load_file(out)
+
+    def differ(a, b):
+        return int((a.to(torch.int64) != b.to(torch.int64)).any(-1).sum())
+
+    for layer, ref in torch_run.items():
+        parts = []
+        if f32 is not None:
+            parts.append(f"torch {result.dtype} vs f32 {differ(ref, f32[layer])}")
+        for numerics, got in tpc.items():
+            mine = got[f"{layer}.experts"].sort(-1).values
+            parts.append(f"tpc {numerics} vs torch {result.dtype} {differ(mine, ref)}"
+                         + (f", vs f32 {differ(mine, f32[layer])}" if f32 is not None else ""))
+        print(f"routing {layer}: tokens whose top-{ref.shape[1]} experts differ, of {ref.shape[0]}: "
+              + "; ".join(parts))
+
+
 def _check(args, tpc_run, work):
     result = _export(args)
     module = os.path.join(work, "module.mlir")
@@ -190,6 +238,8 @@ def _check(args, tpc_run, work):
           + (f"; decoding after {result.past} cached tokens (caches of {result.kv_cache})" if result.kv_cache else ""))
     print(f"plan: {result.plan.name}; TP degrees: {' '.join(map(str, args.tp))}; tpc-run: {tpc_run}")
     tol_y, tol = _tolerances(result)
+    if not result.kv_cache:
+        _routing_report(args, result, tpc_run, work)
     failures = 0
     passes = [False] + ([True] if args.train else [])
     for train in passes:

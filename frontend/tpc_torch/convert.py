@@ -33,6 +33,8 @@ class Converter:
         # Decoding: each attention reads a KV cache of kv_cache rows per sequence (tp.attention_kvcache)
         # and the function also returns the new tokens' keys and values.
         self.kv_cache, self.cache_len, self.kv_results = kv_cache, None, []
+        # Results after y and the KV caches' (convert_moe's routing probes).
+        self.probe_routing, self.probes = False, []
         self.batch, self.seq_len, self.tokens = batch, seq_len, batch * seq_len
         self.fn = emit.Function(name)
         self.env = {}
@@ -136,7 +138,7 @@ class Converter:
         if len(outs) != 1:
             raise ExportError(f"the decoder stack returns {len(outs)} tensors; one was expected")
         self.fn.ret(self.value(outs[0], node), "y")
-        for value, tp_name in self.kv_results:
+        for value, tp_name in self.kv_results + self.probes:
             self.fn.ret(value, tp_name)
 
     def _alias(self, node, user):
@@ -301,9 +303,12 @@ Converter._attention = attention
 Converter._moe = moe
 
 
-def convert(exported, root, plan, batch, seq_len, name, kv_cache=None):
+def convert(exported, root, plan, batch, seq_len, name, kv_cache=None, probe_routing=False):
     """(Function, tensors) of an exported DecoderStack; kv_cache: the rows per sequence of each
-    attention's KV cache when the function is a decoding step."""
+    attention's KV cache when the function is a decoding step; probe_routing: each MoE layer's
+    chosen experts (tp.moe_route's indices, [T, top_k] i32) are results too, named
+    '<layer>.experts' (tpc_torch.check's routing report)."""
     c = Converter(exported, root, plan, batch, seq_len, name, kv_cache)
+    c.probe_routing = probe_routing
     fn = c.run()
     return fn, c.tensors

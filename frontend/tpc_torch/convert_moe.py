@@ -41,6 +41,8 @@ def moe(conv, unit, module, nodes):
     logits = fn.op("tp.linear", [x, w_router], {}, [((t, e), x.dtype)], hints=["logits"])[0]
     idx, weights = fn.op("tp.moe_route", [logits], {"top_k": emit.integer(top_k), "normalize": emit.boolean(normalize)},
                          [((t, top_k), "i32"), ((t, top_k), "f32")], hints=["experts", "routing"])
+    if conv.probe_routing:
+        conv.probes.append((idx, f"{unit}.experts"))
     rows, sizes, row_map = fn.op("tp.moe_permute", [x, idx], {},
                                  [((t * top_k, h), x.dtype), ((e,), "i64"), ((t * top_k,), "i32")],
                                  hints=["rows", "sizes", "row_map"])

@@ -63,12 +63,13 @@ def describe(model, batch, seq_len, dtype):
 
 
 def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, tp=(), recompute=False,
-           weights=True, kv_cache=None, past=None, whole=False):
+           weights=True, kv_cache=None, past=None, whole=False, probe_routing=False):
     """Builds the model, resolves the plan (and checks it against each TP degree in tp), runs
     torch.export on its decoder stack and converts the graph. weights=False skips drawing random
     weights (the module text does not depend on them). kv_cache=C exports a decoding step of
     seq_len new tokens per sequence over KV caches of C rows (its example after past cached
-    tokens, default C - seq_len). Raises ExportError."""
+    tokens, default C - seq_len). probe_routing=True adds each MoE layer's chosen experts to the
+    results (convert.convert). Raises ExportError."""
     if kv_cache is not None:
         if kv_cache < 1:
             raise ExportError(f"--kv-cache {kv_cache}: a cache holds at least 1 row per sequence")
@@ -88,7 +89,7 @@ def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, t
     except Exception as e:  # torch.export's errors are many pages; its first line says what
         raise ExportError(f"torch.export failed on {what}: {str(e).strip().splitlines()[0]}") from None
     name = "".join(ch if ch.isalnum() else "_" for ch in model.config.model_type)
-    fn, tensors = convert.convert(exported, root, resolved, batch, seq_len, name, kv_cache)
+    fn, tensors = convert.convert(exported, root, resolved, batch, seq_len, name, kv_cache, probe_routing)
     header = [f"Exported by tpc_torch from {what}: {describe(model, batch, seq_len, dtype)}; plan {resolved.name}"
               + (" with sequence parallelism" if resolved.sequence_parallel else "") + ".",
               "x[T,H] are the hidden states, cos/sin[T,D] the rotary tables; weights are named as the Hugging Face",

@@ -2,10 +2,11 @@
 """The frontend's check against PyTorch on the GPU machine (no MLIR, no transformers there): runs
 the modules that `python -m tpc_torch.check MODEL --stage DIR` staged on the MLIR machine with
 `tpc-run --backend cuda` (worlds of more ranks than GPUs share them: --share-gpus) and compares
-every result with PyTorch eager's, as tpc_torch.check does on the CPU backend: the largest |error|
-within the tolerance times the largest |reference| (bf16: 3% for y, 5% for gradients), with the
-error of PyTorch's own bf16 run against f32 beside it; in invariant numerics the hashes of every
-result must also be bitwise equal at every TP degree.
+every result with PyTorch eager's by tpc_torch.check's rule (frontend/tpc_torch/verdict.py): in f32
+the largest |error| within the tolerance times the largest |reference|; in bf16 tpc's error
+against the f32 yardstick within the tolerance (3% for y, 5% for gradients) or twice PyTorch-bf16's
+own error against it; in invariant numerics the hashes of every result must also be bitwise
+equal at every TP degree.
 
 Usage: frontend_check.py --tpc-run BIN [--backend cuda|cpu] DIR...   (exit 0 when every check passed,
 1 otherwise; --backend cpu runs the same staged check on the CPU backend, as test/frontend does)
@@ -19,6 +20,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from reference import read_safetensors  # noqa: E402
+
+# The verdict's rule alone (the standard library only: no transformers on the GPU machine).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "frontend", "tpc_torch"))
+import verdict  # noqa: E402
 
 
 def gpus():
@@ -50,31 +55,26 @@ def check_dir(tpc_run, backend, work, ngpu):
         hashes.setdefault((step, numerics), {})[tp] = [h for h in proc.stdout.splitlines() if not h.startswith("NCCL")]
         got, ref = read_safetensors(out), read_safetensors(os.path.join(work, ref_file))
         yard = read_safetensors(os.path.join(work, yard_file)) if yard_file != "-" else None
-        worst, bad = None, 0
+        rows = []
         for name in sorted(ref, key=lambda n: (n != "y", n)):
             if name not in got:
                 print(f"{label}: no result '{name}': FAIL")
                 failures += 1
                 continue
             err, scale = error(got[name][0], ref[name][0])
-            rel = err / scale if scale else 0.0
-            tol = tol_y if name == "y" else tol_g
-            extra = ""
+            against = None
             if yard is not None:
                 e32, s32 = error(got[name][0], yard[name][0])
-                t32, _ = error(ref[name][0], yard[name][0])
-                extra = f"; vs f32: tpc {100 * e32 / s32:.3g}%, torch bf16 {100 * t32 / s32:.3g}%" if s32 else ""
-            ok = rel <= tol
-            bad += not ok
-            if name == "y" or not ok:
-                print(f"{label} {name}: max|err| {err:.3g} = {100 * rel:.3g}% of max|ref| {scale:.4g} "
-                      f"(tolerance {100 * tol:g}%){extra}: {'ok' if ok else 'FAIL'}")
-            elif worst is None or rel > worst[1]:
-                worst = (name, rel, extra)
-        if worst:
-            what = "gradients" if worst[0].endswith("_grad") else "other results"  # a decoding step's k and v
-            print(f"{label} {what}: worst {worst[0]} {100 * worst[1]:.3g}% of max|ref|{worst[2]}: "
-                  f"{'ok' if not bad else 'FAIL'}")
+                against = (e32, error(ref[name][0], yard[name][0])[0], s32)
+            j = verdict.judge(tol_y if name == "y" else tol_g, err, scale, against)
+            rows.append((name, j))
+            if name == "y" or not j.ok:
+                print(f"{label} {name}: {j.text}: {'ok' if j.ok else 'FAIL'}")
+        others = [r for r in rows if r[0] != "y"]
+        if others:
+            what = "gradients" if others[0][0].endswith("_grad") else "other results"  # a decoding step's k and v
+            print(f"{label} {what}: {verdict.summary(others, tol_g)}")
+        bad = sum(not j.ok for _, j in rows)
         failures += bad
     for (step, numerics), by_tp in hashes.items():
         if numerics != "invariant" or len(by_tp) < 2:
