@@ -172,19 +172,7 @@ static __global__ void __launch_bounds__(kTprtNrThreads)
     for (int k = 0; k < NV; ++k)
 #pragma unroll
       for (int e = 0; e < V; ++e) xv[k * V + e] = tprt_load_elem(&rx[k], D, e);
-    if (LN) {
-      float s[1] = {0.0f};
-#pragma unroll
-      for (int i = 0; i < E; ++i) s[0] = __fadd_rn(s[0], xv[i]);
-      tprt__nr_block_sum<1>(s, sm, parity);
-      parity ^= 1;
-      const float mean = __fdiv_rn(s[0], hf);
-#pragma unroll
-      for (int k = 0; k < NV; ++k)
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-          if (col[k] + e < h) xv[k * V + e] = __fsub_rn(xv[k * V + e], mean);
-    }
+    if (LN) tprt__nr_center<V, NV>(xv, col, h, hf, sm, parity);
     float s[1] = {0.0f};
 #pragma unroll
     for (int i = 0; i < E; ++i) s[0] = __fmaf_rn(xv[i], xv[i], s[0]);

@@ -332,20 +332,7 @@ static __global__ void __launch_bounds__(kTprtNrThreads)
         xv[k * V + e] = tprt_load_elem(&rx[k], D, e);
         g[k * V + e] = __fmul_rn(tprt_load_elem(&rd[k], D, e), gam[k * V + e]);
       }
-    float mean = 0.0f;
-    if (LN) {
-      float s[1] = {0.0f};
-#pragma unroll
-      for (int i = 0; i < E; ++i) s[0] = __fadd_rn(s[0], xv[i]);
-      tprt__nr_block_sum<1>(s, sm, parity);
-      parity ^= 1;
-      mean = __fdiv_rn(s[0], hf);
-#pragma unroll
-      for (int k = 0; k < NV; ++k)
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-          if (col[k] + e < h) xv[k * V + e] = __fsub_rn(xv[k * V + e], mean);
-    }
+    if (LN) tprt__nr_center<V, NV>(xv, col, h, hf, sm, parity);
     constexpr int NS = LN ? 3 : 2;
     float s[NS];
 #pragma unroll

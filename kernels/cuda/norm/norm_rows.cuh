@@ -122,4 +122,24 @@ static __device__ __forceinline__ void tprt__nr_block_sum(float (&v)[N], float* 
   }
 }
 
+/// LayerNorm's centring of a row held as the thread's columns |xv| (NV runs of V, zeros past H):
+/// the block's mean (tprt__nr_block_sum, then / H), subtracted from the columns below H. Returns
+/// the mean; |parity| moves on as after one tprt__nr_block_sum.
+template <int V, int NV>
+static __device__ __forceinline__ float tprt__nr_center(float* xv, const int64_t* col, int64_t h, float hf, float* sm,
+                                                        int& parity) {
+  float s[1] = {0.0f};
+#pragma unroll
+  for (int i = 0; i < NV * V; ++i) s[0] = __fadd_rn(s[0], xv[i]);
+  tprt__nr_block_sum<1>(s, sm, parity);
+  parity ^= 1;
+  const float mean = __fdiv_rn(s[0], hf);
+#pragma unroll
+  for (int k = 0; k < NV; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if (col[k] + e < h) xv[k * V + e] = __fsub_rn(xv[k * V + e], mean);
+  return mean;
+}
+
 #endif  // TPRT_NORM_ROWS_CUH_
