@@ -165,6 +165,38 @@ irdl.dialect @tp {
     irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
   }
 
+  // Writes the seq_len new rows of each of the B sequences into its KV cache: row b*S + i of
+  // new[B*S,W] becomes row b*C + cache_len[b] + i of cache[B*C,W] (C rows per sequence), the other
+  // rows are the cache's. Run in place (the result in the cache's buffer) it writes only the new rows.
+  irdl.operation @kvcache_write {
+    %cache = irdl.base "!builtin.tensor"
+    %new = irdl.base "!builtin.tensor"
+    %cache_len = irdl.base "!builtin.tensor"
+    %seq_len = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    irdl.operands(cache: %cache, new: %new, cache_len: %cache_len)
+    irdl.results(out: %cache)
+    irdl.attributes {"seq_len" = %seq_len, "head_dim" = %head_dim}
+  }
+
+  // One token per row of logits[B,V]: the Gumbel-max draw from softmax(logits / temperature)
+  // restricted to the row's top_k largest logits and then to its nucleus of mass top_p, with the
+  // Philox noise of (seed[b], request[b], position[b], vocabulary id) only, so a row's token never
+  // depends on the other rows; temperature <= 0 is greedy (docs/numerics.md, "Sampling").
+  irdl.operation @sample {
+    %logits = irdl.base "!builtin.tensor"
+    %seed = irdl.base "!builtin.tensor"
+    %request = irdl.base "!builtin.tensor"
+    %position = irdl.base "!builtin.tensor"
+    %temperature = irdl.base "!builtin.tensor"
+    %top_k = irdl.base "!builtin.tensor"
+    %top_p = irdl.base "!builtin.tensor"
+    %token = irdl.base "!builtin.tensor"
+    irdl.operands(logits: %logits, seed: %seed, request: %request, position: %position,
+                  temperature: %temperature, top_k: %top_k, top_p: %top_p)
+    irdl.results(token: %token)
+  }
+
   // amax[1] (f32) = max |x| over every element of x, NaN skipped: the per-tensor amax that
   // tp.quantize takes (as its `amax` operand) when x is a shard of the tensor it quantizes.
   irdl.operation @amax {

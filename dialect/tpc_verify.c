@@ -480,6 +480,7 @@ MlirLogicalResult tpc_verify_op(MlirOperation op) {
   if (mlirLogicalResultIsFailure(tpc__verify_grad(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_attention(op, kind))) return mlirLogicalResultFailure();
   if (mlirLogicalResultIsFailure(tpc__verify_model(op, kind))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(tpc__verify_generate(op, kind))) return mlirLogicalResultFailure();
   return tpc__verify_collective(op, kind);
 }
 

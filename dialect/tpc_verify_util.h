@@ -90,6 +90,9 @@ MlirLogicalResult tpc__verify_grad(MlirOperation op, int kind);
 /// Per-op verifier of rope, attention and attention_grad (tpc_verify_attention.c).
 MlirLogicalResult tpc__verify_attention(MlirOperation op, int kind);
 
+/// Per-op verifier of the generation ops: kvcache_write and sample (tpc_verify_generate.c).
+MlirLogicalResult tpc__verify_generate(MlirOperation op, int kind);
+
 /// Rules on a GLU's kind/interleave/alpha/limit attributes (given by index), F = output width.
 MlirLogicalResult tpc__verify_glu_params(MlirOperation op, int kind_index, int interleave_index, int alpha_index,
                                          int limit_index, int op_kind, int64_t f);

@@ -389,6 +389,13 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
                     "tp-autodiff: tp.attention_kvcache (decoding with a KV cache) has no gradient; train with "
                     "tp.attention on whole sequences");
       return mlirLogicalResultFailure();
+    case TPC_OP_KVCACHE_WRITE:
+    case TPC_OP_SAMPLE:
+      mlirEmitError(mlirOperationGetLocation(op),
+                    kind == TPC_OP_SAMPLE ? "tp-autodiff: tp.sample (a draw of token ids) has no gradient; score the "
+                                            "sampled tokens with tp.cross_entropy"
+                                          : "tp-autodiff: tp.kvcache_write (decoding with a KV cache) has no gradient");
+      return mlirLogicalResultFailure();
     case TPC_OP_RMSNORM:
     case TPC_OP_LAYERNORM: {
       if (!*dy) return mlirLogicalResultSuccess();

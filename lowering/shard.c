@@ -287,6 +287,28 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
       if (x->mask[1]) return tpc__layout_error(S, op, "logits", x, "routing needs every expert's logit");
       for (int i = 0; i < 2; ++i) outs[i].mask[0] = x->mask[0];
       break;
+    case TPC_OP_SAMPLE: {
+      // Every rank draws from whole rows: a vocabulary-parallel head's logits are gathered first,
+      // so the draw (and its token) is the one of a single rank at every TP degree.
+      tpc__sval_t* l = tpc__gather_tokens(S, ins[0]);
+      uint32_t tp = tpc__bit(S->tp);
+      if (l->layout.mask[1] & ~tp)
+        return tpc__layout_error(S, op, "logits", &l->layout, "only tp may shard the vocabulary of the logits");
+      if ((l->layout.mask[1] & tp) && tpc_mesh_group_size(&S->mesh, tp) > 1) {
+        if (l->layout.blocks[1] != 1)
+          return tpc__layout_error(S, op, "logits", &l->layout, "the vocabulary must be one contiguous block per rank");
+        tpc_layout_t g = l->layout;
+        g.mask[1] &= ~tp;
+        l = tpc__emit_collective_mask(S, tp, TPC_OP_NAME_ALL_GATHER, l, ", dim = 1 : i64", &g);
+      }
+      ins[0] = l;
+      for (int i = 1; i < nin; ++i)
+        if (ins[i]->layout.mask[0] != l->layout.mask[0])
+          return tpc__layout_error(S, op, "a per-row operand", &ins[i]->layout,
+                                   "it must be sharded like the rows of logits");
+      outs[0].mask[0] = l->layout.mask[0];
+      break;
+    }
     case TPC_OP_MOE_PERMUTE:
       if (x->mask[1]) return tpc__layout_error(S, op, "input x", x, "permuting needs whole rows");
       outs[0].mask[0] = x->mask[0];

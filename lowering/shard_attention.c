@@ -13,8 +13,10 @@
 // shapes (bitwise as on one rank: heads are independent). Tokens may be sharded over dp and ep in
 // whole sequences; sequence parallelism's tp sharding of tokens is undone by the column-parallel
 // projections' all-gather before attention. cos and sin are per token: sharded like the tokens,
-// never over tp (tpc__attention_table_layout). A KV cache (tp.attention_kvcache) is sharded like
-// k: its sequences over dp and ep, its kv heads over tp; cache_len like the sequences.
+// never over tp (tpc__attention_table_layout). A KV cache (tp.attention_kvcache, tp.kvcache_write)
+// is sharded like k: its sequences over dp and ep, its kv heads over tp; cache_len like the
+// sequences. tp.sample's per-row operands (seed, request, position, temperature, top_k, top_p) are
+// laid out like the tokens.
 #include <stdio.h>
 
 #include "mlir-c/BuiltinTypes.h"
@@ -23,16 +25,19 @@
 
 bool tpc__is_attention_op(int kind) {
   return kind == TPC_OP_ROPE || kind == TPC_OP_ATTENTION || kind == TPC_OP_ATTENTION_KVCACHE ||
-         kind == TPC_OP_ATTENTION_GRAD;
+         kind == TPC_OP_ATTENTION_GRAD || kind == TPC_OP_KVCACHE_WRITE;
 }
 
 bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout_t* l) {
   bool table = kind == TPC_OP_ROPE && (slot == TPC_ROPE_SLOT_COS || slot == TPC_ROPE_SLOT_SIN);
   // A KV cache holds whole sequences (over dp and ep, as the tokens) and the rank's kv heads (over
   // tp, as the column-parallel k and v); cache_len one count per sequence.
-  bool cache = kind == TPC_OP_ATTENTION_KVCACHE &&
-               (slot == TPC_ATTENTION_KVCACHE_SLOT_K_CACHE || slot == TPC_ATTENTION_KVCACHE_SLOT_V_CACHE);
-  bool lens = kind == TPC_OP_ATTENTION_KVCACHE && slot == TPC_ATTENTION_KVCACHE_SLOT_CACHE_LEN;
+  bool cache = (kind == TPC_OP_ATTENTION_KVCACHE &&
+                (slot == TPC_ATTENTION_KVCACHE_SLOT_K_CACHE || slot == TPC_ATTENTION_KVCACHE_SLOT_V_CACHE)) ||
+               (kind == TPC_OP_KVCACHE_WRITE && slot != TPC_KVCACHE_WRITE_SLOT_CACHE_LEN);
+  bool lens = (kind == TPC_OP_ATTENTION_KVCACHE && slot == TPC_ATTENTION_KVCACHE_SLOT_CACHE_LEN) ||
+              (kind == TPC_OP_KVCACHE_WRITE && slot == TPC_KVCACHE_WRITE_SLOT_CACHE_LEN) ||
+              (kind == TPC_OP_SAMPLE && slot != TPC_SAMPLE_SLOT_LOGITS);
   if (!table && !cache && !lens) return false;
   if (l->rank >= 1) l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep);
   if (cache && l->rank >= 2) l->mask[1] = tpc__bit(S->tp);
@@ -76,6 +81,21 @@ MlirLogicalResult tpc__shard_attention(tpc__shard_t* S, MlirOperation op, int ki
   const tpc_layout_t* x = &ins[0]->layout;
   tpc_layout_t outs[3];
   int nout = (int)mlirOperationGetNumResults(op);
+  if (kind == TPC_OP_KVCACHE_WRITE) {
+    // The cache and the new rows hold the rank's kv heads and sequences alike.
+    int64_t head_dim = tpc_kvcache_write_get_head_dim(op);
+    if (head_dim < 1) return mlirLogicalResultFailure();  // the verifier reports it
+    if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, "new", &ins[1]->layout, NULL, head_dim)) ||
+        mlirLogicalResultIsFailure(tpc__check_heads(S, op, "cache", x, &ins[1]->layout, head_dim)))
+      return mlirLogicalResultFailure();
+    if (tpc__sharding(S, ins[2]->layout.mask[0]) != tpc__sharding(S, x->mask[0]))
+      return tpc__layout_error(S, op, "cache_len", &ins[2]->layout,
+                               "it must be sharded like the cache's sequences (over dp and ep only)");
+    outs[0] = *x;
+    outs[0].element = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, 0)));
+    tpc__emit_op(S, op, ins, nin, outs, nout, NULL, NULL);
+    return mlirLogicalResultSuccess();
+  }
   if (kind == TPC_OP_ROPE) {
     int64_t d = ins[1]->layout.logical[1];
     if (mlirLogicalResultIsFailure(tpc__check_heads(S, op, "input x", x, NULL, d > 0 ? d : 1)))

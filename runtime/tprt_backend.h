@@ -108,6 +108,10 @@ extern "C" {
     (x, w, targets, lse, dloss, dx, dw, start, vocab, chunks, vocab_chunks, token_chunks)) \
   X(cross_entropy_with_grad, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, const tprt_tensor_t* dloss, tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx, tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks), \
     (x, w, targets, dloss, loss, lse, dx, dw, chunks, vocab_chunks, token_chunks)) \
+  X(kvcache_write, (const tprt_tensor_t* cache, const tprt_tensor_t* new_rows, const tprt_tensor_t* cache_len, tprt_tensor_t* out, int64_t seq_len), \
+    (cache, new_rows, cache_len, out, seq_len)) \
+  X(sample, (const tprt_tensor_t* logits, const tprt_tensor_t* seed, const tprt_tensor_t* request, const tprt_tensor_t* position, const tprt_tensor_t* temperature, const tprt_tensor_t* top_k, const tprt_tensor_t* top_p, tprt_tensor_t* token), \
+    (logits, seed, request, position, temperature, top_k, top_p, token)) \
   X(sumsq, (const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count), (g, acc, acc_out, count)) \
   X(global_norm, (const tprt_tensor_t* acc, tprt_tensor_t* norm), (acc, norm)) \
   X(adamw, (const tprt_tensor_t* master, const tprt_tensor_t* grad, const tprt_tensor_t* m, const tprt_tensor_t* v, const tprt_tensor_t* hyper, const tprt_tensor_t* norm, tprt_tensor_t* master_out, tprt_tensor_t* m_out, tprt_tensor_t* v_out, tprt_tensor_t* weight), \

@@ -150,6 +150,30 @@
 #define TPRT_ATTENTION_KVCACHE_ATTR_CAUSAL 2
 #define TPRT_ATTENTION_KVCACHE_ATTR_SCALE 3
 
+// tp.kvcache_write
+#define TPRT_KVCACHE_WRITE_NAME "tp.kvcache_write"
+#define TPRT_KVCACHE_WRITE_NUM_SLOTS 4
+#define TPRT_KVCACHE_WRITE_SLOT_CACHE 0
+#define TPRT_KVCACHE_WRITE_SLOT_NEW 1
+#define TPRT_KVCACHE_WRITE_SLOT_CACHE_LEN 2
+#define TPRT_KVCACHE_WRITE_SLOT_OUT 3
+#define TPRT_KVCACHE_WRITE_NUM_ATTRS 2
+#define TPRT_KVCACHE_WRITE_ATTR_SEQ_LEN 0
+#define TPRT_KVCACHE_WRITE_ATTR_HEAD_DIM 1
+
+// tp.sample
+#define TPRT_SAMPLE_NAME "tp.sample"
+#define TPRT_SAMPLE_NUM_SLOTS 8
+#define TPRT_SAMPLE_SLOT_LOGITS 0
+#define TPRT_SAMPLE_SLOT_SEED 1
+#define TPRT_SAMPLE_SLOT_REQUEST 2
+#define TPRT_SAMPLE_SLOT_POSITION 3
+#define TPRT_SAMPLE_SLOT_TEMPERATURE 4
+#define TPRT_SAMPLE_SLOT_TOP_K 5
+#define TPRT_SAMPLE_SLOT_TOP_P 6
+#define TPRT_SAMPLE_SLOT_TOKEN 7
+#define TPRT_SAMPLE_NUM_ATTRS 0
+
 // tp.amax
 #define TPRT_AMAX_NAME "tp.amax"
 #define TPRT_AMAX_NUM_SLOTS 2
@@ -713,6 +737,8 @@
   X(rope) \
   X(attention) \
   X(attention_kvcache) \
+  X(kvcache_write) \
+  X(sample) \
   X(amax) \
   X(quantize) \
   X(dequantize) \

@@ -109,6 +109,14 @@ tprt_status_t tprt__check_norm_grad(const char* op, const tprt_tensor_t* x, cons
 tprt_status_t tprt__check_moe_route(const tprt_tensor_t* logits, const tprt_tensor_t* indices,
                                     const tprt_tensor_t* weights, int top_k);
 
+/// The argument checks of tprt_cpu_kvcache_write and tprt_cpu_sample (shapes, dtypes and, for
+/// sample, every row's parameters), shared with the device kernels.
+tprt_status_t tprt__check_kvcache_write(const tprt_tensor_t* cache, const tprt_tensor_t* new_rows,
+                                        const tprt_tensor_t* cache_len, const tprt_tensor_t* out, int64_t seq_len);
+tprt_status_t tprt__check_sample(const tprt_tensor_t* logits, const tprt_tensor_t* seed, const tprt_tensor_t* request,
+                                 const tprt_tensor_t* position, const tprt_tensor_t* temperature,
+                                 const tprt_tensor_t* top_k, const tprt_tensor_t* top_p, const tprt_tensor_t* token);
+
 /// The argument checks of tprt_cpu_add / tprt_cpu_mul (|mul| selects mul), shared with the CUDA
 /// kernels. b has a's shape and dtype, or (add only) is a rank-1 bias of a's last dimension
 /// (|out_bias_cols| gets its length, else 0), or (add only, f32 a) has a's shape or the bias's in

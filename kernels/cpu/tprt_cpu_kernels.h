@@ -121,6 +121,24 @@ tprt_status_t tprt_cpu_dequantize(const tprt_tensor_t* data, const tprt_tensor_t
 tprt_status_t tprt_cpu_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights, int top_k,
                                  bool normalize) TPRT_MUST_USE_RESULT;
 
+/// Writes a step's new keys or values into the KV cache (tp.kvcache_write): row b*S + i of
+/// new_rows[B*S,W] becomes row b*C + cache_len[b] + i of out[B*C,W], the other rows are cache's
+/// (S = seq_len, C = the cache's rows per sequence, B = cache_len's length). With out->data ==
+/// cache->data (in place) only the new rows are written. cache_len[b] + S beyond C is OUT_OF_RANGE.
+tprt_status_t tprt_cpu_kvcache_write(const tprt_tensor_t* cache, const tprt_tensor_t* new_rows,
+                                     const tprt_tensor_t* cache_len, tprt_tensor_t* out,
+                                     int64_t seq_len) TPRT_MUST_USE_RESULT;
+
+/// One token per row of logits[B,V] (tp.sample; docs/numerics.md, "Sampling"): the Gumbel-max draw
+/// from softmax(logits / temperature[b]) over the row's top_k[b] largest logits (0: all) and then
+/// its nucleus of mass top_p[b] (1: all), the noise Philox's of (seed[b], request[b], position[b],
+/// vocabulary id); temperature 0 is greedy (the first largest logit). token[b] is -1 for a row
+/// whose logits are all -inf or NaN. Rows with parameters out of range are INVALID_ARGUMENT.
+tprt_status_t tprt_cpu_sample(const tprt_tensor_t* logits, const tprt_tensor_t* seed, const tprt_tensor_t* request,
+                              const tprt_tensor_t* position, const tprt_tensor_t* temperature,
+                              const tprt_tensor_t* top_k, const tprt_tensor_t* top_p,
+                              tprt_tensor_t* token) TPRT_MUST_USE_RESULT;
+
 /// Copies each token once per selected expert: y[T*k,H] (x's dtype) holds the rows ordered by
 /// expert, then token, then slot; group_sizes[E] (i64; E is its length) counts each expert's
 /// rows; row_map[T*k] (i32) gives the source slot t*k+j of every row. indices must be in [0, E).
