@@ -111,7 +111,7 @@ def export(source, plan="megatron", batch=2, seq_len=16, dtype="bf16", seed=0, t
                   "weights are named as the Hugging Face parameters (gate_up_proj = [gate_proj; up_proj]); loss[T] is",
                   "each token's cross-entropy (tpc-train averages it; docs/training.md)."]
     text = emit.module_text(fn, header, attrs)
-    return Exported(ends=ends, model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
+    return Exported(fn=fn, ends=ends, model=model, root=root, plan=resolved, text=text, tensors=tensors, example=example,
                     cotangent=models.cotangent(example[0], seed), what=what, source=source, batch=batch,
                     seq_len=seq_len, dtype=dtype, seed=seed, kv_cache=kv_cache, past=past, _decoding=None)
 
@@ -123,8 +123,7 @@ def _whole_model(fn, tensors, model, tokens, dtype, seed):
     result is the per-token loss. Returns {tp.name: tensor} of the new weights (seed None: the
     checkpoint's or uninitialised ones, for the text only)."""
     c = model.config
-    inner = getattr(model, "model", model)
-    x, cos = fn.args[0][0], fn.args[1][0]
+    x = fn.args[0][0]
     if not x.name.startswith("%x"):
         raise ExportError("the exported stack does not start with x")
     el = x.dtype
@@ -147,12 +146,21 @@ def _whole_model(fn, tensors, model, tokens, dtype, seed):
     loss, _ = fn.op("tp.cross_entropy", [h, head, targets], {"parallel": emit.string("vocab")},
                     [((tokens,), "f32"), ((tokens,), "f32")], ["loss", "lse"])
     fn.results = [(loss, "loss")]
+    return end_weights(model, seed)
+
+
+def end_weights(model, seed):
+    """{tp.name: tensor} of the model's ends: the embedding table, the final norm and an untied
+    LM head. With a seed (random weights) they are drawn first: embedding rows N(0, 1), the head std
+    1/sqrt(H), the norm 1; None keeps the checkpoint's."""
+    c = model.config
+    inner = getattr(model, "model", model)
+    vocab, hidden = c.vocab_size, c.hidden_size
+    tied = bool(getattr(c, "tie_word_embeddings", False))
     out = {}
     g = torch.Generator().manual_seed(1000 + (seed or 0))
     with torch.no_grad():
         if seed is not None:
-            # Embedding rows N(0, 1), the head std 1/sqrt(H), the final norm 1 (the layers'
-            # init_random scale), unless the model came with its own weights.
             inner.embed_tokens.weight.copy_(torch.randn(vocab, hidden, generator=g))
             inner.norm.weight.fill_(1.0)
             if not tied:
@@ -245,7 +253,14 @@ def main(argv=None):
                         "(embedding, decoder layers, final norm, LM head and cross-entropy; tpc-train runs it)")
     p.add_argument("--recompute", action="store_true",
                    help="mark each layer's ops with tp.layer and set tp.recompute (training recomputes layers)")
+    p.add_argument("--generate", action="store_true",
+                   help="the whole model for generation (tpc-generate): @decode draws one token for each of --batch "
+                        "sequences, @prefill caches --prefill-chunk prompt tokens of one; needs --kv-cache")
+    p.add_argument("--prefill-chunk", type=int, default=32, metavar="P",
+                   help="with --generate: prompt tokens per @prefill call (default 32)")
     args = p.parse_args(argv)
+    if args.generate:
+        return _main_generate(args)
     try:
         result = export(args.model, args.plan, args.batch, args.seq_len, args.dtype, args.seed, args.tp,
                         args.recompute, weights=args.weights is not None, kv_cache=args.kv_cache, past=args.past,
@@ -256,6 +271,29 @@ def main(argv=None):
         return 2
     print(f"tpc_torch.export: {args.output}: {result.what}, plan {result.plan.name}, "
           f"{len(result.tensors)} weight arguments")
+    return 0
+
+
+def _main_generate(args):
+    from .export_generate import generate
+    if args.kv_cache is None or args.whole:
+        print("tpc_torch.export: error: --generate needs --kv-cache C (the rows per sequence) and no --whole",
+              file=sys.stderr)
+        return 2
+    try:
+        text, dec, ends, tables = generate(args.model, args.plan, args.batch, args.kv_cache, args.prefill_chunk,
+                                           args.dtype, args.seed, args.weights is not None)
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        if args.weights:
+            os.makedirs(args.weights, exist_ok=True)
+            weights.save(os.path.join(args.weights, "weights.safetensors"), {**dec.weights(), **ends})
+            weights.save(os.path.join(args.weights, "inputs.safetensors"), tables)
+    except ExportError as e:
+        print(f"tpc_torch.export: error: {e}", file=sys.stderr)
+        return 2
+    print(f"tpc_torch.export: {args.output}: {dec.what} for generation, plan {dec.plan.name}, "
+          f"{len(dec.tensors) + len(ends)} weight arguments")
     return 0
 
 
