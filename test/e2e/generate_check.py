@@ -10,6 +10,10 @@
       scores every request's whole sequence with the training function (tpc_torch.export --whole,
       one sequence of the run's length): the per-token loss of each drawn token must be the one
       the decode step returned, bit for bit. Prints one line per request and PASS or FAIL.
+  generate_check.py import PROMPTS.jsonl OUT.jsonl RUN.json
+      tpc-generate's prompts and output lines as a run (the requests keyed by their "id").
+  generate_check.py prompts OUT.jsonl --prompts 5,3,7 [--order 2,0,1] [--new N]
+      the prompts of `run` as tpc-generate's JSONL (id = request index), in --order.
   generate_check.py same RUN1.json RUN2.json
       every request drew the same tokens with the same loss bits in both runs."""
 import argparse
@@ -129,7 +133,7 @@ def score(a):
     tables = read_raw(os.path.join(a.gen_weights, "inputs.safetensors"))
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        for r, q in rec["requests"].items():
+        for r, q in sorted(rec["requests"].items(), key=lambda kv: int(kv[0])):
             seq, plen = q["tokens"], rec["prompts"][int(r)]
             if len(seq) > n:
                 sys.exit(f"generate_check.py: request {r} has {len(seq)} tokens; the scoring module holds {n}")
@@ -172,6 +176,31 @@ def same(a):
     return 0 if not bad else 1
 
 
+def import_run(a):
+    prompts = [json.loads(line) for line in open(a.prompts) if line.strip()]
+    reqs, lens = {}, {}
+    for line in open(a.output):
+        o = json.loads(line)
+        p = prompts[o["index"]]
+        key = str(o.get("id", o["index"]))
+        bits = [int(np.array([-x], np.float32).view(np.uint32)[0]) for x in o["logprobs"]]
+        reqs[key] = {"tokens": p["tokens"] + o["tokens"], "loss_bits": bits}
+        lens[int(key)] = len(p["tokens"])
+    with open(a.run, "w") as f:
+        json.dump({"prompts": [lens[i] for i in range(len(lens))], "requests": reqs}, f)
+    return 0
+
+
+def write_prompts(a):
+    lengths = [int(x) for x in a.prompts.split(",")]
+    ps = prompts_of(lengths, a.vocab)
+    order = [int(x) for x in a.order.split(",")] if a.order else list(range(len(ps)))
+    with open(a.out, "w") as f:
+        for r in order:
+            f.write(json.dumps({"id": r, "tokens": ps[r], "max_tokens": a.new}) + "\n")
+    return 0
+
+
 def main(argv):
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -194,11 +223,21 @@ def main(argv):
     for q in (r, s):
         q.add_argument("--numerics")
         q.add_argument("--mesh", default="tp=1")
+    i = sub.add_parser("import")
+    i.add_argument("prompts")
+    i.add_argument("output")
+    i.add_argument("run")
+    w = sub.add_parser("prompts")
+    w.add_argument("out")
+    w.add_argument("--prompts", required=True)
+    w.add_argument("--order")
+    w.add_argument("--new", type=int, default=4)
+    w.add_argument("--vocab", type=int, default=256)
     m = sub.add_parser("same")
     m.add_argument("first")
     m.add_argument("second")
     a = p.parse_args(argv)
-    return {"run": run, "score": score, "same": same}[a.cmd](a)
+    return {"run": run, "score": score, "same": same, "import": import_run, "prompts": write_prompts}[a.cmd](a)
 
 
 if __name__ == "__main__":
