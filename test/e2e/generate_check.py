@@ -33,8 +33,9 @@ TPC_RUN = os.environ.get("TPC_RUN", "tpc-run")
 def tpc_run(module, function, inputs, weights, a, tmp):
     write(os.path.join(tmp, "in.safetensors"), inputs)
     out = os.path.join(tmp, "out.safetensors")
-    cmd = [TPC_RUN, module, "--function", function, "--inputs", os.path.join(tmp, "in.safetensors"),
-           "--weights", os.path.join(weights, "weights.safetensors"), "--outputs", out]
+    cmd = [TPC_RUN, module] + (["--function", function] if function else []) + [
+        "--inputs", os.path.join(tmp, "in.safetensors"), "--weights", os.path.join(weights, "weights.safetensors"),
+        "--outputs", out]
     if a.numerics:
         cmd += ["--numerics", a.numerics]
     if a.mesh:
@@ -142,7 +143,7 @@ def score(a):
             ins = {"ids": ("I32", ids), "targets": ("I32", targets),
                    "cos": (tables["rope_cos"][0], tables["rope_cos"][1][:n]),
                    "sin": (tables["rope_sin"][0], tables["rope_sin"][1][:n])}
-            cmd_out = tpc_run_fn(a, ins, tmp)
+            cmd_out = tpc_run(a.module, None, ins, a.weights, a, tmp)
             loss = cmd_out["loss"][1].view(np.uint32)
             want = [int(loss[j - 1]) for j in range(plen, len(seq))]
             same = want == q["loss_bits"]
@@ -151,21 +152,6 @@ def score(a):
             print(f"request {r}: {len(seq) - plen} drawn tokens, {diff} log-probabilities differ from the scoring forward")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
-
-
-def tpc_run_fn(a, ins, tmp):
-    write(os.path.join(tmp, "in.safetensors"), ins)
-    out = os.path.join(tmp, "out.safetensors")
-    cmd = [TPC_RUN, a.module, "--inputs", os.path.join(tmp, "in.safetensors"),
-           "--weights", os.path.join(a.weights, "weights.safetensors"), "--outputs", out]
-    if a.numerics:
-        cmd += ["--numerics", a.numerics]
-    if a.mesh:
-        cmd += ["--mesh", a.mesh]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"generate_check.py: {' '.join(cmd)} failed:\n{r.stderr}")
-    return read_raw(out)
 
 
 def same(a):

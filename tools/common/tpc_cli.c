@@ -249,3 +249,29 @@ bool tpc_cli_u64(const tpc_cli_t* cli, const tpc_cli_state_t* st, uint64_t min, 
   *out_value = v;
   return true;
 }
+
+bool tpc_cli_number(const tpc_cli_t* cli, const tpc_cli_state_t* st, double lo, double hi, double* out_value) {
+  const char* s = st->value ? st->value : "";
+  char* end = NULL;
+  double x = strtod(s, &end);
+  if (!end || end == s || *end || !(x >= lo && x <= hi)) {
+    tpc_cli_error(cli, "--%s must be a number in [%g, %g]; got '%s'", st->option ? st->option->name : "?", lo, hi, s);
+    return false;
+  }
+  *out_value = x;
+  return true;
+}
+
+bool tpc_cli_count(const tpc_cli_t* cli, const tpc_cli_state_t* st, int64_t lo, int64_t* out_value) {
+  const char* s = st->value ? st->value : "";
+  char* end = NULL;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (!end || end == s || *end || errno || x < lo) {
+    tpc_cli_error(cli, "--%s must be an integer >= %lld; got '%s'", st->option ? st->option->name : "?", (long long)lo,
+                  s);
+    return false;
+  }
+  *out_value = x;
+  return true;
+}

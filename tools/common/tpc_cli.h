@@ -89,6 +89,14 @@ void tpc_cli_error(const tpc_cli_t* cli, const char* format, ...) __attribute__(
 bool tpc_cli_u64(const tpc_cli_t* cli, const tpc_cli_state_t* state, uint64_t min, uint64_t max,
                  const char* what, uint64_t* out_value);
 
+/// Parses state->value as a number in [lo, hi] for the option just returned; on failure prints
+/// `--<option> must be a number in [lo, hi]; got '<value>'` and returns false.
+bool tpc_cli_number(const tpc_cli_t* cli, const tpc_cli_state_t* state, double lo, double hi, double* out_value);
+
+/// Parses state->value as a decimal integer >= lo; on failure prints `--<option> must be an
+/// integer >= lo; got '<value>'` and returns false.
+bool tpc_cli_count(const tpc_cli_t* cli, const tpc_cli_state_t* state, int64_t lo, int64_t* out_value);
+
 /// The known option (`--name`, with dashes; extra names included) closest to |written|, or NULL when
 /// none is within three edits. The result lives in a static buffer.
 const char* tpc_cli_closest(const tpc_cli_t* cli, const char* written);

@@ -32,6 +32,7 @@
 #include "tpc_run_backend.h"
 #include "tpc_run_compile.h"
 #include "tpc_run_load.h"
+#include "tpc_run_meet.h"
 #include "tpc_run_signal.h"
 #include "tpc_run_tensor.h"
 
@@ -74,24 +75,14 @@ typedef struct {
   tprt_status_t failure;
 } tpc_gen_t;
 
-static int tpc__find(const tprt_tensor_t* unused, const tprt_module_function_t* fn, const char* name, bool result) {
-  (void)unused;
+static int tpc__find(const tprt_module_function_t* fn, const char* name, bool result) {
   int n = result ? fn->num_results : fn->num_args;
   for (int i = 0; i < n; ++i)
     if (!strcmp((result ? fn->results : fn->args)[i].name, name)) return i;
   return -1;
 }
-#define FIND_ARG(fn, name) tpc__find(NULL, (fn), (name), false)
-#define FIND_RES(fn, name) tpc__find(NULL, (fn), (name), true)
-
-static tprt_status_t tpc__meet(tprt_rank_t* rank) {
-  float one = 1.0f, sum = 0.0f;
-  int64_t dims[1] = {1};
-  tprt_tensor_t in = tprt_tensor_make(&one, TPRT_DTYPE_F32, 1, dims), out = tprt_tensor_make(&sum, TPRT_DTYPE_F32, 1, dims);
-  uint32_t all = 0;
-  for (int i = 0; i < tprt_world_num_axes(tprt_rank_world(rank)); ++i) all |= 1u << i;
-  return tprt_all_reduce(rank, all, &in, &out, TPRT_ORDER_ANY);
-}
+#define FIND_ARG(fn, name) tpc__find((fn), (name), false)
+#define FIND_RES(fn, name) tpc__find((fn), (name), true)
 
 //===----------------------------------------------------------------------===//
 // The module's interface
@@ -453,10 +444,10 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   if (exec) tprt_exec_set_backend(exec, b);
   while (!s) {
     if (r == 0) tpc__schedule(g);
-    if ((s = tpc__meet(rank))) break;
+    if ((s = tpc_meet(rank))) break;
     if (g->kind == K_STOP) break;
     if ((s = tpc__rank_step(g, r, &k, exec))) break;
-    if ((s = tpc__meet(rank))) break;
+    if ((s = tpc_meet(rank))) break;
     s = tprt_rank_check_abort(rank);  // a signal stops the run between steps
   }
   if (s) {

@@ -58,28 +58,6 @@ static const tpc_cli_t kCli = {
     .print_more_help = tpc__more_help,
 };
 
-static bool tpc__number(const char* name, const char* v, double lo, double hi, double* out) {
-  char* end = NULL;
-  double x = strtod(v, &end);
-  if (!end || *end || !(x >= lo && x <= hi)) {
-    fprintf(stderr, "tpc-generate: error: --%s must be a number in [%g, %g]; got '%s'\n", name, lo, hi, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
-static bool tpc__count(const char* name, const char* v, int64_t lo, int64_t* out) {
-  char* end = NULL;
-  long long x = strtoll(v, &end, 10);
-  if (!end || *end || x < lo) {
-    fprintf(stderr, "tpc-generate: error: --%s must be an integer >= %lld; got '%s'\n", name, (long long)lo, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
 int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o) {
   memset(o, 0, sizeof *o);
   o->backend = "cpu";
@@ -114,18 +92,18 @@ int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o) {
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
       case OPT_INPUTS: o->inputs = v; break;
-      case OPT_MAX_TOKENS: ok = tpc__count("max-tokens", v, 1, &o->max_tokens); break;
-      case OPT_TEMPERATURE: ok = tpc__number("temperature", v, 0.0, 1e30, &o->temperature); break;
-      case OPT_TOP_K: ok = tpc__count("top-k", v, 0, &o->top_k); break;
+      case OPT_MAX_TOKENS: ok = tpc_cli_count(&kCli, &st, 1, &o->max_tokens); break;
+      case OPT_TEMPERATURE: ok = tpc_cli_number(&kCli, &st, 0.0, 1e30, &o->temperature); break;
+      case OPT_TOP_K: ok = tpc_cli_count(&kCli, &st, 0, &o->top_k); break;
       case OPT_TOP_P:
-        ok = tpc__number("top-p", v, 0.0, 1.0, &o->top_p);
+        ok = tpc_cli_number(&kCli, &st, 0.0, 1.0, &o->top_p);
         if (ok && o->top_p == 0.0) {
           fprintf(stderr, "tpc-generate: error: --top-p must be in (0, 1]; got '%s'\n", v);
           ok = false;
         }
         break;
-      case OPT_SEED: ok = tpc__count("seed", v, 0, &n), o->seed = (uint64_t)n; break;
-      case OPT_EOS: ok = tpc__count("eos", v, 0, &o->eos); break;
+      case OPT_SEED: ok = tpc_cli_count(&kCli, &st, 0, &n), o->seed = (uint64_t)n; break;
+      case OPT_EOS: ok = tpc_cli_count(&kCli, &st, 0, &o->eos); break;
       default: break;
     }
   }

@@ -214,8 +214,6 @@ bool tpc__leads(const tpc_train_t* t, int r);
 /// AdamW leaves them unchanged at a non-finite gradient norm (tprt_adamw_applies), so a skipped
 /// step needs no copy of the state.
 bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j);
-/// All ranks meet; false (the world failed) lets the rank leave its loop.
-tprt_status_t tpc__meet(tprt_rank_t* rank) TPRT_MUST_USE_RESULT;
 /// Copies rank |r|'s part of the logical tensor |logical| (the whole of |mt|'s data) into |local|.
 tprt_status_t tpc__to_rank(const tprt_module_tensor_t* mt, const tprt_world_t* world, int r, const void* logical,
                            void* local) TPRT_MUST_USE_RESULT;

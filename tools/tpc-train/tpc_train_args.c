@@ -97,28 +97,6 @@ static const tpc_cli_t kCli = {
     .print_more_help = tpc__more_help,
 };
 
-static bool tpc__number(const char* name, const char* v, double lo, double hi, double* out) {
-  char* end = NULL;
-  double x = strtod(v, &end);
-  if (!end || *end || !(x >= lo && x <= hi)) {
-    fprintf(stderr, "tpc-train: error: --%s must be a number in [%g, %g]; got '%s'\n", name, lo, hi, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
-static bool tpc__count(const char* name, const char* v, int64_t lo, int64_t* out) {
-  char* end = NULL;
-  long long x = strtoll(v, &end, 10);
-  if (!end || *end || x < lo) {
-    fprintf(stderr, "tpc-train: error: --%s must be an integer >= %lld; got '%s'\n", name, (long long)lo, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
 int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
   memset(o, 0, sizeof *o);
   o->backend = "cpu";
@@ -152,15 +130,15 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
         break;
       case OPT_DATA: o->data_path = v; break;
       case OPT_VAL: o->val_path = v; break;
-      case OPT_EVAL_EVERY: ok = tpc__count("eval-every", v, 1, &o->eval_every); break;
-      case OPT_EVAL_BATCHES: ok = tpc__count("eval-batches", v, 1, &o->eval_batches); break;
+      case OPT_EVAL_EVERY: ok = tpc_cli_count(&kCli, &st, 1, &o->eval_every); break;
+      case OPT_EVAL_BATCHES: ok = tpc_cli_count(&kCli, &st, 1, &o->eval_batches); break;
       case OPT_MESH: o->mesh = v; break;
       case OPT_NUMERICS: o->numerics = v; break;
       case OPT_STRATEGY: o->strategy = v; break;
       case OPT_SP: o->sequence_parallel = true; break;
       case OPT_ZERO1: o->zero1 = true; break;
       case OPT_MICRO:
-        ok = tpc__count("micro-batches", v, 1, &o->micro_batches);
+        ok = tpc_cli_count(&kCli, &st, 1, &o->micro_batches);
         if (ok && (o->micro_batches & (o->micro_batches - 1))) {
           fprintf(stderr, "tpc-train: error: --micro-batches must be a power of two (the gradients' canonical sum is a "
                           "pairwise tree); got %lld\n", (long long)o->micro_batches);
@@ -172,27 +150,27 @@ int tpc_train_parse_args(int argc, char** argv, tpc_train_options_t* o) {
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
       case OPT_INPUTS: o->inputs = v; break;
-      case OPT_SEED: ok = tpc__count("seed", v, 0, &seed), o->seed = (uint64_t)seed, o->seed_given = true; break;
-      case OPT_BATCH: ok = tpc__count("batch", v, 1, &o->batch); break;
-      case OPT_STEPS: ok = tpc__count("steps", v, 1, &o->steps); break;
-      case OPT_LR: ok = tpc__number("lr", v, 0.0, 10.0, &o->lr); break;
-      case OPT_PEAK: ok = tpc__number("peak-tflops", v, 1e-6, 1e9, &o->peak_tflops); break;
-      case OPT_MIN_LR: ok = tpc__number("min-lr", v, 0.0, 10.0, &o->min_lr); break;
-      case OPT_WARMUP: ok = tpc__count("warmup", v, 0, &o->warmup); break;
+      case OPT_SEED: ok = tpc_cli_count(&kCli, &st, 0, &seed), o->seed = (uint64_t)seed, o->seed_given = true; break;
+      case OPT_BATCH: ok = tpc_cli_count(&kCli, &st, 1, &o->batch); break;
+      case OPT_STEPS: ok = tpc_cli_count(&kCli, &st, 1, &o->steps); break;
+      case OPT_LR: ok = tpc_cli_number(&kCli, &st, 0.0, 10.0, &o->lr); break;
+      case OPT_PEAK: ok = tpc_cli_number(&kCli, &st, 1e-6, 1e9, &o->peak_tflops); break;
+      case OPT_MIN_LR: ok = tpc_cli_number(&kCli, &st, 0.0, 10.0, &o->min_lr); break;
+      case OPT_WARMUP: ok = tpc_cli_count(&kCli, &st, 0, &o->warmup); break;
       case OPT_SCHEDULE:
         ok = !strcmp(v, "cosine") || !strcmp(v, "constant");
         o->cosine = !strcmp(v, "cosine");
         if (!ok) fprintf(stderr, "tpc-train: error: --schedule must be cosine or constant; got '%s'\n", v);
         break;
-      case OPT_BETA1: ok = tpc__number("beta1", v, 0.0, 0.999999, &o->beta1); break;
-      case OPT_BETA2: ok = tpc__number("beta2", v, 0.0, 0.999999, &o->beta2); break;
-      case OPT_EPS: ok = tpc__number("eps", v, 0.0, 1.0, &o->eps); break;
-      case OPT_WD: ok = tpc__number("weight-decay", v, 0.0, 10.0, &o->weight_decay); break;
-      case OPT_CLIP: ok = tpc__number("clip", v, 0.0, 1e30, &o->clip); break;
+      case OPT_BETA1: ok = tpc_cli_number(&kCli, &st, 0.0, 0.999999, &o->beta1); break;
+      case OPT_BETA2: ok = tpc_cli_number(&kCli, &st, 0.0, 0.999999, &o->beta2); break;
+      case OPT_EPS: ok = tpc_cli_number(&kCli, &st, 0.0, 1.0, &o->eps); break;
+      case OPT_WD: ok = tpc_cli_number(&kCli, &st, 0.0, 10.0, &o->weight_decay); break;
+      case OPT_CLIP: ok = tpc_cli_number(&kCli, &st, 0.0, 1e30, &o->clip); break;
       case OPT_SAVE: o->save_dir = v; break;
-      case OPT_SAVE_EVERY: ok = tpc__count("save-every", v, 1, &o->save_every); break;
+      case OPT_SAVE_EVERY: ok = tpc_cli_count(&kCli, &st, 1, &o->save_every); break;
       case OPT_RESUME: o->resume_dir = v; break;
-      case OPT_EXIT_AFTER: ok = tpc__count("exit-after", v, 1, &o->exit_after); break;
+      case OPT_EXIT_AFTER: ok = tpc_cli_count(&kCli, &st, 1, &o->exit_after); break;
       case OPT_JSON: o->json = v; break;
       case OPT_SKIP_NONFINITE: o->skip_nonfinite = true; break;
       default: break;

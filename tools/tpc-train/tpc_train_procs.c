@@ -15,6 +15,7 @@
 #include "tprt_world.h"
 #include "tpc_run_signal.h"
 #include "tpc_train.h"
+#include "tpc_run_meet.h"
 
 bool tpc__leads(const tpc_train_t* t, int r) { return r == 0 || t->procs != NULL; }
 
@@ -40,7 +41,7 @@ tprt_status_t tpc__rank_pieces(tpc_train_t* t, tprt_rank_t* rank, void** const* 
   int n = tprt_world_size(t->world);
   *out_all = NULL;
   if (!t->procs) {
-    tprt_status_t s = tpc__meet(rank);
+    tprt_status_t s = tpc_meet(rank);
     for (int q = 0; !s && q < n && tprt_rank_index(rank) == 0; ++q) pieces[q] = per_rank[q] ? per_rank[q][0] : NULL;
     return s;
   }

@@ -18,6 +18,7 @@
 #include "tpc_run_signal.h"
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
+#include "tpc_run_meet.h"
 
 // |v| as a JSON number (%.9g), or null when it is not finite (JSON has no NaN or infinity), in |buf|
 // (32 bytes).
@@ -115,7 +116,7 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
       if (p) t->failure = p, t->stop = true;
       position = tpc_data_advance(&t->val, position, T);
     }
-    if ((s = tpc__meet(rank)) || t->failure) break;
+    if ((s = tpc_meet(rank)) || t->failure) break;
     for (int a = 0; a < efn->num_args; ++a)
       if (t->eval_from[a] >= 0) args[a] = t->kb[r].args[t->eval_from[a]];
     const int which[2] = {t->eval_ids, t->eval_targets};
@@ -156,7 +157,7 @@ tprt_status_t tpc__evaluate(tpc_train_t* t, tprt_rank_t* rank, tprt_exec_t* exec
       if (e) t->failure = e, t->stop = true;
     }
     free(all);
-    if ((s = tpc__meet(rank))) break;
+    if ((s = tpc_meet(rank))) break;
   }
   if (!s && r == 0 && !t->failure) {
     double v = t->val_count ? t->val_sum / (double)t->val_count : 0.0;

@@ -16,6 +16,7 @@
 #include "tpc_run_load.h"
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
+#include "tpc_run_meet.h"
 
 bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j) {
   return fn == t->rfn && t->next && t->next[j] >= 0;
@@ -25,15 +26,6 @@ bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j
 static void tpc__alias_results(const tpc_train_t* t, void** args, void** res) {
   for (int j = 0; j < t->rfn->num_results; ++j)
     if (t->next[j] >= 0) res[j] = args[t->next[j]];
-}
-
-tprt_status_t tpc__meet(tprt_rank_t* rank) {
-  float one = 1.0f, sum = 0.0f;
-  int64_t dims[1] = {1};
-  tprt_tensor_t in = tprt_tensor_make(&one, TPRT_DTYPE_F32, 1, dims), out = tprt_tensor_make(&sum, TPRT_DTYPE_F32, 1, dims);
-  uint32_t all = 0;
-  for (int i = 0; i < tprt_world_num_axes(tprt_rank_world(rank)); ++i) all |= 1u << i;
-  return tprt_all_reduce(rank, all, &in, &out, TPRT_ORDER_ANY);
 }
 
 //===----------------------------------------------------------------------===//
@@ -297,7 +289,7 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     // In a process world every process cuts the pieces and collects the loss itself.
     for (int m = 0; m < t->k && !s; ++m) {
       if (tpc__leads(t, r) && !t->stop) tpc__micro_pieces(t, m);
-      if ((s = tpc__meet(rank)) || t->stop) break;
+      if ((s = tpc_meet(rank)) || t->stop) break;
       if ((s = tpc__feed(t, r))) break;
       memcpy(t->args[r][t->hyper], t->hyper_v, sizeof t->hyper_v);
       if ((s = tpc__upload(t, k->args[t->hyper], t->args[r][t->hyper], sizeof t->hyper_v))) break;
@@ -335,9 +327,9 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     }
     t->rank_flops[r] = tprt_exec_stats(exec)->model_flops;
     if ((s = tpc__download(t, t->results[r][t->norm], k->res[t->norm], sizeof(float)))) break;
-    if ((s = t->procs ? tpc__share_step(t) : tpc__meet(rank))) break;
+    if ((s = t->procs ? tpc__share_step(t) : tpc_meet(rank))) break;
     if (tpc__leads(t, r)) tpc__review(t);
-    if (!t->procs && (s = tpc__meet(rank))) break;  // rank 0's decisions (a process made its own)
+    if (!t->procs && (s = tpc_meet(rank))) break;  // rank 0's decisions (a process made its own)
     // The step's results that become the next step's arguments (weights, master weights, moments)
     // were written in place (tpc__in_place); a step with a non-finite norm left them unchanged.
     if (t->save) {
@@ -347,7 +339,7 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
       for (int a = 0; !s && a < t->fn->num_args; ++a)
         if (!t->micro[a].data)
           s = tpc__download(t, t->args[r][a], k->args[a], tprt_tensor_bytes(&t->fn->args[a].layout));
-      if (s || (s = t->procs ? tpc__gather_args(t) : tpc__meet(rank))) break;
+      if (s || (s = t->procs ? tpc__gather_args(t) : tpc_meet(rank))) break;
       if (r == 0) {
         tprt_status_t c = tpc_checkpoint_save(t->o, t->fn, t->world, t->args, t->tok, tprt_world_size(t->world), t->step,
                                               t->position);
@@ -355,7 +347,7 @@ tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
         if (c && t->procs) s = c;
         else if (c) t->failure = c, t->stop = true;
       }
-      if (s || (s = tpc__meet(rank))) break;
+      if (s || (s = tpc_meet(rank))) break;
     }
     if (t->eval_now && (s = tpc__evaluate(t, rank, eval_exec))) break;
     if (t->stop) break;
