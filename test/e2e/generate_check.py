@@ -36,10 +36,11 @@ def tpc_run(module, function, inputs, weights, a, tmp):
     cmd = [TPC_RUN, module] + (["--function", function] if function else []) + [
         "--inputs", os.path.join(tmp, "in.safetensors"), "--weights", os.path.join(weights, "weights.safetensors"),
         "--outputs", out]
-    if a.numerics:
-        cmd += ["--numerics", a.numerics]
-    if a.mesh:
-        cmd += ["--mesh", a.mesh]
+    if module.endswith(".mlir"):  # a compiled module has its numerics and mesh already
+        cmd += ["--numerics", a.numerics] if a.numerics else []
+        cmd += ["--mesh", a.mesh] if a.mesh else []
+    if a.backend != "cpu":
+        cmd += ["--backend", a.backend, "--share-gpus"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"generate_check.py: {' '.join(cmd)} failed:\n{r.stderr}")
@@ -128,9 +129,8 @@ def run(a):
 
 def score(a):
     rec = json.load(open(a.out))
-    text = open(a.module).read()
     import re
-    n = int(re.search(r'%ids: tensor<(\d+)xi32>', text).group(1))
+    n = a.tokens or int(re.search(r'%ids: tensor<(\d+)xi32>', open(a.module).read()).group(1))
     tables = read_raw(os.path.join(a.gen_weights, "inputs.safetensors"))
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -206,9 +206,11 @@ def main(argv):
     s.add_argument("weights")
     s.add_argument("gen_weights")
     s.add_argument("out")
+    s.add_argument("--tokens", type=int, help="the scoring module's tokens (a compiled module's; a .mlir says)")
     for q in (r, s):
         q.add_argument("--numerics")
         q.add_argument("--mesh", default="tp=1")
+        q.add_argument("--backend", default="cpu", help="cpu or cuda (ranks sharing the GPUs)")
     i = sub.add_parser("import")
     i.add_argument("prompts")
     i.add_argument("output")
