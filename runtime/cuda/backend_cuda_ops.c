@@ -28,6 +28,16 @@ tprt_status_t tprt__cuda_moe_unpermute(const tprt_tensor_t* y, const tprt_tensor
                                        const tprt_tensor_t* weights, tprt_tensor_t* out) {
   TPRT__TIMED_OP("moe_unpermute", tprt_cuda_moe_unpermute(y, row_map, weights, out, tprt__r.stream));
 }
+tprt_status_t tprt__cuda_sample(const tprt_tensor_t* logits, const tprt_tensor_t* seed, const tprt_tensor_t* request,
+                               const tprt_tensor_t* position, const tprt_tensor_t* temperature,
+                               const tprt_tensor_t* top_k, const tprt_tensor_t* top_p, tprt_tensor_t* token) {
+  TPRT__TIMED_OP("sample",
+                 tprt_cuda_sample(logits, seed, request, position, temperature, top_k, top_p, token, tprt__r.stream));
+}
+tprt_status_t tprt__cuda_kvcache_write(const tprt_tensor_t* cache, const tprt_tensor_t* new_rows,
+                                       const tprt_tensor_t* cache_len, tprt_tensor_t* out, int64_t seq_len) {
+  TPRT__TIMED_OP("kvcache_write", tprt_cuda_kvcache_write(cache, new_rows, cache_len, out, seq_len, tprt__r.stream));
+}
 tprt_status_t tprt__cuda_moe_route(const tprt_tensor_t* logits, tprt_tensor_t* indices, tprt_tensor_t* weights,
                                    int top_k, bool normalize) {
   TPRT__TIMED_OP("moe_route", tprt_cuda_moe_route(logits, indices, weights, top_k, normalize, tprt__r.stream));

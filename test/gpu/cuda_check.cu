@@ -33,7 +33,7 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
                                        "quantize",      "dequantize", "rope",         "attention",
                                        "attention_grad", "embedding", "embedding_grad", "cross_entropy", "sumsq",
-                                       "global_norm", "adamw"};
+                                       "global_norm", "adamw", "sample", "kvcache_write"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {

@@ -3,7 +3,7 @@
 // held, every dtype), its gradient (duplicate ids, 1 to 64 chunks, ragged last chunk), the exact sum
 // of squares (with and without an incoming accumulator, special values: infinities and NaN, a
 // count-only call), the global norm over several accumulators, and AdamW (clipping on and off,
-// every weight dtype).
+// every weight dtype), and the generation kernels (tp.sample's token, tp.kvcache_write).
 #include <string.h>
 
 #include "ce_exact_gemms.h"
@@ -281,8 +281,71 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
   }
 }
 
+// tp.sample, bitwise the CPU's token for every row: greedy, temperature alone, top-k, top-p, both,
+// +-inf and NaN logits (CT_DIST_SPECIAL), ties, one column; and tp.kvcache_write in place.
+static void ct_check_generation(cudaStream_t stream) {
+  const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {16, 32000}, {4, 128256}};
+  uint64_t rng = 0x5A3;
+  for (const auto& sh : shapes) {
+    const int64_t b = sh[0], v = sh[1];
+    for (int dtype : kDtypes) {
+      for (int dist = 0; dist < 2; ++dist) {
+        int64_t ld[2] = {b, v};
+        ct_tensor_t logits = ct_make(dtype, 2, ld), seed = ct_make(TPRT_DTYPE_I64, 1, &b),
+                    request = ct_make(TPRT_DTYPE_I32, 1, &b), position = ct_make(TPRT_DTYPE_I32, 1, &b),
+                    temperature = ct_make(TPRT_DTYPE_F32, 1, &b), top_k = ct_make(TPRT_DTYPE_I32, 1, &b),
+                    top_p = ct_make(TPRT_DTYPE_F32, 1, &b), token = ct_make(TPRT_DTYPE_I32, 1, &b);
+        ct_fill(&logits, &rng, dist ? CT_DIST_SPECIAL : CT_DIST_WIDE);
+        for (int64_t i = 0; i < b; ++i) {
+          ((int64_t*)seed.h.data)[i] = (int64_t)(ct_next(&rng) >> 1);
+          ((int32_t*)request.h.data)[i] = (int32_t)(ct_next(&rng) & 0x7FFFFFFF);
+          ((int32_t*)position.h.data)[i] = (int32_t)(ct_next(&rng) % 4096);
+          const int kind = (int)(i % 5);  // greedy, plain, top-k, top-p, both
+          ((float*)temperature.h.data)[i] = kind == 0 ? 0.0f : 0.25f + (float)(ct_next(&rng) % 8) * 0.25f;
+          ((int32_t*)top_k.h.data)[i] = kind == 2 || kind == 4 ? (int32_t)(1 + ct_next(&rng) % 64) : 0;
+          ((float*)top_p.h.data)[i] = kind == 3 || kind == 4 ? 0.05f + (float)(ct_next(&rng) % 19) * 0.05f : 1.0f;
+        }
+        for (ct_tensor_t* t : {&seed, &request, &position, &temperature, &top_k, &top_p}) ct_upload(t);
+        char shape[64];
+        snprintf(shape, sizeof shape, "B=%lld V=%lld", (long long)b, (long long)v);
+        if (ct_selected("sample"))
+          ct_run(
+              "sample", shape, tprt_dtype_name(dtype), dist ? "special values" : "wide", &token,
+              [&] {
+                return tprt_cpu_sample(&logits.h, &seed.h, &request.h, &position.h, &temperature.h, &top_k.h,
+                                       &top_p.h, &token.h);
+              },
+              [&](cudaStream_t st) {
+                return tprt_cuda_sample(&logits.d, &seed.d, &request.d, &position.d, &temperature.d, &top_k.d,
+                                        &top_p.d, &token.d, st);
+              },
+              true, stream);
+        for (ct_tensor_t* t : {&logits, &seed, &request, &position, &temperature, &top_k, &top_p, &token}) ct_free(t);
+      }
+    }
+  }
+  if (!ct_selected("kvcache_write")) return;
+  const int64_t b = 5, c = 40, w = 24, s = 3;
+  for (int dtype : kDtypes) {
+    int64_t cd[2] = {b * c, w}, nd[2] = {b * s, w};
+    ct_tensor_t cache = ct_make(dtype, 2, cd), fresh = ct_make(dtype, 2, nd), len = ct_make(TPRT_DTYPE_I32, 1, &b);
+    ct_fill(&cache, &rng, CT_DIST_SPECIAL);
+    ct_fill(&fresh, &rng, CT_DIST_SPECIAL);
+    for (int64_t i = 0; i < b; ++i) ((int32_t*)len.h.data)[i] = (int32_t)(ct_next(&rng) % (uint64_t)(c - s + 1));
+    ct_upload(&len);
+    // In place: the CPU and the GPU write into their own copies of the cache (not repeatable).
+    ct_run(
+        "kvcache_write", "B=5 C=40 W=24 S=3", tprt_dtype_name(dtype), "in place", &cache,
+        [&] { return tprt_cpu_kvcache_write(&cache.h, &fresh.h, &len.h, &cache.h, s); },
+        [&](cudaStream_t st) { return tprt_cuda_kvcache_write(&cache.d, &fresh.d, &len.d, &cache.d, s, st); }, false,
+        stream);
+    ct_free(&cache), ct_free(&fresh), ct_free(&len);
+  }
+}
+
 void ct_check_model_kernels(cudaStream_t stream) {
   ct_check_embedding(stream);
   ct_check_cross_entropy(stream);
   ct_check_optimizer(stream);
+  ct_check_generation(stream);
 }

@@ -307,6 +307,21 @@ tprt_status_t tprt_cuda_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tens
                                          const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma,
                                          float eps, int chunks, bool pieces, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// tp.sample: bitwise tprt_cpu_sample (kernels/cuda/model/sample.cu; one block of 256 threads per
+/// row). The per-row parameters live on the device and are not checked here: a row out of range
+/// draws per the definition's arithmetic (tpc-generate and the CPU backend refuse such rows).
+tprt_status_t tprt_cuda_sample(const tprt_tensor_t* logits, const tprt_tensor_t* seed, const tprt_tensor_t* request,
+                               const tprt_tensor_t* position, const tprt_tensor_t* temperature,
+                               const tprt_tensor_t* top_k, const tprt_tensor_t* top_p, tprt_tensor_t* token,
+                               cudaStream_t stream);
+
+/// tp.kvcache_write: tprt_cpu_kvcache_write's copy (16-byte rows where aligned); in place when out is
+/// the cache. A row whose place falls outside its sequence's rows is not written (cache_len lives on
+/// the device).
+tprt_status_t tprt_cuda_kvcache_write(const tprt_tensor_t* cache, const tprt_tensor_t* new_rows,
+                                      const tprt_tensor_t* cache_len, tprt_tensor_t* out, int64_t seq_len,
+                                      cudaStream_t stream);
+
 /// Top-k routing: bitwise tprt_cpu_moe_route (both run tprt_moe_route_row of tprt_numerics.h),
 /// same validation; one thread per token, softmax work space allocated stream-ordered.
 /// kernels/cuda/moe/moe_route.cu.
