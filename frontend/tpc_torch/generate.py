@@ -13,7 +13,10 @@ random tokens). Its result lines are written to -o (default stdout).
 --check decodes greedily (temperature 0) and runs transformers' generate on the same model object
 and prompts (greedy, no eos): prints one line per request (the first token where they part, and
 the largest difference of the drawn tokens' log-probabilities against PyTorch's log_softmax of its
-logits) and PASS when every request's tokens are PyTorch's."""
+logits) and PASS when every request's tokens are PyTorch's. In bf16 (or f16) the tokens may part
+from PyTorch's own bf16 run; the verdict is then on the drawn tokens' log-probabilities against
+the f32 yardstick (the same model in f32 scoring tpc's sequences), within the tolerance or twice
+PyTorch-bf16's own error against f32 (tpc_torch.verdict)."""
 import argparse
 import json
 import os
@@ -47,6 +50,44 @@ def _torch_greedy(model, prompt, new):
     drawn = out.sequences[0, len(prompt):].tolist()
     logps = [torch.log_softmax(s[0].float(), -1)[t].item() for s, t in zip(out.scores, drawn)]
     return drawn, logps
+
+
+def _scored(model, seq, start):
+    """The log-probabilities |model| gives tokens seq[start:] after their prefixes (one forward)."""
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([seq])).logits[0].float()
+    lp = torch.log_softmax(logits, -1)
+    return [lp[j - 1, seq[j]].item() for j in range(start, len(seq))]
+
+
+def _check_low_precision(model, prompts, results, dtype):
+    """bf16 (f16): the drawn tokens' log-probabilities against the f32 yardstick (the same model in
+    f32, teacher-forced on tpc's sequence), within the tolerance or twice PyTorch-bf16's own error
+    against f32 (tpc_torch.verdict); whether the greedy tokens stay PyTorch-bf16's is printed."""
+    import copy
+
+    from . import verdict
+
+    f32 = copy.deepcopy(model).float()
+    ok = True
+    for i, req in enumerate(prompts):
+        got = results[i]
+        seq, start = req["tokens"] + got["tokens"], len(req["tokens"])
+        ref, low = _scored(f32, seq, start), _scored(model, seq, start)
+        tpc = got["logprobs"]
+        err = max(abs(x - y) for x, y in zip(tpc, low))
+        e32 = max(abs(x - y) for x, y in zip(tpc, ref))
+        t32 = max(abs(x - y) for x, y in zip(low, ref))
+        s32 = max(abs(x) for x in ref)
+        j = verdict.judge(verdict.TOLERANCE[dtype if dtype in verdict.TOLERANCE else "bf16"][0], err,
+                          max(abs(x) for x in low), (e32, t32, s32))
+        want, _ = _torch_greedy(model, req["tokens"], len(got["tokens"]))
+        part = next((k for k, (x, y) in enumerate(zip(got["tokens"], want)) if x != y), None)
+        ok = ok and j.ok
+        print(f"request {i}: {len(tpc)} tokens ({'the same as' if part is None else f'parting at token {part} from'} "
+              f"transformers' {dtype} generate); log-probabilities {j.text}: {'ok' if j.ok else 'FAIL'}")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
 def main(argv=None):
@@ -115,6 +156,8 @@ def main(argv=None):
         results[o["index"]] = o
     ok = True
     model = dec.model.eval()
+    if a.dtype != "f32":
+        return _check_low_precision(model, prompts, results, a.dtype)
     for i, req in enumerate(prompts):
         got = results[i]
         want, logps = _torch_greedy(model, req["tokens"], req["max_tokens"])
