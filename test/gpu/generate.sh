@@ -3,7 +3,8 @@
 # CUDA backend in invariant numerics, ranks sharing the GPU. 5 requests (prompts of 5, 3, 7, 2 and
 # 6 tokens, 6 new tokens each, top-k 50, top-p 0.9) must draw the same tokens with the same
 # log-probability bits with 3 slots at TP 1, with 3 slots at TP 2 and the prompt lines in another
-# order, and with 1 slot; every log-probability must be the scoring forward's (the training
+# order, with 1 slot, and with the decode step replayed as a CUDA graph (--graph); every
+# log-probability must be the scoring forward's (the training
 # function on the GPU, TP 1 and TP 2) bit for bit; fast numerics at TP 2 must differ.
 # Usage: bash test/gpu/generate.sh   Environment: TPC_GPU_GENERATE (default build-gpu-generate), OUT,
 # PYTHON (one with numpy; default python3).
@@ -19,9 +20,9 @@ export TPC_RUN="$DIR/bin/tpc-run"
 D="$DIR/data"
 CHECK=("${PYTHON:-python3}" "$ROOT/test/e2e/generate_check.py")
 fail=0
-gen() {  # name module prompts
+gen() {  # name module prompts [flags]
   local t0=$SECONDS
-  if ! timeout 600 "$DIR/bin/tpc-generate" "$DIR/modules/$2.so" --backend cuda --share-gpus --prompts "$D/$3.jsonl" \
+  if ! timeout 600 "$DIR/bin/tpc-generate" "$DIR/modules/$2.so" --backend cuda --share-gpus ${4:-} --prompts "$D/$3.jsonl" \
       --weights "$D/w/weights.safetensors" --inputs "$D/w/inputs.safetensors" --seed 5 --temperature 0.8 --top-k 50 \
       --top-p 0.9 -o "$LOG/$1.jsonl" --json "$LOG/$1.steps.jsonl" 2> "$LOG/$1.log"; then
     echo "FAIL $1: $(tail -n 2 "$LOG/$1.log")"; fail=1; return
@@ -33,7 +34,8 @@ gen inv-tp1 gen-inv-tp1 p
 gen inv-tp2 gen-inv-tp2 p-rev
 gen inv-1slot gen1-inv-tp1 p
 gen fast-tp2 gen-fast-tp2 p
-for n in inv-tp2 inv-1slot; do
+gen inv-tp1-graph gen-inv-tp1 p --graph
+for n in inv-tp2 inv-1slot inv-tp1-graph; do
   if "${CHECK[@]}" same "$LOG/inv-tp1.json" "$LOG/$n.json" > "$LOG/same-$n.txt"; then echo "PASS same tokens and log-probabilities: $n"
   else echo "FAIL same tokens and log-probabilities: $n: $(head -n 1 "$LOG/same-$n.txt")"; fail=1; fi
 done

@@ -302,6 +302,8 @@ typedef struct {
   void** res[2];
   void* arena;
   void* stage;  // host staging of one per-step input piece
+  int64_t decodes;  // decode steps run so far (--graph: the first runs as it is, the second is captured)
+  void* graph;
 } tpc_kbuf_t;
 
 static tprt_status_t tpc__kalloc(tpc_gen_t* g, size_t bytes, void** out) {
@@ -412,10 +414,28 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
         k->args[f][a] = (char*)k->args[F_DECODE][g->cache_of[a]] + (size_t)g->slot * tprt_tensor_bytes(&fn->args[a].layout);
   for (int j = 0; j < fn->num_results; ++j)
     if (g->in_place[f][j] >= 0) k->res[f][j] = k->args[f][g->in_place[f][j]];
-  if (fn->entry(exec, k->args[f], k->res[f], k->arena)) {
+  if (f == F_DECODE && g->o->graph && k->decodes > 0) {
+    if (!k->graph) {  // capture the step, then replay it (its buffers never move)
+      TPRT_RETURN_IF_ERROR(g->backend->graph_begin(), "--graph: capturing @decode");
+      tprt_status_t failed = NULL;
+      if (fn->entry(exec, k->args[f], k->res[f], k->arena)) {
+        failed = tprt_exec_take_status(exec);
+        if (!failed) failed = tprt_make_status(TPRT_STATUS_INTERNAL, "@decode failed during capture");
+      }
+      tprt_status_t end = g->backend->graph_end(&k->graph);
+      if (failed) {
+        tprt_status_free(end);
+        return failed;
+      }
+      TPRT_RETURN_IF_ERROR(end, "--graph: capturing @decode");
+    }
+    TPRT_RETURN_IF_ERROR(g->backend->graph_launch(k->graph), "--graph: @decode");
+  } else if (fn->entry(exec, k->args[f], k->res[f], k->arena)) {
     tprt_status_t s = tprt_exec_take_status(exec);
     return s ? s : tprt_make_status(TPRT_STATUS_INTERNAL, "@%s failed", fn->name);
   }
+  if (f == F_DECODE) ++k->decodes;
+  if (g->device) TPRT_RETURN_IF_ERROR(g->backend->synchronize(), "@%s", fn->name);
   if (f == F_DECODE && r == 0) {
     size_t tb = tprt_tensor_bytes(&fn->results[g->res_token].layout), lb = tprt_tensor_bytes(&fn->results[g->res_loss].layout);
     if (g->device) {
@@ -425,8 +445,6 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
       memcpy(g->token_host, k->res[f][g->res_token], tb);
       memcpy(g->loss_host, k->res[f][g->res_loss], lb);
     }
-  } else if (g->device) {
-    TPRT_RETURN_IF_ERROR(g->backend->synchronize(), "@%s", fn->name);
   }
   return NULL;
 }
@@ -454,6 +472,7 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
     tprt_rank_fail(rank, s);
     s = NULL;
   }
+  if (k.graph) g->backend->graph_destroy(k.graph);
   tprt_exec_destroy(exec);
   tpc__rank_free(g, &k);
   if (g->device && b->rank_end) b->rank_end(rank);
@@ -556,6 +575,8 @@ int main(int argc, char** argv) {
   tpc_signals_install();
   if (o.share_gpus) setenv("TPRT_CUDA_SHARE_DEVICES", "1", 1);
   if (o.share_gpus) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  // A world of threads on several GPUs captures each rank's NCCL collectives on its own (as tpc-run --graph).
+  if (o.graph) setenv("TPRT_CUDA_COPY_ENGINE", "0", 0);
   tpc_run_options_t ro;
   memset(&ro, 0, sizeof ro);
   ro.module_path = o.module_path;

@@ -18,6 +18,7 @@ typedef struct {
   const char* numerics;
   const char* backend;
   bool share_gpus;
+  bool graph;  // --graph: the decode step replayed as a CUDA graph
   const char* weights;
   const char* weight_names;
   const char* inputs;

@@ -8,7 +8,7 @@
 
 enum {
   OPT_PROMPTS, OPT_OUTPUT, OPT_JSON, OPT_MESH, OPT_NUMERICS, OPT_BACKEND, OPT_SHARE_GPUS, OPT_WEIGHTS, OPT_WEIGHT_NAMES,
-  OPT_INPUTS, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_EOS,
+  OPT_INPUTS, OPT_GRAPH, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_EOS,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -25,6 +25,10 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_BACKEND},
     {"share-gpus", 0, NULL, "With --backend cuda: ranks share the GPUs (rank i on GPU i mod count; a test mode)",
      OPT_SHARE_GPUS},
+    {"graph", 0, NULL,
+     "(--backend cuda) run the first decode step, capture the second as a CUDA graph and replay it\n"
+     "for every later one (the prefill steps run as they are)",
+     OPT_GRAPH},
     {"weights", 0, "FILE", "Weights by name: a safetensors file or a Hugging Face index", OPT_WEIGHTS},
     {"weight-names", 0, "RULES", "Rules naming the --weights tensors of each argument (docs/io.md)", OPT_WEIGHT_NAMES},
     {"inputs", 0, "FILE",
@@ -89,6 +93,7 @@ int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o) {
       case OPT_NUMERICS: o->numerics = v; break;
       case OPT_BACKEND: o->backend = v; break;
       case OPT_SHARE_GPUS: o->share_gpus = true; break;
+      case OPT_GRAPH: o->graph = true; break;
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
       case OPT_INPUTS: o->inputs = v; break;
@@ -108,6 +113,10 @@ int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o) {
     }
   }
   if (!ok) return -1;
+  if (o->graph && strcmp(o->backend, "cuda") != 0) {
+    fprintf(stderr, "tpc-generate: error: --graph needs --backend cuda\n");
+    return -1;
+  }
   if (!o->module_path || !o->prompts_path) {
     fprintf(stderr, "tpc-generate: error: give a module and --prompts FILE (tpc-generate --help)\n");
     return -1;
