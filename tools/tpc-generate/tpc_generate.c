@@ -449,6 +449,8 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
   return NULL;
 }
 
+static double tpc__rank_bytes(const tpc_gen_t* g);
+
 static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   tpc_gen_t* g = user;
   int r = tprt_rank_index(rank);
@@ -458,6 +460,9 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
   memset(&k, 0, sizeof k);
   tprt_exec_t* exec = NULL;
   tprt_status_t s = tpc__rank_setup(g, r, &k);
+  if (s)  // the memory the run needs, beside what failed
+    s = tprt_status_annotate(s, "rank %d: setting up %.3f GiB of arguments, caches, results and arena", r,
+                             tpc__rank_bytes(g) / (1u << 30));
   if (!s) s = tprt_exec_create(rank, g->module->chunks, tprt_rank_allocator(rank), &exec);
   if (exec) tprt_exec_set_backend(exec, b);
   while (!s) {
