@@ -9,9 +9,13 @@
 //   tpc-generate gen.mlir --prompts prompts.jsonl --weights w/weights.safetensors
 //                --inputs w/inputs.safetensors [--mesh tp=2] [--backend cuda] [-o out.jsonl]
 //
-// Ranks are threads of this process. Rank 0 schedules between steps; every rank uploads its piece
-// of the step's inputs and runs the step; the ranks meet through the world's collectives before
-// and after each step. The caches stay where the kernels address them: @decode's cache results are
+// Ranks are threads of this process, or processes started by torchrun or mpirun (tprt_procs.h),
+// one rank each. Rank 0 of a world of threads schedules between steps; in a process world every
+// process schedules on its own copy of the requests, from the same prompt file and the same tokens
+// (@decode's token and loss are whole on every rank of a tp mesh), so they take the same
+// decisions without exchanging them, and rank 0's process alone writes. Every rank uploads its
+// piece of the step's inputs and runs the step; the ranks meet through the world's collectives
+// before and after each step. The caches stay where the kernels address them: @decode's cache results are
 // its cache arguments' buffers (updated in place), and @prefill's caches are views of one slot's
 // rows of those buffers.
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +29,7 @@
 #include "tprt_backend.h"
 #include "tprt_exec.h"
 #include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_shard.h"
 #include "tprt_world.h"
 #include "tpc_generate.h"
@@ -49,6 +54,8 @@ typedef struct {
   const tprt_module_t* module;
   const tprt_module_function_t* fn[2];
   tprt_world_t* world;
+  tprt_procs_t* procs;  // a process world (torchrun, mpirun), else NULL
+  int self;             // this process's rank in a process world; 0 in a world of threads
   int nranks;
   int64_t slots, cache, chunk, vocab;
   int role[2][R_NUM];       // per function and role: the argument's index, or -1
@@ -195,12 +202,13 @@ static uint32_t tpc__stream_id(const tpc_request_t* r) {
 static void tpc__finish(tpc_gen_t* g, int64_t s, const char* why) {
   tpc_request_t* r = &g->reqs[g->slot_req[s]];
   r->finish = why;
-  tpc_gen_write_result(g->out, r);
+  if (g->self == 0) tpc_gen_write_result(g->out, r);
   g->slot_req[s] = -1;
   ++g->done;
 }
 
 static void tpc__progress(tpc_gen_t* g, bool last) {
+  if (g->self != 0) return;
   double now = tpc_now();
   if (!last && now - g->last_report < 2.0) return;
   g->last_report = now;
@@ -243,7 +251,7 @@ static int tpc__schedule(tpc_gen_t* g) {
       g->prefill_tokens += n;
       g->prefill_at += g->chunk;
     }
-    if (g->json)
+    if (g->json && g->self == 0)
       fprintf(g->json, "{\"step\": %lld, \"kind\": \"%s\", \"tokens\": %lld, \"ms\": %.4f}\n", (long long)g->steps,
               g->kind == K_DECODE ? "decode" : "prefill", (long long)n, dt * 1e3);
     tpc__progress(g, false);
@@ -436,7 +444,7 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
   }
   if (f == F_DECODE) ++k->decodes;
   if (g->device) TPRT_RETURN_IF_ERROR(g->backend->synchronize(), "@%s", fn->name);
-  if (f == F_DECODE && r == 0) {
+  if (f == F_DECODE && (r == 0 || g->procs)) {  // each process's scheduler reads its own rank's copy
     size_t tb = tprt_tensor_bytes(&fn->results[g->res_token].layout), lb = tprt_tensor_bytes(&fn->results[g->res_loss].layout);
     if (g->device) {
       TPRT_RETURN_IF_ERROR(g->backend->to_host(g->token_host, k->res[f][g->res_token], tb), "token");
@@ -465,8 +473,9 @@ static tprt_status_t tpc__rank(tprt_rank_t* rank, void* user) {
                              tpc__rank_bytes(g) / (1u << 30));
   if (!s) s = tprt_exec_create(rank, g->module->chunks, tprt_rank_allocator(rank), &exec);
   if (exec) tprt_exec_set_backend(exec, b);
+  const bool lead = r == 0 || g->procs != NULL;  // the scheduler of this process's copy
   while (!s) {
-    if (r == 0) tpc__schedule(g);
+    if (lead) tpc__schedule(g);
     if ((s = tpc_meet(rank))) break;
     if (g->kind == K_STOP) break;
     if ((s = tpc__rank_step(g, r, &k, exec))) break;
@@ -511,7 +520,9 @@ static tprt_status_t tpc__load_args(tpc_gen_t* g, tpc_sources_t* src) {
                               "DIR/weights.safetensors and DIR/inputs.safetensors)", mt->name);
     }
     tprt_status_t s = NULL;
+    int first = -1;  // the first rank of this process holding the argument
     for (int r = 0; r < g->nranks && !s; ++r) {
+      if (g->procs && r != g->self) continue;  // the other processes hold the other ranks
       tprt_tensor_t local = mt->layout;
       local.data = g->host_args[r][a] = malloc(tprt_tensor_bytes(&local) ? tprt_tensor_bytes(&local) : 1);
       if (!local.data) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory for %s", mt->name);
@@ -523,10 +534,11 @@ static tprt_status_t tpc__load_args(tpc_gen_t* g, tpc_sources_t* src) {
                          : tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory for %s", mt->name);
         if (!s) s = tprt_shard_extract(&shard, g->world, r, &logical, &local);
         free(logical.data);
-      } else if (r > 0) {
-        memcpy(local.data, g->host_args[0][a], tprt_tensor_bytes(&local));
+      } else if (first >= 0) {
+        memcpy(local.data, g->host_args[first][a], tprt_tensor_bytes(&local));
       } else {
         s = tpc_arg_src_read(src, &as, &local);
+        first = r;
       }
     }
     tpc_arg_src_free(&as);
@@ -621,8 +633,23 @@ int main(int argc, char** argv) {
     tprt_world_options_t w;
     memset(&w, 0, sizeof w);
     w.num_axes = module->num_mesh_axes > 0 ? module->num_mesh_axes : 1;
-    for (int i = 0; i < module->num_mesh_axes; ++i) w.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
+    int mesh_size = 1;
+    for (int i = 0; i < module->num_mesh_axes; ++i) {
+      w.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
+      mesh_size *= module->mesh_shape[i];
+    }
     if (module->num_mesh_axes == 0) w.axes[0] = (tprt_mesh_axis_t){"world", 1};
+    if ((status = tprt_procs_from_env(0, 0, &g->procs))) goto out;
+    if (g->procs && tprt_procs_size(g->procs) != mesh_size) {
+      status = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                                "%s started %d processes but the module's mesh has %d rank%s: launch one process per "
+                                "rank (or tpc-generate alone, whose ranks are then threads)",
+                                tprt_procs_launcher(g->procs), tprt_procs_size(g->procs), mesh_size,
+                                mesh_size == 1 ? "" : "s");
+      goto out;
+    }
+    g->self = g->procs ? tprt_procs_rank(g->procs) : 0;
+    w.procs = g->procs;
     if ((status = tprt_world_create(&w, alloc, &g->world))) goto out;
   }
   g->nranks = tprt_world_size(g->world);
@@ -630,7 +657,9 @@ int main(int argc, char** argv) {
   if ((status = tpc__inputs(g))) goto out;
   if ((status = tpc_sources_open(&ro, alloc, &src))) goto out;
   if ((status = tpc__load_args(g, &src))) goto out;
-  g->out = strcmp(o.output_path, "-") ? fopen(o.output_path, "w") : stdout;
+  // Rank 0's process writes the results (the others run the same schedule without writing).
+  g->out = g->self != 0 ? NULL : strcmp(o.output_path, "-") ? fopen(o.output_path, "w") : stdout;
+  if (g->self != 0) goto opened;
   if (!g->out) {
     status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "--output %s: cannot write it", o.output_path);
     goto out;
@@ -639,10 +668,13 @@ int main(int argc, char** argv) {
     status = tprt_make_status(TPRT_STATUS_NOT_FOUND, "--json %s: cannot write it", o.json_path);
     goto out;
   }
-  fprintf(stderr, "tpc-generate: %s: %lld requests, %lld slots, caches of %lld rows, prefill chunks of %lld; %d rank%s "
-          "(%s), %.3f GiB per rank, numerics %s\n", o.module_path, (long long)g->nreqs, (long long)g->slots,
-          (long long)g->cache, (long long)g->chunk, g->nranks, g->nranks == 1 ? "" : "s", g->backend->name,
-          tpc__rank_bytes(g) / (1u << 30), module->numerics);
+opened:
+  if (g->self == 0)
+    fprintf(stderr, "tpc-generate: %s: %lld requests, %lld slots, caches of %lld rows, prefill chunks of %lld; %d rank%s "
+            "(%s%s%s), %.3f GiB per rank, numerics %s\n", o.module_path, (long long)g->nreqs, (long long)g->slots,
+            (long long)g->cache, (long long)g->chunk, g->nranks, g->nranks == 1 ? "" : "s", g->backend->name,
+            g->procs ? ", one process each, launched by " : "", g->procs ? tprt_procs_launcher(g->procs) : "",
+            tpc__rank_bytes(g) / (1u << 30), module->numerics);
   if (g->backend->configure && (status = g->backend->configure(module->numerics))) goto out;
   g->t0 = g->last_report = tpc_now();
   tpc_signals_watch(g->world);
@@ -650,19 +682,26 @@ int main(int argc, char** argv) {
   tpc_signals_watch(NULL);
   if (status || tpc_signals_caught()) goto out;
   tpc__progress(g, true);
-  fprintf(stderr, "tpc-generate: %lld requests in %.3f s: %lld prompt tokens prefilled in %.3f s, %lld tokens drawn in "
+  if (g->self == 0)
+    fprintf(stderr, "tpc-generate: %lld requests in %.3f s: %lld prompt tokens prefilled in %.3f s, %lld tokens drawn in "
           "%.3f s of decode steps\n", (long long)g->nreqs, tpc_now() - g->t0, (long long)g->prefill_tokens, g->prefill_s,
           (long long)g->decode_tokens, g->decode_s);
   rc = 0;
 out:
   if (status) {
     fprintf(stderr, "tpc-generate: error: %s\n", tprt_status_message(status));
+    if (g->procs) tprt_procs_abort(g->procs, tprt_status_message(status));  // the other processes end with it
     tprt_status_free(status);
   } else if (rc && tpc_signals_caught()) {
     fprintf(stderr, "tpc-generate: %s\n", tpc_signals_message());
     rc = 128 + tpc_signals_caught();
   } else if (rc && g->backend) {
     fprintf(stderr, "tpc-generate: error: the run failed\n");
+  }
+  if (g->procs && rc == 0 && (status = tprt_procs_finish(g->procs))) {
+    fprintf(stderr, "tpc-generate: error: %s\n", tprt_status_message(status));
+    tprt_status_free(status);
+    rc = 1;
   }
   if (g->out && g->out != stdout) fclose(g->out);
   if (g->json) fclose(g->json);
@@ -683,6 +722,7 @@ out:
   tpc_gen_free_requests(g->reqs, g->nreqs);
   tpc_sources_close(&src);
   tprt_world_destroy(g->world);
+  tprt_procs_destroy(g->procs);
   if (module) tprt_module_unload(module, alloc);
   free(g);
   if (compiled) {

@@ -18,7 +18,8 @@ static const tpc_cli_option_t kOptions[] = {
      OPT_PROMPTS},
     {"output", 'o', "FILE", "One JSON line per finished request (default '-': stdout)", OPT_OUTPUT},
     {"json", 0, "FILE", "One JSON timing record per prefill or decode step (JSON Lines)", OPT_JSON},
-    {"mesh", 0, "tp=2[,dp=2]", "Partition the model over this mesh (default: one rank); its ranks are threads",
+    {"mesh", 0, "tp=2", "Partition the model over this mesh (default: one rank); its ranks are threads, or\n"
+     "under torchrun or mpirun one process each",
      OPT_MESH},
     {"numerics", 0, "MODE", "fast, invariant or exact (default: the module's)", OPT_NUMERICS},
     {"backend", 0, "B", "cpu (default) or cuda (one GPU per rank; the model may be a .so from tpc-compile)",
