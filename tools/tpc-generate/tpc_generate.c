@@ -37,50 +37,11 @@
 #include "tpc_run_backend.h"
 #include "tpc_run_compile.h"
 #include "tpc_run_load.h"
-#include "tpc_run_meet.h"
+#include "tpc_run_world.h"
 #include "tpc_run_signal.h"
 #include "tpc_run_tensor.h"
 
-// The per-step arguments of both functions, by name (docs/generation.md).
-enum { R_IDS, R_POSITIONS, R_CACHE_LEN, R_SEED, R_REQUEST, R_TEMPERATURE, R_TOP_K, R_TOP_P, R_NUM };
 static const char* const kRoles[R_NUM] = {"ids", "positions", "cache_len", "seed", "request", "temperature", "top_k", "top_p"};
-enum { F_DECODE, F_PREFILL };
-enum { K_STOP = -1, K_DECODE = F_DECODE, K_PREFILL = F_PREFILL };
-
-typedef struct {
-  const tpc_gen_options_t* o;
-  const tprt_backend_t* backend;
-  bool device;
-  const tprt_module_t* module;
-  const tprt_module_function_t* fn[2];
-  tprt_world_t* world;
-  tprt_procs_t* procs;  // a process world (torchrun, mpirun), else NULL
-  int self;             // this process's rank in a process world; 0 in a world of threads
-  int nranks;
-  int64_t slots, cache, chunk, vocab;
-  int role[2][R_NUM];       // per function and role: the argument's index, or -1
-  int res_token, res_loss;  // @decode's results
-  int* in_place[2];         // per result: the argument whose buffer it is (a cache), or -1
-  int* cache_of;            // per @prefill argument: the @decode cache it views (one slot's rows), or -1
-  int* shared;              // per @prefill argument: the @decode argument of the same name and bytes, or -1
-  bool* is_cache;           // per @decode argument
-  void** host_args[TPC_RUN_MAX_RANKS];  // @decode's weights and tables, per rank (host)
-  // The step rank 0 prepares: its kind, @prefill's slot, the logical per-step inputs.
-  int kind;
-  int64_t slot;
-  tprt_tensor_t in[2][R_NUM];
-  void* token_host;  // rank 0's @decode results
-  void* loss_host;
-  // Scheduling (rank 0).
-  tpc_request_t* reqs;
-  int64_t nreqs, next_req, done, *slot_req;  // slot_req[s]: the request in slot s, or -1
-  int64_t prefilling, prefill_at;            // the request being prefilled and its next chunk's start, or -1
-  int64_t steps, prefill_tokens, decode_tokens;
-  double prefill_s, decode_s, t_step, t0, last_report;
-  FILE* out;
-  FILE* json;
-  tprt_status_t failure;
-} tpc_gen_t;
 
 static int tpc__find(const tprt_module_function_t* fn, const char* name, bool result) {
   int n = result ? fn->num_results : fn->num_args;
@@ -175,130 +136,6 @@ static tprt_status_t tpc__interface(tpc_gen_t* g) {
   int e = FIND_ARG(dec, "embed_tokens.weight");
   g->vocab = e >= 0 ? dec->args[e].logical[0] : INT32_MAX;
   return NULL;
-}
-
-//===----------------------------------------------------------------------===//
-// Rank 0 between steps
-//===----------------------------------------------------------------------===//
-
-static void tpc__set(tprt_tensor_t* t, int64_t i, double v) {
-  switch (t->dtype) {
-    case TPRT_DTYPE_I32: ((int32_t*)t->data)[i] = (int32_t)v; break;
-    case TPRT_DTYPE_I64: ((int64_t*)t->data)[i] = (int64_t)v; break;
-    default: ((float*)t->data)[i] = (float)v; break;
-  }
-}
-
-// The request id of the Philox stream: the line's integer "id" in [0, 2^32), else its index.
-static uint32_t tpc__stream_id(const tpc_request_t* r) {
-  if (r->id) {
-    char* end = NULL;
-    long long v = strtoll(r->id, &end, 10);
-    if (end && !*end && v >= 0 && v <= 0xFFFFFFFFll) return (uint32_t)v;
-  }
-  return (uint32_t)r->index;
-}
-
-static void tpc__finish(tpc_gen_t* g, int64_t s, const char* why) {
-  tpc_request_t* r = &g->reqs[g->slot_req[s]];
-  r->finish = why;
-  if (g->self == 0) tpc_gen_write_result(g->out, r);
-  g->slot_req[s] = -1;
-  ++g->done;
-}
-
-static void tpc__progress(tpc_gen_t* g, bool last) {
-  if (g->self != 0) return;
-  double now = tpc_now();
-  if (!last && now - g->last_report < 2.0) return;
-  g->last_report = now;
-  fprintf(stderr, "tpc-generate: %lld/%lld requests done, %lld tokens drawn; prefill %.1f tokens/s, decode %.1f "
-          "tokens/s\n", (long long)g->done, (long long)g->nreqs, (long long)g->decode_tokens,
-          g->prefill_s > 0 ? (double)g->prefill_tokens / g->prefill_s : 0.0,
-          g->decode_s > 0 ? (double)g->decode_tokens / g->decode_s : 0.0);
-}
-
-// The results of the step just run, then the next step's kind and inputs.
-static int tpc__schedule(tpc_gen_t* g) {
-  if (g->kind != K_STOP && g->steps > 0) {
-    double dt = tpc_now() - g->t_step;
-    int64_t n = 0;
-    if (g->kind == K_DECODE) {
-      const int32_t* tok = g->token_host;
-      const float* loss = g->loss_host;
-      for (int64_t s = 0; s < g->slots; ++s) {
-        if (g->slot_req[s] < 0) continue;
-        tpc_request_t* r = &g->reqs[g->slot_req[s]];
-        ++n;
-        if (tok[s] < 0) {
-          snprintf(r->error, sizeof r->error, "no token could be drawn at position %lld: every logit is -inf or NaN",
-                   (long long)r->len);
-          tpc__finish(g, s, "error");
-          continue;
-        }
-        r->logprobs[r->len - r->prompt_len] = -loss[s];
-        r->tokens[r->len++] = tok[s];
-        if (r->eos >= 0 && tok[s] == r->eos)
-          tpc__finish(g, s, "stop");
-        else if (r->len - r->prompt_len == r->max_new)
-          tpc__finish(g, s, "length");
-      }
-      g->decode_s += dt;
-      g->decode_tokens += n;
-    } else {
-      n = g->chunk;
-      g->prefill_s += dt;
-      g->prefill_tokens += n;
-      g->prefill_at += g->chunk;
-    }
-    if (g->json && g->self == 0)
-      fprintf(g->json, "{\"step\": %lld, \"kind\": \"%s\", \"tokens\": %lld, \"ms\": %.4f}\n", (long long)g->steps,
-              g->kind == K_DECODE ? "decode" : "prefill", (long long)n, dt * 1e3);
-    tpc__progress(g, false);
-  }
-  // A request being prefilled goes on; else a free slot takes the next request.
-  if (g->prefilling >= 0 && g->prefill_at >= g->reqs[g->prefilling].prompt_len - 1) g->prefilling = -1;
-  while (g->prefilling < 0 && g->next_req < g->nreqs) {
-    int64_t s = 0;
-    while (s < g->slots && g->slot_req[s] >= 0) ++s;
-    if (s == g->slots) break;
-    g->slot_req[s] = g->next_req++;
-    if (g->reqs[g->slot_req[s]].prompt_len >= 2) {
-      g->prefilling = g->slot_req[s];
-      g->prefill_at = 0;
-      g->slot = s;
-    }
-  }
-  g->t_step = tpc_now();
-  ++g->steps;
-  if (g->prefilling >= 0) {
-    const tpc_request_t* r = &g->reqs[g->prefilling];
-    tprt_tensor_t* in = g->in[F_PREFILL];
-    for (int64_t i = 0; i < g->chunk; ++i) {
-      int64_t p = g->prefill_at + i;
-      tpc__set(&in[R_IDS], i, p < r->prompt_len - 1 ? r->tokens[p] : 0);
-      tpc__set(&in[R_POSITIONS], i, p < g->cache ? p : g->cache - 1);
-    }
-    tpc__set(&in[R_CACHE_LEN], 0, (double)g->prefill_at);
-    return g->kind = K_PREFILL;
-  }
-  bool any = false;
-  tprt_tensor_t* in = g->in[F_DECODE];
-  for (int64_t s = 0; s < g->slots; ++s) {
-    const tpc_request_t* r = g->slot_req[s] >= 0 ? &g->reqs[g->slot_req[s]] : NULL;
-    any = any || r;
-    // An empty slot decodes a dummy token (greedy, row 0 of its cache); its results are ignored.
-    tpc__set(&in[R_IDS], s, r ? r->tokens[r->len - 1] : 0);
-    tpc__set(&in[R_POSITIONS], s, r ? (double)(r->len - 1) : 0);
-    tpc__set(&in[R_CACHE_LEN], s, r ? (double)(r->len - 1) : 0);
-    tpc__set(&in[R_SEED], s, r ? (double)r->seed : 0);
-    tpc__set(&in[R_REQUEST], s, r ? tpc__stream_id(r) : 0);
-    tpc__set(&in[R_TEMPERATURE], s, r ? r->temperature : 0.0);
-    tpc__set(&in[R_TOP_K], s, r ? r->top_k : 0);
-    tpc__set(&in[R_TOP_P], s, r ? r->top_p : 1.0);
-  }
-  if (!any) --g->steps;
-  return g->kind = any ? K_DECODE : K_STOP;
 }
 
 //===----------------------------------------------------------------------===//
@@ -631,14 +468,7 @@ int main(int argc, char** argv) {
   if ((status = tpc__interface(g))) goto out;
   {
     tprt_world_options_t w;
-    memset(&w, 0, sizeof w);
-    w.num_axes = module->num_mesh_axes > 0 ? module->num_mesh_axes : 1;
-    int mesh_size = 1;
-    for (int i = 0; i < module->num_mesh_axes; ++i) {
-      w.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
-      mesh_size *= module->mesh_shape[i];
-    }
-    if (module->num_mesh_axes == 0) w.axes[0] = (tprt_mesh_axis_t){"world", 1};
+    int mesh_size = tpc_world_options(module, &w);
     if ((status = tprt_procs_from_env(0, 0, &g->procs))) goto out;
     if (g->procs && tprt_procs_size(g->procs) != mesh_size) {
       status = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,

@@ -1,5 +1,6 @@
-// tpc-generate's pieces beside main (tpc_generate.c): the command line (tpc_generate_args.c) and
-// the requests, read from a JSONL file and written as JSONL (tpc_generate_requests.c).
+// tpc-generate's pieces beside main (tpc_generate.c): the command line (tpc_generate_args.c), the
+// requests, read from a JSONL file and written as JSONL (tpc_generate_requests.c), and the
+// scheduler between steps (tpc_generate_schedule.c).
 #ifndef TPC_GENERATE_H_
 #define TPC_GENERATE_H_
 
@@ -7,7 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tprt_backend.h"
+#include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_status.h"
+#include "tprt_tensor.h"
+#include "tprt_world.h"
+#include "tpc_run_args.h"  // TPC_RUN_MAX_RANKS
 
 typedef struct {
   const char* module_path;
@@ -61,5 +68,56 @@ void tpc_gen_free_requests(tpc_request_t* r, int64_t count);
 /// Writes a finished request as one JSON line: index, id, prompt_tokens, tokens (the drawn ones),
 /// logprobs (f32, printed so that they read back to the same bits), finish_reason and error.
 void tpc_gen_write_result(FILE* out, const tpc_request_t* r);
+
+//===----------------------------------------------------------------------===//
+// The run: main sets it up (tpc_generate.c), the ranks run its steps, and between steps the
+// scheduler (tpc_generate_schedule.c) takes their results and sets the next one
+//===----------------------------------------------------------------------===//
+
+// The per-step arguments of both functions, by name (docs/generation.md).
+enum { R_IDS, R_POSITIONS, R_CACHE_LEN, R_SEED, R_REQUEST, R_TEMPERATURE, R_TOP_K, R_TOP_P, R_NUM };
+enum { F_DECODE, F_PREFILL };
+enum { K_STOP = -1, K_DECODE = F_DECODE, K_PREFILL = F_PREFILL };
+
+typedef struct {
+  const tpc_gen_options_t* o;
+  const tprt_backend_t* backend;
+  bool device;
+  const tprt_module_t* module;
+  const tprt_module_function_t* fn[2];
+  tprt_world_t* world;
+  tprt_procs_t* procs;  // a process world (torchrun, mpirun), else NULL
+  int self;             // this process's rank in a process world; 0 in a world of threads
+  int nranks;
+  int64_t slots, cache, chunk, vocab;
+  int role[2][R_NUM];       // per function and role: the argument's index, or -1
+  int res_token, res_loss;  // @decode's results
+  int* in_place[2];         // per result: the argument whose buffer it is (a cache), or -1
+  int* cache_of;            // per @prefill argument: the @decode cache it views (one slot's rows), or -1
+  int* shared;              // per @prefill argument: the @decode argument of the same name and bytes, or -1
+  bool* is_cache;           // per @decode argument
+  void** host_args[TPC_RUN_MAX_RANKS];  // @decode's weights and tables, per rank (host)
+  // The step rank 0 prepares: its kind, @prefill's slot, the logical per-step inputs.
+  int kind;
+  int64_t slot;
+  tprt_tensor_t in[2][R_NUM];
+  void* token_host;  // rank 0's @decode results
+  void* loss_host;
+  // Scheduling (rank 0).
+  tpc_request_t* reqs;
+  int64_t nreqs, next_req, done, *slot_req;  // slot_req[s]: the request in slot s, or -1
+  int64_t prefilling, prefill_at;            // the request being prefilled and its next chunk's start, or -1
+  int64_t steps, prefill_tokens, decode_tokens;
+  double prefill_s, decode_s, t_step, t0, last_report;
+  FILE* out;
+  FILE* json;
+  tprt_status_t failure;
+} tpc_gen_t;
+
+/// Between steps: the results of the step just run into their requests (finished ones written),
+/// waiting requests into free slots, then the next step's kind and inputs. Returns that kind.
+int tpc__schedule(tpc_gen_t* g);
+/// Progress on stderr (every 2 seconds, and at the end with |last|); rank 0's process only.
+void tpc__progress(tpc_gen_t* g, bool last);
 
 #endif  // TPC_GENERATE_H_

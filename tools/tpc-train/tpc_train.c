@@ -48,6 +48,7 @@
 #include "tpc_run_signal.h"
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
+#include "tpc_run_world.h"
 
 static int tpc__find_arg(const tprt_module_function_t* fn, const char* name) {
   for (int a = 0; a < fn->num_args; ++a)
@@ -358,14 +359,7 @@ int main(int argc, char** argv) {
   // The world: the module's mesh (with micro-batches, mb has one member now); in a process world,
   // one rank per process.
   tprt_world_options_t wopts;
-  memset(&wopts, 0, sizeof wopts);
-  wopts.num_axes = module->num_mesh_axes > 0 ? module->num_mesh_axes : 1;
-  int mesh_size = 1;
-  for (int i = 0; i < module->num_mesh_axes; ++i) {
-    wopts.axes[i] = (tprt_mesh_axis_t){module->mesh_axes[i], module->mesh_shape[i]};
-    mesh_size *= module->mesh_shape[i];
-  }
-  if (module->num_mesh_axes == 0) wopts.axes[0] = (tprt_mesh_axis_t){"world", 1};
+  int mesh_size = tpc_world_options(module, &wopts);
   if (t->procs && tprt_procs_size(t->procs) != mesh_size) {
     char mesh[300];
     snprintf(mesh, sizeof mesh, precompiled ? "the module's mesh" : "--mesh %s", o.mesh ? o.mesh : "tp=1");

@@ -15,7 +15,7 @@
 #include "tprt_world.h"
 #include "tpc_run_signal.h"
 #include "tpc_train.h"
-#include "tpc_run_meet.h"
+#include "tpc_run_world.h"
 
 bool tpc__leads(const tpc_train_t* t, int r) { return r == 0 || t->procs != NULL; }
 

@@ -18,7 +18,7 @@
 #include "tpc_run_signal.h"
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
-#include "tpc_run_meet.h"
+#include "tpc_run_world.h"
 
 // |v| as a JSON number (%.9g), or null when it is not finite (JSON has no NaN or infinity), in |buf|
 // (32 bytes).

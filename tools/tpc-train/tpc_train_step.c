@@ -16,7 +16,7 @@
 #include "tpc_run_load.h"
 #include "tpc_run_tensor.h"
 #include "tpc_train.h"
-#include "tpc_run_meet.h"
+#include "tpc_run_world.h"
 
 bool tpc__in_place(const tpc_train_t* t, const tprt_module_function_t* fn, int j) {
   return fn == t->rfn && t->next && t->next[j] >= 0;
