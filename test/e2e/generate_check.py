@@ -14,6 +14,12 @@
       tpc-generate's prompts and output lines as a run (the requests keyed by their "id").
   generate_check.py prompts OUT.jsonl --prompts 5,3,7 [--order 2,0,1] [--new N]
       the prompts of `run` as tpc-generate's JSONL (id = request index), in --order.
+  generate_check.py text-prompts TOKENIZER.json OUT.jsonl
+      3 texts (ASCII, punctuation and spaces, non-ASCII with tabs and newlines), each twice: as
+      "text" and as the "tokens" tools/tokenize.py's encode makes of it (same id).
+  generate_check.py text-check TOKENIZER.json OUT.jsonl
+      each text request drew what its tokens twin drew (so tpc-generate encodes as tokenize.py),
+      and its "text" is tokenize.py's decoding of its tokens.
   generate_check.py same RUN1.json RUN2.json
       every request drew the same tokens with the same loss bits in both runs."""
 import argparse
@@ -187,6 +193,53 @@ def write_prompts(a):
     return 0
 
 
+TEXTS = ["This program is free software; you can redistribute it",
+         "  Copyright (C) 2007 Free Software Foundation, Inc. <https://fsf.org/>",
+         "na\u00efve caf\u00e9 \u2014 \u00fcn\u00efcode\ttabs\n\nnewlines   spaces"]
+
+
+def _tokenizer(path):
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("tpc_tokenize", os.path.join(here, "..", "..", "tools", "tokenize.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    merges = [tuple(m) for m in json.load(open(path))["merges"]]
+    return mod, merges
+
+
+def text_prompts(a):
+    mod, merges = _tokenizer(a.tokenizer)
+    with open(a.out, "w") as f:
+        for i, t in enumerate(TEXTS):
+            f.write(json.dumps({"id": i, "text": t, "max_tokens": 3}) + "\n")
+            f.write(json.dumps({"id": i, "tokens": mod.encode(t, merges), "max_tokens": 3}) + "\n")
+    return 0
+
+
+def text_check(a):
+    _, merges = _tokenizer(a.tokenizer)
+
+    def raw(t):
+        if t < 256:
+            return bytes([t])
+        x, y = merges[t - 256]
+        return raw(x) + raw(y)
+
+    rows = sorted((json.loads(line) for line in open(a.out)), key=lambda o: o["index"])
+    ok = True
+    for x, y in zip(rows[::2], rows[1::2]):
+        same = (x["prompt_tokens"], x["tokens"], x["logprobs"]) == (y["prompt_tokens"], y["tokens"], y["logprobs"])
+        text = b"".join(raw(t) for t in x["tokens"]).decode("utf-8", errors="replace")
+        ok = ok and same and x.get("text") == text
+        print(f"text {x['id']}: {x['prompt_tokens']} prompt tokens, "
+              f"{'the same draw as its tokens' if same else 'ANOTHER draw than its tokens'}, "
+              f"{'text decoded' if x.get('text') == text else 'WRONG text'}")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
 def main(argv):
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -221,11 +274,16 @@ def main(argv):
     w.add_argument("--order")
     w.add_argument("--new", type=int, default=4)
     w.add_argument("--vocab", type=int, default=256)
+    for name in ("text-prompts", "text-check"):
+        t = sub.add_parser(name)
+        t.add_argument("tokenizer")
+        t.add_argument("out")
     m = sub.add_parser("same")
     m.add_argument("first")
     m.add_argument("second")
     a = p.parse_args(argv)
-    return {"run": run, "score": score, "same": same, "import": import_run, "prompts": write_prompts}[a.cmd](a)
+    return {"run": run, "score": score, "same": same, "import": import_run, "prompts": write_prompts,
+            "text-prompts": text_prompts, "text-check": text_check}[a.cmd](a)
 
 
 if __name__ == "__main__":

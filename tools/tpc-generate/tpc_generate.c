@@ -483,7 +483,10 @@ int main(int argc, char** argv) {
     if ((status = tprt_world_create(&w, alloc, &g->world))) goto out;
   }
   g->nranks = tprt_world_size(g->world);
-  if ((status = tpc_gen_read_requests(o.prompts_path, &o, g->vocab, g->cache, g->chunk, &g->reqs, &g->nreqs))) goto out;
+  if (o.tokenizer && (status = tpc_tokenizer_load(o.tokenizer, &g->tokenizer))) goto out;
+  if ((status = tpc_gen_read_requests(o.prompts_path, &o, g->tokenizer, g->vocab, g->cache, g->chunk, &g->reqs,
+                                      &g->nreqs)))
+    goto out;
   if ((status = tpc__inputs(g))) goto out;
   if ((status = tpc_sources_open(&ro, alloc, &src))) goto out;
   if ((status = tpc__load_args(g, &src))) goto out;
@@ -550,6 +553,7 @@ out:
   free(g->cache_of);
   free(g->shared);
   tpc_gen_free_requests(g->reqs, g->nreqs);
+  tpc_tokenizer_free(g->tokenizer);
   tpc_sources_close(&src);
   tprt_world_destroy(g->world);
   tprt_procs_destroy(g->procs);

@@ -29,6 +29,7 @@ typedef struct {
   const char* weights;
   const char* weight_names;
   const char* inputs;
+  const char* tokenizer;  // --tokenizer: tools/tokenize.py's PREFIX.tokenizer.json, for "text" prompts
   // Request defaults (a prompt line may set its own).
   int64_t max_tokens;
   double temperature, top_p;
@@ -39,6 +40,17 @@ typedef struct {
 
 /// Parses argv into |o| (defaults first). 1: generate; 0: --help/--version printed; -1: an error.
 int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o);
+
+/// tools/tokenize.py's byte-level BPE (tpc_generate_text.c): PREFIX.tokenizer.json's merges.
+typedef struct tpc_tokenizer_t tpc_tokenizer_t;
+tprt_status_t tpc_tokenizer_load(const char* path, tpc_tokenizer_t** out) TPRT_MUST_USE_RESULT;
+void tpc_tokenizer_free(tpc_tokenizer_t* t);
+int64_t tpc_tokenizer_vocab(const tpc_tokenizer_t* t);
+/// |text|'s tokens, as tools/tokenize.py's encode makes them (malloc'd into *out).
+tprt_status_t tpc_tokenizer_encode(const tpc_tokenizer_t* t, const char* text, int32_t** out,
+                                   int64_t* count) TPRT_MUST_USE_RESULT;
+/// The bytes of |count| tokens (ids outside the vocabulary skipped), NUL-terminated (malloc'd).
+char* tpc_tokenizer_decode(const tpc_tokenizer_t* t, const int32_t* tokens, int64_t count);
 
 /// One request: its prompt line's fields, then what was drawn.
 typedef struct {
@@ -61,13 +73,16 @@ typedef struct {
 /// "top_k", "top_p", "seed", "eos"}), with |o|'s defaults; checks each against the vocabulary
 /// |vocab| and the rows a sequence's KV cache holds (|cache| rows, prefill chunks of |chunk|). The
 /// error names the file and line.
-tprt_status_t tpc_gen_read_requests(const char* path, const tpc_gen_options_t* o, int64_t vocab, int64_t cache,
-                                    int64_t chunk, tpc_request_t** out, int64_t* count) TPRT_MUST_USE_RESULT;
+/// With |tok| a line may give "text" instead of "tokens".
+tprt_status_t tpc_gen_read_requests(const char* path, const tpc_gen_options_t* o, const tpc_tokenizer_t* tok,
+                                    int64_t vocab, int64_t cache, int64_t chunk, tpc_request_t** out,
+                                    int64_t* count) TPRT_MUST_USE_RESULT;
 void tpc_gen_free_requests(tpc_request_t* r, int64_t count);
 
 /// Writes a finished request as one JSON line: index, id, prompt_tokens, tokens (the drawn ones),
-/// logprobs (f32, printed so that they read back to the same bits), finish_reason and error.
-void tpc_gen_write_result(FILE* out, const tpc_request_t* r);
+/// logprobs (f32, printed so that they read back to the same bits), finish_reason, error and, with
+/// |tok|, text (the drawn tokens decoded; invalid UTF-8 replaced by U+FFFD).
+void tpc_gen_write_result(FILE* out, const tpc_request_t* r, const tpc_tokenizer_t* tok);
 
 //===----------------------------------------------------------------------===//
 // The run: main sets it up (tpc_generate.c), the ranks run its steps, and between steps the
@@ -105,6 +120,7 @@ typedef struct {
   void* loss_host;
   // Scheduling (rank 0).
   tpc_request_t* reqs;
+  tpc_tokenizer_t* tokenizer;
   int64_t nreqs, next_req, done, *slot_req;  // slot_req[s]: the request in slot s, or -1
   int64_t prefilling, prefill_at;            // the request being prefilled and its next chunk's start, or -1
   int64_t steps, prefill_tokens, decode_tokens;

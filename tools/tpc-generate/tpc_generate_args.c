@@ -8,7 +8,7 @@
 
 enum {
   OPT_PROMPTS, OPT_OUTPUT, OPT_JSON, OPT_MESH, OPT_NUMERICS, OPT_BACKEND, OPT_SHARE_GPUS, OPT_WEIGHTS, OPT_WEIGHT_NAMES,
-  OPT_INPUTS, OPT_GRAPH, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_EOS,
+  OPT_INPUTS, OPT_TOKENIZER, OPT_GRAPH, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_EOS,
 };
 
 static const tpc_cli_option_t kOptions[] = {
@@ -36,6 +36,10 @@ static const tpc_cli_option_t kOptions[] = {
      "Tables by name: the rotary tables rope_cos and rope_sin (tpc_torch.export --generate --weights DIR\n"
      "writes DIR/inputs.safetensors)",
      OPT_INPUTS},
+    {"tokenizer", 0, "FILE",
+     "tools/tokenize.py's PREFIX.tokenizer.json: lines may give \"text\" instead of \"tokens\", and each\n"
+     "result has the drawn tokens' \"text\"",
+     OPT_TOKENIZER},
     {"max-tokens", 0, "N", "Tokens to draw per request unless its line says (default 16)", OPT_MAX_TOKENS},
     {"temperature", 0, "T", "Sampling temperature; 0 is greedy (default 1)", OPT_TEMPERATURE},
     {"top-k", 0, "K", "Draw among the K largest logits; 0: all (default 0)", OPT_TOP_K},
@@ -98,6 +102,7 @@ int tpc_gen_parse_args(int argc, char** argv, tpc_gen_options_t* o) {
       case OPT_WEIGHTS: o->weights = v; break;
       case OPT_WEIGHT_NAMES: o->weight_names = v; break;
       case OPT_INPUTS: o->inputs = v; break;
+      case OPT_TOKENIZER: o->tokenizer = v; break;
       case OPT_MAX_TOKENS: ok = tpc_cli_count(&kCli, &st, 1, &o->max_tokens); break;
       case OPT_TEMPERATURE: ok = tpc_cli_number(&kCli, &st, 0.0, 1e30, &o->temperature); break;
       case OPT_TOP_K: ok = tpc_cli_count(&kCli, &st, 0, &o->top_k); break;

@@ -10,7 +10,7 @@
 
 #include "tpc_generate.h"
 
-static const char* const kKeys[] = {"tokens", "id", "max_tokens", "temperature", "top_k", "top_p", "seed", "eos"};
+static const char* const kKeys[] = {"tokens", "text", "id", "max_tokens", "temperature", "top_k", "top_p", "seed", "eos"};
 
 // A number field of |obj| in [lo, hi] (an integer when |integer|), or |dflt| when absent.
 static tprt_status_t tpc__field(const cJSON* obj, const char* key, double lo, double hi, bool integer, double dflt,
@@ -26,8 +26,8 @@ static tprt_status_t tpc__field(const cJSON* obj, const char* key, double lo, do
   return NULL;
 }
 
-static tprt_status_t tpc__parse_line(const char* text, const tpc_gen_options_t* o, int64_t vocab, int64_t cache,
-                                     int64_t chunk, const char* where, tpc_request_t* r) {
+static tprt_status_t tpc__parse_line(const char* text, const tpc_gen_options_t* o, const tpc_tokenizer_t* tok,
+                                     int64_t vocab, int64_t cache, int64_t chunk, const char* where, tpc_request_t* r) {
   cJSON* obj = cJSON_Parse(text);
   if (!obj || !cJSON_IsObject(obj)) {
     cJSON_Delete(obj);
@@ -39,13 +39,27 @@ static tprt_status_t tpc__parse_line(const char* text, const tpc_gen_options_t* 
     bool known = false;
     for (size_t k = 0; k < sizeof kKeys / sizeof kKeys[0]; ++k) known = known || !strcmp(it->string, kKeys[k]);
     if (!known)
-      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unknown field \"%s\" (known: tokens, id, max_tokens, "
-                           "temperature, top_k, top_p, seed, eos; text prompts need token ids)", where, it->string);
+      s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: unknown field \"%s\" (known: tokens, text, id, "
+                           "max_tokens, temperature, top_k, top_p, seed, eos)", where, it->string);
   }
   const cJSON* toks = cJSON_GetObjectItemCaseSensitive(obj, "tokens");
-  if (!s && !cJSON_IsArray(toks))
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: \"tokens\" must be an array of token ids", where);
-  int64_t n = s ? 0 : cJSON_GetArraySize(toks);
+  const cJSON* words = cJSON_GetObjectItemCaseSensitive(obj, "text");
+  int32_t* encoded = NULL;
+  int64_t n = 0;
+  if (!s && words && toks)
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: give \"tokens\" or \"text\", not both", where);
+  else if (!s && words && !tok)
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: a \"text\" prompt needs --tokenizer (tools/tokenize.py's "
+                         "PREFIX.tokenizer.json)", where);
+  else if (!s && words && !cJSON_IsString(words))
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: \"text\" must be a string", where);
+  else if (!s && words)
+    s = tpc_tokenizer_encode(tok, words->valuestring, &encoded, &n);
+  else if (!s && !cJSON_IsArray(toks))
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: \"tokens\" must be an array of token ids%s", where,
+                         tok ? " (or \"text\" a string)" : "");
+  else if (!s)
+    n = cJSON_GetArraySize(toks);
   if (!s && n == 0) s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: the prompt is empty", where);
   double max_new = 0, t = 0, k = 0, p = 0, seed = 0, eos = 0;
   if (!s) s = tpc__field(obj, "max_tokens", 1, 1e15, true, (double)o->max_tokens, where, &max_new);
@@ -71,7 +85,14 @@ static tprt_status_t tpc__parse_line(const char* text, const tpc_gen_options_t* 
     r->logprobs = malloc((size_t)max_new * sizeof *r->logprobs);
     if (!r->tokens || !r->logprobs) s = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory", where);
   }
-  for (int64_t i = 0; !s && i < n; ++i) {
+  for (int64_t i = 0; !s && encoded && i < n; ++i) {
+    if (encoded[i] >= vocab)
+      s = tprt_make_status(TPRT_STATUS_OUT_OF_RANGE, "%s: the text's token %lld is %d, outside the model's vocabulary "
+                           "[0, %lld): the tokenizer is not the model's", where, (long long)i, encoded[i], (long long)vocab);
+    else
+      r->tokens[i] = encoded[i];
+  }
+  for (int64_t i = 0; !s && !encoded && i < n; ++i) {
     const cJSON* v = cJSON_GetArrayItem(toks, (int)i);
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= 0 && x < (double)vocab) || x != floor(x))
@@ -96,12 +117,14 @@ static tprt_status_t tpc__parse_line(const char* text, const tpc_gen_options_t* 
     r->seed = (uint64_t)seed;
     r->eos = (int64_t)eos;
   }
+  free(encoded);
   cJSON_Delete(obj);
   return s;
 }
 
-tprt_status_t tpc_gen_read_requests(const char* path, const tpc_gen_options_t* o, int64_t vocab, int64_t cache,
-                                    int64_t chunk, tpc_request_t** out, int64_t* count) {
+tprt_status_t tpc_gen_read_requests(const char* path, const tpc_gen_options_t* o, const tpc_tokenizer_t* tok,
+                                    int64_t vocab, int64_t cache, int64_t chunk, tpc_request_t** out,
+                                    int64_t* count) {
   FILE* f = strcmp(path, "-") ? fopen(path, "r") : stdin;
   if (!f) return tprt_make_status(TPRT_STATUS_NOT_FOUND, "--prompts %s: cannot open it", path);
   tpc_request_t* reqs = NULL;
@@ -128,7 +151,7 @@ tprt_status_t tpc_gen_read_requests(const char* path, const tpc_gen_options_t* o
     memset(&reqs[n], 0, sizeof reqs[n]);
     char where[4096 + 32];
     snprintf(where, sizeof where, "%s:%d", path, lineno);
-    s = tpc__parse_line(line, o, vocab, cache, chunk, where, &reqs[n]);
+    s = tpc__parse_line(line, o, tok, vocab, cache, chunk, where, &reqs[n]);
     reqs[n].index = n;
     reqs[n].line = lineno;
     ++n;
@@ -154,7 +177,31 @@ void tpc_gen_free_requests(tpc_request_t* r, int64_t count) {
   free(r);
 }
 
-void tpc_gen_write_result(FILE* out, const tpc_request_t* r) {
+// |s| with every invalid UTF-8 sequence replaced by U+FFFD (malloc'd).
+static char* tpc__utf8(const char* s) {
+  size_t n = strlen(s);
+  unsigned char* o = malloc(3 * n + 1);
+  if (!o) return NULL;
+  size_t w = 0;
+  for (size_t i = 0; i < n;) {
+    const unsigned char* u = (const unsigned char*)s + i;
+    size_t len = u[0] < 0x80 ? 1 : (u[0] >> 5) == 6 ? 2 : (u[0] >> 4) == 14 ? 3 : (u[0] >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (u[k] & 0xC0) == 0x80;
+    if (ok) {
+      memcpy(o + w, u, len);
+      w += len;
+      i += len;
+    } else {
+      o[w++] = 0xEF, o[w++] = 0xBF, o[w++] = 0xBD;
+      i += 1;
+    }
+  }
+  o[w] = 0;
+  return (char*)o;
+}
+
+void tpc_gen_write_result(FILE* out, const tpc_request_t* r, const tpc_tokenizer_t* tok) {
   fprintf(out, "{\"index\": %lld", (long long)r->index);
   if (r->id) fprintf(out, ", \"id\": %s", r->id);
   fprintf(out, ", \"prompt_tokens\": %lld, \"tokens\": [", (long long)r->prompt_len);
@@ -163,6 +210,17 @@ void tpc_gen_write_result(FILE* out, const tpc_request_t* r) {
   // %.9g reads back to the same f32.
   for (int64_t i = 0; i < r->len - r->prompt_len; ++i) fprintf(out, "%s%.9g", i ? ", " : "", (double)r->logprobs[i]);
   fprintf(out, "], \"finish_reason\": \"%s\"", r->finish ? r->finish : "length");
+  if (tok) {
+    char* raw = tpc_tokenizer_decode(tok, r->tokens + r->prompt_len, r->len - r->prompt_len);
+    char* clean = raw ? tpc__utf8(raw) : NULL;
+    cJSON* t = cJSON_CreateString(clean ? clean : "");
+    char* text = cJSON_PrintUnformatted(t);
+    fprintf(out, ", \"text\": %s", text ? text : "\"\"");
+    free(text);
+    cJSON_Delete(t);
+    free(clean);
+    free(raw);
+  }
   if (r->error[0]) {
     cJSON* e = cJSON_CreateString(r->error);
     char* text = cJSON_PrintUnformatted(e);

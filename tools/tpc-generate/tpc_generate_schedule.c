@@ -29,7 +29,7 @@ static uint32_t tpc__stream_id(const tpc_request_t* r) {
 static void tpc__finish(tpc_gen_t* g, int64_t s, const char* why) {
   tpc_request_t* r = &g->reqs[g->slot_req[s]];
   r->finish = why;
-  if (g->self == 0) tpc_gen_write_result(g->out, r);
+  if (g->self == 0) tpc_gen_write_result(g->out, r, g->tokenizer);
   g->slot_req[s] = -1;
   ++g->done;
 }
