@@ -470,14 +470,7 @@ int main(int argc, char** argv) {
     tprt_world_options_t w;
     int mesh_size = tpc_world_options(module, &w);
     if ((status = tprt_procs_from_env(0, 0, &g->procs))) goto out;
-    if (g->procs && tprt_procs_size(g->procs) != mesh_size) {
-      status = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                                "%s started %d processes but the module's mesh has %d rank%s: launch one process per "
-                                "rank (or tpc-generate alone, whose ranks are then threads)",
-                                tprt_procs_launcher(g->procs), tprt_procs_size(g->procs), mesh_size,
-                                mesh_size == 1 ? "" : "s");
-      goto out;
-    }
+    if ((status = tpc_world_check_procs(g->procs, mesh_size, "the module's mesh", "tpc-generate"))) goto out;
     g->self = g->procs ? tprt_procs_rank(g->procs) : 0;
     w.procs = g->procs;
     if ((status = tprt_world_create(&w, alloc, &g->world))) goto out;

@@ -25,3 +25,12 @@ int tpc_world_options(const tprt_module_t* module, tprt_world_options_t* out) {
   if (module->num_mesh_axes == 0) out->axes[0] = (tprt_mesh_axis_t){"world", 1};
   return size;
 }
+
+tprt_status_t tpc_world_check_procs(const tprt_procs_t* procs, int mesh_size, const char* mesh, const char* tool) {
+  if (!procs || tprt_procs_size(procs) == mesh_size) return NULL;
+  return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                          "%s started %d processes but %s has %d rank%s: launch one process per rank (or %s alone, "
+                          "whose ranks are then threads)",
+                          tprt_procs_launcher(procs), tprt_procs_size(procs), mesh, mesh_size, mesh_size == 1 ? "" : "s",
+                          tool);
+}

@@ -360,15 +360,10 @@ int main(int argc, char** argv) {
   // one rank per process.
   tprt_world_options_t wopts;
   int mesh_size = tpc_world_options(module, &wopts);
-  if (t->procs && tprt_procs_size(t->procs) != mesh_size) {
+  {
     char mesh[300];
     snprintf(mesh, sizeof mesh, precompiled ? "the module's mesh" : "--mesh %s", o.mesh ? o.mesh : "tp=1");
-    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                         "%s started %d processes but %s has %d rank%s: launch one process per rank (or tpc-train "
-                         "alone, whose ranks are then threads)",
-                         tprt_procs_launcher(t->procs), tprt_procs_size(t->procs), mesh, mesh_size,
-                         mesh_size == 1 ? "" : "s");
-    goto fail;
+    if ((s = tpc_world_check_procs(t->procs, mesh_size, mesh, "tpc-train"))) goto fail;
   }
   wopts.procs = t->procs;
   if ((s = tprt_world_create(&wopts, tprt_allocator_system(), &t->world))) goto fail;
