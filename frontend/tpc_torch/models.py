@@ -93,10 +93,12 @@ def _skeleton(auto, config, kwargs):
     construction computes (the rotary frequencies) are rebuilt on the CPU. Every float buffer is
     NaN until rebuilt (to_empty leaves memory uninitialised, whose bits a check could not trust),
     so one the export needs and nothing rebuilt is refused, every run alike; the embedding and LM
-    head's (Gemma's embed_scale) are not exported and not checked."""
+    head's (Gemma's embed_scale) are not exported and not checked. A head tied to the embedding is
+    tied again after to_empty, which gives every parameter its own storage."""
     with torch.device("meta"):
         model = auto.from_config(config, **kwargs)
     model = model.to_empty(device="cpu")
+    model.tie_weights()  # to_empty gives each parameter its own storage: a tied head would be garbage
     with torch.no_grad():
         for buf in model.buffers():
             if buf.is_floating_point():
