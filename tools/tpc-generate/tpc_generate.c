@@ -146,7 +146,15 @@ typedef struct {
   void** args[2];
   void** res[2];
   void* arena;
-  void* stage;  // host staging of one per-step input piece
+  // Each function's per-step inputs live in one block (uploaded by one copy from |stage|), and
+  // @decode's token and loss in another (brought back by one copy into |outstage|): a step costs
+  // two transfers, not one per tensor.
+  void* in_block[2];
+  size_t in_off[2][R_NUM], in_bytes[2];
+  void* out_block;
+  size_t loss_off;
+  void* stage;
+  void* outstage;
   int64_t decodes;  // decode steps run so far (--graph: the first runs as it is, the second is captured)
   void* graph;
 } tpc_kbuf_t;
@@ -171,6 +179,14 @@ static tprt_status_t tpc__put(tpc_gen_t* g, void* k, const void* host, size_t by
 }
 
 // The rank's buffers: weights and tables uploaded, caches zeroed, @prefill's shared ones aliased.
+static size_t tpc__align(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static bool tpc__is_role(const tpc_gen_t* g, int f, int a) {
+  for (int q = 0; q < R_NUM; ++q)
+    if (g->role[f][q] == a) return true;
+  return false;
+}
+
 static tprt_status_t tpc__rank_setup(tpc_gen_t* g, int r, tpc_kbuf_t* k) {
   const tprt_module_function_t *dec = g->fn[F_DECODE], *pre = g->fn[F_PREFILL];
   size_t stage = 0;
@@ -178,16 +194,31 @@ static tprt_status_t tpc__rank_setup(tpc_gen_t* g, int r, tpc_kbuf_t* k) {
     k->args[f] = calloc((size_t)g->fn[f]->num_args + 1, sizeof(void*));
     k->res[f] = calloc((size_t)g->fn[f]->num_results + 1, sizeof(void*));
     if (!k->args[f] || !k->res[f]) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    for (int a = 0; a < g->fn[f]->num_args; ++a) {
-      size_t b = tprt_tensor_bytes(&g->fn[f]->args[a].layout);
-      if (b > stage) stage = b;
+    for (int q = 0; q < R_NUM; ++q) {
+      int a = g->role[f][q];
+      if (a < 0) continue;
+      k->in_off[f][q] = k->in_bytes[f];
+      k->in_bytes[f] += tpc__align(tprt_tensor_bytes(&g->fn[f]->args[a].layout));
     }
+    if (k->in_bytes[f] > stage) stage = k->in_bytes[f];
+    TPRT_RETURN_IF_ERROR(tpc__kalloc(g, k->in_bytes[f], &k->in_block[f]), "the per-step inputs (%zu bytes)",
+                         k->in_bytes[f]);
+    for (int q = 0; q < R_NUM; ++q)
+      if (g->role[f][q] >= 0) k->args[f][g->role[f][q]] = (char*)k->in_block[f] + k->in_off[f][q];
   }
+  size_t tb = tprt_tensor_bytes(&dec->results[g->res_token].layout);
+  k->loss_off = tpc__align(tb);
+  size_t out = k->loss_off + tprt_tensor_bytes(&dec->results[g->res_loss].layout);
+  TPRT_RETURN_IF_ERROR(tpc__kalloc(g, out, &k->out_block), "the token and loss (%zu bytes)", out);
+  k->res[F_DECODE][g->res_token] = k->out_block;
+  k->res[F_DECODE][g->res_loss] = (char*)k->out_block + k->loss_off;
   int64_t arena = dec->arena_bytes > pre->arena_bytes ? dec->arena_bytes : pre->arena_bytes;
   TPRT_RETURN_IF_ERROR(tpc__kalloc(g, (size_t)arena, &k->arena), "the arena of %lld bytes", (long long)arena);
   k->stage = malloc(stage ? stage : 1);
-  if (!k->stage) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+  k->outstage = malloc(out);
+  if (!k->stage || !k->outstage) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
   for (int a = 0; a < dec->num_args; ++a) {
+    if (tpc__is_role(g, F_DECODE, a)) continue;
     size_t bytes = tprt_tensor_bytes(&dec->args[a].layout);
     TPRT_RETURN_IF_ERROR(tpc__kalloc(g, bytes, &k->args[F_DECODE][a]), "argument %s (%zu bytes)", dec->args[a].name,
                          bytes);
@@ -205,13 +236,13 @@ static tprt_status_t tpc__rank_setup(tpc_gen_t* g, int r, tpc_kbuf_t* k) {
   for (int a = 0; a < pre->num_args; ++a) {
     if (g->shared[a] >= 0)
       k->args[F_PREFILL][a] = k->args[F_DECODE][g->shared[a]];
-    else if (g->cache_of[a] < 0)
+    else if (g->cache_of[a] < 0 && !tpc__is_role(g, F_PREFILL, a))
       TPRT_RETURN_IF_ERROR(tpc__kalloc(g, tprt_tensor_bytes(&pre->args[a].layout), &k->args[F_PREFILL][a]),
                            "argument %s", pre->args[a].name);
   }
   for (int f = 0; f < 2; ++f)
     for (int j = 0; j < g->fn[f]->num_results; ++j)
-      if (g->in_place[f][j] < 0)
+      if (g->in_place[f][j] < 0 && !k->res[f][j])
         TPRT_RETURN_IF_ERROR(tpc__kalloc(g, tprt_tensor_bytes(&g->fn[f]->results[j].layout), &k->res[f][j]),
                              "result %s", g->fn[f]->results[j].name);
   return NULL;
@@ -220,16 +251,21 @@ static tprt_status_t tpc__rank_setup(tpc_gen_t* g, int r, tpc_kbuf_t* k) {
 static void tpc__rank_free(tpc_gen_t* g, tpc_kbuf_t* k) {
   for (int f = 0; f < 2; ++f) {
     for (int a = 0; k->args[f] && a < g->fn[f]->num_args; ++a) {
-      bool owned = f == F_DECODE || (g->shared[a] < 0 && g->cache_of[a] < 0);
+      bool owned = (f == F_DECODE || (g->shared[a] < 0 && g->cache_of[a] < 0)) && !tpc__is_role(g, f, a);
       if (owned && k->args[f][a]) tpc__kfree(g, k->args[f][a]);
     }
-    for (int j = 0; k->res[f] && j < g->fn[f]->num_results; ++j)
-      if (g->in_place[f][j] < 0 && k->res[f][j]) tpc__kfree(g, k->res[f][j]);
+    for (int j = 0; k->res[f] && j < g->fn[f]->num_results; ++j) {
+      bool block = f == F_DECODE && (j == g->res_token || j == g->res_loss);
+      if (g->in_place[f][j] < 0 && k->res[f][j] && !block) tpc__kfree(g, k->res[f][j]);
+    }
     free(k->args[f]);
     free(k->res[f]);
+    if (k->in_block[f]) tpc__kfree(g, k->in_block[f]);
   }
+  if (k->out_block) tpc__kfree(g, k->out_block);
   if (k->arena) tpc__kfree(g, k->arena);
   free(k->stage);
+  free(k->outstage);
 }
 
 // One step on one rank: its pieces of the inputs uploaded, the function run, @decode's token and
@@ -242,7 +278,7 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
     if (a < 0) continue;
     const tprt_module_tensor_t* mt = &fn->args[a];
     tprt_tensor_t local = mt->layout;
-    local.data = k->stage;
+    local.data = (char*)k->stage + k->in_off[f][q];
     if (mt->sharded) {
       tprt_tensor_t logical;
       tprt_shard_t shard;
@@ -251,8 +287,8 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
     } else {
       memcpy(local.data, g->in[f][q].data, tprt_tensor_bytes(&local));
     }
-    TPRT_RETURN_IF_ERROR(tpc__put(g, k->args[f][a], local.data, tprt_tensor_bytes(&local)), "uploading %s", mt->name);
   }
+  TPRT_RETURN_IF_ERROR(tpc__put(g, k->in_block[f], k->stage, k->in_bytes[f]), "uploading @%s's inputs", fn->name);
   if (f == F_PREFILL)  // the slot's rows of every cache
     for (int a = 0; a < fn->num_args; ++a)
       if (g->cache_of[a] >= 0)
@@ -283,13 +319,12 @@ static tprt_status_t tpc__rank_step(tpc_gen_t* g, int r, tpc_kbuf_t* k, tprt_exe
   if (g->device) TPRT_RETURN_IF_ERROR(g->backend->synchronize(), "@%s", fn->name);
   if (f == F_DECODE && (r == 0 || g->procs)) {  // each process's scheduler reads its own rank's copy
     size_t tb = tprt_tensor_bytes(&fn->results[g->res_token].layout), lb = tprt_tensor_bytes(&fn->results[g->res_loss].layout);
-    if (g->device) {
-      TPRT_RETURN_IF_ERROR(g->backend->to_host(g->token_host, k->res[f][g->res_token], tb), "token");
-      TPRT_RETURN_IF_ERROR(g->backend->to_host(g->loss_host, k->res[f][g->res_loss], lb), "loss");
-    } else {
-      memcpy(g->token_host, k->res[f][g->res_token], tb);
-      memcpy(g->loss_host, k->res[f][g->res_loss], lb);
-    }
+    if (g->device)
+      TPRT_RETURN_IF_ERROR(g->backend->to_host(k->outstage, k->out_block, k->loss_off + lb), "token and loss");
+    else
+      memcpy(k->outstage, k->out_block, k->loss_off + lb);
+    memcpy(g->token_host, k->outstage, tb);
+    memcpy(g->loss_host, (char*)k->outstage + k->loss_off, lb);
   }
   return NULL;
 }
