@@ -5,7 +5,9 @@
 # for the decode step; it writes the weights) and tpc-generate (--graph) in fast and invariant
 # numerics, on the same weights, B prompts of P random tokens and N greedy new tokens for each batch
 # size B. Prints prefill and decode tokens/s of each and the ratios; writes $OUT/gen-1b/*.
-# Usage: bash tools/bench/generate_1b.sh     Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_TRAIN.
+# Usage: bash tools/bench/generate_1b.sh [tpc] [peer]   (both by default: the peer's compilation
+# takes minutes, so a lease may run them as two commands)
+# Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_TRAIN, TPC_PEER_TIMEOUT (seconds, default 500).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,31 +20,52 @@ LOG="${OUT:-/tmp}/gen-1b"
 mkdir -p "$LOG"
 read -r P N BATCHES < "$DIR/shape.txt"
 INIT=/tmp/gen1b-init.safetensors
+PARTS="${*:-tpc peer}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$LOG/summary.txt"
-# shellcheck disable=SC2086
-(cd "$DIR" && timeout 600 python3 generate_peer.py llama1b_config.json --batch $BATCHES --prompt "$P" --new "$N" \
-  --write-init "$INIT") 2>&1 | tee "$LOG/peer.log" | grep "^peer" | tee -a "$LOG/summary.txt"
-for B in $BATCHES; do
-  for n in fast invariant; do
-    TPRT_CUDA_KERNELS=1 timeout 300 "$DIR/bin/tpc-generate" "$DIR/modules/$n-b$B.so" --backend cuda --graph \
+if [[ $PARTS == *tpc* ]]; then
+# The weights first (seconds), so that tpc's runs do not wait for the peer's compilation.
+(cd "$DIR" && timeout 300 python3 generate_peer.py llama1b_config.json --init-only --write-init "$INIT") > "$LOG/init.log" 2>&1 ||
+  echo "FAIL peer --init-only: $(tail -n 2 "$LOG/init.log")"
+# Greedy runs for every batch and numerics, then one sampled run (temperature 0.8, top-k 50, top-p
+# 0.9) of the largest batch in each numerics: the cost of the draw.
+RUNS=()
+for B in $BATCHES; do for n in fast invariant; do RUNS+=("$n $B greedy"); done; done
+for n in fast invariant; do RUNS+=("$n ${BATCHES##* } sampled"); done
+for r in "${RUNS[@]}"; do
+  read -r n B how <<< "$r"
+  name="$n-b$B"; flags=(--temperature 0)
+  [[ $how == sampled ]] && name="$n-b$B-sampled" flags=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 3)
+  run() {
+    TPRT_CUDA_KERNELS=1 timeout 300 "$DIR/bin/tpc-generate" "$DIR/modules/$n-b$B.so" --backend cuda "$@" \
       --prompts "$DIR/data/prompts-b$B.jsonl" --weights "$INIT" --inputs "$DIR/data/w/inputs.safetensors" \
-      --temperature 0 -o "$LOG/$n-b$B.jsonl" --json "$LOG/$n-b$B.steps.jsonl" 2> "$LOG/$n-b$B.log" ||
-      echo "FAIL tpc $n batch $B: $(tail -n 2 "$LOG/$n-b$B.log")"
-    # The second wave's steps (the first warms up): the median prefill call (one prompt of P tokens)
-    # and the median decode step with all B slots busy.
-    python3 - "$LOG/$n-b$B.steps.jsonl" "$n" "$B" "$P" <<'PY' | tee -a "$LOG/summary.txt"
+      "${flags[@]}" -o "$LOG/$name.jsonl" --json "$LOG/$name.steps.jsonl" 2> "$LOG/$name.log"
+  }
+  if ! run --graph; then  # then without the graph, so that the run still gives a number
+    echo "FAIL tpc $name --graph: $(tail -n 2 "$LOG/$name.log")"
+    mv "$LOG/$name.log" "$LOG/$name.graph.log"
+    how="$how,no-graph"
+    run || echo "FAIL tpc $name: $(tail -n 2 "$LOG/$name.log")"
+  fi
+  # The second wave's steps (the first warms up): the median prefill call (one prompt of P tokens)
+  # and the median decode step with all B slots busy.
+  python3 - "$LOG/$name.steps.jsonl" "$n" "$B" "$P" "$how" <<'PY' | tee -a "$LOG/summary.txt"
 import json, statistics, sys
 steps = [json.loads(l) for l in open(sys.argv[1])]
-n, b, p = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+n, b, p, how = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 pre = [s["ms"] for s in steps if s["kind"] == "prefill"]
 dec = [s["ms"] for s in steps if s["kind"] == "decode" and s["tokens"] == b]
 pre, dec = pre[len(pre) // 2:], dec[len(dec) // 2:]
 if pre and dec:
-    print(f"tpc {n} batch {b} prefill_tokens_per_s {p / (statistics.median(pre) / 1e3):.1f} decode_tokens_per_s "
+    print(f"tpc {n} batch {b} {how} prefill_tokens_per_s {p / (statistics.median(pre) / 1e3):.1f} decode_tokens_per_s "
           f"{b / (statistics.median(dec) / 1e3):.1f} prefill_ms {statistics.median(pre):.3f} decode_step_ms "
           f"{statistics.median(dec):.4f}")
 else:
-    print(f"tpc {n} batch {b}: no steps recorded")
+    print(f"tpc {n} batch {b} {how}: no steps recorded")
 PY
-  done
 done
+fi
+# The peer last: torch.compile takes minutes per batch size.
+[[ $PARTS == *peer* ]] || exit 0
+# shellcheck disable=SC2086
+(cd "$DIR" && timeout "${TPC_PEER_TIMEOUT:-500}" python3 generate_peer.py llama1b_config.json --batch $BATCHES \
+  --prompt "$P" --new "$N") 2>&1 | tee "$LOG/peer.log" | grep "^peer" | tee -a "$LOG/summary.txt"

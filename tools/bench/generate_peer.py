@@ -5,12 +5,15 @@ over a static KV cache the way gpt-fast and transformers' static-cache generate 
 the one-token decode step each torch.compile'd (the decode step with mode="reduce-overhead", so it
 replays as a CUDA graph), bf16 weights and compute.
 
-  generate_peer.py CONFIG.json --batch B --prompt P --new N [--write-init W.safetensors] [--eager]
+  generate_peer.py CONFIG.json --batch B --prompt P --new N [--write-init W.safetensors] [--init-only]
+                   [--eager] [--device cpu]
 
 For each batch size, B prompts of P random tokens: the prefill's time (B·P tokens) and the time of
 N - 1 decode steps after it (B tokens each), medians of --repeat runs after a warm-up. Prints
 "peer batch B prefill_tokens_per_s X decode_tokens_per_s Y". --write-init writes the weights
-(named as the tp module's arguments, gate_up_proj = [gate_proj; up_proj]) for tpc-generate.
+(named as the tp module's arguments, gate_up_proj = [gate_proj; up_proj]) for tpc-generate;
+--init-only stops there. The KV caches are marked as static addresses (as gpt-fast's cache buffers
+are), so the compiled decode step mutates them inside its CUDA graph.
 """
 import argparse
 import json
@@ -31,7 +34,9 @@ def main():
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write-init", metavar="FILE")
+    ap.add_argument("--init-only", action="store_true", help="write --write-init and stop")
     ap.add_argument("--eager", action="store_true", help="no torch.compile")
+    ap.add_argument("--device", default="cuda")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
     c = json.load(open(a.config))
@@ -40,7 +45,7 @@ def main():
     d = c.get("head_dim") or hid // hq
     eps, theta = c.get("rms_norm_eps", 1e-5), c.get("rope_theta", 10000.0)
     tied = bool(c.get("tie_word_embeddings", False))
-    dev, bf = "cuda", torch.bfloat16
+    dev, bf = a.device, torch.bfloat16
     torch.manual_seed(a.seed)
 
     def w(o, i):
@@ -62,6 +67,8 @@ def main():
         P["lm_head.weight"] = w(vocab, hid)
     if a.write_init:
         save_safetensors(a.write_init, P)
+    if a.init_only:
+        return
     head = P["embed_tokens.weight"] if tied else P["lm_head.weight"]
     cap = a.prompt + a.new
     inv = 1.0 / theta ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d)
@@ -107,22 +114,25 @@ def main():
     prefill = (lambda *t: forward(*t, True)) if a.eager else torch.compile(lambda *t: forward(*t, True))
     decode = (lambda *t: forward(*t, False)) if a.eager else torch.compile(lambda *t: forward(*t, False),
                                                                            mode="reduce-overhead")
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
     with torch.no_grad():
         for bsz in a.batch:
             kc = [torch.zeros(bsz, hkv, cap, d, device=dev, dtype=bf) for _ in range(layers)]
             vc = [torch.zeros(bsz, hkv, cap, d, device=dev, dtype=bf) for _ in range(layers)]
+            for t in kc + vc:
+                torch._dynamo.mark_static_address(t)
             ids = torch.randint(0, vocab, (bsz, a.prompt), device=dev)
             pre_t, dec_t = [], []
             for r in range(a.repeat + 1):
-                torch.cuda.synchronize()
+                sync()
                 t0 = time.perf_counter()
                 tok = prefill(ids, torch.arange(a.prompt, device=dev), kc, vc)
-                torch.cuda.synchronize()
+                sync()
                 t1 = time.perf_counter()
                 for j in range(a.new - 1):
                     pos = torch.tensor([a.prompt + j], device=dev)
                     tok = decode(tok[:, None].clone(), pos, kc, vc)
-                torch.cuda.synchronize()
+                sync()
                 t2 = time.perf_counter()
                 if r > 0:  # the first run compiles
                     pre_t.append(t1 - t0)
