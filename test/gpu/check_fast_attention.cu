@@ -274,9 +274,12 @@ void fc_check_attention(cudaStream_t s) {
   fc_attn_invariant(inv[0], 2, 1, s);
   fc_attn_invariant(inv[1], 3, 128, s);
   fc_attn_invariant(inv[2], 1, 0, s);
-  // Decoding = prefill, bitwise: one token and chunks of 3 and 130, caches of 0 to 299 tokens.
+  // Decoding = prefill, bitwise: one token and chunks of 3 and 130, caches of 0 to 299 tokens;
+  // one token per sequence with grouped-query heads runs a CTA per KV head (Params::packed).
   const std::vector<std::pair<int64_t, int64_t>> splits = {{0, 1}, {1, 1}, {127, 1}, {128, 1}, {129, 1},
                                                            {299, 1}, {126, 3}, {200, 3}, {5, 130}};
   fc_attn_decode({3, 300, 8, 2, 64, true, 0.0f, bf}, splits, s);
   fc_attn_decode({2, 300, 4, 4, 128, true, 0.0f, f16}, splits, s);
+  fc_attn_decode({2, 300, 8, 2, 128, true, 0.0f, f16}, splits, s);  // one token: a CTA per KV head
+  fc_attn_decode({3, 200, 64, 1, 64, true, 0.0f, bf}, splits, s);    // a group of 64
 }

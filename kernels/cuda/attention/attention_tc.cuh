@@ -240,6 +240,11 @@ struct Params {
   const void *k_cache, *v_cache;
   const int32_t* cache_len;
   int64_t cache_rows, tail_rows;
+  // A decoding step of one token per sequence with grouped-query heads (seq_len 1, group > 1): a
+  // CTA owns one KV head of one sequence, its |group| query heads being rows 0 .. group - 1 of the
+  // tile (q viewed as [tokens · heads, D] rows), so each K, V block is loaded once for the group,
+  // not once per query head. A row's arithmetic is that of the same row alone in a tile.
+  bool packed;
 };
 
 /// The rows of the k and v tensors the forward's TMA reads: the call's tokens, or (kCached) the

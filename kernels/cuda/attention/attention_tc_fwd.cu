@@ -95,10 +95,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   Tensor sVt = make_tensor(make_smem_ptr(sh.v.data()), typename F::SmemVt{});
 
   const int L = p.seq_len;
-  const Item it = grid_item((L + BM - 1) / BM, p.heads, p.tokens / L, false);
-  const int m_block = it.tile, h = it.head;
+  // kCached and p.packed: the CTA's rows are the query heads of KV head it.head (L = 1).
+  const bool packed = kCached && p.packed;
+  const Item it = grid_item((L + BM - 1) / BM, packed ? p.heads / p.group : p.heads, p.tokens / L, false);
+  const int m_block = it.tile, h = it.head, kv_head = packed ? h : h / p.group;
   const int64_t b = it.seq, row0 = b * L;
-  const int q_rows = L - m_block * BM;
+  const int q_rows = packed ? p.group : L - m_block * BM;
   // Keys: past cached ones (kCached), then the L new ones; the queries sit at positions past + i.
   const int past = kCached ? cached_tokens(p, b) : 0, Lk = past + L;
   const int tail_block = past / BN;  // kCached: the first block loaded from the tail
@@ -128,19 +130,23 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
       // are the next sequence's (masked) or TMA's zeros past the tensor.
       auto tile_q = Shape<Int<BM>, Int<D>>{};
       auto tile_kv = Shape<Int<BN>, Int<D>>{};
-      auto [tQg, tQs] = tma_tiles(a.tma_q, sQ,
-                                  local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
+      // packed: q as [tokens · heads, D], the group's heads from row row0 · heads + h · group.
+      auto [tQg, tQs] = tma_tiles(
+          a.tma_q, sQ,
+          packed ? local_tile(tma_rows(a.tma_q, p.tokens * p.heads, D, row0 * p.heads + (int64_t)h * p.group), tile_q,
+                              make_coord(0, 0))
+                 : local_tile(tma_rows(a.tma_q, p.tokens, p.q_ld, row0), tile_q, make_coord(m_block, h)));
       // k and v: the call's rows from the sequence's first token, or (kCached) its tail.
       const int64_t kv_all = kv_rows(p, kCached), kv_row0 = kCached ? b * p.tail_rows : row0;
       auto [tKg, tKs] = tma_tiles(a.tma_k, sK, local_tile(tma_rows(a.tma_k, kv_all, p.kv_ld, kv_row0), tile_kv,
-                                                          make_coord(_, h / p.group)));
+                                                          make_coord(_, kv_head)));
       auto [tVg, tVs] = tma_tiles(a.tma_v, sV, local_tile(tma_rows(a.tma_v, kv_all, p.kv_ld, kv_row0), tile_kv,
-                                                          make_coord(_, h / p.group)));
+                                                          make_coord(_, kv_head)));
       const int64_t cache_all = kCached ? p.tokens / L * p.cache_rows : 1;
       auto [tKcg, tKcs] = tma_tiles(a.tma_kc, sK, local_tile(tma_rows(a.tma_kc, cache_all, p.kv_ld, b * p.cache_rows),
-                                                             tile_kv, make_coord(_, h / p.group)));
+                                                             tile_kv, make_coord(_, kv_head)));
       auto [tVcg, tVcs] = tma_tiles(a.tma_vc, sV, local_tile(tma_rows(a.tma_vc, cache_all, p.kv_ld, b * p.cache_rows),
-                                                             tile_kv, make_coord(_, h / p.group)));
+                                                             tile_kv, make_coord(_, kv_head)));
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sh.q_full, BM * D * sizeof(T));
       copy(a.tma_q.with(sh.q_full), tQg, tQs);
       auto st = cutlass::make_producer_start_state<Pipe>();
@@ -206,7 +212,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
     if (n * BN + BN > Lk || (Causal && n * BN + BN - 1 > past + m_block * BM)) {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(S); ++i) {
-        int col = n * BN + get<1>(cS(i)), row = past + m_block * BM + get<0>(cS(i));
+        int col = n * BN + get<1>(cS(i)), row = past + (packed ? 0 : m_block * BM + get<0>(cS(i)));
         if (col >= Lk || (Causal && col > row)) S(i) = -INFINITY;
       }
     }
@@ -286,20 +292,23 @@ __global__ void __launch_bounds__(kWsThreads, 1) fwd_kernel(CUTE_GRID_CONSTANT F
   // Epilogue: y = o / l rounded once (l = 0 or NaN: 0), and the statistic for the backward.
   Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<Int<BM>, Int<D>>{}));
   Tensor cO = as_rowcol(tOcO);
-  T* yp = static_cast<T*>(p.y) + (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * D;
+  // packed: tile row r is head h · group + r of the token (rows D apart).
+  T* yp = static_cast<T*>(p.y) + (row0 + (int64_t)m_block * BM) * p.q_ld + (int64_t)h * (packed ? p.group : 1) * D;
   CUTLASS_PRAGMA_UNROLL
   for (int r = 0; r < NR; ++r) {
     const float l = quad_sum(row_sum[r]);
     const int row = get<0>(cS(r, 0));
     const float stat = row_max[r] == -INFINITY ? -INFINITY : fmaf(row_max[r], p.scale_log2, __log2f(l));
-    if (p.lse && (tid & 3) == 0 && row < q_rows) p.lse[stat_index(p, h, b, (int64_t)m_block * BM + row)] = stat;
+    if (p.lse && (tid & 3) == 0 && row < q_rows)
+      p.lse[packed ? stat_index(p, h * p.group + row, b, 0) : stat_index(p, h, b, (int64_t)m_block * BM + row)] = stat;
     if (p.lse_tokens && (tid & 3) == 0 && row < q_rows)
-      p.lse_tokens[(row0 + (int64_t)m_block * BM + row) * p.heads + h] = stat * kLn2;
+      p.lse_tokens[packed ? row0 * p.heads + h * p.group + row : (row0 + (int64_t)m_block * BM + row) * p.heads + h] =
+          stat * kLn2;
     const float inv = (l == 0.0f || l != l) ? 0.0f : 1.0f / l;
     CUTLASS_PRAGMA_UNROLL
     for (int c = 0; c < size<1>(O); ++c) O(r, c) *= inv;
   }
-  if constexpr (!kLseOnly) store_tile(O, cO, yp, p.q_ld, q_rows, 1.0f);
+  if constexpr (!kLseOnly) store_tile(O, cO, yp, packed ? D : p.q_ld, q_rows, 1.0f);
 }
 
 template <class T, int D, bool Causal, bool kLseOnly, bool kCached>
@@ -308,13 +317,15 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   FwdArgs<T, D> a;
   a.p = p;
   const int64_t seqs = p.tokens / p.seq_len;
-  a.tma_q = make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
+  const bool packed = kCached && p.packed;
+  a.tma_q = packed ? make_tma_rows<T, F::BM, D>(p.q, p.tokens * p.heads, D) : make_tma_rows<T, F::BM, D>(p.q, p.tokens, p.q_ld);
   a.tma_k = make_tma_rows<T, F::BN, D>(p.k, kv_rows(p, kCached), p.kv_ld);
   a.tma_v = make_tma_rows<T, F::BN, D>(p.v, kv_rows(p, kCached), p.kv_ld);
   a.tma_kc = kCached ? make_tma_rows<T, F::BN, D>(p.k_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_k;
   a.tma_vc = kCached ? make_tma_rows<T, F::BN, D>(p.v_cache, seqs * p.cache_rows, p.kv_ld) : a.tma_v;
   const int64_t tiles = (p.seq_len + F::BM - 1) / F::BM;
-  return launch_ws(fwd_kernel<T, D, Causal, kLseOnly, kCached>, F::kSmemBytes, tiles * seqs * p.heads, a, stream);
+  return launch_ws(fwd_kernel<T, D, Causal, kLseOnly, kCached>, F::kSmemBytes,
+                   tiles * seqs * (packed ? p.heads / p.group : p.heads), a, stream);
 }
 
 template <class T, bool kLseOnly, bool kCached>
@@ -406,6 +417,8 @@ tprt_status_t tprt_cuda_attention_tc(const tprt_tensor_t* q, const tprt_tensor_t
   p.cache_len = static_cast<const int32_t*>(cache->len->data);
   p.cache_rows = tprt__cache_rows(cache, seqs);
   p.tail_rows = tprt__tail_rows(seq_len);
+  // One token per sequence with grouped-query heads: a CTA per KV head (q's rows contiguous).
+  p.packed = seq_len == 1 && p.group > 1 && p.group <= 64 && q->dims[1] == p.heads * head_dim;
   const size_t tail_bytes = (size_t)(tprt_attn::kv_rows(p, true) * p.kv_ld) * (size_t)tprt_dtype_bytes(q->dtype, 1);
   void* tails = nullptr;
   TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&tails, 2 * tail_bytes, stream));
