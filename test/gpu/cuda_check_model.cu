@@ -281,7 +281,8 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
   }
 }
 
-// tp.sample, bitwise the CPU's token for every row: greedy, temperature alone, top-k, top-p, both,
+// tp.sample, bitwise the CPU's token for every row: greedy, temperature alone, top-k, top-p, both
+// (one row with a top-k of about 2048, the size of the GPU kernel's shared-memory pool),
 // +-inf and NaN logits (CT_DIST_SPECIAL), ties, one column; and tp.kvcache_write in place.
 static void ct_check_generation(cudaStream_t stream) {
   const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {16, 32000}, {4, 128256}};
@@ -302,7 +303,10 @@ static void ct_check_generation(cudaStream_t stream) {
           ((int32_t*)position.h.data)[i] = (int32_t)(ct_next(&rng) % 4096);
           const int kind = (int)(i % 5);  // greedy, plain, top-k, top-p, both
           ((float*)temperature.h.data)[i] = kind == 0 ? 0.0f : 0.25f + (float)(ct_next(&rng) % 8) * 0.25f;
-          ((int32_t*)top_k.h.data)[i] = kind == 2 || kind == 4 ? (int32_t)(1 + ct_next(&rng) % 64) : 0;
+          // Row 9 keeps about 2048 logits: the GPU's top-p search in shared memory or over the row.
+          ((int32_t*)top_k.h.data)[i] = kind == 2 || kind == 4
+                                            ? (int32_t)(i == 9 ? 2040 + ct_next(&rng) % 20 : 1 + ct_next(&rng) % 64)
+                                            : 0;
           ((float*)top_p.h.data)[i] = kind == 3 || kind == 4 ? 0.05f + (float)(ct_next(&rng) % 19) * 0.05f : 1.0f;
         }
         for (ct_tensor_t* t : {&seed, &request, &position, &temperature, &top_k, &top_p}) ct_upload(t);

@@ -5,12 +5,15 @@
 // tp.sample runs one block of TPRT_ROW_LANES = 256 threads per row, thread j being lane j of the
 // canonical row order, so the masked sums of the nucleus search are tprt_sample_mass's:
 //   1. the maximum (exact in any order), then greedy or +inf rows (the first index of the maximum);
-//   2. top-k: the k-th largest logit, found bit by bit over an order-preserving integer key of the
-//      logits (±0 one key, so the comparisons are the float ones): the largest key c with at least
-//      k logits at or above it;
-//   3. top-p: the weights exp((z - m) / t) once into a scratch row, then bit by bit the largest key
-//      c with mass(c) >= p · mass(τ_k), each mass lane j's strided sum then tprt_row_tree: the set
-//      at or above c is the CPU's nucleus;
+//   2. top-k: the k-th largest logit as an order-preserving integer key of the logits (±0 one key,
+//      so the comparisons are the float ones): the largest key c with at least k logits at or above
+//      it, found a byte at a time (a radix select: four passes with a 256-bin histogram);
+//   3. top-p: bit by bit the largest key c with mass(c) >= p · mass(τ_k), each mass lane j's
+//      strided sum of the weights exp((z - m) / t) then tprt_row_tree: the set at or above c is the
+//      CPU's nucleus. When top-k left at most kPool logits, they are first gathered into shared
+//      memory, lane by lane in row order, so that each of the 33 masses reads only them (the
+//      logits below τ_k add nothing to any of the sums, so every sum is the same); otherwise the
+//      weights go once into a scratch row and each mass reads the whole row;
 //   4. the draw: the largest z / t + Gumbel over the allowed ids, ties to the lower id.
 #include "tprt_cuda_internal.cuh"
 #include "tprt_sample_rows.h"
@@ -21,6 +24,7 @@ extern "C" {
 namespace {
 
 constexpr int kLanes = TPRT_ROW_LANES;
+constexpr int kPool = 2048;  // the logits top-k may leave for the top-p search in shared memory
 
 // An order-preserving key of a non-NaN float (-0.0 shares +0.0's key).
 __device__ __forceinline__ uint32_t tprt__key(float z) {
@@ -31,23 +35,16 @@ __device__ __forceinline__ uint32_t tprt__key(float z) {
 
 struct Shared {
   float lanes[kLanes];
-  unsigned long long count[kLanes / 32];
+  unsigned hist[256];
+  int start[kLanes + 1];  // the pool: lane j's logits at [start[j], start[j + 1]), in row order
+  float pz[kPool], pw[kPool];
+  int32_t pi[kPool];
+  uint32_t digit_pick;
+  unsigned long long digit_left;
   float f[kLanes / 32];
   int64_t i[kLanes / 32];
   float total;
 };
-
-// Block-wide sum of a per-thread count (exact).
-__device__ unsigned long long tprt__block_count(Shared& sh, unsigned long long c) {
-  for (int o = 16; o > 0; o /= 2) c += __shfl_down_sync(0xFFFFFFFFu, c, o);
-  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) sh.count[w] = c;
-  __syncthreads();
-  unsigned long long t = 0;
-  for (int k = 0; k < kLanes / 32; ++k) t += sh.count[k];
-  __syncthreads();
-  return t;
-}
 
 // The block's best (key, index): the larger key, ties to the lower index (tprt_sample_beats).
 __device__ void tprt__block_best(Shared& sh, float* key, int64_t* idx) {
@@ -76,6 +73,20 @@ __device__ float tprt__mass(Shared& sh, const void* z, int64_t base, const float
     float v = tprt_sample_logit(tprt__cuda_ld(z, D, base + i));
     if (tprt__key(v) >= c) acc = acc + w[i];
   }
+  sh.lanes[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) sh.total = tprt_row_tree(sh.lanes);
+  __syncthreads();
+  float t = sh.total;
+  __syncthreads();
+  return t;
+}
+
+// The same masses over the pool: lane j's own logits, in row order, then the tree.
+__device__ float tprt__pool_mass(Shared& sh, uint32_t c) {
+  float acc = 0.0f;
+  for (int q = sh.start[threadIdx.x]; q < sh.start[threadIdx.x + 1]; ++q)
+    if (tprt__key(sh.pz[q]) >= c) acc = acc + sh.pw[q];
   sh.lanes[threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.x == 0) sh.total = tprt_row_tree(sh.lanes);
@@ -120,18 +131,70 @@ __global__ void __launch_bounds__(kLanes)
   // 2. top-k: the largest key c with at least k logits at or above it.
   uint32_t c = 0;
   const int32_t k = top_k[row];
-  if (k > 0 && k < n) {
-    for (int b = 31; b >= 0; --b) {
-      uint32_t trial = c | (1u << b);
-      unsigned long long cnt = 0;
-      for (int64_t i = threadIdx.x; i < n; i += kLanes)
-        cnt += tprt__key(tprt_sample_logit(tprt__cuda_ld(logits, D, base + i))) >= trial;
-      if (tprt__block_count(sh, cnt) >= (unsigned long long)k) c = trial;
+  const bool top = k > 0 && k < n;
+  if (top) {  // byte by byte from the top: the k-th largest key among those sharing c's upper bytes
+    unsigned long long left = (unsigned long long)k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      sh.hist[threadIdx.x] = 0;  // kLanes == 256 bins
+      __syncthreads();
+      const uint32_t high = shift == 24 ? 0u : ~0u << (shift + 8);
+      for (int64_t i = threadIdx.x; i < n; i += kLanes) {
+        uint32_t key = tprt__key(tprt_sample_logit(tprt__cuda_ld(logits, D, base + i)));
+        if ((key & high) == (c & high)) atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {  // the largest byte v with at least |left| keys at or above it
+        unsigned long long above = 0;
+        int v = 255;
+        for (; v > 0 && above + sh.hist[v] < left; --v) above += sh.hist[v];
+        sh.digit_pick = (uint32_t)v;
+        sh.digit_left = left - above;
+      }
+      __syncthreads();
+      c |= sh.digit_pick << shift;
+      left = sh.digit_left;
+      __syncthreads();
     }
   }
   // 3. top-p: the largest key c' >= c whose mass reaches p · mass(c).
   const float p = top_p[row];
-  if (p < 1.0f) {
+  bool pooled = false;
+  if (p < 1.0f && top) {  // the logits at or above τ_k into the pool, if they fit
+    unsigned long long mine = 0;
+    for (int64_t i = threadIdx.x; i < n; i += kLanes)
+      mine += tprt__key(tprt_sample_logit(tprt__cuda_ld(logits, D, base + i))) >= c;
+    sh.start[threadIdx.x + 1] = (int)(mine < (unsigned long long)kPool ? mine : kPool + 1ull);
+    if (threadIdx.x == 0) sh.start[0] = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      long long run = 0;
+      for (int j = 1; j <= kLanes; ++j) {
+        run += sh.start[j];
+        sh.start[j] = run > kPool ? kPool + 1 : (int)run;
+      }
+    }
+    __syncthreads();
+    pooled = sh.start[kLanes] <= kPool;
+    if (pooled) {
+      int q = sh.start[threadIdx.x];
+      for (int64_t i = threadIdx.x; i < n; i += kLanes) {
+        float z = tprt_sample_logit(tprt__cuda_ld(logits, D, base + i));
+        if (tprt__key(z) < c) continue;
+        sh.pz[q] = z, sh.pw[q] = tprt_sample_weight(z, m, t), sh.pi[q] = (int32_t)i;
+        ++q;
+      }
+      __syncthreads();
+      const float target = p * tprt__pool_mass(sh, c);
+      uint32_t cp = 0;
+      for (int b = 31; b >= 0; --b) {
+        uint32_t trial = cp | (1u << b);
+        uint32_t at = trial > c ? trial : c;
+        if (tprt__pool_mass(sh, at) >= target) cp = trial;
+      }
+      if (cp > c) c = cp;
+    }
+  }
+  if (p < 1.0f && !pooled) {
     float* w = weights + base;
     for (int64_t i = threadIdx.x; i < n; i += kLanes)
       w[i] = tprt_sample_weight(tprt_sample_logit(tprt__cuda_ld(logits, D, base + i)), m, t);
@@ -150,11 +213,21 @@ __global__ void __launch_bounds__(kLanes)
   int64_t idx = -1;
   const uint64_t sd = (uint64_t)seed[row];
   const uint64_t stream = tprt_sample_stream((uint32_t)request[row], (uint32_t)position[row]);
-  for (int64_t i = threadIdx.x; i < n; i += kLanes) {
-    float z = tprt_sample_logit(tprt__cuda_ld(logits, D, base + i));
-    if (z == -inf || tprt__key(z) < c) continue;
-    float key = tprt_sample_key(z, t, tprt_sample_gumbel(sd, stream, i));
-    if (idx < 0 || tprt_sample_beats(key, i, best, idx)) best = key, idx = i;
+  if (pooled) {
+    for (int q = sh.start[threadIdx.x]; q < sh.start[threadIdx.x + 1]; ++q) {
+      float z = sh.pz[q];
+      int64_t i = sh.pi[q];
+      if (z == -inf || tprt__key(z) < c) continue;
+      float key = tprt_sample_key(z, t, tprt_sample_gumbel(sd, stream, i));
+      if (idx < 0 || tprt_sample_beats(key, i, best, idx)) best = key, idx = i;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += kLanes) {
+      float z = tprt_sample_logit(tprt__cuda_ld(logits, D, base + i));
+      if (z == -inf || tprt__key(z) < c) continue;
+      float key = tprt_sample_key(z, t, tprt_sample_gumbel(sd, stream, i));
+      if (idx < 0 || tprt_sample_beats(key, i, best, idx)) best = key, idx = i;
+    }
   }
   tprt__block_best(sh, &best, &idx);
   if (threadIdx.x == 0) token[row] = (int32_t)idx;
