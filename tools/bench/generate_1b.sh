@@ -5,8 +5,11 @@
 # for the decode step; it writes the weights) and tpc-generate (--graph) in fast and invariant
 # numerics, on the same weights, B prompts of P random tokens and N greedy new tokens for each batch
 # size B. Prints prefill and decode tokens/s of each and the ratios; writes $OUT/gen-1b/*.
-# Usage: bash tools/bench/generate_1b.sh [tpc] [peer]   (both by default: the peer's compilation
-# takes minutes, so a lease may run them as two commands)
+# Usage: bash tools/bench/generate_1b.sh [tpc] [peer] [hf]   (all by default: the peers' compilation
+# takes minutes, so a lease may run them as separate commands). "hf" is transformers' generate with
+# a static cache (tools/bench/generate_hf_peer.py), installed first from build-wheels/ (wheels
+# fetched on a machine with a package index: tools/bench/fetch_wheels.sh) where the GPU machine
+# lacks it.
 # Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_TRAIN, TPC_PEER_TIMEOUT (seconds, default 500).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -20,7 +23,7 @@ LOG="${OUT:-/tmp}/gen-1b"
 mkdir -p "$LOG"
 read -r P N BATCHES < "$DIR/shape.txt"
 INIT=/tmp/gen1b-init.safetensors
-PARTS="${*:-tpc peer}"
+PARTS="${*:-tpc peer hf}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$LOG/summary.txt"
 if [[ $PARTS == *tpc* ]]; then
 # The weights first (seconds), so that tpc's runs do not wait for the peer's compilation.
@@ -65,7 +68,18 @@ PY
 done
 fi
 # The peer last: torch.compile takes minutes per batch size.
-[[ $PARTS == *peer* ]] || exit 0
-# shellcheck disable=SC2086
-(cd "$DIR" && timeout "${TPC_PEER_TIMEOUT:-500}" python3 generate_peer.py llama1b_config.json --batch $BATCHES \
-  --prompt "$P" --new "$N") 2>&1 | tee "$LOG/peer.log" | grep "^peer" | tee -a "$LOG/summary.txt"
+if [[ $PARTS == *peer* ]]; then
+  # shellcheck disable=SC2086
+  (cd "$DIR" && timeout "${TPC_PEER_TIMEOUT:-500}" python3 generate_peer.py llama1b_config.json --batch $BATCHES \
+    --prompt "$P" --new "$N") 2>&1 | tee "$LOG/peer.log" | grep "^peer" | tee -a "$LOG/summary.txt"
+fi
+if [[ $PARTS == *hf* ]]; then
+  if ! python3 -c "import transformers" 2> /dev/null; then
+    python3 -m pip install -q --no-index --find-links "$ROOT/build-wheels" --target /tmp/hf-peer-py transformers \
+      > "$LOG/hf-install.log" 2>&1 || echo "FAIL installing transformers: $(tail -n 2 "$LOG/hf-install.log")"
+    export PYTHONPATH="/tmp/hf-peer-py${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  # shellcheck disable=SC2086
+  timeout "${TPC_PEER_TIMEOUT:-500}" python3 "$ROOT/tools/bench/generate_hf_peer.py" "$DIR/llama1b_config.json" \
+    --batch $BATCHES --prompt "$P" --new "$N" --repeat "${TPC_HF_REPEAT:-3}" 2>&1 | tee "$LOG/peer-hf.log" | grep "^peer" | tee -a "$LOG/summary.txt"
+fi
