@@ -1,28 +1,25 @@
 #!/usr/bin/env bash
 # The generation benchmark of the 1B Llama, on the GPU machine (staged by
-# tools/bench/prepare_generate_1b.sh and test/gpu/prepare_train.sh, whose lib/ holds the runtime and
-# the CUDA plugin): the PyTorch peer (plain PyTorch, static KV cache, torch.compile with CUDA graphs
-# for the decode step; it writes the weights) and tpc-generate (--graph) in fast and invariant
+# tools/bench/prepare_generate_1b.sh and test/gpu/prepare_generate.sh, whose lib/ holds the runtime
+# and the CUDA plugin; tools/bench/generate_1b_env.sh finds them): the PyTorch peer (plain
+# PyTorch, static KV cache, torch.compile with CUDA graphs for the decode step; it writes the
+# weights) and tpc-generate (--graph) in fast and invariant
 # numerics, on the same weights, B prompts of P random tokens and N greedy new tokens for each batch
-# size B. Prints prefill and decode tokens/s of each and the ratios; writes $OUT/gen-1b/*.
+# size B. Prints prefill and decode tokens/s of each; writes $OUT/gen-1b/* (summary.txt: the lines
+# tools/bench/generate_report.py plots).
 # Usage: bash tools/bench/generate_1b.sh [tpc] [peer] [hf]   (all by default: the peers' compilation
 # takes minutes, so a lease may run them as separate commands). "hf" is transformers' generate with
 # a static cache (tools/bench/generate_hf_peer.py), installed first from build-wheels/ (wheels
 # fetched on a machine with a package index: tools/bench/fetch_wheels.sh) where the GPU machine
 # lacks it.
-# Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_TRAIN, TPC_PEER_TIMEOUT (seconds, default 500).
+# Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_GENERATE, TPC_PEER_TIMEOUT (seconds, default 500).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-DIR="${TPC_BENCH_GEN1B:-$ROOT/build-bench-gen1b}"
-if [[ ! -d "$DIR" && -f "$ROOT/build-bench-gen1b.tar.xz" ]]; then tar -C "$ROOT" -xJf "$ROOT/build-bench-gen1b.tar.xz"; fi
-GPU_TRAIN="${TPC_GPU_TRAIN:-$ROOT/build-gpu-train}"
-if [[ ! -d "$GPU_TRAIN" && -f "$ROOT/build-gpu-train.tar.xz" ]]; then tar -C "$ROOT" -xJf "$ROOT/build-gpu-train.tar.xz"; fi
-export LD_LIBRARY_PATH="$GPU_TRAIN/lib:${LD_LIBRARY_PATH:-}" TPRT_BACKEND_CUDA="$GPU_TRAIN/lib/libtprt_backend_cuda.so"
+# shellcheck source=tools/bench/generate_1b_env.sh
+source "$ROOT/tools/bench/generate_1b_env.sh"
 LOG="${OUT:-/tmp}/gen-1b"
 mkdir -p "$LOG"
 read -r P N BATCHES < "$DIR/shape.txt"
-INIT=/tmp/gen1b-init.safetensors
 PARTS="${*:-tpc peer hf}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$LOG/summary.txt"
 if [[ $PARTS == *tpc* ]]; then

@@ -6,16 +6,11 @@
 # $OUT/gen-1b-timeline/peer-hints.log.
 # Usage: bash tools/bench/generate_1b_timeline.sh [numerics-batch ...]   (default fast-64 fast-1)
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-DIR="${TPC_BENCH_GEN1B:-$ROOT/build-bench-gen1b}"
-if [[ ! -d "$DIR" && -f "$ROOT/build-bench-gen1b.tar.xz" ]]; then tar -C "$ROOT" -xJf "$ROOT/build-bench-gen1b.tar.xz"; fi
-GPU_TRAIN="${TPC_GPU_TRAIN:-$ROOT/build-gpu-generate}"
-if [[ ! -d "$GPU_TRAIN" && -f "$ROOT/build-gpu-generate.tar.xz" ]]; then tar -C "$ROOT" -xJf "$ROOT/build-gpu-generate.tar.xz"; fi
-export LD_LIBRARY_PATH="$GPU_TRAIN/lib:${LD_LIBRARY_PATH:-}" TPRT_BACKEND_CUDA="$GPU_TRAIN/lib/libtprt_backend_cuda.so"
+# shellcheck source=tools/bench/generate_1b_env.sh
+source "$ROOT/tools/bench/generate_1b_env.sh"
 LOG="${OUT:-/tmp}/gen-1b-timeline"
 mkdir -p "$LOG"
-INIT=/tmp/gen1b-init.safetensors
 [[ -f $INIT ]] || (cd "$DIR" && python3 generate_peer.py llama1b_config.json --init-only --write-init "$INIT")
 NB=("$@"); [[ ${#NB[@]} -gt 0 ]] || NB=(fast-64 fast-1)
 for nb in "${NB[@]}"; do

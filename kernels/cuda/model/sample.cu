@@ -65,14 +65,8 @@ __device__ void tprt__block_best(Shared& sh, float* key, int64_t* idx) {
   *key = k, *idx = i;
 }
 
-// tprt_sample_mass of the logits whose key is at least c: lane j's strided sum, then the tree.
-template <int D>
-__device__ float tprt__mass(Shared& sh, const void* z, int64_t base, const float* w, int64_t n, uint32_t c) {
-  float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += kLanes) {
-    float v = tprt_sample_logit(tprt__cuda_ld(z, D, base + i));
-    if (tprt__key(v) >= c) acc = acc + w[i];
-  }
+// The row's total of the lanes' sums (thread j holds lane j's): tprt_row_tree, for every thread.
+__device__ float tprt__lanes_total(Shared& sh, float acc) {
   sh.lanes[threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.x == 0) sh.total = tprt_row_tree(sh.lanes);
@@ -82,18 +76,23 @@ __device__ float tprt__mass(Shared& sh, const void* z, int64_t base, const float
   return t;
 }
 
+// tprt_sample_mass of the logits whose key is at least c: lane j's strided sum, then the tree.
+template <int D>
+__device__ float tprt__mass(Shared& sh, const void* z, int64_t base, const float* w, int64_t n, uint32_t c) {
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += kLanes) {
+    float v = tprt_sample_logit(tprt__cuda_ld(z, D, base + i));
+    if (tprt__key(v) >= c) acc = acc + w[i];
+  }
+  return tprt__lanes_total(sh, acc);
+}
+
 // The same masses over the pool: lane j's own logits, in row order, then the tree.
 __device__ float tprt__pool_mass(Shared& sh, uint32_t c) {
   float acc = 0.0f;
   for (int q = sh.start[threadIdx.x]; q < sh.start[threadIdx.x + 1]; ++q)
     if (tprt__key(sh.pz[q]) >= c) acc = acc + sh.pw[q];
-  sh.lanes[threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) sh.total = tprt_row_tree(sh.lanes);
-  __syncthreads();
-  float t = sh.total;
-  __syncthreads();
-  return t;
+  return tprt__lanes_total(sh, acc);
 }
 
 template <int D>
