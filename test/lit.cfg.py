@@ -27,13 +27,14 @@ config.environment["LSAN_OPTIONS"] = "suppressions=" + lsan_supp
 # No suppressions: libMLIR/libLLVM and libmpi are not instrumented, and no report comes from them.
 config.environment["TSAN_OPTIONS"] = "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1"
 # The TSan build runs every test (about 11 minutes on 2 cores). `lit --param tsan_quick=1
-# build-tsan/test` leaves out six long ones that add no threaded code of their own, 70% of the
+# build-tsan/test` leaves out seven long ones that add no threaded code of their own, 70% of the
 # time (docs/testing.md, "Races and faults"): TP and batch sweeps over the paths that train.test,
 # sharded.test and gen-stack.test run, count-only steps (no data moves, no rank waits), the
-# docs' commands, and mutated IR for the single-threaded parser.
+# docs' commands, mutated IR for the single-threaded parser, and tpc-generate against transformers
+# (one rank each; generate.test and generate-32.test run its rank threads).
 if getattr(config, "tpc_sanitize_thread", False) and lit_config.params.get("tsan_quick", "0") not in ("0", ""):
     config.excludes += ["invariance.test", "lm-invariance.test", "batch-invariance.test", "count-only.test", "docs.test",
-                        "mutated-inputs.test"]
+                        "mutated-inputs.test", "generate-hf.test"]
 
 config.substitutions.append(("%tp_irdl", os.path.join(config.tpc_source_dir, "dialect", "tp.irdl.mlir")))
 config.substitutions.append(("%tpc_src", config.tpc_source_dir))
