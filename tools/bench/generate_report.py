@@ -10,7 +10,6 @@ Lines "peer ... profile per decode step: compiled graph's kernels X ms" (generat
 import argparse
 import math
 import re
-import sys
 
 COLOURS = {"tpc fast": "#1f77b4", "tpc invariant": "#9ecae1", "peer": "#d62728", "peer-hf": "#ff9896",
            "PyTorch kernels only": "#fdae6b"}
@@ -20,6 +19,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("summary")
     ap.add_argument("--svg", required=True)
+    ap.add_argument("--with-peer", action="store_true", help="also the peers' measured decode lines")
     ap.add_argument("--title", default="1B Llama decoding, tokens/s (prompt 512, 256 new tokens)")
     a = ap.parse_args()
     bars = {}  # batch -> [(label, tokens/s)]
@@ -35,7 +35,7 @@ def main():
             bars.setdefault(int(m[2]), []).append(("PyTorch kernels only", int(m[2]) / float(m[3]) * 1e3))
             continue
         m = re.match(r"(peer(?:-hf)?) batch (\d+) prefill.*decode_tokens_per_s ([\d.]+)", line)
-        if m and "--with-peer" in sys.argv:
+        if m and a.with_peer:
             bars.setdefault(int(m[2]), []).append((m[1], float(m[3])))
     series = {}
     for b in sorted(bars):

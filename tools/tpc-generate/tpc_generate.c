@@ -56,6 +56,13 @@ static int tpc__find(const tprt_module_function_t* fn, const char* name, bool re
 // The module's interface
 //===----------------------------------------------------------------------===//
 
+// Whether argument |a| of function |f| is one of the per-step inputs (a role).
+static bool tpc__is_role(const tpc_gen_t* g, int f, int a) {
+  for (int q = 0; q < R_NUM; ++q)
+    if (g->role[f][q] == a) return true;
+  return false;
+}
+
 static tprt_status_t tpc__interface(tpc_gen_t* g) {
   const char* path = g->o->module_path;
   static const char* const names[2] = {"decode", "prefill"};
@@ -113,9 +120,7 @@ static tprt_status_t tpc__interface(tpc_gen_t* g) {
   // @prefill's arguments: its caches view one slot of @decode's; the weights and tables are @decode's.
   for (int a = 0; a < pre->num_args; ++a) {
     g->cache_of[a] = g->shared[a] = -1;
-    bool role = false;
-    for (int k = 0; k < R_NUM; ++k) role = role || g->role[F_PREFILL][k] == a;
-    if (role) continue;
+    if (tpc__is_role(g, F_PREFILL, a)) continue;
     int d = FIND_ARG(dec, pre->args[a].name);
     if (d < 0)
       return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: @prefill's argument %s is not one of @decode's", path,
@@ -180,12 +185,6 @@ static tprt_status_t tpc__put(tpc_gen_t* g, void* k, const void* host, size_t by
 
 // The rank's buffers: weights and tables uploaded, caches zeroed, @prefill's shared ones aliased.
 static size_t tpc__align(size_t n) { return (n + 255) & ~(size_t)255; }
-
-static bool tpc__is_role(const tpc_gen_t* g, int f, int a) {
-  for (int q = 0; q < R_NUM; ++q)
-    if (g->role[f][q] == a) return true;
-  return false;
-}
 
 static tprt_status_t tpc__rank_setup(tpc_gen_t* g, int r, tpc_kbuf_t* k) {
   const tprt_module_function_t *dec = g->fn[F_DECODE], *pre = g->fn[F_PREFILL];
@@ -377,9 +376,7 @@ static tprt_status_t tpc__load_args(tpc_gen_t* g, tpc_sources_t* src) {
     if (!g->host_args[r]) return tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of host memory");
   }
   for (int a = 0; a < dec->num_args; ++a) {
-    bool role = false;
-    for (int q = 0; q < R_NUM; ++q) role = role || g->role[F_DECODE][q] == a;
-    if (role || g->is_cache[a]) continue;
+    if (tpc__is_role(g, F_DECODE, a) || g->is_cache[a]) continue;
     const tprt_module_tensor_t* mt = &dec->args[a];
     tprt_tensor_t logical;
     tprt_shard_t shard;
