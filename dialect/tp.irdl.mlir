@@ -335,6 +335,19 @@ irdl.dialect @tp {
     irdl.results(loss: %f32, lse: %f32)
   }
 
+  // tp.cross_entropy's loss and lse from the logits themselves: z[T,V] (a float type; the whole
+  // vocabulary) and targets[T] -> loss[T], lse[T] (f32), by the same blocks and tree. Of z =
+  // tp.linear(x, w) (same chunks, z in x's type) it is tp.cross_entropy(x, w, targets) bit for bit;
+  // tp-fuse writes it where a module computes both (a decoding step's head and the drawn token's
+  // log-probability), so the head's GEMM runs once. tp-shard gathers vocabulary-parallel logits first.
+  irdl.operation @cross_entropy_logits {
+    %z = irdl.base "!builtin.tensor"
+    %targets = irdl.base "!builtin.tensor"
+    %f32 = irdl.base "!builtin.tensor"
+    irdl.operands(z: %z, targets: %targets)
+    irdl.results(loss: %f32, lse: %f32)
+  }
+
   // Vocabulary-parallel cross-entropy, per rank: stats[T,3] (f32) = this rank's subtree of the
   // vocabulary blocks (its running max m and sum s of exp(z - m)) and the target's logit when
   // this rank holds the target's row (else -0.0). tp.cross_entropy_combine finishes the tree.

@@ -1,6 +1,6 @@
 // Verifier rules of the whole-model ops: tp.embedding and tp.embedding_grad, tp.cross_entropy, its
-// vocabulary-parallel pair (stats, combine) and its gradients, and the optimizer's tp.sumsq,
-// tp.global_norm and tp.adamw. They mirror the runtime's checks (kernels/cpu/cpu_vocab.c,
+// vocabulary-parallel pair (stats, combine), its form over given logits (tp.cross_entropy_logits)
+// and its gradients, and the optimizer's tp.sumsq, tp.global_norm and tp.adamw. They mirror the runtime's checks (kernels/cpu/cpu_vocab.c,
 // cpu_optim.c), so a module that verifies fails there only on token ids out of range, which only
 // the data can show. Rules: vocab.ids (ids and targets), embedding.shapes, embedding_grad.shapes,
 // cross_entropy.shapes (every cross-entropy op), vocab.mesh (the optional mesh and axes of a
@@ -115,6 +115,18 @@ static MlirLogicalResult tpc__verify_cross_entropy(MlirOperation op, int kind) {
                                (long long)x.dims[0], TYPE(st.type, s.a));
       return tpc__verify_shard_attrs(op, tpc_cross_entropy_stats_get_mesh_attr(op),
                                      tpc_cross_entropy_stats_get_axes_attr(op));
+    }
+    case TPC_OP_CROSS_ENTROPY_LOGITS: {
+      tpc_shape_t z = tpc__shape_of(tpc_cross_entropy_logits_get_z(op));
+      tpc_shape_t t = tpc__shape_of(tpc_cross_entropy_logits_get_targets(op));
+      tpc_shape_t loss = tpc__shape_of(tpc_cross_entropy_logits_get_loss(op));
+      tpc_shape_t lse = tpc__shape_of(tpc_cross_entropy_logits_get_lse(op));
+      if (!z.valid || !t.valid || !loss.valid || !lse.valid) return FAIL;
+      if (mlirLogicalResultIsFailure(tpc__verify_ids(op, "targets", &t))) return FAIL;
+      if (z.rank != 2 || !tpc__is_storage_float(z.element) || z.dims[0] != t.dims[0])
+        return tpc__rule_error(op, "cross_entropy.shapes", "expects logits z[T,V] (float) and targets[T]; got z %s, targets %s",
+                               TYPE(z.type, s.a), TYPE(t.type, s.b));
+      return tpc__verify_f32_vecs(op, "loss and lse", &loss, &lse, z.dims[0]);
     }
     case TPC_OP_CROSS_ENTROPY_COMBINE: {
       tpc_shape_t st = tpc__shape_of(tpc_cross_entropy_combine_get_stats(op));

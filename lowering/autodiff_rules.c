@@ -396,6 +396,11 @@ MlirLogicalResult tpc__ad_rule(tpc__ad_t* A, MlirOperation op, int kind) {
                                             "sampled tokens with tp.cross_entropy"
                                           : "tp-autodiff: tp.kvcache_write (decoding with a KV cache) has no gradient");
       return mlirLogicalResultFailure();
+    case TPC_OP_CROSS_ENTROPY_LOGITS:
+      mlirEmitError(mlirOperationGetLocation(op),
+                    "tp-autodiff: tp.cross_entropy_logits has no gradient; train with tp.cross_entropy of the head's "
+                    "input and weight, whose gradients never hold the [T,V] logits");
+      return mlirLogicalResultFailure();
     case TPC_OP_RMSNORM:
     case TPC_OP_LAYERNORM: {
       if (!*dy) return mlirLogicalResultSuccess();

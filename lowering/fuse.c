@@ -309,6 +309,90 @@ static bool tpc__fuse_cross_entropy_forward(MlirOperation fwd) {
   return true;
 }
 
+// The logits of the head: a tp.linear(x, w) in |before|'s block and before it, without bias, of
+// the module-wide chunks (no chunks of its own), not partial nor sequence-parallel, whose result
+// has x's element type (tp.cross_entropy's logits are rounded to x's type); else a null value.
+static MlirValue tpc__head_logits(MlirValue x, MlirValue w, MlirOperation before) {
+  for (MlirOpOperand use = mlirValueGetFirstUse(x); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation lin = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(lin) != TPC_OP_LINEAR || mlirOpOperandGetOperandNumber(use) != 0 ||
+        mlirOperationGetNumOperands(lin) != 2 || mlirOperationGetNumResults(lin) != 1 ||
+        !mlirValueEqual(mlirOperationGetOperand(lin, 1), w) ||
+        !mlirBlockEqual(mlirOperationGetBlock(lin), mlirOperationGetBlock(before)) ||
+        !mlirOperationIsBeforeInBlock(lin, before) || tpc_linear_get_chunks(lin) != 0 || tpc_linear_get_partial(lin) ||
+        tpc_linear_get_sequence_parallel(lin))
+      continue;
+    MlirValue z = mlirOperationGetResult(lin, 0);
+    MlirType zt = mlirValueGetType(z), xt = mlirValueGetType(x);
+    if (tpc__is_2d(zt) && tpc__is_2d(xt) && mlirTypeEqual(mlirShapedTypeGetElementType(zt), mlirShapedTypeGetElementType(xt)))
+      return z;
+  }
+  return (MlirValue){NULL};
+}
+
+// The all-gather of |v| along dim 1 in one block per rank over |like|'s mesh and axes (a
+// vocabulary shard's rows in rank order), in |before|'s block and before it; else a null value.
+static MlirValue tpc__vocab_gather(MlirValue v, MlirOperation like, MlirOperation before) {
+  for (MlirOpOperand use = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation g = mlirOpOperandGetOwner(use);
+    if (tpc_op_get_kind(g) == TPC_OP_ALL_GATHER && tpc_all_gather_get_dim(g) == 1 && tpc_all_gather_get_blocks(g) == 1 &&
+        tpc__same_attr(g, like, "mesh") && tpc__same_attr(g, like, "axes") &&
+        mlirBlockEqual(mlirOperationGetBlock(g), mlirOperationGetBlock(before)) && mlirOperationIsBeforeInBlock(g, before))
+      return mlirOperationGetResult(g, 0);
+  }
+  return (MlirValue){NULL};
+}
+
+// Replaces |op|'s two results (loss, lse) with tp.cross_entropy_logits(z, targets) at its place
+// and erases |op|.
+static void tpc__loss_of_logits(MlirOperation op, MlirValue z, MlirValue targets) {
+  MlirOperationState st =
+      mlirOperationStateGet(tpc_ref(TPC_OP_NAME_CROSS_ENTROPY_LOGITS), mlirOperationGetLocation(op));
+  MlirValue operands[2] = {z, targets};
+  MlirType results[2] = {mlirValueGetType(mlirOperationGetResult(op, 0)), mlirValueGetType(mlirOperationGetResult(op, 1))};
+  mlirOperationStateAddOperands(&st, 2, operands);
+  mlirOperationStateAddResults(&st, 2, results);
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, fused);
+  for (int i = 0; i < 2; ++i) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), mlirOperationGetResult(fused, i));
+  mlirOperationDestroy(op);
+}
+
+// The loss of logits the module computes anyway (the rule in the header): a whole-vocabulary
+// tp.cross_entropy(x, w, t) with a head tp.linear(x, w) before it, or a vocabulary shard's
+// tp.cross_entropy_combine(all_gather(tp.cross_entropy_stats(x, w, t)), t) with the gathered
+// logits all_gather(tp.linear(x, w)) before it, becomes tp.cross_entropy_logits(those logits, t).
+// Returns whether it did.
+static bool tpc__fuse_loss_of_logits(MlirOperation op) {
+  if (mlirOperationGetNumResults(op) != 2) return false;
+  if (tpc_op_get_kind(op) == TPC_OP_CROSS_ENTROPY) {
+    if (mlirOperationGetNumOperands(op) != 3 || tpc_cross_entropy_get_sequence_parallel(op)) return false;
+    MlirValue z = tpc__head_logits(tpc_cross_entropy_get_x(op), tpc_cross_entropy_get_w(op), op);
+    if (mlirValueIsNull(z)) return false;
+    tpc__loss_of_logits(op, z, tpc_cross_entropy_get_targets(op));
+    return true;
+  }
+  if (mlirOperationGetNumOperands(op) != 2) return false;
+  MlirValue gathered = tpc_cross_entropy_combine_get_stats(op), targets = tpc_cross_entropy_combine_get_targets(op);
+  if (mlirValueIsABlockArgument(gathered)) return false;
+  MlirOperation g = mlirOpResultGetOwner(gathered);
+  if (tpc_op_get_kind(g) != TPC_OP_ALL_GATHER || tpc_all_gather_get_dim(g) != 1 || tpc_all_gather_get_blocks(g) != 1 ||
+      mlirValueIsABlockArgument(tpc_all_gather_get_input(g)))
+    return false;
+  MlirOperation stats = mlirOpResultGetOwner(tpc_all_gather_get_input(g));
+  if (tpc_op_get_kind(stats) != TPC_OP_CROSS_ENTROPY_STATS || mlirOperationGetNumOperands(stats) != 3 ||
+      !mlirValueEqual(tpc_cross_entropy_stats_get_targets(stats), targets) || !tpc__same_attr(g, stats, "mesh") ||
+      !tpc__same_attr(g, stats, "axes"))
+    return false;
+  MlirValue z = tpc__head_logits(tpc_cross_entropy_stats_get_x(stats), tpc_cross_entropy_stats_get_w(stats), op);
+  MlirValue whole = mlirValueIsNull(z) ? z : tpc__vocab_gather(z, stats, op);
+  if (mlirValueIsNull(whole)) return false;
+  tpc__loss_of_logits(op, whole, targets);
+  if (mlirOpOperandIsNull(mlirValueGetFirstUse(gathered))) mlirOperationDestroy(g);
+  if (mlirOpOperandIsNull(mlirValueGetFirstUse(tpc_cross_entropy_stats_get_stats(stats)))) mlirOperationDestroy(stats);
+  return true;
+}
+
 // The producer |p| of an add's operand that can take the add's other operand |other| as its acc:
 // a tp.linear_dgrad or tp.embedding_grad (not partial) or the dx of a tp.rmsnorm_grad, without an
 // acc yet, whose result
@@ -372,6 +456,7 @@ static bool tpc__fuse_accumulate(MlirOperation add) {
 }
 
 static bool tpc__is_add(int kind) { return kind == TPC_OP_ADD; }
+static bool tpc__is_loss(int kind) { return kind == TPC_OP_CROSS_ENTROPY || kind == TPC_OP_CROSS_ENTROPY_COMBINE; }
 
 // Calls |rewrite| on every op of |module| whose kind |pick| accepts, listed first (a rewrite
 // erases ops). False when the list could not be allocated.
@@ -402,6 +487,7 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   // other listed ops stay.
   if (!tpc__rewrite_each(module, tpc__is_ce_wgrad, tpc__fuse_cross_entropy) ||
       !tpc__rewrite_each(module, tpc__is_ce_forward, tpc__fuse_cross_entropy_forward) ||
+      !tpc__rewrite_each(module, tpc__is_loss, tpc__fuse_loss_of_logits) ||
       !tpc__rewrite_each(module, tpc__is_add, tpc__fuse_accumulate)) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
     return mlirLogicalResultFailure();

@@ -287,9 +287,11 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
       if (x->mask[1]) return tpc__layout_error(S, op, "logits", x, "routing needs every expert's logit");
       for (int i = 0; i < 2; ++i) outs[i].mask[0] = x->mask[0];
       break;
-    case TPC_OP_SAMPLE: {
-      // Every rank draws from whole rows: a vocabulary-parallel head's logits are gathered first,
-      // so the draw (and its token) is the one of a single rank at every TP degree.
+    case TPC_OP_SAMPLE:
+    case TPC_OP_CROSS_ENTROPY_LOGITS: {
+      // Every rank draws from (or takes the loss of) whole rows: a vocabulary-parallel head's
+      // logits are gathered first, so the draw (and its token) is the one of a single rank at every
+      // TP degree, and the loss has the one rank's bits.
       tpc__sval_t* l = tpc__gather_tokens(S, ins[0]);
       uint32_t tp = tpc__bit(S->tp);
       if (l->layout.mask[1] & ~tp)
@@ -306,7 +308,7 @@ static MlirLogicalResult tpc__shard_other(tpc__shard_t* S, MlirOperation op, int
         if (ins[i]->layout.mask[0] != l->layout.mask[0])
           return tpc__layout_error(S, op, "a per-row operand", &ins[i]->layout,
                                    "it must be sharded like the rows of logits");
-      outs[0].mask[0] = l->layout.mask[0];
+      for (int i = 0; i < nout; ++i) outs[i].mask[0] = l->layout.mask[0];
       break;
     }
     case TPC_OP_MOE_PERMUTE:

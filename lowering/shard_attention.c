@@ -15,8 +15,8 @@
 // projections' all-gather before attention. cos and sin are per token: sharded like the tokens,
 // never over tp (tpc__attention_table_layout). A KV cache (tp.attention_kvcache, tp.kvcache_write)
 // is sharded like k: its sequences over dp and ep, its kv heads over tp; cache_len like the
-// sequences. tp.sample's per-row operands (seed, request, position, temperature, top_k, top_p) are
-// laid out like the tokens.
+// sequences. tp.sample's per-row operands (seed, request, position, temperature, top_k, top_p) and
+// tp.cross_entropy_logits's targets are laid out like the tokens.
 #include <stdio.h>
 
 #include "mlir-c/BuiltinTypes.h"
@@ -37,7 +37,8 @@ bool tpc__attention_table_layout(tpc__shard_t* S, int kind, int slot, tpc_layout
                (kind == TPC_OP_KVCACHE_WRITE && slot != TPC_KVCACHE_WRITE_SLOT_CACHE_LEN);
   bool lens = (kind == TPC_OP_ATTENTION_KVCACHE && slot == TPC_ATTENTION_KVCACHE_SLOT_CACHE_LEN) ||
               (kind == TPC_OP_KVCACHE_WRITE && slot == TPC_KVCACHE_WRITE_SLOT_CACHE_LEN) ||
-              (kind == TPC_OP_SAMPLE && slot != TPC_SAMPLE_SLOT_LOGITS);
+              (kind == TPC_OP_SAMPLE && slot != TPC_SAMPLE_SLOT_LOGITS) ||
+              (kind == TPC_OP_CROSS_ENTROPY_LOGITS && slot == TPC_CROSS_ENTROPY_LOGITS_SLOT_TARGETS);
   if (!table && !cache && !lens) return false;
   if (l->rank >= 1) l->mask[0] = tpc__data_axes(S) | tpc__bit(S->ep);
   if (cache && l->rank >= 2) l->mask[1] = tpc__bit(S->tp);

@@ -69,6 +69,18 @@ int32_t tprt_abi_cross_entropy(tprt_exec_t* exec, void* const* buffers, const in
   return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_NAME);
 }
 
+// The loss of given logits (tp-fuse's form where the head's logits are computed anyway): no GEMM.
+int32_t tprt_abi_cross_entropy_logits(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_CROSS_ENTROPY_LOGITS_NUM_SLOTS, &c);
+  if (!s)
+    s = TPRT__KERNEL(exec, cross_entropy_logits, (&c.slot[TPRT_CROSS_ENTROPY_LOGITS_SLOT_Z],
+                                                  &c.slot[TPRT_CROSS_ENTROPY_LOGITS_SLOT_TARGETS],
+                                                  &c.slot[TPRT_CROSS_ENTROPY_LOGITS_SLOT_LOSS],
+                                                  &c.slot[TPRT_CROSS_ENTROPY_LOGITS_SLOT_LSE], tprt_exec_chunks(exec)));
+  return tprt_exec_record(exec, s, TPRT_CROSS_ENTROPY_LOGITS_NAME);
+}
+
 int32_t tprt_abi_cross_entropy_stats(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt__vocab_t v;

@@ -96,6 +96,8 @@ extern "C" {
     (ids, dy, acc, dtable, start, vocab, chunks)) \
   X(cross_entropy, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks), \
     (x, w, targets, loss, lse, chunks)) \
+  X(cross_entropy_logits, (const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks), \
+    (z, targets, loss, lse, chunks)) \
   X(cross_entropy_stats, (const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start, int64_t vocab, int chunks, int vocab_chunks), \
     (x, w, targets, stats, start, vocab, chunks, vocab_chunks)) \
   X(cross_entropy_combine, (const tprt_tensor_t* stats, const tprt_tensor_t* targets, tprt_tensor_t* loss, tprt_tensor_t* lse), \

@@ -275,6 +275,15 @@
 #define TPRT_CROSS_ENTROPY_ATTR_PARALLEL 0
 #define TPRT_CROSS_ENTROPY_ATTR_SEQUENCE_PARALLEL 1
 
+// tp.cross_entropy_logits
+#define TPRT_CROSS_ENTROPY_LOGITS_NAME "tp.cross_entropy_logits"
+#define TPRT_CROSS_ENTROPY_LOGITS_NUM_SLOTS 4
+#define TPRT_CROSS_ENTROPY_LOGITS_SLOT_Z 0
+#define TPRT_CROSS_ENTROPY_LOGITS_SLOT_TARGETS 1
+#define TPRT_CROSS_ENTROPY_LOGITS_SLOT_LOSS 2
+#define TPRT_CROSS_ENTROPY_LOGITS_SLOT_LSE 3
+#define TPRT_CROSS_ENTROPY_LOGITS_NUM_ATTRS 0
+
 // tp.cross_entropy_stats
 #define TPRT_CROSS_ENTROPY_STATS_NAME "tp.cross_entropy_stats"
 #define TPRT_CROSS_ENTROPY_STATS_NUM_SLOTS 4
@@ -749,6 +758,7 @@
   X(moe_unbucket) \
   X(embedding) \
   X(cross_entropy) \
+  X(cross_entropy_logits) \
   X(cross_entropy_stats) \
   X(cross_entropy_combine) \
   X(linear_dgrad) \

@@ -8,6 +8,7 @@
 //   stats          per vocabulary block: its maximum and Σ exp(z - max) from +0.0 in increasing v;
 //                  blocks merged by the pairwise tree (tprt_ce_merge)
 //   loss, lse      lse = M + log S; loss = lse - z[target] (+0.0 for an ignored token)
+//   of logits      the same statistics and loss of given logits z (tp.cross_entropy_logits)
 //   dgrad, wgrad   dz = RNE_x(tprt_ce_dlogit(z, lse, v = target, dloss)), then dz·w and dzᵀ·x
 //                  with the canonical accumulation over V and over the tokens
 //
@@ -214,6 +215,29 @@ static void tprt__ce_dlogits(tprt_tensor_t* z, const tprt_tensor_t* targets, con
   }
 }
 
+// One token's statistics (docs/numerics.md, "Cross-entropy", steps 2 and 3): its V logits |row|
+// (f32) in |blocks| blocks of |size|, each block's maximum and sum of exponentials, the blocks'
+// tree; out[0..2] = the maximum, the sum and the target's logit (-0.0 when the target is ignored
+// or another shard's: vocabulary row |target| - |start| of this shard). bm and bs hold |blocks|.
+static void tprt__ce_row_stats(const float* row, int64_t V, int blocks, int64_t size, int32_t target, int64_t start,
+                               float* bm, float* bs, float* out) {
+  for (int b = 0; b < blocks; ++b) {
+    int64_t v0 = (int64_t)b * size, v1 = v0 + size;
+    if (v0 > V) v0 = V;
+    if (v1 > V) v1 = V;
+    float m = -INFINITY, sum = 0.0f;
+    for (int64_t v = v0; v < v1; ++v) m = tprt_max_keep(m, row[v]);
+    for (int64_t v = v0; v < v1; ++v) sum = sum + tprt_expf(row[v] - m);
+    bm[b] = m;
+    bs[b] = sum;
+  }
+  tprt_ce_tree(bm, bs, blocks);
+  int64_t local = (int64_t)target - start;
+  out[0] = bm[0];
+  out[1] = bs[0];
+  out[2] = target >= 0 && local >= 0 && local < V ? row[local] : -0.0f;
+}
+
 tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                            const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
                                            int64_t vocab, int chunks, int vocab_chunks) {
@@ -249,23 +273,8 @@ tprt_status_t tprt_cpu_cross_entropy_stats(const tprt_tensor_t* x, const tprt_te
     tprt_tensor_t xb = tprt__ce_rows(x, t0, n), zb = tprt__ce_block(z, x->dtype, n, V);
     s = tprt_cpu_linear(&xb, w, NULL, &zb, chunks);
     for (int64_t i = 0; !s && i < n; ++i) {
-      int64_t t = t0 + i;
       tprt__ld_row(z, x->dtype, i * V, V, row);
-      for (int b = 0; b < vocab_chunks; ++b) {
-        int64_t v0 = (int64_t)b * size, v1 = v0 + size;
-        if (v0 > V) v0 = V;
-        if (v1 > V) v1 = V;
-        float m = -INFINITY, sum = 0.0f;
-        for (int64_t v = v0; v < v1; ++v) m = tprt_max_keep(m, row[v]);
-        for (int64_t v = v0; v < v1; ++v) sum = sum + tprt_expf(row[v] - m);
-        bm[b] = m;
-        bs[b] = sum;
-      }
-      tprt_ce_tree(bm, bs, vocab_chunks);
-      int64_t local = (int64_t)tg[t] - start;
-      out[t * 3 + 0] = bm[0];
-      out[t * 3 + 1] = bs[0];
-      out[t * 3 + 2] = tg[t] >= 0 && local >= 0 && local < V ? row[local] : -0.0f;
+      tprt__ce_row_stats(row, V, vocab_chunks, size, tg[t0 + i], start, bm, bs, out + (t0 + i) * 3);
     }
   }
   tprt__scratch_free(mem);
@@ -329,6 +338,42 @@ tprt_status_t tprt_cpu_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t
   tprt_tensor_t st = tprt_tensor_make(mem, TPRT_DTYPE_F32, 2, dims);
   s = tprt_cpu_cross_entropy_stats(x, w, targets, &st, 0, w->dims[0], chunks, chunks);
   if (!s) s = tprt_cpu_cross_entropy_combine(&st, targets, loss, lse);
+  tprt__scratch_free(mem);
+  return s;
+}
+
+tprt_status_t tprt_cpu_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss,
+                                            tprt_tensor_t* lse, int chunks) {
+  const char* op = "cross_entropy_logits";
+  tprt_status_t s = tprt__check(op, "z", z, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "targets", targets, 1, TPRT__M(TPRT_DTYPE_I32));
+  if (!s) s = tprt__check(op, "loss", loss, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, "lse", lse, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (s) return s;
+  int64_t T = z->dims[0], V = z->dims[1], t1[1] = {T};
+  s = tprt__check_dims(op, "targets", targets, 1, t1, "[T] (z's rows)");
+  if (!s) s = tprt__check_dims(op, "loss", loss, 1, t1, "[T] (z's rows)");
+  if (!s) s = tprt__check_dims(op, "lse", lse, 1, t1, "[T] (z's rows)");
+  if (!s) s = tprt__check_ids(op, "targets", targets, V, true);
+  if (!s && (chunks < 1 || chunks > TPRT_MAX_CHUNKS || (chunks & (chunks - 1))))
+    s = tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "%s: chunks must be a power of two in [1, %d]; got %d", op,
+                         TPRT_MAX_CHUNKS, chunks);
+  if (s) return s;
+  // Each token's statistics of the whole vocabulary as tprt_cpu_cross_entropy_stats computes them
+  // from its own logits, then the one shard's combination: tprt_cpu_cross_entropy's bits.
+  void* mem = NULL;
+  s = tprt__scratch(op, ((size_t)(T * 3) + (size_t)V + 2 * (size_t)chunks) * sizeof(float) + 1, &mem);
+  if (s) return s;
+  float *st = (float*)mem, *row = st + T * 3, *bm = row + V, *bs = bm + chunks;
+  int64_t size = tprt_kacc_chunk_size(V, chunks);
+  const int32_t* tg = (const int32_t*)targets->data;
+  for (int64_t t = 0; t < T; ++t) {
+    tprt__ld_row(z->data, z->dtype, t * V, V, row);
+    tprt__ce_row_stats(row, V, chunks, size, tg[t], 0, bm, bs, st + t * 3);
+  }
+  int64_t dims[2] = {T, 3};
+  tprt_tensor_t stats = tprt_tensor_make(st, TPRT_DTYPE_F32, 2, dims);
+  s = tprt_cpu_cross_entropy_combine(&stats, targets, loss, lse);
   tprt__scratch_free(mem);
   return s;
 }

@@ -338,6 +338,12 @@ tprt_status_t tprt_cpu_cross_entropy_combine(const tprt_tensor_t* stats, const t
 tprt_status_t tprt_cpu_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
                                      tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) TPRT_MUST_USE_RESULT;
 
+/// tprt_cpu_cross_entropy's loss and lse from the logits z[T,V] themselves (any float type; the
+/// whole vocabulary), |chunks| blocks: of z = tprt_cpu_linear(x, w) (x's dtype, the same chunks)
+/// the same bits as tprt_cpu_cross_entropy(x, w, ...).
+tprt_status_t tprt_cpu_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss,
+                                            tprt_tensor_t* lse, int chunks) TPRT_MUST_USE_RESULT;
+
 /// dx[T,H] = Σ_v dz[t,v]·w[v] with the canonical accumulation over the V local rows
 /// (|vocab_chunks| chunks), dz = RNE_x(tprt_ce_dlogit(z, lse[t], v = target, dloss[t])), +0.0 for
 /// an ignored token. dx has x's dtype, or is f32 (a vocabulary shard's partial).

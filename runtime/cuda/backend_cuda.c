@@ -479,6 +479,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .embedding = tprt__cuda_embedding,
     .embedding_grad = tprt__cuda_embedding_grad,
     .cross_entropy = tprt__cuda_cross_entropy,
+    .cross_entropy_logits = tprt__cuda_cross_entropy_logits,
     .cross_entropy_stats = tprt__cuda_cross_entropy_stats,
     .cross_entropy_combine = tprt__cuda_cross_entropy_combine,
     .cross_entropy_dgrad = tprt__cuda_cross_entropy_dgrad,

@@ -668,6 +668,11 @@ tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor
   TPRT__TIMED_OP("cross_entropy",
                  tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, tprt__ce(), tprt__r.stream));
 }
+tprt_status_t tprt__cuda_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss,
+                                              tprt_tensor_t* lse, int chunks) {
+  TPRT__TIMED_OP("cross_entropy_logits",
+                 tprt_cuda_cross_entropy_logits(z, targets, loss, lse, chunks, tprt__ce()->math, tprt__r.stream));
+}
 tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                              const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
                                              int64_t vocab, int chunks, int vocab_chunks) {

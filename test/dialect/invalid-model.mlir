@@ -1,7 +1,8 @@
 // RUN: tpc-opt %s --split-input-file --verify-diagnostics
 
 /// The rules of the whole-model ops (dialect/tpc_verify_model.c): tp.embedding, tp.embedding_grad,
-/// tp.cross_entropy, tp.cross_entropy_stats / _combine, the cross-entropy gradients and the optimizer.
+/// tp.cross_entropy, tp.cross_entropy_stats / _combine, tp.cross_entropy_logits, the cross-entropy
+/// gradients and the optimizer.
 
 /// vocab.ids: token ids are a rank-1 i32 tensor.
 func.func @ids_i64(%ids: tensor<16xi64>, %table: tensor<64x32xbf16>) -> tensor<16x32xbf16> {
@@ -89,6 +90,42 @@ module {
     %st = "tp.cross_entropy_stats"(%x, %w, %t) {mesh = @world, axes = ["tp"]} : (tensor<16x32xbf16>, tensor<32x32xbf16>, tensor<16xi32>) -> tensor<16x2xf32>
     return %st : tensor<16x2xf32>
   }
+}
+
+// -----
+
+/// cross_entropy.shapes: the loss of given logits reads one row of logits per target.
+func.func @logits_rows(%z: tensor<8x64xbf16>, %t: tensor<16xi32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_logits' op violates rule cross_entropy.shapes: expects logits z[T,V] (float) and targets[T]; got z tensor<8x64xbf16>, targets tensor<16xi32>}}
+  %l, %s = "tp.cross_entropy_logits"(%z, %t) : (tensor<8x64xbf16>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
+}
+
+// -----
+
+/// cross_entropy.shapes: logits are a float matrix.
+func.func @logits_ints(%z: tensor<16x64xi32>, %t: tensor<16xi32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_logits' op violates rule cross_entropy.shapes: expects logits z[T,V] (float) and targets[T]; got z tensor<16x64xi32>, targets tensor<16xi32>}}
+  %l, %s = "tp.cross_entropy_logits"(%z, %t) : (tensor<16x64xi32>, tensor<16xi32>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
+}
+
+// -----
+
+/// cross_entropy.shapes: its loss and log-sum-exp are f32, one per token.
+func.func @logits_loss(%z: tensor<16x64xbf16>, %t: tensor<16xi32>) -> tensor<16xbf16> {
+  // expected-error@+1 {{'tp.cross_entropy_logits' op violates rule cross_entropy.shapes: expects loss and lse of type tensor<16xf32>; got tensor<16xbf16> and tensor<16xbf16>}}
+  %l, %s = "tp.cross_entropy_logits"(%z, %t) : (tensor<16x64xbf16>, tensor<16xi32>) -> (tensor<16xbf16>, tensor<16xbf16>)
+  return %l : tensor<16xbf16>
+}
+
+// -----
+
+/// vocab.ids: targets are i32 token ids.
+func.func @logits_targets(%z: tensor<16x64xbf16>, %t: tensor<16xi64>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tp.cross_entropy_logits' op violates rule vocab.ids: targets must be a rank-1 tensor of i32 token ids (tensor<Txi32>); got tensor<16xi64>}}
+  %l, %s = "tp.cross_entropy_logits"(%z, %t) : (tensor<16x64xbf16>, tensor<16xi64>) -> (tensor<16xf32>, tensor<16xf32>)
+  return %l : tensor<16xf32>
 }
 
 // -----

@@ -505,7 +505,8 @@ static void fc_check_norm_grad_pieces(cudaStream_t s) {
 // tprt_cuda_cross_entropy_with_grad, with ignored targets, rows of 16-byte runs and odd rows, one
 // piece and pieces of three tokens; the vocabulary-parallel statistics with another rank's rows.
 // INVARIANT must also give the same bits for any piece size and for two vocabulary shards combined
-// as two ranks. The GEMMs are the exact ones of ce_exact_gemms.h.
+// as two ranks; in every math the loss of the logits themselves is the loss's bits. The GEMMs are
+// the exact ones of ce_exact_gemms.h.
 static void fc_check_cross_entropy(cudaStream_t s) {
   const int64_t shapes[][3] = {{64, 64, 1000}, {257, 128, 4096}, {33, 32, 777}};  // T, H, V
   const int dtypes[] = {TPRT_DTYPE_BF16, TPRT_DTYPE_F32};
@@ -601,6 +602,24 @@ static void fc_check_cross_entropy(cudaStream_t s) {
                    tprt_dtype_name(dt));
           fc_bitwise_row("ce inv", what, fc_diff_rows(lse1.t.data, t, ilse.t.data, t, 1, t, 4), NULL);
         }
+      }
+      // The loss of given logits (tp.cross_entropy_logits): of z = the GEMMs' linear, in each math,
+      // the cross-entropy's own loss and lse bit for bit (a decoding step's head computes z once).
+      for (tprt_cuda_ce_math_t math : {TPRT_CUDA_CE_EXACT, TPRT_CUDA_CE_INVARIANT, TPRT_CUDA_CE_FAST}) {
+        const tprt_cuda_ce_gemms_t gm = ce_exact_gemms(0, math);
+        fc_tensor z(dt, {t, v}), loss1(TPRT_DTYPE_F32, {t}), lse1(TPRT_DTYPE_F32, {t});
+        fc_tensor loss(TPRT_DTYPE_F32, {t}), lse(TPRT_DTYPE_F32, {t});
+        for (fc_tensor* p : {&loss1, &lse1, &loss, &lse}) p->poison();
+        tprt_status_t st = tprt_cuda_cross_entropy(&x.t, &w.t, &targets.t, &loss1.t, &lse1.t, 4, &gm, s);
+        if (!st) st = gm.linear(gm.ctx, &x.t, &w.t, &z.t, 4, s);
+        if (!st) st = tprt_cuda_cross_entropy_logits(&z.t, &targets.t, &loss.t, &lse.t, 4, math, s);
+        FC_CUDA(cudaStreamSynchronize(s));
+        char what[64];
+        snprintf(what, sizeof what, "%s T=%lld V=%lld %s",
+                 math == TPRT_CUDA_CE_EXACT ? "exact" : math == TPRT_CUDA_CE_FAST ? "fast" : "inv", (long long)t,
+                 (long long)v, tprt_dtype_name(dt));
+        fc_bitwise_row("ce of logits", what, st ? 0 : fc_diff_rows(lse.t.data, t, lse1.t.data, t, 1, t, 4) +
+                                                    fc_diff_rows(loss.t.data, t, loss1.t.data, t, 1, t, 4), st);
       }
     }
   }

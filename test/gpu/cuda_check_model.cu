@@ -274,6 +274,23 @@ static void ct_check_cross_entropy(cudaStream_t stream) {
               },
               true, stream);
       }
+      // The loss of given logits (any values, the whole vocabulary): bitwise the CPU's.
+      if (ct_selected("cross_entropy")) {
+        int64_t zd[2] = {c.t, c.vocab};
+        ct_tensor_t z = ct_make(dtype, 2, zd);
+        ct_fill(&z, &rng, CT_DIST_MODERATE);
+        char shape[64], params[48];
+        snprintf(shape, sizeof shape, "T=%lld V=%lld", (long long)c.t, (long long)c.vocab);
+        snprintf(params, sizeof params, "of logits, chunks %d", c.chunks);
+        ct_run_outputs(
+            "cross_entropy", shape, tprt_dtype_name(dtype), params, {&loss, &lse},
+            [&] { return tprt_cpu_cross_entropy_logits(&z.h, &tg.h, &loss.h, &lse.h, c.chunks); },
+            [&](cudaStream_t s) {
+              return tprt_cuda_cross_entropy_logits(&z.d, &tg.d, &loss.d, &lse.d, c.chunks, TPRT_CUDA_CE_EXACT, s);
+            },
+            true, stream);
+        ct_free(&z);
+      }
       ct_tensor_t* all[8] = {&x, &w, &st, &loss, &lse, &g, &dx, &dw};
       for (auto* p : all) ct_free(p);
     }

@@ -257,6 +257,82 @@ func.func @other_targets(%x: tensor<16x32xbf16>, %w: tensor<64x32xbf16>, %t: ten
 
 // -----
 
+/// A decoding step's head: the logits z = linear(x, w) are computed for the draw, so the loss of the
+/// drawn token is tp.cross_entropy_logits(z, token) at the loss's place, not a second head GEMM.
+// CHECK-LABEL: func.func @loss_of_logits(
+// CHECK:         %[[Z:.*]] = "tp.linear"(%arg0, %arg1)
+// CHECK:         %[[T:.*]] = "tp.sample"(%[[Z]],
+// CHECK:         %[[L:.*]]:2 = "tp.cross_entropy_logits"(%[[Z]], %[[T]]) : (tensor<4x64xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK-NOT:     "tp.cross_entropy"(
+// CHECK:         return %[[T]], %[[L]]#0
+/// A vocabulary shard (after tp-shard): the statistics, their gather and the combine give way to the
+/// loss of the gathered logits that the draw reads; no collective of statistics is left.
+// CHECK-LABEL: func.func @loss_of_gathered_logits(
+// CHECK:         %[[Z:.*]] = "tp.linear"(%arg0, %arg1)
+// CHECK:         %[[G:.*]] = "tp.all_gather"(%[[Z]])
+// CHECK:         %[[T:.*]] = "tp.sample"(%[[G]],
+// CHECK-NOT:     "tp.cross_entropy_stats"
+// CHECK-NOT:     "tp.all_gather"
+// CHECK:         %[[L:.*]]:2 = "tp.cross_entropy_logits"(%[[G]], %[[T]])
+// CHECK-NOT:     "tp.cross_entropy_combine"
+// CHECK:         return %[[T]], %[[L]]#0
+/// Logits with a bias, of their own chunks, computed after the loss, or gathered in blocks: left
+/// as they are.
+// CHECK-LABEL: func.func @logits_bias(
+// CHECK:         "tp.cross_entropy"(
+// CHECK-LABEL: func.func @logits_chunks(
+// CHECK:         "tp.cross_entropy"(
+// CHECK-LABEL: func.func @logits_after(
+// CHECK:         "tp.cross_entropy"(
+// CHECK-LABEL: func.func @gathered_in_blocks(
+// CHECK:         "tp.cross_entropy_stats"
+// CHECK:         "tp.cross_entropy_combine"
+"tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @loss_of_logits(%x: tensor<4x32xbf16>, %w: tensor<64x32xbf16>, %seed: tensor<4xi64>, %req: tensor<4xi32>,
+                          %pos: tensor<4xi32>, %temp: tensor<4xf32>, %k: tensor<4xi32>, %p: tensor<4xf32>)
+    -> (tensor<4xi32>, tensor<4xf32>) {
+  %z = "tp.linear"(%x, %w) {parallel = "column"} : (tensor<4x32xbf16>, tensor<64x32xbf16>) -> tensor<4x64xbf16>
+  %t = "tp.sample"(%z, %seed, %req, %pos, %temp, %k, %p) : (tensor<4x64xbf16>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4xi32>
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) {parallel = "vocab"} : (tensor<4x32xbf16>, tensor<64x32xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %t, %loss : tensor<4xi32>, tensor<4xf32>
+}
+func.func @loss_of_gathered_logits(%x: tensor<4x32xbf16>, %w: tensor<32x32xbf16>, %seed: tensor<4xi64>, %req: tensor<4xi32>,
+                                   %pos: tensor<4xi32>, %temp: tensor<4xf32>, %k: tensor<4xi32>, %p: tensor<4xf32>)
+    -> (tensor<4xi32>, tensor<4xf32>) {
+  %z = "tp.linear"(%x, %w) {parallel = "column"} : (tensor<4x32xbf16>, tensor<32x32xbf16>) -> tensor<4x32xbf16>
+  %g = "tp.all_gather"(%z) {mesh = @world, axes = ["tp"], dim = 1 : i64} : (tensor<4x32xbf16>) -> tensor<4x64xbf16>
+  %t = "tp.sample"(%g, %seed, %req, %pos, %temp, %k, %p) : (tensor<4x64xbf16>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4xi32>
+  %st = "tp.cross_entropy_stats"(%x, %w, %t) {mesh = @world, axes = ["tp"]} : (tensor<4x32xbf16>, tensor<32x32xbf16>, tensor<4xi32>) -> tensor<4x3xf32>
+  %sg = "tp.all_gather"(%st) {mesh = @world, axes = ["tp"], dim = 1 : i64} : (tensor<4x3xf32>) -> tensor<4x6xf32>
+  %loss, %lse = "tp.cross_entropy_combine"(%sg, %t) : (tensor<4x6xf32>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %t, %loss : tensor<4xi32>, tensor<4xf32>
+}
+func.func @logits_bias(%x: tensor<4x32xbf16>, %w: tensor<64x32xbf16>, %b: tensor<64xbf16>, %t: tensor<4xi32>) -> (tensor<4x64xbf16>, tensor<4xf32>) {
+  %z = "tp.linear"(%x, %w, %b) : (tensor<4x32xbf16>, tensor<64x32xbf16>, tensor<64xbf16>) -> tensor<4x64xbf16>
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) : (tensor<4x32xbf16>, tensor<64x32xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %z, %loss : tensor<4x64xbf16>, tensor<4xf32>
+}
+func.func @logits_chunks(%x: tensor<4x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<4xi32>) -> (tensor<4x64xbf16>, tensor<4xf32>) {
+  %z = "tp.linear"(%x, %w) {chunks = 4 : i64} : (tensor<4x32xbf16>, tensor<64x32xbf16>) -> tensor<4x64xbf16>
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) : (tensor<4x32xbf16>, tensor<64x32xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %z, %loss : tensor<4x64xbf16>, tensor<4xf32>
+}
+func.func @logits_after(%x: tensor<4x32xbf16>, %w: tensor<64x32xbf16>, %t: tensor<4xi32>) -> (tensor<4x64xbf16>, tensor<4xf32>) {
+  %loss, %lse = "tp.cross_entropy"(%x, %w, %t) : (tensor<4x32xbf16>, tensor<64x32xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %z = "tp.linear"(%x, %w) : (tensor<4x32xbf16>, tensor<64x32xbf16>) -> tensor<4x64xbf16>
+  return %z, %loss : tensor<4x64xbf16>, tensor<4xf32>
+}
+func.func @gathered_in_blocks(%x: tensor<4x32xbf16>, %w: tensor<32x32xbf16>, %t: tensor<4xi32>) -> (tensor<4x64xbf16>, tensor<4xf32>) {
+  %z = "tp.linear"(%x, %w) {parallel = "column"} : (tensor<4x32xbf16>, tensor<32x32xbf16>) -> tensor<4x32xbf16>
+  %g = "tp.all_gather"(%z) {mesh = @world, axes = ["tp"], dim = 1 : i64, blocks = 2 : i64} : (tensor<4x32xbf16>) -> tensor<4x64xbf16>
+  %st = "tp.cross_entropy_stats"(%x, %w, %t) {mesh = @world, axes = ["tp"]} : (tensor<4x32xbf16>, tensor<32x32xbf16>, tensor<4xi32>) -> tensor<4x3xf32>
+  %sg = "tp.all_gather"(%st) {mesh = @world, axes = ["tp"], dim = 1 : i64} : (tensor<4x3xf32>) -> tensor<4x6xf32>
+  %loss, %lse = "tp.cross_entropy_combine"(%sg, %t) : (tensor<4x6xf32>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %g, %loss : tensor<4x64xbf16>, tensor<4xf32>
+}
+
+// -----
+
 /// Gradient sums: a tp.add of a linear_dgrad (not partial) or of a rmsnorm_grad's dx, used only
 /// by the add, takes the add's other operand as the op's acc when that operand is defined before
 /// the op: the q/k/v input gradients chain through acc, and the norm's dx takes the residual

@@ -1,5 +1,6 @@
 // Unit tests of the vocabulary kernels (cpu_vocab.c): embedding and embedding_grad, the
-// cross-entropy (loss and lse, its statistics and their combination) and both of its gradients.
+// cross-entropy (loss and lse, its statistics and their combination, the loss of given logits) and
+// both of its gradients.
 // They check the kernels against float64 references (themselves checked against central finite
 // differences), the documented f32 order bit for bit, the vocabulary-parallel and data-parallel
 // decompositions bit for bit, duplicate ids and ignored targets, and argument errors.
@@ -535,6 +536,42 @@ TPRT_TEST(cross_entropy_ignored_targets_exact_zero) {
   }
 }
 
+// The loss of given logits: of z = tprt_cpu_linear(x, w) (x's dtype, the same chunks),
+// tprt_cpu_cross_entropy_logits is tprt_cpu_cross_entropy bit for bit, loss and lse, for every
+// dtype and the odd shapes (empty blocks, a vocabulary not divisible by the blocks) with ignored
+// tokens; and on logits perturbed in one place the loss moves (the kernel reads z, not x and w).
+TPRT_TEST(cross_entropy_of_logits_bitwise) {
+  for (int d = 0; d < 3; ++d)
+    for (size_t sh = 0; sh < sizeof kShapes / sizeof kShapes[0]; ++sh) {
+      int dt = kDtypes[d];
+      int64_t T = kShapes[sh][0], V = kShapes[sh][1], H = kShapes[sh][2];
+      int c = (int)kShapes[sh][3];
+      tc_tensor_t x = tc_make(dt, 2, T, H), w = tc_make(dt, 2, V, H), tg = tc_make(TPRT_DTYPE_I32, 1, T);
+      tc_tensor_t z = tc_make(dt, 2, T, V), loss = tc_make(TPRT_DTYPE_F32, 1, T), lse = tc_make(TPRT_DTYPE_F32, 1, T);
+      tc_tensor_t lo = tc_make(TPRT_DTYPE_F32, 1, T), ls = tc_make(TPRT_DTYPE_F32, 1, T);
+      tc_fill(&x.t, 81 + d, -2.0, 2.0);
+      tc_fill(&w.t, 82 + d, -2.0, 2.0);
+      fill_targets(&tg, V, 83 + d, true);
+      TPRT_EXPECT_OK(tprt_cpu_cross_entropy(&x.t, &w.t, &tg.t, &loss.t, &lse.t, c));
+      TPRT_EXPECT_OK(tprt_cpu_linear(&x.t, &w.t, NULL, &z.t, c));
+      TPRT_EXPECT_OK(tprt_cpu_cross_entropy_logits(&z.t, &tg.t, &lo.t, &ls.t, c));
+      if (!tc_same_bytes(&lo.t, &loss.t) || !tc_same_bytes(&ls.t, &lse.t))
+        TPRT__FAIL("%s T=%lld V=%lld: the loss of the logits differs from cross_entropy's", tprt_dtype_name(dt),
+                   (long long)T, (long long)V);
+      // The first token that is not ignored: its target's logit raised by 1 lowers its loss.
+      int64_t t = 0;
+      while (t < T && ids_of(&tg)[t] < 0) ++t;
+      if (t < T && V > 1) {
+        int64_t at = t * V + ids_of(&tg)[t];
+        tc_set(&z.t, at, tc_get(&z.t, at) + 1.0);
+        TPRT_EXPECT_OK(tprt_cpu_cross_entropy_logits(&z.t, &tg.t, &lo.t, &ls.t, c));
+        TPRT_EXPECT(f32_of(&lo)[t] < f32_of(&loss)[t]);
+      }
+      tc_tensor_t* all[] = {&x, &w, &tg, &z, &loss, &lse, &lo, &ls};
+      for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);
+    }
+}
+
 TPRT_TEST(vocab_invalid_arguments) {
   int64_t T = 3, V = 37, H = 19;
   tc_tensor_t ids = tc_make(TPRT_DTYPE_I32, 1, T), ids64 = tc_make(TPRT_DTYPE_I64, 1, T);
@@ -565,6 +602,15 @@ TPRT_TEST(vocab_invalid_arguments) {
       "cross_entropy_combine: stats must be [T,3R] (3 values per rank); got 4 columns");
   BAD(tprt_cpu_embedding(&ids.t, &table.t, &y.t, 1, V), "embedding: this shard's rows [1, 38)");
   BAD(tprt_cpu_cross_entropy(&x.t, &w.t, &ids.t, &loss.t, &lse.t, 3), "chunks must be a power of two");
+  tc_tensor_t z = tc_make(TPRT_DTYPE_BF16, 2, T, V), z2 = tc_make(TPRT_DTYPE_BF16, 2, T + 1, V);
+  TPRT_EXPECT_OK(tprt_cpu_cross_entropy_logits(&z.t, &ids.t, &loss.t, &lse.t, 8));
+  BAD(tprt_cpu_cross_entropy_logits(&z.t, &ids.t, &loss.t, &lse.t, 6), "cross_entropy_logits: chunks must be a power");
+  BAD(tprt_cpu_cross_entropy_logits(&z2.t, &ids.t, &loss.t, &lse.t, 8), "cross_entropy_logits: targets must be [T] (z's rows); got [3] i32");
+  ids_of(&ids)[0] = 37;
+  BAD(tprt_cpu_cross_entropy_logits(&z.t, &ids.t, &loss.t, &lse.t, 8),
+      "cross_entropy_logits: targets[0] = 37 is outside the vocabulary [0, 37)");
+  tc_free(&z);
+  tc_free(&z2);
 #undef BAD
   tc_tensor_t* all[] = {&ids, &ids64, &table, &y, &dy, &dtab, &x, &w, &w18, &wb, &loss, &lse, &st4, &dx};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tc_free(all[i]);

@@ -75,6 +75,12 @@ tprt_status_t tprt_cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_t
 tprt_status_t tprt_cuda_cross_entropy_combine(const tprt_tensor_t* stats, const tprt_tensor_t* targets,
                                               tprt_tensor_t* loss, tprt_tensor_t* lse,
                                               cudaStream_t stream) TPRT_MUST_USE_RESULT;
+/// tprt_cuda_cross_entropy's loss and lse from the logits z[T,V] themselves (the whole vocabulary,
+/// |chunks| blocks), by |math|: no GEMM. Of z = the linear of the same numerics (x's dtype, the same
+/// chunks) the same bits as tprt_cuda_cross_entropy; EXACT bitwise tprt_cpu_cross_entropy_logits.
+tprt_status_t tprt_cuda_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss,
+                                             tprt_tensor_t* lse, int chunks, tprt_cuda_ce_math_t math,
+                                             cudaStream_t stream) TPRT_MUST_USE_RESULT;
 tprt_status_t tprt_cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
                                             const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,

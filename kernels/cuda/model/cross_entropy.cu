@@ -500,6 +500,38 @@ extern "C" tprt_status_t tprt_cuda_cross_entropy(const tprt_tensor_t* x, const t
   return s;
 }
 
+extern "C" tprt_status_t tprt_cuda_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets,
+                                                        tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks,
+                                                        tprt_cuda_ce_math_t math, cudaStream_t stream) {
+  const char* op = "cross_entropy_logits";
+  tprt_status_t s = tprt__check(op, "z", z, 2, TPRT__FLOATS);
+  if (!s) s = tprt__check(op, "targets", targets, 1, TPRT__M(TPRT_DTYPE_I32));
+  if (!s) s = tprt__check(op, "loss", loss, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (!s) s = tprt__check(op, "lse", lse, 1, TPRT__M(TPRT_DTYPE_F32));
+  if (s) return s;
+  int64_t t = z->dims[0], v = z->dims[1];
+  if (targets->dims[0] != t || loss->dims[0] != t || lse->dims[0] != t || chunks < 1 || chunks > TPRT_MAX_CHUNKS ||
+      (chunks & (chunks - 1)))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "%s: z [T,V] with targets, loss and lse [T], and chunks a power of two in [1, %d]", op,
+                            TPRT_MAX_CHUNKS);
+  if (t == 0) return NULL;
+  // The block statistics (bm, bs: T·chunks each), the token statistics (st: [T,3]) and the
+  // combine's work (2T): the steps of tprt_cuda_cross_entropy after its logits GEMM.
+  void* work = NULL;
+  TPRT_CUDA_RETURN_IF_ERROR(tprt__cuda_malloc_async(&work, (size_t)(t * (2 * chunks + 5)) * sizeof(float), stream));
+  float *bm = (float*)work, *bs = bm + t * chunks, *st = bs + t * chunks, *cw = st + 3 * t;
+  const int32_t* tg = (const int32_t*)targets->data;
+  s = tprt__ce_piece_stats(z, t, chunks, tprt_kacc_chunk_size(v, chunks), 0, tg, bm, bs, st, math, stream);
+  if (!s) {
+    tprt__ce_combine<<<tprt__cuda_ew_blocks(t, 128), 128, 0, stream>>>(st, tg, t, 1, cw, (float*)loss->data,
+                                                                        (float*)lse->data);
+    s = tprt__launched("cross_entropy_logits combine kernel");
+  }
+  tprt__cuda_free_async(work, stream);
+  return s;
+}
+
 // The gradients' common checks.
 static tprt_status_t tprt__ce_grad_check(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* w,
                                          const tprt_tensor_t* targets, const tprt_tensor_t* lse,
