@@ -763,6 +763,18 @@ irdl.dialect @tp {
   // Fused ops (produced by tp-fuse, also writable by hand)
   //===--------------------------------------------------------------------===//
 
+  // sum = residual + y (tp.add); normed = rmsnorm(sum, gamma) (tp.rmsnorm): the pair in one pass
+  // over the rows, the same bits in every numerics. tp-fuse writes it where no collective comes
+  // first (one rank: a block's residual add and the next norm).
+  irdl.operation @add_rmsnorm {
+    %eps = irdl.base "#builtin.float"
+    %x = irdl.base "!builtin.tensor"
+    %gamma = irdl.base "!builtin.tensor"
+    irdl.operands(residual: %x, y: %x, gamma: %gamma)
+    irdl.results(normed: %x, sum: %x)
+    irdl.attributes {"eps" = %eps}
+  }
+
   // residual_out = all_reduce(partial) + residual; normed = rmsnorm(residual_out, gamma).
   // `algorithm` picks how it runs: "auto" lets the backend choose, "one_shot" takes the one-shot
   // fused kernel wherever the backend can run it, "two_shot" the two-shot one (a reduce-scatter of

@@ -331,6 +331,9 @@ MlirLogicalResult tpc__verify_compute(MlirOperation op, int kind) {
     case TPC_OP_RMSNORM:
       return tpc__verify_norm_params(op, tpc_rmsnorm_get_x(op), tpc_rmsnorm_get_gamma(op), (MlirValue){NULL},
                                      tpc_rmsnorm_get_eps(op));
+    case TPC_OP_ADD_RMSNORM:  // residual and y share a type (the op's definition): the norm's rules
+      return tpc__verify_norm_params(op, tpc_add_rmsnorm_get_residual(op), tpc_add_rmsnorm_get_gamma(op),
+                                     (MlirValue){NULL}, tpc_add_rmsnorm_get_eps(op));
     case TPC_OP_LAYERNORM:
       return tpc__verify_norm_params(op, tpc_layernorm_get_x(op), tpc_layernorm_get_gamma(op),
                                      tpc_layernorm_get_beta(op), tpc_layernorm_get_eps(op));

@@ -37,7 +37,7 @@
 // tp.cross_entropy_with_grad at the loss's place: the logits are computed once for the loss and
 // both gradients, not once for each, with the same bits in every numerics.
 //
-// Last, gradient sums: a tp.add whose operand is a tp.linear_dgrad or tp.embedding_grad (not
+// Then gradient sums: a tp.add whose operand is a tp.linear_dgrad or tp.embedding_grad (not
 // partial) or the dx of a tp.rmsnorm_grad, used by the add alone and of the add's type, with the other operand defined
 // before that op, becomes the op with acc = the other operand (the later-defined operand of the
 // add takes acc when both could). In exact and invariant numerics the op rounds its result and
@@ -45,6 +45,12 @@
 // (cuBLASLt's beta = 1). The q, k and v input gradients then chain through acc, each norm's dx
 // takes the residual's gradient, and a tied embedding's gradient takes the LM head's: no separate
 // add, and no extra pass over the tensor.
+//
+// Last, a residual add and the next norm where no collective comes first (one rank, or a sum
+// another rule left): a tp.add of two operands of one 2-D type whose result feeds a tp.rmsnorm
+// (the first in the block) with gamma defined before the add becomes tp.add_rmsnorm at the add's
+// place; the add's other uses (the next residual) take its sum. The pair's bits in every numerics:
+// the sum is rounded as tp.add rounds it and normalized as tp.rmsnorm does.
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -455,6 +461,35 @@ static bool tpc__fuse_accumulate(MlirOperation add) {
   return true;
 }
 
+// Rewrites |add| = tp.add(a, b) whose result feeds a tp.rmsnorm (the first in its block), with
+// the norm's gamma defined before the add, into one tp.add_rmsnorm(a, b, gamma) at the add's
+// place (the rule in the header): the norm's result becomes normed, the add's other uses take sum.
+// Returns whether it did.
+static bool tpc__fuse_add_norm(MlirOperation add) {
+  if (mlirOperationGetNumOperands(add) != 2 || mlirOperationGetNumResults(add) != 1) return false;
+  MlirValue a = mlirOperationGetOperand(add, 0), b = mlirOperationGetOperand(add, 1), sum = mlirOperationGetResult(add, 0);
+  if (!tpc__is_2d(mlirValueGetType(a)) || !mlirTypeEqual(mlirValueGetType(a), mlirValueGetType(b)) ||
+      !mlirTypeEqual(mlirValueGetType(a), mlirValueGetType(sum)))
+    return false;
+  MlirOperation norm = tpc__norm_of(sum, add);
+  if (mlirOperationIsNull(norm) || !tpc__defined_before(tpc_rmsnorm_get_gamma(norm), add)) return false;
+  MlirContext ctx = mlirOperationGetContext(add);
+  MlirOperationState st = mlirOperationStateGet(tpc_ref(TPC_OP_NAME_ADD_RMSNORM), mlirOperationGetLocation(add));
+  MlirValue operands[3] = {a, b, tpc_rmsnorm_get_gamma(norm)};
+  MlirType results[2] = {mlirValueGetType(mlirOperationGetResult(norm, 0)), mlirValueGetType(sum)};
+  MlirNamedAttribute eps = tpc_named_attr(ctx, "eps", mlirOperationGetAttributeByName(norm, tpc_ref("eps")));
+  mlirOperationStateAddOperands(&st, 3, operands);
+  mlirOperationStateAddResults(&st, 2, results);
+  mlirOperationStateAddAttributes(&st, 1, &eps);
+  MlirOperation fused = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(add), add, fused);
+  mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(norm, 0), mlirOperationGetResult(fused, 0));
+  mlirOperationDestroy(norm);
+  mlirValueReplaceAllUsesOfWith(sum, mlirOperationGetResult(fused, 1));
+  mlirOperationDestroy(add);
+  return true;
+}
+
 static bool tpc__is_add(int kind) { return kind == TPC_OP_ADD; }
 static bool tpc__is_loss(int kind) { return kind == TPC_OP_CROSS_ENTROPY || kind == TPC_OP_CROSS_ENTROPY_COMBINE; }
 
@@ -488,7 +523,8 @@ static MlirLogicalResult tpc__fuse_run(MlirOperation module, void* options) {
   if (!tpc__rewrite_each(module, tpc__is_ce_wgrad, tpc__fuse_cross_entropy) ||
       !tpc__rewrite_each(module, tpc__is_ce_forward, tpc__fuse_cross_entropy_forward) ||
       !tpc__rewrite_each(module, tpc__is_loss, tpc__fuse_loss_of_logits) ||
-      !tpc__rewrite_each(module, tpc__is_add, tpc__fuse_accumulate)) {
+      !tpc__rewrite_each(module, tpc__is_add, tpc__fuse_accumulate) ||
+      !tpc__rewrite_each(module, tpc__is_add, tpc__fuse_add_norm)) {
     mlirEmitError(mlirOperationGetLocation(module), "tp-fuse: out of host memory");
     return mlirLogicalResultFailure();
   }

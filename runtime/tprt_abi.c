@@ -166,6 +166,17 @@ int32_t tprt_abi_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t*
   return tprt_exec_record(exec, s, TPRT_RMSNORM_NAME);
 }
 
+// The residual add and the next norm in one pass (tp-fuse's tp.add_rmsnorm): the pair's bits.
+int32_t tprt_abi_add_rmsnorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
+  tprt_call_t c;
+  tprt_status_t s = tprt__decode(desc, buffers, TPRT_ADD_RMSNORM_NUM_SLOTS, &c);
+  if (!s)
+    s = TPRT__KERNEL(exec, add_rmsnorm, (&c.slot[TPRT_ADD_RMSNORM_SLOT_RESIDUAL], &c.slot[TPRT_ADD_RMSNORM_SLOT_Y],
+                                         &c.slot[TPRT_ADD_RMSNORM_SLOT_GAMMA], &c.slot[TPRT_ADD_RMSNORM_SLOT_NORMED],
+                                         &c.slot[TPRT_ADD_RMSNORM_SLOT_SUM], tprt__attr_f32(&c, TPRT_ADD_RMSNORM_ATTR_EPS)));
+  return tprt_exec_record(exec, s, TPRT_ADD_RMSNORM_NAME);
+}
+
 int32_t tprt_abi_layernorm(tprt_exec_t* exec, void* const* buffers, const int64_t* desc) {
   tprt_call_t c;
   tprt_status_t s = tprt__decode(desc, buffers, TPRT_LAYERNORM_NUM_SLOTS, &c);

@@ -33,6 +33,8 @@ extern "C" {
   X(glu, (const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha, float limit), \
     (x, y, kind, interleave, alpha, limit)) \
   X(rmsnorm, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps), (x, gamma, y, eps)) \
+  X(add_rmsnorm, (const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* sum, float eps), \
+    (residual, y, gamma, normed, sum, eps)) \
   X(layernorm, (const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta, tprt_tensor_t* y, float eps), \
     (x, gamma, beta, y, eps)) \
   X(add, (const tprt_tensor_t* a, const tprt_tensor_t* b, tprt_tensor_t* c), (a, b, c)) \

@@ -668,6 +668,17 @@
 #define TPRT_WAIT_SLOT_VALUE 1
 #define TPRT_WAIT_NUM_ATTRS 0
 
+// tp.add_rmsnorm
+#define TPRT_ADD_RMSNORM_NAME "tp.add_rmsnorm"
+#define TPRT_ADD_RMSNORM_NUM_SLOTS 5
+#define TPRT_ADD_RMSNORM_SLOT_RESIDUAL 0
+#define TPRT_ADD_RMSNORM_SLOT_Y 1
+#define TPRT_ADD_RMSNORM_SLOT_GAMMA 2
+#define TPRT_ADD_RMSNORM_SLOT_NORMED 3
+#define TPRT_ADD_RMSNORM_SLOT_SUM 4
+#define TPRT_ADD_RMSNORM_NUM_ATTRS 1
+#define TPRT_ADD_RMSNORM_ATTR_EPS 0
+
 // tp.fused_allreduce_add_rmsnorm
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NAME "tp.fused_allreduce_add_rmsnorm"
 #define TPRT_FUSED_ALLREDUCE_ADD_RMSNORM_NUM_SLOTS 5
@@ -789,6 +800,7 @@
   X(reduce_scatter_start) \
   X(all_to_all_start) \
   X(wait) \
+  X(add_rmsnorm) \
   X(fused_allreduce_add_rmsnorm) \
   X(fused_reduce_scatter_add_rmsnorm) \
   X(fused_allreduce_add_rmsnorm_quantize) \

@@ -70,6 +70,16 @@ tprt_status_t tprt_cpu_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamm
   return tprt__norm("rmsnorm", x, gamma, NULL, y, eps);
 }
 
+tprt_status_t tprt_cpu_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                   tprt_tensor_t* normed, tprt_tensor_t* sum, float eps) {
+  // The pair as written: the add's rounding, then the norm of the rounded sum.
+  if (tprt_tensor_numel(residual) != tprt_tensor_numel(y) || residual->rank != 2 || y->rank != 2 ||
+      residual->dims[1] != y->dims[1])
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "add_rmsnorm: residual and y must be one [M,H] shape");
+  tprt_status_t s = tprt_cpu_add(residual, y, sum);
+  return s ? s : tprt_cpu_rmsnorm(sum, gamma, normed, eps);
+}
+
 tprt_status_t tprt_cpu_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                  tprt_tensor_t* y, float eps) {
   if (!beta) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "layernorm: beta is NULL");

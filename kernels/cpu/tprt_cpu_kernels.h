@@ -69,6 +69,10 @@ tprt_status_t tprt_cpu_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_
 tprt_status_t tprt_cpu_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
                            float limit) TPRT_MUST_USE_RESULT;
 
+/// sum = residual + y (tprt_cpu_add), normed = tprt_cpu_rmsnorm(sum, gamma): the pair's bits.
+tprt_status_t tprt_cpu_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                   tprt_tensor_t* normed, tprt_tensor_t* sum, float eps) TPRT_MUST_USE_RESULT;
+
 /// y[M,H] = x · rsqrt(mean(x²) + eps) · gamma, row by row with the canonical row reduction.
 /// gamma[H] may have any float dtype; y has x's dtype and shape; eps finite and > 0.
 tprt_status_t tprt_cpu_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y,

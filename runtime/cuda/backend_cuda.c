@@ -443,6 +443,7 @@ static const tprt_backend_t tprt__cuda_backend = {
     .grouped_linear = tprt__cuda_grouped_linear,
     .glu = tprt__cuda_glu,
     .rmsnorm = tprt__cuda_rmsnorm,
+    .add_rmsnorm = tprt__cuda_add_rmsnorm,
     .layernorm = tprt__cuda_layernorm,
     .add = tprt__cuda_add,
     .mul = tprt__cuda_mul,

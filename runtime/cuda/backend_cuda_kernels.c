@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend_cuda_impl.h"
+#include "gemm/tprt_cuda_skinny.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
 
@@ -71,6 +72,7 @@ typedef enum {
   TPRT__GLU,
   TPRT__GLU_GRAD,
   TPRT__RMSNORM,
+  TPRT__ADD_RMSNORM,
   TPRT__LAYERNORM,
   TPRT__RMSNORM_GRAD,
   TPRT__LAYERNORM_GRAD,
@@ -82,7 +84,7 @@ static const char* const tprt__op_names[] = {
     "bias_grad",
     "grouped_linear", "grouped_linear_dgrad", "grouped_linear_wgrad", "fused_grouped_mlp",
     "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm",
-    "layernorm",      "rmsnorm_grad",         "layernorm_grad",       "sumsq"};
+    "add_rmsnorm",    "layernorm",      "rmsnorm_grad",         "layernorm_grad",       "sumsq"};
 
 /// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
 /// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
@@ -134,6 +136,13 @@ static tprt_status_t tprt__lt_linear(const tprt__call_t* c) {
   tprt_cuda_lt_t* lt;
   TPRT__TRY(tprt__lt(&lt));
   return tprt_cuda_linear_fast(c->a, c->b, c->bias, c->out, lt, tprt__r.stream);
+}
+// Fast mode, a few rows (a decoding step): the weight streamed once (linear_skinny.cu).
+static bool tprt__skinny_linear_fits(const tprt__call_t* c) {
+  return tprt_cuda_linear_skinny_fits(c->a, c->b, c->bias, c->out);
+}
+static tprt_status_t tprt__skinny_linear(const tprt__call_t* c) {
+  return tprt_cuda_linear_skinny(c->a, c->b, c->bias, c->out, tprt__r.stream);
 }
 static bool tprt__lt_dgrad_fits(const tprt__call_t* c) { return tprt_cuda_linear_dgrad_fast_fits(c->a, c->b, c->out); }
 static tprt_status_t tprt__lt_dgrad(const tprt__call_t* c) {
@@ -360,6 +369,14 @@ static tprt_status_t tprt__fast_rmsnorm(const tprt__call_t* c) {
 static tprt_status_t tprt__exact_rmsnorm(const tprt__call_t* c) {
   return tprt_cuda_rmsnorm(c->a, c->b, c->out, c->scale, tprt__r.stream);
 }
+// tp.add_rmsnorm (a = residual, c = y, b = gamma; out = normed, out2 = sum): the add and the
+// norm's row kernel in one launch, the pair's bits in each mode.
+static tprt_status_t tprt__fast_add_rmsnorm(const tprt__call_t* c) {
+  return tprt_cuda_add_rmsnorm_fast(c->a, c->c, c->b, c->out, c->out2, c->scale, tprt__r.stream);
+}
+static tprt_status_t tprt__exact_add_rmsnorm(const tprt__call_t* c) {
+  return tprt_cuda_add_rmsnorm(c->a, c->c, c->b, c->out, c->out2, c->scale, tprt__r.stream);
+}
 static tprt_status_t tprt__fast_layernorm(const tprt__call_t* c) {
   return tprt_cuda_layernorm_fast(c->a, c->b, c->c, c->out, c->scale, tprt__r.stream);
 }
@@ -406,6 +423,7 @@ static tprt_status_t tprt__exact_sumsq(const tprt__call_t* c) {
 // clang-format off
 static const tprt__row_t tprt__contraction_kernels[] = {
   // op                          modes        sm       dtypes (a, b -> out)          fits                              run                          kernel (file)
+  {TPRT__LINEAR,               TPRT__FAST,  80, 0,  "bf16/f16 -> same, M <= 2", tprt__skinny_linear_fits,       tprt__skinny_linear,         "skinny: the weight streamed once, f32 sums (linear_skinny.cu)"},
   {TPRT__LINEAR,               TPRT__FAST,  0,  0,  "bf16/f16 -> same or f32", tprt__lt_linear_fits,            tprt__lt_linear,             "cuBLASLt matmul, bias epilogue (linear_fast.c)"},
   {TPRT__LINEAR,               TPRT__INVARIANT, 90, 90, "bf16 -> bf16 or f32", tprt__inv_linear_fits,      tprt__inv_linear,            "chunk-tree WGMMA GEMM, bias epilogue (invariant_linear.cu)"},
   {TPRT__LINEAR,               TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_linear,          TPRT__EXACT_KERNEL " (linear.cu)"},
@@ -443,6 +461,8 @@ static const tprt__row_t tprt__contraction_kernels[] = {
   {TPRT__GLU_GRAD,             TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_glu_grad,        "tprt_numerics.h's exp and IEEE division, bitwise the CPU (glu_grad.cu)"},
   {TPRT__RMSNORM,              TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_rmsnorm,          "one read of each row, 16-byte runs, rsqrtf (norm.cu)"},
   {TPRT__RMSNORM,              TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_rmsnorm,         "canonical row reduction, bitwise the CPU (norm.cu)"},
+  {TPRT__ADD_RMSNORM,          TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_add_rmsnorm,      "the fast rmsnorm of the rounded sum, one launch (norm.cu)"},
+  {TPRT__ADD_RMSNORM,          TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_add_rmsnorm,     "canonical rmsnorm of the rounded sum, bitwise the CPU (norm.cu)"},
   {TPRT__LAYERNORM,            TPRT__FAST,  0,  0,  "bf16/f16/f32",            NULL,                            tprt__fast_layernorm,        "one read of each row, 16-byte runs, rsqrtf (norm.cu)"},
   {TPRT__LAYERNORM,            TPRT__ANY,   0,  0,  "bf16/f16/f32",            NULL,                            tprt__exact_layernorm,       "canonical row reduction, bitwise the CPU (norm.cu)"},
   {TPRT__RMSNORM_GRAD,         TPRT__FAST | TPRT__INVARIANT, 0, 0, "bf16/f16/f32", NULL,                   tprt__pieces_rmsnorm_grad,   "one read of each row; dgamma in pieces of 16 rows of each chunk (norm_grad.cu)"},
@@ -565,6 +585,11 @@ tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* d
 tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
   tprt__call_t c = {.a = x, .b = gamma, .out = y, .scale = eps};
   return tprt__contract(TPRT__RMSNORM, &c);
+}
+tprt_status_t tprt__cuda_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                     tprt_tensor_t* normed, tprt_tensor_t* sum, float eps) {
+  tprt__call_t c = {.a = residual, .b = gamma, .c = y, .out = normed, .out2 = sum, .scale = eps};
+  return tprt__contract(TPRT__ADD_RMSNORM, &c);
 }
 tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                    tprt_tensor_t* y, float eps) {

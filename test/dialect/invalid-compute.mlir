@@ -300,6 +300,23 @@ func.func @rmsnorm_zero_eps(%x: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -
 
 // -----
 
+/// tp.add_rmsnorm takes the norm's rules on its residual: a gamma of another width, a zero eps.
+func.func @add_rmsnorm_gamma(%r: tensor<16x128xbf16>, %y: tensor<16x128xbf16>, %gamma: tensor<64xbf16>) -> tensor<16x128xbf16> {
+  // expected-error@+1 {{'tp.add_rmsnorm' op violates rule norm.gamma}}
+  %n, %s = "tp.add_rmsnorm"(%r, %y, %gamma) {eps = 1.0e-05 : f32} : (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<64xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  return %n : tensor<16x128xbf16>
+}
+
+// -----
+
+func.func @add_rmsnorm_zero_eps(%r: tensor<16x128xbf16>, %y: tensor<16x128xbf16>, %gamma: tensor<128xbf16>) -> tensor<16x128xbf16> {
+  // expected-error@+1 {{'tp.add_rmsnorm' op violates rule norm.eps: eps=0 must be finite and > 0}}
+  %n, %s = "tp.add_rmsnorm"(%r, %y, %gamma) {eps = 0.0 : f32} : (tensor<16x128xbf16>, tensor<16x128xbf16>, tensor<128xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>)
+  return %n : tensor<16x128xbf16>
+}
+
+// -----
+
 /// elementwise.dtype: tp.add is the floating-point residual add; integer tensors are not added.
 func.func @add_integer_operands(%a: tensor<4x8xi32>, %b: tensor<4x8xi32>) -> tensor<4x8xi32> {
   // expected-error@+1 {{'tp.add' op violates rule elementwise.dtype: operands must be bf16, f16 or f32 tensors; got tensor<4x8xi32>}}

@@ -33,7 +33,7 @@ static const char* const kKernels[] = {"validation",    "control",    "linear", 
                                        "moe_permute_grad", "moe_unpermute_grad", "moe_route_grad", "fused_grouped_mlp",
                                        "quantize",      "dequantize", "rope",         "attention",
                                        "attention_grad", "embedding", "embedding_grad", "cross_entropy", "sumsq",
-                                       "global_norm", "adamw", "sample", "kvcache_write"};
+                                       "global_norm", "adamw", "sample", "kvcache_write", "add_rmsnorm"};
 enum { kNumKernels = sizeof kKernels / sizeof kKernels[0] };
 
 typedef struct {
@@ -515,6 +515,7 @@ int main(int argc, char** argv) {
   if (ct_selected("linear")) ct_check_linear(stream);
   if (ct_selected("linear")) ct_check_gemm_layouts(stream);
   ct_check_norms(stream);
+  ct_check_add_norm(stream);
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
   ct_check_add_forms(stream);

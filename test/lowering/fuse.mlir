@@ -33,8 +33,8 @@ func.func @block_end(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64x
 // CHECK:         "tp.fused_reduce_scatter_add_rmsnorm"(%arg0, %arg1, %arg2) {axes = ["tp"], eps = {{.*}}, mesh = @world}
 // CHECK-SAME:      (tensor<8x64xf32>, tensor<4x64xbf16>, tensor<64xbf16>) -> (tensor<4x64xbf16>, tensor<4x64xbf16>)
 // CHECK-LABEL: func.func @columns(
-// CHECK:         "tp.reduce_scatter"
-// CHECK:         "tp.rmsnorm"
+// CHECK:         %[[S:.*]] = "tp.reduce_scatter"
+// CHECK:         "tp.add_rmsnorm"(%[[S]], %arg1, %arg2)
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @tokens(%p: tensor<8x64xf32>, %r: tensor<4x64xbf16>, %g: tensor<64xbf16>) -> tensor<4x64xbf16> {
   %s = "tp.reduce_scatter"(%p) {mesh = @world, axes = ["tp"], dim = 0 : i64} : (tensor<8x64xf32>) -> tensor<4x64xbf16>
@@ -51,10 +51,14 @@ func.func @columns(%p: tensor<8x64xf32>, %r: tensor<8x32xbf16>, %g: tensor<32xbf
 
 // -----
 
-/// Chains left unfused: the sum used twice, a max all-reduce, no norm of the sum, a gamma
-/// computed after the add.
+/// Chains left unfused with their collective: the sum used twice, a max all-reduce, no norm of
+/// the sum, a gamma computed after the add. The first two keep an add and its norm, which become
+/// tp.add_rmsnorm on the collective's result.
 // CHECK-LABEL: func.func @left(
 // CHECK-NOT:     "tp.fused_
+// CHECK-COUNT-2: "tp.add_rmsnorm"
+// CHECK-NOT:     "tp.fused_
+// CHECK-NOT:     "tp.add_rmsnorm"
 // CHECK:         return
 "tp.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 2>} : () -> ()
 func.func @left(%p: tensor<8x64xf32>, %r: tensor<8x64xbf16>, %g: tensor<64xbf16>)
@@ -393,4 +397,48 @@ func.func @sums_left(%dy: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %r: tensor<
   %h = "tp.linear_dgrad"(%dy, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
   %s5 = "tp.add"(%h, %b) : (tensor<8x32xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
   return %s1, %s2, %d, %s3, %s5 : tensor<8x32xf32>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>
+}
+
+// -----
+
+/// One rank: a residual add and the next norm become tp.add_rmsnorm at the add's place; the sum's
+/// other use (the next residual) takes its second result, the norm's users its first.
+// CHECK-LABEL: func.func @add_norm(
+// CHECK:         %[[F:.*]]:2 = "tp.add_rmsnorm"(%arg0, %arg1, %arg2) {eps = 1.000000e-01 : f32} : (tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<64xbf16>) -> (tensor<8x64xbf16>, tensor<8x64xbf16>)
+// CHECK-NOT:     "tp.rmsnorm"
+// CHECK:         %[[L:.*]] = "tp.linear"(%[[F]]#0, %arg3)
+// CHECK:         %[[Z:.*]] = "tp.add"(%[[F]]#1, %[[L]])
+// CHECK:         return %[[Z]]
+func.func @add_norm(%r: tensor<8x64xbf16>, %y: tensor<8x64xbf16>, %g: tensor<64xbf16>, %w: tensor<64x64xbf16>)
+    -> tensor<8x64xbf16> {
+  %s = "tp.add"(%r, %y) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n = "tp.rmsnorm"(%s, %g) {eps = 0.1 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %l = "tp.linear"(%n, %w) : (tensor<8x64xbf16>, tensor<64x64xbf16>) -> tensor<8x64xbf16>
+  %z = "tp.add"(%s, %l) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  return %z : tensor<8x64xbf16>
+}
+
+// -----
+
+/// Left alone: a bias-like add (a row of H), no norm of the sum, a gamma computed after the add,
+/// and a norm in another block.
+// CHECK-LABEL: func.func @add_norm_left(
+// CHECK-NOT:     "tp.add_rmsnorm"
+// CHECK:         return
+func.func @add_norm_left(%r: tensor<8x64xbf16>, %b: tensor<64xbf16>, %g: tensor<64xbf16>, %c: i1)
+    -> (tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>) {
+  %s1 = "tp.add"(%r, %b) : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %n1 = "tp.rmsnorm"(%s1, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %s2 = "tp.add"(%r, %r) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %s3 = "tp.add"(%r, %n1) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %g3 = "tp.add"(%g, %g) : (tensor<64xbf16>, tensor<64xbf16>) -> tensor<64xbf16>
+  %n3 = "tp.rmsnorm"(%s3, %g3) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+  %s4 = "tp.add"(%s2, %r) : (tensor<8x64xbf16>, tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %n4 = scf.if %c -> tensor<8x64xbf16> {
+    %t = "tp.rmsnorm"(%s4, %g) {eps = 1.0e-05 : f32} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16>
+    scf.yield %t : tensor<8x64xbf16>
+  } else {
+    scf.yield %s4 : tensor<8x64xbf16>
+  }
+  return %s2, %n3, %n4, %s1 : tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>, tensor<8x64xbf16>
 }

@@ -141,3 +141,36 @@ TPRT_TEST(norms_invalid_arguments) {
   tc_free(&g7);
   tc_free(&b16);
 }
+
+// tp.add_rmsnorm: sum is residual + y rounded once to the dtype (each element checked against its
+// own f32 addition), normed is tprt_cpu_rmsnorm of that sum, bitwise; mismatched operands are refused.
+TPRT_TEST(add_rmsnorm_is_the_add_then_the_norm) {
+  const int64_t shapes[][2] = {{1, 1}, {3, 7}, {2, 300}, {4, 1000}};
+  for (int d = 0; d < 3; ++d)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+      const int64_t m = shapes[s][0], h = shapes[s][1];
+      tc_tensor_t r = tc_make(kDtypes[d], 2, m, h), y = tc_make(kDtypes[d], 2, m, h), g = tc_make(TPRT_DTYPE_F32, 1, h);
+      tc_tensor_t normed = tc_make(kDtypes[d], 2, m, h), sum = tc_make(kDtypes[d], 2, m, h),
+                  want = tc_make(kDtypes[d], 2, m, h);
+      tc_fill(&r.t, 21 + s, -3.0, 3.0);
+      tc_fill(&y.t, 31 + s, -3.0, 3.0);
+      tc_fill(&g.t, 41 + s, 0.5, 1.5);
+      TPRT_EXPECT_OK(tprt_cpu_add_rmsnorm(&r.t, &y.t, &g.t, &normed.t, &sum.t, 1e-5f));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < m * h; ++i) {
+        uint32_t one = 0;
+        tprt_store_elem(&one, kDtypes[d], 0, (float)tc_get(&r.t, i) + (float)tc_get(&y.t, i));
+        bad += tc_bits(&sum.t, i) != tc_bits(&(tprt_tensor_t){.data = &one, .dtype = kDtypes[d]}, 0);
+      }
+      TPRT_EXPECT(bad == 0);
+      TPRT_EXPECT_OK(tprt_cpu_rmsnorm(&sum.t, &g.t, &want.t, 1e-5f));
+      TPRT_EXPECT(tc_same_bytes(&normed.t, &want.t));
+      tc_free(&r), tc_free(&y), tc_free(&g), tc_free(&normed), tc_free(&sum), tc_free(&want);
+    }
+  tc_tensor_t a = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)8), b = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)6);
+  tc_tensor_t g = tc_make(TPRT_DTYPE_F32, 1, (int64_t)8), o = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)8),
+              o2 = tc_make(TPRT_DTYPE_BF16, 2, (int64_t)4, (int64_t)8);
+  TPRT_EXPECT_STATUS(tprt_cpu_add_rmsnorm(&a.t, &b.t, &g.t, &o.t, &o2.t, 1e-5f), TPRT_STATUS_INVALID_ARGUMENT,
+                     "add_rmsnorm: residual and y must be one [M,H] shape");
+  tc_free(&a), tc_free(&b), tc_free(&g), tc_free(&o), tc_free(&o2);
+}

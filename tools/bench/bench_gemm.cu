@@ -11,7 +11,8 @@
 //   exact <pass> <dtype> <M> <N> <K> <chunks> <median ms> <TFLOP/s>   the exact kernels (bf16 and
 //       f32 operands; pass fwd, dgrad, wgrad, or grouped-fwd/-dgrad/-wgrad with M = T tokens over
 //       8 experts); gemm.py ignores these lines
-// mode: fast (cuBLASLt / CUTLASS), or exact (the CUDA-core kernels that invariant and exact
+// mode: fast (cuBLASLt / CUTLASS; for M <= 2 also "skinny", linear_skinny.cu, the kernel fast
+// numerics runs there, forward only), or exact (the CUDA-core kernels that invariant and exact
 // numerics run today; only on the smaller shapes, they are ~40x slower). tools/bench/gemm.py runs
 // this, times the PyTorch peers on the same shapes in the same run and prints the ratios.
 //
@@ -35,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm/tprt_cuda_skinny.h"
 #include "tpc_cli.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_numerics.h"
@@ -149,6 +151,16 @@ static void bg_dense(tprt_cuda_lt_t* lt, cudaStream_t s, int64_t m, int64_t n, i
         },
         reps, s);
     printf("dense wgrad %s %lld %lld %lld %.4f\n", label(inv_w), (long long)m, (long long)n, (long long)k, w);
+    fflush(stdout);
+  }
+  // A decoding step's few rows: the skinny kernel, fast numerics' choice for M <= 2.
+  if (tprt_cuda_linear_skinny_fits(&xs[0]->t, &ws[0]->t, nullptr, &y.t)) {
+    float f = bg_time(
+        [&](int i) {
+          tpc_bench_ok(tprt_cuda_linear_skinny(&xs[i % sets]->t, &ws[i % sets]->t, nullptr, &y.t, s), "skinny");
+        },
+        bg_reps(flops), s);
+    printf("dense fwd skinny %lld %lld %lld %.4f\n", (long long)m, (long long)n, (long long)k, f);
     fflush(stdout);
   }
   for (int i = 0; i < sets; ++i) delete xs[i], delete ws[i], delete dys[i];

@@ -74,6 +74,17 @@ tprt_status_t tprt_cuda_rmsnorm_fast(const tprt_tensor_t* x, const tprt_tensor_t
 tprt_status_t tprt_cuda_layernorm_fast(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
                                        tprt_tensor_t* y, float eps, cudaStream_t stream) TPRT_MUST_USE_RESULT;
 
+/// tp.add_rmsnorm: sum = residual + y (tprt_cuda_add's elements), normed = the rmsnorm of sum, in
+/// one launch. tprt_cuda_add_rmsnorm: the canonical row reduction, bitwise tprt_cpu_add_rmsnorm;
+/// tprt_cuda_add_rmsnorm_fast: bitwise tprt_cuda_add then tprt_cuda_rmsnorm_fast. residual, y and
+/// sum one [M,H] shape and dtype. kernels/cuda/norm/norm.cu.
+tprt_status_t tprt_cuda_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                    tprt_tensor_t* normed, tprt_tensor_t* sum, float eps,
+                                    cudaStream_t stream) TPRT_MUST_USE_RESULT;
+tprt_status_t tprt_cuda_add_rmsnorm_fast(const tprt_tensor_t* residual, const tprt_tensor_t* y,
+                                         const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* sum,
+                                         float eps, cudaStream_t stream) TPRT_MUST_USE_RESULT;
+
 /// Gated linear unit over the last dimension, x[...,2F] -> y[...,F]: bitwise tprt_cpu_glu for
 /// every |kind| (tprt_glu_kind_t) and |interleave| (0, or a block size dividing F).
 /// kernels/cuda/elementwise/glu.cu.

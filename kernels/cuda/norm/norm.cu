@@ -87,6 +87,46 @@ TPRT__NORM_KERNEL(tprt_layernorm_kernel_bf16, TPRT_DTYPE_BF16)
 TPRT__NORM_KERNEL(tprt_layernorm_kernel_f16, TPRT_DTYPE_F16)
 TPRT__NORM_KERNEL(tprt_layernorm_kernel_f32, TPRT_DTYPE_F32)
 
+/// |v| rounded to D (RNE, tprt_store_elem's conversion) and widened back: an element of D as f32.
+template <int D>
+static __device__ __forceinline__ float tprt__norm_round(float v) {
+  uint32_t t = 0;
+  tprt_store_elem(&t, D, 0, v);
+  return tprt_load_elem(&t, D, 0);
+}
+
+/// tp.add_rmsnorm: sum = x + res rounded to D (tprt_cpu_add's element), normed = the canonical
+/// rmsnorm of sum (tprt__norm_body's arithmetic on the rounded sum): the pair's bits in one
+/// launch, sum written once and recomputed (not re-read) for the second pass.
+template <int D>
+static __device__ __forceinline__ void tprt__add_norm_body(const void* __restrict__ x, const void* __restrict__ res,
+                                                           const void* __restrict__ gamma, int g_dtype,
+                                                           void* __restrict__ y, void* __restrict__ sum, int64_t m,
+                                                           int64_t h, float hf, float eps) {
+  __shared__ float sm[TPRT__NORM_WARPS + 1];
+  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+    const int64_t base = row * h;
+    float acc = 0.0f;
+    for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
+      const float v = tprt__norm_round<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+      tprt__cuda_st(sum, D, base + j, v);
+      acc = __fmaf_rn(v, v, acc);
+    }
+    const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
+    for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
+      const float v = tprt__norm_round<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+      tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
+    }
+  }
+}
+
+template <int D>
+static __global__ void __launch_bounds__(TPRT__NORM_THREADS)
+    tprt__add_rmsnorm_kernel(const void* x, const void* res, const void* gamma, int g_dtype, void* y, void* sum,
+                             int64_t m, int64_t h, float hf, float eps) {
+  tprt__add_norm_body<D>(x, res, gamma, g_dtype, y, sum, m, h, hf, eps);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Kernel launcher (one for both ops; beta NULL is RMSNorm)
 // ------------------------------------------------------------------------------------------------
@@ -135,6 +175,34 @@ tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* g
   return tprt__cuda_norm("layernorm", x, gamma, beta, y, eps, stream);
 }
 
+/// The add + norm pair's operands: residual and y one [M,H] shape and dtype, sum of that shape and
+/// dtype; the norm's rules for the rest (tprt__check_norm on sum).
+static tprt_status_t tprt__check_add_norm(const tprt_tensor_t* res, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                          const tprt_tensor_t* y, const tprt_tensor_t* sum, float eps) {
+  if (!res || !x || !sum || res->rank != 2 || x->rank != 2 || sum->rank != 2 || res->dtype != x->dtype ||
+      sum->dtype != x->dtype || res->dims[0] != x->dims[0] || res->dims[1] != x->dims[1] ||
+      sum->dims[0] != x->dims[0] || sum->dims[1] != x->dims[1])
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
+                            "add_rmsnorm: residual, y and sum must be one [M,H] shape and dtype");
+  return tprt__check_norm("add_rmsnorm", sum, gamma, NULL, y, eps);
+}
+
+tprt_status_t tprt_cuda_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                    tprt_tensor_t* normed, tprt_tensor_t* sum, float eps, cudaStream_t stream) {
+  tprt_status_t s = tprt__check_add_norm(residual, y, gamma, normed, sum, eps);
+  if (s) return s;
+  const int64_t m = y->dims[0], h = y->dims[1];
+  if (m == 0 || h == 0) return NULL;
+  const unsigned grid = (unsigned)(m < TPRT__NORM_MAX_BLOCKS ? m : TPRT__NORM_MAX_BLOCKS);
+  tprt__cuda_float_dispatch(y->dtype, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    tprt__add_rmsnorm_kernel<D><<<grid, TPRT__NORM_THREADS, 0, stream>>>(
+        y->data, residual->data, gamma->data, gamma->dtype, normed->data, sum->data, m, h, (float)h, eps);
+  });
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Fast numerics: each row read once, into registers (norm_rows.cuh's runs), the next row's loads in
 // flight; grid-stride over rows. Per row, in f32: rmsnorm r = rsqrtf(Σx² / H + eps),
@@ -143,10 +211,14 @@ tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* g
 // rsqrtf, another reduction order than the canonical one).
 // ------------------------------------------------------------------------------------------------
 
-template <int D, int NV, bool LN>
+/// ADD (rmsnorm only): tp.add_rmsnorm, the row x + res rounded to D first (tprt_cpu_add's element),
+/// stored to |sum| and normalized as the rmsnorm above normalizes a row: the unfused pair's bits.
+template <int D, int NV, bool LN, bool ADD = false>
 static __global__ void __launch_bounds__(kTprtNrThreads)
     tprt__norm_fast(const void* __restrict__ x, const void* __restrict__ gamma, const void* __restrict__ beta,
-                    int g_dtype, void* __restrict__ y, int64_t m, int64_t h, float hf, float eps, bool aligned) {
+                    int g_dtype, void* __restrict__ y, int64_t m, int64_t h, float hf, float eps, bool aligned,
+                    const void* __restrict__ res, void* __restrict__ sum) {
+  static_assert(!(ADD && LN), "the add is fused with rmsnorm only");
   constexpr int V = tprt__nr_vec<D>::V, E = NV * V;
   __shared__ float sm[2 * 2 * (kTprtNrThreads / 32)];
   int64_t col[NV];
@@ -155,23 +227,41 @@ static __global__ void __launch_bounds__(kTprtNrThreads)
   float gam[E], bet[E];
   tprt__nr_params<V, NV>(gamma, g_dtype, col, h, gam);
   if (LN) tprt__nr_params<V, NV>(beta, g_dtype, col, h, bet);
-  uint4 rx[NV];
+  uint4 rx[NV], rr[NV];
   int64_t row = blockIdx.x;
   if (row < m)
 #pragma unroll
-    for (int k = 0; k < NV; ++k) rx[k] = tprt__nr_run<D>(x, row * h, col[k], h, aligned);
+    for (int k = 0; k < NV; ++k) {
+      rx[k] = tprt__nr_run<D>(x, row * h, col[k], h, aligned);
+      if (ADD) rr[k] = tprt__nr_run<D>(res, row * h, col[k], h, aligned);
+    }
   int parity = 0;
   for (; row < m; row += gridDim.x) {
-    uint4 nx[NV];
+    uint4 nx[NV], nr[NV];
     const int64_t next = row + gridDim.x;
     if (next < m)
 #pragma unroll
-      for (int k = 0; k < NV; ++k) nx[k] = tprt__nr_run<D>(x, next * h, col[k], h, aligned);
+      for (int k = 0; k < NV; ++k) {
+        nx[k] = tprt__nr_run<D>(x, next * h, col[k], h, aligned);
+        if (ADD) nr[k] = tprt__nr_run<D>(res, next * h, col[k], h, aligned);
+      }
     float xv[E];
 #pragma unroll
     for (int k = 0; k < NV; ++k)
 #pragma unroll
       for (int e = 0; e < V; ++e) xv[k * V + e] = tprt_load_elem(&rx[k], D, e);
+    if (ADD) {  // zeros past H stay zeros
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        float sv[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) sv[e] = __fadd_rn(xv[k * V + e], tprt_load_elem(&rr[k], D, e));
+        const uint4 packed = tprt__nr_pack<D>(sv);
+        tprt__nr_store<D>(sum, row * h, col[k], h, aligned, packed);
+#pragma unroll
+        for (int e = 0; e < V; ++e) xv[k * V + e] = tprt_load_elem(&packed, D, e);
+      }
+    }
     if (LN) tprt__nr_center<V, NV>(xv, col, h, hf, sm, parity);
     float s[1] = {0.0f};
 #pragma unroll
@@ -191,7 +281,10 @@ static __global__ void __launch_bounds__(kTprtNrThreads)
     }
     if (next < m)
 #pragma unroll
-      for (int k = 0; k < NV; ++k) rx[k] = nx[k];
+      for (int k = 0; k < NV; ++k) {
+        rx[k] = nx[k];
+        if (ADD) rr[k] = nr[k];
+      }
   }
 }
 
@@ -204,7 +297,7 @@ static void tprt__norm_fast_launch(const tprt_tensor_t* x, const tprt_tensor_t* 
   const unsigned grid = (unsigned)(m < most ? m : most);
   auto kernel = beta ? tprt__norm_fast<D, NV, true> : tprt__norm_fast<D, NV, false>;
   kernel<<<grid, kTprtNrThreads, 0, stream>>>(x->data, gamma->data, beta ? beta->data : NULL, gamma->dtype, y->data,
-                                              m, h, (float)h, eps, aligned);
+                                              m, h, (float)h, eps, aligned, nullptr, nullptr);
 }
 
 static tprt_status_t tprt__cuda_norm_fast(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
@@ -241,4 +334,40 @@ tprt_status_t tprt_cuda_layernorm_fast(const tprt_tensor_t* x, const tprt_tensor
                                        tprt_tensor_t* y, float eps, cudaStream_t stream) {
   if (!beta) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "layernorm: beta is NULL");
   return tprt__cuda_norm_fast("layernorm", x, gamma, beta, y, eps, stream);
+}
+
+template <int D, int NV>
+static void tprt__add_norm_fast_launch(const tprt_tensor_t* res, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
+                                       tprt_tensor_t* y, tprt_tensor_t* sum, float eps, int sms, cudaStream_t stream) {
+  const int64_t m = x->dims[0], h = x->dims[1];
+  const bool aligned = tprt__nr_aligned(h, D, {x->data, y->data, res->data, sum->data});
+  const int64_t most = (int64_t)sms * (2048 / kTprtNrThreads);
+  const unsigned grid = (unsigned)(m < most ? m : most);
+  tprt__norm_fast<D, NV, false, true><<<grid, kTprtNrThreads, 0, stream>>>(
+      x->data, gamma->data, NULL, gamma->dtype, y->data, m, h, (float)h, eps, aligned, res->data, sum->data);
+}
+
+tprt_status_t tprt_cuda_add_rmsnorm_fast(const tprt_tensor_t* residual, const tprt_tensor_t* y,
+                                         const tprt_tensor_t* gamma, tprt_tensor_t* normed, tprt_tensor_t* sum,
+                                         float eps, cudaStream_t stream) {
+  tprt_status_t s = tprt__check_add_norm(residual, y, gamma, normed, sum, eps);
+  if (s) return s;
+  const int64_t m = y->dims[0], h = y->dims[1];
+  const int nv = tprt__nr_runs(h, y->dtype);
+  if (!nv) return tprt_cuda_add_rmsnorm(residual, y, gamma, normed, sum, eps, stream);  // rows too wide
+  if (m == 0 || h == 0) return NULL;
+  int sms = 0;
+  s = tprt_cuda_gemm_sms(&sms);
+  if (s) return s;
+  tprt__cuda_float_dispatch(y->dtype, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    if (nv == 1)
+      tprt__add_norm_fast_launch<D, 1>(residual, y, gamma, normed, sum, eps, sms, stream);
+    else if (nv == 2)
+      tprt__add_norm_fast_launch<D, 2>(residual, y, gamma, normed, sum, eps, sms, stream);
+    else
+      tprt__add_norm_fast_launch<D, kTprtNrMaxRuns>(residual, y, gamma, normed, sum, eps, sms, stream);
+  });
+  TPRT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return NULL;
 }
