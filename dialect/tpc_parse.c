@@ -10,6 +10,10 @@ static int tpc__is_ident(char c) {
   return c == '_' || c == '$' || c == '.' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
 }
 
+// Whether |c| ends a `//` comment: MLIR's lexer ends one at a carriage return as well as at a
+// line feed (a comment that ran on to the next '\n' here hid `index` from the guard).
+static int tpc__ends_comment(char c) { return c == '\n' || c == '\r'; }
+
 // Skips from |j| what MLIR's lexer skips between two tokens: whitespace, NUL bytes inside the
 // buffer and `//` comments.
 static size_t tpc__skip_blanks(const char* text, size_t length, size_t j) {
@@ -17,7 +21,7 @@ static size_t tpc__skip_blanks(const char* text, size_t length, size_t j) {
     if (tpc__is_space(text[j]) || text[j] == '\0') {
       ++j;
     } else if (text[j] == '/' && j + 1 < length && text[j + 1] == '/') {
-      while (j < length && text[j] != '\n') ++j;
+      while (j < length && !tpc__ends_comment(text[j])) ++j;
     } else {
       break;
     }
@@ -31,7 +35,7 @@ int tpc_find_parser_hazard(const char* text, size_t length, int* out_line, int* 
     char c = text[i];
     // Comments and string literals cannot hold the hazard; skip them so they never trigger it.
     if (c == '/' && i + 1 < length && text[i + 1] == '/') {
-      while (i < length && text[i] != '\n') ++i;
+      while (i < length && !tpc__ends_comment(text[i])) ++i;
       ++line;
       col = 1;
       continue;
