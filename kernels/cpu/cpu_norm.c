@@ -70,13 +70,22 @@ tprt_status_t tprt_cpu_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamm
   return tprt__norm("rmsnorm", x, gamma, NULL, y, eps);
 }
 
+// Shared check of tp.add_rmsnorm (also kernels/cuda/norm/norm.cu): residual, y and sum one [M,H]
+// layout, then the norm's rules on sum, gamma and normed.
+tprt_status_t tprt__check_add_norm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                   const tprt_tensor_t* normed, const tprt_tensor_t* sum, float eps) {
+  if (!residual || !y || residual->rank != 2 || !tprt_tensor_same_layout(residual, y))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "add_rmsnorm: residual and y must be one [M,H] shape");
+  if (!sum || !tprt_tensor_same_layout(residual, sum))
+    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "add_rmsnorm: sum must have residual's shape and dtype");
+  return tprt__check_norm("add_rmsnorm", sum, gamma, NULL, normed, eps);
+}
+
 tprt_status_t tprt_cpu_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
                                    tprt_tensor_t* normed, tprt_tensor_t* sum, float eps) {
   // The pair as written: the add's rounding, then the norm of the rounded sum.
-  if (tprt_tensor_numel(residual) != tprt_tensor_numel(y) || residual->rank != 2 || y->rank != 2 ||
-      residual->dims[1] != y->dims[1])
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "add_rmsnorm: residual and y must be one [M,H] shape");
-  tprt_status_t s = tprt_cpu_add(residual, y, sum);
+  tprt_status_t s = tprt__check_add_norm(residual, y, gamma, normed, sum, eps);
+  if (!s) s = tprt_cpu_add(residual, y, sum);
   return s ? s : tprt_cpu_rmsnorm(sum, gamma, normed, eps);
 }
 

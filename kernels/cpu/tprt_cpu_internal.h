@@ -50,6 +50,10 @@ void tprt__kacc_block(const float* a, const float* bt, int64_t k, int64_t size, 
 /// dtype, gamma[H] float, beta[H] of gamma's dtype, eps finite > 0 (cpu_norm.c; CUDA uses it too).
 tprt_status_t tprt__check_norm(const char* op, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
                                const tprt_tensor_t* beta, const tprt_tensor_t* y, float eps);
+/// tp.add_rmsnorm's operands: residual, y and sum one [M,H] layout; tprt__check_norm on sum, gamma
+/// and normed (cpu_norm.c).
+tprt_status_t tprt__check_add_norm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
+                                   const tprt_tensor_t* normed, const tprt_tensor_t* sum, float eps);
 
 /// The operand checks of moe_permute (x[T,H], indices[T,k] i32, y[T*k,H] of x's dtype,
 /// group_sizes[E] i64 with E >= 1, row_map[T*k] i32) and moe_unpermute (y[T*k,H], row_map[T*k],

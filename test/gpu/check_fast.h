@@ -104,6 +104,9 @@ void fc_bitwise_row(const char* kernel, const char* what, int64_t bad, tprt_stat
 void fc_tree_row(const char* kernel, const char* shards, const std::vector<double>& tp1,
                  const std::vector<std::vector<double>>& parts, tprt_status_t s);
 
+/// The decoding kernels' checks (check_fast_decode.cu).
+void fc_check_skinny(cudaStream_t s);
+void fc_check_add_norm_fast(cudaStream_t s);
 /// The invariant-mode checks (check_fast_invariant.cu).
 void fc_check_invariant(cudaStream_t s);
 void fc_check_grouped_invariant(cudaStream_t s);

@@ -515,7 +515,6 @@ int main(int argc, char** argv) {
   if (ct_selected("linear")) ct_check_linear(stream);
   if (ct_selected("linear")) ct_check_gemm_layouts(stream);
   ct_check_norms(stream);
-  ct_check_add_norm(stream);
   if (ct_selected("glu")) ct_check_glu(stream);
   ct_check_elementwise(stream);
   ct_check_add_forms(stream);

@@ -97,7 +97,6 @@ void ct_check_moe_kernels(cudaStream_t stream);
 void ct_check_linear(cudaStream_t stream);
 void ct_check_gemm_layouts(cudaStream_t stream);
 void ct_check_norms(cudaStream_t stream);
-void ct_check_add_norm(cudaStream_t stream);
 void ct_check_glu(cudaStream_t stream);
 void ct_check_elementwise(cudaStream_t stream);
 void ct_check_add_forms(cudaStream_t stream);

@@ -145,74 +145,52 @@ void ct_check_gemm_layouts(cudaStream_t stream) {
   }
 }
 
+// The norms and tp.add_rmsnorm (layer 2: the add of a residual, then the rmsnorm of the rounded
+// sum; normed and sum both compared) against the CPU's, bitwise.
 void ct_check_norms(cudaStream_t stream) {
   const int64_t shapes[][2] = {{1, 1}, {3, 17}, {4, 256}, {5, 257}, {7, 1000}, {64, 4096}, {3, 8191}};
+  const char* const kernels[] = {"rmsnorm", "layernorm", "add_rmsnorm"};
   uint64_t rng = 0x2A0B;
-  for (int layer = 0; layer < 2; ++layer) {
-    const char* kernel = layer ? "layernorm" : "rmsnorm";
+  for (int layer = 0; layer < 3; ++layer) {
+    const char* kernel = kernels[layer];
     if (!ct_selected(kernel)) continue;
     int si = 0;
     for (const auto& sh : shapes) {
       for (int di = 0; di < 3; ++di) {
         int dtype = kDtypes[di], g_dtype = kDtypes[(di + si) % 3];  // every x/gamma dtype pairing occurs
-        float eps = layer ? 1e-5f : 1e-6f;
+        float eps = layer == 1 ? 1e-5f : 1e-6f;
         int64_t h1[1] = {sh[1]};
         ct_tensor_t x = ct_make(dtype, 2, sh), y = ct_make(dtype, 2, sh), g = ct_make(g_dtype, 1, h1),
-                    b = ct_make(g_dtype, 1, h1);
-        ct_fill(&x, &rng, layer ? CT_DIST_OFFSET : CT_DIST_MODERATE);
+                    b = ct_make(g_dtype, 1, h1), r = ct_make(dtype, 2, sh), sum = ct_make(dtype, 2, sh);
+        ct_fill(&x, &rng, layer == 1 ? CT_DIST_OFFSET : CT_DIST_MODERATE);
         ct_fill(&g, &rng, CT_DIST_MODERATE);
         ct_fill(&b, &rng, CT_DIST_MODERATE);
+        if (layer == 2) ct_fill(&r, &rng, CT_DIST_MODERATE);
         char shape[48], params[48];
         snprintf(shape, sizeof shape, "M=%lld H=%lld", (long long)sh[0], (long long)sh[1]);
         snprintf(params, sizeof params, "gamma=%s eps=%g", tprt_dtype_name(g_dtype), (double)eps);
-        ct_run(
-            kernel, shape, tprt_dtype_name(dtype), params, &y,
-            [&] {
-              return layer ? tprt_cpu_layernorm(&x.h, &g.h, &b.h, &y.h, eps) : tprt_cpu_rmsnorm(&x.h, &g.h, &y.h, eps);
-            },
-            [&](cudaStream_t st) {
-              return layer ? tprt_cuda_layernorm(&x.d, &g.d, &b.d, &y.d, eps, st)
-                           : tprt_cuda_rmsnorm(&x.d, &g.d, &y.d, eps, st);
-            },
-            true, stream);
-        ct_free(&x);
-        ct_free(&y);
-        ct_free(&g);
-        ct_free(&b);
+        if (layer == 2) {
+          ct_run_outputs(
+              kernel, shape, tprt_dtype_name(dtype), params, {&y, &sum},
+              [&] { return tprt_cpu_add_rmsnorm(&r.h, &x.h, &g.h, &y.h, &sum.h, eps); },
+              [&](cudaStream_t st) { return tprt_cuda_add_rmsnorm(&r.d, &x.d, &g.d, &y.d, &sum.d, eps, st); }, true,
+              stream);
+        } else {
+          ct_run(
+              kernel, shape, tprt_dtype_name(dtype), params, &y,
+              [&] {
+                return layer ? tprt_cpu_layernorm(&x.h, &g.h, &b.h, &y.h, eps) : tprt_cpu_rmsnorm(&x.h, &g.h, &y.h, eps);
+              },
+              [&](cudaStream_t st) {
+                return layer ? tprt_cuda_layernorm(&x.d, &g.d, &b.d, &y.d, eps, st)
+                             : tprt_cuda_rmsnorm(&x.d, &g.d, &y.d, eps, st);
+              },
+              true, stream);
+        }
+        ct_free(&x), ct_free(&y), ct_free(&g), ct_free(&b), ct_free(&r), ct_free(&sum);
       }
       ++si;
     }
-  }
-}
-
-// tp.add_rmsnorm's canonical kernel against tprt_cpu_add_rmsnorm (the add, then the norm): normed
-// and sum bitwise, every dtype, gamma of another dtype, rows of one to several of the 256 lanes.
-void ct_check_add_norm(cudaStream_t stream) {
-  if (!ct_selected("add_rmsnorm")) return;
-  const int64_t shapes[][2] = {{1, 1}, {3, 17}, {1, 2048}, {5, 257}, {64, 2048}, {3, 8191}};
-  uint64_t rng = 0x2A0C;
-  int si = 0;
-  for (const auto& sh : shapes) {
-    for (int di = 0; di < 3; ++di) {
-      const int dtype = kDtypes[di], g_dtype = kDtypes[(di + si) % 3];
-      const float eps = 1e-5f;
-      int64_t h1[1] = {sh[1]};
-      ct_tensor_t r = ct_make(dtype, 2, sh), x = ct_make(dtype, 2, sh), y = ct_make(dtype, 2, sh),
-                  sum = ct_make(dtype, 2, sh), g = ct_make(g_dtype, 1, h1);
-      ct_fill(&r, &rng, CT_DIST_MODERATE);
-      ct_fill(&x, &rng, CT_DIST_MODERATE);
-      ct_fill(&g, &rng, CT_DIST_MODERATE);
-      char shape[48], params[48];
-      snprintf(shape, sizeof shape, "M=%lld H=%lld", (long long)sh[0], (long long)sh[1]);
-      snprintf(params, sizeof params, "gamma=%s eps=%g", tprt_dtype_name(g_dtype), (double)eps);
-      ct_run_outputs(
-          "add_rmsnorm", shape, tprt_dtype_name(dtype), params, {&y, &sum},
-          [&] { return tprt_cpu_add_rmsnorm(&r.h, &x.h, &g.h, &y.h, &sum.h, eps); },
-          [&](cudaStream_t st) { return tprt_cuda_add_rmsnorm(&r.d, &x.d, &g.d, &y.d, &sum.d, eps, st); }, true,
-          stream);
-      ct_free(&r), ct_free(&x), ct_free(&y), ct_free(&sum), ct_free(&g);
-    }
-    ++si;
   }
 }
 

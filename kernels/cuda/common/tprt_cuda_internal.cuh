@@ -115,6 +115,14 @@ static __device__ __forceinline__ void tprt__cuda_st(void* p, int dtype, int64_t
   tprt_store_elem(p, dtype, i, v);
 }
 
+/// |v| rounded to dtype D and back (what a store of D then a load gives).
+template <int D>
+static __device__ __forceinline__ float tprt__round_to(float v) {
+  uint32_t bits = 0;
+  tprt__cuda_st(&bits, D, 0, v);
+  return tprt__cuda_ld(&bits, D, 0);
+}
+
 /// Blocks for a grid-stride loop over |n| > 0 items with |threads| per block.
 static inline unsigned tprt__cuda_ew_blocks(int64_t n, int threads) {
   int64_t blocks = tprt__cuda_div_up(n, threads);

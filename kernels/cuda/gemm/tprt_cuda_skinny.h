@@ -17,7 +17,8 @@ extern "C" {
 /// The most rows of x the skinny kernel takes. Each block reads every row of x once per weight
 /// run of its 4 columns, so x's share of the loads grows with M: on an H100 (tprt-bench-gemm dense
 /// M N K, docs/performance.md) one row streams the 1B model's MLP weight 12% faster than
-/// cuBLASLt, four rows 8% slower and eight 54% slower.
+/// cuBLASLt; four rows were 8% slower and eight 54% slower (a build that took up to 8 rows, not
+/// in the repository).
 #define TPRT_CUDA_SKINNY_MAX_ROWS 2
 
 /// x[M,K] and w[N,K] of one 16-bit float type (bf16 or f16), y[M,N] and the optional bias[N] of

@@ -86,14 +86,6 @@ static __device__ __forceinline__ unsigned short tprt__ld_volatile_u16(const uns
   return v;
 }
 
-// |x| rounded to dtype D and back (what a store of D then a load gives).
-template <int D>
-static __device__ __forceinline__ float tprt__round_to(float v) {
-  uint32_t bits = 0;
-  tprt__cuda_st(&bits, D, 0, v);
-  return tprt__cuda_ld(&bits, D, 0);
-}
-
 // v[0] = the members' values summed in the CPU collectives' order (tprt__cuda_members_order). G > 0:
 // the group size (registers); G = 0: |n| members at run time.
 template <int G>

@@ -87,14 +87,6 @@ TPRT__NORM_KERNEL(tprt_layernorm_kernel_bf16, TPRT_DTYPE_BF16)
 TPRT__NORM_KERNEL(tprt_layernorm_kernel_f16, TPRT_DTYPE_F16)
 TPRT__NORM_KERNEL(tprt_layernorm_kernel_f32, TPRT_DTYPE_F32)
 
-/// |v| rounded to D (RNE, tprt_store_elem's conversion) and widened back: an element of D as f32.
-template <int D>
-static __device__ __forceinline__ float tprt__norm_round(float v) {
-  uint32_t t = 0;
-  tprt_store_elem(&t, D, 0, v);
-  return tprt_load_elem(&t, D, 0);
-}
-
 /// tp.add_rmsnorm: sum = x + res rounded to D (tprt_cpu_add's element), normed = the canonical
 /// rmsnorm of sum (tprt__norm_body's arithmetic on the rounded sum): the pair's bits in one
 /// launch, sum written once and recomputed (not re-read) for the second pass.
@@ -108,13 +100,13 @@ static __device__ __forceinline__ void tprt__add_norm_body(const void* __restric
     const int64_t base = row * h;
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-      const float v = tprt__norm_round<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+      const float v = tprt__round_to<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
       tprt__cuda_st(sum, D, base + j, v);
       acc = __fmaf_rn(v, v, acc);
     }
     const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
     for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-      const float v = tprt__norm_round<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+      const float v = tprt__round_to<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
       tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
     }
   }
@@ -173,18 +165,6 @@ tprt_status_t tprt_cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* g
                                   tprt_tensor_t* y, float eps, cudaStream_t stream) {
   if (!beta) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "layernorm: beta is NULL");
   return tprt__cuda_norm("layernorm", x, gamma, beta, y, eps, stream);
-}
-
-/// The add + norm pair's operands: residual and y one [M,H] shape and dtype, sum of that shape and
-/// dtype; the norm's rules for the rest (tprt__check_norm on sum).
-static tprt_status_t tprt__check_add_norm(const tprt_tensor_t* res, const tprt_tensor_t* x, const tprt_tensor_t* gamma,
-                                          const tprt_tensor_t* y, const tprt_tensor_t* sum, float eps) {
-  if (!res || !x || !sum || res->rank != 2 || x->rank != 2 || sum->rank != 2 || res->dtype != x->dtype ||
-      sum->dtype != x->dtype || res->dims[0] != x->dims[0] || res->dims[1] != x->dims[1] ||
-      sum->dims[0] != x->dims[0] || sum->dims[1] != x->dims[1])
-    return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT,
-                            "add_rmsnorm: residual, y and sum must be one [M,H] shape and dtype");
-  return tprt__check_norm("add_rmsnorm", sum, gamma, NULL, y, eps);
 }
 
 tprt_status_t tprt_cuda_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
