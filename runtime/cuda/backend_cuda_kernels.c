@@ -1,5 +1,6 @@
-// The kernels of the CUDA backend's table (tprt_backend.h): each entry runs a CUDA launcher of
-// tprt_cuda_kernels.h on the calling rank's compute stream.
+// The CUDA backend's kernel table: each row runs a CUDA launcher of tprt_cuda_kernels.h on the
+// calling rank's compute stream; the backend's entry points (backend_cuda_calls.c) describe a call
+// and hand it to tprt__contract here.
 //
 // The contractions (dense and grouped linears, their gradients, the fused grouped MLP, attention
 // and its gradient) and the GLU and its gradient have
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "backend_cuda_impl.h"
+#include "backend_cuda_table.h"
 #include "gemm/tprt_cuda_skinny.h"
 #include "tprt_cuda_kernels.h"
 #include "tprt_cuda_status.h"
@@ -27,11 +29,8 @@
 // Numerics
 //===----------------------------------------------------------------------===//
 
-/// The numerics modes, as bits of a row's mask.
-enum { TPRT__FAST = 1, TPRT__INVARIANT = 2, TPRT__EXACT = 4, TPRT__ANY = 7 };
-
 // The world's tp.numerics (configure runs once, before any rank starts; exact by default).
-static int tprt__numerics = TPRT__EXACT;
+int tprt__numerics = TPRT__EXACT;
 
 static const char* tprt__numerics_name(int mode) {
   return mode == TPRT__FAST ? "fast" : mode == TPRT__INVARIANT ? "invariant" : "exact";
@@ -55,30 +54,6 @@ tprt_status_t tprt__cuda_configure(const char* numerics) {
 // The contraction table
 //===----------------------------------------------------------------------===//
 
-/// The contractions with a choice of kernel.
-typedef enum {
-  TPRT__LINEAR,
-  TPRT__LINEAR_DGRAD,
-  TPRT__LINEAR_DGRAD_ACC,
-  TPRT__LINEAR_WGRAD,
-  TPRT__LINEAR_WGRAD_ACC,
-  TPRT__BIAS_GRAD,
-  TPRT__GROUPED_LINEAR,
-  TPRT__GROUPED_LINEAR_DGRAD,
-  TPRT__GROUPED_LINEAR_WGRAD,
-  TPRT__FUSED_GROUPED_MLP,
-  TPRT__ATTENTION,
-  TPRT__ATTENTION_GRAD,
-  TPRT__GLU,
-  TPRT__GLU_GRAD,
-  TPRT__RMSNORM,
-  TPRT__ADD_RMSNORM,
-  TPRT__LAYERNORM,
-  TPRT__RMSNORM_GRAD,
-  TPRT__LAYERNORM_GRAD,
-  TPRT__SUMSQ,
-} tprt__op_t;
-
 static const char* const tprt__op_names[] = {
     "linear",         "linear_dgrad",         "linear_dgrad_acc",     "linear_wgrad",         "linear_wgrad_acc",
     "bias_grad",
@@ -86,27 +61,6 @@ static const char* const tprt__op_names[] = {
     "attention",      "attention_grad",       "glu",                  "glu_grad",             "rmsnorm",
     "add_rmsnorm",    "layernorm",      "rmsnorm_grad",         "layernorm_grad",       "sumsq"};
 
-/// One call of a contraction, whichever op: its tensors (in the op's order; unused ones NULL) and
-/// parameters. a, b: x and w (forward), dy and w (dgrad), dy and x (wgrad), dy (bias_grad), x and
-/// w1 (fused MLP, with w2); q, k, v (attention: c = v), with y and dy (attention_grad: d, e) and
-/// out, out2, out3 = dq, dk, dv; attention's optional lse is out2; x, gamma, dy (norm gradients:
-/// a, b, c) with out, out2, out3 = dx, dgamma, dbeta and eps in scale; g, acc (sumsq: a, b) and
-/// out = acc_out. |acc|: the accumulating forms' addend of out (linear_dgrad_acc, the norm
-/// gradients' optional acc), NULL otherwise.
-typedef struct {
-  const tprt_tensor_t *a, *b, *bias, *group_sizes, *w2, *c, *d, *e, *acc;
-  const tprt_kv_cache_t* cache;  // attention's KV cache, NULL without one
-  const tprt_tensor_t* lse;      // attention_grad's statistics from the forward, NULL without them
-  tprt_tensor_t *out, *out2, *out3;
-  int64_t seq_len, head_dim;
-  bool causal;
-  float scale;
-  int chunks, segments, blocks;
-  int kind;
-  int64_t interleave;
-  float alpha, limit;
-  bool count;  // sumsq: count g's squares (else out is the incoming accumulator b)
-} tprt__call_t;
 
 /// A row: |run| serves |op| in the |numerics| modes on devices of compute capability
 /// [min_sm, max_sm] (0: no bound) for the calls |fits| accepts (NULL: every call; the kernel
@@ -488,15 +442,41 @@ static bool tprt__trace_on(void) {
   return on;
 }
 
+// TPRT_CUDA_SKIP=file[,file...]: rows whose kernel lives in one of those files (the name in the
+// row's parentheses, e.g. linear_skinny.cu) are passed over, so that a kernel can be compared
+// with the row after it in one process or ruled out when hunting a fault. Read once per row.
+static atomic_int tprt__skip_state[TPRT__NUM_ROWS];  // 0 not yet read, 1 used, 2 skipped
+
+static bool tprt__skipped(int i) {
+  int st = atomic_load(&tprt__skip_state[i]);
+  if (st) return st == 2;
+  const char* list = getenv("TPRT_CUDA_SKIP");
+  const char* file = strrchr(tprt__contraction_kernels[i].kernel, '(');
+  bool skip = false;
+  if (list && *list && file) {
+    ++file;
+    const size_t flen = strcspn(file, ")");
+    for (const char* p = list; *p;) {
+      const size_t len = strcspn(p, ",");
+      if (len == flen && strncmp(p, file, len) == 0) skip = true;
+      p += len;
+      if (*p == ',') ++p;
+    }
+  }
+  atomic_store(&tprt__skip_state[i], skip ? 2 : 1);
+  return skip;
+}
+
 /// Runs the first row of the table that serves |op| for this world's numerics, this device and
 /// this call.
-static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
+tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
   TPRT__TRY(tprt__need_rank());
   for (int i = 0; i < TPRT__NUM_ROWS; ++i) {
     const tprt__row_t* row = &tprt__contraction_kernels[i];
     if (row->op != op || !(row->numerics & (unsigned)tprt__numerics)) continue;
     if ((row->min_sm && tprt__r.sm < row->min_sm) || (row->max_sm && tprt__r.sm > row->max_sm)) continue;
     if (row->fits && !row->fits(call)) continue;
+    if (tprt__skipped(i)) continue;
     if (tprt__trace_on() && !atomic_exchange(&tprt__traced[i], true))
       fprintf(stderr, "tprt cuda: %s [%s, sm_%d, %s] -> %s\n", tprt__op_names[op], tprt__numerics_name(tprt__numerics),
               tprt__r.sm, call->a ? tprt_dtype_name(call->a->dtype) : "?", row->kernel);
@@ -509,235 +489,4 @@ static tprt_status_t tprt__contract(tprt__op_t op, const tprt__call_t* call) {
   }
   return tprt_make_status(TPRT_STATUS_UNIMPLEMENTED, "the cuda backend has no %s kernel for numerics %s on sm_%d",
                           tprt__op_names[op], tprt__numerics_name(tprt__numerics), tprt__r.sm);
-}
-
-//===----------------------------------------------------------------------===//
-// Kernels
-//===----------------------------------------------------------------------===//
-
-tprt_status_t tprt__cuda_linear(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* bias,
-                                tprt_tensor_t* y, int chunks) {
-  tprt__call_t c = {.a = x, .b = w, .bias = bias, .out = y, .chunks = chunks};
-  return tprt__contract(TPRT__LINEAR, &c);
-}
-tprt_status_t tprt__cuda_grouped_linear(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int chunks) {
-  tprt__call_t c = {.a = x, .b = w, .group_sizes = group_sizes, .out = y, .chunks = chunks};
-  return tprt__contract(TPRT__GROUPED_LINEAR, &c);
-}
-tprt_status_t tprt__cuda_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
-                                                int chunks, int segments, int blocks) {
-  tprt__call_t c = {.a = dy, .b = w, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
-  return tprt__contract(TPRT__LINEAR_DGRAD, &c);
-}
-tprt_status_t tprt__cuda_linear_dgrad_acc(const tprt_tensor_t* dy, const tprt_tensor_t* w, const tprt_tensor_t* acc,
-                                          tprt_tensor_t* dx, int chunks, int segments, int blocks) {
-  tprt__call_t c = {.a = dy, .b = w, .acc = acc, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
-  return tprt__contract(TPRT__LINEAR_DGRAD_ACC, &c);
-}
-tprt_status_t tprt__cuda_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw, int chunks) {
-  tprt__call_t c = {.a = dy, .b = x, .out = dw, .chunks = chunks};
-  return tprt__contract(TPRT__LINEAR_WGRAD, &c);
-}
-tprt_status_t tprt__cuda_bias_grad(const tprt_tensor_t* dy, tprt_tensor_t* db, int chunks) {
-  tprt__call_t c = {.a = dy, .out = db, .chunks = chunks};
-  return tprt__contract(TPRT__BIAS_GRAD, &c);
-}
-tprt_status_t tprt__cuda_grouped_linear_dgrad_segmented(const tprt_tensor_t* dy, const tprt_tensor_t* w,
-                                                        const tprt_tensor_t* group_sizes, tprt_tensor_t* dx, int chunks,
-                                                        int segments, int blocks) {
-  tprt__call_t c = {
-      .a = dy, .b = w, .group_sizes = group_sizes, .out = dx, .chunks = chunks, .segments = segments, .blocks = blocks};
-  return tprt__contract(TPRT__GROUPED_LINEAR_DGRAD, &c);
-}
-tprt_status_t tprt__cuda_grouped_linear_wgrad(const tprt_tensor_t* dy, const tprt_tensor_t* x,
-                                              const tprt_tensor_t* group_sizes, tprt_tensor_t* dw, int chunks) {
-  tprt__call_t c = {.a = dy, .b = x, .group_sizes = group_sizes, .out = dw, .chunks = chunks};
-  return tprt__contract(TPRT__GROUPED_LINEAR_WGRAD, &c);
-}
-tprt_status_t tprt__cuda_fused_grouped_mlp(const tprt_tensor_t* x, const tprt_tensor_t* w1, const tprt_tensor_t* w2,
-                                           const tprt_tensor_t* group_sizes, tprt_tensor_t* y, int kind,
-                                           int64_t interleave, float alpha, float limit, int chunks) {
-  tprt__call_t c = {.a = x,
-                    .b = w1,
-                    .w2 = w2,
-                    .group_sizes = group_sizes,
-                    .out = y,
-                    .chunks = chunks,
-                    .kind = kind,
-                    .interleave = interleave,
-                    .alpha = alpha,
-                    .limit = limit};
-  return tprt__contract(TPRT__FUSED_GROUPED_MLP, &c);
-}
-
-tprt_status_t tprt__cuda_glu(const tprt_tensor_t* x, tprt_tensor_t* y, int kind, int64_t interleave, float alpha,
-                             float limit) {
-  tprt__call_t c = {.a = x, .out = y, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
-  return tprt__contract(TPRT__GLU, &c);
-}
-
-tprt_status_t tprt__cuda_glu_grad(const tprt_tensor_t* x, const tprt_tensor_t* dy, tprt_tensor_t* dx, int kind,
-                                  int64_t interleave, float alpha, float limit) {
-  tprt__call_t c = {.a = x, .b = dy, .out = dx, .kind = kind, .interleave = interleave, .alpha = alpha, .limit = limit};
-  return tprt__contract(TPRT__GLU_GRAD, &c);
-}
-tprt_status_t tprt__cuda_rmsnorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, tprt_tensor_t* y, float eps) {
-  tprt__call_t c = {.a = x, .b = gamma, .out = y, .scale = eps};
-  return tprt__contract(TPRT__RMSNORM, &c);
-}
-tprt_status_t tprt__cuda_add_rmsnorm(const tprt_tensor_t* residual, const tprt_tensor_t* y, const tprt_tensor_t* gamma,
-                                     tprt_tensor_t* normed, tprt_tensor_t* sum, float eps) {
-  tprt__call_t c = {.a = residual, .b = gamma, .c = y, .out = normed, .out2 = sum, .scale = eps};
-  return tprt__contract(TPRT__ADD_RMSNORM, &c);
-}
-tprt_status_t tprt__cuda_layernorm(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* beta,
-                                   tprt_tensor_t* y, float eps) {
-  tprt__call_t c = {.a = x, .b = gamma, .c = beta, .out = y, .scale = eps};
-  return tprt__contract(TPRT__LAYERNORM, &c);
-}
-tprt_status_t tprt__cuda_rmsnorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                      tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps, int chunks) {
-  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .scale = eps, .chunks = chunks};
-  return tprt__contract(TPRT__RMSNORM_GRAD, &c);
-}
-tprt_status_t tprt__cuda_rmsnorm_grad_acc(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                          const tprt_tensor_t* acc, tprt_tensor_t* dx, tprt_tensor_t* dgamma, float eps,
-                                          int chunks) {
-  if (!acc) return tprt_make_status(TPRT_STATUS_INVALID_ARGUMENT, "rmsnorm_grad: acc must be given");
-  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .acc = acc, .out = dx, .out2 = dgamma, .scale = eps, .chunks = chunks};
-  return tprt__contract(TPRT__RMSNORM_GRAD, &c);
-}
-tprt_status_t tprt__cuda_layernorm_grad(const tprt_tensor_t* x, const tprt_tensor_t* gamma, const tprt_tensor_t* dy,
-                                        tprt_tensor_t* dx, tprt_tensor_t* dgamma, tprt_tensor_t* dbeta, float eps,
-                                        int chunks) {
-  tprt__call_t c = {.a = x, .b = gamma, .c = dy, .out = dx, .out2 = dgamma, .out3 = dbeta, .scale = eps, .chunks = chunks};
-  return tprt__contract(TPRT__LAYERNORM_GRAD, &c);
-}
-tprt_status_t tprt__cuda_attention(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                   const tprt_kv_cache_t* cache, tprt_tensor_t* y, tprt_tensor_t* lse, int64_t seq_len,
-                                   int64_t head_dim, bool causal, float scale) {
-  tprt__call_t c = {.a = q,
-                    .b = k,
-                    .c = v,
-                    .cache = cache,
-                    .out = y,
-                    .out2 = lse,
-                    .seq_len = seq_len,
-                    .head_dim = head_dim,
-                    .causal = causal,
-                    .scale = scale};
-  return tprt__contract(TPRT__ATTENTION, &c);
-}
-tprt_status_t tprt__cuda_attention_grad(const tprt_tensor_t* q, const tprt_tensor_t* k, const tprt_tensor_t* v,
-                                        const tprt_tensor_t* y, const tprt_tensor_t* dy, const tprt_tensor_t* lse,
-                                        tprt_tensor_t* dq, tprt_tensor_t* dk, tprt_tensor_t* dv, int64_t seq_len,
-                                        int64_t head_dim, bool causal, float scale) {
-  tprt__call_t c = {.a = q,
-                    .b = k,
-                    .c = v,
-                    .d = y,
-                    .e = dy,
-                    .lse = lse,
-                    .out = dq,
-                    .out2 = dk,
-                    .out3 = dv,
-                    .seq_len = seq_len,
-                    .head_dim = head_dim,
-                    .causal = causal,
-                    .scale = scale};
-  return tprt__contract(TPRT__ATTENTION_GRAD, &c);
-}
-
-// The whole-model ops (kernels/cuda/model): one kernel each in every numerics mode (bitwise the
-// CPU's), but for the cross-entropy's GEMMs, which are the table's rows above for the module's
-// numerics (tprt__ce(): cuBLASLt in fast mode, the chunk-tree WGMMA GEMMs in invariant mode), and
-// in fast mode the fast-math statistics and logit gradient of cross_entropy.cu.
-
-// The cross-entropy's GEMMs through the table (on the rank's compute stream, which the ops get).
-static tprt_status_t tprt__ce_linear(void* ctx, const tprt_tensor_t* x, const tprt_tensor_t* w, tprt_tensor_t* y,
-                                     int chunks, cudaStream_t stream) {
-  (void)ctx, (void)stream;
-  return tprt__cuda_linear(x, w, NULL, y, chunks);
-}
-static tprt_status_t tprt__ce_dgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* w, tprt_tensor_t* dx,
-                                    int chunks, cudaStream_t stream) {
-  (void)ctx, (void)stream;
-  return tprt__cuda_linear_dgrad_segmented(dy, w, dx, chunks, 1, 1);
-}
-static tprt_status_t tprt__ce_wgrad(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
-                                    int chunks, cudaStream_t stream) {
-  (void)ctx, (void)stream;
-  return tprt__cuda_linear_wgrad(dy, x, dw, chunks);
-}
-static tprt_status_t tprt__ce_wgrad_acc(void* ctx, const tprt_tensor_t* dy, const tprt_tensor_t* x, tprt_tensor_t* dw,
-                                        cudaStream_t stream) {
-  (void)ctx, (void)stream;
-  tprt__call_t c = {.a = dy, .b = x, .out = dw};
-  return tprt__contract(TPRT__LINEAR_WGRAD_ACC, &c);
-}
-// The statistics and the logit gradient in the numerics' math (tprt_cuda_ce_math_t); in fast
-// numerics the pieces of tokens add their weight gradient into dw itself.
-static const tprt_cuda_ce_gemms_t* tprt__ce(void) {
-  static const tprt_cuda_ce_gemms_t exact = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL,
-                                             NULL,            0,              TPRT_CUDA_CE_EXACT};
-  static const tprt_cuda_ce_gemms_t invariant = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, NULL,
-                                                 NULL,            0,              TPRT_CUDA_CE_INVARIANT};
-  static const tprt_cuda_ce_gemms_t fast = {tprt__ce_linear, tprt__ce_dgrad, tprt__ce_wgrad, tprt__ce_wgrad_acc,
-                                            NULL,            0,              TPRT_CUDA_CE_FAST};
-  return tprt__numerics == TPRT__FAST ? &fast : tprt__numerics == TPRT__INVARIANT ? &invariant : &exact;
-}
-
-tprt_status_t tprt__cuda_cross_entropy(const tprt_tensor_t* x, const tprt_tensor_t* w, const tprt_tensor_t* targets,
-                                       tprt_tensor_t* loss, tprt_tensor_t* lse, int chunks) {
-  TPRT__TIMED_OP("cross_entropy",
-                 tprt_cuda_cross_entropy(x, w, targets, loss, lse, chunks, tprt__ce(), tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_logits(const tprt_tensor_t* z, const tprt_tensor_t* targets, tprt_tensor_t* loss,
-                                              tprt_tensor_t* lse, int chunks) {
-  TPRT__TIMED_OP("cross_entropy_logits",
-                 tprt_cuda_cross_entropy_logits(z, targets, loss, lse, chunks, tprt__ce()->math, tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_stats(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                             const tprt_tensor_t* targets, tprt_tensor_t* stats, int64_t start,
-                                             int64_t vocab, int chunks, int vocab_chunks) {
-  TPRT__TIMED_OP("cross_entropy_stats", tprt_cuda_cross_entropy_stats(x, w, targets, stats, start, vocab, chunks,
-                                                                      vocab_chunks, tprt__ce(), tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_dgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                             const tprt_tensor_t* dloss, tprt_tensor_t* dx, int64_t start,
-                                             int64_t vocab, int chunks, int vocab_chunks) {
-  TPRT__TIMED_OP("cross_entropy_dgrad", tprt_cuda_cross_entropy_dgrad(x, w, targets, lse, dloss, dx, start, vocab,
-                                                                      chunks, vocab_chunks, tprt__ce(),
-                                                                      tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_wgrad(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                             const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                             const tprt_tensor_t* dloss, tprt_tensor_t* dw, int64_t start,
-                                             int64_t vocab, int chunks, int token_chunks) {
-  TPRT__TIMED_OP("cross_entropy_wgrad", tprt_cuda_cross_entropy_wgrad(x, w, targets, lse, dloss, dw, start, vocab,
-                                                                      chunks, token_chunks, tprt__ce(),
-                                                                      tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                            const tprt_tensor_t* targets, const tprt_tensor_t* lse,
-                                            const tprt_tensor_t* dloss, tprt_tensor_t* dx, tprt_tensor_t* dw,
-                                            int64_t start, int64_t vocab, int chunks, int vocab_chunks,
-                                            int token_chunks) {
-  TPRT__TIMED_OP("cross_entropy_grad", tprt_cuda_cross_entropy_grad(x, w, targets, lse, dloss, dx, dw, start, vocab,
-                                                                    chunks, vocab_chunks, token_chunks,
-                                                                    tprt__ce(), tprt__r.stream));
-}
-tprt_status_t tprt__cuda_cross_entropy_with_grad(const tprt_tensor_t* x, const tprt_tensor_t* w,
-                                                 const tprt_tensor_t* targets, const tprt_tensor_t* dloss,
-                                                 tprt_tensor_t* loss, tprt_tensor_t* lse, tprt_tensor_t* dx,
-                                                 tprt_tensor_t* dw, int chunks, int vocab_chunks, int token_chunks) {
-  TPRT__TIMED_OP("cross_entropy_with_grad",
-                 tprt_cuda_cross_entropy_with_grad(x, w, targets, dloss, loss, lse, dx, dw, chunks, vocab_chunks,
-                                                   token_chunks, tprt__ce(), tprt__r.stream));
-}
-tprt_status_t tprt__cuda_sumsq(const tprt_tensor_t* g, const tprt_tensor_t* acc, tprt_tensor_t* acc_out, bool count) {
-  tprt__call_t c = {.a = g, .b = acc, .out = acc_out, .count = count};
-  return tprt__contract(TPRT__SUMSQ, &c);
 }

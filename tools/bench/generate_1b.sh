@@ -12,7 +12,8 @@
 # a static cache (tools/bench/generate_hf_peer.py), installed first from build-wheels/ (wheels
 # fetched on a machine with a package index: tools/bench/fetch_wheels.sh) where the GPU machine
 # lacks it.
-# Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_GENERATE, TPC_PEER_TIMEOUT (seconds, default 500).
+# Environment: OUT, TPC_BENCH_GEN1B, TPC_GPU_GENERATE, TPC_PEER_TIMEOUT (seconds, default 500),
+# TPC_GEN_NUMERICS (tpc's numerics, default "fast invariant").
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=tools/bench/generate_1b_env.sh
@@ -29,8 +30,9 @@ if [[ $PARTS == *tpc* ]]; then
 # Greedy runs for every batch and numerics, then one sampled run (temperature 0.8, top-k 50, top-p
 # 0.9) of the largest batch in each numerics: the cost of the draw.
 RUNS=()
-for B in $BATCHES; do for n in fast invariant; do RUNS+=("$n $B greedy"); done; done
-for n in fast invariant; do RUNS+=("$n ${BATCHES##* } sampled"); done
+NUMERICS="${TPC_GEN_NUMERICS:-fast invariant}"
+for B in $BATCHES; do for n in $NUMERICS; do RUNS+=("$n $B greedy"); done; done
+for n in $NUMERICS; do RUNS+=("$n ${BATCHES##* } sampled"); done
 for r in "${RUNS[@]}"; do
   read -r n B how <<< "$r"
   name="$n-b$B"; flags=(--temperature 0)
