@@ -34,6 +34,30 @@ static_assert(TPRT__NORM_THREADS == 256 && TPRT__NORM_WARPS == 8, "the canonical
 // GPU kernels
 // ------------------------------------------------------------------------------------------------
 
+// Loads a thread issues before it uses them: the lane's elements in flight together rather than
+// one load, then its arithmetic, at a time (a row of a decoding step is one block's work, so
+// nothing else hides the latency).
+#define TPRT__NORM_BATCH 8
+
+/// Thread t's elements of a row of h, t, t + 256, t + 512, ... in increasing order (the canonical
+/// lane order): |load|(j) for a batch of them, then |use|(j, value) for each in order.
+template <class Load, class Use>
+static __device__ __forceinline__ void tprt__norm_lanes(int64_t h, Load load, Use use) {
+  for (int64_t j0 = threadIdx.x; j0 < h; j0 += (int64_t)TPRT__NORM_BATCH * TPRT__NORM_THREADS) {
+    float v[TPRT__NORM_BATCH];
+#pragma unroll
+    for (int i = 0; i < TPRT__NORM_BATCH; ++i) {
+      const int64_t j = j0 + (int64_t)i * TPRT__NORM_THREADS;
+      v[i] = j < h ? load(j) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < TPRT__NORM_BATCH; ++i) {
+      const int64_t j = j0 + (int64_t)i * TPRT__NORM_THREADS;
+      if (j < h) use(j, v[i]);
+    }
+  }
+}
+
 /// One row loop for both norms; |beta| NULL means RMSNorm.
 template <int D>
 static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ x, const void* __restrict__ gamma,
@@ -42,32 +66,29 @@ static __device__ __forceinline__ void tprt__norm_body(const void* __restrict__ 
   __shared__ float sm[TPRT__NORM_WARPS + 1];
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
     const int64_t base = row * h;
+    auto ld_x = [&](int64_t j) { return tprt__cuda_ld(x, D, base + j); };
     if (!beta) {
       float acc = 0.0f;
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-        float v = tprt__cuda_ld(x, D, base + j);
-        acc = __fmaf_rn(v, v, acc);
-      }
+      tprt__norm_lanes(h, ld_x, [&](int64_t, float v) { acc = __fmaf_rn(v, v, acc); });
       const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-        float v = tprt__cuda_ld(x, D, base + j);
+      tprt__norm_lanes(h, ld_x, [&](int64_t j, float v) {
         tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
-      }
+      });
     } else {
       float acc = 0.0f;
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) acc = __fadd_rn(acc, tprt__cuda_ld(x, D, base + j));
+      tprt__norm_lanes(h, ld_x, [&](int64_t, float v) { acc = __fadd_rn(acc, v); });
       const float mean = __fdiv_rn(tprt__cuda_row_tree(acc, sm), hf);
       acc = 0.0f;
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-        float d = __fsub_rn(tprt__cuda_ld(x, D, base + j), mean);
+      tprt__norm_lanes(h, ld_x, [&](int64_t, float v) {
+        const float d = __fsub_rn(v, mean);
         acc = __fmaf_rn(d, d, acc);
-      }
+      });
       const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
-      for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-        float d = __fsub_rn(tprt__cuda_ld(x, D, base + j), mean);
-        float v = __fmul_rn(__fmul_rn(d, r), tprt__cuda_ld(gamma, g_dtype, j));
-        tprt__cuda_st(y, D, base + j, __fadd_rn(v, tprt__cuda_ld(beta, g_dtype, j)));
-      }
+      tprt__norm_lanes(h, ld_x, [&](int64_t j, float v) {
+        const float d = __fsub_rn(v, mean);
+        const float o = __fmul_rn(__fmul_rn(d, r), tprt__cuda_ld(gamma, g_dtype, j));
+        tprt__cuda_st(y, D, base + j, __fadd_rn(o, tprt__cuda_ld(beta, g_dtype, j)));
+      });
     }
   }
 }
@@ -98,17 +119,18 @@ static __device__ __forceinline__ void tprt__add_norm_body(const void* __restric
   __shared__ float sm[TPRT__NORM_WARPS + 1];
   for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
     const int64_t base = row * h;
+    auto ld_sum = [&](int64_t j) {
+      return tprt__round_to<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+    };
     float acc = 0.0f;
-    for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-      const float v = tprt__round_to<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+    tprt__norm_lanes(h, ld_sum, [&](int64_t j, float v) {
       tprt__cuda_st(sum, D, base + j, v);
       acc = __fmaf_rn(v, v, acc);
-    }
+    });
     const float r = tprt_rsqrtf(__fadd_rn(__fdiv_rn(tprt__cuda_row_tree(acc, sm), hf), eps));
-    for (int64_t j = threadIdx.x; j < h; j += TPRT__NORM_THREADS) {
-      const float v = tprt__round_to<D>(__fadd_rn(tprt__cuda_ld(x, D, base + j), tprt__cuda_ld(res, D, base + j)));
+    tprt__norm_lanes(h, ld_sum, [&](int64_t j, float v) {
       tprt__cuda_st(y, D, base + j, __fmul_rn(__fmul_rn(v, r), tprt__cuda_ld(gamma, g_dtype, j)));
-    }
+    });
   }
 }
 
