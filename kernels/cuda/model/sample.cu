@@ -25,6 +25,7 @@ namespace {
 
 constexpr int kLanes = TPRT_ROW_LANES;
 constexpr int kPool = 2048;  // the logits top-k may leave for the top-p search in shared memory
+constexpr int kBatch = 8;    // loads a lane issues before using them (the maximum, the greedy index)
 
 // An order-preserving key of a non-NaN float (-0.0 shares +0.0's key).
 __device__ __forceinline__ uint32_t tprt__key(float z) {
@@ -105,8 +106,22 @@ __global__ void __launch_bounds__(kLanes)
   const int64_t row = blockIdx.x, base = row * n;
   const float inf = tprt_f32_from_bits(0x7F800000u);
   // 1. The maximum (exact in any order) and, for greedy and +inf rows, its first index.
+  // Each lane's logits kBatch loads at a time (one block reads a whole row of a decoding step,
+  // so nothing else hides the load latency); the maximum and the first index are exact in any order.
+  auto lane_batch = [&](int64_t i0, float* z) {
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      const int64_t i = i0 + (int64_t)q * kLanes;
+      z[q] = i < n ? tprt_sample_logit(tprt__cuda_ld(logits, D, base + i)) : -inf;
+    }
+  };
   float m = -inf;
-  for (int64_t i = threadIdx.x; i < n; i += kLanes) m = fmaxf(m, tprt_sample_logit(tprt__cuda_ld(logits, D, base + i)));
+  for (int64_t i0 = threadIdx.x; i0 < n; i0 += (int64_t)kBatch * kLanes) {
+    float z[kBatch];
+    lane_batch(i0, z);
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) m = fmaxf(m, z[q]);
+  }
   for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_down_sync(0xFFFFFFFFu, m, o));
   if (threadIdx.x % 32 == 0) sh.f[threadIdx.x / 32] = m;
   __syncthreads();
@@ -121,8 +136,13 @@ __global__ void __launch_bounds__(kLanes)
   if (t == 0.0f || m == inf) {
     float k = -inf;
     int64_t idx = -1;
-    for (int64_t i = threadIdx.x; i < n && idx < 0; i += kLanes)
-      if (tprt_sample_logit(tprt__cuda_ld(logits, D, base + i)) == m) idx = i, k = 0.0f;
+    for (int64_t i0 = threadIdx.x; i0 < n && idx < 0; i0 += (int64_t)kBatch * kLanes) {
+      float z[kBatch];
+      lane_batch(i0, z);
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+        if (idx < 0 && i0 + (int64_t)q * kLanes < n && z[q] == m) idx = i0 + (int64_t)q * kLanes, k = 0.0f;
+    }
     tprt__block_best(sh, &k, &idx);
     if (threadIdx.x == 0) token[row] = (int32_t)idx;
     return;
