@@ -1,5 +1,6 @@
 # Installation: `cmake --install build --prefix P` puts
-#   P/bin                     tpc-opt, tpc-compile, tpc-run
+#   P/bin                     tpc-opt, tpc-compile, tpc-run, tpc-train, tpc-generate
+#   P/share/man/man1          their manual pages, generated from --help at build time
 #   P/lib                     libtprt.so, and the CUDA backend plugin libtprt_backend_cuda.so where built
 #   P/include/tprt            libtprt's public headers
 #   P/lib/cmake/tprt          the CMake package: find_package(tprt) gives the target tprt::tprt
@@ -19,8 +20,24 @@ endif()
 
 # The tools find libtprt (and the plugin) in ../lib and libMLIR/libLLVM where tpc was built
 # against them; the plugin finds libtprt beside itself.
-set_target_properties(tpc-opt tpc-compile tpc-run PROPERTIES INSTALL_RPATH "\$ORIGIN/../lib;${TPC_MLIR_LIB_DIR}")
-install(TARGETS tpc-opt tpc-compile tpc-run RUNTIME DESTINATION bin)
+set(TPC_INSTALLED_TOOLS tpc-opt tpc-compile tpc-run tpc-train tpc-generate)
+set_target_properties(${TPC_INSTALLED_TOOLS} PROPERTIES INSTALL_RPATH "\$ORIGIN/../lib;${TPC_MLIR_LIB_DIR}")
+install(TARGETS ${TPC_INSTALLED_TOOLS} RUNTIME DESTINATION bin)
+
+# A manual page per tool from its --help (tools/scripts/help2man.sh), rewritten when the tool is.
+set(TPC_MAN_PAGES)
+foreach(tool ${TPC_INSTALLED_TOOLS})
+  set(page "${CMAKE_BINARY_DIR}/man/man1/${tool}.1")
+  add_custom_command(OUTPUT "${page}"
+                     COMMAND ${CMAKE_COMMAND} -E make_directory "${CMAKE_BINARY_DIR}/man/man1"
+                     COMMAND sh "${PROJECT_SOURCE_DIR}/tools/scripts/help2man.sh" "$<TARGET_FILE:${tool}>"
+                             "${TPRT_PACKAGE_VERSION}" "${page}"
+                     DEPENDS ${tool} "${PROJECT_SOURCE_DIR}/tools/scripts/help2man.sh"
+                     COMMENT "Manual page ${tool}.1" VERBATIM)
+  list(APPEND TPC_MAN_PAGES "${page}")
+endforeach()
+add_custom_target(tpc-man ALL DEPENDS ${TPC_MAN_PAGES})
+install(FILES ${TPC_MAN_PAGES} DESTINATION share/man/man1)
 install(TARGETS tprt LIBRARY DESTINATION lib)
 if(TARGET tprt_backend_cuda)
   set_target_properties(tprt_backend_cuda PROPERTIES INSTALL_RPATH "\$ORIGIN")

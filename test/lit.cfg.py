@@ -68,4 +68,10 @@ if not torch_python:
 if torch_python:
     config.available_features.add("torch")
     frontend = os.path.join(config.tpc_source_dir, "frontend")
+    # %torch_python_exe: that Python alone, without the source tree on its path (pip-install.test),
+    # which builds the frontend's package offline from the build backend's wheels that
+    # tools/setup.sh keeps beside the venv.
+    if os.path.isfile(os.path.join(config.tpc_source_dir, "third_party", "pyenv", "wheels", "PINS")):
+        config.available_features.add("pip-wheels")
+    config.substitutions.append(("%torch_python_exe", torch_python))
     config.substitutions.append(("%torch_python", f"env PYTHONPATH={frontend} HF_HUB_OFFLINE=1 {torch_python}"))

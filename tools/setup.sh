@@ -74,6 +74,7 @@ PY
 # (CI's, a second checkout) reuses it; PINS records what was installed, so a second run does
 # nothing. TPC_SETUP_PYENV=0 skips it (the frontend tests are then unsupported).
 PYENV_PINS="torch==2.11.0 transformers==5.24.0 safetensors==0.8.0 numpy==2.4.6"
+PYENV_BUILD_PINS="setuptools==80.9.0 wheel==0.45.1"
 make_pyenv() {
   local root link cache dest
   [ "${TPC_SETUP_PYENV:-1}" = 0 ] && return 0
@@ -99,6 +100,17 @@ make_pyenv() {
       exit 1
     fi
     echo "$PYENV_PINS" > "$dest/PINS"
+  fi
+  # The build backend's wheels, kept beside the venv (about 1.3 MB), so that `pip install ./frontend`
+  # into a fresh venv (test/frontend/pip-install.test) builds offline: --no-index --find-links.
+  if [ "$(cat "$dest/wheels/PINS" 2> /dev/null)" != "$PYENV_BUILD_PINS" ]; then
+    rm -rf "$dest/wheels"
+    # shellcheck disable=SC2086  # the pins are separate words
+    if ! "$dest/bin/python" -m pip download -q --only-binary=:all: --no-deps $PYENV_BUILD_PINS -d "$dest/wheels" >&2; then
+      echo "setup: error: pip could not download $PYENV_BUILD_PINS into $dest/wheels" >&2
+      exit 1
+    fi
+    echo "$PYENV_BUILD_PINS" > "$dest/wheels/PINS"
   fi
   flock -u 9
   ln -sfn "$dest" "$link"

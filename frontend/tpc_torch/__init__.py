@@ -7,3 +7,5 @@ Modules: models (built-in configs, building a model, rotary tables), plan (shard
 convert (the ATen graph to tp ops), emit (MLIR text), weights (tensors by tp.name), export and
 check (the command lines).
 """
+
+__version__ = "0.1.0"  # tpc's version (cmake/version.cmake); frontend/pyproject.toml reads it

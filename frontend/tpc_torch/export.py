@@ -221,6 +221,11 @@ def _checkpoint_names(source):
 
 
 def parser(prog, description):
+    # Run as an installed command (tpc-export, tpc-check: frontend/pyproject.toml), help and usage
+    # name that command rather than `python -m ...`.
+    command = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if command.startswith("tpc-"):
+        prog = command
     p = argparse.ArgumentParser(prog=prog, description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help=f"a built-in config ({', '.join(models.BUILTIN)}), a config.json (random "
