@@ -192,3 +192,76 @@ class Module:
         res_ptrs = (ctypes.c_void_p * max(len(outputs), 1))(*[t.data_ptr() for t in outputs])
         _check(self._lib, self._lib.tprt_session_call(self._s, arg_ptrs, res_ptrs))
         return {spec.name: t for spec, t in zip(self.results, outputs)}
+
+
+def _grad_name(name):
+    return f"{name}_grad"
+
+
+class _Step(torch.autograd.Function):
+    """Forward: the forward module. Backward: the training module (the same function lowered by
+    tp-autodiff: every argument, plus each result's cotangent `<result>_grad`; results, plus each
+    argument's gradient `<argument>_grad`), which recomputes the forward on the saved arguments."""
+
+    @staticmethod
+    def forward(ctx, block, *tensors):
+        out = block.forward_module(*tensors)
+        ctx.block = block
+        ctx.save_for_backward(*tensors)
+        return tuple(out[r.name] for r in block.forward_module.results)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        block = ctx.block
+        given = dict(zip((a.name for a in block.forward_module.args), ctx.saved_tensors))
+        for spec, g in zip(block.forward_module.results, grads):
+            given[_grad_name(spec.name)] = (torch.zeros(spec.shape, dtype=spec.dtype) if g is None
+                                            else g.to(spec.dtype).contiguous())
+        out = block.train_module(**given)
+        result = [None]
+        for spec, t in zip(block.forward_module.args, ctx.saved_tensors):
+            g = out.get(_grad_name(spec.name))
+            result.append(g.to(t.dtype) if g is not None and ctx.needs_input_grad[len(result)] else None)
+        return tuple(result)
+
+
+class Block(torch.nn.Module):
+    """A tp function as a torch.nn.Module: the arguments named in |inputs| are forward()'s
+    arguments, every other one a torch.nn.Parameter (initialised from |weights|, a dict by name).
+    Calling it runs the forward module; backward() runs the training module and leaves each
+    parameter's gradient in .grad (cast to the parameter's dtype; tpc computes weight gradients in
+    f32), so that any torch.optim optimizer steps it. Built from one .mlir, compiled twice by
+    tpc-compile (--pipeline=infer and --pipeline=train, with |compile_options|, e.g. --mesh=tp=2)."""
+
+    def __init__(self, mlir, inputs, weights, compile_options=(), libtprt=None):
+        super().__init__()
+        self.forward_module = Module(compile_mlir(mlir, "--pipeline=infer", *compile_options), libtprt=libtprt)
+        self.train_module = Module(compile_mlir(mlir, "--pipeline=train", *compile_options), libtprt=libtprt)
+        names = [a.name for a in self.forward_module.args]
+        unknown = [n for n in list(inputs) + list(weights) if n not in names]
+        if unknown:
+            raise ExportError(f"{mlir}: no argument {', '.join(unknown)} (it takes {', '.join(names)})")
+        self.inputs = list(inputs)
+        missing = [n for n in names if n not in self.inputs and n not in weights]
+        if missing:
+            raise ExportError(f"{mlir}: no initial value for {', '.join(missing)}")
+        self._param_names = {}
+        for n in names:
+            if n not in self.inputs:
+                key = n.replace(".", "_")
+                self._param_names[n] = key
+                self.register_parameter(key, torch.nn.Parameter(weights[n].detach().clone()))
+
+    def forward(self, *args, **kwargs):
+        given = dict(zip(self.inputs, args))
+        given.update(kwargs)
+        tensors = []
+        for spec in self.forward_module.args:
+            if spec.name in self._param_names:
+                tensors.append(getattr(self, self._param_names[spec.name]))
+            elif spec.name in given:
+                tensors.append(given[spec.name])
+            else:
+                raise ExportError(f"{self.forward_module.function}: missing input {spec.name}")
+        out = _Step.apply(self, *tensors)
+        return out[0] if len(out) == 1 else out
