@@ -42,6 +42,9 @@ config.substitutions.append(("%unit", os.path.join(config.tpc_build_dir, "unit")
 config.substitutions.append(("%tpc_build", config.tpc_build_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+# The mlir-opt pass plugin (plugin/), built except in sanitizer builds.
+if os.path.isfile(os.path.join(config.tpc_build_dir, "lib", "libtpc_mlir_plugin.so")):
+    config.available_features.add("mlir-plugin")
 
 # Ranks as processes under mpirun (test/e2e/processes-mpirun.test) when OpenMPI/MPICH is installed.
 if shutil.which("mpirun"):
