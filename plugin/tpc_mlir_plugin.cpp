@@ -4,7 +4,7 @@
 //            --pass-pipeline='builtin.module(tp-verify,tp-shard)' model.mlir
 //
 // The tp dialect itself is IRDL (dialect/tp.irdl.mlir), which mlir-opt loads with --irdl-file;
-// the plugin registers every tpc pass under its tpc-opt name. The passes are written in C against
+// the plugin registers every pass of tpc-opt's table (lowering/pipeline.c) under its name. The passes are written in C against
 // MLIR's C API (lowering/); this file is the one piece of C++ the plugin interface requires:
 // mlirGetPassPluginInfo and a pass registration per constructor.
 #include <memory>
@@ -12,24 +12,16 @@
 #include "mlir/CAPI/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
-#include "passes.h"
+#include "pipeline.h"
 
 namespace {
 
-void registerTpcPass(MlirPass (*create)()) {
-  mlir::registerPass([create]() -> std::unique_ptr<mlir::Pass> { return std::unique_ptr<mlir::Pass>(unwrap(create())); });
-}
-
+// Every pass of tpc-opt's table (lowering/pipeline.c), under the same name.
 void registerTpcPasses() {
-  registerTpcPass(tpc_create_verify_pass);
-  registerTpcPass(tpc_create_autodiff_pass);
-  registerTpcPass(tpc_create_adamw_pass);
-  registerTpcPass(tpc_create_shard_pass);
-  registerTpcPass(tpc_create_gtp_pass);
-  registerTpcPass(tpc_create_invariant_pass);
-  registerTpcPass(tpc_create_micro_batch_pass);
-  registerTpcPass(tpc_create_fuse_pass);
-  registerTpcPass(tpc_create_lower_runtime_pass);
+  for (const tpc_pass_entry_t* e = tpc_pass_registry; e->argument; ++e) {
+    MlirPass (*create)() = e->create;
+    mlir::registerPass([create]() -> std::unique_ptr<mlir::Pass> { return std::unique_ptr<mlir::Pass>(unwrap(create())); });
+  }
 }
 
 }  // namespace

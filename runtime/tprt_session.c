@@ -151,12 +151,8 @@ void tprt_session_tensor_dims(const tprt_session_t* s, int result, int i, int64_
   if (t) memcpy(dims, t->logical.dims, sizeof(int64_t) * (size_t)t->logical.rank);
 }
 
-typedef struct {
-  tprt_session_t* s;
-} tprt__session_run_t;
-
 static tprt_status_t tprt__session_rank(tprt_rank_t* rank, void* user) {
-  tprt_session_t* s = ((tprt__session_run_t*)user)->s;
+  tprt_session_t* s = user;
   const int r = tprt_rank_index(rank);
   tprt_exec_t* exec = NULL;
   tprt_status_t st = tprt_exec_create(rank, s->module->chunks, tprt_rank_allocator(rank), &exec);
@@ -205,8 +201,7 @@ tprt_status_t tprt_session_call(tprt_session_t* s, const void* const* args, void
     for (int r = 0; r < R; ++r)
       s->call_results[r * nr + j] = R == 1 && tprt__aligned(results[j]) ? results[j] : s->own_results[r * nr + j];
   }
-  tprt__session_run_t run = {s};
-  if ((st = tprt_world_run(s->world, tprt__session_rank, &run))) return st;
+  if ((st = tprt_world_run(s->world, tprt__session_rank, s))) return st;
   // Results: sharded ones reassembled from every rank, replicated ones rank 0's.
   for (int j = 0; j < nr; ++j) {
     if (s->call_results[j] == results[j]) continue;  // written in place

@@ -24,8 +24,6 @@ from .errors import ExportError
 # tprt_dtype_t codes (runtime/tprt_dtype.h) and the torch dtypes that hold them.
 _DTYPES = {0: torch.bfloat16, 1: torch.float16, 2: torch.float32, 3: torch.float8_e4m3fn, 4: torch.float8_e5m2,
            7: torch.int32, 8: torch.int64}
-_NAMES = {0: "bf16", 1: "f16", 2: "f32", 3: "f8E4M3FN", 4: "f8E5M2", 5: "f8E8M0FNU", 6: "f4E2M1FN", 7: "i32",
-          8: "i64"}
 
 
 def _tool_dir(name):
@@ -72,6 +70,7 @@ def _load(path=None):
         "tprt_session_tensor_rank": (c_int, [c_void_p, c_int, c_int]),
         "tprt_session_tensor_dims": (None, [c_void_p, c_int, c_int, ctypes.POINTER(ctypes.c_int64)]),
         "tprt_session_call": (c_void_p, [c_void_p, ctypes.POINTER(c_void_p), ctypes.POINTER(c_void_p)]),
+        "tprt_dtype_name": (c_char_p, [c_int]),
         "tprt_status_message": (c_char_p, [c_void_p]),
         "tprt_status_free": (None, [c_void_p]),
     }
@@ -93,12 +92,12 @@ def _check(lib, status):
 class TensorSpec:
     """An argument or result of the module's function: name, logical shape, dtype."""
 
-    def __init__(self, name, shape, code):
-        self.name, self.shape, self.code = name, tuple(shape), code
+    def __init__(self, name, shape, code, spelling):
+        self.name, self.shape, self.code, self.spelling = name, tuple(shape), code, spelling
         self.dtype = _DTYPES.get(code)
 
     def __repr__(self):
-        return f"{self.name}: {_NAMES.get(self.code, '?')}{list(self.shape)}"
+        return f"{self.name}: {self.spelling}{list(self.shape)}"
 
 
 def compile_mlir(path, *options, tpc_compile=None):
@@ -136,8 +135,9 @@ class Module:
         rank = lib.tprt_session_tensor_rank(s, result, i)
         dims = (ctypes.c_int64 * max(rank, 1))()
         lib.tprt_session_tensor_dims(s, result, i, dims)
-        return TensorSpec(lib.tprt_session_tensor_name(s, result, i).decode(), list(dims)[:rank],
-                          lib.tprt_session_tensor_dtype(s, result, i))
+        code = lib.tprt_session_tensor_dtype(s, result, i)
+        return TensorSpec(lib.tprt_session_tensor_name(s, result, i).decode(), list(dims)[:rank], code,
+                          lib.tprt_dtype_name(code).decode())
 
     def close(self):
         if getattr(self, "_s", None):
@@ -156,9 +156,9 @@ class Module:
         if not isinstance(value, torch.Tensor):
             raise ExportError(f"{where}: expected a torch.Tensor, got {type(value).__name__}")
         if spec.dtype is None:
-            raise ExportError(f"{where}: {_NAMES.get(spec.code, '?')} has no torch dtype here")
+            raise ExportError(f"{where}: {spec.spelling} has no torch dtype here")
         if value.dtype != spec.dtype or tuple(value.shape) != spec.shape:
-            raise ExportError(f"{where}: expected {_NAMES[spec.code]}{list(spec.shape)}, got "
+            raise ExportError(f"{where}: expected {spec.spelling}{list(spec.shape)}, got "
                               f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}")
         if value.device.type != "cpu":
             raise ExportError(f"{where}: is on {value.device}; this binding runs the CPU backend (move it with .cpu())")
@@ -185,7 +185,7 @@ class Module:
         outputs = []
         for spec in self.results:
             if spec.dtype is None:
-                raise ExportError(f"{self.function}: result '{spec.name}' is {_NAMES.get(spec.code, '?')}, "
+                raise ExportError(f"{self.function}: result '{spec.name}' is {spec.spelling}, "
                                   "which has no torch dtype here")
             outputs.append(torch.empty(spec.shape, dtype=spec.dtype))
         arg_ptrs = (ctypes.c_void_p * max(len(inputs), 1))(*[t.data_ptr() for t in inputs])
