@@ -7,7 +7,8 @@
 # and the ratios; writes $OUT/train-1b/*.jsonl (every step's loss), summary.txt and loss.svg (the loss
 # curves, by the report).
 # Usage: bash tools/bench/train_1b.sh [steps [run...]]   runs: torch-eager (first: it writes the initial
-# weights), tpc-fast, tpc-invariant, torch-compile, report (default: all, in that order).
+# weights), tpc-fast, tpc-invariant, torch-compile, report (default: all, in that order), and
+# tpc-fast-tuned (fast numerics with TPRT_CUDA_GEMM_TUNE=1: cuBLASLt's algorithms timed per shape).
 # Environment: OUT, TPC_BENCH_1B (the staged folder).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -41,14 +42,14 @@ peer() {  # mode (eager|compile), extra flags
   local mib; mib=$(stop_mem "torch-$mode")
   echo "torch-$mode peak_mib $mib $(tail -n 1 "$LOG/torch-$mode.log")"
 }
-tpc() {  # numerics
-  local n=$1
-  watch_mem "tpc-$n"
+tpc() {  # numerics [run name]
+  local n=$1 name=${2:-tpc-$1}
+  watch_mem "$name"
   TPRT_CUDA_KERNELS=1 timeout "${TPC_BENCH_TIMEOUT:-300}" "$DIR/bin/tpc-train" "$DIR/modules/$n.so" --backend cuda --data "$DIR/data/tokens.bin" "${COMMON[@]}" \
-    --weights "$INIT" --inputs "$DIR/data/inputs.safetensors" --peak-tflops 989 --json "$LOG/tpc-$n.jsonl" > "$LOG/tpc-$n.log" 2>&1 ||
-    echo "FAIL tpc-$n: $(tail -n 2 "$LOG/tpc-$n.log")"
-  local mib; mib=$(stop_mem "tpc-$n")
-  echo "tpc-$n peak_mib $mib $(tail -n 1 "$LOG/tpc-$n.log")"
+    --weights "$INIT" --inputs "$DIR/data/inputs.safetensors" --peak-tflops 989 --json "$LOG/$name.jsonl" > "$LOG/$name.log" 2>&1 ||
+    echo "FAIL $name: $(tail -n 2 "$LOG/$name.log")"
+  local mib; mib=$(stop_mem "$name")
+  echo "$name peak_mib $mib $(tail -n 1 "$LOG/$name.log")"
 }
 shift || true
 RUNS=("$@")
@@ -60,6 +61,7 @@ for r in "${RUNS[@]}"; do
     torch-compile) peer compile --compile ;;
     tpc-fast) tpc fast ;;
     tpc-invariant) tpc invariant ;;
+    tpc-fast-tuned) TPRT_CUDA_GEMM_TUNE=1 tpc fast tpc-fast-tuned ;;
     report) python3 "$ROOT/tools/bench/train_report.py" "$CFG" "$LOG" --batch "$B" --seq-len "$S" --svg "$LOG/loss.svg" ;;
     *) echo "train_1b.sh: unknown run '$r'"; exit 2 ;;
   esac | tee -a "$LOG/summary.txt"

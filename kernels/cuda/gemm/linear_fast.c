@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
@@ -111,6 +112,158 @@ typedef struct {
   const void* c;
 } tprt__lt_gemm_t;
 
+// Which of cuBLASLt's candidate algorithms a call runs (docs/cuda-backend.md, "Fast-mode GEMM
+// algorithms"). By default the heuristic's first answer. With TPRT_CUDA_GEMM_TUNE=1, the first call
+// of each shape times up to kTprtLtCandidates of them on its own operands (one warm-up, then the
+// median of three) and every later call of that shape, in any rank of the process, runs the fastest;
+// a shape first met during CUDA graph capture, or whose accumulating result is too large to copy
+// aside, keeps the first answer. Timing is noise-prone, so two processes may choose differently.
+enum { kTprtLtCandidates = 8 };
+#define TPRT__LT_SCRATCH_MAX ((size_t)256 << 20)
+
+typedef struct {
+  cublasLtHandle_t handle;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  const tprt__lt_gemm_t* g;
+  const tprt_cuda_lt_t* lt;
+  cudaStream_t stream;
+} tprt__lt_call_t;
+
+typedef struct {
+  int device, opa, opb, ab_dtype, d_dtype, sm_target;
+  int64_t m, n, k, lda, ldb, ldd;
+  bool bias, accumulate, c;
+} tprt__lt_key_t;
+
+typedef struct {
+  tprt__lt_key_t key;
+  cublasLtMatmulHeuristicResult_t result;
+} tprt__lt_choice_t;
+
+static struct {
+  pthread_mutex_t lock;
+  tprt__lt_choice_t* choices;
+  size_t count, capacity;
+  int mode;  // -1: not read yet; 0: the heuristic's first answer; 1: timed
+} tprt__lt_tuned = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, -1};
+
+static bool tprt__lt_key_eq(const tprt__lt_key_t* a, const tprt__lt_key_t* b) {
+  return a->device == b->device && a->opa == b->opa && a->opb == b->opb && a->ab_dtype == b->ab_dtype &&
+         a->d_dtype == b->d_dtype && a->sm_target == b->sm_target && a->m == b->m && a->n == b->n && a->k == b->k &&
+         a->lda == b->lda && a->ldb == b->ldb && a->ldd == b->ldd && a->bias == b->bias &&
+         a->accumulate == b->accumulate && a->c == b->c;
+}
+
+// The median of three timed runs of |algo| after one warm-up, in ms; negative when it fails.
+static float tprt__lt_time(const tprt__lt_call_t* call, const cublasLtMatmulAlgo_t* algo, void* d,
+                           cudaEvent_t e0, cudaEvent_t e1) {
+  const tprt__lt_gemm_t* g = call->g;
+  const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
+  const void* c = g->c ? g->c : g->d;
+  float t[3];
+  for (int r = -1; r < 3; ++r) {
+    if (r >= 0 && cudaEventRecord(e0, call->stream) != cudaSuccess) return -1;
+    cublasStatus_t s = tprt__lt.matmul(call->handle, call->desc, &alpha, g->a, call->la, g->b, call->lb, &beta, c,
+                                       call->lc, d, call->lc, algo, call->lt->workspace, call->lt->workspace_bytes,
+                                       call->stream);
+    if (s != CUBLAS_STATUS_SUCCESS) return -1;
+    if (r < 0) continue;
+    if (cudaEventRecord(e1, call->stream) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+        cudaEventElapsedTime(&t[r], e0, e1) != cudaSuccess)
+      return -1;
+  }
+  float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+  return t[2] < lo ? lo : (t[2] > hi ? hi : t[2]);
+}
+
+// The fastest of |n| candidates (index 0 on any failure). An accumulating call is timed into a
+// scratch copy of its result, so its operands stay as they were.
+static int tprt__lt_fastest(const tprt__lt_call_t* call, const cublasLtMatmulHeuristicResult_t* cand, int n) {
+  const tprt__lt_gemm_t* g = call->g;
+  size_t bytes = (size_t)g->ldd * (size_t)g->n * (g->d_dtype == TPRT_DTYPE_F32 ? 4u : 2u);
+  void* d = g->d;
+  if (g->accumulate) {
+    if (bytes > TPRT__LT_SCRATCH_MAX || cudaMalloc(&d, bytes) != cudaSuccess) return 0;
+  }
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  int best = 0;
+  if (cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess) {
+    float best_ms = -1;
+    for (int i = 0; i < n; ++i) {
+      float ms = tprt__lt_time(call, &cand[i].algo, d, e0, e1);
+      if (ms > 0 && (best_ms < 0 || ms < best_ms)) best_ms = ms, best = i;
+    }
+  }
+  (void)cudaGetLastError();
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (d != g->d) {
+    cudaStreamSynchronize(call->stream);
+    cudaFree(d);
+  }
+  return best;
+}
+
+static cublasStatus_t tprt__lt_choose(const tprt__lt_call_t* call, cublasLtMatmulPreference_t pref, int sm_target,
+                                      cublasLtMatmulHeuristicResult_t* result, int* found) {
+  pthread_mutex_lock(&tprt__lt_tuned.lock);
+  if (tprt__lt_tuned.mode < 0) {
+    const char* v = getenv("TPRT_CUDA_GEMM_TUNE");
+    tprt__lt_tuned.mode = v && strcmp(v, "1") == 0;
+  }
+  int mode = tprt__lt_tuned.mode;
+  pthread_mutex_unlock(&tprt__lt_tuned.lock);
+  if (mode == 0) return tprt__lt.heuristic(call->handle, call->desc, call->la, call->lb, call->lc, call->lc, pref, 1,
+                                           result, found);
+  const tprt__lt_gemm_t* g = call->g;
+  tprt__lt_key_t key;
+  memset(&key, 0, sizeof key);
+  if (cudaGetDevice(&key.device) != cudaSuccess) key.device = -1;
+  key.opa = g->opa, key.opb = g->opb, key.ab_dtype = g->ab_dtype, key.d_dtype = g->d_dtype;
+  key.sm_target = sm_target, key.m = g->m, key.n = g->n, key.k = g->k;
+  key.lda = g->lda, key.ldb = g->ldb, key.ldd = g->ldd;
+  key.bias = g->bias != NULL, key.accumulate = g->accumulate, key.c = g->c != NULL;
+  pthread_mutex_lock(&tprt__lt_tuned.lock);
+  for (size_t i = 0; i < tprt__lt_tuned.count; ++i) {
+    if (tprt__lt_key_eq(&tprt__lt_tuned.choices[i].key, &key)) {
+      *result = tprt__lt_tuned.choices[i].result;
+      *found = 1;
+      pthread_mutex_unlock(&tprt__lt_tuned.lock);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+  }
+  pthread_mutex_unlock(&tprt__lt_tuned.lock);
+  cublasLtMatmulHeuristicResult_t cand[kTprtLtCandidates];
+  int n = 0;
+  cublasStatus_t s = tprt__lt.heuristic(call->handle, call->desc, call->la, call->lb, call->lc, call->lc, pref,
+                                        kTprtLtCandidates, cand, &n);
+  if (s != CUBLAS_STATUS_SUCCESS || n == 0) {
+    *found = 0;
+    return s;
+  }
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(call->stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    *result = cand[0];  // not timed, not remembered: a later eager call of this shape times it
+    *found = 1;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  int best = n > 1 ? tprt__lt_fastest(call, cand, n) : 0;
+  *result = cand[best];
+  *found = 1;
+  pthread_mutex_lock(&tprt__lt_tuned.lock);
+  if (tprt__lt_tuned.count == tprt__lt_tuned.capacity) {
+    size_t cap = tprt__lt_tuned.capacity ? 2 * tprt__lt_tuned.capacity : 64;
+    tprt__lt_choice_t* grown = realloc(tprt__lt_tuned.choices, cap * sizeof *grown);
+    if (grown) tprt__lt_tuned.choices = grown, tprt__lt_tuned.capacity = cap;
+  }
+  if (tprt__lt_tuned.count < tprt__lt_tuned.capacity)  // out of memory: the choice is timed again next call
+    tprt__lt_tuned.choices[tprt__lt_tuned.count++] = (tprt__lt_choice_t){key, cand[best]};
+  pthread_mutex_unlock(&tprt__lt_tuned.lock);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, const tprt_cuda_lt_t* lt,
                                      cudaStream_t stream) {
   cudaDataType_t ab = CUDA_R_16BF, c = CUDA_R_32F;
@@ -149,8 +302,10 @@ static tprt_status_t tprt__lt_matmul(const char* op, const tprt__lt_gemm_t* g, c
                           sizeof lt->workspace_bytes);
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
-  if (s == CUBLAS_STATUS_SUCCESS)
-    s = tprt__lt.heuristic((cublasLtHandle_t)lt->handle, desc, la, lb, lc, lc, pref, 1, &result, &found);
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    tprt__lt_call_t call = {(cublasLtHandle_t)lt->handle, desc, la, lb, lc, g, lt, stream};
+    s = tprt__lt_choose(&call, pref, sm_target, &result, &found);
+  }
   if (s != CUBLAS_STATUS_SUCCESS) {
     st = tprt__lt_status(s, "cuBLASLt setup");
   } else if (found == 0) {
