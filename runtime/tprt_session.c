@@ -8,6 +8,7 @@
 #include "tprt_allocator.h"
 #include "tprt_exec.h"
 #include "tprt_module.h"
+#include "tprt_procs.h"
 #include "tprt_shard.h"
 #include "tprt_tensor.h"
 #include "tprt_world.h"
@@ -26,7 +27,8 @@ struct tprt_session_t {
   tprt_module_t* module;
   const tprt_module_function_t* fn;
   tprt_world_t* world;
-  int ranks;
+  tprt_procs_t* procs;  // under torchrun or mpirun: this process is rank |self| alone; else NULL
+  int ranks, self;
   tprt__session_tensor_t* args;     // fn->num_args
   tprt__session_tensor_t* results;  // fn->num_results
   void** own_args;                  // ranks x num_args: each rank's own argument buffers
@@ -65,13 +67,20 @@ tprt_status_t tprt_session_open(const char* module_path, const char* function, t
                   : tprt_make_status(TPRT_STATUS_NOT_FOUND, "%s has no function", module_path);
     goto fail;
   }
-  // The world: the module's mesh, or one rank.
+  // The world: the module's mesh, or one rank; as threads, or under a launcher (torchrun, mpirun)
+  // this process as one of its ranks.
   tprt_world_options_t wopts;
   memset(&wopts, 0, sizeof wopts);
   wopts.num_axes = s->module->num_mesh_axes ? s->module->num_mesh_axes : 1;
   wopts.axes[0] = (tprt_mesh_axis_t){"world", 1};
-  for (int i = 0; i < s->module->num_mesh_axes; ++i)
+  int mesh_size = 1;
+  for (int i = 0; i < s->module->num_mesh_axes; ++i) {
     wopts.axes[i] = (tprt_mesh_axis_t){s->module->mesh_axes[i], s->module->mesh_shape[i]};
+    mesh_size *= (int)s->module->mesh_shape[i];
+  }
+  if ((st = tprt_procs_from_env(mesh_size, 0, &s->procs))) goto fail;
+  wopts.procs = s->procs;
+  s->self = s->procs ? tprt_procs_rank(s->procs) : -1;
   if ((st = tprt_world_create(&wopts, alloc, &s->world))) goto fail;
   s->ranks = tprt_world_size(s->world);
   const int na = s->fn->num_args, nr = s->fn->num_results, R = s->ranks;
@@ -91,6 +100,7 @@ tprt_status_t tprt_session_open(const char* module_path, const char* function, t
   for (int j = 0; j < nr; ++j)
     if ((st = tprt__session_describe(&s->fn->results[j], s->world, &s->results[j]))) goto fail;
   for (int r = 0; r < R; ++r) {
+    if (s->procs && r != s->self) continue;  // the other processes hold the other ranks
     if ((st = tprt_allocator_malloc(alloc, (size_t)s->fn->arena_bytes, TPRT_ABI_ARENA_ALIGNMENT, &s->arena[r])))
       goto fail;
     for (int a = 0; a < na; ++a)
@@ -122,9 +132,15 @@ void tprt_session_close(tprt_session_t* s) {
   free(s->args), free(s->results), free(s->own_args), free(s->own_results);
   free(s->call_args), free(s->call_results), free(s->arena);
   tprt_world_destroy(s->world);
+  if (s->procs) {  // every process closes its session: a barrier, so none mistakes the end for a failure
+    tprt_status_free(tprt_procs_finish(s->procs));
+    tprt_procs_destroy(s->procs);
+  }
   tprt_module_unload(s->module, s->alloc);
   free(s);
 }
+
+int tprt_session_process_rank(const tprt_session_t* s) { return s && s->procs ? s->self : -1; }
 
 const char* tprt_session_function(const tprt_session_t* s) { return s->fn->name; }
 int tprt_session_ranks(const tprt_session_t* s) { return s->ranks; }
@@ -163,6 +179,34 @@ static tprt_status_t tprt__session_rank(tprt_rank_t* rank, void* user) {
   return st;
 }
 
+// A process world's sharded result j: every process's piece, all-gathered, into |whole|.
+static tprt_status_t tprt__session_gather(tprt_session_t* s, int j, tprt_tensor_t* whole) {
+  const int R = s->ranks, nr = s->fn->num_results;
+  tprt_tensor_t local = s->fn->results[j].layout;
+  local.data = s->call_results[s->self * nr + j];
+  int* members = malloc(sizeof(int) * (size_t)R);
+  void** got = calloc((size_t)R, sizeof(void*));
+  size_t* sizes = calloc((size_t)R, sizeof(size_t));
+  tprt_status_t st = NULL;
+  if (!members || !got || !sizes) {
+    st = tprt_make_status(TPRT_STATUS_RESOURCE_EXHAUSTED, "out of memory gathering %d pieces", R);
+  } else {
+    for (int r = 0; r < R; ++r) members[r] = r;
+    st = tprt_procs_allgather(s->procs, members, R, s->self, local.data, tprt_tensor_bytes(&local), got, sizes);
+    for (int r = 0; r < R && !st; ++r) {
+      local.data = got[r];
+      if (sizes[r] != tprt_tensor_bytes(&local))
+        st = tprt_make_status(TPRT_STATUS_INTERNAL, "rank %d sent %zu bytes for a %zu-byte piece", r, sizes[r],
+                              tprt_tensor_bytes(&local));
+      else
+        st = tprt_shard_insert(&s->results[j].shard, s->world, r, &local, whole);
+    }
+  }
+  for (int r = 0; got && r < R; ++r) free(got[r]);
+  free(members), free(got), free(sizes);
+  return st;
+}
+
 static bool tprt__aligned(const void* p) { return ((uintptr_t)p % TPRT__SESSION_ALIGN) == 0; }
 
 tprt_status_t tprt_session_call(tprt_session_t* s, const void* const* args, void* const* results) {
@@ -179,6 +223,7 @@ tprt_status_t tprt_session_call(tprt_session_t* s, const void* const* args, void
     tprt_tensor_t whole = s->args[a].logical;
     whole.data = (void*)args[a];
     for (int r = 0; r < R; ++r) {
+      if (s->procs && r != s->self) continue;
       void** slot = &s->call_args[r * na + a];
       if (R == 1 && tprt__aligned(args[a])) {
         *slot = (void*)args[a];
@@ -202,13 +247,20 @@ tprt_status_t tprt_session_call(tprt_session_t* s, const void* const* args, void
       s->call_results[r * nr + j] = R == 1 && tprt__aligned(results[j]) ? results[j] : s->own_results[r * nr + j];
   }
   if ((st = tprt_world_run(s->world, tprt__session_rank, s))) return st;
-  // Results: sharded ones reassembled from every rank, replicated ones rank 0's.
+  // Results: sharded ones reassembled from every rank, replicated ones rank 0's (in a process
+  // world, this process's rank's: every rank computed the same tensor).
+  const int first = s->procs ? s->self : 0;
   for (int j = 0; j < nr; ++j) {
-    if (s->call_results[j] == results[j]) continue;  // written in place
+    if (s->call_results[first * nr + j] == results[j]) continue;  // written in place
     tprt_tensor_t whole = s->results[j].logical;
     whole.data = results[j];
     if (!s->results[j].sharded) {
-      memcpy(whole.data, s->call_results[j], tprt_tensor_bytes(&whole));
+      memcpy(whole.data, s->call_results[first * nr + j], tprt_tensor_bytes(&whole));
+      continue;
+    }
+    if (s->procs) {
+      if ((st = tprt__session_gather(s, j, &whole)))
+        return tprt_status_annotate(st, "session %s: result '%s'", s->fn->name, s->fn->results[j].name);
       continue;
     }
     for (int r = 0; r < R; ++r) {

@@ -13,6 +13,12 @@
 //
 // Arguments and results are described by index: name (tp.name), dtype (tprt_dtype_t), rank and
 // logical dims. The CPU backend runs the ranks; a session is used by one thread at a time.
+//
+// Under torchrun or mpirun (one process per rank of the module's mesh, the launcher's world size
+// equal to the mesh's), every process opens the session and calls it with the same logical
+// arguments: each runs its own rank on its piece, and each receives the whole logical results
+// (sharded ones all-gathered from the processes). Closing the session is a barrier of the
+// processes.
 #ifndef TPRT_SESSION_H_
 #define TPRT_SESSION_H_
 
@@ -37,6 +43,11 @@ void tprt_session_close(tprt_session_t* session);
 /// The function's name, and the number of ranks of its world.
 const char* tprt_session_function(const tprt_session_t* session);
 int tprt_session_ranks(const tprt_session_t* session);
+
+/// Under a launcher (torchrun's or mpirun's variables, as tpc-run reads them; TPRT_RANKS=threads
+/// ignores them) the session's world is a process world and this process runs one rank of it:
+/// its rank; -1 in a world of rank threads.
+int tprt_session_process_rank(const tprt_session_t* session);
 
 /// Argument (|result| 0) or result (|result| 1) counts and descriptions: the logical shape
 /// (|dims| receives tprt_session_tensor_rank values), the element type and the name.

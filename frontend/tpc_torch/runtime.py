@@ -5,8 +5,10 @@
     out = mlp(x=x, w_up=w_up, w_down=w_down)     # {"y": tensor}; positional arguments work too
 
 A thin ctypes binding of libtprt's session ABI (runtime/tprt_session.h): the module's function
-runs on the CPU backend on a world of rank threads with the module's mesh, each argument given as
-its whole (logical) tensor and each result returned whole. With one rank nothing is copied: the
+runs on the CPU backend on a world of rank threads with the module's mesh (under torchrun or
+mpirun, one rank per process: every process passes the same whole arguments, runs its rank and
+receives the whole results), each argument given as its whole (logical) tensor and each result
+returned whole. With one rank nothing is copied: the
 module reads the torch tensors' memory and writes the results' in place. Nothing is compiled at
 install time; libtprt.so is found through $TPC_LIBTPRT, next to the tpc-run on PATH (../lib), or
 in the build directory of a checkout.
@@ -64,6 +66,7 @@ def _load(path=None):
         "tprt_session_close": (None, [c_void_p]),
         "tprt_session_function": (c_char_p, [c_void_p]),
         "tprt_session_ranks": (c_int, [c_void_p]),
+        "tprt_session_process_rank": (c_int, [c_void_p]),
         "tprt_session_count": (c_int, [c_void_p, c_int]),
         "tprt_session_tensor_name": (c_char_p, [c_void_p, c_int, c_int]),
         "tprt_session_tensor_dtype": (c_int, [c_void_p, c_int, c_int]),
@@ -127,6 +130,10 @@ class Module:
         self.path = path
         self.function = self._lib.tprt_session_function(handle).decode()
         self.ranks = self._lib.tprt_session_ranks(handle)
+        # Under torchrun or mpirun: this process's rank of a process world (it runs that rank
+        # alone and every process gets the whole results); None for a world of rank threads.
+        rank = self._lib.tprt_session_process_rank(handle)
+        self.process_rank = None if rank < 0 else rank
         self.args = [self._spec(0, i) for i in range(self._lib.tprt_session_count(handle, 0))]
         self.results = [self._spec(1, i) for i in range(self._lib.tprt_session_count(handle, 1))]
 
@@ -148,7 +155,8 @@ class Module:
         self.close()
 
     def __repr__(self):
-        return (f"Module({self.path!r}, function {self.function}, {self.ranks} rank{'s' if self.ranks > 1 else ''}: "
+        where = "" if self.process_rank is None else f", process rank {self.process_rank}"
+        return (f"Module({self.path!r}, function {self.function}, {self.ranks} rank{'s' if self.ranks > 1 else ''}{where}: "
                 f"({', '.join(map(repr, self.args))}) -> ({', '.join(map(repr, self.results))}))")
 
     def _argument(self, spec, value):

@@ -17,6 +17,8 @@ T, H, FF = 16, 128, 2048
 init = {"gamma": 1 + 0.1 * torch.randn(H), "w1": torch.randn(2 * FF, H) / H ** 0.5,
         "w2": torch.randn(H, FF) / FF ** 0.5}
 block = Block(sys.argv[1], inputs=["x"], weights=init, compile_options=sys.argv[2:])
+m = block.forward_module
+print(f"world: {m.ranks} rank(s), " + ("threads" if m.process_rank is None else f"this process is rank {m.process_rank}"))
 
 
 class Reference(torch.nn.Module):
