@@ -59,12 +59,7 @@ def _static(shape):
 
 def _layer_of(node):
     """(path, class name) of the decoder layer a node was traced in, or None."""
-    for path, entry in (node.meta.get("nn_module_stack") or {}).values():
-        name = entry if isinstance(entry, str) else getattr(entry, "__name__", str(entry))
-        name = name.rsplit(".", 1)[-1]
-        if name.endswith("DecoderLayer"):
-            return path, name
-    return None
+    return next(((path, name) for path, name in _modules_of(node) if name.endswith("DecoderLayer")), None)
 
 
 def _modules_of(node):
